@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers, bottom to top: C shim and libcap → IceboxSystem (syscall wrappers) →
+// IceboxCore (cgroups, freezers, lifecycle, daemon) → IceboxCLI (parsing, commands) →
+// the thin `icebox` executable.
+let strict: [SwiftSetting] = [.unsafeFlags(["-warnings-as-errors"])]
+
+let package = Package(
+    name: "icebox",
+    products: [
+        .executable(name: "icebox", targets: ["icebox"]),
+        .library(name: "IceboxCore", targets: ["IceboxCore"]),
+    ],
+    targets: [
+        .target(name: "CIceboxShim", cSettings: [.define("_GNU_SOURCE")]),
+        .systemLibrary(name: "CLibcap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
+        .target(name: "IceboxSystem", dependencies: ["CIceboxShim", "CLibcap"], swiftSettings: strict),
+        .target(name: "IceboxCore", dependencies: ["IceboxSystem"], swiftSettings: strict),
+        .target(name: "IceboxCLI", dependencies: ["IceboxCore"], swiftSettings: strict),
+        .executableTarget(name: "icebox", dependencies: ["IceboxCLI"], swiftSettings: strict),
+        .testTarget(name: "IceboxSystemTests", dependencies: ["IceboxSystem"]),
+        .testTarget(name: "IceboxCoreTests", dependencies: ["IceboxCore"]),
+        .testTarget(name: "IceboxCLITests", dependencies: ["IceboxCLI", "icebox"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

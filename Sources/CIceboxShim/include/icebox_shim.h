@@ -1,0 +1,85 @@
+// The small C layer icebox needs: only what Swift cannot do itself.
+//  - the child side of a spawn, from clone to execve (a multithreaded Swift process may
+//    only run async-signal-safe code in a forked child);
+//  - syscalls Glibc 2.36 does not wrap (pidfd_open, pidfd_send_signal, clone3);
+//  - macro-only APIs (CMSG_*) for SCM_RIGHTS and SCM_CREDENTIALS.
+#ifndef ICEBOX_SHIM_H
+#define ICEBOX_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#pragma clang assume_nonnull begin
+
+/// How a spawn placed the child into its cgroup (reported for the event log).
+enum icebox_spawn_method {
+    ICEBOX_SPAWN_CLONE3_INTO_CGROUP = 1, // clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)
+    ICEBOX_SPAWN_CLONE3_THEN_MOVE = 2,   // clone3(CLONE_PIDFD), then a write to cgroup.procs
+    ICEBOX_SPAWN_FORK_THEN_MOVE = 3,     // fork + pidfd_open, then a write to cgroup.procs
+};
+
+struct icebox_spawn_request {
+    const char *path;                   // absolute path of the program (resolved by the caller)
+    char *_Nullable const *_Nullable argv;        // NULL-terminated
+    char *_Nullable const *_Nullable envp;        // NULL-terminated
+    const char *_Nullable cwd;          // NULL: inherit
+    int stdin_fd, stdout_fd, stderr_fd; // descriptors to become 0, 1, 2 (-1: /dev/null)
+    int extra_fd;                       // descriptor to become 3 in the child (-1: none)
+    int cgroup_fd;                      // O_DIRECTORY fd of a cgroup v2 dir (-1: none)
+    int cgroup_procs_fd;                // that cgroup's cgroup.procs opened O_WRONLY (-1: none), for the fallback
+    int new_session;                    // 1: setsid() in the child
+};
+
+struct icebox_spawn_result {
+    pid_t pid;
+    int pidfd;
+    int method;      // enum icebox_spawn_method
+    int child_errno; // 0: execve succeeded; else the errno of the step that failed
+    int failed_step; // 0 none, 1 chdir, 2 setsid, 3 dup, 4 execve, 5 cgroup move
+};
+
+/// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which
+/// case the child has been reaped already and pidfd is -1), or -1 with errno set when
+/// the spawn itself failed.
+int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result);
+
+int icebox_pidfd_open(pid_t pid, unsigned int flags);
+int icebox_pidfd_send_signal(int pidfd, int sig);
+/// waitid(P_PIDFD, pidfd, ...). options as for waitid. Returns 0 or -1 with errno.
+int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
+/// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
+int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
+int icebox_set_child_subreaper(void);
+int icebox_set_pdeathsig(int sig);
+
+/// Sends a message with descriptors attached (SCM_RIGHTS). Returns bytes sent or -1.
+ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *_Nullable fds, int nfds);
+/// Receives a message; up to max_fds descriptors (made close-on-exec) land in fds.
+/// *nfds gets their count; the pid/uid of SCM_CREDENTIALS land in *pid and *uid (or -1).
+ssize_t icebox_recv_with_fds_creds(int sock, void *buf, size_t len, int *_Nullable fds, int max_fds,
+                                   int *_Nonnull nfds, pid_t *_Nonnull pid, uid_t *_Nonnull uid);
+
+/// accept4(SOCK_CLOEXEC | SOCK_NONBLOCK): glibc only declares it with _GNU_SOURCE.
+int icebox_accept(int listener);
+/// SO_PEERCRED (struct ucred is also _GNU_SOURCE-only).
+int icebox_peer_cred(int sock, pid_t *_Nonnull pid, uid_t *_Nonnull uid, gid_t *_Nonnull gid);
+
+/// The bits of a sigset_t, for SigCgt comparisons and signalfd masks.
+int icebox_sigset_for(sigset_t *_Nonnull set, const int *_Nonnull signals, int count);
+/// Number of signals (NSIG).
+int icebox_nsig(void);
+/// SIGRTMIN at run time (a glibc function behind a macro).
+int icebox_sigrtmin(void);
+int icebox_sigrtmax(void);
+
+#pragma clang assume_nonnull end
+#endif

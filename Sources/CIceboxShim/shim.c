@@ -1,0 +1,341 @@
+// See icebox_shim.h for why this file exists. Everything the child runs between clone
+// and execve is here and is async-signal-safe: raw syscalls only, no malloc, no locks.
+#include "icebox_shim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+// Our own copy of the kernel's struct clone_args (v2, with the cgroup field, Linux 5.7),
+// so the build does not depend on how new the installed kernel headers are.
+struct icebox_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size, cgroup;
+};
+
+enum { STEP_CHDIR = 1, STEP_SETSID = 2, STEP_DUP = 3, STEP_EXEC = 4, STEP_CGROUP = 5 };
+
+static void child_fail(int err_fd, int step, int err) {
+    int msg[2] = {step, err};
+    ssize_t ignored = write(err_fd, msg, sizeof msg);
+    (void)ignored;
+    _exit(127);
+}
+
+// Runs in the child only. Never returns.
+static void child_main(const struct icebox_spawn_request *req, int err_fd, int go_fd) {
+    // Keep the error pipe out of the way of 0..3, which are about to be overwritten.
+    err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, 10);
+    if (err_fd < 0) _exit(127);
+
+    if (go_fd >= 0) {
+        // The fallback path: wait until the parent has moved us into the cgroup, so the
+        // program never runs a single instruction outside it.
+        char c = 0;
+        ssize_t n;
+        do { n = read(go_fd, &c, 1); } while (n < 0 && errno == EINTR);
+        if (n != 1 || c != 'g') _exit(127);
+    }
+
+    // A clean signal state: the daemon blocks signals it reads through signalfd, and a
+    // child inherits the mask and any ignored dispositions.
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (sig == SIGKILL || sig == SIGSTOP) continue;
+        sigaction(sig, &dfl, NULL); // fails harmlessly for glibc-internal signals
+    }
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, NULL);
+
+    if (req->new_session && setsid() < 0) child_fail(err_fd, STEP_SETSID, errno);
+
+    int src[4] = {req->stdin_fd, req->stdout_fd, req->stderr_fd, req->extra_fd};
+    for (int i = 0; i < 4; i++) {
+        if (src[i] < 0) {
+            if (i == 3) continue;
+            src[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+        } else {
+            // Duplicate above 10 first so that moving one descriptor into place cannot
+            // clobber another source that happens to be numbered 0..3.
+            src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+        }
+        if (src[i] < 0) child_fail(err_fd, STEP_DUP, errno);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (src[i] < 0) continue;
+        if (dup2(src[i], i) < 0) child_fail(err_fd, STEP_DUP, errno); // dup2 clears FD_CLOEXEC
+    }
+    // Nothing else leaks into the program: every other descriptor closes on exec.
+    unsigned int first = req->extra_fd >= 0 ? 4 : 3;
+    if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        for (int fd = (int)first; fd < 4096; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (req->cwd && chdir(req->cwd) < 0) child_fail(err_fd, STEP_CHDIR, errno);
+
+    execve(req->path, req->argv, req->envp);
+    child_fail(err_fd, STEP_EXEC, errno);
+}
+
+static pid_t clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
+    struct icebox_clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = CLONE_PIDFD | extra_flags;
+    args.pidfd = (uint64_t)(uintptr_t)pidfd;
+    args.exit_signal = SIGCHLD;
+    if (extra_flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
+    return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
+static void reap(pid_t pid) {
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
+}
+
+int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result) {
+    memset(result, 0, sizeof *result);
+    result->pidfd = -1;
+    int err_pipe[2], go_pipe[2] = {-1, -1};
+    if (pipe2(err_pipe, O_CLOEXEC) < 0) return -1;
+
+    int pidfd = -1;
+    pid_t pid = -1;
+    int method = 0;
+    if (req->cgroup_fd >= 0) {
+        pid = clone3_pidfd(CLONE_INTO_CGROUP, req->cgroup_fd, &pidfd);
+        method = ICEBOX_SPAWN_CLONE3_INTO_CGROUP;
+        // ENOSYS: no clone3 (before 5.3); E2BIG: a kernel that does not know the cgroup
+        // field (before 5.7); EINVAL: flag unknown. Then fall back to moving the child.
+        if (pid < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL) {
+            int saved = errno;
+            close(err_pipe[0]); close(err_pipe[1]);
+            errno = saved;
+            return -1;
+        }
+    }
+    if (pid < 0) {
+        if (req->cgroup_fd >= 0 || req->cgroup_procs_fd >= 0) {
+            if (pipe2(go_pipe, O_CLOEXEC) < 0) {
+                int saved = errno;
+                close(err_pipe[0]); close(err_pipe[1]);
+                errno = saved;
+                return -1;
+            }
+        }
+        pid = clone3_pidfd(0, -1, &pidfd);
+        method = ICEBOX_SPAWN_CLONE3_THEN_MOVE;
+        if (pid < 0 && errno == ENOSYS) {
+            pid = fork();
+            method = ICEBOX_SPAWN_FORK_THEN_MOVE;
+        }
+    }
+    if (pid < 0) {
+        int saved = errno;
+        close(err_pipe[0]); close(err_pipe[1]);
+        if (go_pipe[0] >= 0) { close(go_pipe[0]); close(go_pipe[1]); }
+        errno = saved;
+        return -1;
+    }
+    if (pid == 0) {
+        close(err_pipe[0]);
+        if (go_pipe[1] >= 0) close(go_pipe[1]);
+        child_main(req, err_pipe[1], go_pipe[0]);
+    }
+
+    // Parent.
+    close(err_pipe[1]);
+    if (method == ICEBOX_SPAWN_FORK_THEN_MOVE) pidfd = icebox_pidfd_open(pid, 0);
+    result->pid = pid;
+    result->method = method;
+    if (go_pipe[0] >= 0) {
+        close(go_pipe[0]);
+        int move_errno = 0;
+        if (req->cgroup_procs_fd >= 0) {
+            char buf[32];
+            int len = snprintf(buf, sizeof buf, "%d", (int)pid);
+            if (pwrite(req->cgroup_procs_fd, buf, (size_t)len, 0) < 0) move_errno = errno;
+        } else {
+            move_errno = EINVAL; // a cgroup fd without its cgroup.procs: nothing to move with
+        }
+        if (move_errno) {
+            kill(pid, SIGKILL);
+            close(go_pipe[1]);
+            close(err_pipe[0]);
+            reap(pid);
+            if (pidfd >= 0) close(pidfd);
+            result->pidfd = -1;
+            result->child_errno = move_errno;
+            result->failed_step = STEP_CGROUP;
+            return 0;
+        }
+        ssize_t ignored = write(go_pipe[1], "g", 1);
+        (void)ignored;
+        close(go_pipe[1]);
+    }
+
+    int msg[2] = {0, 0};
+    ssize_t n;
+    do { n = read(err_pipe[0], msg, sizeof msg); } while (n < 0 && errno == EINTR);
+    close(err_pipe[0]);
+    if (n == (ssize_t)sizeof msg) {
+        // The child reported a failure before or at execve and exits 127: reap it now so
+        // the caller never sees a launch that "died".
+        reap(pid);
+        if (pidfd >= 0) close(pidfd);
+        result->pidfd = -1;
+        result->failed_step = msg[0];
+        result->child_errno = msg[1];
+        return 0;
+    }
+    result->pidfd = pidfd;
+    return 0;
+}
+
+int icebox_pidfd_open(pid_t pid, unsigned int flags) {
+    return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
+int icebox_pidfd_send_signal(int pidfd, int sig) {
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int rc;
+    do { rc = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, options); } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return -1;
+    *code = info.si_code;
+    *status = info.si_status;
+    *pid = info.si_pid;
+    return 0;
+}
+
+int icebox_waitid_all(int options, int *code, int *status, pid_t *pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int rc;
+    do { rc = waitid(P_ALL, 0, &info, options); } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return -1;
+    *code = info.si_code;
+    *status = info.si_status;
+    *pid = info.si_pid;
+    return 0;
+}
+
+int icebox_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+int icebox_set_pdeathsig(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
+
+ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    char control[CMSG_SPACE(sizeof(int) * 16)];
+    if (fds && nfds > 0) {
+        if (nfds > 16) { errno = EINVAL; return -1; }
+        memset(control, 0, sizeof control);
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    }
+    ssize_t n;
+    do { n = sendmsg(sock, &msg, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+ssize_t icebox_recv_with_fds_creds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds,
+                                   pid_t *pid, uid_t *uid) {
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 16) + CMSG_SPACE(sizeof(struct ucred))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    *nfds = 0;
+    *pid = -1;
+    *uid = (uid_t)-1;
+    ssize_t n;
+    do { n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT); } while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET) continue;
+        if (c->cmsg_type == SCM_RIGHTS) {
+            int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            int *received = (int *)CMSG_DATA(c);
+            for (int i = 0; i < count; i++) {
+                if (fds && *nfds < max_fds) fds[(*nfds)++] = received[i];
+                else close(received[i]); // more than the caller wants: never leak them
+            }
+        } else if (c->cmsg_type == SCM_CREDENTIALS) {
+            struct ucred cred;
+            memcpy(&cred, CMSG_DATA(c), sizeof cred);
+            *pid = cred.pid;
+            *uid = cred.uid;
+        }
+    }
+    return n;
+}
+
+int icebox_sigset_for(sigset_t *set, const int *signals, int count) {
+    sigemptyset(set);
+    for (int i = 0; i < count; i++)
+        if (sigaddset(set, signals[i]) < 0) return -1;
+    return 0;
+}
+
+int icebox_nsig(void) { return NSIG; }
+int icebox_sigrtmin(void) { return SIGRTMIN; }
+int icebox_sigrtmax(void) { return SIGRTMAX; }
+
+int icebox_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
+
+int icebox_peer_cred(int sock, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}

@@ -1,0 +1,45 @@
+import CIceboxShim
+import Glibc
+
+/// A thin epoll wrapper: register descriptors with a token, wait with a deadline.
+public final class Epoll {
+    public let fd: Int32
+
+    public init() throws(SystemError) {
+        fd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        if fd < 0 { throw SystemError("create an epoll instance") }
+    }
+
+    deinit { close(fd) }
+
+    public func add(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
+        var ev = epoll_event()
+        ev.events = events
+        ev.data.u64 = token
+        if epoll_ctl(fd, EPOLL_CTL_ADD, target, &ev) < 0 { throw SystemError("add descriptor \(target) to epoll") }
+    }
+
+    public func remove(_ target: Int32) {
+        var ev = epoll_event()
+        _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, &ev)
+    }
+
+    /// Waits until something is ready or the timeout (ms, -1 forever) passes.
+    public func wait(timeoutMillis: Int32, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
+        var events = [epoll_event](repeating: epoll_event(), count: max)
+        let n = events.withUnsafeMutableBufferPointer { buf in
+            epoll_wait(fd, buf.baseAddress, Int32(max), timeoutMillis)
+        }
+        if n <= 0 { return [] }
+        return events[0..<Int(n)].map { ($0.data.u64, $0.events) }
+    }
+}
+
+public enum EpollEvents {
+    public static let readable = UInt32(EPOLLIN.rawValue)
+    public static let writable = UInt32(EPOLLOUT.rawValue)
+    public static let priority = UInt32(EPOLLPRI.rawValue)
+    public static let hangup = UInt32(EPOLLHUP.rawValue)
+    public static let error = UInt32(EPOLLERR.rawValue)
+    public static let readHangup = UInt32(EPOLLRDHUP.rawValue)
+}

@@ -1,0 +1,111 @@
+import Glibc
+
+/// Small file helpers for /proc, /sys and state files. Paths are parameters everywhere,
+/// so parsers can be tested against temporary files.
+public enum FileIO {
+    /// Reads a whole file (sysfs and procfs files report size 0, so read until EOF).
+    public static func read(_ path: String) throws(SystemError) -> String {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
+        if fd < 0 { throw SystemError("read", path: path) }
+        defer { close(fd) }
+        return try readAll(fd: fd, path: path)
+    }
+
+    public static func readAll(fd: Int32, path: String) throws(SystemError) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { buf in
+                retryingOnInterrupt { Glibc.read(fd, buf.baseAddress, buf.count) }
+            }
+            if n < 0 { throw SystemError("read", path: path) }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Reads from offset 0 of an open descriptor (for re-reading cgroup.events through the fd we poll).
+    public static func pread(fd: Int32, path: String) throws(SystemError) -> String {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = chunk.withUnsafeMutableBytes { buf in
+            retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, 0) }
+        }
+        if n < 0 { throw SystemError("read", path: path) }
+        return String(decoding: chunk[0..<n], as: UTF8.self)
+    }
+
+    /// Writes a value to a control file in one write(2), as the kernel expects.
+    public static func write(_ path: String, _ value: String) throws(SystemError) {
+        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CLOEXEC) }
+        if fd < 0 { throw SystemError("write", path: path) }
+        defer { close(fd) }
+        let n = value.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
+        if n < 0 { throw SystemError("write", path: path) }
+    }
+
+    /// Writes a file atomically: a temporary file beside it, fsync, then rename.
+    public static func writeAtomically(_ path: String, _ contents: String, mode: mode_t = 0o600) throws(SystemError) {
+        let tmp = path + ".tmp.\(getpid())"
+        let fd = retryingOnInterrupt { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        if fd < 0 { throw SystemError("create", path: tmp) }
+        var failure: SystemError?
+        let bytes = Array(contents.utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { buf in
+                retryingOnInterrupt { Glibc.write(fd, buf.baseAddress! + written, buf.count - written) }
+            }
+            if n < 0 { failure = SystemError("write", path: tmp); break }
+            written += n
+        }
+        if failure == nil && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
+        close(fd)
+        if failure == nil && rename(tmp, path) < 0 { failure = SystemError("rename to", path: path) }
+        if let failure {
+            unlink(tmp)
+            throw failure
+        }
+    }
+
+    /// Appends one line with O_APPEND, so concurrent writers never interleave within a line.
+    public static func appendLine(_ path: String, _ line: String) throws(SystemError) {
+        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600) }
+        if fd < 0 { throw SystemError("append to", path: path) }
+        defer { close(fd) }
+        let text = line.hasSuffix("\n") ? line : line + "\n"
+        let n = text.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
+        if n < 0 { throw SystemError("append to", path: path) }
+    }
+
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// mkdir -p with a mode for the directories it creates.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+        if isDirectory(path) { return }
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, mode) < 0 && errno != EEXIST { throw SystemError("create directory", path: prefix) }
+        }
+    }
+
+    /// Names in a directory, without "." and "..".
+    public static func list(_ path: String) throws(SystemError) -> [String] {
+        guard let dir = opendir(path) else { throw SystemError("list", path: path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

@@ -1,0 +1,96 @@
+import Glibc
+
+/// Parsers for /proc files. Each takes the file's text, so tests feed them temp files or strings;
+/// the readers that take a pid are thin wrappers.
+public enum ProcFS {
+    /// The value of one "Key:\tvalue" line of /proc/PID/status.
+    public static func statusField(_ name: String, in text: String) -> String? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
+            return line.dropFirst(name.count + 1).trimmingCharacters(in: " \t")
+        }
+        return nil
+    }
+
+    /// Whether bit (signal-1) is set in a hex mask such as SigCgt's "0000000000004a02".
+    public static func maskHasSignal(_ hexMask: String, _ signal: Int32) -> Bool {
+        guard let mask = UInt64(hexMask, radix: 16), signal >= 1, signal <= 64 else { return false }
+        return mask & (UInt64(1) << UInt64(signal - 1)) != 0
+    }
+
+    /// Whether the process has a handler installed (caught) for the signal, per SigCgt.
+    public static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
+        guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"),
+              let mask = statusField("SigCgt", in: text) else { return false }
+        return maskHasSignal(mask, signal)
+    }
+
+    /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")").
+    public struct Stat: Equatable, Sendable {
+        public var state: Character
+        public var ppid: pid_t
+        public var pgrp: pid_t
+        public var session: pid_t
+        public var startTimeTicks: UInt64
+    }
+
+    public static func parseStat(_ text: String) -> Stat? {
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let rest = text[text.index(after: close)...].split(separator: " ")
+        // rest[0] is field 3 (state); start time is field 22 → rest[19].
+        guard rest.count > 19, let state = rest[0].first,
+              let ppid = pid_t(rest[1]), let pgrp = pid_t(rest[2]), let session = pid_t(rest[3]),
+              let start = UInt64(rest[19]) else { return nil }
+        return Stat(state: state, ppid: ppid, pgrp: pgrp, session: session, startTimeTicks: start)
+    }
+
+    public static func stat(pid: pid_t, procRoot: String = "/proc") -> Stat? {
+        (try? FileIO.read("\(procRoot)/\(pid)/stat")).flatMap(parseStat)
+    }
+
+    public static func threadStat(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Stat? {
+        (try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/stat")).flatMap(parseStat)
+    }
+
+    public static func threads(of pid: pid_t, procRoot: String = "/proc") -> [pid_t] {
+        ((try? FileIO.list("\(procRoot)/\(pid)/task")) ?? []).compactMap { pid_t($0) }
+    }
+
+    /// Every pid whose process belongs to the session (the fallback when a process has no cgroup).
+    public static func pids(inSession session: pid_t, procRoot: String = "/proc") -> [pid_t] {
+        ((try? FileIO.list(procRoot)) ?? []).compactMap { pid_t($0) }.filter { stat(pid: $0, procRoot: procRoot)?.session == session }
+    }
+
+    /// The v2 cgroup path (relative to the v2 root) from /proc/PID/cgroup text ("0::/path").
+    public static func unifiedCgroup(in text: String) -> String? {
+        for line in text.split(separator: "\n") where line.hasPrefix("0::") {
+            return String(line.dropFirst(3))
+        }
+        return nil
+    }
+
+    /// Resident memory in bytes (VmRSS), or nil for a kernel thread or an exited process.
+    public static func residentBytes(pid: pid_t, procRoot: String = "/proc") -> UInt64? {
+        guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"),
+              let rss = statusField("VmRSS", in: text) else { return nil }
+        return parseKiloBytes(rss)
+    }
+
+    /// "18040 kB" → bytes.
+    public static func parseKiloBytes(_ text: String) -> UInt64? {
+        let number = text.split(separator: " ").first.flatMap { UInt64($0) }
+        return number.map { $0 * 1024 }
+    }
+}
+
+extension Substring {
+    func trimmingCharacters(in set: String) -> String {
+        var s = self
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}
+
+extension String {
+    public func trimmed() -> String { self[...].trimmingCharacters(in: " \t\n\r") }
+}

@@ -1,0 +1,100 @@
+import CIceboxShim
+import Glibc
+
+/// How a process ended, as waitid(2) reports it.
+public enum Termination: Equatable, Sendable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+
+    /// The shell convention: the exit code, or 128+N for signal N.
+    public var shellStatus: Int32 {
+        switch self {
+        case .exited(let code): return code
+        case .signaled(let sig): return 128 + sig
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .exited(let code): return "exited with status \(code)"
+        case .signaled(let sig): return "killed by \(Signals.name(of: sig))"
+        }
+    }
+
+    /// From siginfo's si_code and si_status (CLD_EXITED = 1; CLD_KILLED, CLD_DUMPED otherwise).
+    public init(code: Int32, status: Int32) {
+        self = code == 1 ? .exited(status) : .signaled(status)
+    }
+}
+
+/// A process held through its pidfd from spawn to reap, so nothing is ever keyed on a
+/// bare pid that could be reused. A class so that exactly one owner closes the pidfd (in deinit).
+public final class ProcessHandle {
+    public let pid: pid_t
+    public let pidfd: Int32
+
+    public init(pid: pid_t, pidfd: Int32) {
+        self.pid = pid
+        self.pidfd = pidfd
+    }
+
+    /// Opens a pidfd for a process icebox did not spawn (it need not be our child).
+    public init(adopting pid: pid_t) throws(SystemError) {
+        let fd = icebox_pidfd_open(pid, 0)
+        if fd < 0 { throw SystemError("open a pidfd for", path: "pid \(pid)") }
+        self.pid = pid
+        self.pidfd = fd
+    }
+
+    /// Sends a signal through the pidfd. ESRCH (already exited) is reported as false.
+    @discardableResult
+    public func send(_ signal: Int32) throws(SystemError) -> Bool {
+        if icebox_pidfd_send_signal(pidfd, signal) == 0 { return true }
+        if errno == ESRCH { return false }
+        throw SystemError("send \(Signals.name(of: signal)) to", path: "pid \(pid)")
+    }
+
+    /// Reaps the child if it has exited; nil while it runs.
+    public func reapIfExited() throws(SystemError) -> Termination? {
+        var code: Int32 = 0, status: Int32 = 0, who: pid_t = 0
+        if icebox_waitid_pidfd(pidfd, WEXITED | WNOHANG, &code, &status, &who) < 0 {
+            throw SystemError("wait for", path: "pid \(pid)")
+        }
+        return who == 0 ? nil : Termination(code: code, status: status)
+    }
+
+    /// Waits for the child to exit, up to a deadline (monotonic ns). nil on time-out.
+    public func wait(until deadline: UInt64) throws(SystemError) -> Termination? {
+        while true {
+            if let t = try reapIfExited() { return t }
+            let now = Clock.monotonicNanos()
+            if now >= deadline { return nil }
+            var pfd = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+            let ms = Int32(min((deadline - now + 999_999) / 1_000_000, UInt64(Int32.max)))
+            if poll(&pfd, 1, ms) < 0 && errno != EINTR { throw SystemError("poll the pidfd of", path: "pid \(pid)") }
+        }
+    }
+
+    deinit { Glibc.close(pidfd) }
+}
+
+public enum Reaper {
+    /// Makes this process a child subreaper: orphans of its descendants land on it rather
+    /// than on PID 1 (which here does not reap them promptly).
+    public static func becomeSubreaper() throws(SystemError) {
+        if icebox_set_child_subreaper() < 0 { throw SystemError("become a child subreaper (prctl)") }
+    }
+
+    /// The pid of a child that has exited, without reaping it (WNOWAIT), or nil.
+    public static func peekExitedChild() -> pid_t? {
+        var code: Int32 = 0, status: Int32 = 0, who: pid_t = 0
+        if icebox_waitid_all(WEXITED | WNOHANG | WNOWAIT, &code, &status, &who) < 0 { return nil }
+        return who == 0 ? nil : who
+    }
+
+    /// Reaps one specific exited child by pid (only for orphans that have no pidfd here).
+    public static func reap(pid: pid_t) {
+        var status: Int32 = 0
+        _ = retryingOnInterrupt { waitpid(pid, &status, WNOHANG) }
+    }
+}

@@ -1,0 +1,63 @@
+import CIceboxShim
+import Glibc
+
+/// Signal names and numbers, as `kill -l` spells them.
+public enum Signals {
+    static let table: [(String, Int32)] = [
+        ("HUP", SIGHUP), ("INT", SIGINT), ("QUIT", SIGQUIT), ("ILL", SIGILL), ("TRAP", SIGTRAP),
+        ("ABRT", SIGABRT), ("BUS", SIGBUS), ("FPE", SIGFPE), ("KILL", SIGKILL), ("USR1", SIGUSR1),
+        ("SEGV", SIGSEGV), ("USR2", SIGUSR2), ("PIPE", SIGPIPE), ("ALRM", SIGALRM), ("TERM", SIGTERM),
+        ("STKFLT", 16), ("CHLD", SIGCHLD), ("CONT", SIGCONT), ("STOP", SIGSTOP), ("TSTP", SIGTSTP),
+        ("TTIN", SIGTTIN), ("TTOU", SIGTTOU), ("URG", SIGURG), ("XCPU", SIGXCPU), ("XFSZ", SIGXFSZ),
+        ("VTALRM", SIGVTALRM), ("PROF", SIGPROF), ("WINCH", SIGWINCH), ("IO", SIGIO), ("PWR", SIGPWR),
+        ("SYS", SIGSYS),
+    ]
+
+    /// "SIGUSR1", "USR1", "usr1", "10" and "RTMIN+2" are all accepted.
+    public static func number(of text: String) -> Int32? {
+        if let n = Int32(text) { return (1..<Int32(icebox_nsig())).contains(n) ? n : nil }
+        var name = text.uppercased()
+        if name.hasPrefix("SIG") { name.removeFirst(3) }
+        if let hit = table.first(where: { $0.0 == name }) { return hit.1 }
+        let rtmin = icebox_sigrtmin(), rtmax = icebox_sigrtmax()
+        if name == "RTMIN" { return rtmin }
+        if name == "RTMAX" { return rtmax }
+        if name.hasPrefix("RTMIN+"), let k = Int32(name.dropFirst(6)), rtmin + k <= rtmax { return rtmin + k }
+        if name.hasPrefix("RTMAX-"), let k = Int32(name.dropFirst(6)), rtmax - k >= rtmin { return rtmax - k }
+        return nil
+    }
+
+    public static func name(of number: Int32) -> String {
+        if let hit = table.first(where: { $0.1 == number }) { return "SIG" + hit.0 }
+        let rtmin = icebox_sigrtmin()
+        if number >= rtmin && number <= icebox_sigrtmax() { return number == rtmin ? "SIGRTMIN" : "SIGRTMIN+\(number - rtmin)" }
+        return "signal \(number)"
+    }
+
+    /// Blocks the given signals in this thread (and the threads it starts later) so they can
+    /// be read from a signalfd instead of interrupting whatever runs.
+    public static func block(_ signals: [Int32]) {
+        var set = sigset_t()
+        _ = signals.withUnsafeBufferPointer { icebox_sigset_for(&set, $0.baseAddress!, Int32($0.count)) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// A non-blocking, close-on-exec signalfd for signals already blocked.
+    public static func signalFD(_ signals: [Int32]) throws(SystemError) -> Int32 {
+        var set = sigset_t()
+        _ = signals.withUnsafeBufferPointer { icebox_sigset_for(&set, $0.baseAddress!, Int32($0.count)) }
+        let fd = signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
+        if fd < 0 { throw SystemError("create a signalfd") }
+        return fd
+    }
+
+    /// Reads every pending signal number from a signalfd.
+    public static func drain(signalFD fd: Int32) -> [Int32] {
+        var out: [Int32] = []
+        var info = signalfd_siginfo()
+        while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
+            out.append(Int32(info.ssi_signo))
+        }
+        return out
+    }
+}

@@ -1,0 +1,124 @@
+import CIceboxShim
+import Glibc
+
+/// What to run and how: everything the child side needs, resolved in the parent.
+public struct SpawnRequest: Sendable {
+    public var executable: String
+    public var arguments: [String]   // argv, including argv[0]
+    public var environment: [String] // KEY=VALUE
+    public var workingDirectory: String?
+    public var stdin: Int32 = -1
+    public var stdout: Int32 = -1
+    public var stderr: Int32 = -1
+    public var extraFD: Int32 = -1    // becomes descriptor 3 in the child
+    public var cgroupDirFD: Int32 = -1
+    public var cgroupProcsFD: Int32 = -1
+    public var newSession = true
+
+    public init(executable: String, arguments: [String], environment: [String]) {
+        self.executable = executable
+        self.arguments = arguments
+        self.environment = environment
+    }
+}
+
+public enum SpawnMethod: String, Sendable, Codable {
+    case clone3IntoCgroup = "clone3(CLONE_INTO_CGROUP)"
+    case clone3ThenMove = "clone3 + cgroup.procs"
+    case forkThenMove = "fork + cgroup.procs"
+}
+
+public enum SpawnError: Error, CustomStringConvertible, Sendable {
+    /// The program could not be found on PATH (exit 127, as shells do).
+    case notFound(String)
+    /// execve failed in the child (EACCES and ENOEXEC exit 126, as shells do).
+    case execFailed(path: String, step: String, errno: Int32)
+    case system(SystemError)
+
+    public var description: String {
+        switch self {
+        case .notFound(let name): return "\(name): command not found"
+        case .execFailed(let path, let step, let err):
+            return "\(path): \(step) failed: \(String(cString: strerror(err)))"
+        case .system(let e): return e.description
+        }
+    }
+
+    public var shellStatus: Int32 {
+        switch self {
+        case .notFound: return 127
+        case .execFailed(_, _, let err): return err == ENOENT ? 127 : 126
+        case .system: return 1
+        }
+    }
+}
+
+public struct SpawnedProcess {
+    public var handle: ProcessHandle
+    public var method: SpawnMethod
+}
+
+public enum Spawner {
+    /// Finds a program the way execvp does: a name with a slash is used as it is, else each
+    /// directory of PATH is tried. Resolving here lets "not found" be reported before any spawn.
+    public static func resolve(_ name: String, path: String?) -> String? {
+        if name.contains("/") { return name }
+        let dirs = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false)
+        var firstNonExecutable: String?
+        for dir in dirs {
+            let candidate = (dir.isEmpty ? "." : String(dir)) + "/" + name
+            var st = stat()
+            guard stat(candidate, &st) == 0, (st.st_mode & S_IFMT) != S_IFDIR else { continue }
+            if access(candidate, X_OK) == 0 { return candidate }
+            firstNonExecutable = firstNonExecutable ?? candidate
+        }
+        // As bash does: a file that exists but cannot be run is reported as such (126).
+        return firstNonExecutable
+    }
+
+    public static func spawn(_ request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
+        var result = icebox_spawn_result()
+        let rc: Int32 = withCStringArray(request.arguments) { argv in
+            withCStringArray(request.environment) { envp in
+                request.executable.withCString { path in
+                    withOptionalCString(request.workingDirectory) { cwd in
+                        var req = icebox_spawn_request(
+                            path: path, argv: argv, envp: envp, cwd: cwd,
+                            stdin_fd: request.stdin, stdout_fd: request.stdout, stderr_fd: request.stderr,
+                            extra_fd: request.extraFD, cgroup_fd: request.cgroupDirFD,
+                            cgroup_procs_fd: request.cgroupProcsFD, new_session: request.newSession ? 1 : 0)
+                        return icebox_spawn(&req, &result)
+                    }
+                }
+            }
+        }
+        if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }
+        if result.child_errno != 0 {
+            let steps = [1: "chdir to \(request.workingDirectory ?? "")", 2: "setsid", 3: "dup2",
+                         4: "execve", 5: "move into the cgroup"]
+            if result.failed_step == 5 {
+                throw .system(SystemError("move the new process into its cgroup", errno: result.child_errno))
+            }
+            throw .execFailed(path: request.executable, step: steps[Int(result.failed_step)] ?? "spawn",
+                              errno: result.child_errno)
+        }
+        let method: SpawnMethod = switch result.method {
+        case 1: .clone3IntoCgroup
+        case 2: .clone3ThenMove
+        default: .forkThenMove
+        }
+        return SpawnedProcess(handle: ProcessHandle(pid: result.pid, pidfd: result.pidfd), method: method)
+    }
+}
+
+func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for p in pointers { free(p) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let s else { return body(nil) }
+    return s.withCString { body($0) }
+}

@@ -1,0 +1,175 @@
+import CIceboxShim
+import Glibc
+
+/// Unix-domain sockets: the control socket (stream, JSON lines) and the notify sockets
+/// (datagram, sd_notify). Descriptors are close-on-exec and, where stated, non-blocking.
+public enum UnixSocket {
+    /// sun_path holds 107 bytes and a NUL; longer paths are refused with a clear error.
+    public static let maxPathLength = 107
+
+    static func withAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) throws(SystemError) -> R {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        if bytes.count > maxPathLength { throw SystemError("use socket path (longer than 107 bytes)", path: path, errno: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    /// A listening stream socket at path (an old socket file there is replaced), mode 0600.
+    public static func listen(path: String) throws(SystemError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        if fd < 0 { throw SystemError("create a socket") }
+        unlink(path)
+        let old = umask(0o177)
+        let rc = try withAddress(path) { bind(fd, $0, $1) }
+        umask(old)
+        if rc < 0 { let e = SystemError("bind the control socket", path: path); close(fd); throw e }
+        if Glibc.listen(fd, 128) < 0 { let e = SystemError("listen on", path: path); close(fd); throw e }
+        return fd
+    }
+
+    /// A blocking connection to a stream socket.
+    public static func connect(path: String) throws(SystemError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0 { throw SystemError("create a socket") }
+        let rc = try withAddress(path) { addr, len in retryingOnInterrupt { Glibc.connect(fd, addr, len) } }
+        if rc < 0 { let e = SystemError("connect to", path: path); close(fd); throw e }
+        return fd
+    }
+
+    /// Accepts one connection (non-blocking, close-on-exec), or nil when none is pending.
+    public static func accept(_ listener: Int32) -> Int32? {
+        let fd = icebox_accept(listener)
+        return fd < 0 ? nil : fd
+    }
+
+    /// The peer's pid, uid and gid (SO_PEERCRED), taken when it connected.
+    public static func peerCredentials(_ fd: Int32) -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
+        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
+        if icebox_peer_cred(fd, &pid, &uid, &gid) < 0 { return nil }
+        return (pid, uid, gid)
+    }
+
+    /// A datagram socket that receives sd_notify messages with the sender's credentials.
+    public static func bindNotify(path: String) throws(SystemError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        if fd < 0 { throw SystemError("create a socket") }
+        unlink(path)
+        let rc = try withAddress(path) { bind(fd, $0, $1) }
+        if rc < 0 { let e = SystemError("bind the notify socket", path: path); close(fd); throw e }
+        var on: Int32 = 1
+        if setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) < 0 {
+            let e = SystemError("enable SO_PASSCRED on", path: path); close(fd); throw e
+        }
+        return fd
+    }
+
+    /// One received datagram with its sender and any descriptors (which the caller must close).
+    public struct Datagram {
+        public var text: String
+        public var senderPID: pid_t
+        public var senderUID: uid_t
+        public var fds: [Int32]
+    }
+
+    public static func receive(_ fd: Int32) -> Datagram? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var fds = [Int32](repeating: -1, count: 16)
+        var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
+        let n = buffer.withUnsafeMutableBytes { buf in
+            fds.withUnsafeMutableBufferPointer { fdbuf in
+                icebox_recv_with_fds_creds(fd, buf.baseAddress!, buf.count, fdbuf.baseAddress, 16, &nfds, &pid, &uid)
+            }
+        }
+        if n < 0 { return nil }
+        return Datagram(text: String(decoding: buffer[0..<n], as: UTF8.self), senderPID: pid, senderUID: uid,
+                        fds: Array(fds[0..<Int(nfds)]))
+    }
+
+    /// Receives bytes and any descriptors on a stream socket (non-blocking). nil: would block.
+    /// An empty byte array means the peer closed.
+    public static func receiveStream(_ fd: Int32) throws(SystemError) -> (bytes: [UInt8], fds: [Int32])? {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var fds = [Int32](repeating: -1, count: 16)
+        var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
+        let n = buffer.withUnsafeMutableBytes { buf in
+            fds.withUnsafeMutableBufferPointer { fdbuf in
+                icebox_recv_with_fds_creds(fd, buf.baseAddress!, buf.count, fdbuf.baseAddress, 16, &nfds, &pid, &uid)
+            }
+        }
+        if n < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+            throw SystemError("read from a client connection")
+        }
+        return (Array(buffer[0..<n]), Array(fds[0..<Int(nfds)]))
+    }
+
+    /// Sends all bytes, with descriptors attached to the first chunk.
+    public static func send(_ fd: Int32, _ bytes: [UInt8], fds: [Int32] = []) throws(SystemError) {
+        var offset = 0
+        var attach = fds
+        while offset < bytes.count || !attach.isEmpty {
+            let n = bytes.withUnsafeBytes { buf in
+                attach.withUnsafeBufferPointer { fdbuf in
+                    icebox_send_with_fds(fd, buf.baseAddress! + offset, buf.count - offset, fdbuf.baseAddress, Int32(fdbuf.count))
+                }
+            }
+            if n < 0 {
+                if errno == EAGAIN {
+                    var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&pfd, 1, 1000)
+                    continue
+                }
+                throw SystemError("write to the socket")
+            }
+            offset += n
+            attach = []
+        }
+    }
+
+    /// Sends one datagram (for tests and the notify client).
+    public static func sendDatagram(path: String, _ text: String) throws(SystemError) {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0 { throw SystemError("create a socket") }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        let n = try withAddress(path) { addr, len in
+            bytes.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, 0, addr, len) }
+        }
+        if n < 0 { throw SystemError("send to", path: path) }
+    }
+}
+
+/// Non-blocking TCP connect to 127.0.0.1 (readiness probes).
+public enum TCPProbe {
+    /// Starts a connect; returns the fd (poll it for writability, then call `finished`).
+    public static func start(port: UInt16, host: String = "127.0.0.1") throws(SystemError) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        if fd < 0 { throw SystemError("create a socket") }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        inet_pton(AF_INET, host, &addr.sin_addr)
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc < 0 && errno != EINPROGRESS {
+            let e = SystemError("connect to", path: "\(host):\(port)")
+            close(fd)
+            throw e
+        }
+        return fd
+    }
+
+    /// After the socket polled writable: true if the connection was accepted.
+    public static func succeeded(_ fd: Int32) -> Bool {
+        var err: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0
+    }
+}
