@@ -7,6 +7,7 @@
 #include <linux/close_range.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -338,4 +339,12 @@ int icebox_peer_cred(int sock, pid_t *pid, uid_t *uid, gid_t *gid) {
     *uid = cred.uid;
     *gid = cred.gid;
     return 0;
+}
+
+int icebox_poll_ns(int fd, short events, uint64_t timeout_ns) {
+    struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
+    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000ULL), .tv_nsec = (long)(timeout_ns % 1000000000ULL)};
+    int rc = ppoll(&pfd, 1, &ts, NULL);
+    if (rc < 0) return errno == EINTR ? 0 : -1;
+    return rc == 0 ? 0 : pfd.revents;
 }

@@ -73,6 +73,10 @@ int icebox_accept(int listener);
 /// SO_PEERCRED (struct ucred is also _GNU_SOURCE-only).
 int icebox_peer_cred(int sock, pid_t *_Nonnull pid, uid_t *_Nonnull uid, gid_t *_Nonnull gid);
 
+/// poll(2) on one descriptor with a nanosecond timeout (ppoll is _GNU_SOURCE-only).
+/// Returns revents, 0 on time-out, -1 on error.
+int icebox_poll_ns(int fd, short events, uint64_t timeout_ns);
+
 /// The bits of a sigset_t, for SigCgt comparisons and signalfd masks.
 int icebox_sigset_for(sigset_t *_Nonnull set, const int *_Nonnull signals, int count);
 /// Number of signals (NSIG).

@@ -1,0 +1,105 @@
+import CIceboxShim
+import Glibc
+import IceboxSystem
+
+/// The keys of a cgroup v2 `cgroup.events` file ("populated 1\nfrozen 0\n").
+public struct CgroupEvents: Equatable, Sendable {
+    public var populated: Bool
+    public var frozen: Bool
+
+    public static func parse(_ text: String) -> CgroupEvents {
+        var e = CgroupEvents(populated: false, frozen: false)
+        for line in text.split(separator: "\n") {
+            let kv = line.split(separator: " ")
+            guard kv.count == 2 else { continue }
+            if kv[0] == "populated" { e.populated = kv[1] == "1" }
+            if kv[0] == "frozen" { e.frozen = kv[1] == "1" }
+        }
+        return e
+    }
+}
+
+/// One cgroup v2 directory. A small value type: the path, the file names as private
+/// constants, and helpers that name the path in every error.
+public struct Cgroup2: Sendable, Equatable {
+    public let path: String
+
+    private static let procsFile = "cgroup.procs"
+    private static let eventsFile = "cgroup.events"
+    private static let freezeFile = "cgroup.freeze"
+    private static let killFile = "cgroup.kill"
+
+    public init(path: String) { self.path = path }
+
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    public var exists: Bool { FileIO.isDirectory(path) }
+    public var supportsFreeze: Bool { FileIO.exists(file(Self.freezeFile)) }
+    public var supportsKill: Bool { FileIO.exists(file(Self.killFile)) }
+
+    public func create() throws(SystemError) {
+        if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create cgroup", path: path) }
+    }
+
+    /// rmdir; an already-removed cgroup is not an error.
+    public func remove() throws(SystemError) {
+        if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove cgroup", path: path) }
+    }
+
+    public func procs() -> [pid_t] {
+        ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    public func events() throws(SystemError) -> CgroupEvents {
+        CgroupEvents.parse(try FileIO.read(file(Self.eventsFile)))
+    }
+
+    public func setFrozen(_ frozen: Bool) throws(SystemError) {
+        try FileIO.write(file(Self.freezeFile), frozen ? "1" : "0")
+    }
+
+    /// Whether cgroup.freeze was last set to 1 (the request, not the confirmed state).
+    public func freezeRequested() -> Bool {
+        ((try? FileIO.read(file(Self.freezeFile))) ?? "0").trimmed() == "1"
+    }
+
+    /// Kills every process in the cgroup at once (Linux 5.14); works on frozen ones too.
+    public func kill() throws(SystemError) {
+        try FileIO.write(file(Self.killFile), "1")
+    }
+
+    public func openDirectory() throws(SystemError) -> Int32 {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open cgroup", path: path) }
+        return fd
+    }
+
+    public func openProcsForWriting() throws(SystemError) -> Int32 {
+        let fd = open(file(Self.procsFile), O_WRONLY | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open", path: file(Self.procsFile)) }
+        return fd
+    }
+
+    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes.
+    /// Event-driven: the kernel signals a change with POLLPRI on the open file. It rate-limits
+    /// those notifications to about one per 10 ms, though, so right after another event (a
+    /// spawn, say) the wake-up can come late: the wait is also capped by a short, growing
+    /// re-read interval (0.1 ms up to 10 ms). Returns the last state read and whether it held.
+    public func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
+        throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
+    {
+        let path = file(Self.eventsFile)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open", path: path) }
+        defer { close(fd) }
+        var interval: UInt64 = 100_000
+        while true {
+            let state = CgroupEvents.parse(try FileIO.pread(fd: fd, path: path))
+            if condition(state) { return (state, true) }
+            let now = Clock.monotonicNanos()
+            if now >= deadline { return (state, false) }
+            _ = icebox_poll_ns(fd, Int16(POLLPRI), min(interval, deadline - now))
+            interval = min(interval * 2, 10_000_000)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import IceboxSystem
+
+/// The documented exit codes (sysexits.h where one fits, the shell's for exec failures).
+public enum ExitCode: Int32, Sendable, Codable {
+    case success = 0
+    case failure = 1
+    case usage = 64
+    case unavailable = 69
+    case permission = 77
+    case notExecutable = 126
+    case notFound = 127
+}
+
+/// Every error icebox reports: one line that says what was wrong, plus what to do.
+public struct IceboxError: Error, CustomStringConvertible, Sendable {
+    public var code: ExitCode
+    public var message: String
+    public var hint: String?
+
+    public init(_ code: ExitCode, _ message: String, hint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+    }
+
+    public var description: String {
+        guard let hint else { return message }
+        return "\(message) (\(hint))"
+    }
+
+    /// A system error while doing something to an app; permission problems map to 77.
+    public init(_ context: String, _ error: SystemError) {
+        if error.isPermissionDenied {
+            self.init(.permission, "\(context): \(error)",
+                      hint: "run as root, or point --cgroup-root at a subtree delegated to you; see icebox doctor")
+        } else {
+            self.init(.failure, "\(context): \(error)")
+        }
+    }
+}

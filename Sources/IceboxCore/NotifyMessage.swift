@@ -1,0 +1,20 @@
+/// One sd_notify datagram: newline-separated KEY=VALUE assignments, as systemd speaks it,
+/// so `systemd-notify` and libsystemd's `sd_notify()` work unchanged.
+public struct NotifyMessage: Equatable, Sendable {
+    public var fields: [String: String]
+
+    public static func parse(_ text: String) -> NotifyMessage {
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let eq = line.firstIndex(of: "=") else { continue }
+            fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
+        }
+        return NotifyMessage(fields: fields)
+    }
+
+    public var ready: Bool { fields["READY"] == "1" }
+    public var stopping: Bool { fields["STOPPING"] == "1" }
+    public var status: String? { fields["STATUS"] }
+    /// EXTEND_TIMEOUT_USEC=N: the app asks for N more microseconds (beginBackgroundTask).
+    public var extendNanos: UInt64? { fields["EXTEND_TIMEOUT_USEC"].flatMap { UInt64($0) }.map { $0 &* 1000 } }
+}
