@@ -122,11 +122,30 @@ static void reap(pid_t pid) {
     while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
 }
 
+static int close_pair_and_fail(int a[2], int b[2]) {
+    int saved = errno;
+    if (a[0] >= 0) { close(a[0]); close(a[1]); }
+    if (b[0] >= 0) { close(b[0]); close(b[1]); }
+    errno = saved;
+    return -1;
+}
+
+static int write_pid(int fd, pid_t pid) {
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%d", (int)pid);
+    return pwrite(fd, buf, (size_t)len, 0) < 0 ? errno : 0;
+}
+
 int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result) {
     memset(result, 0, sizeof *result);
     result->pidfd = -1;
-    int err_pipe[2], go_pipe[2] = {-1, -1};
+    int err_pipe[2] = {-1, -1}, go_pipe[2] = {-1, -1};
     if (pipe2(err_pipe, O_CLOEXEC) < 0) return -1;
+    // The child waits on the go pipe until the parent has moved it into a v1 cgroup (or, on
+    // the fallback path, its v2 cgroup), so the program never runs outside them.
+    if (req->v1_procs_fd >= 0 || req->cgroup_procs_fd >= 0) {
+        if (pipe2(go_pipe, O_CLOEXEC) < 0) return close_pair_and_fail(err_pipe, go_pipe);
+    }
 
     int pidfd = -1;
     pid_t pid = -1;
@@ -136,22 +155,10 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
         method = ICEBOX_SPAWN_CLONE3_INTO_CGROUP;
         // ENOSYS: no clone3 (before 5.3); E2BIG: a kernel that does not know the cgroup
         // field (before 5.7); EINVAL: flag unknown. Then fall back to moving the child.
-        if (pid < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL) {
-            int saved = errno;
-            close(err_pipe[0]); close(err_pipe[1]);
-            errno = saved;
-            return -1;
-        }
+        if (pid < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+            return close_pair_and_fail(err_pipe, go_pipe);
     }
     if (pid < 0) {
-        if (req->cgroup_fd >= 0 || req->cgroup_procs_fd >= 0) {
-            if (pipe2(go_pipe, O_CLOEXEC) < 0) {
-                int saved = errno;
-                close(err_pipe[0]); close(err_pipe[1]);
-                errno = saved;
-                return -1;
-            }
-        }
         pid = clone3_pidfd(0, -1, &pidfd);
         method = ICEBOX_SPAWN_CLONE3_THEN_MOVE;
         if (pid < 0 && errno == ENOSYS) {
@@ -159,13 +166,7 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
             method = ICEBOX_SPAWN_FORK_THEN_MOVE;
         }
     }
-    if (pid < 0) {
-        int saved = errno;
-        close(err_pipe[0]); close(err_pipe[1]);
-        if (go_pipe[0] >= 0) { close(go_pipe[0]); close(go_pipe[1]); }
-        errno = saved;
-        return -1;
-    }
+    if (pid < 0) return close_pair_and_fail(err_pipe, go_pipe);
     if (pid == 0) {
         close(err_pipe[0]);
         if (go_pipe[1] >= 0) close(go_pipe[1]);
@@ -180,13 +181,9 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
     if (go_pipe[0] >= 0) {
         close(go_pipe[0]);
         int move_errno = 0;
-        if (req->cgroup_procs_fd >= 0) {
-            char buf[32];
-            int len = snprintf(buf, sizeof buf, "%d", (int)pid);
-            if (pwrite(req->cgroup_procs_fd, buf, (size_t)len, 0) < 0) move_errno = errno;
-        } else {
-            move_errno = EINVAL; // a cgroup fd without its cgroup.procs: nothing to move with
-        }
+        if (method != ICEBOX_SPAWN_CLONE3_INTO_CGROUP && req->cgroup_procs_fd >= 0)
+            move_errno = write_pid(req->cgroup_procs_fd, pid);
+        if (!move_errno && req->v1_procs_fd >= 0) move_errno = write_pid(req->v1_procs_fd, pid);
         if (move_errno) {
             kill(pid, SIGKILL);
             close(go_pipe[1]);

@@ -36,6 +36,7 @@ struct icebox_spawn_request {
     int extra_fd;                       // descriptor to become 3 in the child (-1: none)
     int cgroup_fd;                      // O_DIRECTORY fd of a cgroup v2 dir (-1: none)
     int cgroup_procs_fd;                // that cgroup's cgroup.procs opened O_WRONLY (-1: none), for the fallback
+    int v1_procs_fd;                    // a v1 cgroup.procs (the v1 freezer) to join before execve (-1: none)
     int new_session;                    // 1: setsid() in the child
 };
 

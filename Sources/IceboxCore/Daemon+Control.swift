@@ -1,0 +1,189 @@
+import Glibc
+import IceboxSystem
+
+/// The control socket: accept, authenticate, read one JSON request, answer.
+extension Daemon {
+    func acceptClients() {
+        while let fd = UnixSocket.accept(listener) {
+            // Only our own user (or root) may control our apps.
+            guard let peer = UnixSocket.peerCredentials(fd), peer.uid == getuid() || peer.uid == 0 else {
+                var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
+                reply.text = "icebox: permission denied: this daemon belongs to uid \(getuid()); run your own with ICEBOX_RUNTIME_DIR"
+                send(fd, reply)
+                close(fd)
+                continue
+            }
+            do {
+                try watch(fd, .client(fd), events: EpollEvents.readable | EpollEvents.readHangup)
+                clients[fd] = Client(fd: fd)
+            } catch {
+                close(fd)
+            }
+        }
+    }
+
+    func readClient(_ fd: Int32, events: UInt32) {
+        guard var client = clients[fd] else { return }
+        var closed = false
+        while true {
+            do {
+                guard let chunk = try UnixSocket.receiveStream(fd) else { break }
+                client.fds.append(contentsOf: chunk.fds)
+                if chunk.bytes.isEmpty { closed = true; break }
+                client.buffer.append(contentsOf: chunk.bytes)
+            } catch {
+                closed = true
+                break
+            }
+        }
+        clients[fd] = client
+        if !client.busy, let newline = client.buffer.firstIndex(of: 10) {
+            let line = String(decoding: client.buffer[..<newline], as: UTF8.self)
+            clients[fd]?.buffer.removeSubrange(...newline)
+            clients[fd]?.busy = true
+            let fds = client.fds
+            clients[fd]?.fds = []
+            handleRequest(line, client: fd, fds: fds)
+        }
+        if closed || events & (EpollEvents.hangup | EpollEvents.readHangup) != 0 {
+            clientGone(fd)
+        }
+    }
+
+    /// A client went away. If it was `icebox run`, its app goes the graceful way.
+    func clientGone(_ fd: Int32) {
+        guard let client = clients.removeValue(forKey: fd) else { return }
+        for extra in client.fds { close(extra) }
+        unwatch(fd)
+        close(fd)
+        for (id, waiter) in waiters where waiter.client == fd { waiters.removeValue(forKey: id) }
+        if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
+            app.attachedClient = nil
+            if !app.terminating && !app.evicting {
+                log(Event(app: name, pid: app.pid, kind: "detach", detail: "the attached icebox run went away; terminating the app"))
+                beginTerminate(app, timeoutNanos: 10_000_000_000, waiter: nil)
+            }
+        }
+    }
+
+    func send(_ fd: Int32, _ reply: ControlReply) {
+        try? UnixSocket.send(fd, Array((JSONLines.encode(reply) + "\n").utf8))
+    }
+
+    /// Ends a request: the final reply, then the connection closes.
+    func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil) {
+        if let text { send(fd, ControlReply(kind: code == .success ? .line : .warning, text: text)) }
+        send(fd, ControlReply(kind: .done, code: code.rawValue))
+        clientGone(fd)
+    }
+
+    func fail(_ fd: Int32, _ error: IceboxError) {
+        finish(fd, error.code, "icebox: " + error.description)
+    }
+
+    // MARK: Waiters: a client waiting for one or more apps to finish a transition
+
+    func newWaiter(client: Int32, apps names: [String]) -> Int {
+        let id = nextWaiter
+        nextWaiter += 1
+        waiters[id] = Waiter(client: client, remaining: Set(names))
+        return id
+    }
+
+    /// Reports one app's outcome to a waiting client; the reply ends when no app remains.
+    func settle(_ id: Int, app: String, line: String?, failed: ExitCode? = nil) {
+        guard var waiter = waiters[id] else { return }
+        if let line {
+            send(waiter.client, ControlReply(kind: failed == nil ? .line : .warning, text: line))
+        }
+        if let failed, waiter.code == .success { waiter.code = failed }
+        waiter.remaining.remove(app)
+        waiters[id] = waiter
+        if waiter.remaining.isEmpty {
+            waiters.removeValue(forKey: id)
+            finish(waiter.client, waiter.code)
+        }
+    }
+
+    // MARK: Requests
+
+    func handleRequest(_ line: String, client fd: Int32, fds: [Int32]) {
+        let request: ControlRequest
+        do {
+            request = try JSONLines.decodeOrError(ControlRequest.self, line)
+        } catch {
+            for extra in fds { close(extra) }
+            fail(fd, IceboxError(.usage, "malformed request: \(error)"))
+            return
+        }
+        if request.command != "launch" { for extra in fds { close(extra) } }
+        switch request.command {
+        case "ping":
+            finish(fd, .success, "icebox daemon pid \(getpid())")
+        case "launch":
+            guard let options = request.launch else { return fail(fd, IceboxError(.usage, "launch without options")) }
+            launch(options, stdio: fds, client: fd)
+        case "ps":
+            var reply = ControlReply(kind: .data)
+            var records = apps.values.map { app -> AppRecord in
+                var r = app.record
+                r.memoryBytes = app.memoryBytes()
+                return r
+            }
+            if request.all { records.append(contentsOf: ended.values.filter { apps[$0.name] == nil }) }
+            reply.apps = records.sorted { $0.launchedWall < $1.launchedWall }
+            send(fd, reply)
+            finish(fd, .success)
+        case "stop":
+            // Until apps can be re-adopted by the next daemon, stopping means ending them
+            // gracefully: nothing is left running unsupervised.
+            let names = Array(apps.keys)
+            stopping = true
+            if names.isEmpty { return finish(fd, .success, "daemon stopping (no apps)") }
+            let id = newWaiter(client: fd, apps: names)
+            for app in apps.values { beginTerminate(app, timeoutNanos: request.timeoutNanos ?? 10_000_000_000, waiter: id) }
+        case "suspend", "resume", "terminate", "evict", "switch":
+            perform(request, client: fd)
+        default:
+            fail(fd, IceboxError(.usage, "unknown request '\(request.command)'"))
+        }
+    }
+
+    /// The app commands. Each name is checked before anything is done to any of them.
+    func perform(_ request: ControlRequest, client fd: Int32) {
+        if request.names.isEmpty { return fail(fd, IceboxError(.usage, "\(request.command) needs at least one app name")) }
+        for name in request.names where apps[name] == nil {
+            if let old = ended[name] {
+                let why = old.ending.map { " (\($0))" } ?? ""
+                return fail(fd, IceboxError(.failure, "\(name) is not running: it \(old.state.rawValue)\(why)",
+                                            hint: "start it again with icebox launch"))
+            }
+            return fail(fd, IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps"))
+        }
+        let targets = request.names.compactMap { apps[$0] }
+        switch request.command {
+        case "suspend":
+            let id = newWaiter(client: fd, apps: request.names)
+            for app in targets { beginSuspend(app, waiter: id) }
+        case "resume":
+            let id = newWaiter(client: fd, apps: request.names)
+            for app in targets { resume(app, waiter: id) }
+        case "switch":
+            guard let target = targets.first, targets.count == 1 else {
+                return fail(fd, IceboxError(.usage, "switch takes exactly one app name"))
+            }
+            let previous = apps.values.filter { $0 !== target && ($0.record.state == .active || $0.record.state == .launching) }
+            let id = newWaiter(client: fd, apps: [target.name] + previous.map(\.name))
+            resume(target, waiter: id)
+            for app in previous { beginSuspend(app, waiter: id) }
+        case "terminate":
+            let id = newWaiter(client: fd, apps: request.names)
+            for app in targets { beginTerminate(app, timeoutNanos: request.timeoutNanos ?? 10_000_000_000, waiter: id) }
+        case "evict":
+            let id = newWaiter(client: fd, apps: request.names)
+            for app in targets { evict(app, waiter: id) }
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,228 @@
+import Glibc
+import IceboxSystem
+
+/// Launching: name, backend, cgroups, notify socket, spawn, then readiness.
+extension Daemon {
+    func uniqueName(_ base: String) -> String {
+        if apps[base] == nil { return base }
+        var i = 2
+        while apps["\(base)-\(i)"] != nil { i += 1 }
+        return "\(base)-\(i)"
+    }
+
+    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32) {
+        var options = requested
+        defer { for extra in stdio { close(extra) } }
+        do {
+            if options.nameIsDefault { options.name = uniqueName(options.name) }
+            try AppName.validate(options.name)
+            if let other = apps[options.name] {
+                throw IceboxError(.failure, "an app named '\(options.name)' is already running (pid \(other.pid))",
+                                  hint: "choose another --name, or terminate it first")
+            }
+            if options.command.isEmpty { throw IceboxError(.usage, "no command to launch") }
+            if options.attached && stdio.count != 3 {
+                throw IceboxError(.usage, "icebox run must pass its standard input, output and error")
+            }
+            let app = try start(options, stdio: stdio)
+            apps[app.name] = app
+            clients[fd]?.attachedApp = options.attached ? app.name : nil
+            if options.attached {
+                app.attachedClient = fd
+                send(fd, ControlReply(kind: .line, text: app.name))
+            }
+            saveRegistry()
+            if case .exec = options.ready {
+                becomeActive(app)
+                if !options.attached { finish(fd, .success, launchedLine(app)) }
+            } else {
+                if !options.attached { app.launchWaiters.append(newWaiter(client: fd, apps: [app.name])) }
+                app.readyDeadline = app.launchStart + options.readyTimeoutNanos
+                if case .notify = options.ready {} else { startProbe(app) }
+            }
+        } catch let error as IceboxError {
+            fail(fd, error)
+        } catch {
+            fail(fd, IceboxError(.failure, "\(error)"))
+        }
+    }
+
+    func launchedLine(_ app: LiveApp) -> String {
+        let ready = app.record.coldStartNanos.map { ", ready in \(DurationText.format($0)) (\(app.record.options.ready))" } ?? ""
+        return "\(app.name)  launched  pid \(app.pid)\(ready), backend \(app.record.backend.rawValue)"
+    }
+
+    /// Creates the app's cgroups and notify socket and spawns it. On any failure everything
+    /// made so far is removed again.
+    func start(_ options: LaunchOptions, stdio: [Int32]) throws -> LiveApp {
+        let backend = try facts.resolve(options.backend)
+        let env = environment(for: options)
+        let pathVar = env.last { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
+        guard let executable = Spawner.resolve(options.command[0], path: pathVar) else {
+            throw IceboxError(.notFound, "\(options.command[0]): command not found",
+                              hint: "check the name and PATH, or give a full path")
+        }
+        var cleanup: [() -> Void] = []
+        func undo() { for step in cleanup.reversed() { step() } }
+
+        do {
+            // The app gets a fresh v2 cgroup wherever one is usable, whatever the backend: it is
+            // how every process of the app is found, killed and recognised as a notify sender.
+            var cgroup: Cgroup2?
+            if facts.cgroup2Usable, let root = facts.cgroupRoot {
+                let cg = Cgroup2(path: root + "/" + options.name)
+                if cg.exists {
+                    if !cg.procs().isEmpty {
+                        throw IceboxError(.failure, "cgroup \(cg.path) already has processes in it",
+                                          hint: "another icebox daemon with the same cgroup root runs an app named \(options.name); use another --name or --cgroup-root")
+                    }
+                    // A fresh cgroup every launch: one that has seen cgroup.kill kills later children.
+                    try? cg.remove()
+                }
+                do { try cg.create() } catch { throw IceboxError("launch \(options.name)", error) }
+                cleanup.append { try? cg.remove() }
+                cgroup = cg
+            }
+            var freezerV1: Cgroup1Freezer?
+            if backend == .cgroup1, let root = facts.freezerV1Root {
+                let v1 = Cgroup1Freezer(path: root + "/" + options.name)
+                do { try v1.create() } catch { throw IceboxError("launch \(options.name)", error) }
+                cleanup.append { try? v1.remove() }
+                freezerV1 = v1
+            }
+            let notifyPath = config.paths.notifySocket(options.name)
+            let notifyFD: Int32
+            do { notifyFD = try UnixSocket.bindNotify(path: notifyPath) } catch { throw IceboxError("launch \(options.name)", error) }
+            cleanup.append { close(notifyFD); unlink(notifyPath) }
+
+            var request = SpawnRequest(executable: executable, arguments: options.command,
+                                       environment: env + ["NOTIFY_SOCKET=\(notifyPath)"])
+            request.workingDirectory = options.workingDirectory
+            var opened: [Int32] = []
+            defer { for fd in opened { close(fd) } }
+            if options.attached {
+                request.stdin = stdio[0]; request.stdout = stdio[1]; request.stderr = stdio[2]
+            } else {
+                let logFD = open(config.paths.appLog(options.name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                if logFD < 0 { throw IceboxError("open the app log", SystemError("open", path: config.paths.appLog(options.name))) }
+                opened.append(logFD)
+                request.stdout = logFD; request.stderr = logFD
+            }
+            if let cgroup {
+                do {
+                    request.cgroupDirFD = try cgroup.openDirectory()
+                    opened.append(request.cgroupDirFD)
+                    request.cgroupProcsFD = try cgroup.openProcsForWriting()
+                    opened.append(request.cgroupProcsFD)
+                } catch { throw IceboxError("launch \(options.name)", error) }
+            }
+            if let freezerV1 {
+                let fd = open(freezerV1.path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+                if fd < 0 { throw IceboxError("launch \(options.name)", SystemError("open", path: freezerV1.path + "/cgroup.procs")) }
+                opened.append(fd)
+                request.v1ProcsFD = fd
+            }
+
+            let launchStart = Clock.monotonicNanos()
+            let spawned: SpawnedProcess
+            do { spawned = try Spawner.spawn(request) } catch {
+                switch error {
+                case .notFound: throw IceboxError(.notFound, error.description)
+                case .execFailed(_, _, let err):
+                    throw IceboxError(err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)",
+                                      hint: err == EACCES ? "check the file's execute permission" : nil)
+                case .system(let e): throw IceboxError("launch \(options.name)", e)
+                }
+            }
+            let spawnNanos = Clock.monotonicNanos() - launchStart
+            let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+            var record = AppRecord(name: options.name, options: options, pid: spawned.handle.pid,
+                                   state: .launching, sinceMonotonicNanos: launchStart, sinceWall: wall,
+                                   launchedWall: wall, backend: backend, cgroup: cgroup?.path, freezerV1: freezerV1?.path)
+            record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
+            record.spawnMethod = spawned.method.rawValue
+            let app = LiveApp(record: record, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
+                              notifyFD: notifyFD, notifyPath: notifyPath)
+            app.launchStart = launchStart
+            try watch(spawned.handle.pidfd, .pidfd(app.name))
+            try watch(notifyFD, .notify(app.name))
+            log(Event(app: app.name, pid: app.pid, kind: "spawn", to: .launching, durationNanos: spawnNanos,
+                      detail: "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))"))
+            ended.removeValue(forKey: app.name)
+            return app
+        } catch {
+            undo()
+            throw error
+        }
+    }
+
+    /// The app's environment: the caller's, then --env, then what icebox gives every app.
+    func environment(for options: LaunchOptions) -> [String] {
+        var order: [String] = []
+        var values: [String: String] = [:]
+        for entry in options.environment + options.extraEnvironment {
+            guard let eq = entry.firstIndex(of: "=") else { continue }
+            let key = String(entry[..<eq])
+            if values[key] == nil { order.append(key) }
+            values[key] = String(entry[entry.index(after: eq)...])
+        }
+        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"] { values.removeValue(forKey: key) }
+        values["ICEBOX_APP_NAME"] = options.name
+        if !order.contains("ICEBOX_APP_NAME") { order.append("ICEBOX_APP_NAME") }
+        return order.compactMap { key in values[key].map { "\(key)=\($0)" } }
+    }
+
+    // MARK: Readiness
+
+    func becomeActive(_ app: LiveApp) {
+        let now = Clock.monotonicNanos()
+        let cold = now - app.launchStart
+        app.record.coldStartNanos = cold
+        app.readyDeadline = nil
+        app.probe?.cancel()
+        app.probe = nil
+        app.setState(.active, now: now)
+        log(Event(app: app.name, pid: app.pid, kind: "ready", from: .launching, to: .active, durationNanos: cold,
+                  detail: "cold start: launch → ready in \(DurationText.format(cold)) (\(app.record.options.ready))"))
+        for id in app.launchWaiters { settle(id, app: app.name, line: launchedLine(app)) }
+        app.launchWaiters = []
+        saveRegistry()
+    }
+
+    func startProbe(_ app: LiveApp) {
+        if app.probe == nil { app.probe = ReadinessProbe(mode: app.record.options.ready) }
+        guard let probe = app.probe else { return }
+        let env = environment(for: app.record.options)
+        if let fd = probe.start(environment: env, cwd: app.record.options.workingDirectory) {
+            let events: UInt32 = if case .tcp = probe.mode { EpollEvents.writable } else { EpollEvents.readable }
+            do { try watch(fd, .probe(app.name), events: events) } catch { probeFailedAttempt(app) }
+        } else {
+            app.probeAt = Clock.monotonicNanos() + probe.nextDelay()
+        }
+    }
+
+    func probeAnswered(_ app: LiveApp) {
+        guard let probe = app.probe, let fd = probe.watchedFD else { return }
+        unwatch(fd)
+        if probe.finish() { becomeActive(app) } else { probeFailedAttempt(app) }
+    }
+
+    func probeFailedAttempt(_ app: LiveApp) {
+        guard let probe = app.probe else { return }
+        app.probeAt = Clock.monotonicNanos() + probe.nextDelay()
+    }
+
+    func readyTimedOut(_ app: LiveApp) {
+        app.readyDeadline = nil
+        if let fd = app.probe?.watchedFD { unwatch(fd) }
+        app.probe?.cancel()
+        app.probe = nil
+        app.probeAt = nil
+        let waited = Clock.monotonicNanos() - app.launchStart
+        let line = "\(app.name) was not ready (\(app.record.options.ready)) within \(DurationText.format(waited)); terminating it"
+        log(Event(app: app.name, pid: app.pid, kind: "error", durationNanos: waited, detail: line))
+        for id in app.launchWaiters { settle(id, app: app.name, line: "icebox: " + line, failed: .failure) }
+        app.launchWaiters = []
+        beginTerminate(app, timeoutNanos: 10_000_000_000, waiter: nil)
+    }
+}

@@ -1,0 +1,48 @@
+import Glibc
+import IceboxSystem
+
+/// The sd_notify protocol on each app's NOTIFY_SOCKET.
+extension Daemon {
+    func receiveNotify(_ app: LiveApp) {
+        while let datagram = UnixSocket.receive(app.notifyFD) {
+            // Descriptors are closed after the message is handled: that is how a client's
+            // BARRIER=1 (systemd-notify waits for it) learns the message was processed.
+            defer { for fd in datagram.fds { close(fd) } }
+            guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unified) else {
+                log(Event(app: app.name, pid: datagram.senderPID, kind: "notify",
+                          detail: "dropped a message from pid \(datagram.senderPID): not a process of \(app.name)"))
+                continue
+            }
+            handle(NotifyMessage.parse(datagram.text), from: datagram.senderPID, app: app)
+        }
+    }
+
+    func handle(_ message: NotifyMessage, from sender: pid_t, app: LiveApp) {
+        if let status = message.status {
+            app.record.statusText = status
+            saveRegistry()
+        }
+        if message.stopping {
+            log(Event(app: app.name, pid: sender, kind: "notify", detail: "STOPPING=1"))
+        }
+        if let extra = message.extendNanos, app.record.state == .background, let deadline = app.graceDeadline {
+            let now = Clock.monotonicNanos()
+            let wanted = max(deadline, now + extra)
+            app.graceDeadline = min(wanted, app.graceCap)
+            app.graceExtensions += 1
+            let capped = wanted > app.graceCap ? " (capped by --max-grace)" : ""
+            log(Event(app: app.name, pid: sender, kind: "grace",
+                      detail: "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(app.graceDeadline! - app.graceStart)) in all\(capped)"))
+        }
+        if message.ready {
+            switch app.record.state {
+            case .launching:
+                if case .notify = app.record.options.ready { becomeActive(app) }
+            case .background:
+                endGrace(app, reason: "READY=1")
+            default:
+                break
+            }
+        }
+    }
+}

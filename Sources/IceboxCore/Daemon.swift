@@ -1,0 +1,248 @@
+import Glibc
+import IceboxSystem
+
+/// The supervisor. One thread runs one epoll loop over the control socket, every app's
+/// pidfd and notify socket, readiness probes and a signalfd; deadlines (grace periods,
+/// readiness and kill time-outs) set the loop's time-out. Nothing polls on a timer, so an
+/// idle daemon uses no CPU.
+///
+/// Why a single-threaded loop rather than actors: every transition of every app is ordered
+/// by construction, there are no locks, and a newcomer can follow a request from
+/// `handleRequest` to its reply. A freeze or thaw runs inline: the kernel confirms it in
+/// micro- to milliseconds, and its deadline (10 s) bounds the worst case.
+public final class Daemon {
+    public struct Configuration: Sendable {
+        public var paths: IceboxPaths
+        public var cgroupRootOverride: String?
+        public var readyFD: Int32?            // write "ready" here once listening (autostart)
+        public var freezeTimeoutNanos: UInt64 = 10_000_000_000
+        public var idleExitNanos: UInt64 = 1_000_000_000
+
+        public init(paths: IceboxPaths, cgroupRootOverride: String?) {
+            self.paths = paths
+            self.cgroupRootOverride = cgroupRootOverride
+        }
+    }
+
+    enum Source {
+        case listener
+        case signals
+        case client(Int32)
+        case pidfd(String)
+        case notify(String)
+        case probe(String)
+    }
+
+    struct Client {
+        var fd: Int32
+        var buffer: [UInt8] = []
+        var fds: [Int32] = []
+        var busy = false
+        var attachedApp: String?
+    }
+
+    struct Waiter {
+        var client: Int32
+        var remaining: Set<String>
+        var code: ExitCode = .success
+    }
+
+    let config: Configuration
+    let facts: HostFacts
+    let epoll: Epoll
+    var sources: [UInt64: Source] = [:]
+    var tokensByFD: [Int32: UInt64] = [:]
+    var nextToken: UInt64 = 1
+    var listener: Int32 = -1
+    var signalFD: Int32 = -1
+    var lockFD: Int32 = -1
+    var clients: [Int32: Client] = [:]
+    var apps: [String: LiveApp] = [:]
+    var ended: [String: AppRecord] = [:]
+    var waiters: [Int: Waiter] = [:]
+    var nextWaiter = 1
+    var idleSince: UInt64?
+    var stopping = false
+
+    public init(config: Configuration) throws(IceboxError) {
+        self.config = config
+        self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride)
+        do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
+    }
+
+    /// Runs until the daemon has no apps and no clients left (or is told to stop).
+    /// Returns false if another daemon already serves this runtime directory.
+    public func run() throws(IceboxError) -> Bool {
+        try config.paths.prepare()
+        lockFD = open(config.paths.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if lockFD < 0 { throw IceboxError("open \(config.paths.lockFile)", SystemError("open", path: config.paths.lockFile)) }
+        if flock(lockFD, LOCK_EX | LOCK_NB) < 0 {
+            close(lockFD)
+            signalReady()
+            return false
+        }
+        defer { close(lockFD) }
+        do {
+            // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
+            try Reaper.becomeSubreaper()
+            Signals.block([SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGPIPE])
+            signalFD = try Signals.signalFD([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
+            try watch(signalFD, .signals)
+            listener = try UnixSocket.listen(path: config.paths.controlSocket)
+            try watch(listener, .listener)
+        } catch {
+            throw IceboxError("start the daemon", error)
+        }
+        loadRegistry()
+        signalReady()
+        log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
+        idleSince = Clock.monotonicNanos()
+        loop()
+        unlink(config.paths.controlSocket)
+        close(listener)
+        log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "daemon stopped"))
+        return true
+    }
+
+    func signalReady() {
+        guard let fd = config.readyFD else { return }
+        _ = "ready\n".withCString { write(fd, $0, 6) }
+        close(fd)
+    }
+
+    // MARK: The loop
+
+    func loop() {
+        while true {
+            let now = Clock.monotonicNanos()
+            fireDeadlines(now: now)
+            if shouldExit(now: Clock.monotonicNanos()) { return }
+            let timeout = nextTimeoutMillis(now: Clock.monotonicNanos())
+            for (token, events) in epoll.wait(timeoutMillis: timeout) {
+                guard let source = sources[token] else { continue }
+                dispatch(source, events: events)
+            }
+        }
+    }
+
+    func shouldExit(now: UInt64) -> Bool {
+        guard apps.isEmpty, clients.isEmpty else { idleSince = nil; return false }
+        if stopping { return true }
+        let since = idleSince ?? now
+        idleSince = since
+        return now - since >= config.idleExitNanos
+    }
+
+    func nextTimeoutMillis(now: UInt64) -> Int32 {
+        var next = apps.values.compactMap(\.nextDeadline).min()
+        if apps.isEmpty && clients.isEmpty, let since = idleSince {
+            next = min(next ?? .max, since + config.idleExitNanos)
+        }
+        guard let next else { return -1 }
+        if next <= now { return 0 }
+        return Int32(min((next - now + 999_999) / 1_000_000, 60_000))
+    }
+
+    func dispatch(_ source: Source, events: UInt32) {
+        switch source {
+        case .listener: acceptClients()
+        case .signals: handleSignals()
+        case .client(let fd): readClient(fd, events: events)
+        case .pidfd(let name): if let app = apps[name] { appExited(app) }
+        case .notify(let name): if let app = apps[name] { receiveNotify(app) }
+        case .probe(let name): if let app = apps[name] { probeAnswered(app) }
+        }
+    }
+
+    func watch(_ fd: Int32, _ source: Source, events: UInt32 = EpollEvents.readable) throws(SystemError) {
+        let token = nextToken
+        nextToken += 1
+        try epoll.add(fd, events: events, token: token)
+        sources[token] = source
+        tokensByFD[fd] = token
+    }
+
+    func unwatch(_ fd: Int32) {
+        epoll.remove(fd)
+        if let token = tokensByFD.removeValue(forKey: fd) { sources.removeValue(forKey: token) }
+    }
+
+    func fireDeadlines(now: UInt64) {
+        for app in Array(apps.values) {
+            if let d = app.readyDeadline, d <= now { readyTimedOut(app) }
+            if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
+            if let d = app.graceDeadline, d <= now { endGrace(app, reason: "expired") }
+            if let d = app.killDeadline, d <= now { killAfterTimeout(app) }
+        }
+    }
+
+    func handleSignals() {
+        for sig in Signals.drain(signalFD: signalFD) {
+            if sig == SIGCHLD {
+                reapChildren()
+            } else {
+                log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "\(Signals.name(of: sig)) received: terminating every app, then stopping"))
+                stopAll(timeoutNanos: 10_000_000_000)
+            }
+        }
+    }
+
+    /// Reaps every exited child. An app's main process is handled through its own pidfd
+    /// path (to record its status); anything else is an orphan that landed on us.
+    func reapChildren() {
+        while let pid = Reaper.peekExitedChild() {
+            if let app = apps.values.first(where: { $0.pid == pid }) {
+                appExited(app)
+            } else if apps.values.contains(where: { app in
+                if case .running(let h)? = app.probe?.attempt { return h.pid == pid }
+                return false
+            }) {
+                if let app = apps.values.first(where: { if case .running(let h)? = $0.probe?.attempt { return h.pid == pid }; return false }) {
+                    probeAnswered(app)
+                }
+            } else {
+                Reaper.reap(pid: pid)
+            }
+        }
+    }
+
+    /// Terminates every app the graceful way; the loop exits once they have all ended.
+    func stopAll(timeoutNanos: UInt64) {
+        stopping = true
+        for app in apps.values { beginTerminate(app, timeoutNanos: timeoutNanos, waiter: nil) }
+    }
+
+    // MARK: Events and registry
+
+    func log(_ event: Event) {
+        try? FileIO.appendLine(config.paths.eventLog, JSONLines.encode(event))
+        if let app = apps[event.app], let fd = app.attachedClient {
+            var reply = ControlReply(kind: .event)
+            reply.event = event
+            send(fd, reply)
+        }
+    }
+
+    func saveRegistry() {
+        var all = Array(ended.values)
+        all.append(contentsOf: apps.values.map(\.record))
+        all.sort { $0.launchedWall < $1.launchedWall }
+        try? FileIO.writeAtomically(config.paths.registry, JSONLines.encode(Registry(apps: all)))
+    }
+
+    func loadRegistry() {
+        guard let text = try? FileIO.read(config.paths.registry),
+              let registry = JSONLines.decode(Registry.self, text) else { return }
+        for var record in registry.apps {
+            if !record.state.isEnded {
+                // A previous daemon died while this app ran. Re-adopting it is not done yet:
+                // record what can be known, and say so.
+                let alive = ProcFS.stat(pid: record.pid).map { $0.startTimeTicks == record.startTicks } ?? false
+                record.state = .exited
+                record.ending = alive ? "left running by a daemon that stopped (pid \(record.pid) not re-adopted)"
+                                      : "ended while no daemon ran"
+            }
+            ended[record.name] = record
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Glibc
+import IceboxSystem
+
+/// An app the daemon supervises right now: its record plus the live resources (pidfd,
+/// cgroups, notify socket) and the deadlines the event loop watches. Touched only by the
+/// daemon's loop thread.
+final class LiveApp {
+    var record: AppRecord
+    let handle: ProcessHandle
+    let cgroup: Cgroup2?
+    let freezerV1: Cgroup1Freezer?
+    let freezer: any Freezer
+    let notifyFD: Int32
+    let notifyPath: String
+    /// The control connection of `icebox run`, which gets this app's events and its exit.
+    var attachedClient: Int32?
+
+    // Deadlines (monotonic ns) the loop wakes up for; nil when not armed.
+    var readyDeadline: UInt64?
+    var probeAt: UInt64?
+    var graceDeadline: UInt64?
+    var killDeadline: UInt64?
+
+    var launchStart: UInt64 = 0
+    var graceStart: UInt64 = 0
+    var graceCap: UInt64 = 0
+    var graceExtensions = 0
+    var terminating = false
+    var evicting = false
+    var endStart: UInt64 = 0
+    var probe: ReadinessProbe?
+
+    // Clients waiting for this app to reach a state.
+    var launchWaiters: [Int] = []
+    var suspendWaiters: [Int] = []
+    var endWaiters: [Int] = []
+
+    init(record: AppRecord, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
+         notifyFD: Int32, notifyPath: String) {
+        self.record = record
+        self.handle = handle
+        self.cgroup = cgroup
+        self.freezerV1 = freezerV1
+        self.notifyFD = notifyFD
+        self.notifyPath = notifyPath
+        let pid = handle.pid
+        switch record.backend {
+        case .cgroup2: freezer = Cgroup2Freezer(cgroup: cgroup!)
+        case .cgroup1: freezer = freezerV1!
+        case .signal:
+            if let cgroup {
+                freezer = SignalFreezer { cgroup.procs() }
+            } else {
+                freezer = SignalFreezer { ProcFS.pids(inSession: pid) }
+            }
+        }
+    }
+
+    var name: String { record.name }
+    var pid: pid_t { handle.pid }
+
+    /// Every process of the app: its v2 cgroup where it has one, else its session (the app
+    /// is a session leader; a process that called setsid() itself escapes this fallback).
+    func members() -> [pid_t] {
+        if let cgroup { return cgroup.procs() }
+        return ProcFS.pids(inSession: pid)
+    }
+
+    /// Whether a notify sender belongs to this app: in its cgroup, or in its session.
+    func owns(senderPID: pid_t, unifiedMount: String?) -> Bool {
+        if let cgroup, let unifiedMount {
+            guard let text = try? FileIO.read("/proc/\(senderPID)/cgroup"),
+                  let relative = ProcFS.unifiedCgroup(in: text) else { return false }
+            let full = relative == "/" ? unifiedMount : unifiedMount + relative
+            return full == cgroup.path
+        }
+        return ProcFS.stat(pid: senderPID)?.session == pid
+    }
+
+    func memoryBytes() -> UInt64 {
+        members().reduce(0) { $0 + (ProcFS.residentBytes(pid: $1) ?? 0) }
+    }
+
+    func setState(_ state: AppState, now: UInt64 = Clock.monotonicNanos()) {
+        record.state = state
+        record.sinceMonotonicNanos = now
+        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+    }
+
+    /// The earliest deadline this app has armed.
+    var nextDeadline: UInt64? {
+        [readyDeadline, probeAt, graceDeadline, killDeadline].compactMap { $0 }.min()
+    }
+}
