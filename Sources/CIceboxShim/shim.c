@@ -345,3 +345,5 @@ int icebox_poll_ns(int fd, short events, uint64_t timeout_ns) {
     if (rc < 0) return errno == EINTR ? 0 : -1;
     return rc == 0 ? 0 : pfd.revents;
 }
+
+int icebox_pipe_cloexec(int *fds) { return pipe2(fds, O_CLOEXEC); }

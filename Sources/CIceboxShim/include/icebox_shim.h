@@ -78,6 +78,9 @@ int icebox_peer_cred(int sock, pid_t *_Nonnull pid, uid_t *_Nonnull uid, gid_t *
 /// Returns revents, 0 on time-out, -1 on error.
 int icebox_poll_ns(int fd, short events, uint64_t timeout_ns);
 
+/// pipe2(O_CLOEXEC) (declared only with _GNU_SOURCE).
+int icebox_pipe_cloexec(int *_Nonnull fds);
+
 /// The bits of a sigset_t, for SigCgt comparisons and signalfd masks.
 int icebox_sigset_for(sigset_t *_Nonnull set, const int *_Nonnull signals, int count);
 /// Number of signals (NSIG).

@@ -1,0 +1,171 @@
+import CIceboxShim
+import Glibc
+import IceboxCore
+import IceboxSystem
+
+/// The client side of the control socket: connect (starting a daemon on demand), send one
+/// request, read the replies.
+struct DaemonClient {
+    let paths: IceboxPaths
+    let autostart: Bool
+    let cgroupRoot: String?
+    /// The daemon this client started, if it did, so it can be reaped if it ends first.
+    var startedDaemon: ProcessHandle?
+
+    init(environment: [String: String], autostartFlagOff: Bool, cgroupRoot: String?) {
+        paths = IceboxPaths.fromEnvironment(environment)
+        autostart = !autostartFlagOff && environment["ICEBOX_NO_AUTOSTART"].map { $0.isEmpty || $0 == "0" } ?? true
+        self.cgroupRoot = cgroupRoot ?? environment["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    mutating func connect() throws(IceboxError) -> Int32 {
+        do {
+            return try UnixSocket.connect(path: paths.controlSocket)
+        } catch let error where error.errno == ENOENT || error.errno == ECONNREFUSED {
+            guard autostart else {
+                throw IceboxError(.unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
+                                  hint: "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
+            }
+        } catch {
+            throw IceboxError(error.isPermissionDenied ? .permission : .unavailable,
+                              "cannot reach the icebox daemon: \(error)",
+                              hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+        }
+        try startDaemon()
+        do { return try UnixSocket.connect(path: paths.controlSocket) } catch {
+            throw IceboxError(.unavailable, "the icebox daemon started but cannot be reached: \(error)",
+                              hint: "see \(paths.daemonLog)")
+        }
+    }
+
+    /// Starts `icebox daemon --foreground` and waits (up to 10 s) until it says it listens,
+    /// through a pipe it inherits as descriptor 3: no polling of the socket.
+    mutating func startDaemon() throws(IceboxError) {
+        try paths.prepare()
+        var pipeFDs: [Int32] = [-1, -1]
+        guard icebox_pipe_cloexec(&pipeFDs) == 0 else { throw IceboxError("start the daemon", SystemError("create a pipe")) }
+        defer { close(pipeFDs[0]) }
+        let logFD = open(paths.daemonLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        defer { if logFD >= 0 { close(logFD) } }
+        var env = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
+        env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]
+        var args = ["icebox", "daemon", "--foreground"]
+        if let cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
+        var request = SpawnRequest(executable: ProcessEnvironment.executablePath, arguments: args, environment: env)
+        request.stdout = logFD
+        request.stderr = logFD
+        request.extraFD = pipeFDs[1]
+        request.workingDirectory = "/"
+        let spawned: SpawnedProcess
+        do { spawned = try Spawner.spawn(request) } catch {
+            close(pipeFDs[1])
+            throw IceboxError(.unavailable, "cannot start the icebox daemon: \(error)")
+        }
+        close(pipeFDs[1])
+        startedDaemon = spawned.handle
+        var buffer = [UInt8](repeating: 0, count: 16)
+        var pfd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+        let ready = poll(&pfd, 1, 10_000) > 0 && read(pipeFDs[0], &buffer, 16) > 0
+        if !ready {
+            let tail = ((try? FileIO.read(paths.daemonLog)) ?? "").split(separator: "\n").suffix(3).joined(separator: "; ")
+            throw IceboxError(.unavailable, "the icebox daemon did not start" + (tail.isEmpty ? "" : ": \(tail)"),
+                              hint: "see \(paths.daemonLog), or run 'icebox daemon --foreground' to watch it")
+        }
+    }
+
+    /// Sends one request, with descriptors attached (icebox run passes its stdio).
+    func send(_ request: ControlRequest, on fd: Int32, fds: [Int32] = []) throws(IceboxError) {
+        do { try UnixSocket.send(fd, Array((JSONLines.encode(request) + "\n").utf8), fds: fds) } catch {
+            throw IceboxError(.unavailable, "cannot talk to the icebox daemon: \(error)")
+        }
+    }
+
+    /// Sends a request and prints the replies until `done`. Returns the exit code.
+    mutating func perform(_ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil) throws(IceboxError) -> Int32 {
+        let fd = try connect()
+        defer { close(fd) }
+        try send(request, on: fd)
+        var reader = ReplyReader(fd: fd)
+        while let reply = reader.next() {
+            switch reply.kind {
+            case .line: if let t = reply.text { Output.out(t) }
+            case .warning: if let t = reply.text { Output.err(t) }
+            case .event: if let e = reply.event { Output.err(e.humanLine) }
+            case .data: onData?(reply.apps ?? [])
+            case .done, .exit: return reply.code ?? 1
+            }
+        }
+        throw IceboxError(.failure, "the icebox daemon closed the connection before answering", hint: "see \(paths.daemonLog)")
+    }
+}
+
+/// Reads JSON-line replies from a blocking socket.
+struct ReplyReader {
+    let fd: Int32
+    var buffer: [UInt8] = []
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// The next reply, or nil when the daemon closed the connection.
+    mutating func next() -> ControlReply? {
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                if let reply = JSONLines.decode(ControlReply.self, line) { return reply }
+                continue
+            }
+            guard let chunk = readChunk() else { return nil }
+            buffer.append(contentsOf: chunk)
+        }
+    }
+
+    /// Whether a complete reply is already buffered (so a poll loop need not wait).
+    var hasBufferedLine: Bool { buffer.contains(10) }
+
+    mutating func readChunk() -> [UInt8]? {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { buf in retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) } }
+        return n <= 0 ? nil : Array(chunk[0..<n])
+    }
+
+    mutating func fill() -> Bool {
+        guard let chunk = readChunk() else { return false }
+        buffer.append(contentsOf: chunk)
+        return true
+    }
+}
+
+/// This process's environment and executable, read once.
+enum ProcessEnvironment {
+    static var current: [String] {
+        var out: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            out.append(String(cString: entry))
+            p += 1
+        }
+        return out
+    }
+
+    static var dictionary: [String: String] {
+        var d: [String: String] = [:]
+        for entry in current {
+            guard let eq = entry.firstIndex(of: "=") else { continue }
+            d[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
+        }
+        return d
+    }
+
+    static var executablePath: String {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buf, 4095)
+        return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "icebox"
+    }
+
+    static var workingDirectory: String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buf, 4096) != nil else { return nil }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

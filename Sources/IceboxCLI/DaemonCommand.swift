@@ -1,0 +1,48 @@
+import Glibc
+import IceboxCore
+import IceboxSystem
+
+/// icebox daemon: the supervisor, normally started on demand.
+enum DaemonCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "daemon", usage: "icebox daemon [--foreground] [--stop] [--cgroup-root PATH]",
+        summary: "run the supervisor (normally started on demand; exits when it has no apps)",
+        options: [
+            OptionSpec(name: "foreground", value: nil, help: "stay in the foreground (logs to stderr)"),
+            OptionSpec(name: "stop", value: nil, help: "terminate every app gracefully and stop the running daemon"),
+            OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (or ICEBOX_CGROUP_ROOT)"),
+        ])
+
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        let env = ProcessEnvironment.dictionary
+        if args.flag("stop") {
+            var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: nil)
+            do { return try client.perform(ControlRequest(command: "stop")) } catch where error.code == .unavailable {
+                Output.out("no icebox daemon is running for \(client.paths.runtimeDir)")
+                return 0
+            }
+        }
+        let cgroupRoot = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+        if !args.flag("foreground") {
+            var client = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: cgroupRoot)
+            if let fd = try? UnixSocket.connect(path: client.paths.controlSocket) {
+                close(fd)
+                Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
+                return 0
+            }
+            try client.startDaemon()
+            Output.out("icebox daemon started for \(client.paths.runtimeDir) (log: \(client.paths.daemonLog))")
+            return 0
+        }
+        var config = Daemon.Configuration(paths: IceboxPaths.fromEnvironment(env), cgroupRootOverride: cgroupRoot)
+        if let text = env["ICEBOX_READY_FD"], let fd = Int32(text) {
+            config.readyFD = fd
+            unsetenv("ICEBOX_READY_FD")
+        }
+        let daemon = try Daemon(config: config)
+        if try !daemon.run() {
+            Output.err("icebox: another daemon already serves \(config.paths.runtimeDir)")
+        }
+        return 0
+    }
+}

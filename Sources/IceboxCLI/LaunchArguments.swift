@@ -1,0 +1,84 @@
+import Glibc
+import IceboxCore
+import IceboxSystem
+
+/// The options run and launch share, and how they become LaunchOptions.
+enum LaunchArguments {
+    static let options: [OptionSpec] = [
+        OptionSpec(name: "backend", value: "auto|cgroup2|cgroup1|signal", help: "how to freeze (default auto: cgroup2, else cgroup1, else signal)"),
+        OptionSpec(name: "grace", value: "DUR", help: "time the app gets after its background notice (default 5s)"),
+        OptionSpec(name: "max-grace", value: "DUR", help: "cap for EXTEND_TIMEOUT_USEC extensions (default 30s)"),
+        OptionSpec(name: "background-signal", value: "SIG|auto|none", help: "the notice (default auto: SIGUSR1 if the app handles it)"),
+        OptionSpec(name: "foreground-signal", value: "SIG|none", help: "sent after a thaw (default none)"),
+        OptionSpec(name: "ready", value: "exec|notify|tcp:PORT|cmd:PROBE", help: "when the app counts as launched (default exec)"),
+        OptionSpec(name: "ready-timeout", value: "DUR", help: "give up (and terminate the app) after this (default 30s)"),
+        OptionSpec(name: "cwd", value: "DIR", help: "working directory of the app (default: the current one)"),
+        OptionSpec(name: "env", value: "KEY=VALUE", help: "set an environment variable for the app (repeatable)", repeatable: true),
+        OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
+        OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
+    ]
+
+    static func signal(_ text: String, option: String, allowAuto: Bool) throws(IceboxError) -> String {
+        if text == "none" || (allowAuto && text == "auto") { return text }
+        guard let n = Signals.number(of: text) else {
+            throw IceboxError(.usage, "unknown signal '\(text)' for --\(option)",
+                              hint: "use a name like USR1 or SIGTERM, a number, RTMIN+N" + (allowAuto ? ", auto or none" : " or none"))
+        }
+        if n == SIGKILL || n == SIGSTOP {
+            throw IceboxError(.usage, "--\(option) cannot be \(Signals.name(of: n)): an app cannot handle it")
+        }
+        return String(n)
+    }
+
+    static func build(name: String, nameIsDefault: Bool, command: [String], _ args: ParsedArguments, attached: Bool)
+        throws(IceboxError) -> LaunchOptions
+    {
+        if command.isEmpty {
+            throw IceboxError(.usage, "no command given", hint: "put the command after --, e.g. icebox run -- sleep 60")
+        }
+        try AppName.validate(name)
+        var o = LaunchOptions(name: name, command: command)
+        o.nameIsDefault = nameIsDefault
+        o.attached = attached
+        if let b = args.value("backend") {
+            guard ["auto", "cgroup2", "cgroup1", "signal"].contains(b) else {
+                throw IceboxError(.usage, "unknown backend '\(b)'", hint: "use auto, cgroup2, cgroup1 or signal")
+            }
+            o.backend = b
+        }
+        o.graceNanos = try ArgumentParser.duration(args.value("grace"), option: "grace", default: o.graceNanos)
+        o.maxGraceNanos = try ArgumentParser.duration(args.value("max-grace"), option: "max-grace", default: max(o.maxGraceNanos, o.graceNanos))
+        if o.maxGraceNanos < o.graceNanos {
+            throw IceboxError(.usage, "--max-grace (\(DurationText.format(o.maxGraceNanos))) is shorter than --grace (\(DurationText.format(o.graceNanos)))")
+        }
+        if let s = args.value("background-signal") { o.backgroundSignal = try signal(s, option: "background-signal", allowAuto: true) }
+        if let s = args.value("foreground-signal") {
+            let v = try signal(s, option: "foreground-signal", allowAuto: false)
+            o.foregroundSignal = v == "none" ? nil : Int32(v)
+        }
+        if let r = args.value("ready") {
+            guard let mode = ReadyMode.parse(r) else {
+                throw IceboxError(.usage, "invalid --ready '\(r)'", hint: "use exec, notify, tcp:PORT or cmd:'PROBE'")
+            }
+            o.ready = mode
+        }
+        o.readyTimeoutNanos = try ArgumentParser.duration(args.value("ready-timeout"), option: "ready-timeout", default: o.readyTimeoutNanos)
+        o.workingDirectory = args.value("cwd") ?? ProcessEnvironment.workingDirectory
+        if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) {
+            throw IceboxError(.usage, "--cwd \(cwd): no such directory")
+        }
+        for e in args.all("env") {
+            guard let eq = e.firstIndex(of: "="), eq != e.startIndex else {
+                throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
+            }
+        }
+        o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
+        o.extraEnvironment = args.all("env")
+        return o
+    }
+
+    static func client(_ args: ParsedArguments) -> DaemonClient {
+        DaemonClient(environment: ProcessEnvironment.dictionary, autostartFlagOff: args.flag("no-autostart"),
+                     cgroupRoot: args.value("cgroup-root"))
+    }
+}

@@ -1,0 +1,64 @@
+import IceboxCore
+
+// suspend, resume, switch, terminate and evict have the same shape (names in, one request
+// out, the daemon's lines printed), so they share one file and one helper.
+
+enum LifecycleRequest {
+    static let common = [
+        OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
+        OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
+    ]
+
+    static func send(_ command: String, _ args: ParsedArguments, spec: CommandSpec, timeout: UInt64? = nil) throws(IceboxError) -> Int32 {
+        if args.positionals.isEmpty { throw ArgumentParser.usage("\(command) needs at least one app name", spec) }
+        for name in args.positionals { try AppName.validate(name) }
+        var request = ControlRequest(command: command, names: args.positionals)
+        request.timeoutNanos = timeout
+        var client = LaunchArguments.client(args)
+        return try client.perform(request)
+    }
+}
+
+enum SuspendCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "suspend", usage: "icebox suspend NAME...",
+        summary: "Active → Background (notice, grace) → Suspended; returns when frozen",
+        options: LifecycleRequest.common)
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("suspend", args, spec: spec) }
+}
+
+enum ResumeCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "resume", usage: "icebox resume NAME...",
+        summary: "Suspended → Active; returns when thawed", options: LifecycleRequest.common)
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("resume", args, spec: spec) }
+}
+
+enum SwitchCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "switch", usage: "icebox switch NAME",
+        summary: "resume NAME and send the active app(s) to the background", options: LifecycleRequest.common)
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        if args.positionals.count != 1 { throw ArgumentParser.usage("switch takes exactly one app name", spec) }
+        return try LifecycleRequest.send("switch", args, spec: spec)
+    }
+}
+
+enum TerminateCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "terminate", usage: "icebox terminate NAME... [--timeout DUR]",
+        summary: "SIGTERM (a frozen app is thawed first), SIGKILL after the timeout; reaped",
+        options: [OptionSpec(name: "timeout", value: "DUR", help: "time before SIGKILL (default 10s)")] + LifecycleRequest.common)
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 10_000_000_000)
+        return try LifecycleRequest.send("terminate", args, spec: spec, timeout: timeout)
+    }
+}
+
+enum EvictCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "evict", usage: "icebox evict NAME...",
+        summary: "kill without notice (as memory pressure does), reap, record as evicted",
+        options: LifecycleRequest.common)
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("evict", args, spec: spec) }
+}
