@@ -31,6 +31,8 @@ extension Daemon {
                 app.attachedClient = fd
                 send(fd, ControlReply(kind: .line, text: app.name))
             }
+            // Logged once the app is registered, so an attached client sees it too.
+            if let event = app.spawnEvent { log(event) }
             saveRegistry()
             if case .exec = options.ready {
                 becomeActive(app)
@@ -146,8 +148,8 @@ extension Daemon {
             app.launchStart = launchStart
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
-            log(Event(app: app.name, pid: app.pid, kind: "spawn", to: .launching, durationNanos: spawnNanos,
-                      detail: "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))"))
+            app.spawnEvent = Event(app: app.name, pid: app.pid, kind: "spawn", to: .launching, durationNanos: spawnNanos,
+                      detail: "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))")
             ended.removeValue(forKey: app.name)
             return app
         } catch {

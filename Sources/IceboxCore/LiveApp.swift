@@ -29,6 +29,7 @@ final class LiveApp {
     var evicting = false
     var endStart: UInt64 = 0
     var probe: ReadinessProbe?
+    var spawnEvent: Event?
 
     // Clients waiting for this app to reach a state.
     var launchWaiters: [Int] = []
