@@ -90,13 +90,18 @@ extension Daemon {
         return id
     }
 
+    /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
+    func report(_ id: Int, line: String, failed: ExitCode? = nil) {
+        guard var waiter = waiters[id] else { return }
+        send(waiter.client, ControlReply(kind: failed == nil ? .line : .warning, text: line))
+        if let failed, waiter.code == .success { waiter.code = failed }
+        waiters[id] = waiter
+    }
+
     /// Reports one app's outcome to a waiting client; the reply ends when no app remains.
     func settle(_ id: Int, app: String, line: String?, failed: ExitCode? = nil) {
+        if let line { report(id, line: line, failed: failed) }
         guard var waiter = waiters[id] else { return }
-        if let line {
-            send(waiter.client, ControlReply(kind: failed == nil ? .line : .warning, text: line))
-        }
-        if let failed, waiter.code == .success { waiter.code = failed }
         waiter.remaining.remove(app)
         waiters[id] = waiter
         if waiter.remaining.isEmpty {

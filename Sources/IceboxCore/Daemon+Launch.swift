@@ -223,7 +223,12 @@ extension Daemon {
         let waited = Clock.monotonicNanos() - app.launchStart
         let line = "\(app.name) was not ready (\(app.record.options.ready)) within \(DurationText.format(waited)); terminating it"
         log(Event(app: app.name, pid: app.pid, kind: "error", durationNanos: waited, detail: line))
-        for id in app.launchWaiters { settle(id, app: app.name, line: "icebox: " + line, failed: .failure) }
+        // The launch fails, but its reply waits until the app is gone: nothing is left behind
+        // when the command returns.
+        for id in app.launchWaiters {
+            report(id, line: "icebox: " + line, failed: .failure)
+            app.endWaiters.append(id)
+        }
         app.launchWaiters = []
         beginTerminate(app, timeoutNanos: 10_000_000_000, waiter: nil)
     }

@@ -1,0 +1,211 @@
+import Foundation
+import Glibc
+import IceboxCore
+import Testing
+
+/// The whole lifecycle on real processes and real cgroups, once per backend.
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct LifecycleTests {
+    @Test("launch → suspend (notice, READY=1) → resume → evict", arguments: ["cgroup2", "cgroup1", "signal"])
+    func fullCycle(backend: String) throws {
+        let box = Sandbox("cycle\(backend)")
+        defer { box.close() }
+        if backend == "cgroup1" && Sandbox.mounts.freezerV1 == nil {
+            Issue.record("skipped: this host has no v1 freezer mounted")
+            return
+        }
+        let app = box.pythonApp()
+        let launched = try box.icebox(["launch", "--backend", backend, "--ready", "notify", "web", "--", "python3", app])
+        #expect(launched.status == 0, "\(launched.output)")
+        #expect(launched.stdout.contains("ready in"))
+
+        let suspended = try box.icebox(["suspend", "web"])
+        #expect(suspended.status == 0, "\(suspended.output)")
+        #expect(suspended.stdout.contains("SIGUSR1 sent"))
+        #expect(suspended.stdout.contains("(READY=1)"))
+        #expect(suspended.stdout.contains("frozen in"))
+
+        var record = try #require(try box.apps()["web"])
+        #expect(record.state == .suspended)
+        #expect(record.backend.rawValue == backend)
+        #expect(record.statusText == "serving")
+        let pid = record.pid
+        // The kernel agrees.
+        switch backend {
+        case "cgroup2": #expect(Kernel.cgroupFrozen(record.cgroup!))
+        case "cgroup1": #expect(Kernel.freezerState(record.freezerV1!) == "FROZEN")
+        default: #expect(Kernel.processState(pid) == "T")
+        }
+        // A second suspend is a no-op that says so.
+        let again = try box.icebox(["suspend", "web"])
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("already suspended"))
+
+        let resumed = try box.icebox(["resume", "web"])
+        #expect(resumed.status == 0, "\(resumed.output)")
+        #expect(resumed.stdout.contains("thawed in"))
+        record = try #require(try box.apps()["web"])
+        #expect(record.state == .active)
+        switch backend {
+        case "cgroup2": #expect(!Kernel.cgroupFrozen(record.cgroup!))
+        case "cgroup1": #expect(Kernel.freezerState(record.freezerV1!) == "THAWED")
+        default: #expect(Kernel.processState(pid) != "T")
+        }
+        #expect(try box.icebox(["resume", "web"]).stdout.contains("already active"))
+
+        _ = try box.icebox(["suspend", "web"])
+        let evicted = try box.icebox(["evict", "web"])
+        #expect(evicted.status == 0, "\(evicted.output)")
+        #expect(evicted.stdout.contains("evicted"))
+        record = try #require(try box.apps()["web"])
+        #expect(record.state == .evicted)
+        #expect(record.exitStatus == 128 + SIGKILL)
+        #expect(!Kernel.alive(pid))
+        #expect(!FileManager.default.fileExists(atPath: record.cgroup!))
+        if let v1 = record.freezerV1 { #expect(!FileManager.default.fileExists(atPath: v1)) }
+        // Every step is in the log with its timing.
+        let kinds = box.events("web").map(\.kind)
+        for kind in ["spawn", "ready", "notice", "freeze", "thaw", "evict"] { #expect(kinds.contains(kind), "no \(kind) event") }
+        #expect(box.events("web").first { $0.kind == "freeze" }?.durationNanos != nil)
+    }
+
+    @Test("a process tree with a double-forked grandchild is frozen and killed whole", arguments: ["cgroup2", "cgroup1", "signal"])
+    func processTree(backend: String) throws {
+        let box = Sandbox("tree\(backend)")
+        defer { box.close() }
+        let script = "sleep 1000 & (setsid sleep 1001 &); exec sleep 1002"
+        let r = try box.icebox(["launch", "--backend", backend, "--background-signal", "none", "tree", "--", "sh", "-c", script])
+        #expect(r.status == 0, "\(r.output)")
+        let record = try #require(try box.apps()["tree"])
+        let cgroup = try #require(record.cgroup)
+        // Wait (bounded) until all three sleeps exist in the app's cgroup.
+        var members: [pid_t] = []
+        let deadline = Date().addingTimeInterval(5)
+        while members.count < 3 && Date() < deadline {
+            members = Sandbox.pids(in: cgroup)
+            if members.count < 3 { usleep(5_000) }
+        }
+        #expect(members.count == 3, "members: \(members)")
+        let s = try box.icebox(["suspend", "tree"])
+        #expect(s.status == 0, "\(s.output)")
+        #expect(s.stdout.contains("grace skipped"))
+        for pid in members {
+            switch backend {
+            case "cgroup2": #expect(Kernel.cgroupFrozen(cgroup))
+            case "cgroup1": #expect(Kernel.freezerState(record.freezerV1!) == "FROZEN")
+            default: #expect(Kernel.processState(pid) == "T", "pid \(pid) not stopped")
+            }
+        }
+        let e = try box.icebox(["evict", "tree"])
+        #expect(e.status == 0, "\(e.output)")
+        for pid in members { #expect(!Kernel.alive(pid), "pid \(pid) survived eviction") }
+        #expect(!FileManager.default.fileExists(atPath: cgroup))
+    }
+
+    @Test("an app that ignores SIGTERM is killed after the timeout")
+    func terminateIgnoringApp() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "stubborn", "--", "sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"])
+        let start = Date()
+        let r = try box.icebox(["terminate", "--timeout", "300ms", "stubborn"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(Date().timeIntervalSince(start) >= 0.3)
+        let record = try #require(try box.apps()["stubborn"])
+        #expect(record.state == .terminated)
+        #expect(record.exitStatus == 128 + SIGKILL)
+        #expect(box.events("stubborn").contains { $0.detail.contains("SIGKILL") })
+    }
+
+    @Test("a frozen app is thawed so it can act on SIGTERM")
+    func terminateFrozenApp() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(extra: "signal.signal(signal.SIGTERM, lambda s, f: os._exit(0))")
+        _ = try box.icebox(["launch", "--ready", "notify", "polite", "--", "python3", app])
+        _ = try box.icebox(["suspend", "polite"])
+        let r = try box.icebox(["terminate", "polite"])
+        #expect(r.status == 0, "\(r.output)")
+        let record = try #require(try box.apps()["polite"])
+        #expect(record.state == .terminated)
+        #expect(record.exitStatus == 0, "the app's own SIGTERM handler should have run")
+    }
+
+    @Test("an app that never answers the notice is frozen when the grace runs out")
+    func graceExpires() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(onNotice: "pass")
+        _ = try box.icebox(["launch", "--ready", "notify", "--grace", "400ms", "mute", "--", "python3", app])
+        let start = Date()
+        let r = try box.icebox(["suspend", "mute"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("(expired)"))
+        #expect(Date().timeIntervalSince(start) >= 0.4)
+        #expect(try box.apps()["mute"]?.state == .suspended)
+    }
+
+    @Test("EXTEND_TIMEOUT_USEC moves the deadline out, never past --max-grace")
+    func graceExtension() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(onNotice: "notify('EXTEND_TIMEOUT_USEC=10000000')")
+        _ = try box.icebox(["launch", "--ready", "notify", "--grace", "200ms", "--max-grace", "700ms", "busy", "--", "python3", app])
+        let start = Date()
+        let r = try box.icebox(["suspend", "busy"])
+        let took = Date().timeIntervalSince(start)
+        #expect(r.status == 0, "\(r.output)")
+        #expect(took >= 0.7, "the extension should have held the freeze off until --max-grace")
+        #expect(took < 5, "the 10 s extension must be capped by --max-grace")
+        #expect(r.stdout.contains("extended"))
+        #expect(box.events("busy").contains { $0.detail.contains("capped by --max-grace") })
+    }
+
+    @Test("an app without a SIGUSR1 handler gets no notice and is frozen at once")
+    func naiveApp() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "naive", "--", "sleep", "1000"])
+        let r = try box.icebox(["suspend", "naive"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("no SIGUSR1 handler"))
+        let record = try #require(try box.apps()["naive"])
+        #expect(record.state == .suspended)
+        #expect(Kernel.alive(record.pid), "the naive app must not be killed by a notice")
+    }
+
+    @Test("resuming during the grace period cancels the freeze")
+    func resumeDuringGrace() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(onNotice: "pass")
+        _ = try box.icebox(["launch", "--ready", "notify", "--grace", "20s", "slow", "--", "python3", app])
+        let sandbox = box
+        let suspender = Thread { _ = try? sandbox.icebox(["suspend", "slow"]) }
+        suspender.start()
+        // Wait (bounded) for the app to reach background.
+        let deadline = Date().addingTimeInterval(10)
+        while (try? box.apps()["slow"]?.state) != .background && Date() < deadline { usleep(20_000) }
+        let r = try box.icebox(["resume", "slow"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("resumed during its grace period"))
+        #expect(try box.apps()["slow"]?.state == .active)
+    }
+
+    @Test("switch resumes one app and sends the active one to the background")
+    func appSwitcher() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp()
+        _ = try box.icebox(["launch", "--ready", "notify", "mail", "--", "python3", app])
+        _ = try box.icebox(["launch", "--ready", "notify", "maps", "--", "python3", app])
+        _ = try box.icebox(["suspend", "maps"])
+        _ = try box.icebox(["suspend", "mail"])
+        _ = try box.icebox(["resume", "mail"])
+        let r = try box.icebox(["switch", "maps"])
+        #expect(r.status == 0, "\(r.output)")
+        let apps = try box.apps()
+        #expect(apps["maps"]?.state == .active)
+        #expect(apps["mail"]?.state == .suspended)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct NotifyTests {
+    @Test("systemd-notify works as a real client: READY=1 and STATUS=", .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/systemd-notify") || FileManager.default.fileExists(atPath: "/bin/systemd-notify"), "systemd-notify is not installed (apt-get install systemd)"))
+    func systemdNotify() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let r = try box.icebox(["launch", "--ready", "notify", "--ready-timeout", "10s", "svc", "--",
+                                "sh", "-c", "sleep 0.2; systemd-notify --ready --status='up and running'; exec sleep 1000"])
+        #expect(r.status == 0, "\(r.output)")
+        let record = try #require(try box.apps()["svc"])
+        #expect(record.state == .active)
+        #expect(record.statusText == "up and running")
+        #expect((record.coldStartNanos ?? 0) >= 200_000_000)
+    }
+
+    @Test("a notify message from a process outside the app is dropped and logged")
+    func foreignSender() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let sandbox = box
+        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the thread before it signals
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            launch = try? sandbox.icebox(["launch", "--ready", "notify", "--ready-timeout", "1500ms", "target", "--", "sleep", "1000"])
+            done.signal()
+        }.start()
+        let socket = box.runtimeDir + "/notify/target"
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(5_000) }
+        // READY=1 from us, not from the app: it must not complete the launch.
+        try UnixSocket.sendDatagram(path: socket, "READY=1")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect(launch?.status == 1, "\(launch?.output ?? "")")
+        let events = box.events("target")
+        #expect(events.contains { $0.detail.contains("dropped a message from pid \(getpid())") })
+        #expect(!events.contains { $0.kind == "ready" })
+    }
+
+    @Test("--ready tcp:PORT waits until the port accepts")
+    func readyTCP() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let port = 20000 + Int(getpid() % 20000)
+        let r = try box.icebox(["launch", "--ready", "tcp:\(port)", "--ready-timeout", "20s", "http", "--",
+                                "python3", "-c", "import time, http.server as h; time.sleep(0.3); h.HTTPServer(('127.0.0.1', \(port)), h.SimpleHTTPRequestHandler).serve_forever()"])
+        #expect(r.status == 0, "\(r.output)")
+        let record = try #require(try box.apps()["http"])
+        #expect(record.state == .active)
+        #expect((record.coldStartNanos ?? 0) >= 300_000_000)
+    }
+
+    @Test("--ready cmd:PROBE waits until the probe exits 0; a timeout terminates the app")
+    func readyCommand() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let flag = box.dir + "/ready-flag"
+        let ok = try box.icebox(["launch", "--ready", "cmd:test -e \(flag)", "probe", "--", "sh", "-c", "sleep 0.3; touch \(flag); exec sleep 1000"])
+        #expect(ok.status == 0, "\(ok.output)")
+        let late = try box.icebox(["launch", "--ready", "cmd:false", "--ready-timeout", "300ms", "never", "--", "sleep", "1000"])
+        #expect(late.status == 1)
+        #expect(late.stderr.contains("was not ready"))
+        #expect(try box.apps()["never"]?.state.isEnded == true)
+    }
+}

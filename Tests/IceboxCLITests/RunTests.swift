@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+import IceboxCore
+import Testing
+
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct RunTests {
+    @Test("run passes the terminal's stdio and exits with the app's status")
+    func exitStatus() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let r = try box.icebox(["run", "--", "sh", "-c", "read line; echo got $line; echo oops >&2; exit 7"], stdin: "hello\n")
+        #expect(r.status == 7)
+        #expect(r.stdout.contains("got hello"))
+        #expect(r.stderr.contains("oops"))
+        #expect(r.stderr.contains("launching → active"), "the timed log goes to stderr")
+        let killed = try box.icebox(["run", "--name", "selfkill", "--", "sh", "-c", "kill -KILL $$"])
+        #expect(killed.status == 128 + SIGKILL)
+    }
+
+    @Test("run without a name derives a unique one; other terminals control it by name")
+    func namesAndControl() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let sandbox = box
+        nonisolated(unsafe) var first: Sandbox.Result?  // written by the thread, read after join via the semaphore
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            first = try? sandbox.icebox(["run", "--", "sleep", "1000"])
+            done.signal()
+        }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while (try? box.apps()["sleep"]?.state) != .active && Date() < deadline { usleep(20_000) }
+        let second = try box.icebox(["launch", "sleep-x", "--", "sleep", "1000"])
+        #expect(second.status == 0)
+        #expect(try box.icebox(["suspend", "sleep"]).status == 0)
+        #expect(try box.apps()["sleep"]?.state == .suspended)
+        #expect(try box.icebox(["terminate", "sleep"]).status == 0)
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect(first?.status == 128 + SIGTERM)
+    }
+
+    @Test("SIGTERM to icebox run terminates the app the graceful way")
+    func signalToRun() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        p.arguments = ["run", "--name", "graceful", "--", "sh", "-c", "trap 'exit 42' TERM; while :; do sleep 0.05; done"]
+        p.environment = box.environment
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(10)
+        while (try? box.apps()["graceful"]?.state) != .active && Date() < deadline { usleep(20_000) }
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 42)
+        #expect(try box.apps()["graceful"]?.state == .terminated)
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// One isolated icebox world per test: its own runtime directory, state directory and
+/// cgroup root, so tests run in parallel and never see each other's daemon. `close()`
+/// stops the daemon (which terminates its apps) and removes everything the test made.
+final class Sandbox: @unchecked Sendable {  // used by one test at a time; the class exists for its deinit-free cleanup
+    let dir: String
+    let runtimeDir: String
+    let stateDir: String
+    let cgroupRoot: String
+    let freezerRoot: String?
+
+    static let mounts = CgroupMounts.read()
+
+    /// Why integration tests cannot run here, or nil if they can.
+    static var unavailableReason: String? {
+        if getuid() != 0 { return "integration tests need root (or a delegated cgroup subtree)" }
+        if mounts.unified == nil { return "no cgroup2 filesystem mounted" }
+        return nil
+    }
+
+    init(_ label: String = #function) {
+        let cleaned = label.filter { $0.isLetter || $0.isNumber }.prefix(20)
+        var template = Array("/tmp/icebox-test-\(cleaned)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        runtimeDir = dir + "/run"
+        stateDir = dir + "/state"
+        let unique = "icebox-test-" + String(dir.split(separator: "-").last!) + "-\(cleaned)"
+        cgroupRoot = Sandbox.mounts.unified! + "/" + unique
+        freezerRoot = Sandbox.mounts.freezerV1.map { $0 + "/" + unique }
+    }
+
+    var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["ICEBOX_RUNTIME_DIR"] = runtimeDir
+        env["ICEBOX_STATE_DIR"] = stateDir
+        env["ICEBOX_CGROUP_ROOT"] = cgroupRoot
+        env.removeValue(forKey: "ICEBOX_NO_AUTOSTART")
+        return env
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var output: String { stdout + stderr }
+    }
+
+    static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // The test bundle lives beside the icebox binary in .build/<triple>/debug.
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("icebox").path) && dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.appendingPathComponent("icebox").path
+    }
+
+    /// Runs icebox with the sandbox's environment; waits at most `timeout` seconds.
+    @discardableResult
+    func icebox(_ args: [String], stdin: String? = nil, extraEnv: [String: String] = [:], timeout: Double = 30) throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        p.arguments = args
+        p.environment = environment.merging(extraEnv) { $1 }
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        // Read both pipes to the end (the process exits, or is killed at the deadline).
+        let deadline = DispatchTime.now() + timeout
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var outData = Data(), errData = Data()  // written by the two readers, read after both signal
+        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); done.signal() }
+        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); done.signal() }
+        if done.wait(timeout: deadline) == .timedOut || done.wait(timeout: deadline) == .timedOut {
+            p.terminate()
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            Issue.record("icebox \(args.joined(separator: " ")) did not finish within \(timeout)s")
+        }
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// The apps as `icebox ps --json --all` reports them.
+    func apps() throws -> [String: AppRecord] {
+        let r = try icebox(["ps", "--json", "--all"])
+        let list = JSONLines.decode([AppRecord].self, r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? []
+        return Dictionary(list.map { ($0.name, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    func events(_ app: String? = nil) -> [Event] {
+        let text = (try? String(contentsOfFile: stateDir + "/events.jsonl", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { JSONLines.decode(Event.self, String($0)) }.filter { app == nil || $0.app == app }
+    }
+
+    /// Stops the daemon (terminating every app), then removes the cgroups and directories.
+    /// Safe to call after a failed test: it kills whatever is left in the cgroups.
+    func close() {
+        _ = try? icebox(["daemon", "--stop"], timeout: 20)
+        for root in [cgroupRoot, freezerRoot].compactMap({ $0 }) {
+            let children = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+            for child in children where FileManager.default.fileExists(atPath: root + "/" + child + "/cgroup.procs") {
+                let path = root + "/" + child
+                try? "1".write(toFile: path + "/cgroup.kill", atomically: false, encoding: .utf8)
+                for pid in Sandbox.pids(in: path) { kill(pid, SIGKILL) }
+                try? "THAWED".write(toFile: path + "/freezer.state", atomically: false, encoding: .utf8)
+                if FileManager.default.fileExists(atPath: path + "/cgroup.events") {
+                    _ = try? Cgroup2(path: path).waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
+                }
+                // v1 has no event for "empty": retry rmdir (EBUSY) for up to a second.
+                for _ in 0..<100 where rmdir(path) != 0 && errno == EBUSY { usleep(10_000) }
+            }
+            rmdir(root)
+        }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    static func pids(in cgroup: String) -> [pid_t] {
+        ((try? String(contentsOfFile: cgroup + "/cgroup.procs", encoding: .utf8)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    /// A Python app that speaks the protocol: READY=1 at start (and STATUS), and on SIGUSR1
+    /// saves its state and acknowledges with READY=1 (or asks for more time, per `onNotice`).
+    func pythonApp(onNotice: String = "notify('READY=1')", extra: String = "") -> String {
+        let path = dir + "/app.py"
+        let source = """
+            import os, signal, socket, time
+            def notify(msg):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.sendto(msg.encode(), os.environ['NOTIFY_SOCKET'])
+                s.close()
+            def background(sig, frame):
+                print('background', flush=True)
+                \(onNotice)
+            signal.signal(signal.SIGUSR1, background)
+            \(extra)
+            notify('READY=1\\nSTATUS=serving')
+            while True:
+                time.sleep(0.05)
+            """
+        try? source.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
+
+/// Kernel-side truth, read directly rather than trusting icebox's own report.
+enum Kernel {
+    static func cgroupFrozen(_ path: String) -> Bool {
+        ((try? String(contentsOfFile: path + "/cgroup.events", encoding: .utf8)) ?? "").contains("frozen 1")
+    }
+
+    static func freezerState(_ path: String) -> String {
+        ((try? String(contentsOfFile: path + "/freezer.state", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func processState(_ pid: pid_t) -> Character? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(close, offsetBy: 2)]
+    }
+
+    static func alive(_ pid: pid_t) -> Bool {
+        guard let s = processState(pid) else { return false }
+        return s != "Z" && s != "X"
+    }
+}

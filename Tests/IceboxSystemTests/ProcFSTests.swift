@@ -1,0 +1,151 @@
+import Glibc
+import Testing
+@testable import IceboxSystem
+
+@Suite("ProcFS parsers")
+struct ProcFSTests {
+    /// A realistic 52-field /proc/PID/stat line (taken from a real `cat`), with the command
+    /// name replaced. Field 22 (start time) is 64035.
+    static func statLine(pid: Int = 1234, comm: String, state: String = "S", ppid: Int = 1,
+                         pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035) -> String {
+        "\(pid) (\(comm)) \(state) \(ppid) \(pgrp) \(session) 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 \(start) "
+            + "3133440 410 18446744073709551615 94341676216320 94341676236201 140727661987568 0 0 0 0 0 0 0 0 0 "
+            + "17 1 0 0 0 0 0 94341676252208 94341676253824 94341735981056 140727661988558 140727661988578 "
+            + "140727661988578 140727661989867 0\n"
+    }
+
+    @Test func statLineFixtureHas52Fields() {
+        #expect(Self.statLine(comm: "cat").split(separator: " ").count == 52)
+    }
+
+    @Test func parseStatReadsFieldsAfterASimpleName() throws {
+        let stat = try #require(ProcFS.parseStat(Self.statLine(comm: "cat", state: "R", ppid: 5911, pgrp: 5911, session: 5252)))
+        #expect(stat == ProcFS.Stat(state: "R", ppid: 5911, pgrp: 5911, session: 5252, startTimeTicks: 64035))
+    }
+
+    @Test func parseStatHandlesSpacesAndParenthesesInTheCommandName() throws {
+        let line = Self.statLine(comm: "my (odd) name", state: "S", ppid: 1, pgrp: 1234, session: 1234, start: 987654321)
+        let stat = try #require(ProcFS.parseStat(line))
+        #expect(stat.state == "S")
+        #expect(stat.ppid == 1)
+        #expect(stat.pgrp == 1234)
+        #expect(stat.session == 1234)
+        #expect(stat.startTimeTicks == 987654321)
+    }
+
+    @Test func parseStatHandlesANameThatLooksLikeFields() throws {
+        // A hostile name that imitates the fields that follow it.
+        let line = Self.statLine(comm: "x) Z 99 99 99 0 -1", state: "D", ppid: 7, pgrp: 8, session: 9, start: 42)
+        let stat = try #require(ProcFS.parseStat(line))
+        #expect(stat == ProcFS.Stat(state: "D", ppid: 7, pgrp: 8, session: 9, startTimeTicks: 42))
+    }
+
+    @Test func parseStatRejectsTruncatedOrMalformedText() {
+        #expect(ProcFS.parseStat("") == nil)
+        #expect(ProcFS.parseStat("1234 (cat R 1 2 3") == nil)                 // no ")"
+        #expect(ProcFS.parseStat("1234 (cat) R 1 1234 1234 0 -1 4194304") == nil) // too few fields
+        #expect(ProcFS.parseStat(Self.statLine(comm: "cat", state: "R x")) == nil)   // ppid not a number
+    }
+
+    @Test func statusFieldFindsTheValueTrimmed() {
+        let text = "Name:\tgrep\nState:\tR (running)\nPPid:\t5911\nVmRSS:\t    2100 kB\nSigCgt:\t0000000000004a02\n"
+        #expect(ProcFS.statusField("Name", in: text) == "grep")
+        #expect(ProcFS.statusField("State", in: text) == "R (running)")
+        #expect(ProcFS.statusField("VmRSS", in: text) == "2100 kB")
+        #expect(ProcFS.statusField("SigCgt", in: text) == "0000000000004a02")
+    }
+
+    @Test func statusFieldNeedsTheWholeKey() {
+        let text = "SigQ:\t0/96365\nSigPnd:\t0000000000000000\nVmRSS:\t2100 kB\n"
+        #expect(ProcFS.statusField("Sig", in: text) == nil)
+        #expect(ProcFS.statusField("Vm", in: text) == nil)
+        #expect(ProcFS.statusField("SigCgt", in: text) == nil)
+        #expect(ProcFS.statusField("SigPnd", in: text) == "0000000000000000")
+    }
+
+    @Test func maskHasSignalReadsBitSignalMinusOne() {
+        // 0x4a02 = bits 1, 9, 11, 14 → SIGINT(2), SIGUSR1(10), SIGUSR2(12), SIGTERM(15).
+        let mask = "0000000000004a02"
+        for sig: Int32 in [2, 10, 12, 15] { #expect(ProcFS.maskHasSignal(mask, sig), "signal \(sig)") }
+        for sig: Int32 in [1, 3, 9, 11, 13, 14, 16, 64] { #expect(!ProcFS.maskHasSignal(mask, sig), "signal \(sig)") }
+        #expect(ProcFS.maskHasSignal("0000000000000200", SIGUSR1))
+        #expect(!ProcFS.maskHasSignal("0000000000000200", SIGUSR2))
+    }
+
+    @Test func maskHasSignalHandlesTheTopBitAndBadInput() {
+        #expect(ProcFS.maskHasSignal("8000000000000000", 64))
+        #expect(!ProcFS.maskHasSignal("8000000000000000", 63))
+        #expect(!ProcFS.maskHasSignal("ffffffffffffffff", 0))
+        #expect(!ProcFS.maskHasSignal("ffffffffffffffff", 65))
+        #expect(!ProcFS.maskHasSignal("ffffffffffffffff", -1))
+        #expect(!ProcFS.maskHasSignal("not hex", 10))
+        #expect(!ProcFS.maskHasSignal("", 10))
+    }
+
+    @Test func unifiedCgroupPicksTheV2LineOfAHybridHost() {
+        let text = """
+            12:freezer:/icebox/web
+            9:name=systemd:/
+            4:memory:/user.slice
+            1:cpu,cpuacct:/
+            0::/icebox/web
+
+            """
+        #expect(ProcFS.unifiedCgroup(in: text) == "/icebox/web")
+        #expect(ProcFS.unifiedCgroup(in: "0::/\n") == "/")
+    }
+
+    @Test func unifiedCgroupIsNilOnAPureV1Host() {
+        #expect(ProcFS.unifiedCgroup(in: "6:freezer:/\n4:memory:/x\n1:name=systemd:/\n") == nil)
+        #expect(ProcFS.unifiedCgroup(in: "") == nil)
+    }
+
+    @Test func parseKiloBytesConvertsToBytes() {
+        #expect(ProcFS.parseKiloBytes("18040 kB") == 18040 * 1024)
+        #expect(ProcFS.parseKiloBytes("0 kB") == 0)
+        #expect(ProcFS.parseKiloBytes("2100") == 2100 * 1024)
+        #expect(ProcFS.parseKiloBytes("kB") == nil)
+        #expect(ProcFS.parseKiloBytes("") == nil)
+    }
+
+    @Test func catchesSignalReadsSigCgtFromAFakeProcRoot() {
+        let root = makeTemporaryDirectory("proc")
+        defer { removeTree(root) }
+        mkdir(root + "/4242", 0o755)
+        writeFile(root + "/4242/status", "Name:\tapp\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000001000\nSigCgt:\t0000000000000200\n")
+        #expect(ProcFS.catchesSignal(pid: 4242, SIGUSR1, procRoot: root))
+        #expect(!ProcFS.catchesSignal(pid: 4242, SIGUSR2, procRoot: root))
+        #expect(!ProcFS.catchesSignal(pid: 4242, SIGPIPE, procRoot: root), "ignored is not caught")
+        #expect(!ProcFS.catchesSignal(pid: 4243, SIGUSR1, procRoot: root), "no such pid")
+    }
+
+    @Test func catchesSignalIsFalseWithoutASigCgtLine() {
+        let root = makeTemporaryDirectory("proc")
+        defer { removeTree(root) }
+        mkdir(root + "/7", 0o755)
+        writeFile(root + "/7/status", "Name:\tkthread\n")
+        #expect(!ProcFS.catchesSignal(pid: 7, SIGUSR1, procRoot: root))
+    }
+
+    @Test func statReadsAFakeProcRoot() {
+        let root = makeTemporaryDirectory("proc")
+        defer { removeTree(root) }
+        mkdir(root + "/1234", 0o755)
+        writeFile(root + "/1234/stat", Self.statLine(comm: "my (odd) name", state: "T", ppid: 10, pgrp: 1234, session: 1200, start: 5555))
+        #expect(ProcFS.stat(pid: 1234, procRoot: root) == ProcFS.Stat(state: "T", ppid: 10, pgrp: 1234, session: 1200, startTimeTicks: 5555))
+        #expect(ProcFS.stat(pid: 999, procRoot: root) == nil)
+    }
+
+    @Test func statOfThisProcessMatchesTheKernel() throws {
+        let stat = try #require(ProcFS.stat(pid: getpid()))
+        #expect(stat.ppid == getppid())
+        #expect(stat.pgrp == getpgrp())
+        #expect(stat.session == getsid(0))
+    }
+
+    @Test func stringTrimmedStripsWhitespaceAtBothEnds() {
+        #expect(" \t1\n\r".trimmed() == "1")
+        #expect("a b".trimmed() == "a b")
+        #expect("  ".trimmed() == "")
+    }
+}
