@@ -3,7 +3,7 @@ import IceboxCore
 /// One option a command accepts: `--name VALUE` (or `--name=VALUE`), or a flag.
 struct OptionSpec: Sendable {
     let name: String
-    let value: String?       // the placeholder shown in help; nil for a flag
+    let value: String?  // the placeholder shown in help; nil for a flag
     let help: String
     var repeatable = false
 }
@@ -71,7 +71,9 @@ enum ArgumentParser {
                 }
                 if option.value != nil {
                     let value: String
-                    if let inline { value = inline } else {
+                    if let inline {
+                        value = inline
+                    } else {
                         guard i < args.count else { throw usage("--\(name) needs a value (\(option.value!))", spec) }
                         value = args[i]
                         i += 1

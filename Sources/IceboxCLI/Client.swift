@@ -23,18 +23,21 @@ struct DaemonClient {
             return try UnixSocket.connect(path: paths.controlSocket)
         } catch let error where error.errno == ENOENT || error.errno == ECONNREFUSED {
             guard autostart else {
-                throw IceboxError(.unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
-                                  hint: "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
+                throw IceboxError(
+                    .unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
+                    hint: "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
             }
         } catch {
-            throw IceboxError(error.isPermissionDenied ? .permission : .unavailable,
-                              "cannot reach the icebox daemon: \(error)",
-                              hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+            throw IceboxError(
+                error.isPermissionDenied ? .permission : .unavailable,
+                "cannot reach the icebox daemon: \(error)",
+                hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
         }
         try startDaemon()
         do { return try UnixSocket.connect(path: paths.controlSocket) } catch {
-            throw IceboxError(.unavailable, "the icebox daemon started but cannot be reached: \(error)",
-                              hint: "see \(paths.daemonLog)")
+            throw IceboxError(
+                .unavailable, "the icebox daemon started but cannot be reached: \(error)",
+                hint: "see \(paths.daemonLog)")
         }
     }
 
@@ -68,8 +71,9 @@ struct DaemonClient {
         let ready = poll(&pfd, 1, 10_000) > 0 && read(pipeFDs[0], &buffer, 16) > 0
         if !ready {
             let tail = ((try? FileIO.read(paths.daemonLog)) ?? "").split(separator: "\n").suffix(3).joined(separator: "; ")
-            throw IceboxError(.unavailable, "the icebox daemon did not start" + (tail.isEmpty ? "" : ": \(tail)"),
-                              hint: "see \(paths.daemonLog), or run 'icebox daemon --foreground' to watch it")
+            throw IceboxError(
+                .unavailable, "the icebox daemon did not start" + (tail.isEmpty ? "" : ": \(tail)"),
+                hint: "see \(paths.daemonLog), or run 'icebox daemon --foreground' to watch it")
         }
     }
 

@@ -9,12 +9,14 @@ protocol IceboxCommand {
 public enum IceboxMain {
     public static let version = "icebox 0.1.0"
 
-    static var commands: [any IceboxCommand.Type] { [
-        RunCommand.self, LaunchCommand.self,
-        SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self,
-        PsCommand.self, LogCommand.self, LogsCommand.self,
-        FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self,
-    ] }
+    static var commands: [any IceboxCommand.Type] {
+        [
+            RunCommand.self, LaunchCommand.self,
+            SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self,
+            PsCommand.self, LogCommand.self, LogsCommand.self,
+            FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self,
+        ]
+    }
 
     static var overview: String {
         var text = """

@@ -17,7 +17,7 @@ enum DaemonCommand: IceboxCommand {
         let env = ProcessEnvironment.dictionary
         if args.flag("stop") {
             var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: nil)
-            do { return try client.perform(ControlRequest(command: "stop")) } catch where error.code == .unavailable {
+            do { return try client.perform(ControlRequest(command: "stop")) } catch  where error.code == .unavailable {
                 Output.out("no icebox daemon is running for \(client.paths.runtimeDir)")
                 return 0
             }

@@ -41,24 +41,41 @@ enum DoctorCommand: IceboxCommand {
         let m = facts.mounts
         f.append(Finding(check: "cgroup mode", ok: m.unified != nil, detail: m.mode))
         f.append(Finding(check: "cgroup2 mount", ok: m.unified != nil, detail: m.unified ?? "not mounted"))
-        f.append(Finding(check: "cgroup root", ok: facts.cgroup2Usable,
-                         detail: (facts.cgroupRoot ?? "none") + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present")))
-        f.append(Finding(check: "delegation", ok: getuid() == 0 || facts.cgroup2Usable,
-                         detail: getuid() == 0 ? "running as root: no delegation needed"
-                             : facts.cgroup2Usable ? "the cgroup root is writable by uid \(getuid())"
-                             : "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"))
-        f.append(Finding(check: "cgroup.kill", ok: facts.supportsCgroupKill,
-                         detail: facts.supportsCgroupKill ? "present (Linux 5.14+): evict kills a whole app at once" : "absent: evict sends SIGKILL to each process"))
-        f.append(Finding(check: "v1 freezer", ok: facts.cgroup1Usable,
-                         detail: (facts.freezerV1Root ?? "none") + (facts.freezerV1Problem.map { ": \($0)" } ?? ": usable (--backend cgroup1)")))
+        f.append(
+            Finding(
+                check: "cgroup root", ok: facts.cgroup2Usable,
+                detail: (facts.cgroupRoot ?? "none") + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present")))
+        f.append(
+            Finding(
+                check: "delegation", ok: getuid() == 0 || facts.cgroup2Usable,
+                detail: getuid() == 0
+                    ? "running as root: no delegation needed"
+                    : facts.cgroup2Usable
+                        ? "the cgroup root is writable by uid \(getuid())"
+                        : "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"))
+        f.append(
+            Finding(
+                check: "cgroup.kill", ok: facts.supportsCgroupKill,
+                detail: facts.supportsCgroupKill
+                    ? "present (Linux 5.14+): evict kills a whole app at once" : "absent: evict sends SIGKILL to each process"))
+        f.append(
+            Finding(
+                check: "v1 freezer", ok: facts.cgroup1Usable,
+                detail: (facts.freezerV1Root ?? "none") + (facts.freezerV1Problem.map { ": \($0)" } ?? ": usable (--backend cgroup1)")))
         f.append(Finding(check: "v1 memory", ok: m.memoryV1 != nil, detail: m.memoryV1 ?? "not mounted"))
-        f.append(Finding(check: "pidfd", ok: HostFacts.pidfdWorks, detail: HostFacts.pidfdWorks ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3"))
+        f.append(
+            Finding(
+                check: "pidfd", ok: HostFacts.pidfdWorks,
+                detail: HostFacts.pidfdWorks ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3"))
         f.append(spawnCheck(facts))
         let psi = FileIO.exists("/proc/pressure/memory")
         let sysResource = Capabilities.hasEffective("cap_sys_resource") ?? false
-        f.append(Finding(check: "PSI", ok: psi,
-                         detail: psi ? "/proc/pressure/memory present; minimum trigger window \(sysResource ? "500ms (CAP_SYS_RESOURCE)" : "2s, in multiples of 2s (no CAP_SYS_RESOURCE)")"
-                             : "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)"))
+        f.append(
+            Finding(
+                check: "PSI", ok: psi,
+                detail: psi
+                    ? "/proc/pressure/memory present; minimum trigger window \(sysResource ? "500ms (CAP_SYS_RESOURCE)" : "2s, in multiples of 2s (no CAP_SYS_RESOURCE)")"
+                    : "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)"))
         let capText = Capabilities.effectiveText() ?? "unreadable"
         f.append(Finding(check: "capabilities", ok: true, detail: capText))
         for (cap, disables) in capabilities {
@@ -92,8 +109,11 @@ enum DoctorCommand: IceboxCommand {
             let spawned = try Spawner.spawn(req)
             _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
             let ok = spawned.method == .clone3IntoCgroup
-            return Finding(check: "clone3", ok: ok, detail: ok ? "clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) works"
-                                                               : "falling back to \(spawned.method.rawValue)")
+            return Finding(
+                check: "clone3", ok: ok,
+                detail: ok
+                    ? "clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) works"
+                    : "falling back to \(spawned.method.rawValue)")
         } catch {
             return Finding(check: "clone3", ok: false, detail: "test spawn failed: \(error)")
         }

@@ -14,7 +14,9 @@ enum OneShotFreeze {
     static func freezer(_ args: ParsedArguments, spec: CommandSpec) throws(IceboxError) -> (any Freezer, String) {
         switch (args.value("pid"), args.value("cgroup")) {
         case (let pidText?, nil):
-            guard let pid = pid_t(pidText), pid > 1 else { throw IceboxError(.usage, "invalid --pid '\(pidText)'", hint: "give the pid of a running process (not 1)") }
+            guard let pid = pid_t(pidText), pid > 1 else {
+                throw IceboxError(.usage, "invalid --pid '\(pidText)'", hint: "give the pid of a running process (not 1)")
+            }
             guard FileIO.exists("/proc/\(pid)") else { throw IceboxError(.failure, "no process with pid \(pid)") }
             if pid == getpid() { throw IceboxError(.usage, "icebox cannot freeze itself") }
             return (SignalFreezer { SignalFreezer.processTree(root: pid) }, "pid \(pid)")
@@ -22,8 +24,9 @@ enum OneShotFreeze {
             if FileIO.exists(path + "/cgroup.freeze") { return (Cgroup2Freezer(cgroup: Cgroup2(path: path)), path) }
             if FileIO.exists(path + "/freezer.state") { return (Cgroup1Freezer(path: path), path) }
             if !FileIO.isDirectory(path) { throw IceboxError(.failure, "no cgroup at \(path)") }
-            throw IceboxError(.unavailable, "\(path) has neither cgroup.freeze (cgroup v2, Linux 5.2) nor freezer.state (v1 freezer)",
-                              hint: "a v2 root cgroup cannot be frozen; give a child cgroup")
+            throw IceboxError(
+                .unavailable, "\(path) has neither cgroup.freeze (cgroup v2, Linux 5.2) nor freezer.state (v1 freezer)",
+                hint: "a v2 root cgroup cannot be frozen; give a child cgroup")
         default:
             throw ArgumentParser.usage("give exactly one of --pid PID or --cgroup PATH", spec)
         }
@@ -35,11 +38,14 @@ enum OneShotFreeze {
         let deadline = Clock.monotonicNanos() + timeout
         do {
             let report = thaw ? try freezer.thaw(deadline: deadline) : try freezer.freeze(deadline: deadline)
-            Output.out("\(what)  \(thaw ? "thawed" : "frozen") in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(report.tasks) \(report.backend == .signal ? "threads" : "processes"))")
+            Output.out(
+                "\(what)  \(thaw ? "thawed" : "frozen") in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(report.tasks) \(report.backend == .signal ? "threads" : "processes"))"
+            )
             return 0
         } catch {
             if case .system(let e) = error, e.isPermissionDenied {
-                throw IceboxError(.permission, "\(thaw ? "thaw" : "freeze") \(what): \(e)", hint: "run as root or as the owner of the cgroup")
+                throw IceboxError(
+                    .permission, "\(thaw ? "thaw" : "freeze") \(what): \(e)", hint: "run as root or as the owner of the cgroup")
             }
             throw IceboxError(.failure, "\(thaw ? "thaw" : "freeze") \(what): \(error)")
         }

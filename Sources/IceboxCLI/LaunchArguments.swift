@@ -5,7 +5,8 @@ import IceboxSystem
 /// The options run and launch share, and how they become LaunchOptions.
 enum LaunchArguments {
     static let options: [OptionSpec] = [
-        OptionSpec(name: "backend", value: "auto|cgroup2|cgroup1|signal", help: "how to freeze (default auto: cgroup2, else cgroup1, else signal)"),
+        OptionSpec(
+            name: "backend", value: "auto|cgroup2|cgroup1|signal", help: "how to freeze (default auto: cgroup2, else cgroup1, else signal)"),
         OptionSpec(name: "grace", value: "DUR", help: "time the app gets after its background notice (default 5s)"),
         OptionSpec(name: "max-grace", value: "DUR", help: "cap for EXTEND_TIMEOUT_USEC extensions (default 30s)"),
         OptionSpec(name: "background-signal", value: "SIG|auto|none", help: "the notice (default auto: SIGUSR1 if the app handles it)"),
@@ -21,8 +22,9 @@ enum LaunchArguments {
     static func signal(_ text: String, option: String, allowAuto: Bool) throws(IceboxError) -> String {
         if text == "none" || (allowAuto && text == "auto") { return text }
         guard let n = Signals.number(of: text) else {
-            throw IceboxError(.usage, "unknown signal '\(text)' for --\(option)",
-                              hint: "use a name like USR1 or SIGTERM, a number, RTMIN+N" + (allowAuto ? ", auto or none" : " or none"))
+            throw IceboxError(
+                .usage, "unknown signal '\(text)' for --\(option)",
+                hint: "use a name like USR1 or SIGTERM, a number, RTMIN+N" + (allowAuto ? ", auto or none" : " or none"))
         }
         if n == SIGKILL || n == SIGSTOP {
             throw IceboxError(.usage, "--\(option) cannot be \(Signals.name(of: n)): an app cannot handle it")
@@ -47,9 +49,12 @@ enum LaunchArguments {
             o.backend = b
         }
         o.graceNanos = try ArgumentParser.duration(args.value("grace"), option: "grace", default: o.graceNanos)
-        o.maxGraceNanos = try ArgumentParser.duration(args.value("max-grace"), option: "max-grace", default: max(o.maxGraceNanos, o.graceNanos))
+        o.maxGraceNanos = try ArgumentParser.duration(
+            args.value("max-grace"), option: "max-grace", default: max(o.maxGraceNanos, o.graceNanos))
         if o.maxGraceNanos < o.graceNanos {
-            throw IceboxError(.usage, "--max-grace (\(DurationText.format(o.maxGraceNanos))) is shorter than --grace (\(DurationText.format(o.graceNanos)))")
+            throw IceboxError(
+                .usage,
+                "--max-grace (\(DurationText.format(o.maxGraceNanos))) is shorter than --grace (\(DurationText.format(o.graceNanos)))")
         }
         if let s = args.value("background-signal") { o.backgroundSignal = try signal(s, option: "background-signal", allowAuto: true) }
         if let s = args.value("foreground-signal") {
@@ -62,7 +67,8 @@ enum LaunchArguments {
             }
             o.ready = mode
         }
-        o.readyTimeoutNanos = try ArgumentParser.duration(args.value("ready-timeout"), option: "ready-timeout", default: o.readyTimeoutNanos)
+        o.readyTimeoutNanos = try ArgumentParser.duration(
+            args.value("ready-timeout"), option: "ready-timeout", default: o.readyTimeoutNanos)
         o.workingDirectory = args.value("cwd") ?? ProcessEnvironment.workingDirectory
         if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) {
             throw IceboxError(.usage, "--cwd \(cwd): no such directory")
@@ -78,7 +84,8 @@ enum LaunchArguments {
     }
 
     static func client(_ args: ParsedArguments) -> DaemonClient {
-        DaemonClient(environment: ProcessEnvironment.dictionary, autostartFlagOff: args.flag("no-autostart"),
-                     cgroupRoot: args.value("cgroup-root"))
+        DaemonClient(
+            environment: ProcessEnvironment.dictionary, autostartFlagOff: args.flag("no-autostart"),
+            cgroupRoot: args.value("cgroup-root"))
     }
 }

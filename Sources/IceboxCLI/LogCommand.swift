@@ -39,8 +39,9 @@ enum LogsCommand: IceboxCommand {
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
         let path = paths.appLog(name)
         if !FileIO.exists(path) {
-            throw IceboxError(.failure, "no output recorded for '\(name)' (\(path) does not exist)",
-                              hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
+            throw IceboxError(
+                .failure, "no output recorded for '\(name)' (\(path) does not exist)",
+                hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
         }
         try FileFollower.print(path: path, follow: args.flag("follow"), missingIsEmpty: false) { Output.out($0) }
         return 0

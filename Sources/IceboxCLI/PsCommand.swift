@@ -20,9 +20,10 @@ enum PsCommand: IceboxCommand {
         do {
             let code = try client.perform(request) { records = $0 }
             if code != 0 { return code }
-        } catch where error.code == .unavailable {
+        } catch  where error.code == .unavailable {
             if args.flag("all"), let text = try? FileIO.read(client.paths.registry),
-               let registry = JSONLines.decode(Registry.self, text) {
+                let registry = JSONLines.decode(Registry.self, text)
+            {
                 records = registry.apps
             }
         }

@@ -22,8 +22,9 @@ enum RunCommand: IceboxCommand {
         let command = args.command + args.positionals
         guard let program = command.first else { throw ArgumentParser.usage("run needs a command", spec) }
         let name = args.value("name") ?? AppName.derived(fromCommand: program)
-        let options = try LaunchArguments.build(name: name, nameIsDefault: args.value("name") == nil,
-                                                command: command, args, attached: true)
+        let options = try LaunchArguments.build(
+            name: name, nameIsDefault: args.value("name") == nil,
+            command: command, args, attached: true)
         var logFD: Int32 = 2
         if let path = args.value("log") {
             logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
@@ -50,7 +51,7 @@ enum RunCommand: IceboxCommand {
                 if let daemon = client.startedDaemon { pfds.append(pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)) }
                 _ = poll(&pfds, nfds_t(pfds.count), -1)
                 if pfds.count > 2 && pfds[2].revents != 0 {
-                    _ = try? client.startedDaemon?.reapIfExited()   // no zombie if the daemon ends first
+                    _ = try? client.startedDaemon?.reapIfExited()  // no zombie if the daemon ends first
                     client.startedDaemon = nil
                 }
                 if pfds[1].revents != 0 {
@@ -58,7 +59,8 @@ enum RunCommand: IceboxCommand {
                         interrupts += 1
                         guard let appName else { continue }
                         let action = interrupts == 1 ? "terminate" : "evict"
-                        writeLine(logFD, "icebox: \(Signals.name(of: sig)): \(action == "terminate" ? "terminating" : "evicting") \(appName)")
+                        writeLine(
+                            logFD, "icebox: \(Signals.name(of: sig)): \(action == "terminate" ? "terminating" : "evicting") \(appName)")
                         var other = client
                         if let cfd = try? other.connect() {
                             try? other.send(ControlRequest(command: action, names: [appName]), on: cfd)

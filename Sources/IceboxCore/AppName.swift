@@ -4,11 +4,13 @@ public enum AppName {
     public static func validate(_ name: String) throws(IceboxError) {
         let bytes = Array(name.utf8)
         func alnum(_ b: UInt8) -> Bool { (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) }
-        let ok = !bytes.isEmpty && bytes.count <= 64 && alnum(bytes[0])
+        let ok =
+            !bytes.isEmpty && bytes.count <= 64 && alnum(bytes[0])
             && bytes.allSatisfy { alnum($0) || $0 == 46 || $0 == 95 || $0 == 45 }
         if !ok {
-            throw IceboxError(.usage, "invalid app name '\(name)'",
-                              hint: "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+            throw IceboxError(
+                .usage, "invalid app name '\(name)'",
+                hint: "use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         }
     }
 

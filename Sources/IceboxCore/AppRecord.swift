@@ -3,22 +3,23 @@ public struct AppRecord: Codable, Sendable {
     public var name: String
     public var options: LaunchOptions
     public var pid: Int32
-    public var startTicks: UInt64 = 0        // /proc/PID/stat start time, to tell a reused pid apart
+    public var startTicks: UInt64 = 0  // /proc/PID/stat start time, to tell a reused pid apart
     public var state: AppState
     public var sinceMonotonicNanos: UInt64
     public var sinceWall: String
     public var launchedWall: String
     public var backend: BackendKind
-    public var cgroup: String?               // the app's v2 cgroup, if it has one
-    public var freezerV1: String?            // the app's v1 freezer cgroup (cgroup1 backend)
+    public var cgroup: String?  // the app's v2 cgroup, if it has one
+    public var freezerV1: String?  // the app's v1 freezer cgroup (cgroup1 backend)
     public var spawnMethod: String = ""
-    public var coldStartNanos: UInt64?       // launch → ready
+    public var coldStartNanos: UInt64?  // launch → ready
     public var lastFreezeNanos: UInt64?
     public var lastThawNanos: UInt64?
-    public var statusText: String?           // STATUS= from the app
-    public var exitStatus: Int32?            // the shell's convention: code, or 128+signal
-    public var ending: String?               // "exited with status 0", "killed by SIGKILL", ...
-    public var memoryBytes: UInt64?          // filled in by ps
+    public var statusText: String?  // STATUS= from the app
+    public var exitStatus: Int32?  // the shell's convention: code, or 128+signal
+    public var ending: String?  // "exited with status 0", "killed by SIGKILL", ...
+    public var memoryBytes: UInt64?  // filled in by ps
+    public var killedWhileSuspended = false  // ended by a kill while frozen: its state should be restored
 }
 
 /// The registry file: every app the daemon knows, written atomically on each change.

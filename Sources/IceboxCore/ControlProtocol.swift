@@ -1,7 +1,7 @@
 /// The control socket speaks JSON lines. A client sends one request; the daemon answers with
 /// any number of `line`/`event` replies and ends with `done` (or `exit` for an attached run).
 public struct ControlRequest: Codable, Sendable {
-    public var command: String                 // launch, suspend, resume, switch, terminate, evict, ps, stop, ping
+    public var command: String  // launch, suspend, resume, switch, terminate, evict, ps, stop, ping
     public var names: [String] = []
     public var launch: LaunchOptions?
     public var timeoutNanos: UInt64?
@@ -16,12 +16,12 @@ public struct ControlRequest: Codable, Sendable {
 
 public struct ControlReply: Codable, Sendable {
     public enum Kind: String, Codable, Sendable {
-        case line    // a line of output for the user (stdout)
-        case warning // a line for stderr
-        case event   // an event of the app an attached client runs
-        case data    // a JSON payload (ps)
-        case done    // the end: code is the exit code
-        case exit    // an attached app ended: code is its status
+        case line  // a line of output for the user (stdout)
+        case warning  // a line for stderr
+        case event  // an event of the app an attached client runs
+        case data  // a JSON payload (ps)
+        case done  // the end: code is the exit code
+        case exit  // an attached app ended: code is its status
     }
 
     public var kind: Kind

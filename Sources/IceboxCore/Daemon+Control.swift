@@ -160,8 +160,11 @@ extension Daemon {
         for name in request.names where apps[name] == nil {
             if let old = ended[name] {
                 let why = old.ending.map { " (\($0))" } ?? ""
-                return fail(fd, IceboxError(.failure, "\(name) is not running: it \(old.state.rawValue)\(why)",
-                                            hint: "start it again with icebox launch"))
+                return fail(
+                    fd,
+                    IceboxError(
+                        .failure, "\(name) is not running: it \(old.state.rawValue)\(why)",
+                        hint: "start it again with icebox launch"))
             }
             return fail(fd, IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps"))
         }

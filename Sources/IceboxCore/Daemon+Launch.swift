@@ -17,8 +17,9 @@ extension Daemon {
             if options.nameIsDefault { options.name = uniqueName(options.name) }
             try AppName.validate(options.name)
             if let other = apps[options.name] {
-                throw IceboxError(.failure, "an app named '\(options.name)' is already running (pid \(other.pid))",
-                                  hint: "choose another --name, or terminate it first")
+                throw IceboxError(
+                    .failure, "an app named '\(options.name)' is already running (pid \(other.pid))",
+                    hint: "choose another --name, or terminate it first")
             }
             if options.command.isEmpty { throw IceboxError(.usage, "no command to launch") }
             if options.attached && stdio.count != 3 {
@@ -61,8 +62,9 @@ extension Daemon {
         let env = environment(for: options)
         let pathVar = env.last { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
         guard let executable = Spawner.resolve(options.command[0], path: pathVar) else {
-            throw IceboxError(.notFound, "\(options.command[0]): command not found",
-                              hint: "check the name and PATH, or give a full path")
+            throw IceboxError(
+                .notFound, "\(options.command[0]): command not found",
+                hint: "check the name and PATH, or give a full path")
         }
         var cleanup: [() -> Void] = []
         func undo() { for step in cleanup.reversed() { step() } }
@@ -75,8 +77,11 @@ extension Daemon {
                 let cg = Cgroup2(path: root + "/" + options.name)
                 if cg.exists {
                     if !cg.procs().isEmpty {
-                        throw IceboxError(.failure, "cgroup \(cg.path) already has processes in it",
-                                          hint: "another icebox daemon with the same cgroup root runs an app named \(options.name); use another --name or --cgroup-root")
+                        throw IceboxError(
+                            .failure, "cgroup \(cg.path) already has processes in it",
+                            hint:
+                                "another icebox daemon with the same cgroup root runs an app named \(options.name); use another --name or --cgroup-root"
+                        )
                     }
                     // A fresh cgroup every launch: one that has seen cgroup.kill kills later children.
                     try? cg.remove()
@@ -92,13 +97,21 @@ extension Daemon {
                 cleanup.append { try? v1.remove() }
                 freezerV1 = v1
             }
+            // The app's own state directory survives eviction and relaunch (didEnterBackground
+            // saves here).
+            do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
+                throw IceboxError("launch \(options.name)", error)
+            }
             let notifyPath = config.paths.notifySocket(options.name)
             let notifyFD: Int32
             do { notifyFD = try UnixSocket.bindNotify(path: notifyPath) } catch { throw IceboxError("launch \(options.name)", error) }
-            cleanup.append { close(notifyFD); unlink(notifyPath) }
+            cleanup.append {
+                close(notifyFD); unlink(notifyPath)
+            }
 
-            var request = SpawnRequest(executable: executable, arguments: options.command,
-                                       environment: env + ["NOTIFY_SOCKET=\(notifyPath)"])
+            var request = SpawnRequest(
+                executable: executable, arguments: options.command,
+                environment: env + ["NOTIFY_SOCKET=\(notifyPath)"])
             request.workingDirectory = options.workingDirectory
             var opened: [Int32] = []
             defer { for fd in opened { close(fd) } }
@@ -131,25 +144,31 @@ extension Daemon {
                 switch error {
                 case .notFound: throw IceboxError(.notFound, error.description)
                 case .execFailed(_, _, let err):
-                    throw IceboxError(err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)",
-                                      hint: err == EACCES ? "check the file's execute permission" : nil)
+                    throw IceboxError(
+                        err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)",
+                        hint: err == EACCES ? "check the file's execute permission" : nil)
                 case .system(let e): throw IceboxError("launch \(options.name)", e)
                 }
             }
             let spawnNanos = Clock.monotonicNanos() - launchStart
             let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
-            var record = AppRecord(name: options.name, options: options, pid: spawned.handle.pid,
-                                   state: .launching, sinceMonotonicNanos: launchStart, sinceWall: wall,
-                                   launchedWall: wall, backend: backend, cgroup: cgroup?.path, freezerV1: freezerV1?.path)
+            var record = AppRecord(
+                name: options.name, options: options, pid: spawned.handle.pid,
+                state: .launching, sinceMonotonicNanos: launchStart, sinceWall: wall,
+                launchedWall: wall, backend: backend, cgroup: cgroup?.path, freezerV1: freezerV1?.path)
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue
-            let app = LiveApp(record: record, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
-                              notifyFD: notifyFD, notifyPath: notifyPath)
+            let app = LiveApp(
+                record: record, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
+                notifyFD: notifyFD, notifyPath: notifyPath)
             app.launchStart = launchStart
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
-            app.spawnEvent = Event(app: app.name, pid: app.pid, kind: "spawn", to: .launching, durationNanos: spawnNanos,
-                      detail: "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))")
+            app.spawnEvent = Event(
+                app: app.name, pid: app.pid, kind: "spawn", to: .launching, durationNanos: spawnNanos,
+                detail:
+                    "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))"
+            )
             ended.removeValue(forKey: app.name)
             return app
         } catch {
@@ -169,9 +188,22 @@ extension Daemon {
             values[key] = String(entry[entry.index(after: eq)...])
         }
         for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"] { values.removeValue(forKey: key) }
-        values["ICEBOX_APP_NAME"] = options.name
-        if !order.contains("ICEBOX_APP_NAME") { order.append("ICEBOX_APP_NAME") }
+        let given = [
+            ("ICEBOX_APP_NAME", options.name), ("ICEBOX_STATE_DIR", config.paths.appStateDir(options.name)),
+            ("ICEBOX_LAUNCH_REASON", launchReason(for: options.name)),
+        ]
+        for (key, value) in given {
+            values[key] = value
+            if !order.contains(key) { order.append(key) }
+        }
         return order.compactMap { key in values[key].map { "\(key)=\($0)" } }
+    }
+
+    /// `restore` when the last instance of this name was evicted or killed while suspended
+    /// (its saved state should be restored), else `fresh`.
+    func launchReason(for name: String) -> String {
+        guard let last = ended[name] else { return "fresh" }
+        return last.state == .evicted || last.killedWhileSuspended ? "restore" : "fresh"
     }
 
     // MARK: Readiness
@@ -184,8 +216,10 @@ extension Daemon {
         app.probe?.cancel()
         app.probe = nil
         app.setState(.active, now: now)
-        log(Event(app: app.name, pid: app.pid, kind: "ready", from: .launching, to: .active, durationNanos: cold,
-                  detail: "cold start: launch → ready in \(DurationText.format(cold)) (\(app.record.options.ready))"))
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: "ready", from: .launching, to: .active, durationNanos: cold,
+                detail: "cold start: launch → ready in \(DurationText.format(cold)) (\(app.record.options.ready))"))
         for id in app.launchWaiters { settle(id, app: app.name, line: launchedLine(app)) }
         app.launchWaiters = []
         saveRegistry()

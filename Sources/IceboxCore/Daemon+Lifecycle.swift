@@ -48,7 +48,8 @@ extension Daemon {
                 log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: text))
                 tellSuspendWaiters(app, "\(app.name)  \(from.rawValue) → background  \(text)")
             } else {
-                let why = app.record.options.backgroundSignal == "none"
+                let why =
+                    app.record.options.backgroundSignal == "none"
                     ? "no notice (--background-signal none)"
                     : "no notice (the app has no SIGUSR1 handler)"
                 log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: why + "; grace skipped"))
@@ -75,9 +76,12 @@ extension Daemon {
             let report = try app.freezer.freeze(deadline: deadline)
             app.record.lastFreezeNanos = report.durationNanos
             app.setState(.suspended)
-            let text = "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended)), frozen in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(report.tasks) process\(report.tasks == 1 ? "" : "es"))"
-            log(Event(app: app.name, pid: app.pid, kind: "freeze", from: .background, to: .suspended,
-                      durationNanos: report.durationNanos, detail: text))
+            let text =
+                "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended)), frozen in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(report.tasks) process\(report.tasks == 1 ? "" : "es"))"
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: "freeze", from: .background, to: .suspended,
+                    durationNanos: report.durationNanos, detail: text))
             for id in app.suspendWaiters { settle(id, app: app.name, line: "\(app.name)  background → suspended  \(text)") }
         } catch {
             // The freezer rolled back: the app runs, and says so.
@@ -100,10 +104,15 @@ extension Daemon {
             // Back before the grace ran out: withdraw the pending freeze.
             app.graceDeadline = nil
             app.setState(.active)
-            for id in app.suspendWaiters { settle(id, app: app.name, line: "icebox: \(app.name) was resumed before it was frozen", failed: .failure) }
+            for id in app.suspendWaiters {
+                settle(id, app: app.name, line: "icebox: \(app.name) was resumed before it was frozen", failed: .failure)
+            }
             app.suspendWaiters = []
             let fg = sendForegroundSignal(app)
-            log(Event(app: app.name, pid: app.pid, kind: "resume", from: .background, to: .active, detail: "resumed during its grace period; not frozen\(fg)"))
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: "resume", from: .background, to: .active,
+                    detail: "resumed during its grace period; not frozen\(fg)"))
             settle(waiter, app: app.name, line: "\(app.name)  background → active  resumed during its grace period\(fg)")
             saveRegistry()
         case .suspended:
@@ -114,7 +123,10 @@ extension Daemon {
                 app.setState(.active)
                 let fg = sendForegroundSignal(app)
                 let text = "thawed in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue))\(fg)"
-                log(Event(app: app.name, pid: app.pid, kind: "thaw", from: .suspended, to: .active, durationNanos: report.durationNanos, detail: text))
+                log(
+                    Event(
+                        app: app.name, pid: app.pid, kind: "thaw", from: .suspended, to: .active, durationNanos: report.durationNanos,
+                        detail: text))
                 settle(waiter, app: app.name, line: "\(app.name)  suspended → active  \(text)")
             } catch {
                 let text = "thaw failed: \(error)"
@@ -146,20 +158,28 @@ extension Daemon {
         app.readyDeadline = nil
         if app.record.state == .suspended || app.freezer.isFrozen() {
             if let report = try? app.freezer.thaw(deadline: Clock.monotonicNanos() + config.freezeTimeoutNanos) {
-                log(Event(app: app.name, pid: app.pid, kind: "thaw", from: app.record.state, to: app.record.state,
-                          durationNanos: report.durationNanos, detail: "thawed in \(DurationText.format(report.durationNanos)) so it can act on SIGTERM"))
+                log(
+                    Event(
+                        app: app.name, pid: app.pid, kind: "thaw",
+                        durationNanos: report.durationNanos,
+                        detail: "thawed in \(DurationText.format(report.durationNanos)) so it can act on SIGTERM"))
             }
         }
         for pid in app.members() { kill(pid, SIGTERM) }
         _ = try? app.handle.send(SIGTERM)
         app.killDeadline = app.endStart + timeoutNanos
-        log(Event(app: app.name, pid: app.pid, kind: "terminate", detail: "SIGTERM sent (willTerminate); SIGKILL after \(DurationText.format(timeoutNanos))"))
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: "terminate",
+                detail: "SIGTERM sent (willTerminate); SIGKILL after \(DurationText.format(timeoutNanos))"))
     }
 
     func killAfterTimeout(_ app: LiveApp) {
         app.killDeadline = nil
-        log(Event(app: app.name, pid: app.pid, kind: "terminate", durationNanos: Clock.monotonicNanos() - app.endStart,
-                  detail: "still running after the time-out; SIGKILL"))
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: "terminate", durationNanos: Clock.monotonicNanos() - app.endStart,
+                detail: "still running after the time-out; SIGKILL"))
         killAll(app)
     }
 
@@ -233,6 +253,7 @@ extension Daemon {
         app.setState(final, now: now)
         app.record.exitStatus = termination.shellStatus
         app.record.ending = termination.description
+        app.record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
         var detail: String
         switch final {
         case .evicted:
@@ -244,13 +265,19 @@ extension Daemon {
         }
         if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
         if !cleanupProblems.isEmpty { detail += "; cleanup: " + cleanupProblems.joined(separator: "; ") }
-        log(Event(app: app.name, pid: app.pid, kind: final == .evicted ? "evict" : "exit", from: from, to: final,
-                  durationNanos: final == .exited ? now - app.launchStart : now - app.endStart, detail: detail))
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: final == .evicted ? "evict" : "exit", from: from, to: final,
+                durationNanos: final == .exited ? now - app.launchStart : now - app.endStart, detail: detail))
 
         let line = "\(app.name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
         for id in app.endWaiters { settle(id, app: app.name, line: line) }
-        for id in app.suspendWaiters { settle(id, app: app.name, line: "icebox: \(app.name) ended before it was frozen: \(termination)", failed: .failure) }
-        for id in app.launchWaiters { settle(id, app: app.name, line: "icebox: \(app.name) ended before it was ready: \(termination)", failed: .failure) }
+        for id in app.suspendWaiters {
+            settle(id, app: app.name, line: "icebox: \(app.name) ended before it was frozen: \(termination)", failed: .failure)
+        }
+        for id in app.launchWaiters {
+            settle(id, app: app.name, line: "icebox: \(app.name) ended before it was ready: \(termination)", failed: .failure)
+        }
         app.endWaiters = []; app.suspendWaiters = []; app.launchWaiters = []
         if let fd = app.attachedClient {
             send(fd, ControlReply(kind: .exit, code: termination.shellStatus))

@@ -9,8 +9,10 @@ extension Daemon {
             // BARRIER=1 (systemd-notify waits for it) learns the message was processed.
             defer { for fd in datagram.fds { close(fd) } }
             guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unified) else {
-                log(Event(app: app.name, pid: datagram.senderPID, kind: "notify",
-                          detail: "dropped a message from pid \(datagram.senderPID): not a process of \(app.name)"))
+                log(
+                    Event(
+                        app: app.name, pid: datagram.senderPID, kind: "notify",
+                        detail: "dropped a message from pid \(datagram.senderPID): not a process of \(app.name)"))
                 continue
             }
             handle(NotifyMessage.parse(datagram.text), from: datagram.senderPID, app: app)
@@ -31,8 +33,12 @@ extension Daemon {
             app.graceDeadline = min(wanted, app.graceCap)
             app.graceExtensions += 1
             let capped = wanted > app.graceCap ? " (capped by --max-grace)" : ""
-            log(Event(app: app.name, pid: sender, kind: "grace",
-                      detail: "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(app.graceDeadline! - app.graceStart)) in all\(capped)"))
+            log(
+                Event(
+                    app: app.name, pid: sender, kind: "grace",
+                    detail:
+                        "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(app.graceDeadline! - app.graceStart)) in all\(capped)"
+                ))
         }
         if message.ready {
             switch app.record.state {

@@ -14,7 +14,7 @@ public final class Daemon {
     public struct Configuration: Sendable {
         public var paths: IceboxPaths
         public var cgroupRootOverride: String?
-        public var readyFD: Int32?            // write "ready" here once listening (autostart)
+        public var readyFD: Int32?  // write "ready" here once listening (autostart)
         public var freezeTimeoutNanos: UInt64 = 10_000_000_000
         public var idleExitNanos: UInt64 = 1_000_000_000
 
@@ -95,7 +95,10 @@ public final class Daemon {
         }
         loadRegistry()
         signalReady()
-        log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
+        log(
+            Event(
+                app: "-", pid: getpid(), kind: "daemon",
+                detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
         idleSince = Clock.monotonicNanos()
         loop()
         unlink(config.paths.controlSocket)
@@ -181,7 +184,10 @@ public final class Daemon {
             if sig == SIGCHLD {
                 reapChildren()
             } else {
-                log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "\(Signals.name(of: sig)) received: terminating every app, then stopping"))
+                log(
+                    Event(
+                        app: "-", pid: getpid(), kind: "daemon",
+                        detail: "\(Signals.name(of: sig)) received: terminating every app, then stopping"))
                 stopAll(timeoutNanos: 10_000_000_000)
             }
         }
@@ -197,7 +203,9 @@ public final class Daemon {
                 if case .running(let h)? = app.probe?.attempt { return h.pid == pid }
                 return false
             }) {
-                if let app = apps.values.first(where: { if case .running(let h)? = $0.probe?.attempt { return h.pid == pid }; return false }) {
+                if let app = apps.values.first(where: {
+                    if case .running(let h)? = $0.probe?.attempt { return h.pid == pid }; return false
+                }) {
                     probeAnswered(app)
                 }
             } else {
@@ -232,15 +240,18 @@ public final class Daemon {
 
     func loadRegistry() {
         guard let text = try? FileIO.read(config.paths.registry),
-              let registry = JSONLines.decode(Registry.self, text) else { return }
+            let registry = JSONLines.decode(Registry.self, text)
+        else { return }
         for var record in registry.apps {
             if !record.state.isEnded {
                 // A previous daemon died while this app ran. Re-adopting it is not done yet:
                 // record what can be known, and say so.
                 let alive = ProcFS.stat(pid: record.pid).map { $0.startTimeTicks == record.startTicks } ?? false
                 record.state = .exited
-                record.ending = alive ? "left running by a daemon that stopped (pid \(record.pid) not re-adopted)"
-                                      : "ended while no daemon ran"
+                record.ending =
+                    alive
+                    ? "left running by a daemon that stopped (pid \(record.pid) not re-adopted)"
+                    : "ended while no daemon ran"
             }
             ended[record.name] = record
         }

@@ -48,8 +48,11 @@ public enum DurationText {
         var text = String(rounded)
         if let dot = text.firstIndex(of: ".") {
             let decimals = text.distance(from: text.index(after: dot), to: text.endIndex)
-            if digits == 0 { text = String(text[..<dot]) }
-            else if decimals < digits { text += String(repeating: "0", count: digits - decimals) }
+            if digits == 0 {
+                text = String(text[..<dot])
+            } else if decimals < digits {
+                text += String(repeating: "0", count: digits - decimals)
+            }
         }
         return text
     }

@@ -10,11 +10,11 @@ public enum AppState: String, Codable, Sendable {
 
 /// One step in the timed event log. JSON lines on disk; `duration_ns` is an integer.
 public struct Event: Codable, Sendable, Equatable {
-    public var time: String          // RFC 3339, µs, UTC
+    public var time: String  // RFC 3339, µs, UTC
     public var monotonicNanos: UInt64
     public var app: String
     public var pid: Int32?
-    public var kind: String          // spawn, ready, notice, grace, freeze, thaw, resume, terminate, exit, evict, notify, error, ...
+    public var kind: String  // spawn, ready, notice, grace, freeze, thaw, resume, terminate, exit, evict, notify, error, ...
     public var from: AppState?
     public var to: AppState?
     public var durationNanos: UInt64?
@@ -25,8 +25,10 @@ public struct Event: Codable, Sendable, Equatable {
         case monotonicNanos = "monotonic_ns", durationNanos = "duration_ns"
     }
 
-    public init(app: String, pid: Int32?, kind: String, from: AppState? = nil, to: AppState? = nil,
-                durationNanos: UInt64? = nil, detail: String) {
+    public init(
+        app: String, pid: Int32?, kind: String, from: AppState? = nil, to: AppState? = nil,
+        durationNanos: UInt64? = nil, detail: String
+    ) {
         self.time = Clock.rfc3339(wallNanos: Clock.wallNanos())
         self.monotonicNanos = Clock.monotonicNanos()
         self.app = app

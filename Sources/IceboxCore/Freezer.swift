@@ -9,8 +9,8 @@ public enum BackendKind: String, Codable, Sendable, CaseIterable {
 /// What a freeze or thaw did and how long the kernel took to confirm it.
 public struct FreezeReport: Sendable {
     public var backend: BackendKind
-    public var durationNanos: UInt64   // write → confirmed
-    public var tasks: Int              // threads that were confirmed
+    public var durationNanos: UInt64  // write → confirmed
+    public var tasks: Int  // threads that were confirmed
 }
 
 /// A task that did not freeze in time, with what it was doing (D-state I/O is the usual cause).

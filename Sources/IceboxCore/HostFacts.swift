@@ -70,15 +70,17 @@ public struct HostFacts: Sendable {
             return .signal
         case "cgroup2":
             if cgroup2Usable { return .cgroup2 }
-            throw IceboxError(cgroupRootPermissionDenied ? .permission : .unavailable,
-                              "backend cgroup2 is unavailable: \(cgroupRootProblem ?? "unknown")",
-                              hint: cgroupRootPermissionDenied
-                                  ? "run as root or point --cgroup-root at a delegated subtree; see icebox doctor"
-                                  : "use --backend cgroup1 or signal; see icebox doctor")
+            throw IceboxError(
+                cgroupRootPermissionDenied ? .permission : .unavailable,
+                "backend cgroup2 is unavailable: \(cgroupRootProblem ?? "unknown")",
+                hint: cgroupRootPermissionDenied
+                    ? "run as root or point --cgroup-root at a delegated subtree; see icebox doctor"
+                    : "use --backend cgroup1 or signal; see icebox doctor")
         case "cgroup1":
             if cgroup1Usable { return .cgroup1 }
-            throw IceboxError(.unavailable, "backend cgroup1 is unavailable: \(freezerV1Problem ?? "unknown")",
-                              hint: "mount the v1 freezer (mount -t cgroup -o freezer none /sys/fs/cgroup/freezer) or use --backend cgroup2 or signal")
+            throw IceboxError(
+                .unavailable, "backend cgroup1 is unavailable: \(freezerV1Problem ?? "unknown")",
+                hint: "mount the v1 freezer (mount -t cgroup -o freezer none /sys/fs/cgroup/freezer) or use --backend cgroup2 or signal")
         case "signal":
             return .signal
         default:

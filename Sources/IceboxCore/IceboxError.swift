@@ -31,8 +31,9 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
     /// A system error while doing something to an app; permission problems map to 77.
     public init(_ context: String, _ error: SystemError) {
         if error.isPermissionDenied {
-            self.init(.permission, "\(context): \(error)",
-                      hint: "run as root, or point --cgroup-root at a subtree delegated to you; see icebox doctor")
+            self.init(
+                .permission, "\(context): \(error)",
+                hint: "run as root, or point --cgroup-root at a subtree delegated to you; see icebox doctor")
         } else {
             self.init(.failure, "\(context): \(error)")
         }

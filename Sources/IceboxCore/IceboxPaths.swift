@@ -18,9 +18,11 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths {
         let root = getuid() == 0
         let home = env["HOME"] ?? "/tmp"
-        let runtime = env["ICEBOX_RUNTIME_DIR"].nonEmpty
+        let runtime =
+            env["ICEBOX_RUNTIME_DIR"].nonEmpty
             ?? (root ? "/run/icebox" : (env["XDG_RUNTIME_DIR"].nonEmpty ?? "/tmp/icebox-\(getuid())") + "/icebox")
-        let state = env["ICEBOX_STATE_DIR"].nonEmpty
+        let state =
+            env["ICEBOX_STATE_DIR"].nonEmpty
             ?? (root ? "/var/lib/icebox" : (env["XDG_STATE_HOME"].nonEmpty ?? home + "/.local/state") + "/icebox")
         return IceboxPaths(runtimeDir: runtime, stateDir: state)
     }
@@ -34,6 +36,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     public var daemonLog: String { stateDir + "/daemon.log" }
     public var appLogDir: String { stateDir + "/logs" }
     public func appLog(_ app: String) -> String { appLogDir + "/" + app + ".log" }
+    /// The app's persistent state directory (ICEBOX_STATE_DIR in its environment).
+    public func appStateDir(_ app: String) -> String { stateDir + "/apps/" + app }
 
     /// Creates the directories: runtime 0700 (the socket inside is 0600), state 0700.
     public func prepare() throws(IceboxError) {

@@ -1,9 +1,9 @@
 /// When a launched app counts as ready (Inactive → Active).
 public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
-    case exec            // execve succeeded
-    case notify          // the app sent READY=1
-    case tcp(UInt16)     // the port accepts a connection on 127.0.0.1
-    case command(String) // the probe (run by /bin/sh -c) exits 0
+    case exec  // execve succeeded
+    case notify  // the app sent READY=1
+    case tcp(UInt16)  // the port accepts a connection on 127.0.0.1
+    case command(String)  // the probe (run by /bin/sh -c) exits 0
 
     public static func parse(_ text: String) -> ReadyMode? {
         if text == "exec" { return .exec }
@@ -42,17 +42,17 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var name: String
     public var nameIsDefault = false
     public var command: [String]
-    public var backend = "auto"                      // auto, cgroup2, cgroup1, signal
+    public var backend = "auto"  // auto, cgroup2, cgroup1, signal
     public var graceNanos: UInt64 = 5_000_000_000
     public var maxGraceNanos: UInt64 = 30_000_000_000
-    public var backgroundSignal = "auto"             // auto, none, or a signal number
+    public var backgroundSignal = "auto"  // auto, none, or a signal number
     public var foregroundSignal: Int32?
     public var ready = ReadyMode.exec
     public var readyTimeoutNanos: UInt64 = 30_000_000_000
     public var workingDirectory: String?
-    public var environment: [String] = []             // the caller's environment, KEY=VALUE
-    public var extraEnvironment: [String] = []        // --env KEY=VALUE, applied last
-    public var attached = false                       // run (the client's stdio) or launch (a log file)
+    public var environment: [String] = []  // the caller's environment, KEY=VALUE
+    public var extraEnvironment: [String] = []  // --env KEY=VALUE, applied last
+    public var attached = false  // run (the client's stdio) or launch (a log file)
 
     public init(name: String, command: [String]) {
         self.name = name

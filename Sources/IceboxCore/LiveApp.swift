@@ -36,8 +36,10 @@ final class LiveApp {
     var suspendWaiters: [Int] = []
     var endWaiters: [Int] = []
 
-    init(record: AppRecord, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
-         notifyFD: Int32, notifyPath: String) {
+    init(
+        record: AppRecord, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
+        notifyFD: Int32, notifyPath: String
+    ) {
         self.record = record
         self.handle = handle
         self.cgroup = cgroup
@@ -71,7 +73,8 @@ final class LiveApp {
     func owns(senderPID: pid_t, unifiedMount: String?) -> Bool {
         if let cgroup, let unifiedMount {
             guard let text = try? FileIO.read("/proc/\(senderPID)/cgroup"),
-                  let relative = ProcFS.unifiedCgroup(in: text) else { return false }
+                let relative = ProcFS.unifiedCgroup(in: text)
+            else { return false }
             let full = relative == "/" ? unifiedMount : unifiedMount + relative
             return full == cgroup.path
         }

@@ -3,9 +3,9 @@ import IceboxSystem
 /// The cgroup hierarchies of this host, read from /proc/self/mountinfo (never hard-coded:
 /// /sys/fs/cgroup on pure v2 hosts, /sys/fs/cgroup/unified on hybrid ones).
 public struct CgroupMounts: Equatable, Sendable {
-    public var unified: String?       // cgroup2 mount point
-    public var freezerV1: String?     // v1 hierarchy with the freezer controller
-    public var memoryV1: String?      // v1 hierarchy with the memory controller
+    public var unified: String?  // cgroup2 mount point
+    public var freezerV1: String?  // v1 hierarchy with the freezer controller
+    public var memoryV1: String?  // v1 hierarchy with the memory controller
 
     public init(unified: String? = nil, freezerV1: String? = nil, memoryV1: String? = nil) {
         self.unified = unified

@@ -77,9 +77,10 @@ public struct SignalFreezer: Freezer {
 
     public func isFrozen() -> Bool {
         let pids = members()
-        return !pids.isEmpty && pids.allSatisfy { pid in
-            ProcFS.threads(of: pid).allSatisfy { Self.stoppedState(ProcFS.threadStat(pid: pid, tid: $0)?.state ?? "T") }
-        }
+        return !pids.isEmpty
+            && pids.allSatisfy { pid in
+                ProcFS.threads(of: pid).allSatisfy { Self.stoppedState(ProcFS.threadStat(pid: pid, tid: $0)?.state ?? "T") }
+            }
     }
 
     /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links.

@@ -20,7 +20,8 @@ public enum ProcFS {
     /// Whether the process has a handler installed (caught) for the signal, per SigCgt.
     public static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
         guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"),
-              let mask = statusField("SigCgt", in: text) else { return false }
+            let mask = statusField("SigCgt", in: text)
+        else { return false }
         return maskHasSignal(mask, signal)
     }
 
@@ -38,8 +39,9 @@ public enum ProcFS {
         let rest = text[text.index(after: close)...].split(separator: " ")
         // rest[0] is field 3 (state); start time is field 22 → rest[19].
         guard rest.count > 19, let state = rest[0].first,
-              let ppid = pid_t(rest[1]), let pgrp = pid_t(rest[2]), let session = pid_t(rest[3]),
-              let start = UInt64(rest[19]) else { return nil }
+            let ppid = pid_t(rest[1]), let pgrp = pid_t(rest[2]), let session = pid_t(rest[3]),
+            let start = UInt64(rest[19])
+        else { return nil }
         return Stat(state: state, ppid: ppid, pgrp: pgrp, session: session, startTimeTicks: start)
     }
 
@@ -71,7 +73,8 @@ public enum ProcFS {
     /// Resident memory in bytes (VmRSS), or nil for a kernel thread or an exited process.
     public static func residentBytes(pid: pid_t, procRoot: String = "/proc") -> UInt64? {
         guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"),
-              let rss = statusField("VmRSS", in: text) else { return nil }
+            let rss = statusField("VmRSS", in: text)
+        else { return nil }
         return parseKiloBytes(rss)
     }
 

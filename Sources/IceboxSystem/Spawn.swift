@@ -4,16 +4,16 @@ import Glibc
 /// What to run and how: everything the child side needs, resolved in the parent.
 public struct SpawnRequest: Sendable {
     public var executable: String
-    public var arguments: [String]   // argv, including argv[0]
-    public var environment: [String] // KEY=VALUE
+    public var arguments: [String]  // argv, including argv[0]
+    public var environment: [String]  // KEY=VALUE
     public var workingDirectory: String?
     public var stdin: Int32 = -1
     public var stdout: Int32 = -1
     public var stderr: Int32 = -1
-    public var extraFD: Int32 = -1    // becomes descriptor 3 in the child
+    public var extraFD: Int32 = -1  // becomes descriptor 3 in the child
     public var cgroupDirFD: Int32 = -1
     public var cgroupProcsFD: Int32 = -1
-    public var v1ProcsFD: Int32 = -1       // a v1 cgroup.procs to join before execve
+    public var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
     public var newSession = true
 
     public init(executable: String, arguments: [String], environment: [String]) {
@@ -95,19 +95,23 @@ public enum Spawner {
         }
         if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }
         if result.child_errno != 0 {
-            let steps = [1: "chdir to \(request.workingDirectory ?? "")", 2: "setsid", 3: "dup2",
-                         4: "execve", 5: "move into the cgroup"]
+            let steps = [
+                1: "chdir to \(request.workingDirectory ?? "")", 2: "setsid", 3: "dup2",
+                4: "execve", 5: "move into the cgroup",
+            ]
             if result.failed_step == 5 {
                 throw .system(SystemError("move the new process into its cgroup", errno: result.child_errno))
             }
-            throw .execFailed(path: request.executable, step: steps[Int(result.failed_step)] ?? "spawn",
-                              errno: result.child_errno)
+            throw .execFailed(
+                path: request.executable, step: steps[Int(result.failed_step)] ?? "spawn",
+                errno: result.child_errno)
         }
-        let method: SpawnMethod = switch result.method {
-        case 1: .clone3IntoCgroup
-        case 2: .clone3ThenMove
-        default: .forkThenMove
-        }
+        let method: SpawnMethod =
+            switch result.method {
+            case 1: .clone3IntoCgroup
+            case 2: .clone3ThenMove
+            default: .forkThenMove
+            }
         return SpawnedProcess(handle: ProcessHandle(pid: result.pid, pidfd: result.pidfd), method: method)
     }
 }

@@ -87,8 +87,9 @@ public enum UnixSocket {
             }
         }
         if n < 0 { return nil }
-        return Datagram(text: String(decoding: buffer[0..<n], as: UTF8.self), senderPID: pid, senderUID: uid,
-                        fds: Array(fds[0..<Int(nfds)]))
+        return Datagram(
+            text: String(decoding: buffer[0..<n], as: UTF8.self), senderPID: pid, senderUID: uid,
+            fds: Array(fds[0..<Int(nfds)]))
     }
 
     /// Receives bytes and any descriptors on a stream socket (non-blocking). nil: would block.

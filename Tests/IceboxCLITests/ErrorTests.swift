@@ -69,21 +69,25 @@ struct ErrorTests {
         let box = Sandbox()
         defer { box.close() }
         // A cgroup root outside any cgroup filesystem: cgroup2 cannot work there.
-        let r = try box.icebox(["launch", "--backend", "cgroup2", "x", "--", "true"],
-                               extraEnv: ["ICEBOX_CGROUP_ROOT": box.dir + "/not-a-cgroup"])
+        let r = try box.icebox(
+            ["launch", "--backend", "cgroup2", "x", "--", "true"],
+            extraEnv: ["ICEBOX_CGROUP_ROOT": box.dir + "/not-a-cgroup"])
         #expect(r.status == 69, "\(r.output)")
         #expect(r.stderr.contains("backend cgroup2 is unavailable"))
     }
 
-    @Test("no permission on the cgroup root exits 77 and names the path",
-          .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/setpriv"), "setpriv (util-linux) is not installed"))
+    @Test(
+        "no permission on the cgroup root exits 77 and names the path",
+        .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/setpriv"), "setpriv (util-linux) is not installed"))
     func permissionDenied() throws {
         let box = Sandbox()
         defer { box.close() }
         chmod(box.dir, 0o777)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "launch", "--backend", "cgroup2", "x", "--", "true"]
+        p.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "launch", "--backend", "cgroup2", "x", "--", "true",
+        ]
         var env = box.environment
         env["ICEBOX_RUNTIME_DIR"] = box.dir + "/nobody-run"
         env["ICEBOX_STATE_DIR"] = box.dir + "/nobody-state"
@@ -96,8 +100,9 @@ struct ErrorTests {
         p.waitUntilExit()
         #expect(p.terminationStatus == 77, "\(text)")
         #expect(text.contains(box.cgroupRoot))
-        _ = try? Process.run(URL(fileURLWithPath: "/usr/bin/setpriv"),
-                             arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "daemon", "--stop"])
+        _ = try? Process.run(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "daemon", "--stop"])
     }
 
     @Test("two daemons side by side, each with its own app of the same name")

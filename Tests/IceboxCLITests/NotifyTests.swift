@@ -6,12 +6,19 @@ import Testing
 
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
 struct NotifyTests {
-    @Test("systemd-notify works as a real client: READY=1 and STATUS=", .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/systemd-notify") || FileManager.default.fileExists(atPath: "/bin/systemd-notify"), "systemd-notify is not installed (apt-get install systemd)"))
+    @Test(
+        "systemd-notify works as a real client: READY=1 and STATUS=",
+        .enabled(
+            if: FileManager.default.fileExists(atPath: "/usr/bin/systemd-notify")
+                || FileManager.default.fileExists(atPath: "/bin/systemd-notify"),
+            "systemd-notify is not installed (apt-get install systemd)"))
     func systemdNotify() throws {
         let box = Sandbox()
         defer { box.close() }
-        let r = try box.icebox(["launch", "--ready", "notify", "--ready-timeout", "10s", "svc", "--",
-                                "sh", "-c", "sleep 0.2; systemd-notify --ready --status='up and running'; exec sleep 1000"])
+        let r = try box.icebox([
+            "launch", "--ready", "notify", "--ready-timeout", "10s", "svc", "--",
+            "sh", "-c", "sleep 0.2; systemd-notify --ready --status='up and running'; exec sleep 1000",
+        ])
         #expect(r.status == 0, "\(r.output)")
         let record = try #require(try box.apps()["svc"])
         #expect(record.state == .active)
@@ -47,8 +54,11 @@ struct NotifyTests {
         let box = Sandbox()
         defer { box.close() }
         let port = 20000 + Int(getpid() % 20000)
-        let r = try box.icebox(["launch", "--ready", "tcp:\(port)", "--ready-timeout", "20s", "http", "--",
-                                "python3", "-c", "import time, http.server as h; time.sleep(0.3); h.HTTPServer(('127.0.0.1', \(port)), h.SimpleHTTPRequestHandler).serve_forever()"])
+        let r = try box.icebox([
+            "launch", "--ready", "tcp:\(port)", "--ready-timeout", "20s", "http", "--",
+            "python3", "-c",
+            "import time, http.server as h; time.sleep(0.3); h.HTTPServer(('127.0.0.1', \(port)), h.SimpleHTTPRequestHandler).serve_forever()",
+        ])
         #expect(r.status == 0, "\(r.output)")
         let record = try #require(try box.apps()["http"])
         #expect(record.state == .active)
@@ -60,7 +70,9 @@ struct NotifyTests {
         let box = Sandbox()
         defer { box.close() }
         let flag = box.dir + "/ready-flag"
-        let ok = try box.icebox(["launch", "--ready", "cmd:test -e \(flag)", "probe", "--", "sh", "-c", "sleep 0.3; touch \(flag); exec sleep 1000"])
+        let ok = try box.icebox([
+            "launch", "--ready", "cmd:test -e \(flag)", "probe", "--", "sh", "-c", "sleep 0.3; touch \(flag); exec sleep 1000",
+        ])
         #expect(ok.status == 0, "\(ok.output)")
         let late = try box.icebox(["launch", "--ready", "cmd:false", "--ready-timeout", "300ms", "never", "--", "sleep", "1000"])
         #expect(late.status == 1)

@@ -15,7 +15,10 @@ struct OneShotFreezeTests {
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", "sleep 1000 & sleep 1000 & wait"]
         try p.run()
-        defer { kill(-p.processIdentifier, SIGKILL); for pid in SignalFreezer.processTree(root: p.processIdentifier) { kill(pid, SIGKILL) }; p.waitUntilExit() }
+        defer {
+            kill(-p.processIdentifier, SIGKILL); for pid in SignalFreezer.processTree(root: p.processIdentifier) { kill(pid, SIGKILL) };
+            p.waitUntilExit()
+        }
         var tree: [pid_t] = []
         let deadline = Date().addingTimeInterval(5)
         while tree.count < 3 && Date() < deadline { tree = SignalFreezer.processTree(root: p.processIdentifier); usleep(5_000) }

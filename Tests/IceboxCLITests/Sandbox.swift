@@ -80,8 +80,12 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         let deadline = DispatchTime.now() + timeout
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var outData = Data(), errData = Data()  // written by the two readers, read after both signal
-        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); done.signal() }
-        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); done.signal() }
+        DispatchQueue.global().async {
+            outData = out.fileHandleForReading.readDataToEndOfFile(); done.signal()
+        }
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile(); done.signal()
+        }
         if done.wait(timeout: deadline) == .timedOut || done.wait(timeout: deadline) == .timedOut {
             p.terminate()
             kill(p.processIdentifier, SIGKILL)
@@ -89,8 +93,9 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
             Issue.record("icebox \(args.joined(separator: " ")) did not finish within \(timeout)s")
         }
         p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        return Result(
+            status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// The apps as `icebox ps --json --all` reports them.
@@ -167,7 +172,8 @@ enum Kernel {
 
     static func processState(_ pid: pid_t) -> Character? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         return text[text.index(close, offsetBy: 2)]
     }
 

@@ -1,13 +1,16 @@
 import Glibc
 import Testing
+
 @testable import IceboxSystem
 
 @Suite("ProcFS parsers")
 struct ProcFSTests {
     /// A realistic 52-field /proc/PID/stat line (taken from a real `cat`), with the command
     /// name replaced. Field 22 (start time) is 64035.
-    static func statLine(pid: Int = 1234, comm: String, state: String = "S", ppid: Int = 1,
-                         pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035) -> String {
+    static func statLine(
+        pid: Int = 1234, comm: String, state: String = "S", ppid: Int = 1,
+        pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035
+    ) -> String {
         "\(pid) (\(comm)) \(state) \(ppid) \(pgrp) \(session) 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 \(start) "
             + "3133440 410 18446744073709551615 94341676216320 94341676236201 140727661987568 0 0 0 0 0 0 0 0 0 "
             + "17 1 0 0 0 0 0 94341676252208 94341676253824 94341735981056 140727661988558 140727661988578 "
@@ -42,9 +45,9 @@ struct ProcFSTests {
 
     @Test func parseStatRejectsTruncatedOrMalformedText() {
         #expect(ProcFS.parseStat("") == nil)
-        #expect(ProcFS.parseStat("1234 (cat R 1 2 3") == nil)                 // no ")"
-        #expect(ProcFS.parseStat("1234 (cat) R 1 1234 1234 0 -1 4194304") == nil) // too few fields
-        #expect(ProcFS.parseStat(Self.statLine(comm: "cat", state: "R x")) == nil)   // ppid not a number
+        #expect(ProcFS.parseStat("1234 (cat R 1 2 3") == nil)  // no ")"
+        #expect(ProcFS.parseStat("1234 (cat) R 1 1234 1234 0 -1 4194304") == nil)  // too few fields
+        #expect(ProcFS.parseStat(Self.statLine(comm: "cat", state: "R x")) == nil)  // ppid not a number
     }
 
     @Test func statusFieldFindsTheValueTrimmed() {
@@ -132,7 +135,8 @@ struct ProcFSTests {
         defer { removeTree(root) }
         mkdir(root + "/1234", 0o755)
         writeFile(root + "/1234/stat", Self.statLine(comm: "my (odd) name", state: "T", ppid: 10, pgrp: 1234, session: 1200, start: 5555))
-        #expect(ProcFS.stat(pid: 1234, procRoot: root) == ProcFS.Stat(state: "T", ppid: 10, pgrp: 1234, session: 1200, startTimeTicks: 5555))
+        #expect(
+            ProcFS.stat(pid: 1234, procRoot: root) == ProcFS.Stat(state: "T", ppid: 10, pgrp: 1234, session: 1200, startTimeTicks: 5555))
         #expect(ProcFS.stat(pid: 999, procRoot: root) == nil)
     }
 

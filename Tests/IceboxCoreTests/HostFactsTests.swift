@@ -1,0 +1,117 @@
+import Glibc
+import Testing
+@testable import IceboxCore
+
+@Suite("HostFacts with a fake mountinfo")
+struct HostFactsTests {
+    static func expectError(_ code: ExitCode, _ body: () throws -> BackendKind,
+                            sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            let kind = try body()
+            Issue.record("expected an error \(code), got \(kind)", sourceLocation: sourceLocation)
+        } catch let error as IceboxError {
+            #expect(error.code == code, sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected an IceboxError, got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func noCgroupsMeansTheSignalBackend() throws {
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        writeFile(dir + "/mountinfo", """
+            22 0 0:60 / / rw,relatime - overlay overlay rw
+            23 22 0:62 / /proc rw,relatime - proc proc rw
+            31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+
+            """)
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo")
+        #expect(facts.mounts == CgroupMounts())
+        #expect(facts.cgroupRoot == nil)
+        #expect(!facts.cgroup2Usable)
+        #expect(!facts.cgroup1Usable)
+        #expect(facts.cgroupRootProblem?.contains("no cgroup2") == true)
+        #expect(try facts.resolve("auto") == .signal)
+        #expect(try facts.resolve("signal") == .signal)
+        Self.expectError(.unavailable) { try facts.resolve("cgroup2") }
+        Self.expectError(.unavailable) { try facts.resolve("cgroup1") }
+        Self.expectError(.usage) { try facts.resolve("bogus") }
+        Self.expectError(.usage) { try facts.resolve("") }
+    }
+
+    @Test func aMissingMountinfoIsLikeNoCgroups() throws {
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: "/nonexistent/mountinfo")
+        #expect(!facts.cgroup2Usable && !facts.cgroup1Usable)
+        #expect(try facts.resolve("auto") == .signal)
+    }
+
+    @Test func aCgroup2MountThatIsNotACgroupFilesystemIsNotUsable() throws {
+        // The "cgroup2 mount" is a plain temp dir: no cgroup.procs appears in the root.
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        mkdir(dir + "/cg2", 0o755)
+        writeFile(dir + "/mountinfo", "41 31 0:38 / \(dir)/cg2 rw,relatime - cgroup2 cgroup2 rw\n")
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo")
+        #expect(facts.cgroupRoot == dir + "/cg2/icebox")
+        #expect(isDirectoryOnDisk(dir + "/cg2/icebox"))
+        #expect(facts.cgroupRootProblem?.contains("is not inside the cgroup2 filesystem") == true)
+        #expect(!facts.cgroup2Usable)
+        #expect(try facts.resolve("auto") == .signal)
+        Self.expectError(.unavailable) { try facts.resolve("cgroup2") }
+    }
+
+    @Test func aFakeCgroup2RootWithFreezeFilesIsUsable() throws {
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        mkdir(dir + "/cg2", 0o755)
+        mkdir(dir + "/cg2/icebox", 0o755)
+        writeFile(dir + "/cg2/icebox/cgroup.procs", "")
+        writeFile(dir + "/cg2/icebox/cgroup.freeze", "0\n")
+        writeFile(dir + "/mountinfo", "30 25 0:26 / \(dir)/cg2 rw shared:9 - cgroup2 cgroup2 rw,nsdelegate\n")
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo")
+        #expect(facts.cgroupRootProblem == nil)
+        #expect(facts.cgroup2Usable)
+        #expect(try facts.resolve("auto") == .cgroup2)
+        #expect(try facts.resolve("cgroup2") == .cgroup2)
+        #expect(!facts.supportsCgroupKill)
+    }
+
+    @Test func aCgroup2RootWithoutCgroupFreezeHasNoFreezer() {
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        mkdir(dir + "/cg2", 0o755)
+        mkdir(dir + "/cg2/icebox", 0o755)
+        writeFile(dir + "/cg2/icebox/cgroup.procs", "")
+        writeFile(dir + "/mountinfo", "30 25 0:26 / \(dir)/cg2 rw - cgroup2 cgroup2 rw\n")
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo")
+        #expect(facts.cgroupRootProblem?.contains("no cgroup v2 freezer") == true)
+        #expect(!facts.cgroup2Usable)
+    }
+
+    @Test func theCgroupRootOverrideIsUsed() {
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        mkdir(dir + "/cg2", 0o755)
+        mkdir(dir + "/cg2/mine", 0o755)
+        writeFile(dir + "/cg2/mine/cgroup.procs", "")
+        writeFile(dir + "/mountinfo", "30 25 0:26 / \(dir)/cg2 rw - cgroup2 cgroup2 rw\n")
+        let facts = HostFacts.discover(cgroupRootOverride: dir + "/cg2/mine", mountinfo: dir + "/mountinfo")
+        #expect(facts.cgroupRoot == dir + "/cg2/mine")
+        #expect(facts.cgroup2Usable)
+    }
+
+    @Test func aV1FreezerHierarchyMakesCgroup1TheAutoChoice() throws {
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        mkdir(dir + "/freezer", 0o755)
+        writeFile(dir + "/mountinfo", "37 31 0:34 / \(dir)/freezer rw,relatime - cgroup cgroup rw,freezer\n")
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo")
+        #expect(facts.freezerV1Root == dir + "/freezer/icebox")
+        #expect(isDirectoryOnDisk(dir + "/freezer/icebox"))
+        #expect(facts.cgroup1Usable)
+        #expect(!facts.cgroup2Usable)
+        #expect(try facts.resolve("auto") == .cgroup1)
+        #expect(try facts.resolve("cgroup1") == .cgroup1)
+        Self.expectError(.unavailable) { try facts.resolve("cgroup2") }
+    }
+}

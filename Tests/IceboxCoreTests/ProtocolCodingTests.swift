@@ -1,0 +1,160 @@
+import Testing
+@testable import IceboxCore
+
+@Suite("ReadyMode, LaunchOptions and the control protocol as JSON")
+struct ProtocolCodingTests {
+    @Test func readyModeParsesEveryForm() {
+        #expect(ReadyMode.parse("exec") == .exec)
+        #expect(ReadyMode.parse("notify") == .notify)
+        #expect(ReadyMode.parse("tcp:8000") == .tcp(8000))
+        #expect(ReadyMode.parse("tcp:65535") == .tcp(65535))
+        #expect(ReadyMode.parse("cmd:curl -sf x") == .command("curl -sf x"))
+        #expect(ReadyMode.parse("cmd:a:b") == .command("a:b"))
+    }
+
+    @Test(arguments: ["tcp:0", "tcp:x", "tcp:", "tcp:65536", "tcp:-1", "cmd:", "", "EXEC", "Notify", "tcp 8000", "http:80"])
+    func readyModeRejects(_ text: String) {
+        #expect(ReadyMode.parse(text) == nil)
+    }
+
+    @Test(arguments: [ReadyMode.exec, .notify, .tcp(8000), .command("curl -sf x")])
+    func readyModeRoundTripsThroughJSON(_ mode: ReadyMode) throws {
+        let json = JSONLines.encode([mode])
+        #expect(json == "[\"\(mode.description)\"]")
+        #expect(try #require(JSONLines.decode([ReadyMode].self, json)) == [mode])
+    }
+
+    @Test func readyModeDescriptionIsWhatParseReads() {
+        for mode: ReadyMode in [.exec, .notify, .tcp(1), .command("true")] {
+            #expect(ReadyMode.parse(mode.description) == mode)
+        }
+    }
+
+    @Test(arguments: ["[\"tcp:0\"]", "[\"tcp:x\"]", "[\"cmd:\"]", "[\"bogus\"]", "[42]"])
+    func readyModeDecodingRejectsInvalidText(_ json: String) {
+        #expect(JSONLines.decode([ReadyMode].self, json) == nil)
+        #expect(throws: DecodingError.self) { try JSONLines.decodeOrError([ReadyMode].self, json) }
+    }
+
+    @Test func launchOptionsDefaults() {
+        let o = LaunchOptions(name: "web", command: ["sleep", "1"])
+        #expect(o.backend == "auto")
+        #expect(o.graceNanos == 5_000_000_000)
+        #expect(o.maxGraceNanos == 30_000_000_000)
+        #expect(o.backgroundSignal == "auto")
+        #expect(o.foregroundSignal == nil)
+        #expect(o.ready == .exec)
+        #expect(o.readyTimeoutNanos == 30_000_000_000)
+        #expect(!o.attached && !o.nameIsDefault)
+    }
+
+    @Test func launchOptionsRoundTripWithEveryFieldSet() throws {
+        var o = LaunchOptions(name: "web-2", command: ["python3", "-m", "http.server", "--bind", "127.0.0.1"])
+        o.nameIsDefault = true
+        o.backend = "cgroup1"
+        o.graceNanos = 2_000_000_000
+        o.maxGraceNanos = 10_000_000_000
+        o.backgroundSignal = "12"
+        o.foregroundSignal = 18
+        o.ready = .command("curl -sf http://127.0.0.1:8000/")
+        o.readyTimeoutNanos = 1_500_000_000
+        o.workingDirectory = "/srv/my app"
+        o.environment = ["PATH=/usr/bin:/bin", "HOME=/root"]
+        o.extraEnvironment = ["A=b=c"]
+        o.attached = true
+        let json = JSONLines.encode(o)
+        #expect(!json.contains("\n"), "one object a line")
+        #expect(json.contains("\"ready\":\"cmd:curl -sf http://127.0.0.1:8000/\""))
+        let back = try #require(JSONLines.decode(LaunchOptions.self, json))
+        #expect(back == o)
+    }
+
+    @Test func launchOptionsEncodeAsOneSortedCompactObject() {
+        // The registry and the control socket depend on this form: sorted keys, nil optionals left out.
+        let o = LaunchOptions(name: "web", command: ["sleep", "1"])
+        #expect(JSONLines.encode(o) == #"{"attached":false,"backend":"auto","backgroundSignal":"auto","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":5000000000,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"ready":"exec","readyTimeoutNanos":30000000000}"#)
+    }
+
+    @Test func slashesAreNotEscaped() {
+        var o = LaunchOptions(name: "web", command: ["/usr/bin/python3"])
+        o.workingDirectory = "/srv/app"
+        let json = JSONLines.encode(o)
+        #expect(json.contains(#""command":["/usr/bin/python3"]"#))
+        #expect(json.contains(#""workingDirectory":"/srv/app""#))
+    }
+
+    @Test func controlRequestRoundTrips() throws {
+        var r = ControlRequest(command: "terminate", names: ["web", "db"])
+        r.timeoutNanos = 7_000_000_000
+        r.all = true
+        r.terminateApps = true
+        r.launch = LaunchOptions(name: "web", command: ["sleep", "9"])
+        let back = try #require(JSONLines.decode(ControlRequest.self, JSONLines.encode(r)))
+        #expect(back.command == "terminate")
+        #expect(back.names == ["web", "db"])
+        #expect(back.timeoutNanos == 7_000_000_000)
+        #expect(back.all && back.terminateApps)
+        #expect(back.launch == r.launch)
+    }
+
+    @Test func controlRequestMinimalDecodesWithNilOptionals() throws {
+        let json = JSONLines.encode(ControlRequest(command: "ping"))
+        #expect(!json.contains("timeoutNanos"), "nil optionals are left out")
+        let back = try #require(JSONLines.decode(ControlRequest.self, json))
+        #expect(back.command == "ping" && back.names.isEmpty && back.launch == nil && back.timeoutNanos == nil)
+    }
+
+    @Test func controlReplyRoundTripsWithAnEvent() throws {
+        var reply = ControlReply(kind: .event, text: "hello", code: 3)
+        let event = Event(app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
+                          durationNanos: 212_000, detail: "cgroup2: 3 tasks")
+        reply.event = event
+        let json = JSONLines.encode(reply)
+        #expect(json.contains("\"kind\":\"event\""))
+        let back = try #require(JSONLines.decode(ControlReply.self, json))
+        #expect(back.kind == .event)
+        #expect(back.text == "hello")
+        #expect(back.code == 3)
+        #expect(back.event == event)
+        #expect(back.apps == nil)
+    }
+
+    @Test(arguments: [ControlReply.Kind.line, .warning, .event, .data, .done, .exit])
+    func controlReplyKindsRoundTrip(_ kind: ControlReply.Kind) throws {
+        let back = try #require(JSONLines.decode(ControlReply.self, JSONLines.encode(ControlReply(kind: kind, code: 0))))
+        #expect(back.kind == kind)
+        #expect(JSONLines.encode(ControlReply(kind: kind)) == "{\"kind\":\"\(kind.rawValue)\"}")
+    }
+
+    @Test func eventUsesSnakeCaseKeysOnDisk() throws {
+        var e = Event(app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
+                      durationNanos: 212_000, detail: "SIGUSR1 sent")
+        e.time = "2026-11-30T08:09:23.123456Z"
+        e.monotonicNanos = 987_654_321
+        let json = JSONLines.encode(e)
+        #expect(json == #"{"app":"web","detail":"SIGUSR1 sent","duration_ns":212000,"event":"freeze","from":"background","monotonic_ns":987654321,"pid":4242,"time":"2026-11-30T08:09:23.123456Z","to":"suspended"}"#)
+        #expect(!json.contains("\"kind\"") && !json.contains("Nanos"))
+        #expect(try #require(JSONLines.decode(Event.self, json)) == e)
+    }
+
+    @Test func eventDecodesFromItsOnDiskForm() throws {
+        let line = #"{"app":"db","detail":"exited","event":"exit","monotonic_ns":5,"time":"1970-01-01T00:00:00.000000Z","to":"exited"}"#
+        let e = try #require(JSONLines.decode(Event.self, line))
+        #expect(e.app == "db" && e.kind == "exit" && e.monotonicNanos == 5 && e.to == .exited)
+        #expect(e.pid == nil && e.from == nil && e.durationNanos == nil)
+        // The Swift property names are not the keys.
+        #expect(JSONLines.decode(Event.self, #"{"app":"db","detail":"","kind":"exit","monotonicNanos":5,"time":"t"}"#) == nil)
+    }
+
+    @Test func eventHumanLineShowsTheTransition() {
+        var e = Event(app: "web", pid: 1, kind: "grace", from: .active, to: .background, detail: "SIGUSR1 sent")
+        e.time = "2026-11-30T08:09:23.123456Z"
+        #expect(e.humanLine.hasPrefix("08:09:23.123456  web          active → background"))
+        #expect(e.humanLine.hasSuffix(" SIGUSR1 sent"))
+    }
+
+    @Test func decodeOfGarbageIsNil() {
+        #expect(JSONLines.decode(ControlRequest.self, "not json") == nil)
+        #expect(JSONLines.decode(ControlRequest.self, "{}") == nil)   // command is required
+    }
+}

@@ -1,0 +1,152 @@
+import Glibc
+import Testing
+
+@testable import IceboxSystem
+
+@Suite("FileIO on temporary directories")
+struct FileIOTests {
+    @Test func writeAtomicallyThenReadRoundTrips() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/registry.json"
+        let text = "{\"apps\":[]}\nsecond line ✓ µs\n"
+        try FileIO.writeAtomically(path, text)
+        #expect(try FileIO.read(path) == text)
+        #expect(readFile(path) == text)
+    }
+
+    @Test func writeAtomicallyReplacesAndLeavesNoTemporaryFile() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/state"
+        writeFile(path, "an old, much longer content than the new one\n")
+        try FileIO.writeAtomically(path, "new")
+        #expect(readFile(path) == "new")
+        #expect(try FileIO.list(dir) == ["state"])
+    }
+
+    @Test func writeAtomicallyAppliesTheModeAndHandlesEmptyContent() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/empty"
+        try FileIO.writeAtomically(path, "")
+        #expect(readFile(path) == "")
+        #expect(fileMode(path) == 0o600)
+        try FileIO.writeAtomically(dir + "/shared", "x", mode: 0o640)
+        #expect(fileMode(dir + "/shared") == 0o640)
+    }
+
+    @Test func writeAtomicallyIntoAMissingDirectoryThrows() {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        #expect(throws: SystemError.self) { try FileIO.writeAtomically(dir + "/missing/file", "x") }
+    }
+
+    @Test func readOfAMissingFileThrowsWithPathAndErrno() {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/nope"
+        do {
+            _ = try FileIO.read(path)
+            Issue.record("read of a missing file did not throw")
+        } catch {
+            #expect(error.errno == ENOENT)
+            #expect(error.path == path)
+            #expect(error.description == "cannot read \(path): No such file or directory")
+        }
+    }
+
+    @Test func readReadsMoreThanOneChunk() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let big = String(repeating: "0123456789abcdef", count: 2000)  // 32000 bytes > 8192
+        writeFile(dir + "/big", big)
+        #expect(try FileIO.read(dir + "/big") == big)
+    }
+
+    @Test func appendLineAddsOneNewlineAndCreatesTheFile() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/events.jsonl"
+        try FileIO.appendLine(path, "{\"a\":1}")
+        try FileIO.appendLine(path, "{\"b\":2}\n")
+        try FileIO.appendLine(path, "")
+        #expect(readFile(path) == "{\"a\":1}\n{\"b\":2}\n\n")
+        #expect(fileMode(path) == 0o600)
+    }
+
+    @Test func appendLineKeepsExistingContent() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/log"
+        writeFile(path, "first\n")
+        try FileIO.appendLine(path, "second")
+        #expect(readFile(path) == "first\nsecond\n")
+    }
+
+    @Test func makeDirectoriesCreatesEveryLevelWithTheMode() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let deep = dir + "/a/b/c"
+        try FileIO.makeDirectories(deep, mode: 0o700)
+        #expect(isDirectoryOnDisk(dir + "/a"))
+        #expect(isDirectoryOnDisk(deep))
+        #expect(fileMode(deep) == 0o700)
+        #expect(FileIO.isDirectory(deep))
+        // Again: already there is fine.
+        try FileIO.makeDirectories(deep)
+        try FileIO.makeDirectories(dir + "/a/b/c/")
+    }
+
+    @Test func makeDirectoriesThroughAFileThrows() {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        writeFile(dir + "/file", "x")
+        #expect(throws: SystemError.self) { try FileIO.makeDirectories(dir + "/file/sub") }
+    }
+
+    @Test func makeDirectoriesOnAnExistingFileThrows() {
+        // mkdir -p fails with "File exists" when the last component is a regular file.
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        writeFile(dir + "/file", "x")
+        withKnownIssue("makeDirectories treats EEXIST as success even when the path is a file (FileIO.swift:92)") {
+            #expect(throws: SystemError.self) { try FileIO.makeDirectories(dir + "/file") }
+        }
+    }
+
+    @Test func listNamesEntriesWithoutDotAndDotDot() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        #expect(try FileIO.list(dir) == [])
+        writeFile(dir + "/one", "1")
+        writeFile(dir + "/.hidden", "h")
+        mkdir(dir + "/sub", 0o755)
+        writeFile(dir + "/sub/nested", "n")
+        #expect(try FileIO.list(dir).sorted() == [".hidden", "one", "sub"])
+    }
+
+    @Test func listOfAMissingDirectoryThrows() {
+        #expect(throws: SystemError.self) { try FileIO.list("/nonexistent-icebox-unit-dir") }
+    }
+
+    @Test func existsAndIsDirectory() {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        writeFile(dir + "/f", "")
+        #expect(FileIO.exists(dir + "/f"))
+        #expect(!FileIO.isDirectory(dir + "/f"))
+        #expect(FileIO.isDirectory(dir))
+        #expect(!FileIO.exists(dir + "/g"))
+        #expect(!FileIO.isDirectory(dir + "/g"))
+    }
+
+    @Test func writeWritesAControlFileValue() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        writeFile(dir + "/cgroup.freeze", "0\n")
+        try FileIO.write(dir + "/cgroup.freeze", "1")
+        #expect(readFile(dir + "/cgroup.freeze")?.hasPrefix("1") == true)
+        #expect(throws: SystemError.self) { try FileIO.write(dir + "/missing", "1") }
+    }
+}

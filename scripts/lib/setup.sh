@@ -1,0 +1,35 @@
+# Shared by scripts/icebox, scripts/test and the benchmarks: install what icebox needs
+# on a fresh Debian machine (as root), and build it. Sourced, not run.
+
+ICEBOX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Debian packages: libcap-dev (icebox links libcap), python3 (example apps), systemd's
+# systemd-notify (a real sd_notify client for the tests), util-linux's setpriv (tests run a
+# command as an unprivileged user), groff (the man page check).
+icebox_install_dependencies() {
+    local missing=()
+    [ -f /usr/include/sys/capability.h ] || missing+=(libcap-dev)
+    command -v python3 >/dev/null || missing+=(python3)
+    command -v systemd-notify >/dev/null || missing+=(systemd)
+    command -v setpriv >/dev/null || missing+=(util-linux)
+    command -v groff >/dev/null || missing+=(groff)
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
+    if [ ${#missing[@]} -gt 0 ]; then
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "icebox: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
+            return 69
+        fi
+        echo "icebox: installing ${missing[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq "${missing[@]}" >&2
+    fi
+}
+
+# The release binary, built if stale (swift build is incremental: a no-op when up to date).
+# The Swift runtime is linked statically: icebox starts in a few milliseconds.
+icebox_build_release() {
+    (cd "$ICEBOX_ROOT" && swift build -c release --static-swift-stdlib 2>&1 | grep -vE '^(Building|Build complete|\[[0-9]+/[0-9]+\])' >&2) || true
+    ICEBOX_BIN="$ICEBOX_ROOT/.build/release/icebox"
+    [ -x "$ICEBOX_BIN" ] || { echo "icebox: the build failed (see above)" >&2; return 1; }
+}
