@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+@testable import IceboxCLI
+
+/// man/icebox.1 stays in step with --help: every command and every option the parser
+/// accepts is documented.
+struct ManPageTests {
+    static var manPage: String {
+        // Tests/IceboxCLITests/ManPageTests.swift → the package root.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = (try? String(contentsOf: root.appendingPathComponent("man/icebox.1"), encoding: .utf8)) ?? ""
+        // roff writes a literal hyphen as \- .
+        return text.replacingOccurrences(of: "\\-", with: "-")
+    }
+
+    @Test("every command and option in --help is in the man page")
+    func optionsDocumented() throws {
+        let man = Self.manPage
+        try #require(!man.isEmpty, "man/icebox.1 not found")
+        for command in IceboxMain.commands {
+            #expect(
+                man.contains("icebox \(command.spec.name)") || man.contains(".B \(command.spec.name)"),
+                "command \(command.spec.name) is not in the man page")
+            for option in command.spec.options {
+                #expect(man.contains("--\(option.name)"), "--\(option.name) of \(command.spec.name) is not in the man page")
+            }
+        }
+        for code in ["64", "69", "77", "126", "127"] { #expect(man.contains(code), "exit code \(code) is not documented") }
+        for variable in [
+            "ICEBOX_RUNTIME_DIR", "ICEBOX_STATE_DIR", "ICEBOX_CGROUP_ROOT", "ICEBOX_NO_AUTOSTART",
+            "NOTIFY_SOCKET", "ICEBOX_APP_NAME", "ICEBOX_LAUNCH_REASON",
+        ] {
+            #expect(man.contains(variable), "\(variable) is not documented")
+        }
+    }
+
+    @Test("every command has help text that names its usage")
+    func helpTexts() {
+        for command in IceboxMain.commands {
+            #expect(command.spec.help.contains("usage: icebox \(command.spec.name)"))
+        }
+    }
+}
