@@ -29,7 +29,7 @@ extension Daemon {
         }
         if let extra = message.extendNanos, app.record.state == .background, let deadline = app.graceDeadline {
             let now = Clock.monotonicNanos()
-            let wanted = max(deadline, now + extra)
+            let wanted = max(deadline, now.addingReportingOverflow(extra).overflow ? .max : now + extra)
             app.graceDeadline = min(wanted, app.graceCap)
             app.graceExtensions += 1
             let capped = wanted > app.graceCap ? " (capped by --max-grace)" : ""

@@ -7,7 +7,11 @@ public enum DurationText {
 
     public static func parse(_ text: String) -> UInt64? {
         if text.isEmpty { return nil }
-        if let seconds = Double(text) { return seconds >= 0 && seconds.isFinite ? UInt64(seconds * 1e9) : nil }
+        if let seconds = Double(text) {
+            // Range-checked: UInt64(_:) traps on a value it cannot hold.
+            let nanos = seconds * 1e9
+            return nanos >= 0 && nanos < 1.8e19 ? UInt64(nanos) : nil
+        }
         var total = 0.0
         var rest = Substring(text)
         while !rest.isEmpty {

@@ -16,5 +16,8 @@ public struct NotifyMessage: Equatable, Sendable {
     public var stopping: Bool { fields["STOPPING"] == "1" }
     public var status: String? { fields["STATUS"] }
     /// EXTEND_TIMEOUT_USEC=N: the app asks for N more microseconds (beginBackgroundTask).
-    public var extendNanos: UInt64? { fields["EXTEND_TIMEOUT_USEC"].flatMap { UInt64($0) }.map { $0 &* 1000 } }
+    public var extendNanos: UInt64? {
+        // Saturating: a huge request means "as long as allowed" (--max-grace caps it), never a wrap to a tiny value.
+        fields["EXTEND_TIMEOUT_USEC"].flatMap { UInt64($0) }.map { $0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000 }
+    }
 }

@@ -93,6 +93,8 @@ public enum FileIO {
             prefix += "/" + component
             if mkdir(prefix, mode) < 0 && errno != EEXIST { throw SystemError("create directory", path: prefix) }
         }
+        // As mkdir -p: an existing file where the directory should be is an error.
+        if !isDirectory(path) { throw SystemError("create directory", path: path, errno: EEXIST) }
     }
 
     /// Names in a directory, without "." and "..".

@@ -22,8 +22,8 @@ public enum Signals {
         let rtmin = icebox_sigrtmin(), rtmax = icebox_sigrtmax()
         if name == "RTMIN" { return rtmin }
         if name == "RTMAX" { return rtmax }
-        if name.hasPrefix("RTMIN+"), let k = Int32(name.dropFirst(6)), rtmin + k <= rtmax { return rtmin + k }
-        if name.hasPrefix("RTMAX-"), let k = Int32(name.dropFirst(6)), rtmax - k >= rtmin { return rtmax - k }
+        if name.hasPrefix("RTMIN+"), let k = Int32(name.dropFirst(6)), k >= 0, rtmin + k <= rtmax { return rtmin + k }
+        if name.hasPrefix("RTMAX-"), let k = Int32(name.dropFirst(6)), k >= 0, rtmax - k >= rtmin { return rtmax - k }
         return nil
     }
 

@@ -1,12 +1,15 @@
 import Glibc
-import Testing
 import IceboxCore
+import Testing
+
 @testable import IceboxCLI
 
 /// Runs a throwing (typed IceboxError) body and checks that it fails with the given code.
-private func expectUsageError(_ code: ExitCode = .usage, containing fragment: String? = nil,
-                              sourceLocation: SourceLocation = #_sourceLocation,
-                              _ body: () throws(IceboxError) -> Void) {
+private func expectUsageError(
+    _ code: ExitCode = .usage, containing fragment: String? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws(IceboxError) -> Void
+) {
     do {
         try body()
         Issue.record("expected an IceboxError with code \(code)", sourceLocation: sourceLocation)
@@ -95,7 +98,7 @@ struct ArgumentParserTests {
             _ = try ArgumentParser.parse(["-x", "sleep"], spec: RunCommand.spec)
         }
         expectUsageError { () throws(IceboxError) in
-            _ = try ArgumentParser.parse(["--name", "web", "sleep"], spec: LaunchCommand.spec)   // name is run's, not launch's
+            _ = try ArgumentParser.parse(["--name", "web", "sleep"], spec: LaunchCommand.spec)  // name is run's, not launch's
         }
     }
 
@@ -173,9 +176,11 @@ struct LaunchArgumentsTests {
     }
 
     @Test func acceptsEveryOption() throws {
-        let o = try Self.build(["--backend", "signal", "--grace", "2s", "--max-grace=1m", "--background-signal", "USR2",
-                                "--foreground-signal", "SIGCONT", "--ready", "tcp:8000", "--ready-timeout", "1m30s",
-                                "--cwd", "/", "--env", "A=1", "--env", "B=x=y"])
+        let o = try Self.build([
+            "--backend", "signal", "--grace", "2s", "--max-grace=1m", "--background-signal", "USR2",
+            "--foreground-signal", "SIGCONT", "--ready", "tcp:8000", "--ready-timeout", "1m30s",
+            "--cwd", "/", "--env", "A=1", "--env", "B=x=y",
+        ])
         #expect(o.backend == "signal")
         #expect(o.graceNanos == 2_000_000_000)
         #expect(o.maxGraceNanos == 60_000_000_000)
@@ -199,7 +204,9 @@ struct LaunchArgumentsTests {
     }
 
     @Test func foregroundSignalRefusesAuto() {
-        expectUsageError(containing: "unknown signal 'auto'") { () throws(IceboxError) in _ = try Self.build(["--foreground-signal", "auto"]) }
+        expectUsageError(containing: "unknown signal 'auto'") { () throws(IceboxError) in
+            _ = try Self.build(["--foreground-signal", "auto"])
+        }
     }
 
     @Test func graceLongerThanTheDefaultCapRaisesTheCap() throws {
@@ -215,14 +222,20 @@ struct LaunchArgumentsTests {
     }
 
     @Test func rejectsABadSignal() {
-        expectUsageError(containing: "unknown signal 'SIGFOO'") { () throws(IceboxError) in _ = try Self.build(["--background-signal", "SIGFOO"]) }
+        expectUsageError(containing: "unknown signal 'SIGFOO'") { () throws(IceboxError) in
+            _ = try Self.build(["--background-signal", "SIGFOO"])
+        }
         expectUsageError(containing: "unknown signal") { () throws(IceboxError) in _ = try Self.build(["--foreground-signal", "99"]) }
     }
 
     @Test(arguments: ["KILL", "SIGKILL", "9", "STOP", "19"])
     func refusesSignalsAnAppCannotHandle(_ sig: String) {
-        expectUsageError(containing: "an app cannot handle it") { () throws(IceboxError) in _ = try Self.build(["--background-signal", sig]) }
-        expectUsageError(containing: "an app cannot handle it") { () throws(IceboxError) in _ = try Self.build(["--foreground-signal", sig]) }
+        expectUsageError(containing: "an app cannot handle it") { () throws(IceboxError) in
+            _ = try Self.build(["--background-signal", sig])
+        }
+        expectUsageError(containing: "an app cannot handle it") { () throws(IceboxError) in
+            _ = try Self.build(["--foreground-signal", sig])
+        }
     }
 
     @Test func rejectsABadBackend() {
@@ -235,7 +248,9 @@ struct LaunchArgumentsTests {
     }
 
     @Test func rejectsAMaxGraceShorterThanGrace() {
-        expectUsageError(containing: "shorter than --grace") { () throws(IceboxError) in _ = try Self.build(["--grace", "10s", "--max-grace", "5s"]) }
+        expectUsageError(containing: "shorter than --grace") { () throws(IceboxError) in
+            _ = try Self.build(["--grace", "10s", "--max-grace", "5s"])
+        }
     }
 
     @Test func rejectsABadReadyMode() {
@@ -243,7 +258,9 @@ struct LaunchArgumentsTests {
     }
 
     @Test func rejectsAMissingWorkingDirectory() {
-        expectUsageError(containing: "no such directory") { () throws(IceboxError) in _ = try Self.build(["--cwd", "/nonexistent/icebox-unit"]) }
+        expectUsageError(containing: "no such directory") { () throws(IceboxError) in
+            _ = try Self.build(["--cwd", "/nonexistent/icebox-unit"])
+        }
     }
 
     @Test func rejectsAnEmptyCommandAndABadName() {

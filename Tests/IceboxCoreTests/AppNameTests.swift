@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IceboxCore
 
 @Suite("AppName")
@@ -30,8 +31,10 @@ struct AppNameTests {
         try AppName.validate(name)
     }
 
-    @Test(arguments: ["./my server", ".hidden", "-dash", "/", "", "...", "é", "ünïcödé app", "a+b=c",
-                      String(repeating: "long", count: 30), "/opt/My App (x86)/run.sh", "__init__"])
+    @Test(arguments: [
+        "./my server", ".hidden", "-dash", "/", "", "...", "é", "ünïcödé app", "a+b=c",
+        String(repeating: "long", count: 30), "/opt/My App (x86)/run.sh", "__init__",
+    ])
     func derivedNamesAlwaysValidate(_ command: String) throws {
         let name = AppName.derived(fromCommand: command)
         try AppName.validate(name)

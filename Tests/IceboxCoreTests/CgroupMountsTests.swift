@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IceboxCore
 
 @Suite("CgroupMounts.parse")
@@ -66,7 +67,8 @@ struct CgroupMountsTests {
     }
 
     @Test func escapedSpaceInAMountPointIsDecoded() {
-        let text = #"90 22 0:80 / /mnt/my\040cgroups rw,relatime shared:40 - cgroup2 none rw"# + "\n"
+        let text =
+            #"90 22 0:80 / /mnt/my\040cgroups rw,relatime shared:40 - cgroup2 none rw"# + "\n"
             + #"91 22 0:81 / /mnt/tab\011and\134back rw - cgroup cgroup rw,freezer"#
         let m = CgroupMounts.parse(text)
         #expect(m.unified == "/mnt/my cgroups")

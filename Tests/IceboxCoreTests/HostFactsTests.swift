@@ -1,11 +1,14 @@
 import Glibc
 import Testing
+
 @testable import IceboxCore
 
 @Suite("HostFacts with a fake mountinfo")
 struct HostFactsTests {
-    static func expectError(_ code: ExitCode, _ body: () throws -> BackendKind,
-                            sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectError(
+        _ code: ExitCode, _ body: () throws -> BackendKind,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             let kind = try body()
             Issue.record("expected an error \(code), got \(kind)", sourceLocation: sourceLocation)
@@ -19,7 +22,9 @@ struct HostFactsTests {
     @Test func noCgroupsMeansTheSignalBackend() throws {
         let dir = makeTemporaryDirectory("host")
         defer { removeTree(dir) }
-        writeFile(dir + "/mountinfo", """
+        writeFile(
+            dir + "/mountinfo",
+            """
             22 0 0:60 / / rw,relatime - overlay overlay rw
             23 22 0:62 / /proc rw,relatime - proc proc rw
             31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755

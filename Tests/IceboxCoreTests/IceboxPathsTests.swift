@@ -1,12 +1,15 @@
 import Glibc
 import Testing
+
 @testable import IceboxCore
 
 @Suite("IceboxPaths")
 struct IceboxPathsTests {
     @Test func environmentOverridesAreHonoured() {
-        let p = IceboxPaths.fromEnvironment(["ICEBOX_RUNTIME_DIR": "/tmp/rt", "ICEBOX_STATE_DIR": "/tmp/st",
-                                             "XDG_RUNTIME_DIR": "/run/user/1000", "HOME": "/home/u"])
+        let p = IceboxPaths.fromEnvironment([
+            "ICEBOX_RUNTIME_DIR": "/tmp/rt", "ICEBOX_STATE_DIR": "/tmp/st",
+            "XDG_RUNTIME_DIR": "/run/user/1000", "HOME": "/home/u",
+        ])
         #expect(p == IceboxPaths(runtimeDir: "/tmp/rt", stateDir: "/tmp/st"))
     }
 
@@ -14,8 +17,10 @@ struct IceboxPathsTests {
     func rootDefaultsWhenUnset() {
         #expect(IceboxPaths.fromEnvironment([:]) == IceboxPaths(runtimeDir: "/run/icebox", stateDir: "/var/lib/icebox"))
         // XDG variables are for ordinary users; empty overrides count as unset.
-        let p = IceboxPaths.fromEnvironment(["XDG_RUNTIME_DIR": "/run/user/0", "XDG_STATE_HOME": "/x",
-                                             "ICEBOX_RUNTIME_DIR": "", "ICEBOX_STATE_DIR": ""])
+        let p = IceboxPaths.fromEnvironment([
+            "XDG_RUNTIME_DIR": "/run/user/0", "XDG_STATE_HOME": "/x",
+            "ICEBOX_RUNTIME_DIR": "", "ICEBOX_STATE_DIR": "",
+        ])
         #expect(p == IceboxPaths(runtimeDir: "/run/icebox", stateDir: "/var/lib/icebox"))
     }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IceboxCore
 
 @Suite("ReadyMode, LaunchOptions and the control protocol as JSON")
@@ -72,7 +73,10 @@ struct ProtocolCodingTests {
     @Test func launchOptionsEncodeAsOneSortedCompactObject() {
         // The registry and the control socket depend on this form: sorted keys, nil optionals left out.
         let o = LaunchOptions(name: "web", command: ["sleep", "1"])
-        #expect(JSONLines.encode(o) == #"{"attached":false,"backend":"auto","backgroundSignal":"auto","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":5000000000,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"ready":"exec","readyTimeoutNanos":30000000000}"#)
+        #expect(
+            JSONLines.encode(o)
+                == #"{"attached":false,"backend":"auto","backgroundSignal":"auto","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":5000000000,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"ready":"exec","readyTimeoutNanos":30000000000}"#
+        )
     }
 
     @Test func slashesAreNotEscaped() {
@@ -106,8 +110,9 @@ struct ProtocolCodingTests {
 
     @Test func controlReplyRoundTripsWithAnEvent() throws {
         var reply = ControlReply(kind: .event, text: "hello", code: 3)
-        let event = Event(app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
-                          durationNanos: 212_000, detail: "cgroup2: 3 tasks")
+        let event = Event(
+            app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
+            durationNanos: 212_000, detail: "cgroup2: 3 tasks")
         reply.event = event
         let json = JSONLines.encode(reply)
         #expect(json.contains("\"kind\":\"event\""))
@@ -127,12 +132,16 @@ struct ProtocolCodingTests {
     }
 
     @Test func eventUsesSnakeCaseKeysOnDisk() throws {
-        var e = Event(app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
-                      durationNanos: 212_000, detail: "SIGUSR1 sent")
+        var e = Event(
+            app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
+            durationNanos: 212_000, detail: "SIGUSR1 sent")
         e.time = "2026-11-30T08:09:23.123456Z"
         e.monotonicNanos = 987_654_321
         let json = JSONLines.encode(e)
-        #expect(json == #"{"app":"web","detail":"SIGUSR1 sent","duration_ns":212000,"event":"freeze","from":"background","monotonic_ns":987654321,"pid":4242,"time":"2026-11-30T08:09:23.123456Z","to":"suspended"}"#)
+        #expect(
+            json
+                == #"{"app":"web","detail":"SIGUSR1 sent","duration_ns":212000,"event":"freeze","from":"background","monotonic_ns":987654321,"pid":4242,"time":"2026-11-30T08:09:23.123456Z","to":"suspended"}"#
+        )
         #expect(!json.contains("\"kind\"") && !json.contains("Nanos"))
         #expect(try #require(JSONLines.decode(Event.self, json)) == e)
     }
@@ -155,6 +164,6 @@ struct ProtocolCodingTests {
 
     @Test func decodeOfGarbageIsNil() {
         #expect(JSONLines.decode(ControlRequest.self, "not json") == nil)
-        #expect(JSONLines.decode(ControlRequest.self, "{}") == nil)   // command is required
+        #expect(JSONLines.decode(ControlRequest.self, "{}") == nil)  // command is required
     }
 }

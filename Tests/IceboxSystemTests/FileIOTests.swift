@@ -110,9 +110,7 @@ struct FileIOTests {
         let dir = makeTemporaryDirectory("fileio")
         defer { removeTree(dir) }
         writeFile(dir + "/file", "x")
-        withKnownIssue("makeDirectories treats EEXIST as success even when the path is a file (FileIO.swift:92)") {
-            #expect(throws: SystemError.self) { try FileIO.makeDirectories(dir + "/file") }
-        }
+        #expect(throws: SystemError.self) { try FileIO.makeDirectories(dir + "/file") }
     }
 
     @Test func listNamesEntriesWithoutDotAndDotDot() throws {
