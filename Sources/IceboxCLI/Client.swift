@@ -68,8 +68,15 @@ struct DaemonClient {
         startedDaemon = spawned.handle
         var buffer = [UInt8](repeating: 0, count: 16)
         var pfd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
-        let ready = poll(&pfd, 1, 10_000) > 0 && read(pipeFDs[0], &buffer, 16) > 0
-        if !ready {
+        let n = poll(&pfd, 1, 10_000) > 0 ? read(pipeFDs[0], &buffer, 16) : 0
+        if n > 0 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("busy") {
+            let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
+            throw IceboxError(
+                .unavailable,
+                "an icebox daemon (pid \(holder.isEmpty ? "unknown" : holder)) holds \(paths.lockFile) but its control socket \(paths.controlSocket) is gone",
+                hint: "stop that daemon (kill -TERM \(holder.isEmpty ? "PID" : holder)) and try again")
+        }
+        if n <= 0 {
             let tail = ((try? FileIO.read(paths.daemonLog)) ?? "").split(separator: "\n").suffix(3).joined(separator: "; ")
             throw IceboxError(
                 .unavailable, "the icebox daemon did not start" + (tail.isEmpty ? "" : ": \(tail)"),

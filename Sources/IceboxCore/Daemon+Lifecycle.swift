@@ -119,6 +119,7 @@ extension Daemon {
             let start = Clock.monotonicNanos()
             do {
                 let report = try app.freezer.thaw(deadline: start + config.freezeTimeoutNanos)
+                app.resumedAt = start
                 app.record.lastThawNanos = report.durationNanos
                 app.setState(.active)
                 let fg = sendForegroundSignal(app)

@@ -46,6 +46,16 @@ extension Daemon {
                 if case .notify = app.record.options.ready { becomeActive(app) }
             case .background:
                 endGrace(app, reason: "READY=1")
+            case .active:
+                // The hot start as the app sees it: thaw → the app says it is ready again.
+                if let resumed = app.resumedAt {
+                    app.resumedAt = nil
+                    let took = Clock.monotonicNanos() - resumed
+                    log(
+                        Event(
+                            app: app.name, pid: sender, kind: "ready", durationNanos: took,
+                            detail: "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"))
+                }
             default:
                 break
             }

@@ -78,10 +78,13 @@ public final class Daemon {
         if lockFD < 0 { throw IceboxError("open \(config.paths.lockFile)", SystemError("open", path: config.paths.lockFile)) }
         if flock(lockFD, LOCK_EX | LOCK_NB) < 0 {
             close(lockFD)
-            signalReady()
+            signalReady(busy: true)
             return false
         }
         defer { close(lockFD) }
+        // The holder's pid, so a client that finds the lock held but no socket can say who.
+        _ = ftruncate(lockFD, 0)
+        _ = "\(getpid())\n".withCString { pwrite(lockFD, $0, strlen($0), 0) }
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
             try Reaper.becomeSubreaper()
@@ -107,9 +110,12 @@ public final class Daemon {
         return true
     }
 
-    func signalReady() {
+    /// Tells the client that started this daemon that it listens ("ready"), or that another
+    /// daemon holds the lock for this runtime directory ("busy").
+    func signalReady(busy: Bool = false) {
         guard let fd = config.readyFD else { return }
-        _ = "ready\n".withCString { write(fd, $0, 6) }
+        let word = busy ? "busy\n" : "ready\n"
+        _ = word.withCString { write(fd, $0, strlen($0)) }
         close(fd)
     }
 

@@ -30,6 +30,8 @@ final class LiveApp {
     var endStart: UInt64 = 0
     var probe: ReadinessProbe?
     var spawnEvent: Event?
+    /// When the last thaw completed, until the app says READY=1 again (resume → ready).
+    var resumedAt: UInt64?
 
     // Clients waiting for this app to reach a state.
     var launchWaiters: [Int] = []

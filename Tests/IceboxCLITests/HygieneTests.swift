@@ -1,0 +1,91 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// Nothing leaks: no descriptor into an app, no descriptor kept by the daemon after an app
+/// ends, no zombie, no cgroup.
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct HygieneTests {
+    func daemonPID(_ box: Sandbox) -> pid_t? {
+        (try? String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8))
+            .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    func descriptors(_ pid: pid_t) -> Set<String> {
+        Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [])
+    }
+
+    @Test("an app inherits only its standard input, output and error")
+    func noDescriptorLeaksIntoApps() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // dash lists its own descriptors: only 0, 1 and 2 may be open.
+        let r = try box.icebox(["run", "--", "sh", "-c", "ls /proc/$$/fd"])
+        #expect(r.status == 0, "\(r.output)")
+        let fds = r.stdout.split(whereSeparator: \.isWhitespace).map(String.init).sorted()
+        #expect(fds == ["0", "1", "2"], "the app saw descriptors \(fds)")
+    }
+
+    @Test("after apps come and go the daemon holds the same descriptors and has no zombie children")
+    func daemonStaysClean() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        let pid = try #require(daemonPID(box))
+        let before = descriptors(pid)
+        let app = box.pythonApp()
+        for backend in ["cgroup2", "cgroup1", "signal"] {
+            _ = try box.icebox(["launch", "--backend", backend, "--ready", "notify", "tmp", "--", "python3", app])
+            _ = try box.icebox(["suspend", "tmp"])
+            _ = try box.icebox(["resume", "tmp"])
+            _ = try box.icebox(["evict", "tmp"])
+        }
+        _ = try box.icebox(["launch", "tree", "--", "sh", "-c", "sleep 1000 & (setsid sleep 1001 &); exec sleep 1002"])
+        _ = try box.icebox(["terminate", "tree"])
+        _ = try box.icebox(["run", "--", "true"])
+        _ = try box.icebox(["launch", "--ready", "cmd:true", "probe", "--", "sleep", "1000"])
+        _ = try box.icebox(["evict", "probe"])
+        let after = descriptors(pid)
+        #expect(after == before, "descriptors before \(before.sorted()), after \(after.sorted())")
+        // No zombie among the daemon's children (orphans of the tree were reaped).
+        let children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { pid_t($0) }.filter { p in
+            guard let stat = try? String(contentsOfFile: "/proc/\(p)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+                return false
+            }
+            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == pid && fields[0] == "Z"
+        }
+        #expect(children.isEmpty, "zombie children of the daemon: \(children)")
+        #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: box.cgroupRoot)) ?? []).contains("anchor"))
+        #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot + "/tmp"))
+        #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot + "/tree"))
+    }
+
+    @Test("the daemon exits on its own once it has no apps left")
+    func daemonExitsWhenIdle() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "brief", "--", "sleep", "1000"])
+        let pid = try #require(daemonPID(box))
+        let handle = try ProcessHandle(adopting: pid)
+        _ = try box.icebox(["terminate", "brief"])
+        // Wait on the daemon's pidfd (it is not our child: poll for its exit).
+        var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&pfd, 1, 10_000) == 1, "the daemon did not exit within 10 s of its last app ending")
+    }
+
+    @Test("hot start: READY=1 after a resume is logged as resume → ready")
+    func resumeToReady() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(extra: "signal.signal(signal.SIGUSR2, lambda s, f: notify('READY=1'))")
+        _ = try box.icebox(["launch", "--ready", "notify", "--foreground-signal", "USR2", "hot", "--", "python3", app])
+        _ = try box.icebox(["suspend", "hot"])
+        _ = try box.icebox(["resume", "hot"])
+        let deadline = Date().addingTimeInterval(5)
+        while !box.events("hot").contains(where: { $0.detail.contains("hot start") }) && Date() < deadline { usleep(10_000) }
+        #expect(box.events("hot").contains { $0.kind == "ready" && $0.detail.contains("resume → ready") })
+    }
+}
