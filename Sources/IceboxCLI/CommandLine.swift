@@ -1,3 +1,4 @@
+import Glibc
 import IceboxCore
 
 /// A command: a static spec (what --help prints and the parser accepts) and a run function.
@@ -44,6 +45,11 @@ public enum IceboxMain {
 
     /// Parses and runs; returns the process exit code.
     public static func main(_ argv: [String]) -> Int32 {
+        // A parent may hand us blocked signals (swift-corelibs-foundation's Process does):
+        // start from an empty mask so Ctrl-C and SIGTERM work as users expect.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        sigprocmask(SIG_SETMASK, &empty, nil)
         let args = Array(argv.dropFirst())
         guard let first = args.first else {
             Output.err(overview)

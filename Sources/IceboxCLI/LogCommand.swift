@@ -74,6 +74,8 @@ enum FileFollower {
         // Watch the directory, so a log file that does not exist yet is picked up when it appears.
         let inotify = inotify_init1(Int32(IN_CLOEXEC))
         let dir = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        // The state directory may not exist before the first daemon ran: make it, as the daemon would.
+        try? FileIO.makeDirectories(dir.isEmpty ? "." : dir, mode: 0o700)
         _ = inotify_add_watch(inotify, dir.isEmpty ? "." : dir, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO))
         Signals.block([SIGPIPE])
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -53,6 +53,7 @@ extension Daemon {
     /// A client went away. If it was `icebox run`, its app goes the graceful way.
     func clientGone(_ fd: Int32) {
         guard let client = clients.removeValue(forKey: fd) else { return }
+        stopRequesters.removeAll { $0 == fd }
         for extra in client.fds { close(extra) }
         unwatch(fd)
         close(fd)
@@ -142,11 +143,12 @@ extension Daemon {
         case "stop":
             // Until apps can be re-adopted by the next daemon, stopping means ending them
             // gracefully: nothing is left running unsupervised.
-            let names = Array(apps.keys)
+            // The reply comes last, once the daemon has written everything it will write, so a
+            // caller may remove the state directory as soon as `icebox daemon --stop` returns.
             stopping = true
-            if names.isEmpty { return finish(fd, .success, "daemon stopping (no apps)") }
-            let id = newWaiter(client: fd, apps: names)
-            for app in apps.values { beginTerminate(app, timeoutNanos: request.timeoutNanos ?? 10_000_000_000, waiter: id) }
+            stopRequesters.append(fd)
+            if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
+            for app in apps.values { beginTerminate(app, timeoutNanos: request.timeoutNanos ?? 10_000_000_000, waiter: nil) }
         case "suspend", "resume", "terminate", "evict", "switch":
             perform(request, client: fd)
         default:

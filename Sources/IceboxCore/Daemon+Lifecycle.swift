@@ -273,6 +273,7 @@ extension Daemon {
 
         let line = "\(app.name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
         for id in app.endWaiters { settle(id, app: app.name, line: line) }
+        for fd in stopRequesters { send(fd, ControlReply(kind: .line, text: line)) }
         for id in app.suspendWaiters {
             settle(id, app: app.name, line: "icebox: \(app.name) ended before it was frozen: \(termination)", failed: .failure)
         }

@@ -63,6 +63,8 @@ public final class Daemon {
     var nextWaiter = 1
     var idleSince: UInt64?
     var stopping = false
+    /// Clients of `icebox daemon --stop`: answered last, after the daemon's final write.
+    var stopRequesters: [Int32] = []
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -107,6 +109,7 @@ public final class Daemon {
         unlink(config.paths.controlSocket)
         close(listener)
         log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "daemon stopped"))
+        for fd in stopRequesters { finish(fd, .success) }
         return true
     }
 
@@ -135,7 +138,10 @@ public final class Daemon {
     }
 
     func shouldExit(now: UInt64) -> Bool {
-        guard apps.isEmpty, clients.isEmpty else { idleSince = nil; return false }
+        guard apps.isEmpty, clients.keys.allSatisfy(stopRequesters.contains) else {
+            idleSince = nil
+            return false
+        }
         if stopping { return true }
         let since = idleSince ?? now
         idleSince = since
