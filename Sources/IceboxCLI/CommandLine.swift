@@ -15,7 +15,7 @@ public enum IceboxMain {
             RunCommand.self, LaunchCommand.self,
             SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self,
             PsCommand.self, LogCommand.self, LogsCommand.self,
-            FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self,
+            BenchCommand.self, FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self, ProbeCommand.self,
         ]
     }
 

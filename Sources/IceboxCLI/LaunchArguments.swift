@@ -11,7 +11,7 @@ enum LaunchArguments {
         OptionSpec(name: "max-grace", value: "DUR", help: "cap for EXTEND_TIMEOUT_USEC extensions (default 30s)"),
         OptionSpec(name: "background-signal", value: "SIG|auto|none", help: "the notice (default auto: SIGUSR1 if the app handles it)"),
         OptionSpec(name: "foreground-signal", value: "SIG|none", help: "sent after a thaw (default none)"),
-        OptionSpec(name: "ready", value: "exec|notify|tcp:PORT|cmd:PROBE", help: "when the app counts as launched (default exec)"),
+        OptionSpec(name: "ready", value: "exec|notify|tcp:PORT|http:URL|cmd:PROBE", help: "when the app counts as launched (default exec)"),
         OptionSpec(name: "ready-timeout", value: "DUR", help: "give up (and terminate the app) after this (default 30s)"),
         OptionSpec(name: "cwd", value: "DIR", help: "working directory of the app (default: the current one)"),
         OptionSpec(name: "env", value: "KEY=VALUE", help: "set an environment variable for the app (repeatable)", repeatable: true),
@@ -63,7 +63,7 @@ enum LaunchArguments {
         }
         if let r = args.value("ready") {
             guard let mode = ReadyMode.parse(r) else {
-                throw IceboxError(.usage, "invalid --ready '\(r)'", hint: "use exec, notify, tcp:PORT or cmd:'PROBE'")
+                throw IceboxError(.usage, "invalid --ready '\(r)'", hint: "use exec, notify, tcp:PORT, http:http://127.0.0.1:PORT/ or cmd:'PROBE'")
             }
             o.ready = mode
         }

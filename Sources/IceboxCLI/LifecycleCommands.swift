@@ -9,11 +9,14 @@ enum LifecycleRequest {
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
     ]
 
-    static func send(_ command: String, _ args: ParsedArguments, spec: CommandSpec, timeout: UInt64? = nil) throws(IceboxError) -> Int32 {
+    static func send(_ command: String, _ args: ParsedArguments, spec: CommandSpec, timeout: UInt64? = nil, waitReady: Bool = false)
+        throws(IceboxError) -> Int32
+    {
         if args.positionals.isEmpty { throw ArgumentParser.usage("\(command) needs at least one app name", spec) }
         for name in args.positionals { try AppName.validate(name) }
         var request = ControlRequest(command: command, names: args.positionals)
         request.timeoutNanos = timeout
+        request.waitReady = waitReady
         var client = LaunchArguments.client(args)
         return try client.perform(request)
     }
@@ -29,9 +32,14 @@ enum SuspendCommand: IceboxCommand {
 
 enum ResumeCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "resume", usage: "icebox resume NAME...",
-        summary: "Suspended → Active; returns when thawed", options: LifecycleRequest.common)
-    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("resume", args, spec: spec) }
+        name: "resume", usage: "icebox resume NAME... [--wait-ready]",
+        summary: "Suspended → Active; returns when thawed",
+        options: [
+            OptionSpec(name: "wait-ready", value: nil, help: "for --ready notify apps: return once the app says READY=1 again")
+        ] + LifecycleRequest.common)
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        try LifecycleRequest.send("resume", args, spec: spec, waitReady: args.flag("wait-ready"))
+    }
 }
 
 enum SwitchCommand: IceboxCommand {

@@ -7,6 +7,7 @@ public struct ControlRequest: Codable, Sendable {
     public var timeoutNanos: UInt64?
     public var all = false
     public var terminateApps = false
+    public var waitReady = false  // resume: answer after the app's READY=1 (--ready notify)
 
     public init(command: String, names: [String] = []) {
         self.command = command

@@ -177,7 +177,7 @@ extension Daemon {
             for app in targets { beginSuspend(app, waiter: id) }
         case "resume":
             let id = newWaiter(client: fd, apps: request.names)
-            for app in targets { resume(app, waiter: id) }
+            for app in targets { resume(app, waiter: id, waitReady: request.waitReady) }
         case "switch":
             guard let target = targets.first, targets.count == 1 else {
                 return fail(fd, IceboxError(.usage, "switch takes exactly one app name"))

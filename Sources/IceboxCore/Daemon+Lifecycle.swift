@@ -96,7 +96,9 @@ extension Daemon {
 
     // MARK: Resume
 
-    func resume(_ app: LiveApp, waiter: Int) {
+    /// Thaws the app. With `waitReady` (and `--ready notify`) the reply waits for the app's
+    /// READY=1 after the thaw: the hot start as the app itself reports it.
+    func resume(_ app: LiveApp, waiter: Int, waitReady: Bool = false) {
         switch app.record.state {
         case .active, .launching:
             settle(waiter, app: app.name, line: "\(app.name)  already \(app.record.state.rawValue) (nothing to do)")
@@ -128,7 +130,13 @@ extension Daemon {
                     Event(
                         app: app.name, pid: app.pid, kind: "thaw", from: .suspended, to: .active, durationNanos: report.durationNanos,
                         detail: text))
-                settle(waiter, app: app.name, line: "\(app.name)  suspended → active  \(text)")
+                if waitReady, case .notify = app.record.options.ready {
+                    self.report(waiter, line: "\(app.name)  suspended → active  \(text)")
+                    app.resumeWaiters.append(waiter)
+                    app.resumeReadyDeadline = start + app.record.options.readyTimeoutNanos
+                } else {
+                    settle(waiter, app: app.name, line: "\(app.name)  suspended → active  \(text)")
+                }
             } catch {
                 let text = "thaw failed: \(error)"
                 log(Event(app: app.name, pid: app.pid, kind: "error", detail: text))
@@ -277,9 +285,10 @@ extension Daemon {
         for id in app.suspendWaiters {
             settle(id, app: app.name, line: "icebox: \(app.name) ended before it was frozen: \(termination)", failed: .failure)
         }
-        for id in app.launchWaiters {
+        for id in app.launchWaiters + app.resumeWaiters {
             settle(id, app: app.name, line: "icebox: \(app.name) ended before it was ready: \(termination)", failed: .failure)
         }
+        app.resumeWaiters = []
         app.endWaiters = []; app.suspendWaiters = []; app.launchWaiters = []
         if let fd = app.attachedClient {
             send(fd, ControlReply(kind: .exit, code: termination.shellStatus))

@@ -51,10 +51,11 @@ extension Daemon {
                 if let resumed = app.resumedAt {
                     app.resumedAt = nil
                     let took = Clock.monotonicNanos() - resumed
-                    log(
-                        Event(
-                            app: app.name, pid: sender, kind: "ready", durationNanos: took,
-                            detail: "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"))
+                    let text = "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"
+                    log(Event(app: app.name, pid: sender, kind: "ready", durationNanos: took, detail: text))
+                    for id in app.resumeWaiters { settle(id, app: app.name, line: "\(app.name)  \(text)") }
+                    app.resumeWaiters = []
+                    app.resumeReadyDeadline = nil
                 }
             default:
                 break

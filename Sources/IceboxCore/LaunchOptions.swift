@@ -1,15 +1,19 @@
+import IceboxSystem
+
 /// When a launched app counts as ready (Inactive → Active).
 public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
     case exec  // execve succeeded
     case notify  // the app sent READY=1
     case tcp(UInt16)  // the port accepts a connection on 127.0.0.1
     case command(String)  // the probe (run by /bin/sh -c) exits 0
+    case http(String)  // a GET of the URL answers 2xx
 
     public static func parse(_ text: String) -> ReadyMode? {
         if text == "exec" { return .exec }
         if text == "notify" { return .notify }
         if text.hasPrefix("tcp:"), let port = UInt16(text.dropFirst(4)), port > 0 { return .tcp(port) }
         if text.hasPrefix("cmd:"), text.count > 4 { return .command(String(text.dropFirst(4))) }
+        if text.hasPrefix("http:"), HTTPURL(String(text.dropFirst(5))) != nil { return .http(String(text.dropFirst(5))) }
         return nil
     }
 
@@ -19,6 +23,7 @@ public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
         case .notify: return "notify"
         case .tcp(let p): return "tcp:\(p)"
         case .command(let c): return "cmd:\(c)"
+        case .http(let url): return "http:\(url)"
         }
     }
 

@@ -37,6 +37,8 @@ final class LiveApp {
     var launchWaiters: [Int] = []
     var suspendWaiters: [Int] = []
     var endWaiters: [Int] = []
+    var resumeWaiters: [Int] = []  // resume --wait-ready: until READY=1 after the thaw
+    var resumeReadyDeadline: UInt64?
 
     init(
         record: AppRecord, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
@@ -95,6 +97,6 @@ final class LiveApp {
 
     /// The earliest deadline this app has armed.
     var nextDeadline: UInt64? {
-        [readyDeadline, probeAt, graceDeadline, killDeadline].compactMap { $0 }.min()
+        [readyDeadline, probeAt, graceDeadline, killDeadline, resumeReadyDeadline].compactMap { $0 }.min()
     }
 }

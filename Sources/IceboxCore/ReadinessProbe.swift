@@ -29,8 +29,17 @@ final class ReadinessProbe {
             guard let fd = try? TCPProbe.start(port: port) else { return nil }
             attempt = .connecting(fd: fd)
             return fd
-        case .command(let text):
-            var req = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
+        case .command, .http:
+            // An HTTP check may wait on a slow server, so it runs in a child (icebox probe)
+            // rather than inside the daemon's loop; a command probe runs under /bin/sh.
+            var req: SpawnRequest
+            if case .http(let url) = mode {
+                req = SpawnRequest(executable: Self.selfExecutable, arguments: ["icebox", "probe", "http:" + url], environment: environment)
+            } else if case .command(let text) = mode {
+                req = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
+            } else {
+                return nil
+            }
             req.workingDirectory = cwd
             req.newSession = true
             guard let spawned = try? Spawner.spawn(req) else { return nil }
@@ -40,6 +49,13 @@ final class ReadinessProbe {
             return nil
         }
     }
+
+    /// This program's own path, for `icebox probe`.
+    static let selfExecutable: String = {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buf, 4095)
+        return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "/proc/self/exe"
+    }()
 
     /// Called when the watched descriptor is ready: true if the app is ready.
     func finish() -> Bool {

@@ -44,7 +44,10 @@ public enum FileIO {
         if n < 0 { throw SystemError("write", path: path) }
     }
 
-    /// Writes a file atomically: a temporary file beside it, fsync, then rename.
+    /// Writes a file atomically: a temporary file beside it, then rename. Readers and a
+    /// process that crashes see the old file or the new one, never half of one. There is no
+    /// fsync: it would cost milliseconds on every state change, and it only protects against
+    /// power loss, which ends every supervised app anyway.
     public static func writeAtomically(_ path: String, _ contents: String, mode: mode_t = 0o600) throws(SystemError) {
         let tmp = path + ".tmp.\(getpid())"
         let fd = retryingOnInterrupt { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
@@ -59,7 +62,6 @@ public enum FileIO {
             if n < 0 { failure = SystemError("write", path: tmp); break }
             written += n
         }
-        if failure == nil && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
         close(fd)
         if failure == nil && rename(tmp, path) < 0 { failure = SystemError("rename to", path: path) }
         if let failure {

@@ -1,0 +1,84 @@
+import Glibc
+import IceboxCore
+import IceboxSystem
+
+/// icebox bench -- CMD: hot resume against cold start for one program, with hyperfine's
+/// statistics and exports.
+enum BenchCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "bench", usage: "icebox bench [OPTIONS] [--] CMD [ARG...]",
+        summary: "measure hot resume against cold start (and freeze, thaw, suspend, relaunch) for CMD",
+        options: [
+            OptionSpec(name: "runs", value: "N", help: "measured runs (default 10)"),
+            OptionSpec(name: "warmup", value: "N", help: "runs before measuring, not counted (default 1)"),
+            OptionSpec(name: "hold", value: "DUR", help: "how long the app stays frozen each run (default 1s)"),
+            OptionSpec(name: "evict-every", value: "K", help: "every K runs, evict and relaunch (cold start after eviction; default 5, 0: never)"),
+            OptionSpec(name: "export-json", value: "FILE", help: "write every figure and sample as JSON (nanoseconds)"),
+            OptionSpec(name: "export-csv", value: "FILE", help: "write the summary as CSV (nanoseconds)"),
+            OptionSpec(name: "export-markdown", value: "FILE", help: "write the summary as a Markdown table"),
+            OptionSpec(name: "name", value: "NAME", help: "the app's name while measured (default bench-PID)"),
+        ] + LaunchArguments.options,
+        commandAfterPositionals: 0,
+        details: """
+            Each run launches CMD cold and waits until it is ready, suspends it (notice and
+            grace as configured), holds it frozen, resumes it and waits until it is ready
+            again. Readiness is checked the same way for cold and hot starts: --ready tcp:PORT,
+            http:URL, cmd:PROBE, or notify (READY=1 after launch, and again after the
+            --foreground-signal that a resume sends).
+            """)
+
+    static func count(_ args: ParsedArguments, _ name: String, default fallback: Int, minimum: Int) throws(IceboxError) -> Int {
+        guard let text = args.value(name) else { return fallback }
+        guard let n = Int(text), n >= minimum else {
+            throw IceboxError(.usage, "--\(name) needs a whole number of at least \(minimum), not '\(text)'")
+        }
+        return n
+    }
+
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        let command = args.command + args.positionals
+        if command.isEmpty { throw ArgumentParser.usage("bench needs a command", spec) }
+        let runs = try count(args, "runs", default: 10, minimum: 1)
+        let warmup = try count(args, "warmup", default: 1, minimum: 0)
+        let evictEvery = try count(args, "evict-every", default: 5, minimum: 0)
+        let hold = try ArgumentParser.duration(args.value("hold"), option: "hold", default: 1_000_000_000)
+        let name = args.value("name") ?? "bench-\(getpid())"
+        let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
+        switch options.ready {
+        case .exec:
+            Output.err("icebox bench: warning: with --ready exec, 'ready' only means execve returned; use tcp:, http:, notify or cmd: to time when the app answers")
+        case .notify where options.foregroundSignal == nil:
+            throw IceboxError(.usage, "--ready notify needs --foreground-signal SIG",
+                              hint: "the app must say READY=1 again after a resume, on that signal")
+        default: break
+        }
+        Signals.block([SIGINT, SIGTERM, SIGHUP])
+        let signalFD: Int32
+        do { signalFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP]) } catch { throw IceboxError("set up signals", error) }
+        var session = BenchSession(client: LaunchArguments.client(args), options: options, holdNanos: hold, signalFD: signalFD)
+        defer { session.cleanUp() }
+        let progress = isatty(2) == 1
+
+        var measured: [BenchSession.Run] = []
+        var measuringSince: UInt64 = 0
+        for i in 0..<(warmup + runs) {
+            let counted = i >= warmup
+            if counted && measuringSince == 0 { measuringSince = Clock.monotonicNanos() }
+            if progress {
+                let label = counted ? "run \(i - warmup + 1)/\(runs)" : "warm-up \(i + 1)/\(warmup)"
+                Output.writeAll(2, "\r\u{1B}[K\(label)" + (measured.last.map { "  cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))" } ?? ""))
+            }
+            let relaunch = counted && evictEvery > 0 && (i - warmup + 1) % evictEvery == 0
+            let sample = try session.run(relaunchAfterEviction: relaunch)
+            if counted { measured.append(sample) }
+        }
+        if progress { Output.writeAll(2, "\r\u{1B}[K") }
+
+        let report = BenchReport(options: options, runs: runs, warmup: warmup, measured: measured,
+                                 events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
+        for line in report.lines() { Output.out(line) }
+        for warning in report.warnings() { Output.err("icebox bench: warning: \(warning)") }
+        try report.export(json: args.value("export-json"), csv: args.value("export-csv"), markdown: args.value("export-markdown"))
+        return 0
+    }
+}

@@ -1,0 +1,153 @@
+import CIceboxShim
+import Glibc
+import IceboxCore
+import IceboxSystem
+
+/// One `icebox bench` in progress: it drives the daemon through cold launches, suspends,
+/// holds, resumes and evictions of one app, timing each from this process with the same
+/// readiness check for cold and hot starts, so the two compare like with like.
+struct BenchSession {
+    struct Run {
+        var cold: UInt64
+        var hot: UInt64
+        var relaunch: UInt64?
+    }
+
+    var client: DaemonClient
+    let options: LaunchOptions
+    let holdNanos: UInt64
+    let signalFD: Int32
+    var appLive = false
+
+    /// Sends one request and collects its lines; a failure becomes an error with its lines.
+    mutating func call(_ request: ControlRequest) throws(IceboxError) -> [String] {
+        let fd = try client.connect()
+        defer { close(fd) }
+        try client.send(request, on: fd)
+        var reader = ReplyReader(fd: fd)
+        var lines: [String] = []
+        while let reply = reader.next() {
+            switch reply.kind {
+            case .line, .warning: if let t = reply.text { lines.append(t) }
+            case .done, .exit:
+                let code = reply.code ?? 1
+                if code != 0 {
+                    throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: "))
+                }
+                return lines
+            default: break
+            }
+        }
+        throw IceboxError(.failure, "the icebox daemon closed the connection during \(request.command)")
+    }
+
+    /// The daemon waits for readiness itself only for `notify`; every other probe runs here.
+    var daemonSideReadiness: Bool { if case .notify = options.ready { return true } else { return false } }
+
+    mutating func launch() throws(IceboxError) -> UInt64 {
+        var launchOptions = options
+        if !daemonSideReadiness { launchOptions.ready = .exec }
+        var request = ControlRequest(command: "launch")
+        request.launch = launchOptions
+        let start = Clock.monotonicNanos()
+        _ = try call(request)
+        appLive = true
+        try waitUntilReady(since: start, what: "launch")
+        return Clock.monotonicNanos() - start
+    }
+
+    mutating func resume() throws(IceboxError) -> UInt64 {
+        var request = ControlRequest(command: "resume", names: [options.name])
+        request.waitReady = daemonSideReadiness
+        let start = Clock.monotonicNanos()
+        _ = try call(request)
+        try waitUntilReady(since: start, what: "resume")
+        return Clock.monotonicNanos() - start
+    }
+
+    mutating func suspend() throws(IceboxError) { _ = try call(ControlRequest(command: "suspend", names: [options.name])) }
+
+    mutating func evict() throws(IceboxError) -> UInt64 {
+        let start = Clock.monotonicNanos()
+        _ = try call(ControlRequest(command: "evict", names: [options.name]))
+        appLive = false
+        return Clock.monotonicNanos() - start
+    }
+
+    /// Polls the app with the readiness check until it answers. A server's port has no event
+    /// to wait on, so failed attempts are retried after a deliberate back-off that starts at
+    /// 50 µs (a thawed server answers at once) and grows to 10 ms.
+    func waitUntilReady(since start: UInt64, what: String) throws(IceboxError) {
+        let deadline = start + options.readyTimeoutNanos
+        var backoff: UInt64 = 50_000
+        while true {
+            let now = Clock.monotonicNanos()
+            let attemptDeadline = min(deadline, now + 1_000_000_000)
+            let ready: Bool
+            switch options.ready {
+            case .exec, .notify: return
+            case .tcp(let port): ready = ReadinessCheck.tcp(port: port, deadline: attemptDeadline)
+            case .http(let url): ready = ReadinessCheck.http(url, deadline: attemptDeadline)
+            case .command(let text): ready = runProbe(text, deadline: attemptDeadline)
+            }
+            if ready { return }
+            if Clock.monotonicNanos() >= deadline {
+                throw IceboxError(
+                    .failure, "\(options.name) was not ready (\(options.ready)) within \(DurationText.format(options.readyTimeoutNanos)) of its \(what)",
+                    hint: "check the readiness probe, or raise --ready-timeout")
+            }
+            try pause(backoff)
+            backoff = min(backoff * 2, 10_000_000)
+        }
+    }
+
+    func runProbe(_ text: String, deadline: UInt64) -> Bool {
+        var request = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: ProcessEnvironment.current)
+        request.workingDirectory = options.workingDirectory
+        guard let probe = try? Spawner.spawn(request) else { return false }
+        if let ended = try? probe.handle.wait(until: deadline) { return ended == .exited(0) }
+        _ = try? probe.handle.send(SIGKILL)
+        _ = try? probe.handle.wait(until: Clock.monotonicNanos() + 1_000_000_000)
+        return false
+    }
+
+    /// Waits for the given time, or until Ctrl-C/SIGTERM arrives (then throws): the hold
+    /// and the probe back-off are deliberate waits, and an interrupt must not be missed.
+    func pause(_ nanos: UInt64) throws(IceboxError) {
+        if icebox_poll_ns(signalFD, Int16(POLLIN), nanos) > 0 {
+            _ = Signals.drain(signalFD: signalFD)
+            throw IceboxError(.failure, "interrupted")
+        }
+    }
+
+    func checkInterrupted() throws(IceboxError) { try pause(0) }
+
+    /// One run: cold launch → ready, suspend, hold, resume → ready, and maybe evict and
+    /// relaunch → ready; the app is evicted at the end so the next run starts cold.
+    mutating func run(relaunchAfterEviction: Bool) throws(IceboxError) -> Run {
+        let cold = try launch()
+        try checkInterrupted()
+        try suspend()
+        try pause(holdNanos)
+        let hot = try resume()
+        var relaunch: UInt64?
+        if relaunchAfterEviction {
+            try checkInterrupted()
+            let evicted = try evict()
+            relaunch = evicted + (try launch())
+        }
+        _ = try evict()
+        return Run(cold: cold, hot: hot, relaunch: relaunch)
+    }
+
+    /// Best effort on the way out: nothing of the benchmark is left running.
+    mutating func cleanUp() {
+        if appLive { _ = try? evict() }
+    }
+}
+
+extension String {
+    func replacingPrefix(_ prefix: String) -> String {
+        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : self
+    }
+}
