@@ -12,7 +12,8 @@ enum BenchCommand: IceboxCommand {
             OptionSpec(name: "runs", value: "N", help: "measured runs (default 10)"),
             OptionSpec(name: "warmup", value: "N", help: "runs before measuring, not counted (default 1)"),
             OptionSpec(name: "hold", value: "DUR", help: "how long the app stays frozen each run (default 1s)"),
-            OptionSpec(name: "evict-every", value: "K", help: "every K runs, evict and relaunch (cold start after eviction; default 5, 0: never)"),
+            OptionSpec(
+                name: "evict-every", value: "K", help: "every K runs, evict and relaunch (cold start after eviction; default 5, 0: never)"),
             OptionSpec(name: "export-json", value: "FILE", help: "write every figure and sample as JSON (nanoseconds)"),
             OptionSpec(name: "export-csv", value: "FILE", help: "write the summary as CSV (nanoseconds)"),
             OptionSpec(name: "export-markdown", value: "FILE", help: "write the summary as a Markdown table"),
@@ -46,10 +47,13 @@ enum BenchCommand: IceboxCommand {
         let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
         switch options.ready {
         case .exec:
-            Output.err("icebox bench: warning: with --ready exec, 'ready' only means execve returned; use tcp:, http:, notify or cmd: to time when the app answers")
+            Output.err(
+                "icebox bench: warning: with --ready exec, 'ready' only means execve returned; use tcp:, http:, notify or cmd: to time when the app answers"
+            )
         case .notify where options.foregroundSignal == nil:
-            throw IceboxError(.usage, "--ready notify needs --foreground-signal SIG",
-                              hint: "the app must say READY=1 again after a resume, on that signal")
+            throw IceboxError(
+                .usage, "--ready notify needs --foreground-signal SIG",
+                hint: "the app must say READY=1 again after a resume, on that signal")
         default: break
         }
         Signals.block([SIGINT, SIGTERM, SIGHUP])
@@ -66,7 +70,10 @@ enum BenchCommand: IceboxCommand {
             if counted && measuringSince == 0 { measuringSince = Clock.monotonicNanos() }
             if progress {
                 let label = counted ? "run \(i - warmup + 1)/\(runs)" : "warm-up \(i + 1)/\(warmup)"
-                Output.writeAll(2, "\r\u{1B}[K\(label)" + (measured.last.map { "  cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))" } ?? ""))
+                Output.writeAll(
+                    2,
+                    "\r\u{1B}[K\(label)"
+                        + (measured.last.map { "  cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))" } ?? ""))
             }
             let relaunch = counted && evictEvery > 0 && (i - warmup + 1) % evictEvery == 0
             let sample = try session.run(relaunchAfterEviction: relaunch)
@@ -74,8 +81,9 @@ enum BenchCommand: IceboxCommand {
         }
         if progress { Output.writeAll(2, "\r\u{1B}[K") }
 
-        let report = BenchReport(options: options, runs: runs, warmup: warmup, measured: measured,
-                                 events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
+        let report = BenchReport(
+            options: options, runs: runs, warmup: warmup, measured: measured,
+            events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
         for line in report.lines() { Output.out(line) }
         for warning in report.warnings() { Output.err("icebox bench: warning: \(warning)") }
         try report.export(json: args.value("export-json"), csv: args.value("export-csv"), markdown: args.value("export-markdown"))

@@ -40,12 +40,17 @@ struct BenchReport: Codable {
             Summary(name: "cold_start", label: "Cold start   (launch → ready)", samples: measured.map(\.cold)),
             Summary(name: "hot_resume", label: "Hot resume   (resume → ready)", samples: measured.map(\.hot)),
             Summary(name: "freeze", label: "Freeze       (write → frozen)", samples: freezes.compactMap(\.durationNanos)),
-            Summary(name: "thaw", label: "Thaw         (write → thawed)", samples: events.filter { $0.kind == "thaw" }.compactMap(\.durationNanos)),
+            Summary(
+                name: "thaw", label: "Thaw         (write → thawed)",
+                samples: events.filter { $0.kind == "thaw" }.compactMap(\.durationNanos)),
             Summary(name: "suspend", label: "Suspend      (notice → frozen)", samples: suspends),
             Summary(name: "grace", label: "  grace used (notice → freeze)", samples: graces),
-            Summary(name: "relaunch_after_eviction", label: "Relaunch after eviction (evict → ready)", samples: measured.compactMap(\.relaunch)),
+            Summary(
+                name: "relaunch_after_eviction", label: "Relaunch after eviction (evict → ready)", samples: measured.compactMap(\.relaunch)),
         ].compactMap { $0 }
-        if let cold = results.first(where: { $0.name == "cold_start" }), let hot = results.first(where: { $0.name == "hot_resume" }), hot.median > 0 {
+        if let cold = results.first(where: { $0.name == "cold_start" }), let hot = results.first(where: { $0.name == "hot_resume" }),
+            hot.median > 0
+        {
             speedupMedian = (Double(cold.median) / Double(hot.median) * 10).rounded() / 10
         }
     }
@@ -62,7 +67,8 @@ struct BenchReport: Codable {
         let width = results.map(\.label.count).max() ?? 0
         var out = results.map { s in
             let label = s.label + String(repeating: " ", count: width - s.label.count)
-            return "\(label)  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) runs"
+            return
+                "\(label)  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) runs"
         }
         if let speedup = speedupMedian {
             out.append("Hot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median, same run).")
@@ -73,10 +79,14 @@ struct BenchReport: Codable {
     func warnings() -> [String] {
         var out: [String] = []
         for s in results where s.outliers > 0 {
-            out.append("\(s.name): \(s.outliers) statistical outlier\(s.outliers == 1 ? "" : "s") (modified Z-score > 3.5); another process may have interfered — rerun on a quiet machine")
+            out.append(
+                "\(s.name): \(s.outliers) statistical outlier\(s.outliers == 1 ? "" : "s") (modified Z-score > 3.5); another process may have interfered — rerun on a quiet machine"
+            )
         }
         for s in results where s.samples.count >= 3 && s.coefficientOfVariation > 0.5 {
-            out.append("\(s.name): σ is \(Int(s.coefficientOfVariation * 100))% of the mean: too noisy to trust one figure; use more --runs or a quieter machine")
+            out.append(
+                "\(s.name): σ is \(Int(s.coefficientOfVariation * 100))% of the mean: too noisy to trust one figure; use more --runs or a quieter machine"
+            )
         }
         if runs < 5 { out.append("only \(runs) runs: use --runs 10 or more for figures you can compare") }
         if let hot = results.first(where: { $0.name == "hot_resume" }), hot.median < 200_000 {
@@ -101,9 +111,12 @@ struct BenchReport: Codable {
         if let markdown {
             var text = "| measurement | mean ± σ | median | min … max | p95 | runs |\n|---|---|---|---|---|---|\n"
             for s in results {
-                text += "| \(s.label.trimmingCharacters(in: " ")) | \(Self.d(s.mean)) ± \(Self.d(s.stddev)) | \(Self.d(s.median)) | \(Self.d(s.min)) … \(Self.d(s.max)) | \(Self.d(s.p95)) | \(s.samples.count) |\n"
+                text +=
+                    "| \(s.label.trimmingCharacters(in: " ")) | \(Self.d(s.mean)) ± \(Self.d(s.stddev)) | \(Self.d(s.median)) | \(Self.d(s.min)) … \(Self.d(s.max)) | \(Self.d(s.p95)) | \(s.samples.count) |\n"
             }
-            if let speedup = speedupMedian { text += "\nHot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median).\n" }
+            if let speedup = speedupMedian {
+                text += "\nHot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median).\n"
+            }
             try write(markdown, text)
         }
     }

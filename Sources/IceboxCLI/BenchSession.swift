@@ -93,7 +93,8 @@ struct BenchSession {
             if ready { return }
             if Clock.monotonicNanos() >= deadline {
                 throw IceboxError(
-                    .failure, "\(options.name) was not ready (\(options.ready)) within \(DurationText.format(options.readyTimeoutNanos)) of its \(what)",
+                    .failure,
+                    "\(options.name) was not ready (\(options.ready)) within \(DurationText.format(options.readyTimeoutNanos)) of its \(what)",
                     hint: "check the readiness probe, or raise --ready-timeout")
             }
             try pause(backoff)

@@ -63,7 +63,8 @@ enum LaunchArguments {
         }
         if let r = args.value("ready") {
             guard let mode = ReadyMode.parse(r) else {
-                throw IceboxError(.usage, "invalid --ready '\(r)'", hint: "use exec, notify, tcp:PORT, http:http://127.0.0.1:PORT/ or cmd:'PROBE'")
+                throw IceboxError(
+                    .usage, "invalid --ready '\(r)'", hint: "use exec, notify, tcp:PORT, http:http://127.0.0.1:PORT/ or cmd:'PROBE'")
             }
             o.ready = mode
         }

@@ -190,7 +190,8 @@ public final class Daemon {
             if let d = app.killDeadline, d <= now { killAfterTimeout(app) }
             if let d = app.resumeReadyDeadline, d <= now {
                 app.resumeReadyDeadline = nil
-                let line = "icebox: \(app.name) did not say READY=1 within \(DurationText.format(app.record.options.readyTimeoutNanos)) of its resume"
+                let line =
+                    "icebox: \(app.name) did not say READY=1 within \(DurationText.format(app.record.options.readyTimeoutNanos)) of its resume"
                 for id in app.resumeWaiters { settle(id, app: app.name, line: line, failed: .failure) }
                 app.resumeWaiters = []
             }

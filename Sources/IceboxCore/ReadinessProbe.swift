@@ -34,7 +34,8 @@ final class ReadinessProbe {
             // rather than inside the daemon's loop; a command probe runs under /bin/sh.
             var req: SpawnRequest
             if case .http(let url) = mode {
-                req = SpawnRequest(executable: Self.selfExecutable, arguments: ["icebox", "probe", "http:" + url], environment: environment)
+                req = SpawnRequest(
+                    executable: Self.selfExecutable, arguments: ["icebox", "probe", "http:" + url], environment: environment)
             } else if case .command(let text) = mode {
                 req = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
             } else {

@@ -46,7 +46,8 @@ public struct Summary: Codable, Sendable, Equatable {
     /// exceeds 3.5: far enough from the rest that something else was going on.
     static func outlierCount(_ values: [Double], median: Double) -> Int {
         let deviations = values.map { abs($0 - median) }.sorted()
-        let mad = deviations.count % 2 == 1
+        let mad =
+            deviations.count % 2 == 1
             ? deviations[deviations.count / 2]
             : (deviations[deviations.count / 2 - 1] + deviations[deviations.count / 2]) / 2
         guard mad > 0 else { return 0 }
