@@ -13,7 +13,7 @@ public enum IceboxMain {
     static var commands: [any IceboxCommand.Type] {
         [
             RunCommand.self, LaunchCommand.self,
-            SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self,
+            SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self, RelaunchCommand.self,
             PsCommand.self, LogCommand.self, LogsCommand.self,
             BenchCommand.self, FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self, ProbeCommand.self,
         ]

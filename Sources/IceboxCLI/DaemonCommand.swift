@@ -5,11 +5,12 @@ import IceboxSystem
 /// icebox daemon: the supervisor, normally started on demand.
 enum DaemonCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "daemon", usage: "icebox daemon [--foreground] [--stop] [--cgroup-root PATH]",
+        name: "daemon", usage: "icebox daemon [--foreground] [--stop [--terminate-apps]] [--cgroup-root PATH]",
         summary: "run the supervisor (normally started on demand; exits when it has no apps)",
         options: [
             OptionSpec(name: "foreground", value: nil, help: "stay in the foreground (logs to stderr)"),
-            OptionSpec(name: "stop", value: nil, help: "terminate every app gracefully and stop the running daemon"),
+            OptionSpec(name: "stop", value: nil, help: "stop the running daemon; apps stay as they are, for the next daemon"),
+            OptionSpec(name: "terminate-apps", value: nil, help: "with --stop: first terminate every app gracefully"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (or ICEBOX_CGROUP_ROOT)"),
         ])
 
@@ -17,7 +18,9 @@ enum DaemonCommand: IceboxCommand {
         let env = ProcessEnvironment.dictionary
         if args.flag("stop") {
             var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: nil)
-            do { return try client.perform(ControlRequest(command: "stop")) } catch  where error.code == .unavailable {
+            var request = ControlRequest(command: "stop")
+            request.terminateApps = args.flag("terminate-apps")
+            do { return try client.perform(request) } catch  where error.code == .unavailable {
                 Output.out("no icebox daemon is running for \(client.paths.runtimeDir)")
                 return 0
             }

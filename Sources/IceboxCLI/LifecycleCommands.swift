@@ -70,3 +70,15 @@ enum EvictCommand: IceboxCommand {
         options: LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("evict", args, spec: spec) }
 }
+
+enum RelaunchCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "relaunch", usage: "icebox relaunch NAME",
+        summary: "start an ended app again with its last command line and options (detached)",
+        options: LifecycleRequest.common,
+        details: "The app gets ICEBOX_LAUNCH_REASON=restore if it was evicted or killed while suspended, else fresh.")
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        if args.positionals.count != 1 { throw ArgumentParser.usage("relaunch takes exactly one app name", spec) }
+        return try LifecycleRequest.send("relaunch", args, spec: spec)
+    }
+}

@@ -9,11 +9,20 @@ enum PsCommand: IceboxCommand {
         options: [
             OptionSpec(name: "json", value: nil, help: "one JSON array (durations in integer nanoseconds)"),
             OptionSpec(name: "all", value: nil, help: "include ended apps with their exit status or eviction"),
+            OptionSpec(name: "no-autostart", value: nil, help: "never start a daemon (to re-adopt apps a stopped one left)"),
+            OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
         ])
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        // ps never starts a daemon: with none running, the registry says what ended.
-        var client = DaemonClient(environment: ProcessEnvironment.dictionary, autostartFlagOff: true, cgroupRoot: nil)
+        // ps starts a daemon only when the registry says apps were left running (after a
+        // daemon crash or --stop): that daemon re-adopts them, so ps shows their true state.
+        // Otherwise the registry alone says what ended.
+        let env = ProcessEnvironment.dictionary
+        let paths = IceboxPaths.fromEnvironment(env)
+        let saved = (try? FileIO.read(paths.registry)).flatMap { JSONLines.decode(Registry.self, $0) }
+        let liveLeft = saved?.apps.contains { !$0.state.isEnded } ?? false
+        var client = DaemonClient(
+            environment: env, autostartFlagOff: !liveLeft || args.flag("no-autostart"), cgroupRoot: args.value("cgroup-root"))
         var records: [AppRecord] = []
         var request = ControlRequest(command: "ps")
         request.all = args.flag("all")
@@ -21,11 +30,7 @@ enum PsCommand: IceboxCommand {
             let code = try client.perform(request) { records = $0 }
             if code != 0 { return code }
         } catch  where error.code == .unavailable {
-            if args.flag("all"), let text = try? FileIO.read(client.paths.registry),
-                let registry = JSONLines.decode(Registry.self, text)
-            {
-                records = registry.apps
-            }
+            if args.flag("all") || liveLeft, let registry = saved { records = registry.apps }
         }
         if args.flag("json") {
             Output.out(JSONLines.encode(records))

@@ -20,6 +20,10 @@ public struct AppRecord: Codable, Sendable {
     public var ending: String?  // "exited with status 0", "killed by SIGKILL", ...
     public var memoryBytes: UInt64?  // filled in by ps
     public var killedWhileSuspended = false  // ended by a kill while frozen: its state should be restored
+    public var launchStartNanos: UInt64 = 0  // monotonic: when it was launched
+    public var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
+    public var graceDeadlineNanos: UInt64?
+    public var graceCapNanos: UInt64?
 }
 
 /// The registry file: every app the daemon knows, written atomically on each change.

@@ -79,4 +79,5 @@ public struct Cgroup1Freezer: Freezer {
     }
 
     public func isFrozen() -> Bool { (try? state()) == "FROZEN" }
+    public func freezeStarted() -> Bool { ((try? state()) ?? "THAWED") != "THAWED" }
 }

@@ -35,4 +35,5 @@ public struct Cgroup2Freezer: Freezer {
     }
 
     public func isFrozen() -> Bool { (try? cgroup.events().frozen) ?? false }
+    public func freezeStarted() -> Bool { cgroup.freezeRequested() }
 }

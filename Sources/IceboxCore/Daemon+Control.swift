@@ -141,14 +141,39 @@ extension Daemon {
             send(fd, reply)
             finish(fd, .success)
         case "stop":
-            // Until apps can be re-adopted by the next daemon, stopping means ending them
-            // gracefully: nothing is left running unsupervised.
             // The reply comes last, once the daemon has written everything it will write, so a
             // caller may remove the state directory as soon as `icebox daemon --stop` returns.
-            stopping = true
             stopRequesters.append(fd)
-            if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
-            for app in apps.values { beginTerminate(app, timeoutNanos: request.timeoutNanos ?? 10_000_000_000, waiter: nil) }
+            if request.terminateApps {
+                if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
+                stopAll(timeoutNanos: request.timeoutNanos ?? 10_000_000_000)
+            } else {
+                leaveAppsAndStop()
+                let n = apps.count
+                send(
+                    fd,
+                    ControlReply(
+                        kind: .line, text: "daemon stopping; \(n) app\(n == 1 ? "" : "s") left as they are, for the next daemon to re-adopt"
+                    ))
+            }
+        case "relaunch":
+            // An ended app again, with its last command line and options (detached).
+            guard request.names.count == 1, let name = request.names.first else {
+                return fail(fd, IceboxError(.usage, "relaunch takes exactly one app name"))
+            }
+            if let live = apps[name] {
+                return fail(
+                    fd,
+                    IceboxError(
+                        .failure, "\(name) is running (pid \(live.pid), \(live.record.state.rawValue))", hint: "terminate or evict it first"
+                    ))
+            }
+            guard var options = ended[name]?.options else {
+                return fail(fd, IceboxError(.failure, "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
+            }
+            options.attached = false
+            options.nameIsDefault = false
+            launch(options, stdio: [], client: fd)
         case "suspend", "resume", "terminate", "evict", "switch":
             perform(request, client: fd)
         default:

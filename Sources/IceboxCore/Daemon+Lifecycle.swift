@@ -47,6 +47,7 @@ extension Daemon {
                 let text = "\(Signals.name(of: sig)) sent (\(why)); grace \(DurationText.format(app.record.options.graceNanos))"
                 log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: text))
                 tellSuspendWaiters(app, "\(app.name)  \(from.rawValue) → background  \(text)")
+                saveRegistry()  // the grace deadline survives a daemon crash
             } else {
                 let why =
                     app.record.options.backgroundSignal == "none"
@@ -221,7 +222,16 @@ extension Daemon {
     /// The main process exited: reap it, kill what is left of the app, remove its cgroups
     /// and socket, record how it ended, and tell whoever waits.
     func appExited(_ app: LiveApp) {
-        guard let termination = try? app.handle.reapIfExited() else { return }
+        let termination: Termination?
+        if app.adopted {
+            // Not our child (re-adopted after a daemon restart): the pidfd says it ended, not how.
+            guard app.hasExited() else { return }
+            termination = app.evicting ? .signaled(SIGKILL) : nil
+        } else {
+            guard let reaped = try? app.handle.reapIfExited() else { return }
+            termination = reaped
+        }
+        let how = termination?.description ?? "ended (exit status unknown: re-adopted after a daemon restart)"
         let now = Clock.monotonicNanos()
         unwatch(app.handle.pidfd)
         unwatch(app.notifyFD)
@@ -260,17 +270,17 @@ extension Daemon {
         let from = app.record.state
         let final: AppState = app.evicting ? .evicted : app.terminating ? .terminated : .exited
         app.setState(final, now: now)
-        app.record.exitStatus = termination.shellStatus
-        app.record.ending = termination.description
+        app.record.exitStatus = termination?.shellStatus
+        app.record.ending = how
         app.record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
         var detail: String
         switch final {
         case .evicted:
-            detail = "evicted without notice: killed and reaped in \(DurationText.format(now - app.endStart)); \(termination)"
+            detail = "evicted without notice: killed and reaped in \(DurationText.format(now - app.endStart)); \(how)"
         case .terminated:
-            detail = "terminated in \(DurationText.format(now - app.endStart)); \(termination)"
+            detail = "terminated in \(DurationText.format(now - app.endStart)); \(how)"
         default:
-            detail = "\(termination) after \(DurationText.format(now - app.launchStart))"
+            detail = "\(how) after \(DurationText.format(now - app.launchStart))"
         }
         if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
         if !cleanupProblems.isEmpty { detail += "; cleanup: " + cleanupProblems.joined(separator: "; ") }
@@ -283,15 +293,15 @@ extension Daemon {
         for id in app.endWaiters { settle(id, app: app.name, line: line) }
         for fd in stopRequesters { send(fd, ControlReply(kind: .line, text: line)) }
         for id in app.suspendWaiters {
-            settle(id, app: app.name, line: "icebox: \(app.name) ended before it was frozen: \(termination)", failed: .failure)
+            settle(id, app: app.name, line: "icebox: \(app.name) ended before it was frozen: \(how)", failed: .failure)
         }
         for id in app.launchWaiters + app.resumeWaiters {
-            settle(id, app: app.name, line: "icebox: \(app.name) ended before it was ready: \(termination)", failed: .failure)
+            settle(id, app: app.name, line: "icebox: \(app.name) ended before it was ready: \(how)", failed: .failure)
         }
         app.resumeWaiters = []
         app.endWaiters = []; app.suspendWaiters = []; app.launchWaiters = []
         if let fd = app.attachedClient {
-            send(fd, ControlReply(kind: .exit, code: termination.shellStatus))
+            send(fd, ControlReply(kind: .exit, code: termination?.shellStatus ?? 1))
             app.attachedClient = nil
             clientGone(fd)
         }

@@ -32,6 +32,7 @@ extension Daemon {
             let wanted = max(deadline, now.addingReportingOverflow(extra).overflow ? .max : now + extra)
             app.graceDeadline = min(wanted, app.graceCap)
             app.graceExtensions += 1
+            saveRegistry()
             let capped = wanted > app.graceCap ? " (capped by --max-grace)" : ""
             log(
                 Event(

@@ -63,6 +63,8 @@ public final class Daemon {
     var nextWaiter = 1
     var idleSince: UInt64?
     var stopping = false
+    /// Stopping without ending the apps (daemon --stop without --terminate-apps, SIGTERM).
+    var leavingApps = false
     /// Clients of `icebox daemon --stop`: answered last, after the daemon's final write.
     var stopRequesters: [Int32] = []
 
@@ -138,6 +140,7 @@ public final class Daemon {
     }
 
     func shouldExit(now: UInt64) -> Bool {
+        if stopping && leavingApps { return true }
         guard apps.isEmpty, clients.keys.allSatisfy(stopRequesters.contains) else {
             idleSince = nil
             return false
@@ -203,11 +206,13 @@ public final class Daemon {
             if sig == SIGCHLD {
                 reapChildren()
             } else {
+                // As `icebox daemon --stop`: the apps stay as they are, running or frozen, and
+                // the next daemon re-adopts them.
                 log(
                     Event(
                         app: "-", pid: getpid(), kind: "daemon",
-                        detail: "\(Signals.name(of: sig)) received: terminating every app, then stopping"))
-                stopAll(timeoutNanos: 10_000_000_000)
+                        detail: "\(Signals.name(of: sig)) received: stopping; apps left as they are"))
+                leaveAppsAndStop()
             }
         }
     }
@@ -218,15 +223,8 @@ public final class Daemon {
         while let pid = Reaper.peekExitedChild() {
             if let app = apps.values.first(where: { $0.pid == pid }) {
                 appExited(app)
-            } else if apps.values.contains(where: { app in
-                if case .running(let h)? = app.probe?.attempt { return h.pid == pid }
-                return false
-            }) {
-                if let app = apps.values.first(where: {
-                    if case .running(let h)? = $0.probe?.attempt { return h.pid == pid }; return false
-                }) {
-                    probeAnswered(app)
-                }
+            } else if let app = apps.values.first(where: { $0.probe?.childPID == pid }) {
+                probeAnswered(app)
             } else {
                 Reaper.reap(pid: pid)
             }
@@ -237,6 +235,25 @@ public final class Daemon {
     func stopAll(timeoutNanos: UInt64) {
         stopping = true
         for app in apps.values { beginTerminate(app, timeoutNanos: timeoutNanos, waiter: nil) }
+    }
+
+    /// Stops without touching the apps: each stays running or frozen, its cgroup and its
+    /// registry entry in place, for the next daemon to re-adopt. A grace period under way
+    /// is recorded with its deadline and finished by that daemon.
+    func leaveAppsAndStop() {
+        stopping = true
+        leavingApps = true
+        for app in apps.values {
+            app.probe?.cancel()
+            if let fd = app.attachedClient {
+                send(
+                    fd,
+                    ControlReply(
+                        kind: .warning,
+                        text: "icebox: the daemon stopped; \(app.name) keeps running (icebox ps shows it once a daemon runs again)"))
+            }
+        }
+        saveRegistry()
     }
 
     // MARK: Events and registry
@@ -252,27 +269,20 @@ public final class Daemon {
 
     func saveRegistry() {
         var all = Array(ended.values)
-        all.append(contentsOf: apps.values.map(\.record))
+        all.append(contentsOf: apps.values.map(\.persistentRecord))
         all.sort { $0.launchedWall < $1.launchedWall }
         try? FileIO.writeAtomically(config.paths.registry, JSONLines.encode(Registry(apps: all)))
     }
 
+    /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and
+    /// relaunch; apps that were live are re-adopted if they still run (see Daemon+Adoption).
     func loadRegistry() {
         guard let text = try? FileIO.read(config.paths.registry),
             let registry = JSONLines.decode(Registry.self, text)
         else { return }
-        for var record in registry.apps {
-            if !record.state.isEnded {
-                // A previous daemon died while this app ran. Re-adopting it is not done yet:
-                // record what can be known, and say so.
-                let alive = ProcFS.stat(pid: record.pid).map { $0.startTimeTicks == record.startTicks } ?? false
-                record.state = .exited
-                record.ending =
-                    alive
-                    ? "left running by a daemon that stopped (pid \(record.pid) not re-adopted)"
-                    : "ended while no daemon ran"
-            }
-            ended[record.name] = record
+        for record in registry.apps {
+            if record.state.isEnded { ended[record.name] = record } else { adopt(record) }
         }
+        saveRegistry()
     }
 }

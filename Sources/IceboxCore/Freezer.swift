@@ -75,6 +75,9 @@ public protocol Freezer: Sendable {
     func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport
     /// Whether the processes are frozen now (read from the kernel, not remembered).
     func isFrozen() -> Bool
+    /// Whether a freeze was asked for and has not been undone, confirmed or not (for a
+    /// daemon that takes over after a crash in the middle of one).
+    func freezeStarted() -> Bool
 }
 
 /// Runs a system step inside a freeze or thaw, reporting its failure as a FreezeFailure.

@@ -1,3 +1,4 @@
+import CIceboxShim
 import Glibc
 import IceboxSystem
 
@@ -30,6 +31,8 @@ final class LiveApp {
     var endStart: UInt64 = 0
     var probe: ReadinessProbe?
     var spawnEvent: Event?
+    /// Re-adopted after a daemon restart: not our child, so its exit status cannot be read.
+    var adopted = false
     /// When the last thaw completed, until the app says READY=1 again (resume → ready).
     var resumedAt: UInt64?
 
@@ -64,6 +67,9 @@ final class LiveApp {
     }
 
     var name: String { record.name }
+
+    /// Whether the process has exited (its pidfd reads as ready), child or not.
+    func hasExited() -> Bool { icebox_poll_ns(handle.pidfd, Int16(POLLIN), 0) > 0 }
     var pid: pid_t { handle.pid }
 
     /// Every process of the app: its v2 cgroup where it has one, else its session (the app
@@ -93,6 +99,17 @@ final class LiveApp {
         record.state = state
         record.sinceMonotonicNanos = now
         record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+    }
+
+    /// The record with the deadlines under way, so a daemon that takes over after a crash
+    /// can finish them (monotonic times survive a daemon restart: the clock is the kernel's).
+    var persistentRecord: AppRecord {
+        var r = record
+        r.launchStartNanos = launchStart
+        r.graceStartNanos = record.state == .background ? graceStart : nil
+        r.graceDeadlineNanos = record.state == .background ? graceDeadline : nil
+        r.graceCapNanos = record.state == .background ? graceCap : nil
+        return r
     }
 
     /// The earliest deadline this app has armed.

@@ -94,6 +94,12 @@ final class ReadinessProbe {
         attempt = .idle
     }
 
+    /// The pid of a probe command running now (for the daemon's SIGCHLD handling).
+    var childPID: pid_t? {
+        if case .running(let h) = attempt { return h.pid }
+        return nil
+    }
+
     var watchedFD: Int32? {
         switch attempt {
         case .connecting(let fd): return fd

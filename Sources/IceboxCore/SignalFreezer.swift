@@ -83,6 +83,11 @@ public struct SignalFreezer: Freezer {
             }
     }
 
+    /// Any process stopped: a SIGSTOP round was under way.
+    public func freezeStarted() -> Bool {
+        members().contains { pid in Self.stoppedState(ProcFS.stat(pid: pid)?.state ?? " ") }
+    }
+
     /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links.
     public static func processTree(root: pid_t) -> [pid_t] {
         let all = ((try? FileIO.list("/proc")) ?? []).compactMap { pid_t($0) }

@@ -102,7 +102,7 @@ struct ErrorTests {
         #expect(text.contains(box.cgroupRoot))
         _ = try? Process.run(
             URL(fileURLWithPath: "/usr/bin/setpriv"),
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "daemon", "--stop"])
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "daemon", "--stop", "--terminate-apps"])
     }
 
     @Test("two daemons side by side, each with its own app of the same name")

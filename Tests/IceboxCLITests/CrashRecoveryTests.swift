@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// The daemon dies (SIGKILL) at awkward moments; the next one, started on demand, re-adopts
+/// every app and shows the truth. Nothing is left half-frozen.
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct CrashRecoveryTests {
+    func daemonPID(_ box: Sandbox) throws -> pid_t {
+        let text = try String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)
+        return try #require(pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    /// SIGKILLs the daemon and waits (through a pidfd) until it is gone.
+    func killDaemon(_ box: Sandbox) throws {
+        let pid = try daemonPID(box)
+        let handle = try ProcessHandle(adopting: pid)
+        kill(pid, SIGKILL)
+        var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&pfd, 1, 5000) == 1, "the daemon did not die")
+    }
+
+    @Test("running and frozen apps are re-adopted with their true state", arguments: ["cgroup2", "cgroup1", "signal"])
+    func readopt(backend: String) throws {
+        let box = Sandbox("readopt\(backend)")
+        defer { box.close() }
+        let app = box.pythonApp()
+        _ = try box.icebox(["launch", "--backend", backend, "--ready", "notify", "awake", "--", "python3", app])
+        _ = try box.icebox(["launch", "--backend", backend, "--ready", "notify", "asleep", "--", "python3", app])
+        _ = try box.icebox(["suspend", "asleep"])
+        let before = try box.apps()
+        try killDaemon(box)
+        // ps starts a new daemon, which re-adopts both.
+        let after = try box.apps()
+        #expect(after["awake"]?.state == .active)
+        #expect(after["asleep"]?.state == .suspended)
+        #expect(after["awake"]?.pid == before["awake"]?.pid)
+        #expect(box.events("asleep").contains { $0.kind == "adopt" })
+        // And they are controllable again, including their notify sockets.
+        let r = try box.icebox(["resume", "asleep"])
+        #expect(r.status == 0, "\(r.output)")
+        let s = try box.icebox(["suspend", "awake"])
+        #expect(s.status == 0, "\(s.output)")
+        #expect(s.stdout.contains("READY=1"), "the re-bound notify socket must carry READY=1: \(s.stdout)")
+        // An adopted app is not our child: its end is still seen, without a status.
+        let e = try box.icebox(["evict", "asleep"])
+        #expect(e.status == 0, "\(e.output)")
+        #expect(try box.apps()["asleep"]?.state == .evicted)
+    }
+
+    @Test("a grace period under way runs to its deadline under the next daemon")
+    func crashDuringGrace() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(onNotice: "pass")
+        _ = try box.icebox(["launch", "--ready", "notify", "--grace", "1500ms", "slow", "--", "python3", app])
+        let sandbox = box
+        Thread { _ = try? sandbox.icebox(["suspend", "slow"]) }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while (try? box.apps()["slow"]?.state) != .background && Date() < deadline { usleep(10_000) }
+        try killDaemon(box)
+        #expect(try box.apps()["slow"]?.state == .background, "re-adopted in its grace period")
+        let until = Date().addingTimeInterval(10)
+        while (try? box.apps()["slow"]?.state) != .suspended && Date() < until { usleep(50_000) }
+        let record = try #require(try box.apps()["slow"])
+        #expect(record.state == .suspended)
+        #expect(Kernel.cgroupFrozen(try #require(record.cgroup)))
+    }
+
+    @Test("a freeze half done when the daemon died is completed")
+    func crashMidFreeze() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(onNotice: "pass")
+        _ = try box.icebox(["launch", "--ready", "notify", "--grace", "30s", "half", "--", "python3", app])
+        let sandbox = box
+        Thread { _ = try? sandbox.icebox(["suspend", "half"]) }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while (try? box.apps()["half"]?.state) != .background && Date() < deadline { usleep(10_000) }
+        let cgroup = try #require(try box.apps()["half"]?.cgroup)
+        try killDaemon(box)
+        // The dead daemon had written cgroup.freeze but not yet seen it confirmed.
+        try "1".write(toFile: cgroup + "/cgroup.freeze", atomically: false, encoding: .utf8)
+        let record = try #require(try box.apps()["half"])
+        #expect(record.state == .suspended)
+        #expect(Kernel.cgroupFrozen(cgroup))
+        // The kernel may have finished the freeze before the new daemon looked; either way
+        // the new daemon confirmed it and did not roll it back.
+        #expect(
+            box.events("half").contains {
+                $0.kind == "adopt" && ($0.detail.contains("freeze under way was completed") || $0.detail.contains("frozen (confirmed)"))
+            })
+    }
+
+    @Test("an app that ended while no daemon ran is recorded, its cgroup removed; a suspended one restores")
+    func endedWhileAway() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp()
+        _ = try box.icebox(["launch", "--ready", "notify", "gone", "--", "python3", app])
+        _ = try box.icebox(["suspend", "gone"])
+        let record = try #require(try box.apps()["gone"])
+        try killDaemon(box)
+        kill(record.pid, SIGKILL)  // frozen in cgroup v2: SIGKILL still works
+        let deadline = Date().addingTimeInterval(5)
+        while Kernel.alive(record.pid) && Date() < deadline { usleep(5_000) }
+        let after = try #require(try box.apps()["gone"])
+        #expect(after.state == .exited)
+        #expect(after.ending?.contains("ended while no daemon ran") == true)
+        #expect(!FileManager.default.fileExists(atPath: try #require(record.cgroup)))
+        // Killed while suspended: the next launch is a restore.
+        let relaunch = try box.icebox(["relaunch", "gone"])
+        #expect(relaunch.status == 0, "\(relaunch.output)")
+        let pid = try #require(try box.apps()["gone"]?.pid)
+        let env = try String(contentsOfFile: "/proc/\(pid)/environ", encoding: .utf8)
+        #expect(env.contains("ICEBOX_LAUNCH_REASON=restore"))
+    }
+
+    @Test("daemon --stop leaves apps as they are for the next daemon; --terminate-apps ends them")
+    func stopModes() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "keep", "--", "sleep", "1000"])
+        _ = try box.icebox(["suspend", "keep"])
+        let pid = try #require(try box.apps()["keep"]?.pid)
+        let stop = try box.icebox(["daemon", "--stop"])
+        #expect(stop.status == 0)
+        #expect(stop.stdout.contains("left as they are"))
+        #expect(Kernel.alive(pid))
+        #expect(try box.apps()["keep"]?.state == .suspended)  // a new daemon re-adopted it
+        let end = try box.icebox(["daemon", "--stop", "--terminate-apps"])
+        #expect(end.status == 0)
+        #expect(!Kernel.alive(pid))
+        #expect(try box.apps()["keep"]?.state == .terminated)
+    }
+}
