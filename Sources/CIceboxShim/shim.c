@@ -143,7 +143,7 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
     if (pipe2(err_pipe, O_CLOEXEC) < 0) return -1;
     // The child waits on the go pipe until the parent has moved it into a v1 cgroup (or, on
     // the fallback path, its v2 cgroup), so the program never runs outside them.
-    if (req->v1_procs_fd >= 0 || req->cgroup_procs_fd >= 0) {
+    if (req->v1_procs_fd >= 0 || req->v1_memory_procs_fd >= 0 || req->cgroup_procs_fd >= 0) {
         if (pipe2(go_pipe, O_CLOEXEC) < 0) return close_pair_and_fail(err_pipe, go_pipe);
     }
 
@@ -184,6 +184,7 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
         if (method != ICEBOX_SPAWN_CLONE3_INTO_CGROUP && req->cgroup_procs_fd >= 0)
             move_errno = write_pid(req->cgroup_procs_fd, pid);
         if (!move_errno && req->v1_procs_fd >= 0) move_errno = write_pid(req->v1_procs_fd, pid);
+        if (!move_errno && req->v1_memory_procs_fd >= 0) move_errno = write_pid(req->v1_memory_procs_fd, pid);
         if (move_errno) {
             kill(pid, SIGKILL);
             close(go_pipe[1]);
@@ -347,3 +348,11 @@ int icebox_poll_ns(int fd, short events, uint64_t timeout_ns) {
 }
 
 int icebox_pipe_cloexec(int *fds) { return pipe2(fds, O_CLOEXEC); }
+
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+
+ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice) {
+    return (ssize_t)syscall(SYS_process_madvise, pidfd, iov, n, advice, 0U);
+}

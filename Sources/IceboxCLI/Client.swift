@@ -92,7 +92,9 @@ struct DaemonClient {
     }
 
     /// Sends a request and prints the replies until `done`. Returns the exit code.
-    mutating func perform(_ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil) throws(IceboxError) -> Int32 {
+    mutating func perform(
+        _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil
+    ) throws(IceboxError) -> Int32 {
         let fd = try connect()
         defer { close(fd) }
         try send(request, on: fd)
@@ -102,7 +104,8 @@ struct DaemonClient {
             case .line: if let t = reply.text { Output.out(t) }
             case .warning: if let t = reply.text { Output.err(t) }
             case .event: if let e = reply.event { Output.err(e.humanLine) }
-            case .data: onData?(reply.apps ?? [])
+            case .data:
+                if let policy = reply.policy { onPolicy?(policy) } else { onData?(reply.apps ?? []) }
             case .done, .exit: return reply.code ?? 1
             }
         }

@@ -12,7 +12,9 @@ enum DaemonCommand: IceboxCommand {
             OptionSpec(name: "stop", value: nil, help: "stop the running daemon; apps stay as they are, for the next daemon"),
             OptionSpec(name: "terminate-apps", value: nil, help: "with --stop: first terminate every app gracefully"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (or ICEBOX_CGROUP_ROOT)"),
-        ])
+        ] + PolicyOptions.options,
+        details:
+            "The policy settings apply on top of the last policy (kept in the state directory); change them later with icebox policy set.")
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let env = ProcessEnvironment.dictionary
@@ -26,18 +28,28 @@ enum DaemonCommand: IceboxCommand {
             }
         }
         let cgroupRoot = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+        let settings = try PolicyOptions.settings(args)
         if !args.flag("foreground") {
             var client = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: cgroupRoot)
             if let fd = try? UnixSocket.connect(path: client.paths.controlSocket) {
                 close(fd)
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
-                return 0
+                if settings.isEmpty { return 0 }
+                // Its policy changes as icebox policy set would change it.
+                var request = ControlRequest(command: "policy-set")
+                request.settings = settings
+                return try client.perform(request)
             }
+            // The daemon started below reads the policy from the state directory.
+            try client.paths.prepare()
+            try savePolicy(settings, in: client.paths)
             try client.startDaemon()
             Output.out("icebox daemon started for \(client.paths.runtimeDir) (log: \(client.paths.daemonLog))")
             return 0
         }
         var config = Daemon.Configuration(paths: IceboxPaths.fromEnvironment(env), cgroupRootOverride: cgroupRoot)
+        try config.paths.prepare()
+        try savePolicy(settings, in: config.paths)
         if let text = env["ICEBOX_READY_FD"], let fd = Int32(text) {
             config.readyFD = fd
             unsetenv("ICEBOX_READY_FD")
@@ -47,5 +59,14 @@ enum DaemonCommand: IceboxCommand {
             Output.err("icebox: another daemon already serves \(config.paths.runtimeDir)")
         }
         return 0
+    }
+
+    /// Applies the settings on top of the last policy (policy.json), which the daemon loads.
+    static func savePolicy(_ settings: [[String]], in paths: IceboxPaths) throws(IceboxError) {
+        if settings.isEmpty { return }
+        let file = paths.stateDir + "/policy.json"
+        var policy = (try? FileIO.read(file)).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
+        for pair in settings { try policy.set(pair[0], pair[1]) }
+        do { try FileIO.writeAtomically(file, JSONLines.encode(policy)) } catch { throw IceboxError("save the policy", error) }
     }
 }

@@ -82,6 +82,19 @@ enum DoctorCommand: IceboxCommand {
             let has = Capabilities.hasEffective(cap) ?? false
             f.append(Finding(check: cap, ok: has, detail: has ? "present" : "missing: disables \(disables)"))
         }
+        let paths = IceboxPaths.fromEnvironment(env)
+        let policy =
+            (try? FileIO.read(paths.stateDir + "/policy.json")).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
+        for line in policy.lines {
+            let key = String(line.prefix(19)).trimmingTrailingSpaces()
+            f.append(Finding(check: "policy: " + key, ok: true, detail: String(line.dropFirst(19))))
+        }
+        f.append(
+            Finding(
+                check: "memory accounting", ok: true,
+                detail: facts.cgroupRoot.map { FileIO.exists($0 + "/memory.current") } == true
+                    ? "memory.current (v2 memory controller)"
+                    : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
         let auto = (try? facts.resolve("auto"))?.rawValue ?? "none"
         f.append(Finding(check: "auto backend", ok: true, detail: auto))
         let report = Report(findings: f, autoBackend: auto, cgroupRoot: facts.cgroupRoot)

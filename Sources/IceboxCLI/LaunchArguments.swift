@@ -15,6 +15,8 @@ enum LaunchArguments {
         OptionSpec(name: "ready-timeout", value: "DUR", help: "give up (and terminate the app) after this (default 30s)"),
         OptionSpec(name: "cwd", value: "DIR", help: "working directory of the app (default: the current one)"),
         OptionSpec(name: "env", value: "KEY=VALUE", help: "set an environment variable for the app (repeatable)", repeatable: true),
+        OptionSpec(name: "priority", value: "low|normal|high|critical", help: "eviction band (default normal; critical is never evicted)"),
+        OptionSpec(name: "compact-after", value: "DUR", help: "compact this app that long after each freeze"),
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
         OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
     ]
@@ -79,6 +81,13 @@ enum LaunchArguments {
                 throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
             }
         }
+        if let p = args.value("priority") {
+            guard let band = PriorityBand(rawValue: p) else {
+                throw IceboxError(.usage, "invalid --priority '\(p)'", hint: "use low, normal, high or critical")
+            }
+            o.priority = band
+        }
+        if let c = args.value("compact-after") { o.compactAfterNanos = try ArgumentParser.duration(c, option: "compact-after", default: 0) }
         o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         o.extraEnvironment = args.all("env")
         return o

@@ -20,6 +20,9 @@ public struct AppRecord: Codable, Sendable {
     public var ending: String?  // "exited with status 0", "killed by SIGKILL", ...
     public var memoryBytes: UInt64?  // filled in by ps
     public var killedWhileSuspended = false  // ended by a kill while frozen: its state should be restored
+    public var memoryV1: String?  // the app's v1 memory cgroup (hybrid hosts), for its memory figure
+    public var memorySource: String?  // where memoryBytes came from: memory.current, memory.usage_in_bytes, smaps_rollup Pss
+    public var lastCompaction: String?  // what the last compaction reclaimed
     public var launchStartNanos: UInt64 = 0  // monotonic: when it was launched
     public var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
     public var graceDeadlineNanos: UInt64?

@@ -7,7 +7,9 @@ public struct ControlRequest: Codable, Sendable {
     public var timeoutNanos: UInt64?
     public var all = false
     public var terminateApps = false
-    public var waitReady = false  // resume: answer after the app's READY=1 (--ready notify)
+    public var waitReady = false
+    public var settings: [[String]] = []  // policy-set: [key, value] pairs, applied in order
+    public var mode: String?  // compact: pageout or cold  // resume: answer after the app's READY=1 (--ready notify)
 
     public init(command: String, names: [String] = []) {
         self.command = command
@@ -30,6 +32,7 @@ public struct ControlReply: Codable, Sendable {
     public var code: Int32?
     public var event: Event?
     public var apps: [AppRecord]?
+    public var policy: EvictionPolicy?
 
     public init(kind: Kind, text: String? = nil, code: Int32? = nil) {
         self.kind = kind

@@ -28,6 +28,7 @@ extension Daemon {
         }
         let app = LiveApp(record: record, handle: handle, cgroup: cgroup, freezerV1: freezerV1, notifyFD: notifyFD, notifyPath: notifyPath)
         app.adopted = true
+        app.memoryV1 = record.memoryV1.map { MemoryCgroupV1(path: $0) }
         app.launchStart = record.launchStartNanos
         do {
             try watch(handle.pidfd, .pidfd(app.name))
@@ -75,6 +76,7 @@ extension Daemon {
             try? FileIO.write(path + "/freezer.state", "THAWED")
             try? v1.remove()
         }
+        if let path = record.memoryV1 { try? MemoryCgroupV1(path: path).remove() }
         unlink(config.paths.notifySocket(record.name))
         record.killedWhileSuspended = saved.state == .suspended
         record.state = .exited

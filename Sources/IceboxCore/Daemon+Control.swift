@@ -133,7 +133,9 @@ extension Daemon {
             var reply = ControlReply(kind: .data)
             var records = apps.values.map { app -> AppRecord in
                 var r = app.record
-                r.memoryBytes = app.memoryBytes()
+                let memory = app.memory()
+                r.memoryBytes = memory.bytes
+                r.memorySource = memory.source.rawValue
                 return r
             }
             if request.all { records.append(contentsOf: ended.values.filter { apps[$0.name] == nil }) }
@@ -156,6 +158,80 @@ extension Daemon {
                         kind: .line, text: "daemon stopping; \(n) app\(n == 1 ? "" : "s") left as they are, for the next daemon to re-adopt"
                     ))
             }
+        case "policy":
+            var reply = ControlReply(kind: .data)
+            reply.policy = policy
+            send(fd, reply)
+            finish(fd, .success)
+        case "policy-set":
+            var changed = policy
+            do {
+                for pair in request.settings where pair.count == 2 { try changed.set(pair[0], pair[1]) }
+                let old = policy
+                policy = changed
+                do { try applyPolicy() } catch {
+                    policy = old
+                    try? applyPolicy()
+                    throw error
+                }
+            } catch let error as IceboxError {
+                return fail(fd, error)
+            } catch {
+                return fail(fd, IceboxError(.failure, "\(error)"))
+            }
+            try? FileIO.writeAtomically(policyFile, JSONLines.encode(policy))
+            log(
+                Event(
+                    app: "-", pid: getpid(), kind: "policy",
+                    detail: "policy changed: " + request.settings.map { $0.joined(separator: "=") }.joined(separator: ", ")))
+            var reply = ControlReply(kind: .data)
+            reply.policy = policy
+            send(fd, reply)
+            finish(fd, .success)
+            enforcePolicy()
+        case "compact":
+            guard !request.names.isEmpty else { return fail(fd, IceboxError(.usage, "compact needs at least one app name")) }
+            let mode = CompactionMode(rawValue: request.mode ?? policy.compactMode) ?? .pageout
+            var code = ExitCode.success
+            for name in request.names {
+                guard let app = apps[name] else {
+                    send(fd, ControlReply(kind: .warning, text: "icebox: no running app named '\(name)'"))
+                    code = .failure
+                    continue
+                }
+                guard app.record.state == .suspended else {
+                    send(
+                        fd,
+                        ControlReply(
+                            kind: .warning,
+                            text:
+                                "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) first)"
+                        ))
+                    code = .failure
+                    continue
+                }
+                switch compact(app, mode: mode) {
+                case .success(let r):
+                    let noSwap = SystemMemory.field("SwapTotal", meminfo: (try? FileIO.read("/proc/meminfo")) ?? "") == 0
+                    send(
+                        fd,
+                        ControlReply(
+                            kind: .line,
+                            text:
+                                "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): RSS \(SizeText.format(r.before.rss)) → \(SizeText.format(r.after.rss)), file \(SizeText.format(r.before.rssFile)) → \(SizeText.format(r.after.rssFile)), anon \(SizeText.format(r.before.rssAnon)) → \(SizeText.format(r.after.rssAnon))"
+                        ))
+                    if noSwap && mode == .pageout {
+                        send(
+                            fd,
+                            ControlReply(
+                                kind: .line, text: "\(name)  this host has no swap: anonymous pages stay resident, file-backed pages go"))
+                    }
+                case .failure(let e):
+                    send(fd, ControlReply(kind: .warning, text: "icebox: \(e)"))
+                    code = e.code
+                }
+            }
+            finish(fd, code)
         case "relaunch":
             // An ended app again, with its last command line and options (detached).
             guard request.names.count == 1, let name = request.names.first else {

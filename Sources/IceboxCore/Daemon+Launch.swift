@@ -97,6 +97,16 @@ extension Daemon {
                 cleanup.append { try? v1.remove() }
                 freezerV1 = v1
             }
+            // On hybrid hosts the app's memory is measured (and can be limited) through a v1
+            // memory cgroup of its own; a failure here only costs precision (Pss is the fallback).
+            var memoryV1: MemoryCgroupV1?
+            if let root = facts.memoryV1Root {
+                let mem = MemoryCgroupV1(path: root + "/" + options.name)
+                if (try? FileIO.makeDirectories(root)) != nil, (try? mem.create()) != nil {
+                    cleanup.append { try? mem.remove() }
+                    memoryV1 = mem
+                }
+            }
             // The app's own state directory survives eviction and relaunch (didEnterBackground
             // saves here).
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
@@ -137,6 +147,10 @@ extension Daemon {
                 opened.append(fd)
                 request.v1ProcsFD = fd
             }
+            if let memoryV1, let fd = try? memoryV1.openProcsForWriting() {
+                opened.append(fd)
+                request.v1MemoryProcsFD = fd
+            }
 
             let launchStart = Clock.monotonicNanos()
             let spawned: SpawnedProcess
@@ -158,10 +172,12 @@ extension Daemon {
                 launchedWall: wall, backend: backend, cgroup: cgroup?.path, freezerV1: freezerV1?.path)
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue
+            record.memoryV1 = memoryV1?.path
             let app = LiveApp(
                 record: record, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
                 notifyFD: notifyFD, notifyPath: notifyPath)
             app.launchStart = launchStart
+            app.memoryV1 = memoryV1
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
             app.spawnEvent = Event(
@@ -223,6 +239,7 @@ extension Daemon {
         for id in app.launchWaiters { settle(id, app: app.name, line: launchedLine(app)) }
         app.launchWaiters = []
         saveRegistry()
+        schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
     }
 
     func startProbe(_ app: LiveApp) {

@@ -18,20 +18,22 @@ extension Daemon {
         }
     }
 
-    func beginSuspend(_ app: LiveApp, waiter: Int) {
+    /// Sends the app to the background and on to Suspended. `grace` cuts the grace period
+    /// short (the policy does, for a victim not yet suspended).
+    func beginSuspend(_ app: LiveApp, waiter: Int?, grace: UInt64? = nil) {
         switch app.record.state {
         case .suspended:
-            settle(waiter, app: app.name, line: "\(app.name)  already suspended (nothing to do)")
+            settle(waiter ?? -1, app: app.name, line: "\(app.name)  already suspended (nothing to do)")
         case .background:
-            app.suspendWaiters.append(waiter)
+            if let waiter { app.suspendWaiters.append(waiter) }
         case .launching, .active:
             if app.terminating || app.evicting {
-                settle(waiter, app: app.name, line: "icebox: \(app.name) is being stopped; not suspending it", failed: .failure)
+                settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name) is being stopped; not suspending it", failed: .failure)
                 return
             }
             let from = app.record.state
             let now = Clock.monotonicNanos()
-            app.suspendWaiters.append(waiter)
+            if let waiter { app.suspendWaiters.append(waiter) }
             app.readyDeadline = nil
             app.graceStart = now
             app.graceExtensions = 0
@@ -42,7 +44,7 @@ extension Daemon {
                 } catch {
                     log(Event(app: app.name, pid: app.pid, kind: "error", detail: "background notice: \(error)"))
                 }
-                app.graceDeadline = now + app.record.options.graceNanos
+                app.graceDeadline = now + min(grace ?? .max, app.record.options.graceNanos)
                 app.graceCap = now + max(app.record.options.maxGraceNanos, app.record.options.graceNanos)
                 let text = "\(Signals.name(of: sig)) sent (\(why)); grace \(DurationText.format(app.record.options.graceNanos))"
                 log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: text))
@@ -58,7 +60,7 @@ extension Daemon {
                 endGrace(app, reason: "no notice")
             }
         default:
-            settle(waiter, app: app.name, line: "icebox: \(app.name) is not running", failed: .failure)
+            settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name) is not running", failed: .failure)
         }
     }
 
@@ -84,12 +86,18 @@ extension Daemon {
                     app: app.name, pid: app.pid, kind: "freeze", from: .background, to: .suspended,
                     durationNanos: report.durationNanos, detail: text))
             for id in app.suspendWaiters { settle(id, app: app.name, line: "\(app.name)  background → suspended  \(text)") }
+            app.suspendWaiters = []
+            saveRegistry()
+            afterFreeze(app)
+            return
         } catch {
             // The freezer rolled back: the app runs, and says so.
             app.setState(.active)
             let text = "freeze failed: \(error)"
             log(Event(app: app.name, pid: app.pid, kind: "error", from: .background, to: .active, detail: text))
             for id in app.suspendWaiters { settle(id, app: app.name, line: "icebox: \(app.name): \(text)", failed: .failure) }
+            // A policy victim goes even if it could not be frozen: killing needs no freeze.
+            if app.pendingEviction { evict(app, waiter: nil) }
         }
         app.suspendWaiters = []
         saveRegistry()
@@ -99,10 +107,10 @@ extension Daemon {
 
     /// Thaws the app. With `waitReady` (and `--ready notify`) the reply waits for the app's
     /// READY=1 after the thaw: the hot start as the app itself reports it.
-    func resume(_ app: LiveApp, waiter: Int, waitReady: Bool = false) {
+    func resume(_ app: LiveApp, waiter: Int?, waitReady: Bool = false) {
         switch app.record.state {
         case .active, .launching:
-            settle(waiter, app: app.name, line: "\(app.name)  already \(app.record.state.rawValue) (nothing to do)")
+            settle(waiter ?? -1, app: app.name, line: "\(app.name)  already \(app.record.state.rawValue) (nothing to do)")
         case .background:
             // Back before the grace ran out: withdraw the pending freeze.
             app.graceDeadline = nil
@@ -116,7 +124,7 @@ extension Daemon {
                 Event(
                     app: app.name, pid: app.pid, kind: "resume", from: .background, to: .active,
                     detail: "resumed during its grace period; not frozen\(fg)"))
-            settle(waiter, app: app.name, line: "\(app.name)  background → active  resumed during its grace period\(fg)")
+            settle(waiter ?? -1, app: app.name, line: "\(app.name)  background → active  resumed during its grace period\(fg)")
             saveRegistry()
         case .suspended:
             let start = Clock.monotonicNanos()
@@ -126,26 +134,28 @@ extension Daemon {
                 app.record.lastThawNanos = report.durationNanos
                 app.setState(.active)
                 let fg = sendForegroundSignal(app)
-                let text = "thawed in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue))\(fg)"
+                let compacted = app.compactedWhileSuspended ? "; first resume after a compaction" : ""
+                app.compactedWhileSuspended = false
+                let text = "thawed in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue))\(fg)\(compacted)"
                 log(
                     Event(
                         app: app.name, pid: app.pid, kind: "thaw", from: .suspended, to: .active, durationNanos: report.durationNanos,
                         detail: text))
                 if waitReady, case .notify = app.record.options.ready {
-                    self.report(waiter, line: "\(app.name)  suspended → active  \(text)")
-                    app.resumeWaiters.append(waiter)
+                    self.report(waiter ?? -1, line: "\(app.name)  suspended → active  \(text)")
+                    if let waiter { app.resumeWaiters.append(waiter) }
                     app.resumeReadyDeadline = start + app.record.options.readyTimeoutNanos
                 } else {
-                    settle(waiter, app: app.name, line: "\(app.name)  suspended → active  \(text)")
+                    settle(waiter ?? -1, app: app.name, line: "\(app.name)  suspended → active  \(text)")
                 }
             } catch {
                 let text = "thaw failed: \(error)"
                 log(Event(app: app.name, pid: app.pid, kind: "error", detail: text))
-                settle(waiter, app: app.name, line: "icebox: \(app.name): \(text)", failed: .failure)
+                settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name): \(text)", failed: .failure)
             }
             saveRegistry()
         default:
-            settle(waiter, app: app.name, line: "icebox: \(app.name) is not running", failed: .failure)
+            settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name) is not running", failed: .failure)
         }
     }
 
@@ -206,8 +216,8 @@ extension Daemon {
     }
 
     /// What memory pressure does: kill without any notice, reap, record the app as evicted.
-    func evict(_ app: LiveApp, waiter: Int) {
-        app.endWaiters.append(waiter)
+    func evict(_ app: LiveApp, waiter: Int?) {
+        if let waiter { app.endWaiters.append(waiter) }
         if app.evicting { return }
         app.evicting = true
         app.endStart = Clock.monotonicNanos()
@@ -264,6 +274,9 @@ extension Daemon {
             }
             do { try v1.remove() } catch { cleanupProblems.append(error.description) }
         }
+        if let mem = app.memoryV1 {
+            do { try mem.remove() } catch { cleanupProblems.append(error.description) }
+        }
         close(app.notifyFD)
         unlink(app.notifyPath)
 
@@ -308,6 +321,7 @@ extension Daemon {
         apps.removeValue(forKey: app.name)
         ended[app.name] = app.record
         saveRegistry()
+        victimGone(app)
     }
 
     /// Reaps orphans that landed on the daemon, leaving apps' main processes to their pidfds.

@@ -17,6 +17,7 @@ public final class Daemon {
         public var readyFD: Int32?  // write "ready" here once listening (autostart)
         public var freezeTimeoutNanos: UInt64 = 10_000_000_000
         public var idleExitNanos: UInt64 = 1_000_000_000
+        public var policy: EvictionPolicy?  // from the daemon's flags; nil: the last saved one
 
         public init(paths: IceboxPaths, cgroupRootOverride: String?) {
             self.paths = paths
@@ -31,6 +32,7 @@ public final class Daemon {
         case pidfd(String)
         case notify(String)
         case probe(String)
+        case pressure
     }
 
     struct Client {
@@ -67,6 +69,10 @@ public final class Daemon {
     var leavingApps = false
     /// Clients of `icebox daemon --stop`: answered last, after the daemon's final write.
     var stopRequesters: [Int32] = []
+    var policy = EvictionPolicy()
+    var pressureTrigger: PressureTrigger?
+    var policyCheckAt: UInt64?
+    var victim: Victim?
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -101,6 +107,7 @@ public final class Daemon {
             throw IceboxError("start the daemon", error)
         }
         loadRegistry()
+        loadPolicy()
         signalReady()
         log(
             Event(
@@ -152,7 +159,7 @@ public final class Daemon {
     }
 
     func nextTimeoutMillis(now: UInt64) -> Int32 {
-        var next = apps.values.compactMap(\.nextDeadline).min()
+        var next = (apps.values.compactMap(\.nextDeadline) + [policyCheckAt].compactMap { $0 }).min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince {
             next = min(next ?? .max, since + config.idleExitNanos)
         }
@@ -169,6 +176,7 @@ public final class Daemon {
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app) }
+        case .pressure: pressureFired()
         }
     }
 
@@ -186,11 +194,23 @@ public final class Daemon {
     }
 
     func fireDeadlines(now: UInt64) {
+        if let d = policyCheckAt, d <= now {
+            policyCheckAt = nil
+            enforcePolicy()
+        }
         for app in Array(apps.values) {
             if let d = app.readyDeadline, d <= now { readyTimedOut(app) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
             if let d = app.graceDeadline, d <= now { endGrace(app, reason: "expired") }
             if let d = app.killDeadline, d <= now { killAfterTimeout(app) }
+            if let d = app.lockCheckAt, d <= now { checkLocks(app) }
+            if let d = app.compactAt, d <= now {
+                if app.record.state == .suspended {
+                    _ = compact(app, mode: CompactionMode(rawValue: policy.compactMode) ?? .pageout)
+                } else {
+                    app.compactAt = nil
+                }
+            }
             if let d = app.resumeReadyDeadline, d <= now {
                 app.resumeReadyDeadline = nil
                 let line =

@@ -14,6 +14,9 @@ public struct HostFacts: Sendable {
     /// The v1 freezer directory for icebox's apps (same relative path as the v2 root).
     public var freezerV1Root: String?
     public var freezerV1Problem: String?
+    /// Where per-app v1 memory cgroups go on hybrid hosts (no v2 memory controller): under
+    /// the daemon's own v1 memory cgroup, so limits set above it still hold.
+    public var memoryV1Root: String?
 
     /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`.
     public static func discover(cgroupRootOverride: String?, mountinfo: String = "/proc/self/mountinfo") -> HostFacts {
@@ -38,6 +41,16 @@ public struct HostFacts: Sendable {
             }
         } else {
             facts.cgroupRootProblem = "no cgroup2 filesystem is mounted (see /proc/self/mountinfo)"
+        }
+        if let memory = mounts.memoryV1, let root = facts.cgroupRoot, !FileIO.exists(root + "/memory.current"),
+            let own = try? FileIO.read("/proc/self/cgroup")
+        {
+            let line = own.split(separator: "\n").first {
+                $0.split(separator: ":").dropFirst().first?.split(separator: ",").contains("memory") == true
+            }
+            let path = line.map { String($0.split(separator: ":", maxSplits: 2).last ?? "/") } ?? "/"
+            let base = root.split(separator: "/").last.map(String.init) ?? "icebox"
+            facts.memoryV1Root = memory + (path == "/" ? "" : path) + "/" + base
         }
         if let freezer = mounts.freezerV1 {
             var relative = "/icebox"

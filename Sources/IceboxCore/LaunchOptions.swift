@@ -57,6 +57,8 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var workingDirectory: String?
     public var environment: [String] = []  // the caller's environment, KEY=VALUE
     public var extraEnvironment: [String] = []  // --env KEY=VALUE, applied last
+    public var priority = PriorityBand.normal  // eviction band: low, normal, high, critical (never)
+    public var compactAfterNanos: UInt64?  // compact this long after each freeze (else the daemon's policy)
     public var attached = false  // run (the client's stdio) or launch (a log file)
 
     public init(name: String, command: [String]) {

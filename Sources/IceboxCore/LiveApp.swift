@@ -11,6 +11,8 @@ final class LiveApp {
     let cgroup: Cgroup2?
     let freezerV1: Cgroup1Freezer?
     let freezer: any Freezer
+    /// The per-app v1 memory cgroup on hybrid hosts (how its memory is measured there).
+    var memoryV1: MemoryCgroupV1?
     let notifyFD: Int32
     let notifyPath: String
     /// The control connection of `icebox run`, which gets this app's events and its exit.
@@ -42,6 +44,11 @@ final class LiveApp {
     var endWaiters: [Int] = []
     var resumeWaiters: [Int] = []  // resume --wait-ready: until READY=1 after the thaw
     var resumeReadyDeadline: UInt64?
+    /// Chosen as the policy's victim while not yet suspended: evict once frozen.
+    var pendingEviction = false
+    var compactAt: UInt64?  // compaction due (after a freeze)
+    var lockCheckAt: UInt64?  // the file-lock check due (1 s after a freeze, as Android does)
+    var compactedWhileSuspended = false  // the next resume is the first after a compaction
 
     init(
         record: AppRecord, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
@@ -91,8 +98,10 @@ final class LiveApp {
         return ProcFS.stat(pid: senderPID)?.session == pid
     }
 
-    func memoryBytes() -> UInt64 {
-        members().reduce(0) { $0 + (ProcFS.residentBytes(pid: $1) ?? 0) }
+    /// The app's memory, from the best source this host has (memory.current, the v1
+    /// memory cgroup, or the sum of Pss).
+    func memory() -> AppMemoryReading {
+        AppMemory.read(v2Cgroup: cgroup?.path, v1MemoryCgroup: memoryV1?.path, pids: members())
     }
 
     func setState(_ state: AppState, now: UInt64 = Clock.monotonicNanos()) {
@@ -114,6 +123,6 @@ final class LiveApp {
 
     /// The earliest deadline this app has armed.
     var nextDeadline: UInt64? {
-        [readyDeadline, probeAt, graceDeadline, killDeadline, resumeReadyDeadline].compactMap { $0 }.min()
+        [readyDeadline, probeAt, graceDeadline, killDeadline, resumeReadyDeadline, compactAt, lockCheckAt].compactMap { $0 }.min()
     }
 }

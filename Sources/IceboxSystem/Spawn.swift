@@ -14,6 +14,7 @@ public struct SpawnRequest: Sendable {
     public var cgroupDirFD: Int32 = -1
     public var cgroupProcsFD: Int32 = -1
     public var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
+    public var v1MemoryProcsFD: Int32 = -1  // a second one (the v1 memory cgroup)
     public var newSession = true
 
     public init(executable: String, arguments: [String], environment: [String]) {
@@ -87,7 +88,8 @@ public enum Spawner {
                             path: path, argv: argv, envp: envp, cwd: cwd,
                             stdin_fd: request.stdin, stdout_fd: request.stdout, stderr_fd: request.stderr,
                             extra_fd: request.extraFD, cgroup_fd: request.cgroupDirFD,
-                            cgroup_procs_fd: request.cgroupProcsFD, v1_procs_fd: request.v1ProcsFD, new_session: request.newSession ? 1 : 0)
+                            cgroup_procs_fd: request.cgroupProcsFD, v1_procs_fd: request.v1ProcsFD,
+                            v1_memory_procs_fd: request.v1MemoryProcsFD, new_session: request.newSession ? 1 : 0)
                         return icebox_spawn(&req, &result)
                     }
                 }

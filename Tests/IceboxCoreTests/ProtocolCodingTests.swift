@@ -75,7 +75,7 @@ struct ProtocolCodingTests {
         let o = LaunchOptions(name: "web", command: ["sleep", "1"])
         #expect(
             JSONLines.encode(o)
-                == #"{"attached":false,"backend":"auto","backgroundSignal":"auto","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":5000000000,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"ready":"exec","readyTimeoutNanos":30000000000}"#
+                == #"{"attached":false,"backend":"auto","backgroundSignal":"auto","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":5000000000,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"priority":"normal","ready":"exec","readyTimeoutNanos":30000000000}"#
         )
     }
 

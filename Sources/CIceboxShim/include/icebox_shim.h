@@ -37,6 +37,7 @@ struct icebox_spawn_request {
     int cgroup_fd;                      // O_DIRECTORY fd of a cgroup v2 dir (-1: none)
     int cgroup_procs_fd;                // that cgroup's cgroup.procs opened O_WRONLY (-1: none), for the fallback
     int v1_procs_fd;                    // a v1 cgroup.procs (the v1 freezer) to join before execve (-1: none)
+    int v1_memory_procs_fd;             // a second v1 cgroup.procs (the v1 memory cgroup) likewise (-1: none)
     int new_session;                    // 1: setsid() in the child
 };
 
@@ -88,6 +89,12 @@ int icebox_nsig(void);
 /// SIGRTMIN at run time (a glibc function behind a macro).
 int icebox_sigrtmin(void);
 int icebox_sigrtmax(void);
+
+/// process_madvise(2) (syscall 440, Linux 5.10; glibc 2.36 has no wrapper): applies `advice`
+/// (MADV_COLD 20, MADV_PAGEOUT 21) to the ranges of the process behind `pidfd`, in order,
+/// stopping at the first range the kernel refuses. Returns the bytes advised (less than
+/// asked when it stopped early), or -1 with errno when the first range already failed.
+ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 
 #pragma clang assume_nonnull end
 #endif

@@ -1,0 +1,90 @@
+import IceboxCore
+
+/// The eviction policy's settings as options, shared by `icebox daemon` and `icebox policy set`.
+enum PolicyOptions {
+    static let options: [OptionSpec] = [
+        OptionSpec(name: "memory-budget", value: "SIZE|none", help: "the apps together may use at most this (2G, 512MiB)"),
+        OptionSpec(
+            name: "pressure", value: "SPEC|none",
+            help: "evict on a PSI trigger, e.g. 'some 150ms/2s' (windows: multiples of 2s without CAP_SYS_RESOURCE)"),
+        OptionSpec(
+            name: "pressure-scope", value: "system|apps", help: "/proc/pressure/memory, or the apps' parent cgroup (default system)"),
+        OptionSpec(name: "max-suspended", value: "N|none", help: "evict the oldest suspended apps beyond N"),
+        OptionSpec(name: "eviction-grace", value: "DUR", help: "notice and grace left to a victim not yet suspended (default 1s)"),
+        OptionSpec(name: "protect-active", value: "yes|no", help: "never evict an active app (default yes)"),
+        OptionSpec(name: "on-lock-contention", value: "thaw|evict", help: "a frozen app holding a lock others wait on (default thaw)"),
+        OptionSpec(name: "compact-after", value: "DUR|none", help: "compact suspended apps this long after freezing (default never)"),
+        OptionSpec(name: "compact-mode", value: "pageout|cold", help: "pageout reclaims now, cold only under pressure (default pageout)"),
+    ]
+
+    /// The [key, value] pairs given on the command line, checked here so mistakes exit 64.
+    static func settings(_ args: ParsedArguments) throws(IceboxError) -> [[String]] {
+        var check = EvictionPolicy()
+        var out: [[String]] = []
+        for key in EvictionPolicy.keys {
+            guard let value = args.value(key) else { continue }
+            try check.set(key, value)
+            out.append([key, value])
+        }
+        return out
+    }
+}
+
+/// icebox policy [set ...]: read or change the running daemon's eviction policy.
+enum PolicyCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "policy", usage: "icebox policy [set [SETTINGS]] [--json]",
+        summary: "show the eviction policy, or change it on the running daemon",
+        options: PolicyOptions.options + [
+            OptionSpec(name: "json", value: nil, help: "the policy as JSON"),
+            OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
+            OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
+        ],
+        details: "Settings given without 'set' are an error; 'none' clears a trigger. The policy is kept in the state directory.")
+
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        let settings = try PolicyOptions.settings(args)
+        let setting = args.positionals.first == "set"
+        if args.positionals.count > 1 || (!args.positionals.isEmpty && !setting) {
+            throw ArgumentParser.usage("policy takes no operand but 'set'", spec)
+        }
+        if !setting && !settings.isEmpty {
+            throw ArgumentParser.usage("to change the policy, write: icebox policy set --\(settings[0][0]) \(settings[0][1])", spec)
+        }
+        if setting && settings.isEmpty { throw ArgumentParser.usage("policy set needs at least one setting", spec) }
+        var request = ControlRequest(command: setting ? "policy-set" : "policy")
+        request.settings = settings
+        var client = LaunchArguments.client(args)
+        var shown: EvictionPolicy?
+        let code = try client.perform(request, onPolicy: { shown = $0 })
+        if let shown {
+            if args.flag("json") { Output.out(JSONLines.encode(shown)) } else { for line in shown.lines { Output.out(line) } }
+        }
+        return code
+    }
+}
+
+/// icebox compact NAME...: reclaim suspended apps' memory without killing them.
+enum CompactCommand: IceboxCommand {
+    static let spec = CommandSpec(
+        name: "compact", usage: "icebox compact NAME... [--mode pageout|cold]",
+        summary: "reclaim a suspended app's memory without killing it (process_madvise or memory.reclaim)",
+        options: [
+            OptionSpec(
+                name: "mode", value: "pageout|cold",
+                help: "pageout: reclaim now; cold: mark inactive, reclaimed under pressure (default: the policy's)")
+        ]
+            + LifecycleRequest.common)
+
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        if args.positionals.isEmpty { throw ArgumentParser.usage("compact needs at least one app name", spec) }
+        for name in args.positionals { try AppName.validate(name) }
+        if let mode = args.value("mode"), mode != "pageout" && mode != "cold" {
+            throw IceboxError(.usage, "invalid --mode '\(mode)'", hint: "use pageout or cold")
+        }
+        var request = ControlRequest(command: "compact", names: args.positionals)
+        request.mode = args.value("mode")
+        var client = LaunchArguments.client(args)
+        return try client.perform(request)
+    }
+}

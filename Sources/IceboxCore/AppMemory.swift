@@ -1,0 +1,153 @@
+import Glibc
+import IceboxSystem
+
+/// Where a reading of an app's memory came from. The three differ in what they count, so a
+/// number is never shown without its source.
+public enum MemorySource: String, Codable, Sendable {
+    /// The v2 cgroup's charge: anonymous memory, page cache and kernel memory the app caused.
+    case memoryCurrent = "memory.current"
+    /// The v1 memory cgroup's charge (anonymous and page cache). The kernel batches charges
+    /// per CPU, so it can be off by a few hundred KiB; memory.stat is exact but costlier.
+    case v1Usage = "memory.usage_in_bytes"
+    /// The proportional set size summed over the processes: shared pages split between the
+    /// processes that map them, page cache only where mapped, no kernel memory.
+    case pssSum = "smaps_rollup Pss"
+}
+
+public struct AppMemoryReading: Codable, Sendable, Equatable {
+    public var bytes: UInt64
+    public var source: MemorySource
+
+    public init(bytes: UInt64, source: MemorySource) {
+        self.bytes = bytes
+        self.source = source
+    }
+}
+
+/// The memory of one app, from the best source the host has.
+public enum AppMemory {
+    /// memory.current of the v2 cgroup when that file exists (the v2 memory controller is
+    /// enabled for it); else memory.usage_in_bytes of the app's v1 memory cgroup; else the Pss
+    /// sum over `pids`. A source that cannot be read falls through to the next.
+    public static func read(v2Cgroup: String?, v1MemoryCgroup: String?, pids: [pid_t], procRoot: String = "/proc")
+        -> AppMemoryReading
+    {
+        if let v2Cgroup, let bytes = readCounter(v2Cgroup + "/memory.current") {
+            return AppMemoryReading(bytes: bytes, source: .memoryCurrent)
+        }
+        if let v1MemoryCgroup, let bytes = try? MemoryCgroupV1(path: v1MemoryCgroup).usage() {
+            return AppMemoryReading(bytes: bytes, source: .v1Usage)
+        }
+        return AppMemoryReading(bytes: pssSum(pids: pids, procRoot: procRoot), source: .pssSum)
+    }
+
+    /// The Pss line of /proc/PID/smaps_rollup, in bytes; nil without one (a kernel thread).
+    public static func pss(smapsRollup text: String) -> UInt64? {
+        ProcFS.statusField("Pss", in: text).flatMap(ProcFS.parseKiloBytes)
+    }
+
+    /// Pss summed over the processes; one that has exited counts as nothing. smaps_rollup
+    /// walks every page table of the process, so this costs about a millisecond per 100 MiB.
+    public static func pssSum(pids: [pid_t], procRoot: String = "/proc") -> UInt64 {
+        pids.reduce(0) { sum, pid in
+            sum + ((try? FileIO.read("\(procRoot)/\(pid)/smaps_rollup")).flatMap(pss(smapsRollup:)) ?? 0)
+        }
+    }
+
+    static func readCounter(_ path: String) -> UInt64? {
+        guard FileIO.exists(path), let text = try? FileIO.read(path) else { return nil }
+        return UInt64(text.trimmed())
+    }
+}
+
+/// A per-app cgroup in the v1 memory hierarchy, for hybrid hosts whose v2 tree has no memory
+/// controller. A small value type like Cgroup1Freezer: the path and the files it uses.
+public struct MemoryCgroupV1: Sendable, Equatable {
+    public let path: String
+
+    private static let usageFile = "memory.usage_in_bytes"
+    private static let limitFile = "memory.limit_in_bytes"
+    private static let procsFile = "cgroup.procs"
+
+    public init(path: String) { self.path = path }
+
+    /// The app's v1 memory cgroup mirrors its v2 cgroup: the same path relative to the
+    /// hierarchy root, e.g. /sys/fs/cgroup/unified/icebox/web → /sys/fs/cgroup/memory/icebox/web.
+    /// nil when the v2 cgroup is not under the v2 root.
+    public init?(mirroring v2Cgroup: String, unifiedRoot: String, memoryV1Root: String) {
+        let root = unifiedRoot.hasSuffix("/") ? String(unifiedRoot.dropLast()) : unifiedRoot
+        guard v2Cgroup.hasPrefix(root + "/") else { return nil }
+        self.init(path: memoryV1Root + v2Cgroup.dropFirst(root.count))
+    }
+
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    public var exists: Bool { FileIO.isDirectory(path) }
+
+    public func create() throws(SystemError) {
+        if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create v1 memory cgroup", path: path) }
+    }
+
+    /// rmdir; an already-removed cgroup is not an error. The kernel moves what is still
+    /// charged (page cache) to the parent, so only live processes make this fail (EBUSY).
+    public func remove() throws(SystemError) {
+        if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove v1 memory cgroup", path: path) }
+    }
+
+    /// Moves a process in. Its existing pages stay charged where they were (v1 only moved
+    /// charges with memory.move_charge_at_immigrate, which recent kernels ignore): join
+    /// before the app allocates, i.e. at spawn, through `openProcsForWriting()`.
+    public func addProcess(_ pid: pid_t) throws(SystemError) {
+        try FileIO.write(file(Self.procsFile), String(pid))
+    }
+
+    public func procs() -> [pid_t] {
+        ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    /// For SpawnRequest.v1ProcsFD: the child joins before execve.
+    public func openProcsForWriting() throws(SystemError) -> Int32 {
+        let fd = open(file(Self.procsFile), O_WRONLY | O_CLOEXEC)
+        if fd < 0 { throw SystemError("open", path: file(Self.procsFile)) }
+        return fd
+    }
+
+    public func usage() throws(SystemError) -> UInt64 {
+        try Self.parseCounter(FileIO.read(file(Self.usageFile)), path: file(Self.usageFile))
+    }
+
+    /// The hard limit; nil when unlimited (the kernel shows a page-rounded LONG_MAX).
+    public func limit() throws(SystemError) -> UInt64? {
+        let value = try Self.parseCounter(FileIO.read(file(Self.limitFile)), path: file(Self.limitFile))
+        return value >= UInt64(Int64.max) & ~0xfff ? nil : value
+    }
+
+    /// Sets the hard limit (the kernel rounds it down to a page); nil removes it. Lowering it
+    /// below the usage makes the kernel reclaim first, and EBUSY when it cannot.
+    public func setLimit(bytes: UInt64?) throws(SystemError) {
+        try FileIO.write(file(Self.limitFile), bytes.map { String($0) } ?? "-1")
+    }
+
+    static func parseCounter(_ text: String, path: String) throws(SystemError) -> UInt64 {
+        guard let value = UInt64(text.trimmed()) else { throw SystemError("parse", path: path, errno: EINVAL) }
+        return value
+    }
+}
+
+/// Memory of the whole host, from /proc/meminfo.
+public enum SystemMemory {
+    /// MemAvailable in bytes: the kernel's estimate of what can be allocated without swapping
+    /// (free memory plus the reclaimable part of page cache and slab).
+    public static func available(meminfo text: String) -> UInt64? { field("MemAvailable", meminfo: text) }
+
+    public static func total(meminfo text: String) -> UInt64? { field("MemTotal", meminfo: text) }
+
+    /// "Name:   1234 kB" → bytes.
+    public static func field(_ name: String, meminfo text: String) -> UInt64? {
+        ProcFS.statusField(name, in: text).flatMap(ProcFS.parseKiloBytes)
+    }
+
+    public static func available(path: String = "/proc/meminfo") -> UInt64? {
+        (try? FileIO.read(path)).flatMap { available(meminfo: $0) }
+    }
+}

@@ -1,0 +1,222 @@
+import Glibc
+import IceboxSystem
+
+/// The memory policy: when to evict, whom, and the work done on frozen apps (compaction, the
+/// file-lock check). See EvictionPolicy for the settings and EvictionOrder for the order.
+extension Daemon {
+    /// The app being evicted by the policy right now: one victim at a time.
+    struct Victim {
+        var name: String
+        var reason: String
+        var memoryBefore: UInt64
+        var victimMemory: AppMemoryReading
+        var decisionNanos: UInt64
+        var start: UInt64
+    }
+
+    var policyFile: String { config.paths.stateDir + "/policy.json" }
+
+    /// The last policy (policy.json), with the daemon's own flags on top.
+    func loadPolicy() {
+        if let text = try? FileIO.read(policyFile), let saved = JSONLines.decode(EvictionPolicy.self, text) { policy = saved }
+        if let override = config.policy { policy = override }
+        do { try applyPolicy() } catch {
+            log(Event(app: "-", pid: getpid(), kind: "error", detail: "policy: \(error); pressure trigger off"))
+            policy.pressure = nil
+        }
+        try? FileIO.writeAtomically(policyFile, JSONLines.encode(policy))
+    }
+
+    /// Arms what the policy needs: the PSI trigger and the periodic budget check.
+    func applyPolicy() throws(IceboxError) {
+        if let old = pressureTrigger {
+            unwatch(old.fd)
+            pressureTrigger = nil
+        }
+        if let text = policy.pressure {
+            let spec = try PressureSpec.parse(text)
+            let path: String
+            if policy.pressureScope == "apps" {
+                guard let root = facts.cgroupRoot else {
+                    throw IceboxError(.unavailable, "--pressure-scope apps needs a cgroup v2 root", hint: "use --pressure-scope system")
+                }
+                path = root + "/memory.pressure"
+            } else {
+                path = PressureTrigger.systemMemory
+            }
+            do {
+                let trigger = try PressureTrigger(spec: spec, path: path)
+                try watch(trigger.fd, .pressure, events: PressureTrigger.epollEvents)
+                pressureTrigger = trigger
+            } catch {
+                throw IceboxError("set the PSI trigger \(spec) on \(path)", error)
+            }
+        }
+        schedulePolicyCheck()
+    }
+
+    /// The budget has no kernel event on every host, so while one is set and apps run it is
+    /// checked once a second (and right after launches and resumes): a few file reads.
+    func schedulePolicyCheck(after nanos: UInt64 = 1_000_000_000) {
+        guard policy.memoryBudgetBytes != nil, !apps.isEmpty else {
+            policyCheckAt = nil
+            return
+        }
+        let due = Clock.monotonicNanos() + nanos
+        policyCheckAt = min(policyCheckAt ?? due, due)
+    }
+
+    func pressureFired() {
+        guard let trigger = pressureTrigger else { return }
+        switch (try? trigger.poll()) ?? .quiet {
+        case .crossed:
+            let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
+            log(Event(app: "-", pid: getpid(), kind: "pressure", detail: "PSI trigger \(trigger.spec) crossed\(stats)"))
+            enforcePolicy(pressure: true)
+        case .gone:
+            unwatch(trigger.fd)
+            pressureTrigger = nil
+            log(
+                Event(
+                    app: "-", pid: getpid(), kind: "error", detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off"))
+        case .quiet:
+            break
+        }
+    }
+
+    func totalMemory() -> UInt64 { apps.values.reduce(0) { $0 + $1.memory().bytes } }
+
+    /// Evicts one victim if a trigger holds. The next one is chosen only after this one is
+    /// gone (appExited calls back), measured afresh: the policy stops as soon as the trigger
+    /// no longer holds. A pressure event evicts one app; the kernel signals again if the
+    /// pressure goes on.
+    func enforcePolicy(pressure: Bool = false) {
+        if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
+        guard victim == nil, !stopping else { return }
+        let start = Clock.monotonicNanos()
+        let total = totalMemory()
+        let suspendedCount = apps.values.filter { $0.record.state == .suspended }.count
+        var reason: String
+        var onlySuspended = false
+        if pressure {
+            reason = "memory pressure (PSI \(policy.pressure ?? ""))"
+        } else if let budget = policy.memoryBudgetBytes, total > budget {
+            reason = "memory budget \(SizeText.format(budget)) exceeded (\(SizeText.format(total)))"
+        } else if let cap = policy.maxSuspended, suspendedCount > cap {
+            reason = "more than \(cap) suspended apps (\(suspendedCount))"
+            onlySuspended = true
+        } else {
+            return
+        }
+        let candidates = apps.values.filter { !$0.terminating && !$0.evicting && !$0.pendingEviction }.map {
+            EvictionCandidate(
+                name: $0.name, band: $0.record.options.priority, state: $0.record.state, sinceNanos: $0.record.sinceMonotonicNanos)
+        }
+        let ordered = EvictionOrder.order(candidates, protectActive: policy.protectActive).filter {
+            !onlySuspended || $0.state == .suspended
+        }
+        guard let choice = ordered.first, let app = apps[choice.name] else {
+            log(
+                Event(
+                    app: "-", pid: getpid(), kind: "policy",
+                    detail: "\(reason), but no app may be evicted (critical, or active and protected)"))
+            return
+        }
+        let decision = Clock.monotonicNanos() - start
+        victim = Victim(
+            name: app.name, reason: reason, memoryBefore: total, victimMemory: app.memory(), decisionNanos: decision,
+            start: Clock.monotonicNanos())
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: "policy", durationNanos: decision,
+                detail:
+                    "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start - app.record.sinceMonotonicNanos)); decided in \(DurationText.format(decision))"
+            ))
+        if app.record.state == .suspended {
+            evict(app, waiter: nil)
+        } else {
+            // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
+            app.pendingEviction = true
+            if app.record.state == .background, let due = app.graceDeadline {
+                app.graceDeadline = min(due, Clock.monotonicNanos() + policy.evictionGraceNanos)
+            } else {
+                beginSuspend(app, waiter: nil, grace: policy.evictionGraceNanos)
+            }
+        }
+    }
+
+    /// The victim has gone: log the eviction with its figures, then look again.
+    func victimGone(_ app: LiveApp) {
+        guard let v = victim, v.name == app.name else { return }
+        victim = nil
+        let after = totalMemory()
+        let killTime = Clock.monotonicNanos() - (app.endStart > 0 ? app.endStart : v.start)
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: "policy", durationNanos: killTime,
+                detail:
+                    "evicted for \(v.reason): apps \(SizeText.format(v.memoryBefore)) → \(SizeText.format(after)), the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))"
+            ))
+        if !v.reason.hasPrefix("memory pressure") { enforcePolicy() }
+    }
+
+    // MARK: Frozen apps: compaction and the file-lock check
+
+    /// Called once an app is frozen: arms its compaction and its lock check.
+    func afterFreeze(_ app: LiveApp) {
+        let now = Clock.monotonicNanos()
+        app.lockCheckAt = now + 1_000_000_000
+        if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now + after }
+        if app.pendingEviction {
+            evict(app, waiter: nil)
+            return
+        }
+        enforcePolicy()
+    }
+
+    /// Android's check, one second after freezing: does the frozen app hold a file lock that
+    /// another process waits on? Then thaw it (or evict it) before that becomes a deadlock.
+    func checkLocks(_ app: LiveApp) {
+        app.lockCheckAt = nil
+        guard app.record.state == .suspended, let locks = try? FileLocks.read() else { return }
+        let contended = FileLocks.contended(heldBy: Set(app.members()), in: locks)
+        guard let first = contended.first else { return }
+        let waiting = Set(contended.flatMap { $0.waiters.map(\.pid) }).sorted().map(String.init).joined(separator: ", ")
+        let what = "holds a \(first.holder.kind.rawValue) lock on inode \(first.holder.inode) that pid \(waiting) waits on"
+        if policy.onLockContention == "evict" {
+            log(Event(app: app.name, pid: app.pid, kind: "lock", detail: "frozen but \(what): evicting it (--on-lock-contention evict)"))
+            evict(app, waiter: nil)
+        } else {
+            log(Event(app: app.name, pid: app.pid, kind: "lock", detail: "frozen but \(what): thawing it"))
+            resume(app, waiter: nil)
+        }
+    }
+
+    /// Reclaims a frozen app's memory without killing it.
+    func compact(_ app: LiveApp, mode: CompactionMode) -> Result<CompactionReport, IceboxError> {
+        app.compactAt = nil
+        do {
+            let report = try Compactor.compact(pids: app.members(), mode: mode, cgroup: app.cgroup)
+            let b = report.before, a = report.after
+            let summary =
+                "RSS \(SizeText.format(b.rss)) → \(SizeText.format(a.rss)) (file \(SizeText.format(b.rssFile)) → \(SizeText.format(a.rssFile)), anon \(SizeText.format(b.rssAnon)) → \(SizeText.format(a.rssAnon)))"
+            let swapNote =
+                SystemMemory.field("SwapTotal", meminfo: (try? FileIO.read("/proc/meminfo")) ?? "") == 0 && mode == .pageout
+                ? "; no swap on this host: anonymous pages stay, file-backed pages go" : ""
+            app.record.lastCompaction = summary
+            app.compactedWhileSuspended = true
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: "compact", durationNanos: report.durationNanos,
+                    detail:
+                        "compacted (\(mode.rawValue), \(report.method.rawValue)) in \(DurationText.format(report.durationNanos)): \(summary)\(swapNote)"
+                ))
+            saveRegistry()
+            return .success(report)
+        } catch {
+            let e = IceboxError("compact \(app.name)", error)
+            log(Event(app: app.name, pid: app.pid, kind: "error", detail: e.description))
+            return .failure(e)
+        }
+    }
+}

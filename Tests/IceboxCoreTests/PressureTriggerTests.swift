@@ -1,0 +1,160 @@
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+@Suite("PressureSpec.parse and PressureTrigger.read(text:)")
+struct PressureSpecTests {
+    @Test func validSpecs() throws {
+        #expect(
+            try PressureSpec.parse("some 200ms/2s", privileged: false)
+                == PressureSpec(kind: .some, stallNanos: 200_000_000, windowNanos: 2_000_000_000))
+        #expect(
+            try PressureSpec.parse("full 1s/4s", privileged: false)
+                == PressureSpec(kind: .full, stallNanos: 1_000_000_000, windowNanos: 4_000_000_000))
+        #expect(try PressureSpec.parse("  some\t1.5s/10s ", privileged: false).stallNanos == 1_500_000_000)
+        // With CAP_SYS_RESOURCE any window from 500 ms to 10 s will do.
+        #expect(try PressureSpec.parse("some 100ms/500ms", privileged: true).windowNanos == 500_000_000)
+        #expect(try PressureSpec.parse("some 100ms/3s", privileged: true).windowNanos == 3_000_000_000)
+    }
+
+    @Test func theKernelGetsMicroseconds() throws {
+        #expect(try PressureSpec.parse("some 200ms/2s", privileged: false).triggerText == "some 200000 2000000")
+        #expect(try PressureSpec.parse("full 1s/4s", privileged: false).triggerText == "full 1000000 4000000")
+        #expect(PressureSpec.default.triggerText == "some 150000 2000000")
+    }
+
+    @Test func theDefaultIsValidWithoutCapSysResource() throws {
+        #expect(try PressureSpec.parse(PressureSpec.defaultText, privileged: false) == .default)
+        #expect(PressureSpec.default.description == PressureSpec.defaultText)
+    }
+
+    @Test func descriptionParsesBack() throws {
+        for text in ["some 150ms/2s", "full 1s/4s", "some 250us/2s", "some 1500ms/6s"] {
+            #expect(try PressureSpec.parse(text, privileged: false).description == text)
+        }
+    }
+
+    @Test("a window that is not a multiple of 2 s is refused without CAP_SYS_RESOURCE, naming a valid one")
+    func unprivilegedWindow() {
+        #expect {
+            try PressureSpec.parse("some 200ms/3s", privileged: false)
+        } throws: { error in
+            let e = error as? IceboxError
+            return e?.code == .usage && e!.message.contains("multiple of 2 s") && e!.message.contains("CAP_SYS_RESOURCE")
+                && e!.hint == #"try "some 200ms/4s""#
+        }
+        #expect {
+            try PressureSpec.parse("some 100ms/1s", privileged: false)
+        } throws: { error in
+            (error as? IceboxError)?.hint == #"try "some 100ms/2s""#
+        }
+    }
+
+    @Test func nearestValidWindow() {
+        let s: UInt64 = 1_000_000_000
+        #expect(PressureSpec.nearestValidWindow(3 * s, privileged: false) == 4 * s)
+        #expect(PressureSpec.nearestValidWindow(5 * s / 2, privileged: false) == 2 * s)
+        #expect(PressureSpec.nearestValidWindow(s / 10, privileged: false) == 2 * s)
+        #expect(PressureSpec.nearestValidWindow(60 * s, privileged: false) == 10 * s)
+        #expect(PressureSpec.nearestValidWindow(s / 10, privileged: true) == s / 2)
+        #expect(PressureSpec.nearestValidWindow(3 * s, privileged: true) == 3 * s)
+    }
+
+    @Test(arguments: [
+        "", "some", "sometimes 1s/2s", "SOME 1s/2s", "some 1s", "some 1s/2s/3s", "some x/2s", "some 1s/y",
+        "some 3s/2s", "some 0s/2s", "some 100ns/2s", "some 100ms/12s", "some 100ms/100ms", "some 1s 2s",
+    ])
+    func invalidSpecs(text: String) {
+        #expect(throws: IceboxError.self) { try PressureSpec.parse(text, privileged: true) }
+    }
+
+    @Test func outOfRangeWindowSaysTheRange() {
+        #expect {
+            try PressureSpec.parse("some 100ms/20s", privileged: false)
+        } throws: { error in
+            let e = error as? IceboxError
+            return e?.message.contains("between 500ms and 10s") == true && e?.hint == #"try "some 100ms/10s""#
+        }
+    }
+
+    @Test func pressureFileContents() {
+        let text = """
+            some avg10=1.25 avg60=0.50 avg300=0.07 total=123456
+            full avg10=0.00 avg60=0.10 avg300=0.00 total=789
+
+            """
+        #expect(
+            PressureTrigger.read(text: text)
+                == PressureStats(
+                    some: .init(avg10: 1.25, avg60: 0.5, avg300: 0.07, totalMicros: 123_456),
+                    full: .init(avg10: 0, avg60: 0.1, avg300: 0, totalMicros: 789)))
+        // The system-wide cpu file had no full line before Linux 5.13.
+        #expect(PressureTrigger.read(text: "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")?.full == nil)
+        #expect(PressureTrigger.read(text: "") == nil)
+        #expect(PressureTrigger.read(text: "some avg10=x avg60=0.00 avg300=0.00 total=0\n") == nil)
+        #expect(PressureTrigger.read(text: "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n") == nil)
+    }
+}
+
+/// Real triggers on this host's PSI files. No pressure is created here: only that the kernel
+/// takes the trigger and the descriptor polls.
+@Suite(
+    "PressureTrigger", .enabled(if: FileIO.exists(PressureTrigger.systemMemory), "needs PSI (/proc/pressure/memory)"),
+    .timeLimit(.minutes(1)))
+struct PressureTriggerTests {
+    @Test("a trigger on /proc/pressure/memory: a valid descriptor that polls quiet")
+    func systemTrigger() throws {
+        let trigger = try PressureTrigger(spec: .default)
+        #expect(trigger.fd >= 0)
+        #expect(fcntl(trigger.fd, F_GETFD) & FD_CLOEXEC != 0)
+        #expect(trigger.path == "/proc/pressure/memory")
+        let state = try trigger.poll(timeoutNanos: 0)
+        #expect(state != .gone)
+        let stats = try trigger.stats()
+        #expect(stats.full != nil)
+        #expect(try PressureTrigger.read(path: PressureTrigger.systemMemory).some.avg300 >= 0)
+    }
+
+    @Test("epoll sees nothing on a quiet trigger, and the registration works")
+    func epollRegistration() throws {
+        let trigger = try PressureTrigger(spec: PressureSpec.parse("full 1s/2s"))
+        let epoll = try Epoll()
+        try epoll.add(trigger.fd, events: PressureTrigger.epollEvents, token: 7)
+        let ready = epoll.wait(timeoutMillis: 0)
+        #expect(ready.allSatisfy { $0.token == 7 && $0.events & EpollEvents.priority != 0 })
+    }
+
+    @Test("the kernel itself refuses a 3 s window without CAP_SYS_RESOURCE (EINVAL)")
+    func kernelRefusesOddWindow() throws {
+        guard Capabilities.hasEffective("cap_sys_resource") == false else {
+            print("skipped: this process has CAP_SYS_RESOURCE, so the kernel accepts any window")
+            return
+        }
+        let spec = PressureSpec(kind: .some, stallNanos: 100_000_000, windowNanos: 3_000_000_000)
+        #expect(throws: SystemError("write the PSI trigger \"some 100000 3000000\" to", path: "/proc/pressure/memory", errno: EINVAL)) {
+            _ = try PressureTrigger(spec: spec)
+        }
+        // The same with a 4 s window is fine.
+        _ = try PressureTrigger(spec: PressureSpec(kind: .some, stallNanos: 100_000_000, windowNanos: 4_000_000_000))
+    }
+
+    @Test("a trigger on a cgroup's memory.pressure reports gone once the cgroup is removed")
+    func cgroupTriggerGoesAway() throws {
+        guard getuid() == 0, let unified = CgroupMounts.read().unified else {
+            print("skipped: needs root and cgroup2")
+            return
+        }
+        let cg = Cgroup2(path: unified + "/icebox-test-psi-\(getpid())")
+        try cg.create()
+        defer { try? cg.remove() }
+        guard FileIO.exists(cg.file("memory.pressure")) else {
+            print("skipped: \(cg.path) has no memory.pressure")
+            return
+        }
+        let trigger = try PressureTrigger(spec: .default, path: cg.file("memory.pressure"))
+        #expect(try trigger.poll() == .quiet)
+        try cg.remove()
+        #expect(try trigger.poll() == .gone)
+    }
+}
