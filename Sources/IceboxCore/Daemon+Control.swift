@@ -218,7 +218,7 @@ extension Daemon {
                         ControlReply(
                             kind: .line,
                             text:
-                                "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): RSS \(SizeText.format(r.before.rss)) → \(SizeText.format(r.after.rss)), file \(SizeText.format(r.before.rssFile)) → \(SizeText.format(r.after.rssFile)), anon \(SizeText.format(r.before.rssAnon)) → \(SizeText.format(r.after.rssAnon))"
+                                "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): RSS \(SizeText.format(r.before.rss)) → \(SizeText.format(r.after.rss)), file \(SizeText.format(r.before.rssFile)) → \(SizeText.format(r.after.rssFile)), anon \(SizeText.format(r.before.rssAnon)) → \(SizeText.format(r.after.rssAnon)); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
                         ))
                     if noSwap && mode == .pageout {
                         send(

@@ -66,9 +66,14 @@ extension Daemon {
         policyCheckAt = min(policyCheckAt ?? due, due)
     }
 
-    func pressureFired() {
+    /// The PSI trigger's descriptor woke the loop. The kernel hands out each crossing once, to
+    /// whichever poll sees it first, and epoll has just seen it: its events are the answer
+    /// (polling again here would find nothing).
+    func pressureFired(events: UInt32) {
         guard let trigger = pressureTrigger else { return }
-        switch (try? trigger.poll()) ?? .quiet {
+        let state: PressureTrigger.State =
+            events & EpollEvents.error != 0 ? .gone : events & EpollEvents.priority != 0 ? .crossed : .quiet
+        switch state {
         case .crossed:
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
             log(Event(app: "-", pid: getpid(), kind: "pressure", detail: "PSI trigger \(trigger.spec) crossed\(stats)"))

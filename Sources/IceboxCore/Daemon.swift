@@ -176,7 +176,7 @@ public final class Daemon {
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app) }
-        case .pressure: pressureFired()
+        case .pressure: pressureFired(events: events)
         }
     }
 
