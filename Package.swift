@@ -19,8 +19,9 @@ let package = Package(
         .target(name: "IceboxCore", dependencies: ["IceboxSystem"], swiftSettings: strict),
         .target(name: "IceboxCLI", dependencies: ["IceboxCore"], swiftSettings: strict),
         .executableTarget(name: "icebox", dependencies: ["IceboxCLI"], swiftSettings: strict),
-        .testTarget(name: "IceboxSystemTests", dependencies: ["IceboxSystem"]),
-        .testTarget(name: "IceboxCoreTests", dependencies: ["IceboxCore"]),
+        .target(name: "IceboxTestSupport", path: "Sources/IceboxTestSupport"),
+        .testTarget(name: "IceboxSystemTests", dependencies: ["IceboxSystem", "IceboxTestSupport"]),
+        .testTarget(name: "IceboxCoreTests", dependencies: ["IceboxCore", "IceboxTestSupport"]),
         .testTarget(name: "IceboxCLITests", dependencies: ["IceboxCLI", "icebox"]),
     ],
     swiftLanguageModes: [.v6]

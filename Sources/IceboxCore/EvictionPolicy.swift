@@ -145,7 +145,8 @@ extension SizeText {
 }
 
 extension String {
-    func trimmingCharacters(in set: String) -> String {
+    /// The string without the given characters at either end.
+    public func trimmingCharacters(in set: String) -> String {
         var s = Substring(self)
         while let f = s.first, set.contains(f) { s.removeFirst() }
         while let l = s.last, set.contains(l) { s.removeLast() }

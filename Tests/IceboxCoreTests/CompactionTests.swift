@@ -1,6 +1,7 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 @Suite("MemoryMapping.parseMaps and ResidentMemory.parse")

@@ -1,4 +1,5 @@
 import Glibc
+import IceboxTestSupport
 import Testing
 
 @testable import IceboxCore

@@ -1,7 +1,8 @@
+// Helpers shared by the unit test targets (a library so both can use it; never linked into icebox).
 import Glibc
 
 /// A fresh directory under /tmp (mkdtemp), for tests that need real files.
-func makeTemporaryDirectory(_ label: String = "core") -> String {
+public func makeTemporaryDirectory(_ label: String = "unit") -> String {
     var template = Array("/tmp/icebox-unit-\(label)-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { buf -> String in
         guard let p = mkdtemp(buf.baseAddress!) else { fatalError("mkdtemp failed: errno \(errno)") }
@@ -10,7 +11,7 @@ func makeTemporaryDirectory(_ label: String = "core") -> String {
 }
 
 /// rm -rf without following symlinks.
-func removeTree(_ path: String) {
+public func removeTree(_ path: String) {
     var st = stat()
     guard lstat(path, &st) == 0 else { return }
     if (st.st_mode & S_IFMT) == S_IFDIR {
@@ -32,7 +33,7 @@ func removeTree(_ path: String) {
 }
 
 /// Writes a file directly with libc (independent of the code under test).
-func writeFile(_ path: String, _ contents: String, mode: mode_t = 0o644) {
+public func writeFile(_ path: String, _ contents: String, mode: mode_t = 0o644) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
     precondition(fd >= 0, "cannot create \(path)")
     let bytes = Array(contents.utf8)
@@ -42,7 +43,7 @@ func writeFile(_ path: String, _ contents: String, mode: mode_t = 0o644) {
 }
 
 /// Reads a file directly with libc (independent of the code under test).
-func readFile(_ path: String) -> String? {
+public func readFile(_ path: String) -> String? {
     guard let f = fopen(path, "r") else { return nil }
     defer { fclose(f) }
     var bytes: [UInt8] = []
@@ -54,12 +55,12 @@ func readFile(_ path: String) -> String? {
     return String(decoding: bytes, as: UTF8.self)
 }
 
-func fileMode(_ path: String) -> mode_t? {
+public func fileMode(_ path: String) -> mode_t? {
     var st = stat()
     return stat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
 }
 
-func isDirectoryOnDisk(_ path: String) -> Bool {
+public func isDirectoryOnDisk(_ path: String) -> Bool {
     var st = stat()
     return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
 }
