@@ -86,14 +86,21 @@ extension Daemon {
                     // A fresh cgroup every launch: one that has seen cgroup.kill kills later children.
                     try? cg.remove()
                 }
-                do { try cg.create() } catch { throw IceboxError("launch \(options.name)", error) }
+                // The root may have been removed by a daemon that shared it and stopped.
+                do {
+                    try FileIO.makeDirectories(root)
+                    try cg.create()
+                } catch { throw IceboxError("launch \(options.name)", error) }
                 cleanup.append { try? cg.remove() }
                 cgroup = cg
             }
             var freezerV1: Cgroup1Freezer?
             if backend == .cgroup1, let root = facts.freezerV1Root {
                 let v1 = Cgroup1Freezer(path: root + "/" + options.name)
-                do { try v1.create() } catch { throw IceboxError("launch \(options.name)", error) }
+                do {
+                    try FileIO.makeDirectories(root)
+                    try v1.create()
+                } catch { throw IceboxError("launch \(options.name)", error) }
                 cleanup.append { try? v1.remove() }
                 freezerV1 = v1
             }

@@ -117,9 +117,20 @@ public final class Daemon {
         loop()
         unlink(config.paths.controlSocket)
         close(listener)
+        if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "daemon stopped"))
         for fd in stopRequesters { finish(fd, .success) }
         return true
+    }
+
+    /// With no app left, the directories this daemon's apps lived under go too, if empty (a
+    /// daemon sharing them keeps them busy; rmdir then fails harmlessly). The per-app v1
+    /// memory cgroups live under the daemon's own memory cgroup, where nothing should linger.
+    func removeEmptyRoots() {
+        for root in [facts.memoryV1Root, facts.freezerV1Root, facts.cgroupRoot].compactMap({ $0 })
+        where config.cgroupRootOverride != nil || root != facts.cgroupRoot {
+            rmdir(root)
+        }
     }
 
     /// Tells the client that started this daemon that it listens ("ready"), or that another

@@ -113,8 +113,9 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
     /// Stops the daemon (terminating every app), then removes the cgroups and directories.
     /// Safe to call after a failed test: it kills whatever is left in the cgroups.
     func close() {
+        let memoryRoot = HostFacts.discover(cgroupRootOverride: cgroupRoot).memoryV1Root
         _ = try? icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
-        for root in [cgroupRoot, freezerRoot].compactMap({ $0 }) {
+        for root in [cgroupRoot, freezerRoot, memoryRoot].compactMap({ $0 }) {
             let children = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
             for child in children where FileManager.default.fileExists(atPath: root + "/" + child + "/cgroup.procs") {
                 let path = root + "/" + child
