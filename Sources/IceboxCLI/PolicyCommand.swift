@@ -5,8 +5,8 @@ enum PolicyOptions {
     static let options: [OptionSpec] = [
         OptionSpec(name: "memory-budget", value: "SIZE|none", help: "the apps together may use at most this (2G, 512MiB)"),
         OptionSpec(
-            name: "pressure", value: "SPEC|none",
-            help: "evict on a PSI trigger, e.g. 'some 150ms/2s' (windows: multiples of 2s without CAP_SYS_RESOURCE)"),
+            name: "pressure", value: "SPEC|default|none",
+            help: "evict on a PSI trigger, e.g. 'some 150ms/2s' (= default; windows: multiples of 2s without CAP_SYS_RESOURCE)"),
         OptionSpec(
             name: "pressure-scope", value: "system|apps", help: "/proc/pressure/memory, or the apps' parent cgroup (default system)"),
         OptionSpec(name: "max-suspended", value: "N|none", help: "evict the oldest suspended apps beyond N"),

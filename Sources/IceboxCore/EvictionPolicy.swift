@@ -39,7 +39,8 @@ public struct EvictionPolicy: Codable, Sendable, Equatable {
             memoryBudgetBytes = bytes
         case "pressure":
             if none { pressure = nil; return }
-            pressure = try PressureSpec.parse(value).description
+            // "default" is a trigger this host accepts (a 2 s window needs no CAP_SYS_RESOURCE).
+            pressure = try PressureSpec.parse(value == "default" ? PressureSpec.defaultText : value).description
         case "pressure-scope":
             guard value == "system" || value == "apps" else {
                 throw bad("use system (/proc/pressure/memory) or apps (the apps' parent cgroup)")
