@@ -3,7 +3,7 @@ import IceboxSystem
 
 /// Freezing through the cgroup v1 freezer: write FROZEN to `freezer.state` and read it back
 /// until it says FROZEN. v1 has no change notification, so the read-back is a deliberate
-/// back-off (0.1 ms growing to 10 ms). A cgroup can stay in FREEZING while new tasks keep
+/// back-off (20 µs growing to 10 ms). A cgroup can stay in FREEZING while new tasks keep
 /// appearing; the kernel documentation's remedy is to thaw and retry, which this does once
 /// every 100 ms. A freeze that misses its deadline is thawed back.
 public struct Cgroup1Freezer: Freezer {
@@ -36,7 +36,7 @@ public struct Cgroup1Freezer: Freezer {
 
     public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
         let start = Clock.monotonicNanos()
-        var interval: UInt64 = 100_000
+        var interval: UInt64 = 20_000
         var lastRetry = start
         var timedOut: FreezeTimeout?
         do {

@@ -84,7 +84,8 @@ public struct Cgroup2: Sendable, Equatable {
     /// Event-driven: the kernel signals a change with POLLPRI on the open file. It rate-limits
     /// those notifications to about one per 10 ms, though, so right after another event (a
     /// spawn, say) the wake-up can come late: the wait is also capped by a short, growing
-    /// re-read interval (0.1 ms up to 10 ms). Returns the last state read and whether it held.
+    /// re-read interval (20 µs, doubling up to 10 ms: a freeze of a few tasks is confirmed within
+    /// tens of µs, a long one costs a few dozen reads). Returns the last state read and whether it held.
     public func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
         throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
     {
@@ -92,7 +93,7 @@ public struct Cgroup2: Sendable, Equatable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { throw SystemError("open", path: path) }
         defer { close(fd) }
-        var interval: UInt64 = 100_000
+        var interval: UInt64 = 20_000
         while true {
             let state = CgroupEvents.parse(try FileIO.pread(fd: fd, path: path))
             if condition(state) { return (state, true) }

@@ -3,7 +3,7 @@ import IceboxSystem
 
 /// Freezing with SIGSTOP, for hosts without a usable freezer cgroup. Every process of the
 /// app gets SIGSTOP, and the freeze is confirmed when every thread reads state `T` in
-/// /proc. There is no event for that, so the read-back is a deliberate back-off (50 µs
+/// /proc. There is no event for that, so the read-back is a deliberate back-off (20 µs
 /// growing to 5 ms); processes that appear meanwhile are stopped too.
 ///
 /// What it cannot do: a process that left the app's process group and has no cgroup to
@@ -21,25 +21,36 @@ public struct SignalFreezer: Freezer {
     public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
         let start = Clock.monotonicNanos()
         var signaled = Set<pid_t>()
-        var interval: UInt64 = 50_000
+        // A process whose every thread was seen stopped stays that way (a stopped thread cannot
+        // start another), so it is not read again: each pass costs only what is left to confirm.
+        var done: [pid_t: Int] = [:]  // pid → its thread count
+        var interval: UInt64 = 20_000
         while true {
             let pids = members()
             if pids.isEmpty { throw .gone("no processes left to stop") }
             for pid in pids where !signaled.contains(pid) {
                 if kill(pid, SIGSTOP) == 0 { signaled.insert(pid) }
             }
-            var tasks = 0
             var allStopped = true
-            for pid in pids {
+            for pid in pids where done[pid] == nil {
+                var threads = 0
+                var stopped = true
                 for tid in ProcFS.threads(of: pid) {
                     guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
                     if st.state == "Z" || st.state == "X" { continue }
-                    tasks += 1
-                    if !Self.stoppedState(st.state) { allStopped = false }
+                    threads += 1
+                    if !Self.stoppedState(st.state) {
+                        stopped = false
+                        break
+                    }
                 }
+                if stopped { done[pid] = threads } else { allStopped = false }
             }
             let now = Clock.monotonicNanos()
-            if allStopped { return FreezeReport(backend: .signal, durationNanos: now - start, tasks: tasks) }
+            if allStopped {
+                let tasks = pids.reduce(0) { $0 + (done[$1] ?? 0) }
+                return FreezeReport(backend: .signal, durationNanos: now - start, tasks: tasks)
+            }
             if now >= deadline {
                 let stuck = StuckTask.describe(pids: pids, skippingStopped: true)
                 for pid in pids { kill(pid, SIGCONT) }
@@ -53,21 +64,29 @@ public struct SignalFreezer: Freezer {
 
     public func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
         let start = Clock.monotonicNanos()
-        var interval: UInt64 = 50_000
+        var running: [pid_t: Int] = [:]  // pids confirmed running → their thread count
+        var interval: UInt64 = 20_000
         while true {
             let pids = members()
-            for pid in pids { kill(pid, SIGCONT) }
-            var tasks = 0
             var anyStopped = false
-            for pid in pids {
+            for pid in pids where running[pid] == nil {
+                kill(pid, SIGCONT)
+                var threads = 0
+                var stopped = false
                 for tid in ProcFS.threads(of: pid) {
                     guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
-                    tasks += 1
-                    if Self.stoppedState(st.state) { anyStopped = true }
+                    threads += 1
+                    if Self.stoppedState(st.state) {
+                        stopped = true
+                        break
+                    }
                 }
+                if stopped { anyStopped = true } else { running[pid] = threads }
             }
             let now = Clock.monotonicNanos()
-            if !anyStopped { return FreezeReport(backend: .signal, durationNanos: now - start, tasks: tasks) }
+            if !anyStopped {
+                return FreezeReport(backend: .signal, durationNanos: now - start, tasks: pids.reduce(0) { $0 + (running[$1] ?? 0) })
+            }
             if now >= deadline { throw .timeout(FreezeTimeout(backend: .signal, waitedNanos: now - start, stuck: [])) }
             var ts = timespec(tv_sec: 0, tv_nsec: Int(min(interval, deadline - now)))
             nanosleep(&ts, nil)
