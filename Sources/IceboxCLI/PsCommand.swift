@@ -18,19 +18,22 @@ enum PsCommand: IceboxCommand {
         // daemon crash or --stop): that daemon re-adopts them, so ps shows their true state.
         // Otherwise the registry alone says what ended.
         let env = ProcessEnvironment.dictionary
-        let paths = IceboxPaths.fromEnvironment(env)
-        let saved = (try? FileIO.read(paths.registry)).flatMap { JSONLines.decode(Registry.self, $0) }
-        let liveLeft = saved?.apps.contains { !$0.state.isEnded } ?? false
-        var client = DaemonClient(
-            environment: env, autostartFlagOff: !liveLeft || args.flag("no-autostart"), cgroupRoot: args.value("cgroup-root"))
         var records: [AppRecord] = []
         var request = ControlRequest(command: "ps")
         request.all = args.flag("all")
+        var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: args.value("cgroup-root"))
         do {
             let code = try client.perform(request) { records = $0 }
             if code != 0 { return code }
         } catch  where error.code == .unavailable {
-            if args.flag("all") || liveLeft, let registry = saved { records = registry.apps }
+            let saved = Registry.load(directory: client.paths.registryDir)
+            if saved.contains(where: { !$0.state.isEnded }) && !args.flag("no-autostart") {
+                var starting = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: args.value("cgroup-root"))
+                let code = try starting.perform(request) { records = $0 }
+                if code != 0 { return code }
+            } else if args.flag("all") {
+                records = saved
+            }
         }
         if args.flag("json") {
             Output.out(JSONLines.encode(records))

@@ -1,3 +1,5 @@
+import IceboxSystem
+
 /// Everything known about one app, live or ended: what `ps` shows and the registry keeps.
 public struct AppRecord: Codable, Sendable {
     public var name: String
@@ -29,8 +31,13 @@ public struct AppRecord: Codable, Sendable {
     public var graceCapNanos: UInt64?
 }
 
-/// The registry file: every app the daemon knows, written atomically on each change.
-public struct Registry: Codable, Sendable {
-    public var apps: [AppRecord] = []
-    public init(apps: [AppRecord] = []) { self.apps = apps }
+/// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json),
+/// each written atomically when that app changes.
+public enum Registry {
+    /// Every record in the directory, oldest launch first; unreadable files are skipped.
+    public static func load(directory: String) -> [AppRecord] {
+        let names = ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".json") }
+        return names.compactMap { (try? FileIO.read(directory + "/" + $0)).flatMap { JSONLines.decode(AppRecord.self, $0) } }
+            .sorted { $0.launchedWall < $1.launchedWall }
+    }
 }

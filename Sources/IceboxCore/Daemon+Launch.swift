@@ -34,7 +34,7 @@ extension Daemon {
             }
             // Logged once the app is registered, so an attached client sees it too.
             if let event = app.spawnEvent { log(event) }
-            saveRegistry()
+            saveRegistry(app.name)
             if case .exec = options.ready {
                 becomeActive(app)
                 if !options.attached { finish(fd, .success, launchedLine(app)) }
@@ -245,7 +245,7 @@ extension Daemon {
                 detail: "cold start: launch → ready in \(DurationText.format(cold)) (\(app.record.options.ready))"))
         for id in app.launchWaiters { settle(id, app: app.name, line: launchedLine(app)) }
         app.launchWaiters = []
-        saveRegistry()
+        saveRegistry(app.name)
         schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
     }
 

@@ -49,7 +49,7 @@ extension Daemon {
                 let text = "\(Signals.name(of: sig)) sent (\(why)); grace \(DurationText.format(app.record.options.graceNanos))"
                 log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: text))
                 tellSuspendWaiters(app, "\(app.name)  \(from.rawValue) → background  \(text)")
-                saveRegistry()  // the grace deadline survives a daemon crash
+                saveRegistry(app.name)  // the grace deadline survives a daemon crash
             } else {
                 let why =
                     app.record.options.backgroundSignal == "none"
@@ -87,7 +87,7 @@ extension Daemon {
                     durationNanos: report.durationNanos, detail: text))
             for id in app.suspendWaiters { settle(id, app: app.name, line: "\(app.name)  background → suspended  \(text)") }
             app.suspendWaiters = []
-            saveRegistry()
+            saveRegistry(app.name)
             afterFreeze(app)
             return
         } catch {
@@ -100,7 +100,7 @@ extension Daemon {
             if app.pendingEviction { evict(app, waiter: nil) }
         }
         app.suspendWaiters = []
-        saveRegistry()
+        saveRegistry(app.name)
     }
 
     // MARK: Resume
@@ -125,7 +125,7 @@ extension Daemon {
                     app: app.name, pid: app.pid, kind: "resume", from: .background, to: .active,
                     detail: "resumed during its grace period; not frozen\(fg)"))
             settle(waiter ?? -1, app: app.name, line: "\(app.name)  background → active  resumed during its grace period\(fg)")
-            saveRegistry()
+            saveRegistry(app.name)
         case .suspended:
             let start = Clock.monotonicNanos()
             do {
@@ -153,7 +153,7 @@ extension Daemon {
                 log(Event(app: app.name, pid: app.pid, kind: "error", detail: text))
                 settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name): \(text)", failed: .failure)
             }
-            saveRegistry()
+            saveRegistry(app.name)
         default:
             settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name) is not running", failed: .failure)
         }
@@ -320,7 +320,7 @@ extension Daemon {
         }
         apps.removeValue(forKey: app.name)
         ended[app.name] = app.record
-        saveRegistry()
+        saveRegistry(app.name)
         victimGone(app)
     }
 

@@ -22,7 +22,7 @@ extension Daemon {
     func handle(_ message: NotifyMessage, from sender: pid_t, app: LiveApp) {
         if let status = message.status {
             app.record.statusText = status
-            saveRegistry()
+            saveRegistry(app.name)
         }
         if message.stopping {
             log(Event(app: app.name, pid: sender, kind: "notify", detail: "STOPPING=1"))
@@ -32,7 +32,7 @@ extension Daemon {
             let wanted = max(deadline, now.addingReportingOverflow(extra).overflow ? .max : now + extra)
             app.graceDeadline = min(wanted, app.graceCap)
             app.graceExtensions += 1
-            saveRegistry()
+            saveRegistry(app.name)
             let capped = wanted > app.graceCap ? " (capped by --max-grace)" : ""
             log(
                 Event(

@@ -216,7 +216,7 @@ extension Daemon {
                     detail:
                         "compacted (\(mode.rawValue), \(report.method.rawValue)) in \(DurationText.format(report.durationNanos)): \(summary)\(swapNote)"
                 ))
-            saveRegistry()
+            saveRegistry(app.name)
             return .success(report)
         } catch {
             let e = IceboxError("compact \(app.name)", error)

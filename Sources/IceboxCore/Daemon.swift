@@ -73,6 +73,8 @@ public final class Daemon {
     var pressureTrigger: PressureTrigger?
     var policyCheckAt: UInt64?
     var victim: Victim?
+    var dirtyRecords = Set<String>()
+    var registryAllDirty = false
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -115,6 +117,7 @@ public final class Daemon {
                 detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
         idleSince = Clock.monotonicNanos()
         loop()
+        flushRegistry()
         unlink(config.paths.controlSocket)
         close(listener)
         if apps.isEmpty { removeEmptyRoots() }
@@ -149,6 +152,7 @@ public final class Daemon {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
             if shouldExit(now: Clock.monotonicNanos()) { return }
+            flushRegistry()
             let timeout = nextTimeoutMillis(now: Clock.monotonicNanos())
             for (token, events) in epoll.wait(timeoutMillis: timeout) {
                 guard let source = sources[token] else { continue }
@@ -298,20 +302,30 @@ public final class Daemon {
         }
     }
 
-    func saveRegistry() {
-        var all = Array(ended.values)
-        all.append(contentsOf: apps.values.map(\.persistentRecord))
-        all.sort { $0.launchedWall < $1.launchedWall }
-        try? FileIO.writeAtomically(config.paths.registry, JSONLines.encode(Registry(apps: all)))
+    /// Marks an app's record (or, without a name, every record) for writing. The writes
+    /// happen once per turn of the loop (flushRegistry), one small file per changed app, so a
+    /// request that suspends a thousand apps costs a thousand small writes, not a thousand
+    /// rewrites of everything.
+    func saveRegistry(_ name: String? = nil) {
+        if let name { dirtyRecords.insert(name) } else { registryAllDirty = true }
+    }
+
+    func flushRegistry() {
+        guard registryAllDirty || !dirtyRecords.isEmpty else { return }
+        let names = registryAllDirty ? Set(apps.keys).union(ended.keys) : dirtyRecords
+        dirtyRecords = []
+        registryAllDirty = false
+        try? FileIO.makeDirectories(config.paths.registryDir, mode: 0o700)
+        for name in names {
+            guard let record = apps[name]?.persistentRecord ?? ended[name] else { continue }
+            try? FileIO.writeAtomically(config.paths.registryRecord(name), JSONLines.encode(record))
+        }
     }
 
     /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and
     /// relaunch; apps that were live are re-adopted if they still run (see Daemon+Adoption).
     func loadRegistry() {
-        guard let text = try? FileIO.read(config.paths.registry),
-            let registry = JSONLines.decode(Registry.self, text)
-        else { return }
-        for record in registry.apps {
+        for record in Registry.load(directory: config.paths.registryDir) {
             if record.state.isEnded { ended[record.name] = record } else { adopt(record) }
         }
         saveRegistry()

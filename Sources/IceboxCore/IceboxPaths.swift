@@ -32,7 +32,9 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     public var notifyDir: String { runtimeDir + "/notify" }
     public func notifySocket(_ app: String) -> String { notifyDir + "/" + app }
     public var eventLog: String { stateDir + "/events.jsonl" }
-    public var registry: String { stateDir + "/registry.json" }
+    /// One JSON file per app: a state change rewrites only that app's file.
+    public var registryDir: String { stateDir + "/registry" }
+    public func registryRecord(_ app: String) -> String { registryDir + "/" + app + ".json" }
     public var daemonLog: String { stateDir + "/daemon.log" }
     public var appLogDir: String { stateDir + "/logs" }
     public func appLog(_ app: String) -> String { appLogDir + "/" + app + ".log" }

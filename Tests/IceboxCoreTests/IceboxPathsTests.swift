@@ -37,7 +37,8 @@ struct IceboxPathsTests {
         #expect(p.lockFile == "/r/daemon.lock")
         #expect(p.notifySocket("web") == "/r/notify/web")
         #expect(p.eventLog == "/s/events.jsonl")
-        #expect(p.registry == "/s/registry.json")
+        #expect(p.registryDir == "/s/registry")
+        #expect(p.registryRecord("web") == "/s/registry/web.json")
         #expect(p.daemonLog == "/s/daemon.log")
         #expect(p.appLog("web") == "/s/logs/web.log")
     }
