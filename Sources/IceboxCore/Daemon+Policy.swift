@@ -97,17 +97,19 @@ extension Daemon {
     /// pressure goes on.
     func enforcePolicy(pressure: Bool = false) {
         if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
-        guard victim == nil, !stopping else { return }
+        guard victim == nil, !stopping, pressure || policy.memoryBudgetBytes != nil || policy.maxSuspended != nil else { return }
         let start = Clock.monotonicNanos()
-        let total = totalMemory()
-        let suspendedCount = apps.values.filter { $0.record.state == .suspended }.count
+        // Measured only for the triggers that are set: a thousand apps' memory is a thousand reads.
+        let total = policy.memoryBudgetBytes != nil || pressure ? totalMemory() : 0
         var reason: String
         var onlySuspended = false
         if pressure {
             reason = "memory pressure (PSI \(policy.pressure ?? ""))"
         } else if let budget = policy.memoryBudgetBytes, total > budget {
             reason = "memory budget \(SizeText.format(budget)) exceeded (\(SizeText.format(total)))"
-        } else if let cap = policy.maxSuspended, suspendedCount > cap {
+        } else if let cap = policy.maxSuspended, case let suspendedCount = apps.values.filter({ $0.record.state == .suspended }).count,
+            suspendedCount > cap
+        {
             reason = "more than \(cap) suspended apps (\(suspendedCount))"
             onlySuspended = true
         } else {
