@@ -9,6 +9,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -79,6 +80,13 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     sigprocmask(SIG_SETMASK, &empty, NULL);
 
     if (req->new_session && setsid() < 0) child_fail(err_fd, STEP_SETSID, errno);
+    if (req->nofile_soft > 0) {
+        struct rlimit limit;
+        if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && req->nofile_soft <= limit.rlim_max) {
+            limit.rlim_cur = req->nofile_soft;
+            setrlimit(RLIMIT_NOFILE, &limit);
+        }
+    }
 
     int src[4] = {req->stdin_fd, req->stdout_fd, req->stderr_fd, req->extra_fd};
     for (int i = 0; i < 4; i++) {

@@ -130,6 +130,7 @@ extension Daemon {
                 executable: executable, arguments: options.command,
                 environment: env + ["NOTIFY_SOCKET=\(notifyPath)"])
             request.workingDirectory = options.workingDirectory
+            request.descriptorSoftLimit = originalDescriptorLimit
             var opened: [Int32] = []
             defer { for fd in opened { close(fd) } }
             if options.attached {

@@ -74,6 +74,7 @@ public final class Daemon {
     var policyCheckAt: UInt64?
     var victim: Victim?
     var dirtyRecords = Set<String>()
+    var originalDescriptorLimit: UInt64 = 0
     var registryAllDirty = false
 
     public init(config: Configuration) throws(IceboxError) {
@@ -100,6 +101,9 @@ public final class Daemon {
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
             try Reaper.becomeSubreaper()
+            // Every app holds a pidfd and a notify socket here: with the usual soft limit of
+            // 1024 descriptors the daemon would stop at about 500 apps.
+            raiseDescriptorLimit()
             Signals.block([SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGPIPE])
             signalFD = try Signals.signalFD([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
             try watch(signalFD, .signals)
@@ -134,6 +138,16 @@ public final class Daemon {
         where config.cgroupRootOverride != nil || root != facts.cgroupRoot {
             rmdir(root)
         }
+    }
+
+    /// Raises the soft limit on open descriptors to the hard limit. Apps are spawned with the
+    /// original one (programs using select() rely on staying below 1024).
+    func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        originalDescriptorLimit = UInt64(limit.rlim_cur)
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 
     /// Tells the client that started this daemon that it listens ("ready"), or that another

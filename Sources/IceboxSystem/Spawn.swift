@@ -16,6 +16,9 @@ public struct SpawnRequest: Sendable {
     public var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
     public var v1MemoryProcsFD: Int32 = -1  // a second one (the v1 memory cgroup)
     public var newSession = true
+    /// The soft limit on open descriptors the program starts with (0: this process's own).
+    /// The daemon raises its own limit and gives apps back the one they would have had.
+    public var descriptorSoftLimit: UInt64 = 0
 
     public init(executable: String, arguments: [String], environment: [String]) {
         self.executable = executable
@@ -89,7 +92,8 @@ public enum Spawner {
                             stdin_fd: request.stdin, stdout_fd: request.stdout, stderr_fd: request.stderr,
                             extra_fd: request.extraFD, cgroup_fd: request.cgroupDirFD,
                             cgroup_procs_fd: request.cgroupProcsFD, v1_procs_fd: request.v1ProcsFD,
-                            v1_memory_procs_fd: request.v1MemoryProcsFD, new_session: request.newSession ? 1 : 0)
+                            v1_memory_procs_fd: request.v1MemoryProcsFD, new_session: request.newSession ? 1 : 0,
+                            nofile_soft: request.descriptorSoftLimit)
                         return icebox_spawn(&req, &result)
                     }
                 }

@@ -95,4 +95,26 @@ struct HygieneTests {
         while !box.events("hot").contains(where: { $0.detail.contains("hot start") }) && Date() < deadline { usleep(10_000) }
         #expect(box.events("hot").contains { $0.kind == "ready" && $0.detail.contains("resume → ready") })
     }
+
+    @Test("the daemon raises its own descriptor limit, and apps start with the caller's")
+    func descriptorLimits() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "ulimit -Sn 512 && exec \"$0\" run -- sh -c 'ulimit -n'", Sandbox.binary]
+        p.environment = box.environment
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "512", "the app saw \(text)")
+        let pid = try #require(daemonPID(box))
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        #expect(fields.count >= 5 && fields[3] == fields[4], "soft limit not raised to the hard one: \(line)")
+    }
 }

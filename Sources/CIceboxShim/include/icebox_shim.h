@@ -39,6 +39,7 @@ struct icebox_spawn_request {
     int v1_procs_fd;                    // a v1 cgroup.procs (the v1 freezer) to join before execve (-1: none)
     int v1_memory_procs_fd;             // a second v1 cgroup.procs (the v1 memory cgroup) likewise (-1: none)
     int new_session;                    // 1: setsid() in the child
+    uint64_t nofile_soft;               // >0: the child's soft RLIMIT_NOFILE (the daemon raised its own)
 };
 
 struct icebox_spawn_result {
