@@ -1,6 +1,7 @@
 /* bare: the kernel's own freeze/thaw latency, with no icebox in between.
  *
  * usage: bare [-i US] cgroup2|cgroup1|signal PATH N
+ *        bare [-i US] settle PATH
  *
  * Does N freeze/thaw pairs on an existing target and prints one line per operation,
  * "freeze <ns>" and "thaw <ns>", each timed with CLOCK_MONOTONIC from the request to the
@@ -8,18 +9,30 @@
  *
  *   cgroup2  PATH is a cgroup v2 directory. Freeze: write "1" to PATH/cgroup.freeze, then
  *            wait until PATH/cgroup.events says "frozen 1" (poll POLLPRI on the open file and
- *            re-read it at least every US microseconds: the kernel rate-limits the POLLPRI
+ *            re-read it after a short wait anyway: the kernel rate-limits the POLLPRI
  *            notification to one per 10 ms). Thaw: write "0", wait for "frozen 0".
  *   cgroup1  PATH is a v1 freezer directory. Freeze: write FROZEN to PATH/freezer.state and
- *            read it back every US microseconds until it says FROZEN. Thaw: write THAWED and
- *            read it back until it says THAWED.
+ *            read it back until it says FROZEN. Thaw: write THAWED and read it back until it
+ *            says THAWED.
  *   signal   PATH is a cgroup directory (or a cgroup.procs file) listing the processes.
  *            Freeze: SIGSTOP every listed process, then read /proc/PID/task/TID/stat until
- *            every thread is in state T (threads already seen stopped are not read again).
- *            Thaw: SIGCONT every process, then read until no thread is in state T.
+ *            every thread is in state T (a thread seen stopped is not read again, and a pass
+ *            ends at the first thread still running). Thaw: SIGCONT every process, then read
+ *            until no thread is in state T.
  *
- * US (default 20) is the re-read interval: the finest this baseline resolves. A freeze that
- * is not confirmed within 30 s is rolled back (thawed) and bare exits 1.
+ * settle (not timed as a result; a helper for the benchmark) waits until every thread of the
+ * processes in PATH/cgroup.procs has run since it was thawed: its CPU time (schedstat) grows,
+ * or it sleeps somewhere other than in a freezer or a stop. A thawed task counts as frozen
+ * until it runs, and a freeze asked for before then completes at once: without settling, a
+ * freeze right after a thaw measures nothing. Prints "settle <ns>".
+ *
+ * After each thaw the N-pair loop settles (as above) before the next freeze, untimed, and
+ * prints "settle <ns>" too.
+ *
+ * Between re-reads bare waits US microseconds (default 20), or 5% of the time elapsed, or 4
+ * times the cost of the last check, whichever is longest: its figure is within ~5% (+ US) of
+ * the kernel's, and its own re-reading leaves the CPU to the tasks that must run to freeze.
+ * A freeze that is not confirmed within 30 s is rolled back (thawed) and bare exits 1.
  * Compile: gcc -O2 -o bare bare.c
  */
 #define _GNU_SOURCE
@@ -50,8 +63,19 @@ static void die(const char *what, const char *path) {
     exit(1);
 }
 
-static void nap(void) {
-    struct timespec ts = {0, interval_us * 1000};
+/* The wait before the next re-read: interval_us, or 5% of the time elapsed since the request,
+   or 4 times what the last check cost, whichever is longest. bare's figure is then within about
+   5% (+ interval_us) of the moment the kernel was done, and the re-reading never takes more than
+   a fraction of a CPU from the tasks that must run to freeze (on 2 cores that matters). */
+static uint64_t next_wait(uint64_t start, uint64_t check_cost) {
+    uint64_t now = now_ns(), wait = (uint64_t)interval_us * 1000;
+    if ((now - start) / 20 > wait) wait = (now - start) / 20;
+    if (check_cost * 4 > wait) wait = check_cost * 4;
+    return wait;
+}
+
+static void nap(uint64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
     nanosleep(&ts, NULL);
 }
 
@@ -86,7 +110,9 @@ static uint64_t cg2_op(int freeze_fd, int events_fd, const char *fpath, const ch
     uint64_t start = now_ns();
     write_or_die(freeze_fd, freeze ? "1" : "0", fpath);
     for (;;) {
+        uint64_t t = now_ns();
         if (events_frozen(events_fd, epath) == freeze) return now_ns() - start;
+        uint64_t cost = now_ns() - t;
         if (now_ns() - start > deadline_ns) {
             if (freeze) write_or_die(freeze_fd, "0", fpath);
             fprintf(stderr, "bare: %s not confirmed after 30 s\n", freeze ? "freeze" : "thaw");
@@ -94,7 +120,8 @@ static uint64_t cg2_op(int freeze_fd, int events_fd, const char *fpath, const ch
         }
         /* the read above re-armed the notification: POLLPRI means a change since */
         struct pollfd p = {.fd = events_fd, .events = POLLPRI};
-        struct timespec ts = {0, interval_us * 1000};
+        uint64_t wait = next_wait(start, cost);
+        struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
         ppoll(&p, 1, &ts, NULL);
     }
 }
@@ -107,6 +134,7 @@ static uint64_t cg1_op(int state_fd, const char *path, int freeze) {
     uint64_t start = now_ns();
     write_or_die(state_fd, want, path);
     for (;;) {
+        uint64_t t = now_ns();
         reread(state_fd, buf, sizeof buf, path);
         if (strncmp(buf, want, strlen(want)) == 0) return now_ns() - start;
         if (now_ns() - start > deadline_ns) {
@@ -114,7 +142,7 @@ static uint64_t cg1_op(int state_fd, const char *path, int freeze) {
             fprintf(stderr, "bare: v1 state still %s after 30 s\n", buf);
             exit(1);
         }
-        nap();
+        nap(next_wait(start, now_ns() - t));
     }
 }
 
@@ -188,27 +216,96 @@ static uint64_t signal_op(const char *procs, int freeze) {
     if (npids == 0) { fprintf(stderr, "bare: %s lists no process\n", procs); exit(1); }
     for (int i = 0; i < npids; i++) kill(pids[i], freeze ? SIGSTOP : SIGCONT);
     list_tasks(pids, npids);
-    /* tasks[0..pending) are the threads not yet confirmed */
-    size_t pending = ntasks;
+    /* tasks[0..first) are confirmed. A pass goes on from the first thread not yet confirmed and
+       ends at the next one that is still not: every thread is read about once after it is
+       done, and a pass that finds the op unfinished costs one read, not one per thread. */
+    size_t first = 0;
     for (;;) {
-        size_t keep = 0;
-        for (size_t i = 0; i < pending; i++) {
-            char st = thread_state(tasks[i].pid, tasks[i].tid);
-            int done = st == 0 || st == 'Z' || st == 'X' || (freeze ? is_stopped(st) : !is_stopped(st));
-            if (!done) tasks[keep++] = tasks[i];
+        uint64_t t = now_ns();
+        while (first < ntasks) {
+            char st = thread_state(tasks[first].pid, tasks[first].tid);
+            if (!(st == 0 || st == 'Z' || st == 'X' || (freeze ? is_stopped(st) : !is_stopped(st)))) break;
+            first++;
         }
-        pending = keep;
-        if (pending == 0) break;
+        if (first == ntasks) break;
         if (now_ns() - start > deadline_ns) {
             if (freeze) for (int i = 0; i < npids; i++) kill(pids[i], SIGCONT);
-            fprintf(stderr, "bare: %zu threads not %s after 30 s\n", pending, freeze ? "stopped" : "continued");
+            fprintf(stderr, "bare: %zu threads not %s after 30 s\n", ntasks - first, freeze ? "stopped" : "continued");
             exit(1);
         }
-        nap();
+        nap(next_wait(start, now_ns() - t));
     }
     uint64_t took = now_ns() - start;
     free(pids);
     return took;
+}
+
+/* ---- settle ------------------------------------------------------------------------- */
+
+static unsigned long long runtime_ns(int pid, int tid) {
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    return strtoull(buf, NULL, 10);
+}
+
+static int in_freezer(int pid, int tid) {
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    /* 0: running or runnable; get_signal/do_freezer_trap: cgroup2 freezer; __refrigerator: v1
+       freezer; do_signal_stop: SIGSTOP */
+    return strcmp(buf, "0") == 0 || strcmp(buf, "get_signal") == 0 || strcmp(buf, "do_freezer_trap") == 0
+        || strcmp(buf, "__refrigerator") == 0 || strcmp(buf, "do_signal_stop") == 0;
+}
+
+static uint64_t settle(const char *procs) {
+    uint64_t start = now_ns();
+    int *pids;
+    int npids = read_pids(procs, &pids);
+    list_tasks(pids, npids);
+    unsigned long long *base = malloc(sizeof *base * (ntasks ? ntasks : 1));
+    for (size_t i = 0; i < ntasks; i++) base[i] = runtime_ns(tasks[i].pid, tasks[i].tid);
+    size_t first = 0;  /* as in signal_op: tasks[0..first) have run */
+    for (;;) {
+        while (first < ntasks) {
+            struct task *k = &tasks[first];
+            int done = runtime_ns(k->pid, k->tid) > base[first];
+            if (!done) {
+                char st = thread_state(k->pid, k->tid);
+                done = st == 0 || st == 'Z' || st == 'X' || (!is_stopped(st) && !in_freezer(k->pid, k->tid));
+            }
+            if (!done) break;
+            first++;
+        }
+        if (first == ntasks) break;
+        if (now_ns() - start > deadline_ns) {
+            fprintf(stderr, "bare: %zu threads have not run 30 s after the thaw\n", ntasks - first);
+            exit(1);
+        }
+        nap(1000000);  /* 1 ms: let the threads run rather than this */
+    }
+    free(base);
+    free(pids);
+    return now_ns() - start;
+}
+
+static uint64_t settle_dir(const char *path) {
+    char procs[4096];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+    else snprintf(procs, sizeof procs, "%s", path);
+    return settle(procs);
 }
 
 int main(int argc, char **argv) {
@@ -217,11 +314,16 @@ int main(int argc, char **argv) {
         if (opt == 'i') interval_us = atol(optarg);
         else goto usage;
     }
-    if (argc - optind != 3 || interval_us < 1 || interval_us > 999999) goto usage;
-    const char *backend = argv[optind], *path = argv[optind + 1];
-    long n = atol(argv[optind + 2]);
+    if (interval_us < 1 || interval_us > 999999) goto usage;
     char a[4096], b[4096];
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc - optind == 2 && strcmp(argv[optind], "settle") == 0) {
+        printf("settle %llu\n", (unsigned long long)settle_dir(argv[optind + 1]));
+        return 0;
+    }
+    if (argc - optind != 3) goto usage;
+    const char *backend = argv[optind], *path = argv[optind + 1];
+    long n = atol(argv[optind + 2]);
 
     if (strcmp(backend, "cgroup2") == 0) {
         snprintf(a, sizeof a, "%s/cgroup.freeze", path);
@@ -230,6 +332,7 @@ int main(int argc, char **argv) {
         for (long i = 0; i < n; i++) {
             printf("freeze %llu\n", (unsigned long long)cg2_op(ffd, efd, a, b, 1));
             printf("thaw %llu\n", (unsigned long long)cg2_op(ffd, efd, a, b, 0));
+            printf("settle %llu\n", (unsigned long long)settle_dir(path));
         }
     } else if (strcmp(backend, "cgroup1") == 0) {
         snprintf(a, sizeof a, "%s/freezer.state", path);
@@ -237,6 +340,7 @@ int main(int argc, char **argv) {
         for (long i = 0; i < n; i++) {
             printf("freeze %llu\n", (unsigned long long)cg1_op(sfd, a, 1));
             printf("thaw %llu\n", (unsigned long long)cg1_op(sfd, a, 0));
+            printf("settle %llu\n", (unsigned long long)settle_dir(path));
         }
     } else if (strcmp(backend, "signal") == 0) {
         struct stat st;
@@ -245,12 +349,13 @@ int main(int argc, char **argv) {
         for (long i = 0; i < n; i++) {
             printf("freeze %llu\n", (unsigned long long)signal_op(a, 1));
             printf("thaw %llu\n", (unsigned long long)signal_op(a, 0));
+            printf("settle %llu\n", (unsigned long long)settle_dir(path));
         }
     } else {
         goto usage;
     }
     return 0;
 usage:
-    fprintf(stderr, "usage: bare [-i US] cgroup2|cgroup1|signal PATH N\n");
+    fprintf(stderr, "usage: bare [-i US] cgroup2|cgroup1|signal PATH N\n       bare [-i US] settle PATH\n");
     return 64;
 }

@@ -1,6 +1,6 @@
 /* workload: an app of a given size for the freeze/thaw benchmarks.
  *
- * usage: workload [-c CGROUP_PROCS] [-I] procs|threads N idle|busy
+ * usage: workload [-c CGROUP_PROCS] [-I] [-y US] procs|threads N idle|busy
  *
  *   procs N    N processes in all: this one and N-1 forked children
  *   threads N  one process with N threads in all (this one and N-1 pthreads, 64 KiB stacks)
@@ -9,8 +9,13 @@
  *   -c FILE    first write this process's pid to FILE (a cgroup.procs: the benchmark puts
  *              busy workloads in a v1 cpu cgroup of low weight so the machine stays usable)
  *   -I         run under SCHED_IDLE (the fallback when there is no cpu cgroup to use)
+ *   -y US      busy: call sched_yield() after every US microseconds of spinning, so that all
+ *              the spinners get the CPU within milliseconds of each other (with plain spinning
+ *              and the kernel's tick-driven preemption, a thawed task waits ~N x 4 ms / CPUs
+ *              for its first run, and a freeze asked for before then finds it still frozen)
  *
- * Once every process/thread is running it sends READY=1 to $NOTIFY_SOCKET (sd_notify), so
+ * Busy processes/threads start spinning only once all of them have started. Once every
+ * process/thread is running it sends READY=1 to $NOTIFY_SOCKET (sd_notify), so
  * `icebox launch --ready notify` returns only when the whole workload is there. Children
  * die with their parent (PR_SET_PDEATHSIG). Compile: gcc -O2 -pthread -o workload workload.c
  */
@@ -24,18 +29,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 static int busy;
+static long yield_us;   /* busy: sched_yield() after this much spinning (0: never) */
 static int started[2];  /* a pipe: one byte per process/thread once it runs */
+static int go[2];       /* a pipe closed by the first process once all have started */
 
 static void run_forever(void) {
     if (busy) {
+        /* Spin only once everything has started: spinners that start early would slow the
+           creation of the rest (quadratically, on a 2-core machine). */
+        char c;
+        while (read(go[0], &c, 1) < 0 && errno == EINTR) {}
         volatile unsigned long x = 0;
-        for (;;) x++;
+        if (yield_us <= 0)
+            for (;;) x++;
+        for (;;) {
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            do {
+                for (int i = 0; i < 1000; i++) x++;
+                clock_gettime(CLOCK_MONOTONIC, &b);
+            } while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < yield_us);
+            sched_yield();
+        }
     }
     for (;;) pause();
 }
@@ -72,9 +94,10 @@ static void notify_ready(void) {
 int main(int argc, char **argv) {
     const char *cgroup_procs = NULL;
     int sched_idle = 0, opt;
-    while ((opt = getopt(argc, argv, "c:I")) != -1) {
+    while ((opt = getopt(argc, argv, "c:Iy:")) != -1) {
         if (opt == 'c') cgroup_procs = optarg;
         else if (opt == 'I') sched_idle = 1;
+        else if (opt == 'y') yield_us = atol(optarg);
         else goto usage;
     }
     if (argc - optind != 3) goto usage;
@@ -96,7 +119,7 @@ int main(int argc, char **argv) {
         struct sched_param sp = {0};
         if (sched_setscheduler(0, SCHED_IDLE, &sp) < 0) perror("workload: SCHED_IDLE");
     }
-    if (pipe2(started, O_CLOEXEC) < 0) { perror("pipe"); return 1; }
+    if (pipe2(started, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) { perror("pipe"); return 1; }
 
     long made = 0;
     if (strcmp(kind, "procs") == 0) {
@@ -108,6 +131,7 @@ int main(int argc, char **argv) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent) _exit(0);
                 close(started[0]);
+                close(go[1]);
                 announce();
                 close(started[1]);
                 run_forever();
@@ -133,10 +157,12 @@ int main(int argc, char **argv) {
         if (r <= 0) { perror("workload: wait for start"); return 1; }
         got += r;
     }
+    /* READY=1 first: once 10000 spinners run, this thread waits its turn among them */
     notify_ready();
+    close(go[1]);  /* releases the spinners: read() returns 0 */
     run_forever();
 
 usage:
-    fprintf(stderr, "usage: workload [-c CGROUP_PROCS] [-I] procs|threads N idle|busy\n");
+    fprintf(stderr, "usage: workload [-c CGROUP_PROCS] [-I] [-y US] procs|threads N idle|busy\n");
     return 64;
 }
