@@ -3,7 +3,8 @@ import Glibc
 
 /// A fresh directory under /tmp (mkdtemp), for tests that need real files.
 public func makeTemporaryDirectory(_ label: String = "unit") -> String {
-    var template = Array("/tmp/icebox-unit-\(label)-XXXXXX".utf8CString)
+    let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    var template = Array("\(base)/icebox-unit-\(label)-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { buf -> String in
         guard let p = mkdtemp(buf.baseAddress!) else { fatalError("mkdtemp failed: errno \(errno)") }
         return String(cString: p)

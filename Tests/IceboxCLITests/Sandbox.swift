@@ -25,7 +25,9 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
 
     init(_ label: String = #function) {
         let cleaned = label.filter { $0.isLetter || $0.isNumber }.prefix(20)
-        var template = Array("/tmp/icebox-test-\(cleaned)-XXXXXX".utf8CString)
+        // Short: notify socket paths inside must fit sun_path (107 bytes).
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array("\(base)/icebox-test-\(cleaned)-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
