@@ -24,6 +24,11 @@ struct PolicyTests {
         box.events().filter { $0.kind == "policy" && $0.detail.hasPrefix("chosen for eviction") }.map(\.app)
     }
 
+    /// The apps the policy has finished evicting (killed and reaped), in order.
+    func evicted(_ box: Sandbox) -> [String] {
+        box.events().filter { $0.kind == "policy" && $0.detail.hasPrefix("evicted for") }.map(\.app)
+    }
+
     func waitFor(_ what: String, timeout: Double = 20, _ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while try !condition() && Date() < deadline { usleep(50_000) }
@@ -46,7 +51,7 @@ struct PolicyTests {
         let budget = total / 2 + total / 8
         let set = try box.icebox(["policy", "set", "--memory-budget", String(budget)])
         #expect(set.status == 0, "\(set.output)")
-        try waitFor("two evictions") { victims(box).count >= 2 }
+        try waitFor("two evictions") { evicted(box).count >= 2 }
         let after = try box.apps()
         #expect(victims(box) == ["first", "second"])
         #expect(after["first"]?.state == .evicted && after["second"]?.state == .evicted)
@@ -65,7 +70,7 @@ struct PolicyTests {
             _ = try box.icebox(["launch", name, "--", "sleep", "1000"])
             _ = try box.icebox(["suspend", name])
         }
-        try waitFor("an eviction") { victims(box).count >= 1 }
+        try waitFor("an eviction") { evicted(box).count >= 1 }
         #expect(victims(box) == ["a"])
         let apps = try box.apps()
         #expect(apps["a"]?.state == .evicted)
@@ -94,7 +99,7 @@ struct PolicyTests {
         try waitFor("background") { try box.apps()["bg-normal"]?.state == .background }
         // A budget nothing fits: everything that may go, goes, in order.
         #expect(try box.icebox(["policy", "set", "--memory-budget", "1"]).status == 0)
-        try waitFor("five evictions", timeout: 30) { victims(box).count >= 5 }
+        try waitFor("five evictions", timeout: 30) { evicted(box).count >= 5 }
         #expect(victims(box) == ["low-new", "normal-old", "normal-new", "bg-normal", "high-old"])
         let apps = try box.apps()
         #expect(apps["critical"]?.state == .suspended, "critical is never evicted")
