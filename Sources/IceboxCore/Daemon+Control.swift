@@ -266,8 +266,8 @@ extension Daemon {
                 return fail(
                     fd,
                     IceboxError(
-                        .failure, "\(name) is not running: it \(old.state.rawValue)\(why)",
-                        hint: "start it again with icebox launch"))
+                        .failure, "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
+                        hint: "start it again with icebox relaunch \(name)"))
             }
             return fail(fd, IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps"))
         }
