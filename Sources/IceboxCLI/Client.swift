@@ -54,7 +54,7 @@ struct DaemonClient {
         env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]
         var args = ["icebox", "daemon", "--foreground"]
         if let cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
-        var request = SpawnRequest(executable: ProcessEnvironment.executablePath, arguments: args, environment: env)
+        var request = SpawnRequest(executable: Spawner.selfExecutable, arguments: args, environment: env)
         request.stdout = logFD
         request.stderr = logFD
         request.extraFD = pipeFDs[1]
@@ -169,12 +169,6 @@ enum ProcessEnvironment {
             d[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
         }
         return d
-    }
-
-    static var executablePath: String {
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buf, 4095)
-        return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "icebox"
     }
 
     static var workingDirectory: String? {

@@ -64,9 +64,8 @@ enum DaemonCommand: IceboxCommand {
     /// Applies the settings on top of the last policy (policy.json), which the daemon loads.
     static func savePolicy(_ settings: [[String]], in paths: IceboxPaths) throws(IceboxError) {
         if settings.isEmpty { return }
-        let file = paths.stateDir + "/policy.json"
-        var policy = (try? FileIO.read(file)).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
+        var policy = EvictionPolicy.load(from: paths.policyFile)
         for pair in settings { try policy.set(pair[0], pair[1]) }
-        do { try FileIO.writeAtomically(file, JSONLines.encode(policy)) } catch { throw IceboxError("save the policy", error) }
+        do { try FileIO.writeAtomically(paths.policyFile, JSONLines.encode(policy)) } catch { throw IceboxError("save the policy", error) }
     }
 }

@@ -83,8 +83,7 @@ enum DoctorCommand: IceboxCommand {
             f.append(Finding(check: cap, ok: has, detail: has ? "present" : "missing: disables \(disables)"))
         }
         let paths = IceboxPaths.fromEnvironment(env)
-        let policy =
-            (try? FileIO.read(paths.stateDir + "/policy.json")).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
+        let policy = EvictionPolicy.load(from: paths.policyFile)
         for line in policy.lines {
             let key = String(line.prefix(19)).trimmingTrailingSpaces()
             f.append(Finding(check: "policy: " + key, ok: true, detail: String(line.dropFirst(19))))

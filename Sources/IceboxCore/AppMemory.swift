@@ -150,4 +150,10 @@ public enum SystemMemory {
     public static func available(path: String = "/proc/meminfo") -> UInt64? {
         (try? FileIO.read(path)).flatMap { available(meminfo: $0) }
     }
+
+    /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out
+    /// anonymous memory.
+    public static func hasSwap(path: String = "/proc/meminfo") -> Bool {
+        ((try? FileIO.read(path)).flatMap { field("SwapTotal", meminfo: $0) } ?? 0) > 0
+    }
 }

@@ -153,6 +153,14 @@ public struct CompactionReport: Codable, Sendable, Equatable {
     public var reclaimShort: Bool
 
     public var rssFreed: UInt64 { before.rss > after.rss ? before.rss - after.rss : 0 }
+
+    /// "RSS 93.7 MiB → 29.6 MiB, file 70.6 MiB → 6.5 MiB, anon 23.1 MiB → 23.1 MiB": the line
+    /// `icebox compact` prints, the compact event logs and the registry keeps.
+    public var summary: String {
+        func change(_ a: UInt64, _ b: UInt64) -> String { "\(SizeText.format(a)) → \(SizeText.format(b))" }
+        return "RSS \(change(before.rss, after.rss)), file \(change(before.rssFile, after.rssFile)), "
+            + "anon \(change(before.rssAnon, after.rssAnon))"
+    }
 }
 
 public enum Compactor {

@@ -179,7 +179,7 @@ extension Daemon {
             } catch {
                 return fail(fd, IceboxError(.failure, "\(error)"))
             }
-            try? FileIO.writeAtomically(policyFile, JSONLines.encode(policy))
+            try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
             log(
                 Event(
                     app: "-", pid: getpid(), kind: "policy",
@@ -212,15 +212,14 @@ extension Daemon {
                 }
                 switch compact(app, mode: mode) {
                 case .success(let r):
-                    let noSwap = SystemMemory.field("SwapTotal", meminfo: (try? FileIO.read("/proc/meminfo")) ?? "") == 0
                     send(
                         fd,
                         ControlReply(
                             kind: .line,
                             text:
-                                "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): RSS \(SizeText.format(r.before.rss)) → \(SizeText.format(r.after.rss)), file \(SizeText.format(r.before.rssFile)) → \(SizeText.format(r.after.rssFile)), anon \(SizeText.format(r.before.rssAnon)) → \(SizeText.format(r.after.rssAnon)); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
+                                "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): \(r.summary); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
                         ))
-                    if noSwap && mode == .pageout {
+                    if mode == .pageout && !SystemMemory.hasSwap() {
                         send(
                             fd,
                             ControlReply(

@@ -14,17 +14,14 @@ extension Daemon {
         var start: UInt64
     }
 
-    var policyFile: String { config.paths.stateDir + "/policy.json" }
-
     /// The last policy (policy.json), with the daemon's own flags on top.
     func loadPolicy() {
-        if let text = try? FileIO.read(policyFile), let saved = JSONLines.decode(EvictionPolicy.self, text) { policy = saved }
-        if let override = config.policy { policy = override }
+        policy = config.policy ?? EvictionPolicy.load(from: config.paths.policyFile)
         do { try applyPolicy() } catch {
             log(Event(app: "-", pid: getpid(), kind: "error", detail: "policy: \(error); pressure trigger off"))
             policy.pressure = nil
         }
-        try? FileIO.writeAtomically(policyFile, JSONLines.encode(policy))
+        try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
     }
 
     /// Arms what the policy needs: the PSI trigger and the periodic budget check.
@@ -204,12 +201,9 @@ extension Daemon {
         app.compactAt = nil
         do {
             let report = try Compactor.compact(pids: app.members(), mode: mode, cgroup: app.cgroup)
-            let b = report.before, a = report.after
-            let summary =
-                "RSS \(SizeText.format(b.rss)) → \(SizeText.format(a.rss)) (file \(SizeText.format(b.rssFile)) → \(SizeText.format(a.rssFile)), anon \(SizeText.format(b.rssAnon)) → \(SizeText.format(a.rssAnon)))"
+            let summary = report.summary
             let swapNote =
-                SystemMemory.field("SwapTotal", meminfo: (try? FileIO.read("/proc/meminfo")) ?? "") == 0 && mode == .pageout
-                ? "; no swap on this host: anonymous pages stay, file-backed pages go" : ""
+                mode == .pageout && !SystemMemory.hasSwap() ? "; no swap on this host: anonymous pages stay, file-backed pages go" : ""
             app.record.lastCompaction = summary
             app.compactedWhileSuspended = true
             log(

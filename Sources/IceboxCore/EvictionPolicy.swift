@@ -1,3 +1,5 @@
+import IceboxSystem
+
 /// jetsam-style priority bands: low goes first, critical is never evicted.
 public enum PriorityBand: String, Codable, Sendable, CaseIterable, Comparable {
     case low, normal, high, critical
@@ -21,6 +23,11 @@ public struct EvictionPolicy: Codable, Sendable, Equatable {
     public var compactMode = "pageout"  // pageout (reclaim now) or cold (reclaim under pressure)
 
     public init() {}
+
+    /// The policy saved at `path`, or the defaults if there is none (or it cannot be read).
+    public static func load(from path: String) -> EvictionPolicy {
+        (try? FileIO.read(path)).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
+    }
 
     /// The settings by their option names, as `icebox daemon` and `icebox policy set` take them.
     public static let keys = [
@@ -142,15 +149,5 @@ extension SizeText {
         guard let value = Double(t), value >= 0, value.isFinite else { return nil }
         let bytes = value * factor
         return bytes < 1.8e19 ? UInt64(bytes) : nil
-    }
-}
-
-extension String {
-    /// The string without the given characters at either end.
-    public func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
     }
 }

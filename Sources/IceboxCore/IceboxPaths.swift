@@ -36,6 +36,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     public var registryDir: String { stateDir + "/registry" }
     public func registryRecord(_ app: String) -> String { registryDir + "/" + app + ".json" }
     public var daemonLog: String { stateDir + "/daemon.log" }
+    /// The eviction policy, kept so a daemon started on demand applies the last one.
+    public var policyFile: String { stateDir + "/policy.json" }
     public var appLogDir: String { stateDir + "/logs" }
     public func appLog(_ app: String) -> String { appLogDir + "/" + app + ".log" }
     /// The app's persistent state directory (ICEBOX_STATE_DIR in its environment).

@@ -35,7 +35,7 @@ final class ReadinessProbe {
             var req: SpawnRequest
             if case .http(let url) = mode {
                 req = SpawnRequest(
-                    executable: Self.selfExecutable, arguments: ["icebox", "probe", "http:" + url], environment: environment)
+                    executable: Spawner.selfExecutable, arguments: ["icebox", "probe", "http:" + url], environment: environment)
             } else if case .command(let text) = mode {
                 req = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
             } else {
@@ -50,13 +50,6 @@ final class ReadinessProbe {
             return nil
         }
     }
-
-    /// This program's own path, for `icebox probe`.
-    static let selfExecutable: String = {
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buf, 4095)
-        return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "/proc/self/exe"
-    }()
 
     /// Called when the watched descriptor is ready: true if the app is ready.
     func finish() -> Bool {

@@ -85,9 +85,10 @@ public enum ProcFS {
     }
 }
 
-extension Substring {
-    func trimmingCharacters(in set: String) -> String {
-        var s = self
+extension StringProtocol {
+    /// The text without the given characters at either end.
+    public func trimmingCharacters(in set: String) -> String {
+        var s = self[...]
         while let f = s.first, set.contains(f) { s.removeFirst() }
         while let l = s.last, set.contains(l) { s.removeLast() }
         return String(s)
