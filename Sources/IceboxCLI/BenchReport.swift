@@ -14,18 +14,18 @@ struct BenchReport: Codable {
 
     enum CodingKeys: String, CodingKey {
         case command, backend, ready, runs, warmup, results
-        case speedupMedian = "speedup_median"
+        case speedupMedian
     }
 
     init(options: LaunchOptions, runs: Int, warmup: Int, measured: [BenchSession.Run], events: [Event]) {
         command = options.command
-        backend = options.backend
+        backend = options.backend.rawValue
         ready = options.ready.description
         self.runs = runs
         self.warmup = warmup
         // The daemon's own figures for the measured runs, from its event log.
-        let freezes = events.filter { $0.kind == "freeze" }
-        let notices = events.filter { $0.kind == "notice" }
+        let freezes = events.filter { $0.kind == .freeze }
+        let notices = events.filter { $0.kind == .notice }
         var suspends: [UInt64] = []
         var graces: [UInt64] = []
         for freeze in freezes {
@@ -33,16 +33,14 @@ struct BenchReport: Codable {
             suspends.append(freeze.monotonicNanos - notice.monotonicNanos)
             graces.append(freeze.monotonicNanos - notice.monotonicNanos - (freeze.durationNanos ?? 0))
         }
-        if let backend = events.first(where: { $0.kind == "spawn" })?.detail.split(separator: "backend ").last {
-            self.backend = String(backend.dropLast())
-        }
+        if let backend = events.first(where: { $0.kind == .spawn })?.backend { self.backend = backend.rawValue }
         results = [
             Summary(name: "cold_start", label: "Cold start   (launch → ready)", samples: measured.map(\.cold)),
             Summary(name: "hot_resume", label: "Hot resume   (resume → ready)", samples: measured.map(\.hot)),
             Summary(name: "freeze", label: "Freeze       (write → frozen)", samples: freezes.compactMap(\.durationNanos)),
             Summary(
                 name: "thaw", label: "Thaw         (write → thawed)",
-                samples: events.filter { $0.kind == "thaw" }.compactMap(\.durationNanos)),
+                samples: events.filter { $0.kind == .thaw }.compactMap(\.durationNanos)),
             Summary(name: "suspend", label: "Suspend      (notice → frozen)", samples: suspends),
             Summary(name: "grace", label: "  grace used (notice → freeze)", samples: graces),
             Summary(

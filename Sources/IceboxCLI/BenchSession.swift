@@ -38,7 +38,7 @@ struct BenchSession {
             default: break
             }
         }
-        throw IceboxError(.failure, "the icebox daemon closed the connection during \(request.command)")
+        throw IceboxError(.failure, "the icebox daemon closed the connection during \(request.commandName)")
     }
 
     /// The daemon waits for readiness itself only for `notify`; every other probe runs here.
@@ -47,8 +47,7 @@ struct BenchSession {
     mutating func launch() throws(IceboxError) -> UInt64 {
         var launchOptions = options
         if !daemonSideReadiness { launchOptions.ready = .exec }
-        var request = ControlRequest(command: "launch")
-        request.launch = launchOptions
+        let request = ControlRequest.launch(launchOptions)
         let start = Clock.monotonicNanos()
         _ = try call(request)
         appLive = true
@@ -57,19 +56,18 @@ struct BenchSession {
     }
 
     mutating func resume() throws(IceboxError) -> UInt64 {
-        var request = ControlRequest(command: "resume", names: [options.name])
-        request.waitReady = daemonSideReadiness
+        let request = ControlRequest.resume(names: [options.name], waitReady: daemonSideReadiness)
         let start = Clock.monotonicNanos()
         _ = try call(request)
         try waitUntilReady(since: start, what: "resume")
         return Clock.monotonicNanos() - start
     }
 
-    mutating func suspend() throws(IceboxError) { _ = try call(ControlRequest(command: "suspend", names: [options.name])) }
+    mutating func suspend() throws(IceboxError) { _ = try call(.suspend(names: [options.name])) }
 
     mutating func evict() throws(IceboxError) -> UInt64 {
         let start = Clock.monotonicNanos()
-        _ = try call(ControlRequest(command: "evict", names: [options.name]))
+        _ = try call(.evict(names: [options.name]))
         appLive = false
         return Clock.monotonicNanos() - start
     }

@@ -20,8 +20,7 @@ enum DaemonCommand: IceboxCommand {
         let env = ProcessEnvironment.dictionary
         if args.flag("stop") {
             var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: nil)
-            var request = ControlRequest(command: "stop")
-            request.terminateApps = args.flag("terminate-apps")
+            let request = ControlRequest.stop(terminateApps: args.flag("terminate-apps"), timeoutNanos: nil)
             do { return try client.perform(request) } catch  where error.code == .unavailable {
                 Output.out("no icebox daemon is running for \(client.paths.runtimeDir)")
                 return 0
@@ -36,9 +35,7 @@ enum DaemonCommand: IceboxCommand {
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
                 if settings.isEmpty { return 0 }
                 // Its policy changes as icebox policy set would change it.
-                var request = ControlRequest(command: "policy-set")
-                request.settings = settings
-                return try client.perform(request)
+                return try client.perform(.setPolicy(settings.map(\.setting)))
             }
             // The daemon started below reads the policy from the state directory.
             try client.paths.prepare()
@@ -62,10 +59,12 @@ enum DaemonCommand: IceboxCommand {
     }
 
     /// Applies the settings on top of the last policy (policy.json), which the daemon loads.
-    static func savePolicy(_ settings: [[String]], in paths: IceboxPaths) throws(IceboxError) {
+    static func savePolicy(_ settings: [(key: String, value: String, setting: PolicySetting)], in paths: IceboxPaths)
+        throws(IceboxError)
+    {
         if settings.isEmpty { return }
         var policy = EvictionPolicy.load(from: paths.policyFile)
-        for pair in settings { try policy.set(pair[0], pair[1]) }
+        for s in settings { policy.apply(s.setting) }
         do { try FileIO.writeAtomically(paths.policyFile, JSONLines.encode(policy)) } catch { throw IceboxError("save the policy", error) }
     }
 }

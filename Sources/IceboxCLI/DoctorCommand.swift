@@ -94,7 +94,7 @@ enum DoctorCommand: IceboxCommand {
                 detail: facts.cgroupRoot.map { FileIO.exists($0 + "/memory.current") } == true
                     ? "memory.current (v2 memory controller)"
                     : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
-        let auto = (try? facts.resolve("auto"))?.rawValue ?? "none"
+        let auto = (try? facts.resolve(.auto))?.rawValue ?? "none"
         f.append(Finding(check: "auto backend", ok: true, detail: auto))
         let report = Report(findings: f, autoBackend: auto, cgroupRoot: facts.cgroupRoot)
         if args.flag("json") {

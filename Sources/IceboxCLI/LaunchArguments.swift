@@ -21,8 +21,9 @@ enum LaunchArguments {
         OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
     ]
 
-    static func signal(_ text: String, option: String, allowAuto: Bool) throws(IceboxError) -> String {
-        if text == "none" || (allowAuto && text == "auto") { return text }
+    static func signal(_ text: String, option: String, allowAuto: Bool) throws(IceboxError) -> NoticeSignal {
+        if text == "none" { return NoticeSignal.none }
+        if allowAuto && text == "auto" { return .auto }
         guard let n = Signals.number(of: text) else {
             throw IceboxError(
                 .usage, "unknown signal '\(text)' for --\(option)",
@@ -31,7 +32,7 @@ enum LaunchArguments {
         if n == SIGKILL || n == SIGSTOP {
             throw IceboxError(.usage, "--\(option) cannot be \(Signals.name(of: n)): an app cannot handle it")
         }
-        return String(n)
+        return .signal(n)
     }
 
     static func build(name: String, nameIsDefault: Bool, command: [String], _ args: ParsedArguments, attached: Bool)
@@ -45,10 +46,10 @@ enum LaunchArguments {
         o.nameIsDefault = nameIsDefault
         o.attached = attached
         if let b = args.value("backend") {
-            guard ["auto", "cgroup2", "cgroup1", "signal"].contains(b) else {
+            guard let choice = BackendChoice(rawValue: b) else {
                 throw IceboxError(.usage, "unknown backend '\(b)'", hint: "use auto, cgroup2, cgroup1 or signal")
             }
-            o.backend = b
+            o.backend = choice
         }
         o.graceNanos = try ArgumentParser.duration(args.value("grace"), option: "grace", default: o.graceNanos)
         o.maxGraceNanos = try ArgumentParser.duration(
@@ -60,8 +61,7 @@ enum LaunchArguments {
         }
         if let s = args.value("background-signal") { o.backgroundSignal = try signal(s, option: "background-signal", allowAuto: true) }
         if let s = args.value("foreground-signal") {
-            let v = try signal(s, option: "foreground-signal", allowAuto: false)
-            o.foregroundSignal = v == "none" ? nil : Int32(v)
+            if case .signal(let n) = try signal(s, option: "foreground-signal", allowAuto: false) { o.foregroundSignal = n }
         }
         if let r = args.value("ready") {
             guard let mode = ReadyMode.parse(r) else {

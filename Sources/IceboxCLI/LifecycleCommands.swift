@@ -9,14 +9,11 @@ enum LifecycleRequest {
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
     ]
 
-    static func send(_ command: String, _ args: ParsedArguments, spec: CommandSpec, timeout: UInt64? = nil, waitReady: Bool = false)
-        throws(IceboxError) -> Int32
-    {
-        if args.positionals.isEmpty { throw ArgumentParser.usage("\(command) needs at least one app name", spec) }
+    /// Checks the names, builds the request from them and sends it.
+    static func send(_ args: ParsedArguments, spec: CommandSpec, _ request: ([String]) -> ControlRequest) throws(IceboxError) -> Int32 {
+        if args.positionals.isEmpty { throw ArgumentParser.usage("\(spec.name) needs at least one app name", spec) }
         for name in args.positionals { try AppName.validate(name) }
-        var request = ControlRequest(command: command, names: args.positionals)
-        request.timeoutNanos = timeout
-        request.waitReady = waitReady
+        let request = request(args.positionals)
         var client = LaunchArguments.client(args)
         return try client.perform(request)
     }
@@ -27,7 +24,9 @@ enum SuspendCommand: IceboxCommand {
         name: "suspend", usage: "icebox suspend NAME...",
         summary: "Active → Background (notice, grace) → Suspended; returns when frozen",
         options: LifecycleRequest.common)
-    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("suspend", args, spec: spec) }
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        try LifecycleRequest.send(args, spec: spec) { .suspend(names: $0) }
+    }
 }
 
 enum ResumeCommand: IceboxCommand {
@@ -38,7 +37,8 @@ enum ResumeCommand: IceboxCommand {
             OptionSpec(name: "wait-ready", value: nil, help: "for --ready notify apps: return once the app says READY=1 again")
         ] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        try LifecycleRequest.send("resume", args, spec: spec, waitReady: args.flag("wait-ready"))
+        let waitReady = args.flag("wait-ready")
+        return try LifecycleRequest.send(args, spec: spec) { .resume(names: $0, waitReady: waitReady) }
     }
 }
 
@@ -48,7 +48,7 @@ enum SwitchCommand: IceboxCommand {
         summary: "resume NAME and send the active app(s) to the background", options: LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         if args.positionals.count != 1 { throw ArgumentParser.usage("switch takes exactly one app name", spec) }
-        return try LifecycleRequest.send("switch", args, spec: spec)
+        return try LifecycleRequest.send(args, spec: spec) { .switchTo(name: $0[0]) }
     }
 }
 
@@ -59,7 +59,7 @@ enum TerminateCommand: IceboxCommand {
         options: [OptionSpec(name: "timeout", value: "DUR", help: "time before SIGKILL (default 10s)")] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 10_000_000_000)
-        return try LifecycleRequest.send("terminate", args, spec: spec, timeout: timeout)
+        return try LifecycleRequest.send(args, spec: spec) { .terminate(names: $0, timeoutNanos: timeout) }
     }
 }
 
@@ -68,7 +68,9 @@ enum EvictCommand: IceboxCommand {
         name: "evict", usage: "icebox evict NAME...",
         summary: "kill without notice (as memory pressure does), reap, record as evicted",
         options: LifecycleRequest.common)
-    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try LifecycleRequest.send("evict", args, spec: spec) }
+    static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        try LifecycleRequest.send(args, spec: spec) { .evict(names: $0) }
+    }
 }
 
 enum RelaunchCommand: IceboxCommand {
@@ -79,6 +81,6 @@ enum RelaunchCommand: IceboxCommand {
         details: "The app gets ICEBOX_LAUNCH_REASON=restore if it was evicted or killed while suspended, else fresh.")
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         if args.positionals.count != 1 { throw ArgumentParser.usage("relaunch takes exactly one app name", spec) }
-        return try LifecycleRequest.send("relaunch", args, spec: spec)
+        return try LifecycleRequest.send(args, spec: spec) { .relaunch(name: $0[0]) }
     }
 }

@@ -17,14 +17,12 @@ enum PolicyOptions {
         OptionSpec(name: "compact-mode", value: "pageout|cold", help: "pageout reclaims now, cold only under pressure (default pageout)"),
     ]
 
-    /// The [key, value] pairs given on the command line, checked here so mistakes exit 64.
-    static func settings(_ args: ParsedArguments) throws(IceboxError) -> [[String]] {
-        var check = EvictionPolicy()
-        var out: [[String]] = []
-        for key in EvictionPolicy.keys {
+    /// The settings given on the command line, parsed here so mistakes exit 64.
+    static func settings(_ args: ParsedArguments) throws(IceboxError) -> [(key: String, value: String, setting: PolicySetting)] {
+        var out: [(key: String, value: String, setting: PolicySetting)] = []
+        for key in PolicySetting.keys {
             guard let value = args.value(key) else { continue }
-            try check.set(key, value)
-            out.append([key, value])
+            out.append((key, value, try PolicySetting.parse(key: key, value: value)))
         }
         return out
     }
@@ -49,11 +47,10 @@ enum PolicyCommand: IceboxCommand {
             throw ArgumentParser.usage("policy takes no operand but 'set'", spec)
         }
         if !setting && !settings.isEmpty {
-            throw ArgumentParser.usage("to change the policy, write: icebox policy set --\(settings[0][0]) \(settings[0][1])", spec)
+            throw ArgumentParser.usage("to change the policy, write: icebox policy set --\(settings[0].key) \(settings[0].value)", spec)
         }
         if setting && settings.isEmpty { throw ArgumentParser.usage("policy set needs at least one setting", spec) }
-        var request = ControlRequest(command: setting ? "policy-set" : "policy")
-        request.settings = settings
+        let request: ControlRequest = setting ? .setPolicy(settings.map(\.setting)) : .policy
         var client = LaunchArguments.client(args)
         var shown: EvictionPolicy?
         let code = try client.perform(request, onPolicy: { shown = $0 })
@@ -79,11 +76,14 @@ enum CompactCommand: IceboxCommand {
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         if args.positionals.isEmpty { throw ArgumentParser.usage("compact needs at least one app name", spec) }
         for name in args.positionals { try AppName.validate(name) }
-        if let mode = args.value("mode"), mode != "pageout" && mode != "cold" {
-            throw IceboxError(.usage, "invalid --mode '\(mode)'", hint: "use pageout or cold")
+        var mode: CompactionMode?
+        if let text = args.value("mode") {
+            guard let m = CompactionMode(rawValue: text) else {
+                throw IceboxError(.usage, "invalid --mode '\(text)'", hint: "use pageout or cold")
+            }
+            mode = m
         }
-        var request = ControlRequest(command: "compact", names: args.positionals)
-        request.mode = args.value("mode")
+        let request = ControlRequest.compact(names: args.positionals, mode: mode)
         var client = LaunchArguments.client(args)
         return try client.perform(request)
     }

@@ -19,8 +19,7 @@ enum PsCommand: IceboxCommand {
         // Otherwise the registry alone says what ended.
         let env = ProcessEnvironment.dictionary
         var records: [AppRecord] = []
-        var request = ControlRequest(command: "ps")
-        request.all = args.flag("all")
+        let request = ControlRequest.ps(all: args.flag("all"))
         var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: args.value("cgroup-root"))
         do {
             let code = try client.perform(request) { records = $0 }

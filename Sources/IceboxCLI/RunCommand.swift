@@ -38,8 +38,7 @@ enum RunCommand: IceboxCommand {
         var client = LaunchArguments.client(args)
         let fd = try client.connect()
         defer { close(fd) }
-        var request = ControlRequest(command: "launch")
-        request.launch = options
+        let request = ControlRequest.launch(options)
         try client.send(request, on: fd, fds: [0, 1, 2])
 
         var reader = ReplyReader(fd: fd)
@@ -58,12 +57,13 @@ enum RunCommand: IceboxCommand {
                     for sig in Signals.drain(signalFD: sigFD) {
                         interrupts += 1
                         guard let appName else { continue }
-                        let action = interrupts == 1 ? "terminate" : "evict"
+                        let action: ControlRequest =
+                            interrupts == 1 ? .terminate(names: [appName], timeoutNanos: nil) : .evict(names: [appName])
                         writeLine(
-                            logFD, "icebox: \(Signals.name(of: sig)): \(action == "terminate" ? "terminating" : "evicting") \(appName)")
+                            logFD, "icebox: \(Signals.name(of: sig)): \(interrupts == 1 ? "terminating" : "evicting") \(appName)")
                         var other = client
                         if let cfd = try? other.connect() {
-                            try? other.send(ControlRequest(command: action, names: [appName]), on: cfd)
+                            try? other.send(action, on: cfd)
                             close(cfd)
                         }
                     }

@@ -31,6 +31,22 @@ public struct AppRecord: Codable, Sendable {
     public var graceCapNanos: UInt64?
 }
 
+extension AppRecord {
+    /// The record as it may leave the daemon (`ps`, `ps --json`): the environment's variable
+    /// names stay, their values do not (a token in the caller's environment, or passed with
+    /// --env, must never reach a terminal, a CI log or a bug report).
+    public var redacted: AppRecord {
+        var r = self
+        r.options.environment = r.options.environment.map(Self.nameOnly)
+        r.options.extraEnvironment = r.options.extraEnvironment.map(Self.nameOnly)
+        return r
+    }
+
+    static func nameOnly(_ entry: String) -> String {
+        entry.firstIndex(of: "=").map { String(entry[..<$0]) } ?? entry
+    }
+}
+
 /// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json),
 /// each written atomically when that app changes.
 public enum Registry {

@@ -19,7 +19,7 @@ extension Daemon {
         guard let notifyFD = try? UnixSocket.bindNotify(path: notifyPath) else {
             log(
                 Event(
-                    app: record.name, pid: record.pid, kind: "error",
+                    app: record.name, pid: record.pid, kind: .error,
                     detail: "cannot re-adopt: the notify socket \(notifyPath) cannot be bound"))
             record.state = .exited
             record.ending = "left running: not re-adopted (notify socket)"
@@ -41,7 +41,7 @@ extension Daemon {
         let outcome = reconcile(app, saved: saved)
         log(
             Event(
-                app: app.name, pid: app.pid, kind: "adopt", to: app.record.state,
+                app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
                 detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)"))
     }
 
@@ -85,7 +85,7 @@ extension Daemon {
         ended[record.name] = record
         log(
             Event(
-                app: record.name, pid: record.pid, kind: "exit", from: saved.state, to: .exited,
+                app: record.name, pid: record.pid, kind: .exit, from: saved.state, to: .exited,
                 detail: "found ended after a daemon restart (was \(saved.state.rawValue)); its cgroup was removed"))
     }
 

@@ -61,7 +61,7 @@ extension Daemon {
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.terminating && !app.evicting {
-                log(Event(app: name, pid: app.pid, kind: "detach", detail: "the attached icebox run went away; terminating the app"))
+                log(Event(app: name, pid: app.pid, kind: .detach, detail: "the attached icebox run went away; terminating the app"))
                 beginTerminate(app, timeoutNanos: 10_000_000_000, waiter: nil)
             }
         }
@@ -122,14 +122,13 @@ extension Daemon {
             fail(fd, IceboxError(.usage, "malformed request: \(error)"))
             return
         }
-        if request.command != "launch" { for extra in fds { close(extra) } }
-        switch request.command {
-        case "ping":
+        if case .launch = request {} else { for extra in fds { close(extra) } }
+        switch request {
+        case .ping:
             finish(fd, .success, "icebox daemon pid \(getpid())")
-        case "launch":
-            guard let options = request.launch else { return fail(fd, IceboxError(.usage, "launch without options")) }
+        case .launch(let options):
             launch(options, stdio: fds, client: fd)
-        case "ps":
+        case .ps(let all):
             var reply = ControlReply(kind: .data)
             var records = apps.values.map { app -> AppRecord in
                 var r = app.record
@@ -138,17 +137,19 @@ extension Daemon {
                 r.memorySource = memory.source.rawValue
                 return r
             }
-            if request.all { records.append(contentsOf: ended.values.filter { apps[$0.name] == nil }) }
-            reply.apps = records.sorted { $0.launchedWall < $1.launchedWall }
+            if all { records.append(contentsOf: ended.values.filter { apps[$0.name] == nil }) }
+            // What leaves the daemon names the environment's variables, never their values:
+            // a token in the caller's environment must not end up in a terminal or a CI log.
+            reply.apps = records.sorted { $0.launchedWall < $1.launchedWall }.map(\.redacted)
             send(fd, reply)
             finish(fd, .success)
-        case "stop":
+        case .stop(let terminateApps, let timeout):
             // The reply comes last, once the daemon has written everything it will write, so a
             // caller may remove the state directory as soon as `icebox daemon --stop` returns.
             stopRequesters.append(fd)
-            if request.terminateApps {
+            if terminateApps {
                 if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
-                stopAll(timeoutNanos: request.timeoutNanos ?? 10_000_000_000)
+                stopAll(timeoutNanos: timeout ?? 10_000_000_000)
             } else {
                 leaveAppsAndStop()
                 let n = apps.count
@@ -158,84 +159,34 @@ extension Daemon {
                         kind: .line, text: "daemon stopping; \(n) app\(n == 1 ? "" : "s") left as they are, for the next daemon to re-adopt"
                     ))
             }
-        case "policy":
+        case .policy:
             var reply = ControlReply(kind: .data)
             reply.policy = policy
             send(fd, reply)
             finish(fd, .success)
-        case "policy-set":
-            var changed = policy
-            do {
-                for pair in request.settings where pair.count == 2 { try changed.set(pair[0], pair[1]) }
-                let old = policy
-                policy = changed
-                do { try applyPolicy() } catch {
-                    policy = old
-                    try? applyPolicy()
-                    throw error
-                }
-            } catch let error as IceboxError {
+        case .setPolicy(let settings):
+            let old = policy
+            for setting in settings { policy.apply(setting) }
+            do { try applyPolicy() } catch {
+                policy = old
+                try? applyPolicy()
                 return fail(fd, error)
-            } catch {
-                return fail(fd, IceboxError(.failure, "\(error)"))
             }
             try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
             log(
                 Event(
-                    app: "-", pid: getpid(), kind: "policy",
-                    detail: "policy changed: " + request.settings.map { $0.joined(separator: "=") }.joined(separator: ", ")))
+                    app: "-", pid: getpid(), kind: .policy,
+                    detail: "policy changed: " + settings.map(\.summary).joined(separator: ", ")))
             var reply = ControlReply(kind: .data)
             reply.policy = policy
             send(fd, reply)
             finish(fd, .success)
             enforcePolicy()
-        case "compact":
-            guard !request.names.isEmpty else { return fail(fd, IceboxError(.usage, "compact needs at least one app name")) }
-            let mode = CompactionMode(rawValue: request.mode ?? policy.compactMode) ?? .pageout
-            var code = ExitCode.success
-            for name in request.names {
-                guard let app = apps[name] else {
-                    send(fd, ControlReply(kind: .warning, text: "icebox: no running app named '\(name)'"))
-                    code = .failure
-                    continue
-                }
-                guard app.record.state == .suspended else {
-                    send(
-                        fd,
-                        ControlReply(
-                            kind: .warning,
-                            text:
-                                "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) first)"
-                        ))
-                    code = .failure
-                    continue
-                }
-                switch compact(app, mode: mode) {
-                case .success(let r):
-                    send(
-                        fd,
-                        ControlReply(
-                            kind: .line,
-                            text:
-                                "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): \(r.summary); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
-                        ))
-                    if mode == .pageout && !SystemMemory.hasSwap() {
-                        send(
-                            fd,
-                            ControlReply(
-                                kind: .line, text: "\(name)  this host has no swap: anonymous pages stay resident, file-backed pages go"))
-                    }
-                case .failure(let e):
-                    send(fd, ControlReply(kind: .warning, text: "icebox: \(e)"))
-                    code = e.code
-                }
-            }
-            finish(fd, code)
-        case "relaunch":
+        case .compact(let names, let requestedMode):
+            guard !names.isEmpty else { return fail(fd, IceboxError(.usage, "compact needs at least one app name")) }
+            compactRequested(names, mode: requestedMode ?? policy.compactMode, client: fd)
+        case .relaunch(let name):
             // An ended app again, with its last command line and options (detached).
-            guard request.names.count == 1, let name = request.names.first else {
-                return fail(fd, IceboxError(.usage, "relaunch takes exactly one app name"))
-            }
             if let live = apps[name] {
                 return fail(
                     fd,
@@ -249,51 +200,94 @@ extension Daemon {
             options.attached = false
             options.nameIsDefault = false
             launch(options, stdio: [], client: fd)
-        case "suspend", "resume", "terminate", "evict", "switch":
-            perform(request, client: fd)
-        default:
-            fail(fd, IceboxError(.usage, "unknown request '\(request.command)'"))
-        }
-    }
-
-    /// The app commands. Each name is checked before anything is done to any of them.
-    func perform(_ request: ControlRequest, client fd: Int32) {
-        if request.names.isEmpty { return fail(fd, IceboxError(.usage, "\(request.command) needs at least one app name")) }
-        for name in request.names where apps[name] == nil {
-            if let old = ended[name] {
-                let why = old.ending.map { " (\($0))" } ?? ""
-                return fail(
-                    fd,
-                    IceboxError(
-                        .failure, "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
-                        hint: "start it again with icebox relaunch \(name)"))
-            }
-            return fail(fd, IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps"))
-        }
-        let targets = request.names.compactMap { apps[$0] }
-        switch request.command {
-        case "suspend":
-            let id = newWaiter(client: fd, apps: request.names)
+        case .suspend(let names):
+            guard let targets = liveApps(names, for: request, client: fd) else { return }
+            let id = newWaiter(client: fd, apps: names)
             for app in targets { beginSuspend(app, waiter: id) }
-        case "resume":
-            let id = newWaiter(client: fd, apps: request.names)
-            for app in targets { resume(app, waiter: id, waitReady: request.waitReady) }
-        case "switch":
-            guard let target = targets.first, targets.count == 1 else {
-                return fail(fd, IceboxError(.usage, "switch takes exactly one app name"))
-            }
+        case .resume(let names, let waitReady):
+            guard let targets = liveApps(names, for: request, client: fd) else { return }
+            let id = newWaiter(client: fd, apps: names)
+            for app in targets { resume(app, waiter: id, waitReady: waitReady) }
+        case .switchTo(let name):
+            guard let target = liveApps([name], for: request, client: fd)?.first else { return }
             let previous = apps.values.filter { $0 !== target && ($0.record.state == .active || $0.record.state == .launching) }
             let id = newWaiter(client: fd, apps: [target.name] + previous.map(\.name))
             resume(target, waiter: id)
             for app in previous { beginSuspend(app, waiter: id) }
-        case "terminate":
-            let id = newWaiter(client: fd, apps: request.names)
-            for app in targets { beginTerminate(app, timeoutNanos: request.timeoutNanos ?? 10_000_000_000, waiter: id) }
-        case "evict":
-            let id = newWaiter(client: fd, apps: request.names)
+        case .terminate(let names, let timeout):
+            guard let targets = liveApps(names, for: request, client: fd) else { return }
+            let id = newWaiter(client: fd, apps: names)
+            for app in targets { beginTerminate(app, timeoutNanos: timeout ?? 10_000_000_000, waiter: id) }
+        case .evict(let names):
+            guard let targets = liveApps(names, for: request, client: fd) else { return }
+            let id = newWaiter(client: fd, apps: names)
             for app in targets { evict(app, waiter: id) }
-        default:
-            break
         }
+    }
+
+    /// The live apps a command names, each checked before anything is done to any of them;
+    /// nil (and the client answered) if one is missing.
+    func liveApps(_ names: [String], for request: ControlRequest, client fd: Int32) -> [LiveApp]? {
+        if names.isEmpty {
+            fail(fd, IceboxError(.usage, "\(request.commandName) needs at least one app name"))
+            return nil
+        }
+        for name in names where apps[name] == nil {
+            if let old = ended[name] {
+                let why = old.ending.map { " (\($0))" } ?? ""
+                fail(
+                    fd,
+                    IceboxError(
+                        .failure, "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
+                        hint: "start it again with icebox relaunch \(name)"))
+            } else {
+                fail(fd, IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps"))
+            }
+            return nil
+        }
+        return names.compactMap { apps[$0] }
+    }
+
+    /// icebox compact: each named app, which must be suspended, compacted now.
+    func compactRequested(_ names: [String], mode: CompactionMode, client fd: Int32) {
+        var code = ExitCode.success
+        for name in names {
+            guard let app = apps[name] else {
+                send(fd, ControlReply(kind: .warning, text: "icebox: no running app named '\(name)'"))
+                code = .failure
+                continue
+            }
+            guard app.record.state == .suspended else {
+                send(
+                    fd,
+                    ControlReply(
+                        kind: .warning,
+                        text:
+                            "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) first)"
+                    ))
+                code = .failure
+                continue
+            }
+            switch compact(app, mode: mode) {
+            case .success(let r):
+                send(
+                    fd,
+                    ControlReply(
+                        kind: .line,
+                        text:
+                            "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): \(r.summary); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
+                    ))
+                if mode == .pageout && !SystemMemory.hasSwap() {
+                    send(
+                        fd,
+                        ControlReply(
+                            kind: .line, text: "\(name)  this host has no swap: anonymous pages stay resident, file-backed pages go"))
+                }
+            case .failure(let e):
+                send(fd, ControlReply(kind: .warning, text: "icebox: \(e)"))
+                code = e.code
+            }
+        }
+        finish(fd, code)
     }
 }

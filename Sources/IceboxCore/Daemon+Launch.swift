@@ -189,10 +189,11 @@ extension Daemon {
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
             app.spawnEvent = Event(
-                app: app.name, pid: app.pid, kind: "spawn", to: .launching, durationNanos: spawnNanos,
+                app: app.name, pid: app.pid, kind: .spawn, to: .launching, durationNanos: spawnNanos,
                 detail:
                     "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))"
             )
+            app.spawnEvent?.backend = backend
             ended.removeValue(forKey: app.name)
             return app
         } catch {
@@ -242,7 +243,7 @@ extension Daemon {
         app.setState(.active, now: now)
         log(
             Event(
-                app: app.name, pid: app.pid, kind: "ready", from: .launching, to: .active, durationNanos: cold,
+                app: app.name, pid: app.pid, kind: .ready, from: .launching, to: .active, durationNanos: cold,
                 detail: "cold start: launch → ready in \(DurationText.format(cold)) (\(app.record.options.ready))"))
         for id in app.launchWaiters { settle(id, app: app.name, line: launchedLine(app)) }
         app.launchWaiters = []
@@ -281,7 +282,7 @@ extension Daemon {
         app.probeAt = nil
         let waited = Clock.monotonicNanos() - app.launchStart
         let line = "\(app.name) was not ready (\(app.record.options.ready)) within \(DurationText.format(waited)); terminating it"
-        log(Event(app: app.name, pid: app.pid, kind: "error", durationNanos: waited, detail: line))
+        log(Event(app: app.name, pid: app.pid, kind: .error, durationNanos: waited, detail: line))
         // The launch fails, but its reply waits until the app is gone: nothing is left behind
         // when the command returns.
         for id in app.launchWaiters {

@@ -10,11 +10,11 @@ extension Daemon {
     /// process has a handler for it (SigCgt), so a naive program is never killed by it.
     func backgroundSignal(for app: LiveApp) -> (signal: Int32, why: String)? {
         switch app.record.options.backgroundSignal {
-        case "none": return nil
-        case "auto":
+        case .none: return nil
+        case .auto:
             return ProcFS.catchesSignal(pid: app.pid, SIGUSR1) ? (SIGUSR1, "the app handles it") : nil
-        case let text:
-            return Int32(text).map { ($0, "as configured") }
+        case .signal(let n):
+            return (n, "as configured")
         }
     }
 
@@ -42,20 +42,20 @@ extension Daemon {
                 do {
                     try app.handle.send(sig)
                 } catch {
-                    log(Event(app: app.name, pid: app.pid, kind: "error", detail: "background notice: \(error)"))
+                    log(Event(app: app.name, pid: app.pid, kind: .error, detail: "background notice: \(error)"))
                 }
                 app.graceDeadline = now + min(grace ?? .max, app.record.options.graceNanos)
                 app.graceCap = now + max(app.record.options.maxGraceNanos, app.record.options.graceNanos)
                 let text = "\(Signals.name(of: sig)) sent (\(why)); grace \(DurationText.format(app.record.options.graceNanos))"
-                log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: text))
+                log(Event(app: app.name, pid: app.pid, kind: .notice, from: from, to: .background, detail: text))
                 tellSuspendWaiters(app, "\(app.name)  \(from.rawValue) → background  \(text)")
                 saveRegistry(app.name)  // the grace deadline survives a daemon crash
             } else {
                 let why =
-                    app.record.options.backgroundSignal == "none"
+                    app.record.options.backgroundSignal == NoticeSignal.none
                     ? "no notice (--background-signal none)"
                     : "no notice (the app has no SIGUSR1 handler)"
-                log(Event(app: app.name, pid: app.pid, kind: "notice", from: from, to: .background, detail: why + "; grace skipped"))
+                log(Event(app: app.name, pid: app.pid, kind: .notice, from: from, to: .background, detail: why + "; grace skipped"))
                 tellSuspendWaiters(app, "\(app.name)  \(from.rawValue) → background  \(why); grace skipped")
                 endGrace(app, reason: "no notice")
             }
@@ -83,7 +83,7 @@ extension Daemon {
                 "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended)), frozen in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(report.tasks) process\(report.tasks == 1 ? "" : "es"))"
             log(
                 Event(
-                    app: app.name, pid: app.pid, kind: "freeze", from: .background, to: .suspended,
+                    app: app.name, pid: app.pid, kind: .freeze, from: .background, to: .suspended,
                     durationNanos: report.durationNanos, detail: text))
             for id in app.suspendWaiters { settle(id, app: app.name, line: "\(app.name)  background → suspended  \(text)") }
             app.suspendWaiters = []
@@ -94,7 +94,7 @@ extension Daemon {
             // The freezer rolled back: the app runs, and says so.
             app.setState(.active)
             let text = "freeze failed: \(error)"
-            log(Event(app: app.name, pid: app.pid, kind: "error", from: .background, to: .active, detail: text))
+            log(Event(app: app.name, pid: app.pid, kind: .error, from: .background, to: .active, detail: text))
             for id in app.suspendWaiters { settle(id, app: app.name, line: "icebox: \(app.name): \(text)", failed: .failure) }
             // A policy victim goes even if it could not be frozen: killing needs no freeze.
             if app.pendingEviction { evict(app, waiter: nil) }
@@ -122,7 +122,7 @@ extension Daemon {
             let fg = sendForegroundSignal(app)
             log(
                 Event(
-                    app: app.name, pid: app.pid, kind: "resume", from: .background, to: .active,
+                    app: app.name, pid: app.pid, kind: .resume, from: .background, to: .active,
                     detail: "resumed during its grace period; not frozen\(fg)"))
             settle(waiter ?? -1, app: app.name, line: "\(app.name)  background → active  resumed during its grace period\(fg)")
             saveRegistry(app.name)
@@ -139,7 +139,7 @@ extension Daemon {
                 let text = "thawed in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue))\(fg)\(compacted)"
                 log(
                     Event(
-                        app: app.name, pid: app.pid, kind: "thaw", from: .suspended, to: .active, durationNanos: report.durationNanos,
+                        app: app.name, pid: app.pid, kind: .thaw, from: .suspended, to: .active, durationNanos: report.durationNanos,
                         detail: text))
                 if waitReady, case .notify = app.record.options.ready {
                     self.report(waiter ?? -1, line: "\(app.name)  suspended → active  \(text)")
@@ -150,7 +150,7 @@ extension Daemon {
                 }
             } catch {
                 let text = "thaw failed: \(error)"
-                log(Event(app: app.name, pid: app.pid, kind: "error", detail: text))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: text))
                 settle(waiter ?? -1, app: app.name, line: "icebox: \(app.name): \(text)", failed: .failure)
             }
             saveRegistry(app.name)
@@ -180,7 +180,7 @@ extension Daemon {
             if let report = try? app.freezer.thaw(deadline: Clock.monotonicNanos() + config.freezeTimeoutNanos) {
                 log(
                     Event(
-                        app: app.name, pid: app.pid, kind: "thaw",
+                        app: app.name, pid: app.pid, kind: .thaw,
                         durationNanos: report.durationNanos,
                         detail: "thawed in \(DurationText.format(report.durationNanos)) so it can act on SIGTERM"))
             }
@@ -190,7 +190,7 @@ extension Daemon {
         app.killDeadline = app.endStart + timeoutNanos
         log(
             Event(
-                app: app.name, pid: app.pid, kind: "terminate",
+                app: app.name, pid: app.pid, kind: .terminate,
                 detail: "SIGTERM sent (willTerminate); SIGKILL after \(DurationText.format(timeoutNanos))"))
     }
 
@@ -198,7 +198,7 @@ extension Daemon {
         app.killDeadline = nil
         log(
             Event(
-                app: app.name, pid: app.pid, kind: "terminate", durationNanos: Clock.monotonicNanos() - app.endStart,
+                app: app.name, pid: app.pid, kind: .terminate, durationNanos: Clock.monotonicNanos() - app.endStart,
                 detail: "still running after the time-out; SIGKILL"))
         killAll(app)
     }
@@ -299,7 +299,7 @@ extension Daemon {
         if !cleanupProblems.isEmpty { detail += "; cleanup: " + cleanupProblems.joined(separator: "; ") }
         log(
             Event(
-                app: app.name, pid: app.pid, kind: final == .evicted ? "evict" : "exit", from: from, to: final,
+                app: app.name, pid: app.pid, kind: final == .evicted ? .evict : .exit, from: from, to: final,
                 durationNanos: final == .exited ? now - app.launchStart : now - app.endStart, detail: detail))
 
         let line = "\(app.name)  \(from.rawValue) → \(final.rawValue)  \(detail)"

@@ -11,7 +11,7 @@ extension Daemon {
             guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unified) else {
                 log(
                     Event(
-                        app: app.name, pid: datagram.senderPID, kind: "notify",
+                        app: app.name, pid: datagram.senderPID, kind: .notify,
                         detail: "dropped a message from pid \(datagram.senderPID): not a process of \(app.name)"))
                 continue
             }
@@ -25,7 +25,7 @@ extension Daemon {
             saveRegistry(app.name)
         }
         if message.stopping {
-            log(Event(app: app.name, pid: sender, kind: "notify", detail: "STOPPING=1"))
+            log(Event(app: app.name, pid: sender, kind: .notify, detail: "STOPPING=1"))
         }
         if let extra = message.extendNanos, app.record.state == .background, let deadline = app.graceDeadline {
             let now = Clock.monotonicNanos()
@@ -36,7 +36,7 @@ extension Daemon {
             let capped = wanted > app.graceCap ? " (capped by --max-grace)" : ""
             log(
                 Event(
-                    app: app.name, pid: sender, kind: "grace",
+                    app: app.name, pid: sender, kind: .grace,
                     detail:
                         "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(app.graceDeadline! - app.graceStart)) in all\(capped)"
                 ))
@@ -53,7 +53,7 @@ extension Daemon {
                     app.resumedAt = nil
                     let took = Clock.monotonicNanos() - resumed
                     let text = "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"
-                    log(Event(app: app.name, pid: sender, kind: "ready", durationNanos: took, detail: text))
+                    log(Event(app: app.name, pid: sender, kind: .ready, durationNanos: took, detail: text))
                     for id in app.resumeWaiters { settle(id, app: app.name, line: "\(app.name)  \(text)") }
                     app.resumeWaiters = []
                     app.resumeReadyDeadline = nil

@@ -7,7 +7,7 @@ extension Daemon {
     /// The app being evicted by the policy right now: one victim at a time.
     struct Victim {
         var name: String
-        var reason: String
+        var reason: EvictionReason
         var memoryBefore: UInt64
         var victimMemory: AppMemoryReading
         var decisionNanos: UInt64
@@ -18,7 +18,7 @@ extension Daemon {
     func loadPolicy() {
         policy = config.policy ?? EvictionPolicy.load(from: config.paths.policyFile)
         do { try applyPolicy() } catch {
-            log(Event(app: "-", pid: getpid(), kind: "error", detail: "policy: \(error); pressure trigger off"))
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(error); pressure trigger off"))
             policy.pressure = nil
         }
         try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
@@ -33,7 +33,7 @@ extension Daemon {
         if let text = policy.pressure {
             let spec = try PressureSpec.parse(text)
             let path: String
-            if policy.pressureScope == "apps" {
+            if policy.pressureScope == .apps {
                 guard let root = facts.cgroupRoot else {
                     throw IceboxError(.unavailable, "--pressure-scope apps needs a cgroup v2 root", hint: "use --pressure-scope system")
                 }
@@ -73,14 +73,14 @@ extension Daemon {
         switch state {
         case .crossed:
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
-            log(Event(app: "-", pid: getpid(), kind: "pressure", detail: "PSI trigger \(trigger.spec) crossed\(stats)"))
+            log(Event(app: "-", pid: getpid(), kind: .pressure, detail: "PSI trigger \(trigger.spec) crossed\(stats)"))
             enforcePolicy(pressure: true)
         case .gone:
             unwatch(trigger.fd)
             pressureTrigger = nil
             log(
                 Event(
-                    app: "-", pid: getpid(), kind: "error", detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off"))
+                    app: "-", pid: getpid(), kind: .error, detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off"))
         case .quiet:
             break
         }
@@ -98,16 +98,16 @@ extension Daemon {
         let start = Clock.monotonicNanos()
         // Measured only for the triggers that are set: a thousand apps' memory is a thousand reads.
         let total = policy.memoryBudgetBytes != nil || pressure ? totalMemory() : 0
-        var reason: String
+        let reason: EvictionReason
         var onlySuspended = false
         if pressure {
-            reason = "memory pressure (PSI \(policy.pressure ?? ""))"
+            reason = .pressure(trigger: policy.pressure ?? "")
         } else if let budget = policy.memoryBudgetBytes, total > budget {
-            reason = "memory budget \(SizeText.format(budget)) exceeded (\(SizeText.format(total)))"
+            reason = .budget(limitBytes: budget, usedBytes: total)
         } else if let cap = policy.maxSuspended, case let suspendedCount = apps.values.filter({ $0.record.state == .suspended }).count,
             suspendedCount > cap
         {
-            reason = "more than \(cap) suspended apps (\(suspendedCount))"
+            reason = .tooManySuspended(cap: cap, count: suspendedCount)
             onlySuspended = true
         } else {
             return
@@ -120,22 +120,25 @@ extension Daemon {
             !onlySuspended || $0.state == .suspended
         }
         guard let choice = ordered.first, let app = apps[choice.name] else {
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: "policy",
-                    detail: "\(reason), but no app may be evicted (critical, or active and protected)"))
+            var event = Event(
+                app: "-", pid: getpid(), kind: .policy, detail: "\(reason), but no app may be evicted (critical, or active and protected)")
+            event.reason = reason.description
+            log(event)
             return
         }
         let decision = Clock.monotonicNanos() - start
         victim = Victim(
             name: app.name, reason: reason, memoryBefore: total, victimMemory: app.memory(), decisionNanos: decision,
             start: Clock.monotonicNanos())
-        log(
-            Event(
-                app: app.name, pid: app.pid, kind: "policy", durationNanos: decision,
-                detail:
-                    "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start - app.record.sinceMonotonicNanos)); decided in \(DurationText.format(decision))"
-            ))
+        var chosen = Event(
+            app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,
+            detail:
+                "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start - app.record.sinceMonotonicNanos)); decided in \(DurationText.format(decision))"
+        )
+        chosen.reason = reason.description
+        chosen.band = app.record.options.priority
+        chosen.memoryBeforeBytes = policy.memoryBudgetBytes != nil || pressure ? total : nil
+        log(chosen)
         if app.record.state == .suspended {
             evict(app, waiter: nil)
         } else {
@@ -155,13 +158,19 @@ extension Daemon {
         victim = nil
         let after = totalMemory()
         let killTime = Clock.monotonicNanos() - (app.endStart > 0 ? app.endStart : v.start)
-        log(
-            Event(
-                app: app.name, pid: app.pid, kind: "policy", durationNanos: killTime,
-                detail:
-                    "evicted for \(v.reason): apps \(SizeText.format(v.memoryBefore)) → \(SizeText.format(after)), the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))"
-            ))
-        if !v.reason.hasPrefix("memory pressure") { enforcePolicy() }
+        var event = Event(
+            app: app.name, pid: app.pid, kind: .policy, durationNanos: killTime,
+            detail:
+                "evicted for \(v.reason): apps \(SizeText.format(v.memoryBefore)) → \(SizeText.format(after)), the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))"
+        )
+        event.reason = v.reason.description
+        event.band = app.record.options.priority
+        event.memoryBeforeBytes = v.memoryBefore
+        event.memoryAfterBytes = after
+        event.victimMemoryBytes = v.victimMemory.bytes
+        log(event)
+        // A pressure event evicts one app: the kernel signals again if the pressure goes on.
+        if case .pressure = v.reason {} else { enforcePolicy() }
     }
 
     // MARK: Frozen apps: compaction and the file-lock check
@@ -185,13 +194,19 @@ extension Daemon {
         guard app.record.state == .suspended, let locks = try? FileLocks.read() else { return }
         let contended = FileLocks.contended(heldBy: Set(app.members()), in: locks)
         guard let first = contended.first else { return }
-        let waiting = Set(contended.flatMap { $0.waiters.map(\.pid) }).sorted().map(String.init).joined(separator: ", ")
+        let waiterPIDs = Set(contended.flatMap { $0.waiters.map(\.pid) }).sorted()
+        let waiting = waiterPIDs.map(String.init).joined(separator: ", ")
         let what = "holds a \(first.holder.kind.rawValue) lock on inode \(first.holder.inode) that pid \(waiting) waits on"
-        if policy.onLockContention == "evict" {
-            log(Event(app: app.name, pid: app.pid, kind: "lock", detail: "frozen but \(what): evicting it (--on-lock-contention evict)"))
+        if policy.onLockContention == .evict {
+            var event = Event(
+                app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)")
+            event.pids = waiterPIDs
+            log(event)
             evict(app, waiter: nil)
         } else {
-            log(Event(app: app.name, pid: app.pid, kind: "lock", detail: "frozen but \(what): thawing it"))
+            var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): thawing it")
+            event.pids = waiterPIDs
+            log(event)
             resume(app, waiter: nil)
         }
     }
@@ -208,7 +223,7 @@ extension Daemon {
             app.compactedWhileSuspended = true
             log(
                 Event(
-                    app: app.name, pid: app.pid, kind: "compact", durationNanos: report.durationNanos,
+                    app: app.name, pid: app.pid, kind: .compact, durationNanos: report.durationNanos,
                     detail:
                         "compacted (\(mode.rawValue), \(report.method.rawValue)) in \(DurationText.format(report.durationNanos)): \(summary)\(swapNote)"
                 ))
@@ -216,7 +231,7 @@ extension Daemon {
             return .success(report)
         } catch {
             let e = IceboxError("compact \(app.name)", error)
-            log(Event(app: app.name, pid: app.pid, kind: "error", detail: e.description))
+            log(Event(app: app.name, pid: app.pid, kind: .error, detail: e.description))
             return .failure(e)
         }
     }

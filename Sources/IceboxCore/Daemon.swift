@@ -117,7 +117,7 @@ public final class Daemon {
         signalReady()
         log(
             Event(
-                app: "-", pid: getpid(), kind: "daemon",
+                app: "-", pid: getpid(), kind: .daemon,
                 detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
         idleSince = Clock.monotonicNanos()
         loop()
@@ -125,7 +125,7 @@ public final class Daemon {
         unlink(config.paths.controlSocket)
         close(listener)
         if apps.isEmpty { removeEmptyRoots() }
-        log(Event(app: "-", pid: getpid(), kind: "daemon", detail: "daemon stopped"))
+        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
         for fd in stopRequesters { finish(fd, .success) }
         return true
     }
@@ -235,7 +235,7 @@ public final class Daemon {
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
-                    _ = compact(app, mode: CompactionMode(rawValue: policy.compactMode) ?? .pageout)
+                    _ = compact(app, mode: policy.compactMode)
                 } else {
                     app.compactAt = nil
                 }
@@ -259,7 +259,7 @@ public final class Daemon {
                 // the next daemon re-adopts them.
                 log(
                     Event(
-                        app: "-", pid: getpid(), kind: "daemon",
+                        app: "-", pid: getpid(), kind: .daemon,
                         detail: "\(Signals.name(of: sig)) received: stopping; apps left as they are"))
                 leaveAppsAndStop()
             }

@@ -1,36 +1,80 @@
 import IceboxSystem
 
-/// The lifecycle states. launching is iOS's Inactive (until ready); exited, terminated and
-/// evicted are Not Running, kept apart so a user sees why.
-public enum AppState: String, Codable, Sendable {
-    case launching, active, background, suspended, exited, terminated, evicted
-
-    public var isEnded: Bool { self == .exited || self == .terminated || self == .evicted }
+/// What an event in the log records.
+public enum EventKind: String, Codable, Sendable, CaseIterable {
+    case daemon  // the daemon started, stopped, or was told to stop
+    case spawn  // the app's process was created and exec'd
+    case ready  // launch → ready (cold start) or resume → READY=1 (hot start)
+    case notice  // the background notice (didEnterBackground) and the start of the grace
+    case grace  // the grace was extended (EXTEND_TIMEOUT_USEC)
+    case freeze  // background → suspended, confirmed by the kernel
+    case thaw  // suspended → active, confirmed by the kernel
+    case resume  // back to active during the grace (no thaw needed)
+    case terminate  // SIGTERM sent, or SIGKILL after the time-out
+    case exit  // the app ended on its own or was terminated
+    case evict  // killed without notice, reaped, recorded
+    case notify  // a notify message worth recording (STOPPING=1, a dropped sender)
+    case error  // something failed; the detail says what and what was done about it
+    case detach  // the attached `icebox run` went away
+    case adopt  // re-adopted after a daemon restart
+    case compact  // a frozen app's memory was reclaimed
+    case lock  // a frozen app held a file lock others wait on
+    case policy  // an eviction decision and its result, or a policy change
+    case pressure  // the PSI trigger fired
 }
 
-/// One step in the timed event log. JSON lines on disk; `duration_ns` is an integer.
+/// Why the policy evicts an app.
+public enum EvictionReason: Codable, Sendable, Equatable, CustomStringConvertible {
+    case pressure(trigger: String)  // the PSI trigger fired
+    case budget(limitBytes: UInt64, usedBytes: UInt64)
+    case tooManySuspended(cap: Int, count: Int)
+
+    public var description: String {
+        switch self {
+        case .pressure(let trigger): return "memory pressure (PSI \(trigger))"
+        case .budget(let limit, let used): return "memory budget \(SizeText.format(limit)) exceeded (\(SizeText.format(used)))"
+        case .tooManySuspended(let cap, let count): return "more than \(cap) suspended apps (\(count))"
+        }
+    }
+}
+
+/// One step in the timed event log. JSON lines on disk. Beside the human `detail`, the
+/// figures are fields of their own (bytes, nanoseconds, pids), so `log --json` consumers read
+/// numbers, not text.
 public struct Event: Codable, Sendable, Equatable {
     public var time: String  // RFC 3339, µs, UTC
     public var monotonicNanos: UInt64
     public var app: String
     public var pid: Int32?
-    public var kind: String  // spawn, ready, notice, grace, freeze, thaw, resume, terminate, exit, evict, notify, error, ...
+    public var kind: EventKind
     public var from: AppState?
     public var to: AppState?
     public var durationNanos: UInt64?
     public var detail: String
 
+    // Structured fields; nil when they do not apply.
+    public var reason: String?  // why: "READY=1", "expired", an eviction reason, ...
+    public var backend: BackendKind?
+    public var tasks: Int?  // processes (or threads, signal backend) a freeze or thaw confirmed
+    public var graceNanos: UInt64?  // how long the grace lasted
+    public var exitStatus: Int32?  // the shell's convention: code, or 128 + signal
+    public var band: PriorityBand?
+    public var memoryBeforeBytes: UInt64?  // the apps together, before an eviction
+    public var memoryAfterBytes: UInt64?
+    public var victimMemoryBytes: UInt64?
+    public var pids: [Int32]?  // other processes involved (lock waiters, killed leftovers)
+
     enum CodingKeys: String, CodingKey {
-        case time, app, pid, kind = "event", from, to, detail
-        case monotonicNanos = "monotonic_ns", durationNanos = "duration_ns"
+        case time, app, pid, kind = "event", from, to, detail, monotonicNanos, durationNanos
+        case reason, backend, tasks, graceNanos, exitStatus, band, memoryBeforeBytes, memoryAfterBytes, victimMemoryBytes, pids
     }
 
     public init(
-        app: String, pid: Int32?, kind: String, from: AppState? = nil, to: AppState? = nil,
-        durationNanos: UInt64? = nil, detail: String
+        app: String, pid: Int32?, kind: EventKind, from: AppState? = nil, to: AppState? = nil,
+        durationNanos: UInt64? = nil, detail: String, now: UInt64 = Clock.monotonicNanos()
     ) {
         self.time = Clock.rfc3339(wallNanos: Clock.wallNanos())
-        self.monotonicNanos = Clock.monotonicNanos()
+        self.monotonicNanos = now
         self.app = app
         self.pid = pid
         self.kind = kind
@@ -43,7 +87,7 @@ public struct Event: Codable, Sendable, Equatable {
     /// The aligned human form: "08:09:23.123456  web  active → background  SIGUSR1 sent".
     public var humanLine: String {
         let clock = time.split(separator: "T").last.map { String($0.dropLast()) } ?? time
-        var transition = kind
+        var transition = kind.rawValue
         if let from, let to { transition = "\(from.rawValue) → \(to.rawValue)" } else if let to { transition = "→ \(to.rawValue)" }
         return "\(clock)  \(pad(app, 12)) \(pad(transition, 26)) \(detail)"
     }

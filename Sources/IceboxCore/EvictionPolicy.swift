@@ -8,19 +8,111 @@ public enum PriorityBand: String, Codable, Sendable, CaseIterable, Comparable {
     public static func < (a: PriorityBand, b: PriorityBand) -> Bool { a.rank < b.rank }
 }
 
+/// `--pressure-scope`: whose PSI the trigger watches.
+public enum PressureScope: String, Codable, Sendable, CaseIterable {
+    case system  // /proc/pressure/memory
+    case apps  // the apps' parent cgroup's memory.pressure
+}
+
+/// `--on-lock-contention`: what to do with a frozen app that holds a file lock others wait on.
+public enum LockContentionAction: String, Codable, Sendable, CaseIterable {
+    case thaw, evict
+}
+
+/// One change to the policy, typed: what `icebox daemon` and `icebox policy set` send. Parsed
+/// from the command line's text in one place (`parse`), so a mistake exits 64 before anything
+/// is sent.
+public enum PolicySetting: Codable, Sendable, Equatable {
+    case memoryBudget(UInt64?)
+    case pressure(String?)  // a PSI trigger already checked by PressureSpec.parse
+    case pressureScope(PressureScope)
+    case maxSuspended(Int?)
+    case evictionGrace(UInt64)
+    case protectActive(Bool)
+    case onLockContention(LockContentionAction)
+    case compactAfter(UInt64?)
+    case compactMode(CompactionMode)
+
+    /// The settings by their option names, as `icebox daemon` and `icebox policy set` take them.
+    public static let keys = [
+        "memory-budget", "pressure", "pressure-scope", "max-suspended", "eviction-grace", "protect-active",
+        "on-lock-contention", "compact-after", "compact-mode",
+    ]
+
+    /// A setting from its option name and text; "none" (or "off") clears an optional one.
+    public static func parse(key: String, value: String) throws(IceboxError) -> PolicySetting {
+        func bad(_ what: String) -> IceboxError { IceboxError(.usage, "invalid --\(key) '\(value)'", hint: what) }
+        let none = value == "none" || value == "off"
+        switch key {
+        case "memory-budget":
+            if none { return .memoryBudget(nil) }
+            guard let bytes = SizeText.parse(value), bytes > 0 else { throw bad("give a size like 2G, 512MiB or 100M, or none") }
+            return .memoryBudget(bytes)
+        case "pressure":
+            if none { return .pressure(nil) }
+            // "default" is a trigger this host accepts (a 2 s window needs no CAP_SYS_RESOURCE).
+            return .pressure(try PressureSpec.parse(value == "default" ? PressureSpec.defaultText : value).description)
+        case "pressure-scope":
+            guard let scope = PressureScope(rawValue: value) else {
+                throw bad("use system (/proc/pressure/memory) or apps (the apps' parent cgroup)")
+            }
+            return .pressureScope(scope)
+        case "max-suspended":
+            if none { return .maxSuspended(nil) }
+            guard let n = Int(value), n >= 0 else { throw bad("give a whole number, or none") }
+            return .maxSuspended(n)
+        case "eviction-grace":
+            guard let d = DurationText.parse(value) else { throw bad("give a duration like 1s or 500ms") }
+            return .evictionGrace(d)
+        case "protect-active":
+            guard ["yes", "no", "true", "false"].contains(value) else { throw bad("use yes or no") }
+            return .protectActive(value == "yes" || value == "true")
+        case "on-lock-contention":
+            guard let action = LockContentionAction(rawValue: value) else { throw bad("use thaw or evict") }
+            return .onLockContention(action)
+        case "compact-after":
+            if none { return .compactAfter(nil) }
+            guard let d = DurationText.parse(value) else { throw bad("give a duration like 10s, or none") }
+            return .compactAfter(d)
+        case "compact-mode":
+            guard let mode = CompactionMode(rawValue: value) else {
+                throw bad("use pageout (reclaim now) or cold (reclaim under pressure)")
+            }
+            return .compactMode(mode)
+        default:
+            throw IceboxError(.usage, "unknown policy setting '\(key)'", hint: "settings: " + keys.joined(separator: ", "))
+        }
+    }
+
+    /// "memory-budget=2.0 GiB", for the log.
+    public var summary: String {
+        switch self {
+        case .memoryBudget(let b): return "memory-budget=" + (b.map(SizeText.format) ?? "none")
+        case .pressure(let p): return "pressure=" + (p ?? "none")
+        case .pressureScope(let s): return "pressure-scope=" + s.rawValue
+        case .maxSuspended(let n): return "max-suspended=" + (n.map(String.init) ?? "none")
+        case .evictionGrace(let d): return "eviction-grace=" + DurationText.format(d)
+        case .protectActive(let b): return "protect-active=" + (b ? "yes" : "no")
+        case .onLockContention(let a): return "on-lock-contention=" + a.rawValue
+        case .compactAfter(let d): return "compact-after=" + (d.map(DurationText.format) ?? "none")
+        case .compactMode(let m): return "compact-mode=" + m.rawValue
+        }
+    }
+}
+
 /// When the daemon evicts apps, and how. Every trigger is optional; they combine. Set on
 /// `icebox daemon`, changed on a running one with `icebox policy set`, kept in the state
 /// directory (policy.json) so a daemon started on demand applies the last one.
 public struct EvictionPolicy: Codable, Sendable, Equatable {
     public var memoryBudgetBytes: UInt64?  // the apps together may use at most this
     public var pressure: String?  // a PSI trigger, "some 150ms/2s"
-    public var pressureScope = "system"  // system: /proc/pressure/memory; apps: the apps' parent cgroup
+    public var pressureScope = PressureScope.system
     public var maxSuspended: Int?  // as Android caps its cached apps
     public var evictionGraceNanos: UInt64 = 1_000_000_000  // notice and grace left to a victim not yet suspended
     public var protectActive = true  // never evict an active app
-    public var onLockContention = "thaw"  // thaw or evict a frozen app that holds a lock others wait on
+    public var onLockContention = LockContentionAction.thaw
     public var compactAfterNanos: UInt64?  // compact suspended apps this long after freezing
-    public var compactMode = "pageout"  // pageout (reclaim now) or cold (reclaim under pressure)
+    public var compactMode = CompactionMode.pageout
 
     public init() {}
 
@@ -29,53 +121,23 @@ public struct EvictionPolicy: Codable, Sendable, Equatable {
         (try? FileIO.read(path)).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
     }
 
-    /// The settings by their option names, as `icebox daemon` and `icebox policy set` take them.
-    public static let keys = [
-        "memory-budget", "pressure", "pressure-scope", "max-suspended", "eviction-grace", "protect-active",
-        "on-lock-contention", "compact-after", "compact-mode",
-    ]
-
-    /// Changes one setting from its text; "none" clears an optional one.
-    public mutating func set(_ key: String, _ value: String) throws(IceboxError) {
-        func bad(_ what: String) -> IceboxError { IceboxError(.usage, "invalid --\(key) '\(value)'", hint: what) }
-        let none = value == "none" || value == "off"
-        switch key {
-        case "memory-budget":
-            if none { memoryBudgetBytes = nil; return }
-            guard let bytes = SizeText.parse(value), bytes > 0 else { throw bad("give a size like 2G, 512MiB or 100M, or none") }
-            memoryBudgetBytes = bytes
-        case "pressure":
-            if none { pressure = nil; return }
-            // "default" is a trigger this host accepts (a 2 s window needs no CAP_SYS_RESOURCE).
-            pressure = try PressureSpec.parse(value == "default" ? PressureSpec.defaultText : value).description
-        case "pressure-scope":
-            guard value == "system" || value == "apps" else {
-                throw bad("use system (/proc/pressure/memory) or apps (the apps' parent cgroup)")
-            }
-            pressureScope = value
-        case "max-suspended":
-            if none { maxSuspended = nil; return }
-            guard let n = Int(value), n >= 0 else { throw bad("give a whole number, or none") }
-            maxSuspended = n
-        case "eviction-grace":
-            guard let d = DurationText.parse(value) else { throw bad("give a duration like 1s or 500ms") }
-            evictionGraceNanos = d
-        case "protect-active":
-            guard ["yes", "no", "true", "false"].contains(value) else { throw bad("use yes or no") }
-            protectActive = value == "yes" || value == "true"
-        case "on-lock-contention":
-            guard value == "thaw" || value == "evict" else { throw bad("use thaw or evict") }
-            onLockContention = value
-        case "compact-after":
-            if none { compactAfterNanos = nil; return }
-            guard let d = DurationText.parse(value) else { throw bad("give a duration like 10s, or none") }
-            compactAfterNanos = d
-        case "compact-mode":
-            guard value == "pageout" || value == "cold" else { throw bad("use pageout (reclaim now) or cold (reclaim under pressure)") }
-            compactMode = value
-        default:
-            throw IceboxError(.usage, "unknown policy setting '\(key)'", hint: "settings: " + Self.keys.joined(separator: ", "))
+    public mutating func apply(_ setting: PolicySetting) {
+        switch setting {
+        case .memoryBudget(let b): memoryBudgetBytes = b
+        case .pressure(let p): pressure = p
+        case .pressureScope(let s): pressureScope = s
+        case .maxSuspended(let n): maxSuspended = n
+        case .evictionGrace(let d): evictionGraceNanos = d
+        case .protectActive(let b): protectActive = b
+        case .onLockContention(let a): onLockContention = a
+        case .compactAfter(let d): compactAfterNanos = d
+        case .compactMode(let m): compactMode = m
         }
+    }
+
+    /// Changes one setting from its text (the command line's form).
+    public mutating func set(_ key: String, _ value: String) throws(IceboxError) {
+        apply(try PolicySetting.parse(key: key, value: value))
     }
 
     public var hasTrigger: Bool { memoryBudgetBytes != nil || pressure != nil || maxSuspended != nil }
@@ -85,12 +147,12 @@ public struct EvictionPolicy: Codable, Sendable, Equatable {
         [
             "memory budget      " + (memoryBudgetBytes.map(SizeText.format) ?? "none"),
             "pressure trigger   "
-                + (pressure.map { "\($0) on \(pressureScope == "apps" ? "the apps' cgroup" : "/proc/pressure/memory")" } ?? "none"),
+                + (pressure.map { "\($0) on \(pressureScope == .apps ? "the apps' cgroup" : "/proc/pressure/memory")" } ?? "none"),
             "max suspended      " + (maxSuspended.map(String.init) ?? "none"),
             "eviction grace     " + DurationText.format(evictionGraceNanos),
             "protect active     " + (protectActive ? "yes" : "no"),
-            "on lock contention " + onLockContention,
-            "compact after      " + (compactAfterNanos.map { "\(DurationText.format($0)) (\(compactMode))" } ?? "never"),
+            "on lock contention " + onLockContention.rawValue,
+            "compact after      " + (compactAfterNanos.map { "\(DurationText.format($0)) (\(compactMode.rawValue))" } ?? "never"),
         ]
     }
 }

@@ -75,13 +75,13 @@ public struct HostFacts: Sendable {
     public var cgroup1Usable: Bool { freezerV1Root != nil && freezerV1Problem == nil }
 
     /// The backend for a request: `auto` picks cgroup2, else cgroup1, else signal.
-    public func resolve(_ requested: String) throws(IceboxError) -> BackendKind {
+    public func resolve(_ requested: BackendChoice) throws(IceboxError) -> BackendKind {
         switch requested {
-        case "auto":
+        case .auto:
             if cgroup2Usable { return .cgroup2 }
             if cgroup1Usable { return .cgroup1 }
             return .signal
-        case "cgroup2":
+        case .cgroup2:
             if cgroup2Usable { return .cgroup2 }
             throw IceboxError(
                 cgroupRootPermissionDenied ? .permission : .unavailable,
@@ -89,15 +89,13 @@ public struct HostFacts: Sendable {
                 hint: cgroupRootPermissionDenied
                     ? "run as root or point --cgroup-root at a delegated subtree; see icebox doctor"
                     : "use --backend cgroup1 or signal; see icebox doctor")
-        case "cgroup1":
+        case .cgroup1:
             if cgroup1Usable { return .cgroup1 }
             throw IceboxError(
                 .unavailable, "backend cgroup1 is unavailable: \(freezerV1Problem ?? "unknown")",
                 hint: "mount the v1 freezer (mount -t cgroup -o freezer none /sys/fs/cgroup/freezer) or use --backend cgroup2 or signal")
-        case "signal":
+        case .signal:
             return .signal
-        default:
-            throw IceboxError(.usage, "unknown backend '\(requested)'", hint: "use auto, cgroup2, cgroup1 or signal")
         }
     }
 

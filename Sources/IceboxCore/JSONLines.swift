@@ -1,20 +1,70 @@
 import FoundationEssentials
 
-/// JSON for the control protocol, the event log and the registry: compact, one object a
-/// line, keys sorted so files diff cleanly.
+/// JSON for the control protocol, the event log, the registry and every `--json` output:
+/// compact, one object a line, keys sorted so files diff cleanly, and one key style
+/// everywhere: snake_case, with durations in nanoseconds ending in `_ns`
+/// (`graceNanos` → `grace_ns`, `memoryBytes` → `memory_bytes`).
 public enum JSONLines {
     public static func encode<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .custom { path in JSONKey(JSONKeyStyle.snake(path.last!.stringValue)) }
         guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
-        try? JSONDecoder().decode(type, from: Data(line.utf8))
+        try? decodeOrError(type, line)
     }
 
     public static func decodeOrError<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
-        try JSONDecoder().decode(type, from: Data(line.utf8))
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .custom { path in JSONKey(JSONKeyStyle.camel(path.last!.stringValue)) }
+        return try decoder.decode(type, from: Data(line.utf8))
+    }
+}
+
+/// The mapping between Swift property names and the JSON keys. Pure, so it is unit-tested.
+public enum JSONKeyStyle {
+    /// `durationNanos` → `duration_ns`, `freezerV1` → `freezer_v1`, `pid` → `pid`.
+    public static func snake(_ name: String) -> String {
+        var base = Substring(name)
+        var suffix = ""
+        if base.hasSuffix("Nanos"), base.count > 5 {
+            base = base.dropLast(5)
+            suffix = "_ns"
+        }
+        var out = ""
+        for ch in base {
+            if ch.isUppercase {
+                if !out.isEmpty { out.append("_") }
+                out.append(contentsOf: ch.lowercased())
+            } else {
+                out.append(ch)
+            }
+        }
+        return out + suffix
+    }
+
+    /// The inverse: `duration_ns` → `durationNanos`. A key without `_` is taken as it is, so
+    /// records written in the older camelCase style still read.
+    public static func camel(_ key: String) -> String {
+        // `_0` is Swift's own key for an unlabeled associated value: not ours to change.
+        guard key.contains("_"), key.first?.isLetter == true else { return key }
+        var parts = key.split(separator: "_", omittingEmptySubsequences: true).map(String.init)
+        if parts.count > 1, parts.last == "ns" { parts[parts.count - 1] = "nanos" }
+        guard let first = parts.first else { return key }
+        return first + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+}
+
+struct JSONKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) {
+        self.stringValue = String(intValue)
+        self.intValue = intValue
     }
 }

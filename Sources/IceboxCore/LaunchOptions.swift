@@ -47,10 +47,10 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var name: String
     public var nameIsDefault = false
     public var command: [String]
-    public var backend = "auto"  // auto, cgroup2, cgroup1, signal
+    public var backend = BackendChoice.auto
     public var graceNanos: UInt64 = 5_000_000_000
     public var maxGraceNanos: UInt64 = 30_000_000_000
-    public var backgroundSignal = "auto"  // auto, none, or a signal number
+    public var backgroundSignal = NoticeSignal.auto
     public var foregroundSignal: Int32?
     public var ready = ReadyMode.exec
     public var readyTimeoutNanos: UInt64 = 30_000_000_000

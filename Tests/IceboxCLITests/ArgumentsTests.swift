@@ -164,9 +164,9 @@ struct LaunchArgumentsTests {
     @Test func defaults() throws {
         let o = try Self.build([])
         #expect(o.name == "web" && o.command == ["sleep", "1"])
-        #expect(o.backend == "auto")
+        #expect(o.backend == .auto)
         #expect(o.graceNanos == 5_000_000_000 && o.maxGraceNanos == 30_000_000_000)
-        #expect(o.backgroundSignal == "auto" && o.foregroundSignal == nil)
+        #expect(o.backgroundSignal == .auto && o.foregroundSignal == nil)
         #expect(o.ready == .exec)
         #expect(!o.attached)
         #expect(o.extraEnvironment.isEmpty)
@@ -181,10 +181,10 @@ struct LaunchArgumentsTests {
             "--foreground-signal", "SIGCONT", "--ready", "tcp:8000", "--ready-timeout", "1m30s",
             "--cwd", "/", "--env", "A=1", "--env", "B=x=y",
         ])
-        #expect(o.backend == "signal")
+        #expect(o.backend == .signal)
         #expect(o.graceNanos == 2_000_000_000)
         #expect(o.maxGraceNanos == 60_000_000_000)
-        #expect(o.backgroundSignal == "12")
+        #expect(o.backgroundSignal == .signal(12))
         #expect(o.foregroundSignal == SIGCONT)
         #expect(o.ready == .tcp(8000))
         #expect(o.readyTimeoutNanos == 90_000_000_000)
@@ -194,12 +194,12 @@ struct LaunchArgumentsTests {
 
     @Test(arguments: ["USR2", "SIGUSR2", "usr2", "12"])
     func backgroundSignalIsStoredAsANumber(_ text: String) throws {
-        #expect(try Self.build(["--background-signal", text]).backgroundSignal == "12")
+        #expect(try Self.build(["--background-signal", text]).backgroundSignal == .signal(12))
     }
 
     @Test func backgroundSignalAutoAndNoneAreKept() throws {
-        #expect(try Self.build(["--background-signal", "auto"]).backgroundSignal == "auto")
-        #expect(try Self.build(["--background-signal", "none"]).backgroundSignal == "none")
+        #expect(try Self.build(["--background-signal", "auto"]).backgroundSignal == .auto)
+        #expect(try Self.build(["--background-signal", "none"]).backgroundSignal == NoticeSignal.none)
         #expect(try Self.build(["--foreground-signal", "none"]).foregroundSignal == nil)
     }
 

@@ -37,7 +37,7 @@ struct CrashRecoveryTests {
         #expect(after["awake"]?.state == .active)
         #expect(after["asleep"]?.state == .suspended)
         #expect(after["awake"]?.pid == before["awake"]?.pid)
-        #expect(box.events("asleep").contains { $0.kind == "adopt" })
+        #expect(box.events("asleep").contains { $0.kind == .adopt })
         // And they are controllable again, including their notify sockets.
         let r = try box.icebox(["resume", "asleep"])
         #expect(r.status == 0, "\(r.output)")
@@ -62,7 +62,7 @@ struct CrashRecoveryTests {
         while (try? box.apps()["slow"]?.state) != .background && Date() < deadline { usleep(10_000) }
         try killDaemon(box)
         _ = try box.apps()  // starts a new daemon, which re-adopts the app in its grace period
-        #expect(box.events("slow").contains { $0.kind == "adopt" && $0.detail.contains("grace period") })
+        #expect(box.events("slow").contains { $0.kind == .adopt && $0.detail.contains("grace period") })
         let until = Date().addingTimeInterval(15)
         while (try? box.apps()["slow"]?.state) != .suspended && Date() < until { usleep(50_000) }
         let record = try #require(try box.apps()["slow"])
@@ -70,8 +70,8 @@ struct CrashRecoveryTests {
         #expect(Kernel.cgroupFrozen(try #require(record.cgroup)))
         // Frozen at the deadline the first daemon set (3 s after the notice), not at once and
         // not after a fresh grace period.
-        let notice = try #require(box.events("slow").first { $0.kind == "notice" })
-        let freeze = try #require(box.events("slow").first { $0.kind == "freeze" })
+        let notice = try #require(box.events("slow").first { $0.kind == .notice })
+        let freeze = try #require(box.events("slow").first { $0.kind == .freeze })
         let waited = Double(freeze.monotonicNanos - notice.monotonicNanos) / 1e9
         #expect(waited >= 2.9 && waited < 5.9, "frozen \(waited) s after the notice")
     }
@@ -97,7 +97,7 @@ struct CrashRecoveryTests {
         // the new daemon confirmed it and did not roll it back.
         #expect(
             box.events("half").contains {
-                $0.kind == "adopt" && ($0.detail.contains("freeze under way was completed") || $0.detail.contains("frozen (confirmed)"))
+                $0.kind == .adopt && ($0.detail.contains("freeze under way was completed") || $0.detail.contains("frozen (confirmed)"))
             })
     }
 

@@ -93,7 +93,7 @@ struct HygieneTests {
         _ = try box.icebox(["resume", "hot"])
         let deadline = Date().addingTimeInterval(5)
         while !box.events("hot").contains(where: { $0.detail.contains("hot start") }) && Date() < deadline { usleep(10_000) }
-        #expect(box.events("hot").contains { $0.kind == "ready" && $0.detail.contains("resume → ready") })
+        #expect(box.events("hot").contains { $0.kind == .ready && $0.detail.contains("resume → ready") })
     }
 
     @Test("the daemon raises its own descriptor limit, and apps start with the caller's")

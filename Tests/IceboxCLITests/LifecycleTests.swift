@@ -65,8 +65,8 @@ struct LifecycleTests {
         if let v1 = record.freezerV1 { #expect(!FileManager.default.fileExists(atPath: v1)) }
         // Every step is in the log with its timing.
         let kinds = box.events("web").map(\.kind)
-        for kind in ["spawn", "ready", "notice", "freeze", "thaw", "evict"] { #expect(kinds.contains(kind), "no \(kind) event") }
-        #expect(box.events("web").first { $0.kind == "freeze" }?.durationNanos != nil)
+        for kind: EventKind in [.spawn, .ready, .notice, .freeze, .thaw, .evict] { #expect(kinds.contains(kind), "no \(kind) event") }
+        #expect(box.events("web").first { $0.kind == .freeze }?.durationNanos != nil)
     }
 
     @Test("a process tree with a double-forked grandchild is frozen and killed whole", arguments: ["cgroup2", "cgroup1", "signal"])

@@ -33,8 +33,8 @@ struct LogTests {
             text += String(decoding: buffer[0..<n], as: UTF8.self)
         }
         let events = text.split(separator: "\n").compactMap { JSONLines.decode(Event.self, String($0)) }
-        #expect(events.map(\.kind).starts(with: ["spawn", "ready"]))
-        #expect(events.contains { $0.kind == "evict" && $0.durationNanos != nil }, "followed: \(text)")
+        #expect(events.map(\.kind).starts(with: [.spawn, .ready]))
+        #expect(events.contains { $0.kind == .evict && $0.durationNanos != nil }, "followed: \(text)")
         #expect(!events.contains { $0.app == "other" }, "log NAME shows only that app")
     }
 

@@ -46,7 +46,7 @@ struct NotifyTests {
         #expect(launch?.status == 1, "\(launch?.output ?? "")")
         let events = box.events("target")
         #expect(events.contains { $0.detail.contains("dropped a message from pid \(getpid())") })
-        #expect(!events.contains { $0.kind == "ready" })
+        #expect(!events.contains { $0.kind == .ready })
     }
 
     @Test("--ready tcp:PORT waits until the port accepts")

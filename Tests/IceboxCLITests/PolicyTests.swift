@@ -21,12 +21,12 @@ struct PolicyTests {
 
     /// The apps chosen by the policy, in order.
     func victims(_ box: Sandbox) -> [String] {
-        box.events().filter { $0.kind == "policy" && $0.detail.hasPrefix("chosen for eviction") }.map(\.app)
+        box.events().filter { $0.kind == .policy && $0.detail.hasPrefix("chosen for eviction") }.map(\.app)
     }
 
     /// The apps the policy has finished evicting (killed and reaped), in order.
     func evicted(_ box: Sandbox) -> [String] {
-        box.events().filter { $0.kind == "policy" && $0.detail.hasPrefix("evicted for") }.map(\.app)
+        box.events().filter { $0.kind == .policy && $0.detail.hasPrefix("evicted for") }.map(\.app)
     }
 
     func waitFor(_ what: String, timeout: Double = 20, _ condition: () throws -> Bool) throws {
@@ -57,7 +57,7 @@ struct PolicyTests {
         #expect(after["first"]?.state == .evicted && after["second"]?.state == .evicted)
         #expect(after["third"]?.state == .suspended, "the policy must stop once under budget")
         #expect(after["fg"]?.state == .active)
-        let result = box.events("first").first { $0.kind == "policy" && $0.detail.hasPrefix("evicted for memory budget") }
+        let result = box.events("first").first { $0.kind == .policy && $0.detail.hasPrefix("evicted for memory budget") }
         #expect(result?.detail.contains("→") == true && result?.durationNanos != nil)
     }
 
@@ -127,7 +127,7 @@ struct PolicyTests {
         let set = try box.icebox(["policy", "set", "--pressure", "some 50ms/2s", "--pressure-scope", "apps"])
         #expect(set.status == 0, "\(set.output)")
         try waitFor("a pressure eviction", timeout: 40) { try box.apps()["idle"]?.state == .evicted }
-        #expect(box.events().contains { $0.kind == "pressure" })
+        #expect(box.events().contains { $0.kind == .pressure })
         #expect(box.events("idle").contains { $0.detail.contains("evicted for memory pressure") })
         #expect(try box.apps()["hog"]?.state == .active, "the active hog is protected")
     }
@@ -191,7 +191,7 @@ struct PolicyTests {
             "launch", "--ready", "notify", "--ready-timeout", "60s", "--compact-after", "200ms", "auto", "--", "python3", "-c", code,
         ])
         _ = try box.icebox(["suspend", "auto"])
-        try waitFor("an automatic compaction") { box.events("auto").contains { $0.kind == "compact" } }
+        try waitFor("an automatic compaction") { box.events("auto").contains { $0.kind == .compact } }
     }
 
     @Test("a frozen app holding a lock another process waits on is thawed after a second")
@@ -211,6 +211,6 @@ struct PolicyTests {
         try waiter.run()
         defer { if waiter.isRunning { kill(waiter.processIdentifier, SIGKILL) }; waiter.waitUntilExit() }
         try waitFor("the holder to be thawed") { try box.apps()["holder"]?.state == .active }
-        #expect(box.events("holder").contains { $0.kind == "lock" && $0.detail.contains("thawing") })
+        #expect(box.events("holder").contains { $0.kind == .lock && $0.detail.contains("thawing") })
     }
 }

@@ -39,10 +39,10 @@ struct ProtocolCodingTests {
 
     @Test func launchOptionsDefaults() {
         let o = LaunchOptions(name: "web", command: ["sleep", "1"])
-        #expect(o.backend == "auto")
+        #expect(o.backend == .auto)
         #expect(o.graceNanos == 5_000_000_000)
         #expect(o.maxGraceNanos == 30_000_000_000)
-        #expect(o.backgroundSignal == "auto")
+        #expect(o.backgroundSignal == .auto)
         #expect(o.foregroundSignal == nil)
         #expect(o.ready == .exec)
         #expect(o.readyTimeoutNanos == 30_000_000_000)
@@ -52,10 +52,10 @@ struct ProtocolCodingTests {
     @Test func launchOptionsRoundTripWithEveryFieldSet() throws {
         var o = LaunchOptions(name: "web-2", command: ["python3", "-m", "http.server", "--bind", "127.0.0.1"])
         o.nameIsDefault = true
-        o.backend = "cgroup1"
+        o.backend = .cgroup1
         o.graceNanos = 2_000_000_000
         o.maxGraceNanos = 10_000_000_000
-        o.backgroundSignal = "12"
+        o.backgroundSignal = .signal(12)
         o.foregroundSignal = 18
         o.ready = .command("curl -sf http://127.0.0.1:8000/")
         o.readyTimeoutNanos = 1_500_000_000
@@ -75,7 +75,7 @@ struct ProtocolCodingTests {
         let o = LaunchOptions(name: "web", command: ["sleep", "1"])
         #expect(
             JSONLines.encode(o)
-                == #"{"attached":false,"backend":"auto","backgroundSignal":"auto","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":5000000000,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"priority":"normal","ready":"exec","readyTimeoutNanos":30000000000}"#
+                == #"{"attached":false,"backend":"auto","background_signal":"auto","command":["sleep","1"],"environment":[],"extra_environment":[],"grace_ns":5000000000,"max_grace_ns":30000000000,"name":"web","name_is_default":false,"priority":"normal","ready":"exec","ready_timeout_ns":30000000000}"#
         )
     }
 
@@ -84,34 +84,62 @@ struct ProtocolCodingTests {
         o.workingDirectory = "/srv/app"
         let json = JSONLines.encode(o)
         #expect(json.contains(#""command":["/usr/bin/python3"]"#))
-        #expect(json.contains(#""workingDirectory":"/srv/app""#))
+        #expect(json.contains(#""working_directory":"/srv/app""#))
     }
 
-    @Test func controlRequestRoundTrips() throws {
-        var r = ControlRequest(command: "terminate", names: ["web", "db"])
-        r.timeoutNanos = 7_000_000_000
-        r.all = true
-        r.terminateApps = true
-        r.launch = LaunchOptions(name: "web", command: ["sleep", "9"])
-        let back = try #require(JSONLines.decode(ControlRequest.self, JSONLines.encode(r)))
-        #expect(back.command == "terminate")
-        #expect(back.names == ["web", "db"])
-        #expect(back.timeoutNanos == 7_000_000_000)
-        #expect(back.all && back.terminateApps)
-        #expect(back.launch == r.launch)
+    @Test(arguments: [
+        ControlRequest.ping, .launch(LaunchOptions(name: "web", command: ["sleep", "9"])), .ps(all: true),
+        .suspend(names: ["web", "db"]), .resume(names: ["web"], waitReady: true), .switchTo(name: "web"),
+        .terminate(names: ["web"], timeoutNanos: 7_000_000_000), .terminate(names: ["web"], timeoutNanos: nil),
+        .evict(names: ["db"]), .relaunch(name: "web"), .compact(names: ["web"], mode: .cold), .policy,
+        .setPolicy([.memoryBudget(1 << 30), .pressure(nil), .onLockContention(.evict)]),
+        .stop(terminateApps: true, timeoutNanos: nil),
+    ])
+    func controlRequestRoundTrips(_ request: ControlRequest) throws {
+        let json = JSONLines.encode(request)
+        #expect(try JSONLines.decodeOrError(ControlRequest.self, json) == request, "\(json)")
+        #expect(!json.contains("Nanos") && !json.contains("waitReady"), "one key style: \(json)")
     }
 
-    @Test func controlRequestMinimalDecodesWithNilOptionals() throws {
-        let json = JSONLines.encode(ControlRequest(command: "ping"))
-        #expect(!json.contains("timeoutNanos"), "nil optionals are left out")
-        let back = try #require(JSONLines.decode(ControlRequest.self, json))
-        #expect(back.command == "ping" && back.names.isEmpty && back.launch == nil && back.timeoutNanos == nil)
+    @Test func controlRequestKeysAreSnakeCase() {
+        #expect(
+            JSONLines.encode(ControlRequest.terminate(names: ["a"], timeoutNanos: 5)) == #"{"terminate":{"names":["a"],"timeout_ns":5}}"#)
+        #expect(JSONLines.encode(ControlRequest.switchTo(name: "a")) == #"{"switch_to":{"name":"a"}}"#)
+    }
+
+    @Test(arguments: [
+        ("durationNanos", "duration_ns"), ("monotonicNanos", "monotonic_ns"), ("freezerV1", "freezer_v1"),
+        ("pid", "pid"), ("memoryBeforeBytes", "memory_before_bytes"), ("switchTo", "switch_to"), ("nanos", "nanos"),
+    ])
+    func jsonKeyStyleRoundTrips(_ swift: String, _ json: String) {
+        #expect(JSONKeyStyle.snake(swift) == json)
+        #expect(JSONKeyStyle.camel(json) == swift)
+    }
+
+    @Test func olderCamelCaseRecordsStillRead() throws {
+        let old =
+            #"{"attached":false,"backend":"signal","backgroundSignal":"10","command":["sleep","1"],"environment":[],"extraEnvironment":[],"graceNanos":7,"maxGraceNanos":30000000000,"name":"web","nameIsDefault":false,"priority":"normal","ready":"exec","readyTimeoutNanos":30000000000}"#
+        let o = try JSONLines.decodeOrError(LaunchOptions.self, old)
+        #expect(o.graceNanos == 7 && o.backend == .signal && o.backgroundSignal == .signal(10))
+    }
+
+    @Test func psRecordsNameTheEnvironmentButNotItsValues() {
+        var o = LaunchOptions(name: "web", command: ["sleep", "1"])
+        o.environment = ["HOME=/root", "API_TOKEN=s3cret"]
+        o.extraEnvironment = ["DB_PASSWORD=hunter2"]
+        let r = AppRecord(
+            name: "web", options: o, pid: 1, state: .active, sinceMonotonicNanos: 0, sinceWall: "", launchedWall: "",
+            backend: .signal)
+        let json = JSONLines.encode(r.redacted)
+        #expect(!json.contains("s3cret") && !json.contains("hunter2") && !json.contains("/root"))
+        #expect(r.redacted.options.environment == ["HOME", "API_TOKEN"])
+        #expect(r.redacted.options.extraEnvironment == ["DB_PASSWORD"])
     }
 
     @Test func controlReplyRoundTripsWithAnEvent() throws {
         var reply = ControlReply(kind: .event, text: "hello", code: 3)
         let event = Event(
-            app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
+            app: "web", pid: 4242, kind: .freeze, from: .background, to: .suspended,
             durationNanos: 212_000, detail: "cgroup2: 3 tasks")
         reply.event = event
         let json = JSONLines.encode(reply)
@@ -133,7 +161,7 @@ struct ProtocolCodingTests {
 
     @Test func eventUsesSnakeCaseKeysOnDisk() throws {
         var e = Event(
-            app: "web", pid: 4242, kind: "freeze", from: .background, to: .suspended,
+            app: "web", pid: 4242, kind: .freeze, from: .background, to: .suspended,
             durationNanos: 212_000, detail: "SIGUSR1 sent")
         e.time = "2026-11-30T08:09:23.123456Z"
         e.monotonicNanos = 987_654_321
@@ -149,14 +177,14 @@ struct ProtocolCodingTests {
     @Test func eventDecodesFromItsOnDiskForm() throws {
         let line = #"{"app":"db","detail":"exited","event":"exit","monotonic_ns":5,"time":"1970-01-01T00:00:00.000000Z","to":"exited"}"#
         let e = try #require(JSONLines.decode(Event.self, line))
-        #expect(e.app == "db" && e.kind == "exit" && e.monotonicNanos == 5 && e.to == .exited)
+        #expect(e.app == "db" && e.kind == .exit && e.monotonicNanos == 5 && e.to == .exited)
         #expect(e.pid == nil && e.from == nil && e.durationNanos == nil)
-        // The Swift property names are not the keys.
-        #expect(JSONLines.decode(Event.self, #"{"app":"db","detail":"","kind":"exit","monotonicNanos":5,"time":"t"}"#) == nil)
+        // The Swift property name of the kind is not its key.
+        #expect(JSONLines.decode(Event.self, #"{"app":"db","detail":"","kind":"exit","monotonic_ns":5,"time":"t"}"#) == nil)
     }
 
     @Test func eventHumanLineShowsTheTransition() {
-        var e = Event(app: "web", pid: 1, kind: "grace", from: .active, to: .background, detail: "SIGUSR1 sent")
+        var e = Event(app: "web", pid: 1, kind: .grace, from: .active, to: .background, detail: "SIGUSR1 sent")
         e.time = "2026-11-30T08:09:23.123456Z"
         #expect(e.humanLine.hasPrefix("08:09:23.123456  web          active → background"))
         #expect(e.humanLine.hasSuffix(" SIGUSR1 sent"))
@@ -164,6 +192,7 @@ struct ProtocolCodingTests {
 
     @Test func decodeOfGarbageIsNil() {
         #expect(JSONLines.decode(ControlRequest.self, "not json") == nil)
-        #expect(JSONLines.decode(ControlRequest.self, "{}") == nil)  // command is required
+        #expect(JSONLines.decode(ControlRequest.self, "{}") == nil)  // a command is required
+        #expect(JSONLines.decode(ControlRequest.self, #"{"reboot":{}}"#) == nil)
     }
 }

@@ -424,9 +424,9 @@ def one_workload(ctx, sess, kind, n, mode, backend, extra):
     row["launch_wall_ns"] = t1 - t0
     try:
         rec = sess.ps()[name]
-        target = rec["freezerV1"] if backend == "cgroup1" else rec["cgroup"]
+        target = rec["freezer_v1"] if backend == "cgroup1" else rec["cgroup"]
         pids = pids_of(rec["cgroup"])
-        row.update(processes=len(pids), threads=threads_of(pids), cgroup=rec["cgroup"], freezerV1=rec.get("freezerV1"))
+        row.update(processes=len(pids), threads=threads_of(pids), cgroup=rec["cgroup"], freezerV1=rec.get("freezer_v1"))
         sess.new_events()
         bare = ctx.tools + "/bare"
         row["settle_after_launch_ns"] = run_bare(bare, "settle", rec["cgroup"])["settle"]

@@ -1,0 +1,25 @@
+/// What the daemon answers on the control socket: any number of `line`/`warning`/`event`/
+/// `data` replies, ended by `done` (or `exit` for an attached run).
+public struct ControlReply: Codable, Sendable {
+    public enum Kind: String, Codable, Sendable {
+        case line  // a line of output for the user (stdout)
+        case warning  // a line for stderr
+        case event  // an event of the app an attached client runs
+        case data  // a JSON payload (ps)
+        case done  // the end: code is the exit code
+        case exit  // an attached app ended: code is its status
+    }
+
+    public var kind: Kind
+    public var text: String?
+    public var code: Int32?
+    public var event: Event?
+    public var apps: [AppRecord]?
+    public var policy: EvictionPolicy?
+
+    public init(kind: Kind, text: String? = nil, code: Int32? = nil) {
+        self.kind = kind
+        self.text = text
+        self.code = code
+    }
+}

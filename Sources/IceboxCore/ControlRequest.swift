@@ -1,0 +1,38 @@
+/// One request on the control socket: a JSON line from a client, answered with
+/// `ControlReply` lines. One case a command, with exactly the arguments it takes, so the
+/// daemon dispatches on a type rather than on text.
+public enum ControlRequest: Codable, Sendable, Equatable {
+    case ping
+    case launch(LaunchOptions)
+    case ps(all: Bool)
+    case suspend(names: [String])
+    case resume(names: [String], waitReady: Bool)
+    /// Resume `name` and send the active app(s) to the background.
+    case switchTo(name: String)
+    case terminate(names: [String], timeoutNanos: UInt64?)
+    case evict(names: [String])
+    case relaunch(name: String)
+    case compact(names: [String], mode: CompactionMode?)
+    case policy
+    case setPolicy([PolicySetting])
+    case stop(terminateApps: Bool, timeoutNanos: UInt64?)
+
+    /// The command's name as a user types it, for messages.
+    public var commandName: String {
+        switch self {
+        case .ping: return "ping"
+        case .launch: return "launch"
+        case .ps: return "ps"
+        case .suspend: return "suspend"
+        case .resume: return "resume"
+        case .switchTo: return "switch"
+        case .terminate: return "terminate"
+        case .evict: return "evict"
+        case .relaunch: return "relaunch"
+        case .compact: return "compact"
+        case .policy: return "policy"
+        case .setPolicy: return "policy set"
+        case .stop: return "daemon --stop"
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import IceboxSystem
+
+/// `--backend`: which freezer an app gets. `auto` is resolved at launch against the host
+/// (HostFacts.resolve): cgroup2, else cgroup1, else signal.
+public enum BackendChoice: String, Codable, Sendable, CaseIterable {
+    case auto, cgroup2, cgroup1, signal
+}
+
+/// `--background-signal`: the notice an app gets when it goes to the background
+/// (didEnterBackground). `auto` sends SIGUSR1 only if the app's main process handles it
+/// (SigCgt), so a program that does not listen is never killed by the notice.
+public enum NoticeSignal: Codable, Sendable, Equatable, CustomStringConvertible {
+    case auto
+    case none
+    case signal(Int32)
+
+    /// "auto", "none", or a signal name or number ("USR1", "SIGTERM", "10", "RTMIN+2"); nil
+    /// for anything else. SIGKILL and SIGSTOP are refused by the caller (an app cannot handle them).
+    public static func parse(_ text: String) -> NoticeSignal? {
+        if text == "auto" { return .auto }
+        if text == "none" { return NoticeSignal.none }
+        return Signals.number(of: text).map { .signal($0) }
+    }
+
+    public var description: String {
+        switch self {
+        case .auto: return "auto"
+        case .none: return "none"
+        case .signal(let n): return Signals.name(of: n)
+        }
+    }
+
+    // Encoded as its text ("auto", "none", "10"), as the registry has always kept it.
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        switch text {
+        case "auto": self = .auto
+        case "none": self = NoticeSignal.none
+        default:
+            guard let n = Int32(text) ?? Signals.number(of: text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "bad signal \(text)"))
+            }
+            self = .signal(n)
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .auto: try c.encode("auto")
+        case .none: try c.encode("none")
+        case .signal(let n): try c.encode(String(n))
+        }
+    }
+}
