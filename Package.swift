@@ -1,10 +1,12 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 // Layers, bottom to top: C shim and libcap → IceboxSystem (syscall wrappers) →
 // IceboxCore (cgroups, freezers, lifecycle, daemon) → IceboxCLI (parsing, commands) →
 // the thin `icebox` executable.
-let strict: [SwiftSetting] = [.unsafeFlags(["-warnings-as-errors"])]
+// Warnings are errors in our own targets, without unsafeFlags (which would stop other
+// packages from depending on icebox by version).
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "icebox",
