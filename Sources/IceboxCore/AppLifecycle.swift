@@ -1,0 +1,593 @@
+import Glibc
+import IceboxSystem
+
+/// One app's lifecycle as a value: the state machine of lifecycle.md (Not Running →
+/// Inactive → Active → Background → Suspended and back, and the ways out), with the grace,
+/// the deadlines and the clients waiting on a transition. It takes an input and `now` and
+/// returns effects; it never touches the kernel, so every transition is unit-tested without
+/// root (LifecycleTests in IceboxCoreTests), and the supervisor only carries effects out.
+public struct AppLifecycle: Sendable {
+    /// Where the app is. Finer than `AppState` (which is what users see): a freeze or thaw
+    /// in flight, and an ending under way, are phases of their own so the loop never waits.
+    public enum Phase: Sendable, Equatable {
+        /// Inactive until ready (exec, notify, a probe); given up at the deadline.
+        case launching(readyDeadline: UInt64?)
+        case active
+        /// Notice sent (or not), the grace running.
+        case background(Grace)
+        /// The grace is over; the kernel is freezing the app.
+        case freezing(grace: Grace, reason: String)
+        case suspended
+        /// The kernel is thawing the app.
+        case thawing(start: UInt64, waiters: [ThawWaiter])
+        /// SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed without notice.
+        case ending(Ending, killDeadline: UInt64?)
+        /// The main process is gone; what is left is being killed and the cgroups removed.
+        case cleaningUp(final: AppState, termination: Termination?)
+        case ended
+    }
+
+    public enum Ending: Sendable, Equatable {
+        case terminate, evict
+    }
+
+    public struct ThawWaiter: Sendable, Equatable {
+        public var id: Int?
+        public var waitReady: Bool
+    }
+
+    public private(set) var phase: Phase
+    /// What `ps` shows and the registry keeps.
+    public private(set) var record: AppRecord
+    /// Re-adopted after a daemon restart: not our child, so its exit status cannot be known.
+    public let adopted: Bool
+    public private(set) var launchStart: UInt64
+    /// When the ending (terminate or evict) began.
+    public private(set) var endStart: UInt64 = 0
+    /// The suspend the lifecycle is in before it ended (for "killed while suspended").
+    private var stateBeforeEnd: AppState?
+    /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
+    public private(set) var pendingEviction = false
+    /// When the last thaw began, until the app says READY=1 again (resume → ready).
+    public private(set) var resumedAt: UInt64?
+    public private(set) var resumeReadyDeadline: UInt64?
+    public private(set) var compactedWhileSuspended = false
+
+    // Clients waiting for this app to reach a state.
+    public private(set) var launchWaiters: [Int] = []
+    public private(set) var suspendWaiters: [Int] = []
+    public private(set) var resumeWaiters: [Int] = []  // resume --wait-ready: until READY=1 after the thaw
+    public private(set) var endWaiters: [Int] = []
+
+    /// How long a freeze or thaw may take before it is rolled back (or reported failed).
+    public var freezeTimeout: UInt64 = 10_000_000_000
+
+    /// A freshly spawned app: launching until ready.
+    public init(record: AppRecord, launchStart: UInt64) {
+        self.record = record
+        self.launchStart = launchStart
+        self.adopted = false
+        let ready = record.options.ready == .exec ? nil : launchStart.saturatingAdd(record.options.readyTimeoutNanos)
+        phase = .launching(readyDeadline: ready)
+    }
+
+    /// An app re-adopted after a daemon restart, in the state the kernel says it is in.
+    /// A grace under way runs on to its recorded deadline.
+    public init(adopting record: AppRecord, now: UInt64) {
+        self.record = record
+        self.adopted = true
+        self.launchStart = record.launchStartNanos
+        switch record.state {
+        case .launching: phase = .launching(readyDeadline: nil)
+        case .background:
+            let start = record.graceStartNanos ?? now
+            let deadline = record.graceDeadlineNanos ?? now
+            phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline))
+        case .suspended: phase = .suspended
+        default: phase = .active
+        }
+    }
+
+    // MARK: Reading
+
+    public var name: String { record.name }
+    public var state: AppState { record.state }
+    public var isEnding: Bool {
+        switch phase {
+        case .ending, .cleaningUp, .ended: return true
+        default: return false
+        }
+    }
+    public var isEvicting: Bool {
+        if case .ending(.evict, _) = phase { return true }
+        if case .cleaningUp(.evicted, _) = phase { return true }
+        return false
+    }
+    public var grace: Grace? {
+        switch phase {
+        case .background(let g), .freezing(let g, _): return g
+        default: return nil
+        }
+    }
+
+    /// The earliest deadline this app has armed; `handle(.tick)` once it has passed.
+    public var nextDeadline: UInt64? {
+        var d: [UInt64?] = [resumeReadyDeadline]
+        switch phase {
+        case .launching(let ready): d.append(ready)
+        case .background(let grace): d.append(grace.deadline)
+        case .ending(_, let kill): d.append(kill)
+        default: break
+        }
+        return d.compactMap { $0 }.min()
+    }
+
+    /// The record with the deadlines under way, so a daemon that takes over after a crash
+    /// can finish them (monotonic times survive a daemon restart: the clock is the kernel's).
+    public var persistentRecord: AppRecord {
+        var r = record
+        r.launchStartNanos = launchStart
+        if case .background(let g) = phase {
+            r.graceStartNanos = g.start
+            r.graceDeadlineNanos = g.deadline
+            r.graceCapNanos = g.cap
+        } else {
+            r.graceStartNanos = nil
+            r.graceDeadlineNanos = nil
+            r.graceCapNanos = nil
+        }
+        return r
+    }
+
+    /// "web  launched  pid 41233, ready in 116 ms (notify), backend cgroup2"
+    public var launchedLine: String {
+        let ready = record.coldStartNanos.map { ", ready in \(DurationText.format($0)) (\(record.options.ready))" } ?? ""
+        return "\(name)  launched  pid \(record.pid)\(ready), backend \(record.backend.rawValue)"
+    }
+
+    // MARK: Transitions
+
+    /// Takes one input at `now`; returns what must be done, in order.
+    public mutating func handle(_ input: LifecycleInput, now: UInt64) -> [LifecycleEffect] {
+        var fx: [LifecycleEffect] = []
+        switch input {
+        case .ready: becomeActive(now, &fx)
+        case .notify(let message): notify(message, now, &fx)
+        case .suspend(let waiter, let notice, let cap): suspend(waiter, notice, cap, now, &fx)
+        case .resume(let waiter, let waitReady): resume(waiter, waitReady, now, &fx)
+        case .terminate(let waiter, let timeout): terminate(waiter, timeout, now, &fx)
+        case .evict(let waiter): evict(waiter, now, &fx)
+        case .policyVictim(let grace, let notice): policyVictim(grace, notice, now, &fx)
+        case .tick: tick(now, &fx)
+        case .freezeConfirmed(let outcome): frozen(outcome, now, &fx)
+        case .freezeFailed(let why): freezeFailed(why, now, &fx)
+        case .thawConfirmed(let outcome): thawed(outcome, now, &fx)
+        case .thawFailed(let why): thawFailed(why, now, &fx)
+        case .exited(let termination): exited(termination, now, &fx)
+        case .cleanedUp(let leftovers, let problems): cleanedUp(leftovers, problems, now, &fx)
+        case .compacted: if case .suspended = phase { compactedWhileSuspended = true }
+        }
+        return fx
+    }
+
+    /// Adds a client to the launch waiters (a detached launch answers once ready).
+    public mutating func waitForLaunch(_ waiter: Int) { launchWaiters.append(waiter) }
+
+    /// Records STATUS=, the last compaction and similar facts the lifecycle only keeps.
+    public mutating func update(_ change: (inout AppRecord) -> Void) { change(&record) }
+
+    private mutating func setState(_ state: AppState, _ now: UInt64) {
+        record.state = state
+        record.sinceMonotonicNanos = now
+        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+    }
+
+    private func event(
+        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, _ detail: String, _ now: UInt64
+    ) -> Event {
+        Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, now: now)
+    }
+
+    // Launching → Active.
+    private mutating func becomeActive(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .launching = phase else { return }
+        let cold = now.saturatingSub(launchStart)
+        record.coldStartNanos = cold
+        phase = .active
+        setState(.active, now)
+        fx.append(.stopProbe)
+        fx.append(
+            .log(
+                event(
+                    .ready, from: .launching, to: .active, duration: cold,
+                    "cold start: launch → ready in \(DurationText.format(cold)) (\(record.options.ready))", now)))
+        for id in launchWaiters { fx.append(.settle(waiter: id, line: launchedLine, failed: false)) }
+        launchWaiters = []
+        fx.append(.persist)
+    }
+
+    private mutating func notify(_ message: NotifyMessage, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        if let status = message.status {
+            record.statusText = status
+            fx.append(.persist)
+        }
+        if message.stopping { fx.append(.log(event(.notify, "STOPPING=1", now))) }
+        if let extra = message.extendNanos, case .background(var grace) = phase {
+            let capped = grace.extend(by: extra, now: now)
+            phase = .background(grace)
+            fx.append(.persist)
+            var e = event(
+                .grace,
+                "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(grace.length)) in all\(capped ? " (capped by --max-grace)" : "")",
+                now)
+            e.graceNanos = grace.length
+            fx.append(.log(e))
+        }
+        guard message.ready else { return }
+        switch phase {
+        case .launching:
+            if case .notify = record.options.ready { becomeActive(now, &fx) }
+        case .background:
+            endGrace(reason: "READY=1", now, &fx)
+        case .active:
+            // The hot start as the app sees it: thaw → the app says it is ready again.
+            guard let resumed = resumedAt else { return }
+            resumedAt = nil
+            resumeReadyDeadline = nil
+            let took = now.saturatingSub(resumed)
+            let text = "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"
+            var e = event(.ready, duration: took, text, now)
+            e.reason = "READY=1"
+            fx.append(.log(e))
+            for id in resumeWaiters { fx.append(.settle(waiter: id, line: "\(name)  \(text)", failed: false)) }
+            resumeWaiters = []
+        default:
+            break
+        }
+    }
+
+    // Active → Background (notice, grace) → Suspended.
+    private mutating func suspend(
+        _ waiter: Int?, _ notice: LifecycleInput.Notice?, _ cap: UInt64?, _ now: UInt64, _ fx: inout [LifecycleEffect]
+    ) {
+        switch phase {
+        case .suspended:
+            if let waiter { fx.append(.settle(waiter: waiter, line: "\(name)  already suspended (nothing to do)", failed: false)) }
+        case .background, .freezing:
+            if let waiter { suspendWaiters.append(waiter) }
+        case .thawing:
+            if let waiter {
+                fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being thawed; suspend it once it is active", failed: true))
+            }
+        case .launching, .active:
+            let from = record.state
+            if let waiter { suspendWaiters.append(waiter) }
+            setState(.background, now)
+            guard let notice else {
+                phase = .background(Grace(now: now, length: 0, maxLength: 0))
+                let why =
+                    record.options.backgroundSignal == NoticeSignal.none
+                    ? "no notice (--background-signal none)" : "no notice (the app has no SIGUSR1 handler)"
+                fx.append(.log(event(.notice, from: from, to: .background, why + "; grace skipped", now)))
+                for id in suspendWaiters {
+                    fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(why); grace skipped", failed: false))
+                }
+                endGrace(reason: "no notice", now, &fx)
+                return
+            }
+            let grace = Grace(
+                now: now, length: min(cap ?? .max, record.options.graceNanos), maxLength: record.options.maxGraceNanos)
+            phase = .background(grace)
+            fx.append(.signal(notice.signal))
+            let text = "\(Signals.name(of: notice.signal)) sent (\(notice.why)); grace \(DurationText.format(record.options.graceNanos))"
+            var e = event(.notice, from: from, to: .background, text, now)
+            e.graceNanos = grace.length
+            fx.append(.log(e))
+            for id in suspendWaiters {
+                fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false))
+            }
+            fx.append(.persist)  // the grace deadline survives a daemon crash
+        case .ending, .cleaningUp, .ended:
+            if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being stopped; not suspending it", failed: true)) }
+        }
+    }
+
+    /// The grace is over (READY=1, expired, no notice): ask the kernel to freeze.
+    private mutating func endGrace(reason: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .background(let grace) = phase else { return }
+        phase = .freezing(grace: grace, reason: reason)
+        fx.append(.freeze(deadline: now.saturatingAdd(freezeTimeout)))
+    }
+
+    private mutating func frozen(_ outcome: FreezeOutcome, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .freezing(let grace, let reason) = phase else { return }
+        let graceUsed = now.saturatingSub(grace.start).saturatingSub(outcome.durationNanos)
+        phase = .suspended
+        record.lastFreezeNanos = outcome.durationNanos
+        setState(.suspended, now)
+        let extended = grace.extensions > 0 ? ", extended \(grace.extensions)×" : ""
+        let unit = outcome.backend == .signal ? "thread" : "process"
+        let text =
+            "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended)), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
+        var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
+        e.reason = reason
+        e.backend = outcome.backend
+        e.tasks = outcome.tasks
+        e.graceNanos = graceUsed
+        fx.append(.log(e))
+        for id in suspendWaiters { fx.append(.settle(waiter: id, line: "\(name)  background → suspended  \(text)", failed: false)) }
+        suspendWaiters = []
+        fx.append(.persist)
+        if pendingEviction {
+            evict(nil, now, &fx)
+        } else {
+            fx.append(.frozen)
+        }
+    }
+
+    private mutating func freezeFailed(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .freezing = phase else { return }
+        // The freezer rolled back: the app runs, and says so.
+        phase = .active
+        setState(.active, now)
+        let text = "freeze failed: \(why)"
+        fx.append(.log(event(.error, from: .background, to: .active, text, now)))
+        for id in suspendWaiters { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) }
+        suspendWaiters = []
+        fx.append(.persist)
+        // A policy victim goes even if it could not be frozen: killing needs no freeze.
+        if pendingEviction { evict(nil, now, &fx) }
+    }
+
+    // Back to Active.
+    private mutating func resume(_ waiter: Int?, _ waitReady: Bool, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        switch phase {
+        case .active, .launching:
+            if let waiter {
+                fx.append(.settle(waiter: waiter, line: "\(name)  already \(record.state.rawValue) (nothing to do)", failed: false))
+            }
+        case .background, .freezing:
+            // Back before the freeze: withdraw it (a freeze in flight is rolled back).
+            if case .freezing = phase { fx.append(.cancelFreeze) }
+            phase = .active
+            pendingEviction = false
+            setState(.active, now)
+            for id in suspendWaiters {
+                fx.append(.settle(waiter: id, line: "icebox: \(name) was resumed before it was frozen", failed: true))
+            }
+            suspendWaiters = []
+            let fg = foregroundSignal(&fx)
+            fx.append(.log(event(.resume, from: .background, to: .active, "resumed during its grace period; not frozen\(fg)", now)))
+            if let waiter {
+                fx.append(
+                    .settle(waiter: waiter, line: "\(name)  background → active  resumed during its grace period\(fg)", failed: false))
+            }
+            fx.append(.persist)
+        case .suspended:
+            phase = .thawing(start: now, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)])
+            fx.append(.thaw(deadline: now.saturatingAdd(freezeTimeout)))
+        case .thawing(let start, var waiters):
+            waiters.append(ThawWaiter(id: waiter, waitReady: waitReady))
+            phase = .thawing(start: start, waiters: waiters)
+        case .ending, .cleaningUp, .ended:
+            if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is not running", failed: true)) }
+        }
+    }
+
+    private func foregroundSignal(_ fx: inout [LifecycleEffect]) -> String {
+        guard let sig = record.options.foregroundSignal else { return "" }
+        fx.append(.signal(sig))
+        return "; \(Signals.name(of: sig)) sent"
+    }
+
+    private mutating func thawed(_ outcome: FreezeOutcome, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .thawing(let start, let waiters) = phase else { return }
+        phase = .active
+        resumedAt = start
+        record.lastThawNanos = outcome.durationNanos
+        setState(.active, now)
+        let fg = foregroundSignal(&fx)
+        let compacted = compactedWhileSuspended ? "; first resume after a compaction" : ""
+        compactedWhileSuspended = false
+        let text = "thawed in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue))\(fg)\(compacted)"
+        var e = event(.thaw, from: .suspended, to: .active, duration: outcome.durationNanos, text, now)
+        e.backend = outcome.backend
+        e.tasks = outcome.tasks
+        fx.append(.log(e))
+        let line = "\(name)  suspended → active  \(text)"
+        for w in waiters {
+            guard let id = w.id else { continue }
+            if w.waitReady, case .notify = record.options.ready {
+                fx.append(.report(waiter: id, line: line, failed: false))
+                resumeWaiters.append(id)
+                resumeReadyDeadline = start.saturatingAdd(record.options.readyTimeoutNanos)
+            } else {
+                fx.append(.settle(waiter: id, line: line, failed: false))
+            }
+        }
+        fx.append(.persist)
+    }
+
+    private mutating func thawFailed(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .thawing(_, let waiters) = phase else { return }
+        phase = .suspended
+        let text = "thaw failed: \(why)"
+        fx.append(.log(event(.error, text, now)))
+        for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) } }
+        fx.append(.persist)
+    }
+
+    // The ways out.
+
+    /// SIGTERM to every process of the app (a frozen app is thawed first so it can act on
+    /// it), then SIGKILL when the time-out passes.
+    private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        if let waiter { endWaiters.append(waiter) }
+        guard !isEnding else { return }
+        let frozenNow = leaveForEnding(now, &fx)
+        endStart = now
+        phase = .ending(.terminate, killDeadline: now.saturatingAdd(timeout))
+        if frozenNow { fx.append(.thawForTermination) }
+        fx.append(.signalMembers(SIGTERM))
+        fx.append(
+            .log(event(.terminate, "SIGTERM sent (willTerminate); SIGKILL after \(DurationText.format(timeout))", now)))
+    }
+
+    /// What memory pressure does: kill without any notice, reap, record the app as evicted.
+    private mutating func evict(_ waiter: Int?, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        if let waiter { endWaiters.append(waiter) }
+        switch phase {
+        case .ending(.evict, _), .cleaningUp, .ended: return
+        case .ending(.terminate, _):
+            // A terminate under way becomes an eviction: killed now, recorded as evicted.
+            phase = .ending(.evict, killDeadline: nil)
+        default:
+            _ = leaveForEnding(now, &fx)
+            endStart = now
+            phase = .ending(.evict, killDeadline: nil)
+        }
+        fx.append(.killAll)
+    }
+
+    /// Leaves the current phase for an ending: pending work is withdrawn and clients waiting
+    /// for a state that will not come are told. Returns whether the app is (or may be) frozen.
+    private mutating func leaveForEnding(_ now: UInt64, _ fx: inout [LifecycleEffect]) -> Bool {
+        stateBeforeEnd = record.state
+        switch phase {
+        case .launching:
+            fx.append(.stopProbe)
+            return false
+        case .freezing:
+            fx.append(.cancelFreeze)
+            return false
+        case .suspended:
+            return true
+        case .thawing(_, let waiters):
+            // The thaw in flight goes on; its confirmation no longer matters.
+            for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name) is being stopped", failed: true)) } }
+            return true
+        default:
+            return false
+        }
+    }
+
+    private mutating func policyVictim(
+        _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: UInt64, _ fx: inout [LifecycleEffect]
+    ) {
+        switch phase {
+        case .suspended, .thawing:
+            evict(nil, now, &fx)
+        case .background(var g):
+            pendingEviction = true
+            g.cut(to: now.saturatingAdd(grace))
+            phase = .background(g)
+        case .freezing:
+            pendingEviction = true
+        case .launching, .active:
+            // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
+            pendingEviction = true
+            suspend(nil, notice, grace, now, &fx)
+        case .ending, .cleaningUp, .ended:
+            break
+        }
+    }
+
+    private mutating func tick(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        if let d = resumeReadyDeadline, d <= now {
+            resumeReadyDeadline = nil
+            let line = "icebox: \(name) did not say READY=1 within \(DurationText.format(record.options.readyTimeoutNanos)) of its resume"
+            for id in resumeWaiters { fx.append(.settle(waiter: id, line: line, failed: true)) }
+            resumeWaiters = []
+        }
+        switch phase {
+        case .launching(let ready?) where ready <= now:
+            phase = .launching(readyDeadline: nil)
+            let waited = now.saturatingSub(launchStart)
+            let line = "\(name) was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
+            fx.append(.stopProbe)
+            fx.append(.log(event(.error, duration: waited, line, now)))
+            // The launch fails, but its reply waits until the app is gone: nothing is left
+            // behind when the command returns.
+            for id in launchWaiters {
+                fx.append(.report(waiter: id, line: "icebox: " + line, failed: true))
+                endWaiters.append(id)
+            }
+            launchWaiters = []
+            terminate(nil, 10_000_000_000, now, &fx)
+        case .background(let grace) where grace.deadline <= now:
+            endGrace(reason: "expired", now, &fx)
+        case .ending(let how, let kill?) where kill <= now:
+            phase = .ending(how, killDeadline: nil)
+            fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "still running after the time-out; SIGKILL", now)))
+            fx.append(.killAll)
+        default:
+            break
+        }
+    }
+
+    /// The main process ended: whatever the phase, the rest of the app goes with it
+    /// (systemd's KillMode=control-group).
+    private mutating func exited(_ termination: Termination?, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        switch phase {
+        case .cleaningUp, .ended: return
+        case .freezing: fx.append(.cancelFreeze)
+        case .launching: fx.append(.stopProbe)
+        case .thawing(_, let waiters):
+            for w in waiters {
+                if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name) ended during its thaw", failed: true)) }
+            }
+        default: break
+        }
+        let before = stateBeforeEnd ?? record.state
+        stateBeforeEnd = before
+        let final: AppState
+        switch phase {
+        case .ending(.evict, _): final = .evicted
+        case .ending(.terminate, _): final = .terminated
+        default: final = .exited
+        }
+        phase = .cleaningUp(final: final, termination: termination)
+        fx.append(.destroy)
+    }
+
+    private mutating func cleanedUp(_ leftovers: Int, _ problems: [String], _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .cleaningUp(let final, let given) = phase else { return }
+        // Re-adopted apps are not our children: the kernel tells only the parent how they ended.
+        let termination = given ?? (final == .evicted ? .signaled(SIGKILL) : nil)
+        let how = termination?.description ?? "ended (exit status unknown: re-adopted after a daemon restart)"
+        let from = record.state
+        phase = .ended
+        setState(final, now)
+        record.exitStatus = termination?.shellStatus
+        record.ending = how
+        record.killedWhileSuspended = (stateBeforeEnd ?? from) == .suspended && termination == .signaled(SIGKILL)
+        var detail: String
+        switch final {
+        case .evicted: detail = "evicted without notice: killed and reaped in \(DurationText.format(now.saturatingSub(endStart))); \(how)"
+        case .terminated: detail = "terminated in \(DurationText.format(now.saturatingSub(endStart))); \(how)"
+        default: detail = "\(how) after \(DurationText.format(now.saturatingSub(launchStart)))"
+        }
+        if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
+        if !problems.isEmpty { detail += "; cleanup: " + problems.joined(separator: "; ") }
+        var e = event(
+            final == .evicted ? .evict : .exit, from: from, to: final,
+            duration: final == .exited ? now.saturatingSub(launchStart) : now.saturatingSub(endStart), detail, now)
+        e.exitStatus = termination?.shellStatus
+        fx.append(.log(e))
+        let line = "\(name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
+        for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false)) }
+        for id in suspendWaiters {
+            fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was frozen: \(how)", failed: true))
+        }
+        for id in launchWaiters + resumeWaiters {
+            fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was ready: \(how)", failed: true))
+        }
+        endWaiters = []
+        suspendWaiters = []
+        launchWaiters = []
+        resumeWaiters = []
+        resumeReadyDeadline = nil
+        fx.append(.persist)
+        fx.append(.ended(line: line))
+    }
+}

@@ -1,0 +1,93 @@
+import IceboxSystem
+
+/// What happens to an app: a request, a message from the app, the kernel's answer, or time.
+/// `AppLifecycle.handle(_:now:)` takes one and returns the effects.
+public enum LifecycleInput: Sendable, Equatable {
+    /// The app counts as ready: exec succeeded, the probe answered, or (notify) READY=1 came
+    /// through `.notify`.
+    case ready
+    /// A message on the app's NOTIFY_SOCKET.
+    case notify(NotifyMessage)
+    /// `icebox suspend`: notice, grace, freeze. `notice` is the signal to send, decided by
+    /// the caller (it reads the app's signal mask in /proc); `graceCap` shortens the grace.
+    case suspend(waiter: Int?, notice: Notice?, graceCap: UInt64? = nil)
+    case resume(waiter: Int?, waitReady: Bool = false)
+    /// SIGTERM, then SIGKILL after `timeout`.
+    case terminate(waiter: Int?, timeout: UInt64)
+    /// Kill without notice (as memory pressure does).
+    case evict(waiter: Int?)
+    /// The policy chose this app: evict it, through Suspended if it is not there yet, its
+    /// notice (decided by the caller, as for `.suspend`) and grace cut to `grace`.
+    case policyVictim(grace: UInt64, notice: Notice?)
+    /// A deadline of this app passed (`nextDeadline`).
+    case tick
+    case freezeConfirmed(FreezeOutcome)
+    case freezeFailed(String)
+    case thawConfirmed(FreezeOutcome)
+    case thawFailed(String)
+    /// The main process ended (nil: it ended, but how is unknown: re-adopted, not our child).
+    case exited(Termination?)
+    /// What was left of the app is gone and its cgroups removed (after `.destroy`).
+    case cleanedUp(leftovers: Int, problems: [String])
+    /// The app's memory was compacted while suspended (the next resume says so).
+    case compacted
+
+    /// The background notice to send, and why that one.
+    public struct Notice: Sendable, Equatable {
+        public var signal: Int32
+        public var why: String
+        public init(signal: Int32, why: String) {
+            self.signal = signal
+            self.why = why
+        }
+    }
+}
+
+/// A confirmed freeze or thaw, as the lifecycle records it.
+public struct FreezeOutcome: Sendable, Equatable {
+    public var backend: BackendKind
+    public var durationNanos: UInt64
+    public var tasks: Int
+    public init(backend: BackendKind, durationNanos: UInt64, tasks: Int) {
+        self.backend = backend
+        self.durationNanos = durationNanos
+        self.tasks = tasks
+    }
+}
+
+/// What the supervisor must do for a transition. The lifecycle decides; the supervisor's
+/// loop carries the effects out, in order, and feeds the outcomes back as inputs.
+public enum LifecycleEffect: Sendable, Equatable {
+    /// A signal to the app's main process (the notice, the foreground signal).
+    case signal(Int32)
+    /// A signal to every process of the app (SIGTERM on terminate).
+    case signalMembers(Int32)
+    /// Start a freeze; its outcome comes back as `.freezeConfirmed` or `.freezeFailed`.
+    case freeze(deadline: UInt64)
+    /// Roll back a freeze in flight (the app was resumed, or is ending): it runs again.
+    case cancelFreeze
+    /// Start a thaw; its outcome comes back as `.thawConfirmed` or `.thawFailed`.
+    case thaw(deadline: UInt64)
+    /// Thaw without waiting for confirmation: a frozen app must run to act on SIGTERM, and
+    /// the kill deadline bounds the rest.
+    case thawForTermination
+    /// Kill every process of the app now.
+    case killAll
+    /// Stop the readiness probe (ready, or given up).
+    case stopProbe
+    case log(Event)
+    /// A line to a waiting client, without ending its wait.
+    case report(waiter: Int, line: String, failed: Bool)
+    /// This app's part of a client's wait is over (with a last line, maybe).
+    case settle(waiter: Int, line: String?, failed: Bool)
+    /// The app's registry record changed.
+    case persist
+    /// The app is suspended: the policy's follow-ups (the lock check, compaction) are due.
+    case frozen
+    /// The main process is gone: kill what is left, remove the cgroups and the notify
+    /// socket, then feed `.cleanedUp` back.
+    case destroy
+    /// The app has ended; `line` is its last word for whoever listens (an attached client,
+    /// `daemon --stop`).
+    case ended(line: String)
+}

@@ -1,0 +1,13 @@
+/// Deadline arithmetic on monotonic nanoseconds. Durations come from users and from apps
+/// (`--grace`, EXTEND_TIMEOUT_USEC, a request's time-out): a huge one means "as long as
+/// allowed", never a trap and never a wrap to a tiny value.
+extension UInt64 {
+    /// self + other, or UInt64.max when that overflows.
+    public func saturatingAdd(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+
+    /// self - other, or 0 when other is larger.
+    public func saturatingSub(_ other: UInt64) -> UInt64 { self > other ? self - other : 0 }
+}

@@ -1,0 +1,442 @@
+import Glibc
+import IceboxSystem
+import Testing
+
+@testable import IceboxCore
+
+/// The lifecycle's transition table, without root, a kernel or a binary: every phase ×
+/// every input, and the scenarios that matter one by one.
+@Suite("AppLifecycle: the transition table")
+struct AppLifecycleTests {
+    static let second: UInt64 = 1_000_000_000
+    static let usr1 = LifecycleInput.Notice(signal: SIGUSR1, why: "the app handles it")
+
+    static func record(ready: ReadyMode = .exec, grace: UInt64 = 5 * second, maxGrace: UInt64 = 30 * second) -> AppRecord {
+        var o = LaunchOptions(name: "web", command: ["sleep", "100"])
+        o.ready = ready
+        o.graceNanos = grace
+        o.maxGraceNanos = maxGrace
+        return AppRecord(
+            name: "web", options: o, pid: 4242, state: .launching, sinceMonotonicNanos: 0, sinceWall: "", launchedWall: "",
+            backend: .cgroup2)
+    }
+
+    static let frozen = FreezeOutcome(backend: .cgroup2, durationNanos: 80_000, tasks: 1)
+
+    /// The phases by name, each reached through the inputs a real app goes through.
+    enum Named: String, CaseIterable {
+        case launching, active, background, freezing, suspended, thawing, terminating, evicting, cleaningUp, ended
+    }
+
+    static func lifecycle(in named: Named, ready: ReadyMode = .notify) -> AppLifecycle {
+        var l = AppLifecycle(record: record(ready: ready), launchStart: 1_000)
+        let t: UInt64 = 2_000
+        func go(_ input: LifecycleInput) { _ = l.handle(input, now: t) }
+        if named == .launching { return l }
+        go(ready == .notify ? .notify(NotifyMessage.parse("READY=1")) : .ready)
+        switch named {
+        case .launching, .active: break
+        case .background: go(.suspend(waiter: nil, notice: usr1))
+        case .freezing:
+            go(.suspend(waiter: nil, notice: usr1))
+            go(.notify(NotifyMessage.parse("READY=1")))
+        case .suspended:
+            go(.suspend(waiter: nil, notice: nil))
+            go(.freezeConfirmed(frozen))
+        case .thawing:
+            go(.suspend(waiter: nil, notice: nil))
+            go(.freezeConfirmed(frozen))
+            go(.resume(waiter: nil))
+        case .terminating: go(.terminate(waiter: nil, timeout: second))
+        case .evicting: go(.evict(waiter: nil))
+        case .cleaningUp:
+            go(.evict(waiter: nil))
+            go(.exited(.signaled(SIGKILL)))
+        case .ended:
+            go(.evict(waiter: nil))
+            go(.exited(.signaled(SIGKILL)))
+            go(.cleanedUp(leftovers: 0, problems: []))
+        }
+        return l
+    }
+
+    static func named(_ phase: AppLifecycle.Phase) -> Named {
+        switch phase {
+        case .launching: return .launching
+        case .active: return .active
+        case .background: return .background
+        case .freezing: return .freezing
+        case .suspended: return .suspended
+        case .thawing: return .thawing
+        case .ending(.terminate, _): return .terminating
+        case .ending(.evict, _): return .evicting
+        case .cleaningUp: return .cleaningUp
+        case .ended: return .ended
+        }
+    }
+
+    static let inputs: [(String, LifecycleInput)] = [
+        ("ready", .ready),
+        ("READY=1", .notify(NotifyMessage.parse("READY=1"))),
+        ("EXTEND", .notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=2000000"))),
+        ("suspend", .suspend(waiter: 1, notice: usr1)),
+        ("resume", .resume(waiter: 2)),
+        ("terminate", .terminate(waiter: 3, timeout: second)),
+        ("evict", .evict(waiter: 4)),
+        ("victim", .policyVictim(grace: second, notice: usr1)),
+        ("freezeConfirmed", .freezeConfirmed(frozen)),
+        ("freezeFailed", .freezeFailed("not frozen after 10s")),
+        ("thawConfirmed", .thawConfirmed(frozen)),
+        ("thawFailed", .thawFailed("boom")),
+        ("exited", .exited(.exited(0))),
+        ("cleanedUp", .cleanedUp(leftovers: 0, problems: [])),
+        ("tick", .tick),
+    ]
+
+    /// Where each phase goes on each input (phase, input) → phase. What is not listed stays.
+    static let table: [Named: [String: Named]] = [
+        .launching: [
+            "ready": .active, "READY=1": .active, "suspend": .background, "terminate": .terminating, "evict": .evicting,
+            "victim": .background, "exited": .cleaningUp,
+        ],
+        .active: [
+            "suspend": .background, "terminate": .terminating, "evict": .evicting, "victim": .background, "exited": .cleaningUp,
+        ],
+        .background: [
+            "READY=1": .freezing, "resume": .active, "terminate": .terminating, "evict": .evicting, "exited": .cleaningUp,
+        ],
+        .freezing: [
+            "resume": .active, "terminate": .terminating, "evict": .evicting, "freezeConfirmed": .suspended,
+            "freezeFailed": .active, "exited": .cleaningUp,
+        ],
+        .suspended: [
+            "resume": .thawing, "terminate": .terminating, "evict": .evicting, "victim": .evicting, "exited": .cleaningUp,
+        ],
+        .thawing: [
+            "terminate": .terminating, "evict": .evicting, "victim": .evicting, "thawConfirmed": .active, "thawFailed": .suspended,
+            "exited": .cleaningUp,
+        ],
+        .terminating: ["evict": .evicting, "exited": .cleaningUp],
+        .evicting: ["exited": .cleaningUp],
+        .cleaningUp: ["cleanedUp": .ended],
+        .ended: [:],
+    ]
+
+    @Test(arguments: Named.allCases)
+    func everyPhaseTimesEveryInput(_ start: Named) {
+        for (label, input) in Self.inputs {
+            var l = Self.lifecycle(in: start)
+            #expect(Self.named(l.phase) == start, "setup of \(start)")
+            let fx = l.handle(input, now: 3_000)
+            let expected = Self.table[start]?[label] ?? start
+            #expect(Self.named(l.phase) == expected, "\(start) × \(label) went to \(Self.named(l.phase)), not \(expected)")
+            // Nothing is done to the kernel for an app that has gone.
+            if start == .ended || start == .cleaningUp {
+                #expect(
+                    !fx.contains {
+                        switch $0 {
+                        case .signal, .signalMembers, .freeze, .thaw, .killAll, .thawForTermination: return true
+                        default: return false
+                        }
+                    }, "\(start) × \(label): \(fx)")
+            }
+            // Every waiter named in the input hears back or is kept: never answered twice.
+            var settled: [Int: Int] = [:]
+            for case .settle(let id, _, _) in fx { settled[id, default: 0] += 1 }
+            #expect(settled.values.allSatisfy { $0 == 1 }, "\(start) × \(label): \(fx)")
+        }
+    }
+
+    @Test func coldStartThenSuspendWithNoticeGraceAndREADY() {
+        var l = AppLifecycle(record: Self.record(ready: .notify), launchStart: 1_000)
+        l.waitForLaunch(7)
+        #expect(l.handle(.notify(NotifyMessage.parse("STATUS=starting")), now: 5_000) == [.persist], "not ready without READY=1")
+        var fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 9_000)
+        #expect(l.state == .active && l.record.coldStartNanos == 8_000)
+        #expect(fx.contains(.settle(waiter: 7, line: l.launchedLine, failed: false)))
+        fx = l.handle(.suspend(waiter: 1, notice: Self.usr1), now: 10_000)
+        #expect(l.state == .background)
+        #expect(fx.first == .signal(SIGUSR1))
+        #expect(l.nextDeadline == 10_000 + 5 * Self.second)
+        #expect(fx.contains(.persist), "the grace deadline is recorded for a daemon that takes over")
+        fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 20_000)
+        #expect(fx == [.freeze(deadline: 20_000 + 10 * Self.second)])
+        #expect(l.state == .background, "still background until the kernel confirms")
+        fx = l.handle(.freezeConfirmed(Self.frozen), now: 120_000)
+        #expect(l.state == .suspended && l.record.lastFreezeNanos == 80_000)
+        #expect(fx.contains { if case .settle(1, let line?, false) = $0 { return line.contains("(READY=1)") } else { return false } })
+        #expect(fx.contains(.frozen))
+        let freeze = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
+        #expect(freeze?.kind == .freeze && freeze?.backend == .cgroup2 && freeze?.tasks == 1 && freeze?.reason == "READY=1")
+    }
+
+    @Test func graceExpiresAtItsDeadline() {
+        var l = Self.lifecycle(in: .background)
+        let deadline = l.nextDeadline!
+        #expect(l.handle(.tick, now: deadline - 1).isEmpty)
+        #expect(l.handle(.tick, now: deadline) == [.freeze(deadline: deadline + 10 * Self.second)])
+    }
+
+    @Test func extendTimeoutDuringTheGraceAndPastMaxGrace() {
+        var l = AppLifecycle(record: Self.record(grace: 1 * Self.second, maxGrace: 3 * Self.second), launchStart: 0)
+        _ = l.handle(.ready, now: 0)
+        _ = l.handle(.suspend(waiter: nil, notice: Self.usr1), now: 0)
+        #expect(l.nextDeadline == 1 * Self.second)
+        var fx = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=2000000")), now: 500_000_000)
+        #expect(l.nextDeadline == 2_500_000_000)
+        #expect(l.grace?.extensions == 1)
+        #expect(fx.contains(.persist))
+        // Past --max-grace: capped, and the log says so.
+        fx = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=60000000")), now: 600_000_000)
+        #expect(l.nextDeadline == 3 * Self.second)
+        #expect(fx.contains { if case .log(let e) = $0 { return e.detail.contains("capped by --max-grace") } else { return false } })
+        // An extension never shortens the grace.
+        _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=1")), now: 700_000_000)
+        #expect(l.nextDeadline == 3 * Self.second)
+        // A huge one saturates rather than trapping or wrapping.
+        _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=18446744073709551615")), now: UInt64.max - 5)
+        #expect(l.nextDeadline == 3 * Self.second)
+    }
+
+    @Test func hugeDurationsSaturate() {
+        var l = AppLifecycle(record: Self.record(grace: .max, maxGrace: .max), launchStart: .max - 10)
+        _ = l.handle(.ready, now: .max - 5)
+        _ = l.handle(.suspend(waiter: nil, notice: Self.usr1), now: .max - 5)
+        #expect(l.nextDeadline == .max)
+        var t = AppLifecycle(record: Self.record(), launchStart: 0)
+        _ = t.handle(.terminate(waiter: nil, timeout: .max), now: 10)
+        #expect(t.nextDeadline == .max)
+    }
+
+    @Test func withoutANoticeTheGraceIsSkipped() {
+        var l = Self.lifecycle(in: .active)
+        let fx = l.handle(.suspend(waiter: 1, notice: nil), now: 50)
+        #expect(!fx.contains { if case .signal = $0 { return true } else { return false } })
+        #expect(fx.last == .freeze(deadline: 50 + 10 * Self.second))
+    }
+
+    @Test func suspendWhileInTheBackgroundJoinsTheWait() {
+        var l = Self.lifecycle(in: .background)
+        #expect(l.handle(.suspend(waiter: 9, notice: Self.usr1), now: 50).isEmpty, "no second notice")
+        _ = l.handle(.tick, now: l.nextDeadline!)
+        let fx = l.handle(.freezeConfirmed(Self.frozen), now: .max)
+        #expect(fx.contains { if case .settle(9, _, false) = $0 { return true } else { return false } })
+    }
+
+    @Test func suspendedAppSuspendedAgainIsANoOp() {
+        var l = Self.lifecycle(in: .suspended)
+        #expect(
+            l.handle(.suspend(waiter: 3, notice: Self.usr1), now: 9) == [
+                .settle(waiter: 3, line: "web  already suspended (nothing to do)", failed: false)
+            ])
+    }
+
+    @Test func freezeDeadlineMissedLeavesTheAppActiveAndTellsTheWaiter() {
+        var l = Self.lifecycle(in: .active)
+        _ = l.handle(.suspend(waiter: 5, notice: nil), now: 10)
+        let fx = l.handle(.freezeFailed("not frozen after 10s (cgroup2); rolled back, the app runs"), now: 20)
+        #expect(l.state == .active)
+        #expect(fx.contains { if case .settle(5, let line?, true) = $0 { return line.contains("freeze failed") } else { return false } })
+    }
+
+    @Test func exitDuringAFreezeCancelsItAndEndsTheApp() {
+        var l = Self.lifecycle(in: .freezing)
+        l.waitForLaunch(99)  // a late waiter is told too
+        var fx = l.handle(.exited(.exited(3)), now: 50)
+        #expect(fx == [.cancelFreeze, .destroy])
+        fx = l.handle(.cleanedUp(leftovers: 2, problems: []), now: 60)
+        #expect(l.state == .exited && l.record.exitStatus == 3)
+        #expect(
+            fx.contains {
+                if case .log(let e) = $0 {
+                    return e.kind == .exit && e.detail.contains("killed 2 remaining processes")
+                } else {
+                    return false
+                }
+            })
+        #expect(fx.contains { if case .settle(99, _, true) = $0 { return true } else { return false } })
+        #expect(fx.last.map { if case .ended = $0 { return true } else { return false } } == true)
+        // A freeze confirmation that arrives late changes nothing.
+        #expect(l.handle(.freezeConfirmed(Self.frozen), now: 70).isEmpty)
+    }
+
+    @Test func terminateWhileSuspendedThawsFirstThenSIGTERMThenSIGKILL() {
+        var l = Self.lifecycle(in: .suspended)
+        var fx = l.handle(.terminate(waiter: 1, timeout: Self.second), now: 100)
+        #expect(fx.prefix(2) == [.thawForTermination, .signalMembers(SIGTERM)])
+        #expect(l.state == .suspended, "the state changes when the app is gone")
+        #expect(l.nextDeadline == 100 + Self.second)
+        fx = l.handle(.tick, now: 100 + Self.second)
+        #expect(fx.contains(.killAll))
+        _ = l.handle(.exited(.signaled(SIGKILL)), now: 200 + Self.second)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 300 + Self.second)
+        #expect(l.state == .terminated && l.record.killedWhileSuspended)
+        #expect(
+            fx.contains {
+                if case .settle(1, let line?, false) = $0 { return line.hasPrefix("web  suspended → terminated") } else { return false }
+            })
+    }
+
+    @Test func terminateDuringTheGraceWithdrawsTheFreezeAndFailsTheSuspend() {
+        var l = Self.lifecycle(in: .active)
+        _ = l.handle(.suspend(waiter: 1, notice: Self.usr1), now: 10)
+        var fx = l.handle(.terminate(waiter: 2, timeout: Self.second), now: 20)
+        #expect(!fx.contains(.thawForTermination), "never frozen")
+        #expect(l.grace == nil && l.nextDeadline == 20 + Self.second, "the grace deadline is gone")
+        _ = l.handle(.exited(.signaled(SIGTERM)), now: 30)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 40)
+        #expect(
+            fx.contains {
+                if case .settle(1, let line?, true) = $0 { return line.contains("ended before it was frozen") } else { return false }
+            })
+        #expect(fx.contains { if case .settle(2, _, false) = $0 { return true } else { return false } })
+        #expect(l.state == .terminated)
+    }
+
+    @Test func evictWhileSuspendedKillsWithoutThawAndRecordsRestore() {
+        var l = Self.lifecycle(in: .suspended)
+        let fx = l.handle(.evict(waiter: 1), now: 10)
+        #expect(fx == [.killAll])
+        _ = l.handle(.exited(.signaled(SIGKILL)), now: 20)
+        _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 30)
+        #expect(l.state == .evicted && l.record.killedWhileSuspended)
+    }
+
+    @Test func evictDuringTheGraceAndDuringAFreeze() {
+        var g = Self.lifecycle(in: .background)
+        #expect(g.handle(.evict(waiter: nil), now: 10) == [.killAll])
+        var f = Self.lifecycle(in: .freezing)
+        #expect(f.handle(.evict(waiter: nil), now: 10) == [.cancelFreeze, .killAll])
+    }
+
+    @Test func evictDuringATerminateBecomesAnEviction() {
+        var l = Self.lifecycle(in: .terminating)
+        #expect(l.handle(.evict(waiter: 1), now: 10) == [.killAll])
+        _ = l.handle(.exited(.signaled(SIGKILL)), now: 20)
+        _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 30)
+        #expect(l.state == .evicted)
+    }
+
+    @Test func resumeDuringTheGraceOrTheFreeze() {
+        var g = Self.lifecycle(in: .background)
+        var fx = g.handle(.resume(waiter: 1), now: 10)
+        #expect(g.state == .active && g.nextDeadline == nil)
+        #expect(fx.contains { if case .log(let e) = $0 { return e.kind == .resume } else { return false } })
+        var f = Self.lifecycle(in: .freezing)
+        fx = f.handle(.resume(waiter: 1), now: 10)
+        #expect(fx.first == .cancelFreeze && f.state == .active)
+    }
+
+    @Test func resumeThenWaitReadyForAHotStart() {
+        var l = Self.lifecycle(in: .suspended, ready: .notify)
+        var fx = l.handle(.resume(waiter: 4, waitReady: true), now: 1_000)
+        #expect(fx == [.thaw(deadline: 1_000 + 10 * Self.second)])
+        // A second resume while the thaw is in flight waits for the same thaw.
+        #expect(l.handle(.resume(waiter: 5), now: 1_001).isEmpty)
+        fx = l.handle(.thawConfirmed(Self.frozen), now: 2_000)
+        #expect(l.state == .active && l.record.lastThawNanos == 80_000)
+        #expect(fx.contains { if case .report(4, _, false) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .settle(5, _, false) = $0 { return true } else { return false } })
+        fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 5_000)
+        #expect(
+            fx.contains {
+                if case .settle(4, let line?, false) = $0 { return line.contains("resume → ready in 4.00 µs") } else { return false }
+            })
+    }
+
+    @Test func resumeWaitReadyTimesOut() {
+        var l = Self.lifecycle(in: .suspended, ready: .notify)
+        _ = l.handle(.resume(waiter: 4, waitReady: true), now: 1_000)
+        _ = l.handle(.thawConfirmed(Self.frozen), now: 2_000)
+        let deadline = l.nextDeadline!
+        let fx = l.handle(.tick, now: deadline)
+        #expect(
+            fx.contains { if case .settle(4, let line?, true) = $0 { return line.contains("did not say READY=1") } else { return false } })
+    }
+
+    @Test func readyTimeoutTerminatesAndKeepsTheLaunchWaiterUntilTheEnd() {
+        var l = AppLifecycle(record: Self.record(ready: .tcp(8000)), launchStart: 0)
+        l.waitForLaunch(3)
+        let deadline = l.nextDeadline!
+        var fx = l.handle(.tick, now: deadline)
+        #expect(fx.contains(.stopProbe) && fx.contains(.signalMembers(SIGTERM)))
+        #expect(fx.contains { if case .report(3, _, true) = $0 { return true } else { return false } })
+        #expect(!fx.contains { if case .settle(3, _, _) = $0 { return true } else { return false } })
+        _ = l.handle(.exited(.signaled(SIGTERM)), now: deadline + 1)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: deadline + 2)
+        #expect(fx.contains { if case .settle(3, _, _) = $0 { return true } else { return false } })
+    }
+
+    @Test func thawFailedStaysSuspended() {
+        var l = Self.lifecycle(in: .thawing)
+        _ = l.handle(.thawFailed("EACCES"), now: 10)
+        #expect(l.state == .suspended)
+    }
+
+    @Test func policyVictimNotYetSuspendedGoesThroughAShortGraceThenIsEvicted() {
+        var l = Self.lifecycle(in: .active)
+        var fx = l.handle(.policyVictim(grace: 100, notice: Self.usr1), now: 1_000)
+        #expect(fx.first == .signal(SIGUSR1))
+        #expect(l.nextDeadline == 1_100, "the grace is cut to the eviction grace")
+        fx = l.handle(.tick, now: 1_100)
+        fx = l.handle(.freezeConfirmed(Self.frozen), now: 1_200)
+        #expect(fx.last == .killAll, "evicted once frozen: \(fx)")
+        #expect(!fx.contains(.frozen))
+    }
+
+    @Test func policyVictimInTheGraceHasItCut() {
+        var l = Self.lifecycle(in: .background)
+        _ = l.handle(.policyVictim(grace: 10, notice: nil), now: 3_000)
+        #expect(l.nextDeadline == 3_010)
+    }
+
+    @Test func policyVictimWhoseFreezeFailsIsKilledAnyway() {
+        var l = Self.lifecycle(in: .freezing)
+        _ = l.handle(.policyVictim(grace: 10, notice: nil), now: 3_000)
+        let fx = l.handle(.freezeFailed("D state"), now: 4_000)
+        #expect(fx.last == .killAll)
+    }
+
+    @Test func adoptedAppInItsGraceKeepsTheRecordedDeadline() {
+        var r = Self.record()
+        r.state = .background
+        r.graceStartNanos = 100
+        r.graceDeadlineNanos = 900
+        r.graceCapNanos = 2_000
+        let l = AppLifecycle(adopting: r, now: 500)
+        #expect(l.nextDeadline == 900 && l.adopted)
+        #expect(l.persistentRecord.graceDeadlineNanos == 900)
+    }
+
+    @Test func adoptedAppEndsWithUnknownStatus() {
+        var r = Self.record()
+        r.state = .active
+        var l = AppLifecycle(adopting: r, now: 0)
+        _ = l.handle(.exited(nil), now: 10)
+        let fx = l.handle(.cleanedUp(leftovers: 0, problems: ["rmdir: EBUSY"]), now: 20)
+        #expect(l.record.exitStatus == nil && l.record.ending?.contains("exit status unknown") == true)
+        #expect(fx.contains { if case .log(let e) = $0 { return e.detail.contains("cleanup: rmdir: EBUSY") } else { return false } })
+    }
+
+    @Test func statusAndStoppingAreRecorded() {
+        var l = Self.lifecycle(in: .active)
+        let fx = l.handle(.notify(NotifyMessage.parse("STATUS=count 10\nSTOPPING=1")), now: 10)
+        #expect(l.record.statusText == "count 10")
+        #expect(fx.contains(.persist))
+        #expect(fx.contains { if case .log(let e) = $0 { return e.kind == .notify } else { return false } })
+    }
+
+    @Test func graceArithmetic() {
+        var g = Grace(now: 10, length: 5, maxLength: 20)
+        #expect(g.deadline == 15 && g.cap == 30)
+        let firstCapped = g.extend(by: 10, now: 12)
+        #expect(!firstCapped)
+        #expect(g.deadline == 22)
+        let secondCapped = g.extend(by: 100, now: 12)
+        #expect(secondCapped)
+        #expect(g.deadline == 30 && g.extensions == 2)
+        g.cut(to: 25)
+        #expect(g.deadline == 25 && g.length == 15)
+        #expect(Grace(now: .max, length: .max, maxLength: 0).cap == .max)
+    }
+}
