@@ -65,8 +65,10 @@ enum LaunchArguments {
         }
         if let r = args.value("ready") {
             guard let mode = ReadyMode.parse(r) else {
+                let why = ReadyMode.parseProblem(r).map { ": \($0)" } ?? ""
                 throw IceboxError(
-                    .usage, "invalid --ready '\(r)'", hint: "use exec, notify, tcp:PORT, http:http://127.0.0.1:PORT/ or cmd:'PROBE'")
+                    .usage, "invalid --ready '\(r)'\(why)",
+                    hint: "use exec, notify, tcp:PORT, http:http://127.0.0.1:PORT/ or cmd:'PROBE'")
             }
             o.ready = mode
         }

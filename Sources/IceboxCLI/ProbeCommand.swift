@@ -1,8 +1,8 @@
 import IceboxCore
 import IceboxSystem
 
-/// icebox probe tcp:PORT|http:URL: checks once whether a server answers. The daemon runs it
-/// for --ready http:URL; scripts can use it too.
+/// icebox probe tcp:PORT|http:URL: checks once whether a local server answers, with the
+/// same in-process checks the daemon runs for --ready (here waited on with poll).
 enum ProbeCommand: IceboxCommand {
     static let spec = CommandSpec(
         name: "probe", usage: "icebox probe tcp:PORT|http:URL [--timeout DUR]",
@@ -11,14 +11,24 @@ enum ProbeCommand: IceboxCommand {
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         guard args.positionals.count == 1, let mode = ReadyMode.parse(args.positionals[0]) else {
-            throw ArgumentParser.usage("probe takes one target: tcp:PORT or http:http://127.0.0.1:PORT/PATH", spec)
+            let why = args.positionals.first.flatMap(ReadyMode.parseProblem).map { $0 + "; " } ?? ""
+            throw ArgumentParser.usage("\(why)probe takes one target: tcp:PORT or http:http://127.0.0.1:PORT/PATH", spec)
         }
         let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 1_000_000_000)
         let deadline = Clock.monotonicNanos() + timeout
         switch mode {
-        case .tcp(let port): return ReadinessCheck.tcp(port: port, deadline: deadline) ? 0 : 1
-        case .http(let url): return ReadinessCheck.http(url, deadline: deadline) ? 0 : 1
-        default: throw ArgumentParser.usage("probe checks tcp:PORT or http:URL", spec)
+        case .tcp(let port):
+            if ReadinessCheck.tcp(port: port, deadline: deadline) { return 0 }
+            Output.err("icebox probe: nothing accepted a connection on 127.0.0.1:\(port)")
+            return 1
+        case .http(let text):
+            guard let url = HTTPURL(text) else { throw ArgumentParser.usage("\(text) is not an http:// URL", spec) }
+            let outcome = ReadinessCheck.http(url, deadline: deadline)
+            if outcome.isReady { return 0 }
+            Output.err("icebox probe: \(text): \(outcome)")
+            return 1
+        default:
+            throw ArgumentParser.usage("probe checks tcp:PORT or http:URL", spec)
         }
     }
 }

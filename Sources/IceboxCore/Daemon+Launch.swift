@@ -251,22 +251,44 @@ extension Daemon {
         schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
     }
 
+    /// Starts the next probe attempt. While an attempt is in flight, `probeAt` holds its
+    /// deadline instead, so arriving here then means it passed: abandon it and retry.
     func startProbe(_ app: LiveApp) {
         if app.probe == nil { app.probe = ReadinessProbe(mode: app.record.options.ready) }
         guard let probe = app.probe else { return }
-        let env = environment(for: app.record.options)
-        if let fd = probe.start(environment: env, cwd: app.record.options.workingDirectory) {
-            let events: UInt32 = if case .tcp = probe.mode { EpollEvents.writable } else { EpollEvents.readable }
-            do { try watch(fd, .probe(app.name), events: events) } catch { probeFailedAttempt(app) }
-        } else {
-            app.probeAt = Clock.monotonicNanos() + probe.nextDelay()
+        if let fd = probe.watchedFD {
+            unwatch(fd)
+            probe.cancel()
+            probeFailedAttempt(app)
+            return
         }
+        let env = environment(for: app.record.options)
+        followProbe(app, probe.start(environment: env, cwd: app.record.options.workingDirectory))
     }
 
-    func probeAnswered(_ app: LiveApp) {
+    func probeAnswered(_ app: LiveApp, events: UInt32) {
         guard let probe = app.probe, let fd = probe.watchedFD else { return }
         unwatch(fd)
-        if probe.finish() { becomeActive(app) } else { probeFailedAttempt(app) }
+        followProbe(app, probe.resume(events: events))
+    }
+
+    func followProbe(_ app: LiveApp, _ step: ProbeStep) {
+        guard let probe = app.probe else { return }
+        switch step {
+        case .ready:
+            app.probeAt = nil
+            becomeActive(app)
+        case .notReady:
+            probeFailedAttempt(app)
+        case .wait(let fd, let events):
+            do {
+                try watch(fd, .probe(app.name), events: events)
+                app.probeAt = probe.attemptDeadline
+            } catch {
+                probe.cancel()
+                probeFailedAttempt(app)
+            }
+        }
     }
 
     func probeFailedAttempt(_ app: LiveApp) {

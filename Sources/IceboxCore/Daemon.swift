@@ -204,7 +204,7 @@ public final class Daemon {
         case .client(let fd): readClient(fd, events: events)
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
-        case .probe(let name): if let app = apps[name] { probeAnswered(app) }
+        case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
         case .pressure: pressureFired(events: events)
         }
     }
@@ -273,7 +273,7 @@ public final class Daemon {
             if let app = apps.values.first(where: { $0.pid == pid }) {
                 appExited(app)
             } else if let app = apps.values.first(where: { $0.probe?.childPID == pid }) {
-                probeAnswered(app)
+                probeAnswered(app, events: EpollEvents.readable)  // as its pidfd would report
             } else {
                 Reaper.reap(pid: pid)
             }

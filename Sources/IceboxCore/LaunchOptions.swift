@@ -17,6 +17,18 @@ public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
         return nil
     }
 
+    /// Why `parse` refused `text`, where there is more to say than "invalid": an http: URL
+    /// that cannot be probed (a host name, https, a bad port).
+    public static func parseProblem(_ text: String) -> String? {
+        guard text.hasPrefix("http:") else { return nil }
+        do {
+            _ = try HTTPURL(parsing: String(text.dropFirst(5)))
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
     public var description: String {
         switch self {
         case .exec: return "exec"

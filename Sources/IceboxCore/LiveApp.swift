@@ -20,6 +20,7 @@ final class LiveApp {
 
     // Deadlines (monotonic ns) the loop wakes up for; nil when not armed.
     var readyDeadline: UInt64?
+    /// The next probe attempt; while one is in flight, that attempt's deadline.
     var probeAt: UInt64?
     var graceDeadline: UInt64?
     var killDeadline: UInt64?

@@ -1,90 +1,156 @@
 import Glibc
 import IceboxSystem
 
-/// A probe in flight for `--ready tcp:PORT` or `--ready cmd:PROBE`. Neither a listening port
-/// nor a probe's success has an event to wait on, so a failed attempt is retried after a
-/// deliberate back-off (1 ms doubling to 50 ms for tcp, 10 ms doubling to 200 ms for cmd).
+/// What a readiness probe needs next from the loop that drives it.
+enum ProbeStep: Equatable {
+    /// The app is ready.
+    case ready
+    /// This attempt failed: start another after `nextDelay()`.
+    case notReady
+    /// Watch `fd` for `events` (`EpollEvents` bits) and call `resume(events:)` when it fires;
+    /// abandon the attempt with `cancel()` if `attemptDeadline` passes first.
+    case wait(fd: Int32, events: UInt32)
+}
+
+/// The readiness probe of a launching app: `--ready tcp:PORT`, `http:URL` or `cmd:PROBE`.
+/// Every attempt is non-blocking and runs in this process, driven by the daemon's epoll
+/// loop: tcp is a non-blocking connect, http an `HTTPProbe` (connect, send, read the status
+/// line), cmd a `/bin/sh -c` child in its own session watched through its pidfd. Nothing
+/// here waits, sleeps or runs the icebox executable. Neither a listening port nor a probe's
+/// success has an event to wait on, so a failed attempt is retried after a deliberate
+/// back-off (1 ms doubling to 50 ms for tcp, 10 ms doubling to 200 ms for http and cmd).
+/// Touched only by the daemon's loop thread.
 final class ReadinessProbe {
-    enum Attempt {
-        case connecting(fd: Int32)
-        case running(ProcessHandle)
+    private enum Attempt {
         case idle
+        case connecting(fd: Int32)
+        case http(HTTPProbe)
+        case running(ProcessHandle)
     }
 
     let mode: ReadyMode
-    var attempt: Attempt = .idle
-    var backoff: UInt64
-    var attempts = 0
+    /// How long one attempt may take before it is abandoned and retried (ns): a server that
+    /// accepts but never answers, or a probe command that hangs, must not hold readiness.
+    let attemptTimeout: UInt64
+    private(set) var attempts = 0
+    /// When the attempt in flight is to be abandoned (monotonic ns); nil when none is.
+    private(set) var attemptDeadline: UInt64?
+    private var attempt = Attempt.idle
+    private var backoff: UInt64
+    private let backoffCap: UInt64
 
-    init(mode: ReadyMode) {
-        self.mode = mode
-        if case .tcp = mode { backoff = 1_000_000 } else { backoff = 10_000_000 }
+    /// tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow
+    /// to answer its first request), cmd 30 s (the probe is the user's script, and the ready
+    /// timeout, 30 s by default, bounds the whole wait anyway).
+    static func defaultAttemptTimeout(for mode: ReadyMode) -> UInt64 {
+        switch mode {
+        case .tcp: return 1_000_000_000
+        case .http: return 5_000_000_000
+        default: return 30_000_000_000
+        }
     }
 
-    /// Starts one attempt; returns the descriptor the loop should watch.
-    func start(environment: [String], cwd: String?) -> Int32? {
+    init(mode: ReadyMode, attemptTimeout: UInt64? = nil) {
+        self.mode = mode
+        self.attemptTimeout = attemptTimeout ?? Self.defaultAttemptTimeout(for: mode)
+        if case .tcp = mode {
+            (backoff, backoffCap) = (1_000_000, 50_000_000)
+        } else {
+            (backoff, backoffCap) = (10_000_000, 200_000_000)
+        }
+    }
+
+    deinit { cancel() }
+
+    /// Starts one attempt (abandoning one in flight).
+    func start(environment: [String], cwd: String?) -> ProbeStep {
+        cancel()
         attempts += 1
+        attemptDeadline = Clock.monotonicNanos() + attemptTimeout
         switch mode {
         case .tcp(let port):
-            guard let fd = try? TCPProbe.start(port: port) else { return nil }
+            guard let fd = try? TCPProbe.start(port: port) else { return settle(.notReady) }
             attempt = .connecting(fd: fd)
-            return fd
-        case .command, .http:
-            // An HTTP check may wait on a slow server, so it runs in a child (icebox probe)
-            // rather than inside the daemon's loop; a command probe runs under /bin/sh.
-            var req: SpawnRequest
-            if case .http(let url) = mode {
-                req = SpawnRequest(
-                    executable: Spawner.selfExecutable, arguments: ["icebox", "probe", "http:" + url], environment: environment)
-            } else if case .command(let text) = mode {
-                req = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
-            } else {
-                return nil
-            }
-            req.workingDirectory = cwd
-            req.newSession = true
-            guard let spawned = try? Spawner.spawn(req) else { return nil }
+            return .wait(fd: fd, events: EpollEvents.writable)
+        case .http(let text):
+            // Parsed when the launch was accepted; a URL that no longer parses cannot answer.
+            guard let url = HTTPURL(text) else { return settle(.notReady) }
+            let check = HTTPProbe(url: url)
+            attempt = .http(check)
+            return follow(check.start())
+        case .command(let text):
+            var request = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
+            request.workingDirectory = cwd
+            // Its own session and process group, so cancel() can kill whatever it started.
+            request.newSession = true
+            guard let spawned = try? Spawner.spawn(request) else { return settle(.notReady) }
             attempt = .running(spawned.handle)
-            return spawned.handle.pidfd
-        default:
-            return nil
+            return .wait(fd: spawned.handle.pidfd, events: EpollEvents.readable)
+        case .exec:
+            return settle(.ready)  // execve succeeded before any probe could run
+        case .notify:
+            return settle(.notReady)  // READY=1 decides, never a probe
         }
     }
 
-    /// Called when the watched descriptor is ready: true if the app is ready.
-    func finish() -> Bool {
-        defer { attempt = .idle }
+    /// The watched descriptor fired with `events`. An HTTP check may move on to its next
+    /// phase and ask to be watched again, for other events.
+    func resume(events: UInt32) -> ProbeStep {
         switch attempt {
-        case .connecting(let fd):
-            let ok = TCPProbe.succeeded(fd)
-            close(fd)
-            return ok
-        case .running(let handle):
-            return (try? handle.reapIfExited()) == .exited(0)
         case .idle:
-            return false
+            return .notReady
+        case .connecting(let fd):
+            switch TCPProbe.state(fd) {
+            case .connected: return settle(.ready)
+            case .failed: return settle(.notReady)
+            case .inProgress:
+                if events & (EpollEvents.error | EpollEvents.hangup) != 0 { return settle(.notReady) }
+                return .wait(fd: fd, events: EpollEvents.writable)
+            }
+        case .http(let check):
+            return follow(check.resume(events: events))
+        case .running(let handle):
+            let ended: Termination?
+            do {
+                ended = try handle.reapIfExited()  // through its pidfd
+            } catch {
+                ended = .signaled(SIGKILL)  // ECHILD: someone else reaped it; it did not say ready
+            }
+            guard let ended else { return .wait(fd: handle.pidfd, events: EpollEvents.readable) }  // woken early
+            // Reaped: its pid may be reused from now on, so cancel() must not signal its group.
+            attempt = .idle
+            attemptDeadline = nil
+            return ended == .exited(0) ? .ready : .notReady
         }
+    }
+
+    /// Abandons the attempt in flight (the app ended, became ready otherwise, timed out, or
+    /// the attempt passed its deadline). Never waits: a probe command is sent SIGKILL, with
+    /// everything in its process group, and its pidfd is closed; the exited child is left
+    /// for the daemon's SIGCHLD handling to reap. The caller stops watching `watchedFD` first.
+    func cancel() {
+        switch attempt {
+        case .idle:
+            break
+        case .connecting(let fd):
+            close(fd)
+        case .http(let check):
+            check.cancel()
+        case .running(let handle):
+            _ = try? handle.send(SIGKILL)
+            // The probe leads its own process group (newSession) and is not reaped yet, so
+            // the group's id, its pid, cannot have been reused. ESRCH: nothing left in it.
+            kill(-handle.pid, SIGKILL)
+        }
+        attempt = .idle  // the last reference to a ProcessHandle: its deinit closes the pidfd
+        attemptDeadline = nil
     }
 
     /// The delay before the next attempt, growing each time.
     func nextDelay() -> UInt64 {
         let d = backoff
-        let cap: UInt64
-        if case .tcp = mode { cap = 50_000_000 } else { cap = 200_000_000 }
-        backoff = min(backoff * 2, cap)
+        backoff = min(backoff * 2, backoffCap)
         return d
-    }
-
-    /// Abandons an attempt in flight (the app ended or timed out).
-    func cancel() {
-        switch attempt {
-        case .connecting(let fd): close(fd)
-        case .running(let handle):
-            _ = try? handle.send(SIGKILL)
-            _ = try? handle.wait(until: Clock.monotonicNanos() + 1_000_000_000)
-        case .idle: break
-        }
-        attempt = .idle
     }
 
     /// The pid of a probe command running now (for the daemon's SIGCHLD handling).
@@ -93,11 +159,26 @@ final class ReadinessProbe {
         return nil
     }
 
+    /// The descriptor the attempt in flight waits on.
     var watchedFD: Int32? {
         switch attempt {
         case .connecting(let fd): return fd
+        case .http(let check): return check.fd
         case .running(let h): return h.pidfd
         case .idle: return nil
+        }
+    }
+
+    /// Ends the attempt with `step` (ready or not ready), releasing what it held.
+    private func settle(_ step: ProbeStep) -> ProbeStep {
+        cancel()
+        return step
+    }
+
+    private func follow(_ step: HTTPProbe.Step) -> ProbeStep {
+        switch step {
+        case .wait(let fd, let events): return .wait(fd: fd, events: events)
+        case .finished(let outcome): return settle(outcome.isReady ? .ready : .notReady)
         }
     }
 }

@@ -64,7 +64,7 @@ public struct SpawnedProcess {
 }
 
 public enum Spawner {
-    /// This program's own path (for starting the daemon and `icebox probe`).
+    /// This program's own path (for starting the daemon).
     public static let selfExecutable: String = {
         var buf = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buf, 4095)

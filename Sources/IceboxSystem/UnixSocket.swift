@@ -145,32 +145,3 @@ public enum UnixSocket {
         if n < 0 { throw SystemError("send to", path: path) }
     }
 }
-
-/// Non-blocking TCP connect to 127.0.0.1 (readiness probes).
-public enum TCPProbe {
-    /// Starts a connect; returns the fd (poll it for writability, then call `finished`).
-    public static func start(port: UInt16, host: String = "127.0.0.1") throws(SystemError) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        if fd < 0 { throw SystemError("create a socket") }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        inet_pton(AF_INET, host, &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if rc < 0 && errno != EINPROGRESS {
-            let e = SystemError("connect to", path: "\(host):\(port)")
-            close(fd)
-            throw e
-        }
-        return fd
-    }
-
-    /// After the socket polled writable: true if the connection was accepted.
-    public static func succeeded(_ fd: Int32) -> Bool {
-        var err: Int32 = 0
-        var len = socklen_t(MemoryLayout<Int32>.size)
-        return getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0
-    }
-}

@@ -37,6 +37,7 @@ struct ErrorTests {
             (["launch", "--background-signal", "SIGFOO", "x", "--", "true"], "unknown signal"),
             (["launch", "--backend", "magic", "x", "--", "true"], "unknown backend"),
             (["launch", "--ready", "http", "x", "--", "true"], "invalid --ready"),
+            (["launch", "--ready", "http:http://example.com/", "x", "--", "true"], "do not resolve host names"),
             (["suspend"], "needs at least one app name"),
             (["frobnicate"], "unknown command"),
             (["ps", "--bogus"], "unknown option --bogus"),

@@ -65,6 +65,74 @@ struct NotifyTests {
         #expect((record.coldStartNanos ?? 0) >= 300_000_000)
     }
 
+    @Test("--ready http:URL waits in the daemon for a 2xx; icebox probe makes the same check and says why it failed")
+    func readyHTTP() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let port = try #require(Self.freePort())
+        let url = "http://127.0.0.1:\(port)/"
+        let r = try box.icebox([
+            "launch", "--ready", "http:\(url)", "--ready-timeout", "20s", "--cwd", box.dir, "web", "--",
+            "python3", "-c",
+            "import time, http.server as h; time.sleep(0.3); h.HTTPServer(('127.0.0.1', \(port)), h.SimpleHTTPRequestHandler).serve_forever()",
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        let record = try #require(try box.apps()["web"])
+        #expect(record.state == .active)
+        #expect((record.coldStartNanos ?? 0) >= 300_000_000)
+        let ok = try box.icebox(["probe", "http:\(url)"])
+        #expect(ok.status == 0, "\(ok.output)")
+        let missing = try box.icebox(["probe", "http:\(url)no-such-file"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("answered HTTP/1.0 404"), "\(missing.stderr)")
+        let named = try box.icebox(["probe", "http:http://example.com/"])
+        #expect(named.status == 64)
+        #expect(named.stderr.contains("do not resolve host names"), "\(named.stderr)")
+    }
+
+    @Test("--ready http:URL: an attempt the server accepts and never answers is abandoned at its deadline and retried")
+    func readyHTTPSilentFirst() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let port = try #require(Self.freePort())
+        let server = """
+            import socket
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', \(port)))
+            s.listen(16)
+            held = s.accept()[0]  # the first connection: accepted, never answered
+            while True:
+                c = s.accept()[0]
+                c.recv(4096)
+                c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\n\\r\\n')
+                c.close()
+            """
+        let r = try box.icebox([
+            "launch", "--ready", "http:http://127.0.0.1:\(port)/", "--ready-timeout", "20s", "slowweb", "--", "python3", "-c", server,
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        let record = try #require(try box.apps()["slowweb"])
+        #expect(record.state == .active)
+        // Ready only after the first attempt's deadline (5 s), not stuck on it until the ready timeout.
+        let cold = record.coldStartNanos ?? 0
+        #expect(cold >= 5_000_000_000 && cold < 15_000_000_000, "\(DurationText.format(cold))")
+    }
+
+    /// A loopback port nothing listens on: bound, then released.
+    static func freePort() -> UInt16? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return bound ? UInt16(bigEndian: addr.sin_port) : nil
+    }
+
     @Test("--ready cmd:PROBE waits until the probe exits 0; a timeout terminates the app")
     func readyCommand() throws {
         let box = Sandbox()

@@ -1,0 +1,59 @@
+import Glibc
+
+/// Blocking readiness checks with a deadline, for `icebox bench` and `icebox probe`: one
+/// TCP connect, or one HTTP GET that must answer 2xx. They wait with poll on the same
+/// non-blocking machines the daemon drives from its epoll loop (`TCPProbe`, `HTTPProbe`),
+/// so a check means the same thing in both places.
+public enum ReadinessCheck {
+    /// Connects to address:port; true if the connection was accepted before the deadline.
+    public static func tcp(_ address: IPAddress = .loopback, port: UInt16, deadline: UInt64) -> Bool {
+        guard let fd = try? TCPProbe.start(address, port: port) else { return false }
+        defer { close(fd) }
+        while true {
+            guard let events = waitFor(fd, EpollEvents.writable, deadline) else { return false }
+            switch TCPProbe.state(fd) {
+            case .connected: return true
+            case .failed: return false
+            case .inProgress: if events & (EpollEvents.error | EpollEvents.hangup) != 0 { return false }
+            }
+        }
+    }
+
+    /// GETs the URL (http only) and reports whether the status is 2xx.
+    public static func http(_ url: String, deadline: UInt64) -> Bool {
+        guard let target = HTTPURL(url) else { return false }
+        return http(target, deadline: deadline).isReady
+    }
+
+    /// GETs the URL and says what came back, or why nothing did by the deadline.
+    public static func http(_ url: HTTPURL, deadline: UInt64) -> HTTPProbe.Outcome {
+        let check = HTTPProbe(url: url)
+        var step = check.start()
+        while true {
+            switch step {
+            case .finished(let outcome):
+                return outcome
+            case .wait(let fd, let events):
+                guard let fired = waitFor(fd, events, deadline) else {
+                    check.cancel()
+                    return .failed("no answer from \(url.address):\(url.port) before the deadline")
+                }
+                step = check.resume(events: fired)
+            }
+        }
+    }
+
+    /// Polls one descriptor until it reports something or the deadline (monotonic ns)
+    /// passes; the events it reported (poll's bits, which are epoll's), nil on time-out.
+    static func waitFor(_ fd: Int32, _ events: UInt32, _ deadline: UInt64) -> UInt32? {
+        while true {
+            let now = Clock.monotonicNanos()
+            if now >= deadline { return nil }
+            var pfd = pollfd(fd: fd, events: Int16(truncatingIfNeeded: events), revents: 0)
+            let ms = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+            let rc = poll(&pfd, 1, ms)
+            if rc > 0 { return UInt32(UInt16(bitPattern: pfd.revents)) }
+            if rc < 0 && errno != EINTR { return nil }
+        }
+    }
+}
