@@ -13,6 +13,9 @@ let package = Package(
     products: [
         .executable(name: "icebox", targets: ["icebox"]),
         .library(name: "IceboxCore", targets: ["IceboxCore"]),
+        // The syscall layer (spawning, pidfds, /proc) its public types (Termination,
+        // SpawnRequest) come from.
+        .library(name: "IceboxSystem", targets: ["IceboxSystem"]),
     ],
     targets: [
         .target(name: "CIceboxShim", cSettings: [.define("_GNU_SOURCE")]),

@@ -16,7 +16,13 @@ public final class Daemon {
         public var cgroupRootOverride: String?
         public var readyFD: Int32?  // write "ready" here once listening (autostart)
         public var freezeTimeoutNanos: UInt64 = 10_000_000_000
-        public var idleExitNanos: UInt64 = 1_000_000_000
+        /// How long the daemon lingers with no app and no client; nil: it runs until stopped
+        /// (an in-process supervisor).
+        public var idleExitNanos: UInt64? = 1_000_000_000
+        /// Whether the engine owns the process: takes SIGTERM/SIGINT/SIGHUP as "stop, leaving
+        /// the apps" and becomes the child subreaper (orphans of apps land on it, not on PID
+        /// 1). An engine embedded in another program (a test) leaves both to that program.
+        public var ownsProcess = true
         public var policy: EvictionPolicy?  // from the daemon's flags; nil: the last saved one
 
         public init(paths: IceboxPaths, cgroupRootOverride: String?) {
@@ -100,12 +106,15 @@ public final class Daemon {
         _ = "\(getpid())\n".withCString { pwrite(lockFD, $0, strlen($0), 0) }
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
-            try Reaper.becomeSubreaper()
+            if config.ownsProcess { try Reaper.becomeSubreaper() }
             // Every app holds a pidfd and a notify socket here: with the usual soft limit of
             // 1024 descriptors the daemon would stop at about 500 apps.
             raiseDescriptorLimit()
-            Signals.block([SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGPIPE])
-            signalFD = try Signals.signalFD([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
+            // SIGPIPE is blocked on this thread in any case: a client that goes away must not
+            // kill the engine (sends use MSG_NOSIGNAL too where they can).
+            let handled = config.ownsProcess ? [SIGCHLD, SIGTERM, SIGINT, SIGHUP] : [SIGCHLD]
+            Signals.block(handled + [SIGPIPE])
+            signalFD = try Signals.signalFD(handled)
             try watch(signalFD, .signals)
             listener = try UnixSocket.listen(path: config.paths.controlSocket)
             try watch(listener, .listener)
@@ -184,13 +193,14 @@ public final class Daemon {
         if stopping { return true }
         let since = idleSince ?? now
         idleSince = since
-        return now - since >= config.idleExitNanos
+        guard let idle = config.idleExitNanos else { return false }
+        return now.saturatingSub(since) >= idle
     }
 
     func nextTimeoutMillis(now: UInt64) -> Int32 {
         var next = (apps.values.compactMap(\.nextDeadline) + [policyCheckAt].compactMap { $0 }).min()
-        if apps.isEmpty && clients.isEmpty, let since = idleSince {
-            next = min(next ?? .max, since + config.idleExitNanos)
+        if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
+            next = min(next ?? .max, since.saturatingAdd(idle))
         }
         guard let next else { return -1 }
         if next <= now { return 0 }
