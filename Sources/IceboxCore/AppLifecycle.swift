@@ -78,7 +78,10 @@ public struct AppLifecycle: Sendable {
         self.adopted = true
         self.launchStart = record.launchStartNanos
         switch record.state {
-        case .launching: phase = .launching(readyDeadline: nil)
+        case .launching:
+            let ready =
+                record.options.ready == .exec ? nil : max(record.launchStartNanos.saturatingAdd(record.options.readyTimeoutNanos), now)
+            phase = .launching(readyDeadline: ready)
         case .background:
             let start = record.graceStartNanos ?? now
             let deadline = record.graceDeadlineNanos ?? now
@@ -204,6 +207,7 @@ public struct AppLifecycle: Sendable {
         for id in launchWaiters { fx.append(.settle(waiter: id, line: launchedLine, failed: false)) }
         launchWaiters = []
         fx.append(.persist)
+        fx.append(.launched)
     }
 
     private mutating func notify(_ message: NotifyMessage, _ now: UInt64, _ fx: inout [LifecycleEffect]) {

@@ -26,10 +26,10 @@ extension Daemon {
             ended[record.name] = record
             return
         }
-        let app = LiveApp(record: record, handle: handle, cgroup: cgroup, freezerV1: freezerV1, notifyFD: notifyFD, notifyPath: notifyPath)
-        app.adopted = true
+        let app = LiveApp(
+            lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroup: cgroup,
+            freezerV1: freezerV1, notifyFD: notifyFD, notifyPath: notifyPath)
         app.memoryV1 = record.memoryV1.map { MemoryCgroupV1(path: $0) }
-        app.launchStart = record.launchStartNanos
         do {
             try watch(handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
@@ -89,56 +89,67 @@ extension Daemon {
                 detail: "found ended after a daemon restart (was \(saved.state.rawValue)); its cgroup was removed"))
     }
 
-    /// Puts the app in the state the kernel says it is in, finishing what was half done.
+    /// Puts the app in the state the kernel says it is in, finishing what was half done, and
+    /// gives it a lifecycle that starts there (a grace under way keeps its recorded deadline).
     func reconcile(_ app: LiveApp, saved: AppRecord) -> String {
-        let deadline = Clock.monotonicNanos() + config.freezeTimeoutNanos
+        let now = Clock.monotonicNanos()
+        let deadline = now.saturatingAdd(config.freezeTimeoutNanos)
         let frozen = app.freezer.isFrozen()
         let started = app.freezer.freezeStarted()
+        var record = saved
+        func become(_ state: AppState, since: UInt64 = Clock.monotonicNanos()) {
+            record.state = state
+            record.sinceMonotonicNanos = since
+            record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        }
+        var outcome: String
+        var probe = false
         switch saved.state {
         case .suspended, .background:
             if frozen {
-                app.setState(.suspended, now: saved.sinceMonotonicNanos)
-                return "frozen (confirmed)"
-            }
-            if started {
+                become(.suspended, since: saved.sinceMonotonicNanos)
+                outcome = "frozen (confirmed)"
+            } else if started {
                 // A freeze was under way when the last daemon died: complete it.
                 if let report = try? app.freezer.freeze(deadline: deadline) {
-                    app.record.lastFreezeNanos = report.durationNanos
-                    app.setState(.suspended)
-                    return "a freeze under way was completed in \(DurationText.format(report.durationNanos))"
+                    record.lastFreezeNanos = report.durationNanos
+                    become(.suspended)
+                    outcome = "a freeze under way was completed in \(DurationText.format(report.durationNanos))"
+                } else {
+                    _ = try? app.freezer.thaw(deadline: deadline)
+                    become(.active)
+                    outcome = "a freeze under way could not be completed: rolled back, the app runs"
                 }
-                _ = try? app.freezer.thaw(deadline: deadline)
-                app.setState(.active)
-                return "a freeze under way could not be completed: rolled back, the app runs"
-            }
-            if saved.state == .suspended {
+            } else if saved.state == .suspended {
                 // A thaw was under way: the app runs; finish the job.
                 _ = try? app.freezer.thaw(deadline: deadline)
-                app.setState(.active)
-                return "a thaw under way was completed: active"
+                become(.active)
+                outcome = "a thaw under way was completed: active"
+            } else {
+                // In its grace period: it runs to the recorded deadline.
+                let due = saved.graceDeadlineNanos ?? now
+                become(.background, since: saved.sinceMonotonicNanos)
+                outcome = due > now ? "grace period resumed, \(DurationText.format(due - now)) left" : "grace period over: freezing now"
             }
-            // In its grace period: it runs to the recorded deadline.
-            let now = Clock.monotonicNanos()
-            app.graceStart = saved.graceStartNanos ?? now
-            app.graceCap = saved.graceCapNanos ?? now
-            app.setState(.background, now: saved.sinceMonotonicNanos)
-            let due = saved.graceDeadlineNanos ?? now
-            app.graceDeadline = max(due, now)
-            return due > now ? "grace period resumed, \(DurationText.format(due - now)) left" : "grace period over: freezing now"
         case .active, .launching:
             if started || frozen {
                 _ = try? app.freezer.thaw(deadline: deadline)
-                app.setState(.active)
-                return "found frozen without a suspend: thawed"
+                become(.active)
+                outcome = "found frozen without a suspend: thawed"
+            } else if saved.state == .launching {
+                outcome = "still launching; waiting for it to be ready"
+                if case .notify = saved.options.ready {} else { probe = true }
+            } else {
+                outcome = "running"
             }
-            if saved.state == .launching {
-                app.readyDeadline = max(app.launchStart + app.record.options.readyTimeoutNanos, Clock.monotonicNanos())
-                if case .notify = app.record.options.ready {} else { startProbe(app) }
-                return "still launching; waiting for it to be ready"
-            }
-            return "running"
         default:
-            return "\(saved.state.rawValue)"
+            outcome = saved.state.rawValue
         }
+        var lifecycle = AppLifecycle(adopting: record, now: now)
+        lifecycle.freezeTimeout = config.freezeTimeoutNanos
+        app.lifecycle = lifecycle
+        saveRegistry(app.name)
+        if probe { startProbe(app) }
+        return outcome
     }
 }

@@ -60,9 +60,9 @@ extension Daemon {
         for (id, waiter) in waiters where waiter.client == fd { waiters.removeValue(forKey: id) }
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
-            if !app.terminating && !app.evicting {
+            if !app.lifecycle.isEnding {
                 log(Event(app: name, pid: app.pid, kind: .detach, detail: "the attached icebox run went away; terminating the app"))
-                beginTerminate(app, timeoutNanos: 10_000_000_000, waiter: nil)
+                apply(.terminate(waiter: nil, timeout: 10_000_000_000), to: app)
             }
         }
     }
@@ -203,25 +203,25 @@ extension Daemon {
         case .suspend(let names):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { beginSuspend(app, waiter: id) }
+            for app in targets { apply(.suspend(waiter: id, notice: notice(for: app)), to: app) }
         case .resume(let names, let waitReady):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { resume(app, waiter: id, waitReady: waitReady) }
+            for app in targets { apply(.resume(waiter: id, waitReady: waitReady), to: app) }
         case .switchTo(let name):
             guard let target = liveApps([name], for: request, client: fd)?.first else { return }
             let previous = apps.values.filter { $0 !== target && ($0.record.state == .active || $0.record.state == .launching) }
             let id = newWaiter(client: fd, apps: [target.name] + previous.map(\.name))
-            resume(target, waiter: id)
-            for app in previous { beginSuspend(app, waiter: id) }
+            apply(.resume(waiter: id), to: target)
+            for app in previous { apply(.suspend(waiter: id, notice: notice(for: app)), to: app) }
         case .terminate(let names, let timeout):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { beginTerminate(app, timeoutNanos: timeout ?? 10_000_000_000, waiter: id) }
+            for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
         case .evict(let names):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { evict(app, waiter: id) }
+            for app in targets { apply(.evict(waiter: id), to: app) }
         }
     }
 

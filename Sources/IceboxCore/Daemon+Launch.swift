@@ -35,24 +35,18 @@ extension Daemon {
             // Logged once the app is registered, so an attached client sees it too.
             if let event = app.spawnEvent { log(event) }
             saveRegistry(app.name)
-            if case .exec = options.ready {
-                becomeActive(app)
-                if !options.attached { finish(fd, .success, launchedLine(app)) }
-            } else {
-                if !options.attached { app.launchWaiters.append(newWaiter(client: fd, apps: [app.name])) }
-                app.readyDeadline = app.launchStart + options.readyTimeoutNanos
-                if case .notify = options.ready {} else { startProbe(app) }
+            // A detached launch answers once the app is ready (or gone).
+            if !options.attached { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
+            switch options.ready {
+            case .exec: apply(.ready, to: app)
+            case .notify: break
+            default: startProbe(app)
             }
         } catch let error as IceboxError {
             fail(fd, error)
         } catch {
             fail(fd, IceboxError(.failure, "\(error)"))
         }
-    }
-
-    func launchedLine(_ app: LiveApp) -> String {
-        let ready = app.record.coldStartNanos.map { ", ready in \(DurationText.format($0)) (\(app.record.options.ready))" } ?? ""
-        return "\(app.name)  launched  pid \(app.pid)\(ready), backend \(app.record.backend.rawValue)"
     }
 
     /// Creates the app's cgroups and notify socket and spawns it. On any failure everything
@@ -181,10 +175,11 @@ extension Daemon {
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue
             record.memoryV1 = memoryV1?.path
+            var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
+            lifecycle.freezeTimeout = config.freezeTimeoutNanos
             let app = LiveApp(
-                record: record, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
+                lifecycle: lifecycle, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
                 notifyFD: notifyFD, notifyPath: notifyPath)
-            app.launchStart = launchStart
             app.memoryV1 = memoryV1
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
@@ -233,24 +228,6 @@ extension Daemon {
 
     // MARK: Readiness
 
-    func becomeActive(_ app: LiveApp) {
-        let now = Clock.monotonicNanos()
-        let cold = now - app.launchStart
-        app.record.coldStartNanos = cold
-        app.readyDeadline = nil
-        app.probe?.cancel()
-        app.probe = nil
-        app.setState(.active, now: now)
-        log(
-            Event(
-                app: app.name, pid: app.pid, kind: .ready, from: .launching, to: .active, durationNanos: cold,
-                detail: "cold start: launch → ready in \(DurationText.format(cold)) (\(app.record.options.ready))"))
-        for id in app.launchWaiters { settle(id, app: app.name, line: launchedLine(app)) }
-        app.launchWaiters = []
-        saveRegistry(app.name)
-        schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
-    }
-
     /// Starts the next probe attempt. While an attempt is in flight, `probeAt` holds its
     /// deadline instead, so arriving here then means it passed: abandon it and retry.
     func startProbe(_ app: LiveApp) {
@@ -277,7 +254,7 @@ extension Daemon {
         switch step {
         case .ready:
             app.probeAt = nil
-            becomeActive(app)
+            apply(.ready, to: app)
         case .notReady:
             probeFailedAttempt(app)
         case .wait(let fd, let events):
@@ -294,24 +271,5 @@ extension Daemon {
     func probeFailedAttempt(_ app: LiveApp) {
         guard let probe = app.probe else { return }
         app.probeAt = Clock.monotonicNanos() + probe.nextDelay()
-    }
-
-    func readyTimedOut(_ app: LiveApp) {
-        app.readyDeadline = nil
-        if let fd = app.probe?.watchedFD { unwatch(fd) }
-        app.probe?.cancel()
-        app.probe = nil
-        app.probeAt = nil
-        let waited = Clock.monotonicNanos() - app.launchStart
-        let line = "\(app.name) was not ready (\(app.record.options.ready)) within \(DurationText.format(waited)); terminating it"
-        log(Event(app: app.name, pid: app.pid, kind: .error, durationNanos: waited, detail: line))
-        // The launch fails, but its reply waits until the app is gone: nothing is left behind
-        // when the command returns.
-        for id in app.launchWaiters {
-            report(id, line: "icebox: " + line, failed: .failure)
-            app.endWaiters.append(id)
-        }
-        app.launchWaiters = []
-        beginTerminate(app, timeoutNanos: 10_000_000_000, waiter: nil)
     }
 }

@@ -112,7 +112,7 @@ extension Daemon {
         } else {
             return
         }
-        let candidates = apps.values.filter { !$0.terminating && !$0.evicting && !$0.pendingEviction }.map {
+        let candidates = apps.values.filter { !$0.lifecycle.isEnding && !$0.lifecycle.pendingEviction }.map {
             EvictionCandidate(
                 name: $0.name, band: $0.record.options.priority, state: $0.record.state, sinceNanos: $0.record.sinceMonotonicNanos)
         }
@@ -139,17 +139,9 @@ extension Daemon {
         chosen.band = app.record.options.priority
         chosen.memoryBeforeBytes = policy.memoryBudgetBytes != nil || pressure ? total : nil
         log(chosen)
-        if app.record.state == .suspended {
-            evict(app, waiter: nil)
-        } else {
-            // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
-            app.pendingEviction = true
-            if app.record.state == .background, let due = app.graceDeadline {
-                app.graceDeadline = min(due, Clock.monotonicNanos() + policy.evictionGraceNanos)
-            } else {
-                beginSuspend(app, waiter: nil, grace: policy.evictionGraceNanos)
-            }
-        }
+        // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
+        // to --eviction-grace, then killed (AppLifecycle decides which).
+        apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app)), to: app)
     }
 
     /// The victim has gone: log the eviction with its figures, then look again.
@@ -157,7 +149,7 @@ extension Daemon {
         guard let v = victim, v.name == app.name else { return }
         victim = nil
         let after = totalMemory()
-        let killTime = Clock.monotonicNanos() - (app.endStart > 0 ? app.endStart : v.start)
+        let killTime = Clock.monotonicNanos().saturatingSub(app.lifecycle.endStart > 0 ? app.lifecycle.endStart : v.start)
         var event = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: killTime,
             detail:
@@ -179,11 +171,7 @@ extension Daemon {
     func afterFreeze(_ app: LiveApp) {
         let now = Clock.monotonicNanos()
         app.lockCheckAt = now + 1_000_000_000
-        if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now + after }
-        if app.pendingEviction {
-            evict(app, waiter: nil)
-            return
-        }
+        if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now.saturatingAdd(after) }
         enforcePolicy()
     }
 
@@ -202,12 +190,12 @@ extension Daemon {
                 app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)")
             event.pids = waiterPIDs
             log(event)
-            evict(app, waiter: nil)
+            apply(.evict(waiter: nil), to: app)
         } else {
             var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): thawing it")
             event.pids = waiterPIDs
             log(event)
-            resume(app, waiter: nil)
+            apply(.resume(waiter: nil), to: app)
         }
     }
 
@@ -219,8 +207,8 @@ extension Daemon {
             let summary = report.summary
             let swapNote =
                 mode == .pageout && !SystemMemory.hasSwap() ? "; no swap on this host: anonymous pages stay, file-backed pages go" : ""
-            app.record.lastCompaction = summary
-            app.compactedWhileSuspended = true
+            app.lifecycle.update { $0.lastCompaction = summary }
+            apply(.compacted, to: app)
             log(
                 Event(
                     app: app.name, pid: app.pid, kind: .compact, durationNanos: report.durationNanos,

@@ -238,10 +238,8 @@ public final class Daemon {
             enforcePolicy()
         }
         for app in Array(apps.values) {
-            if let d = app.readyDeadline, d <= now { readyTimedOut(app) }
+            if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
-            if let d = app.graceDeadline, d <= now { endGrace(app, reason: "expired") }
-            if let d = app.killDeadline, d <= now { killAfterTimeout(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
@@ -249,13 +247,6 @@ public final class Daemon {
                 } else {
                     app.compactAt = nil
                 }
-            }
-            if let d = app.resumeReadyDeadline, d <= now {
-                app.resumeReadyDeadline = nil
-                let line =
-                    "icebox: \(app.name) did not say READY=1 within \(DurationText.format(app.record.options.readyTimeoutNanos)) of its resume"
-                for id in app.resumeWaiters { settle(id, app: app.name, line: line, failed: .failure) }
-                app.resumeWaiters = []
             }
         }
     }
@@ -293,7 +284,7 @@ public final class Daemon {
     /// Terminates every app the graceful way; the loop exits once they have all ended.
     func stopAll(timeoutNanos: UInt64) {
         stopping = true
-        for app in apps.values { beginTerminate(app, timeoutNanos: timeoutNanos, waiter: nil) }
+        for app in Array(apps.values) { apply(.terminate(waiter: nil, timeout: timeoutNanos), to: app) }
     }
 
     /// Stops without touching the apps: each stays running or frozen, its cgroup and its
@@ -341,7 +332,7 @@ public final class Daemon {
         registryAllDirty = false
         try? FileIO.makeDirectories(config.paths.registryDir, mode: 0o700)
         for name in names {
-            guard let record = apps[name]?.persistentRecord ?? ended[name] else { continue }
+            guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
             try? FileIO.writeAtomically(config.paths.registryRecord(name), JSONLines.encode(record))
         }
     }

@@ -82,6 +82,8 @@ public enum LifecycleEffect: Sendable, Equatable {
     case settle(waiter: Int, line: String?, failed: Bool)
     /// The app's registry record changed.
     case persist
+    /// The app is ready (a cold start): its memory now counts against the policy's budget.
+    case launched
     /// The app is suspended: the policy's follow-ups (the lock check, compaction) are due.
     case frozen
     /// The main process is gone: kill what is left, remove the cgroups and the notify

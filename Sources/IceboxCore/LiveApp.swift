@@ -2,11 +2,12 @@ import CIceboxShim
 import Glibc
 import IceboxSystem
 
-/// An app the daemon supervises right now: its record plus the live resources (pidfd,
-/// cgroups, notify socket) and the deadlines the event loop watches. Touched only by the
-/// daemon's loop thread.
+/// An app the daemon supervises right now: its lifecycle (the state machine, which decides)
+/// and the live resources the daemon acts with (pidfd, cgroups, freezer, notify socket,
+/// readiness probe) plus the policy's timers. Touched only by the daemon's loop thread.
 final class LiveApp {
-    var record: AppRecord
+    /// The state machine: every transition goes through `Daemon.apply(_:to:)`.
+    var lifecycle: AppLifecycle
     let handle: ProcessHandle
     let cgroup: Cgroup2?
     let freezerV1: Cgroup1Freezer?
@@ -17,52 +18,28 @@ final class LiveApp {
     let notifyPath: String
     /// The control connection of `icebox run`, which gets this app's events and its exit.
     var attachedClient: Int32?
-
-    // Deadlines (monotonic ns) the loop wakes up for; nil when not armed.
-    var readyDeadline: UInt64?
-    /// The next probe attempt; while one is in flight, that attempt's deadline.
-    var probeAt: UInt64?
-    var graceDeadline: UInt64?
-    var killDeadline: UInt64?
-
-    var launchStart: UInt64 = 0
-    var graceStart: UInt64 = 0
-    var graceCap: UInt64 = 0
-    var graceExtensions = 0
-    var terminating = false
-    var evicting = false
-    var endStart: UInt64 = 0
-    var probe: ReadinessProbe?
     var spawnEvent: Event?
-    /// Re-adopted after a daemon restart: not our child, so its exit status cannot be read.
-    var adopted = false
-    /// When the last thaw completed, until the app says READY=1 again (resume → ready).
-    var resumedAt: UInt64?
 
-    // Clients waiting for this app to reach a state.
-    var launchWaiters: [Int] = []
-    var suspendWaiters: [Int] = []
-    var endWaiters: [Int] = []
-    var resumeWaiters: [Int] = []  // resume --wait-ready: until READY=1 after the thaw
-    var resumeReadyDeadline: UInt64?
-    /// Chosen as the policy's victim while not yet suspended: evict once frozen.
-    var pendingEviction = false
-    var compactAt: UInt64?  // compaction due (after a freeze)
-    var lockCheckAt: UInt64?  // the file-lock check due (1 s after a freeze, as Android does)
-    var compactedWhileSuspended = false  // the next resume is the first after a compaction
+    // The readiness probe and when its next attempt is due (or, while an attempt is in
+    // flight, when that attempt is abandoned).
+    var probe: ReadinessProbe?
+    var probeAt: UInt64?
+    // The policy's timers for a frozen app (monotonic ns; nil when not armed).
+    var compactAt: UInt64?
+    var lockCheckAt: UInt64?
 
     init(
-        record: AppRecord, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
+        lifecycle: AppLifecycle, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
         notifyFD: Int32, notifyPath: String
     ) {
-        self.record = record
+        self.lifecycle = lifecycle
         self.handle = handle
         self.cgroup = cgroup
         self.freezerV1 = freezerV1
         self.notifyFD = notifyFD
         self.notifyPath = notifyPath
         let pid = handle.pid
-        switch record.backend {
+        switch lifecycle.record.backend {
         case .cgroup2: freezer = Cgroup2Freezer(cgroup: cgroup!)
         case .cgroup1: freezer = freezerV1!
         case .signal:
@@ -74,11 +51,12 @@ final class LiveApp {
         }
     }
 
-    var name: String { record.name }
+    var name: String { lifecycle.name }
+    var record: AppRecord { lifecycle.record }
+    var pid: pid_t { handle.pid }
 
     /// Whether the process has exited (its pidfd reads as ready), child or not.
     func hasExited() -> Bool { icebox_poll_ns(handle.pidfd, Int16(POLLIN), 0) > 0 }
-    var pid: pid_t { handle.pid }
 
     /// Every process of the app: its v2 cgroup where it has one, else its session (the app
     /// is a session leader; a process that called setsid() itself escapes this fallback).
@@ -105,25 +83,8 @@ final class LiveApp {
         AppMemory.read(v2Cgroup: cgroup?.path, v1MemoryCgroup: memoryV1?.path, pids: members())
     }
 
-    func setState(_ state: AppState, now: UInt64 = Clock.monotonicNanos()) {
-        record.state = state
-        record.sinceMonotonicNanos = now
-        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
-    }
-
-    /// The record with the deadlines under way, so a daemon that takes over after a crash
-    /// can finish them (monotonic times survive a daemon restart: the clock is the kernel's).
-    var persistentRecord: AppRecord {
-        var r = record
-        r.launchStartNanos = launchStart
-        r.graceStartNanos = record.state == .background ? graceStart : nil
-        r.graceDeadlineNanos = record.state == .background ? graceDeadline : nil
-        r.graceCapNanos = record.state == .background ? graceCap : nil
-        return r
-    }
-
-    /// The earliest deadline this app has armed.
+    /// The earliest moment the loop must wake up for this app.
     var nextDeadline: UInt64? {
-        [readyDeadline, probeAt, graceDeadline, killDeadline, resumeReadyDeadline, compactAt, lockCheckAt].compactMap { $0 }.min()
+        [lifecycle.nextDeadline, probeAt, compactAt, lockCheckAt].compactMap { $0 }.min()
     }
 }
