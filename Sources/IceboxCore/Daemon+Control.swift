@@ -9,16 +9,32 @@ extension Daemon {
             guard let peer = UnixSocket.peerCredentials(fd), peer.uid == getuid() || peer.uid == 0 else {
                 var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
                 reply.text = "icebox: permission denied: this daemon belongs to uid \(getuid()); run your own with ICEBOX_RUNTIME_DIR"
-                send(fd, reply)
+                // One non-blocking try: a refused client gets no buffer of ours.
+                _ = try? UnixSocket.sendSome(fd, ArraySlice(Array((JSONLines.encode(reply) + "\n").utf8)))
                 close(fd)
                 continue
             }
             do {
                 try watch(fd, .client(fd), events: EpollEvents.readable | EpollEvents.readHangup)
-                clients[fd] = Client(fd: fd)
+                clients[fd] = ControlConnection(fd: fd)
             } catch {
                 close(fd)
             }
+        }
+    }
+
+    /// The client's socket is ready: replies to send (EPOLLOUT), a request to read, or gone.
+    func clientReady(_ fd: Int32, events: UInt32) {
+        guard let client = clients[fd] else { return }
+        if events & EpollEvents.writable != 0 { flushClient(fd) }
+        guard clients[fd] != nil else { return }
+        if client.closeAt != nil {
+            // Finished: only its last replies matter; it went away or they are out.
+            if events & (EpollEvents.hangup | EpollEvents.error) != 0 { closeClient(fd) }
+            return
+        }
+        if events & (EpollEvents.readable | EpollEvents.hangup | EpollEvents.readHangup | EpollEvents.error) != 0 {
+            readClient(fd, events: events)
         }
     }
 
@@ -30,33 +46,44 @@ extension Daemon {
                 guard let chunk = try UnixSocket.receiveStream(fd) else { break }
                 client.fds.append(contentsOf: chunk.fds)
                 if chunk.bytes.isEmpty { closed = true; break }
-                client.buffer.append(contentsOf: chunk.bytes)
+                client.input.append(contentsOf: chunk.bytes)
+                if client.inputOverflowed { break }
             } catch {
                 closed = true
                 break
             }
         }
         clients[fd] = client
-        if !client.busy, let newline = client.buffer.firstIndex(of: 10) {
-            let line = String(decoding: client.buffer[..<newline], as: UTF8.self)
-            clients[fd]?.buffer.removeSubrange(...newline)
+        if client.inputOverflowed {
+            clients[fd]?.input = []
+            cutOff(fd, "sent a request line over \(ControlConnection.maxRequestBytes) bytes without a newline")
+            return
+        }
+        if !client.busy, let line = clients[fd]?.nextLine() {
             clients[fd]?.busy = true
-            let fds = client.fds
+            let fds = clients[fd]?.fds ?? []
             clients[fd]?.fds = []
             handleRequest(line, client: fd, fds: fds)
         }
         if closed || events & (EpollEvents.hangup | EpollEvents.readHangup) != 0 {
-            clientGone(fd)
+            clientGone(fd, drain: false)
         }
     }
 
-    /// A client went away. If it was `icebox run`, its app goes the graceful way.
-    func clientGone(_ fd: Int32) {
-        guard let client = clients.removeValue(forKey: fd) else { return }
+    /// A misbehaving client is dropped, with the reason logged; the daemon goes on.
+    func cutOff(_ fd: Int32, _ why: String) {
+        let peer = UnixSocket.peerCredentials(fd).map { "pid \($0.pid)" } ?? "a client"
+        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "cut off \(peer) on the control socket: it \(why)"))
+        clientGone(fd, drain: false)
+    }
+
+    /// A client is done with: answered (`drain`: its last replies still go out, for a
+    /// bounded time), gone, or cut off. If it was `icebox run`, its app goes the graceful way.
+    func clientGone(_ fd: Int32, drain: Bool) {
+        guard var client = clients[fd], client.closeAt == nil else { return }
         stopRequesters.removeAll { $0 == fd }
         for extra in client.fds { close(extra) }
-        unwatch(fd)
-        close(fd)
+        client.fds = []
         for (id, waiter) in waiters where waiter.client == fd { waiters.removeValue(forKey: id) }
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
@@ -65,17 +92,70 @@ extension Daemon {
                 apply(.terminate(waiter: nil, timeout: 10_000_000_000), to: app)
             }
         }
+        client.attachedApp = nil
+        if drain && client.pendingOutput > 0 {
+            client.closeAt = Clock.monotonicNanos().saturatingAdd(ControlConnection.drainNanos)
+            clients[fd] = client
+            return
+        }
+        clients[fd] = client
+        closeClient(fd)
     }
 
+    func closeClient(_ fd: Int32) {
+        guard clients.removeValue(forKey: fd) != nil else { return }
+        unwatch(fd)
+        close(fd)
+    }
+
+    /// Queues a reply; the loop sends what the client's socket does not take at once when it
+    /// can (EPOLLOUT). Never waits for a client.
     func send(_ fd: Int32, _ reply: ControlReply) {
-        try? UnixSocket.send(fd, Array((JSONLines.encode(reply) + "\n").utf8))
+        guard var client = clients[fd], client.closeAt == nil else { return }
+        let outcome = client.queue(Array((JSONLines.encode(reply) + "\n").utf8))
+        clients[fd] = client
+        settleOutput(fd, outcome)
     }
 
-    /// Ends a request: the final reply, then the connection closes.
+    func flushClient(_ fd: Int32) {
+        guard var client = clients[fd] else { return }
+        let outcome = client.flush()
+        clients[fd] = client
+        settleOutput(fd, outcome)
+    }
+
+    /// Watches for EPOLLOUT only while replies wait; closes a finished client once they are out.
+    func settleOutput(_ fd: Int32, _ outcome: ControlConnection.Queued) {
+        switch outcome {
+        case .sent:
+            if clients[fd]?.closeAt != nil { return closeClient(fd) }
+            setClientEvents(fd, writable: false)
+        case .pending:
+            setClientEvents(fd, writable: true)
+        case .overflow:
+            cutOff(fd, "stopped reading its replies (over \(ControlConnection.maxPendingReplyBytes) bytes waiting)")
+        case .failed:
+            clientGone(fd, drain: false)
+        }
+    }
+
+    func setClientEvents(_ fd: Int32, writable: Bool) {
+        guard let token = tokensByFD[fd] else { return }
+        var events = EpollEvents.readable | EpollEvents.readHangup
+        if writable { events |= EpollEvents.writable }
+        try? epoll.modify(fd, events: events, token: token)
+    }
+
+    /// Closes finished clients whose last replies were not read in time.
+    func closeDrainedClients(now: UInt64) {
+        for (fd, client) in clients where (client.closeAt ?? .max) <= now { closeClient(fd) }
+    }
+
+    /// Ends a request: the final reply, then the connection closes (once the reply is out).
     func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil) {
         if let text { send(fd, ControlReply(kind: code == .success ? .line : .warning, text: text)) }
         send(fd, ControlReply(kind: .done, code: code.rawValue))
-        clientGone(fd)
+        clientGone(fd, drain: true)
     }
 
     func fail(_ fd: Int32, _ error: IceboxError) {

@@ -162,7 +162,7 @@ extension Daemon {
         if let fd = app.attachedClient {
             send(fd, ControlReply(kind: .exit, code: app.record.exitStatus ?? 1))
             app.attachedClient = nil
-            clientGone(fd)
+            clientGone(fd, drain: true)
         }
         apps.removeValue(forKey: app.name)
         ended[app.name] = app.record

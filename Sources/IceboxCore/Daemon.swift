@@ -41,14 +41,6 @@ public final class Daemon {
         case pressure
     }
 
-    struct Client {
-        var fd: Int32
-        var buffer: [UInt8] = []
-        var fds: [Int32] = []
-        var busy = false
-        var attachedApp: String?
-    }
-
     struct Waiter {
         var client: Int32
         var remaining: Set<String>
@@ -64,7 +56,7 @@ public final class Daemon {
     var listener: Int32 = -1
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
-    var clients: [Int32: Client] = [:]
+    var clients: [Int32: ControlConnection] = [:]
     var apps: [String: LiveApp] = [:]
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]
@@ -136,7 +128,22 @@ public final class Daemon {
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
         for fd in stopRequesters { finish(fd, .success) }
+        drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         return true
+    }
+
+    /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second,
+    /// before the process exits and the kernel would drop them.
+    func drainClients(until deadline: UInt64) {
+        while clients.values.contains(where: { $0.pendingOutput > 0 }) {
+            let now = Clock.monotonicNanos()
+            if now >= deadline { break }
+            let timeout = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
+            for (token, events) in epoll.wait(timeoutMillis: timeout) {
+                if case .client(let fd) = sources[token], events & EpollEvents.writable != 0 { flushClient(fd) }
+            }
+        }
+        for fd in Array(clients.keys) { closeClient(fd) }
     }
 
     /// With no app left, the directories this daemon's apps lived under go too, if empty (a
@@ -198,7 +205,7 @@ public final class Daemon {
     }
 
     func nextTimeoutMillis(now: UInt64) -> Int32 {
-        var next = (apps.values.compactMap(\.nextDeadline) + [policyCheckAt].compactMap { $0 }).min()
+        var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + [policyCheckAt].compactMap { $0 }).min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
             next = min(next ?? .max, since.saturatingAdd(idle))
         }
@@ -211,7 +218,7 @@ public final class Daemon {
         switch source {
         case .listener: acceptClients()
         case .signals: handleSignals()
-        case .client(let fd): readClient(fd, events: events)
+        case .client(let fd): clientReady(fd, events: events)
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
@@ -233,6 +240,7 @@ public final class Daemon {
     }
 
     func fireDeadlines(now: UInt64) {
+        closeDrainedClients(now: now)
         if let d = policyCheckAt, d <= now {
             policyCheckAt = nil
             enforcePolicy()

@@ -19,6 +19,14 @@ public final class Epoll {
         if epoll_ctl(fd, EPOLL_CTL_ADD, target, &ev) < 0 { throw SystemError("add descriptor \(target) to epoll") }
     }
 
+    /// Changes the events watched on a descriptor already added.
+    public func modify(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
+        var ev = epoll_event()
+        ev.events = events
+        ev.data.u64 = token
+        if epoll_ctl(fd, EPOLL_CTL_MOD, target, &ev) < 0 { throw SystemError("change descriptor \(target) in epoll") }
+    }
+
     public func remove(_ target: Int32) {
         var ev = epoll_event()
         _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, &ev)

@@ -145,3 +145,17 @@ public enum UnixSocket {
         if n < 0 { throw SystemError("send to", path: path) }
     }
 }
+
+extension UnixSocket {
+    /// One non-blocking send of as much of `bytes` as the socket takes now: the count sent,
+    /// 0 when the socket's buffer is full (EAGAIN). Never waits; never raises SIGPIPE.
+    public static func sendSome(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws(SystemError) -> Int {
+        if bytes.isEmpty { return 0 }
+        let n = bytes.withUnsafeBytes { buf in icebox_send_with_fds(fd, buf.baseAddress!, buf.count, nil, 0) }
+        if n < 0 {
+            if errno == EAGAIN || errno == EWOULDBLOCK { return 0 }
+            throw SystemError("write to the socket")
+        }
+        return n
+    }
+}

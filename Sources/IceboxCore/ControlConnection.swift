@@ -1,0 +1,76 @@
+import IceboxSystem
+
+/// One client connection on the control socket, as the daemon's loop holds it: what it has
+/// sent that is not yet a whole request, and the replies the kernel has not yet taken. Both
+/// directions are bounded: a client that sends a line without end, or stops reading its
+/// replies, is cut off rather than allowed to grow the daemon or stall its loop.
+struct ControlConnection {
+    /// The longest request line accepted (a launch with a large environment is a few hundred
+    /// KiB at most).
+    static let maxRequestBytes = 1 << 20
+    /// Replies waiting for a client that does not read are kept up to this, then it is cut off.
+    static let maxPendingReplyBytes = 4 << 20
+    /// How long a finished connection may take to read its last replies before it is closed.
+    static let drainNanos: UInt64 = 5_000_000_000
+
+    let fd: Int32
+    var input: [UInt8] = []
+    var fds: [Int32] = []
+    /// A request is being answered: further input waits (one request per connection).
+    var busy = false
+    var attachedApp: String?
+    private(set) var output: [UInt8] = []
+    private var outputStart = 0
+    /// Finished: close once the replies are out, or at this deadline (monotonic ns).
+    var closeAt: UInt64?
+
+    init(fd: Int32) { self.fd = fd }
+
+    var pendingOutput: Int { output.count - outputStart }
+
+    enum Queued: Equatable {
+        case sent  // all of it is with the kernel
+        case pending  // some waits: watch the socket for EPOLLOUT
+        case overflow  // the client does not read: cut it off
+        case failed(String)  // the connection is broken
+    }
+
+    /// Queues a reply and sends what the socket takes now, without waiting.
+    mutating func queue(_ bytes: [UInt8]) -> Queued {
+        if pendingOutput + bytes.count > Self.maxPendingReplyBytes { return .overflow }
+        output.append(contentsOf: bytes)
+        return flush()
+    }
+
+    /// Sends what the socket takes now (on EPOLLOUT).
+    mutating func flush() -> Queued {
+        while pendingOutput > 0 {
+            let n: Int
+            do { n = try UnixSocket.sendSome(fd, output[outputStart...]) } catch { return .failed(error.description) }
+            if n == 0 { break }
+            outputStart += n
+        }
+        if pendingOutput == 0 {
+            output = []
+            outputStart = 0
+            return .sent
+        }
+        // Keep the buffer from growing with what was already sent.
+        if outputStart > 65536 {
+            output.removeFirst(outputStart)
+            outputStart = 0
+        }
+        return .pending
+    }
+
+    /// Takes the next whole request line, if one has arrived; nil otherwise.
+    mutating func nextLine() -> String? {
+        guard let newline = input.firstIndex(of: 10) else { return nil }
+        let line = String(decoding: input[..<newline], as: UTF8.self)
+        input.removeSubrange(...newline)
+        return line
+    }
+
+    /// Whether the input without a newline has outgrown any request.
+    var inputOverflowed: Bool { input.count > Self.maxRequestBytes && !input.contains(10) }
+}

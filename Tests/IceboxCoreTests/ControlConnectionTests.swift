@@ -1,0 +1,75 @@
+import Glibc
+import IceboxSystem
+import Testing
+
+@testable import IceboxCore
+
+/// The daemon's side of a control connection on a real socket pair: replies never wait for a
+/// client, a client that stops reading is cut off at a bound, and requests are bounded too.
+@Suite("ControlConnection")
+struct ControlConnectionTests {
+    static func pair() -> (daemon: Int32, client: Int32) {
+        var fds: [Int32] = [-1, -1]
+        let rc = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
+        precondition(rc == 0, "socketpair: \(errno)")
+        return (fds[0], fds[1])
+    }
+
+    @Test func aClientThatStopsReadingIsCutOffWithoutTheDaemonWaiting() {
+        let (d, c) = Self.pair()
+        defer { close(d); close(c) }
+        var conn = ControlConnection(fd: d)
+        let chunk = [UInt8](repeating: 65, count: 64 * 1024)
+        var outcomes: [ControlConnection.Queued] = []
+        let start = Clock.monotonicNanos()
+        for _ in 0..<200 {
+            let o = conn.queue(chunk)
+            outcomes.append(o)
+            if o == .overflow { break }
+        }
+        let took = Clock.monotonicNanos() - start
+        #expect(outcomes.first == .sent, "the socket takes the first reply at once")
+        #expect(outcomes.contains(.pending), "then replies wait in the buffer")
+        #expect(outcomes.last == .overflow, "and past the bound the client is cut off")
+        #expect(conn.pendingOutput <= ControlConnection.maxPendingReplyBytes)
+        // 200 queue calls with a full socket: no call waited for the client (seconds if it had).
+        #expect(took < 2_000_000_000, "queueing took \(took) ns")
+    }
+
+    @Test func pendingRepliesGoOutOnceTheClientReads() {
+        let (d, c) = Self.pair()
+        defer { close(d); close(c) }
+        var conn = ControlConnection(fd: d)
+        let chunk = [UInt8](repeating: 66, count: 64 * 1024)
+        var queued = 0
+        while conn.queue(chunk) != .pending { queued += 1 }
+        queued += 1
+        var received = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while received < queued * chunk.count {
+            let n = read(c, &buffer, buffer.count)
+            if n > 0 { received += n } else if conn.flush() == .sent, n <= 0 { continue }
+            _ = conn.flush()
+        }
+        #expect(received == queued * chunk.count)
+        #expect(conn.pendingOutput == 0)
+    }
+
+    @Test func aBrokenConnectionFails() {
+        let (d, c) = Self.pair()
+        close(c)
+        defer { close(d) }
+        var conn = ControlConnection(fd: d)
+        if case .failed = conn.queue(Array("{}\n".utf8)) {} else { Issue.record("a write to a closed peer must fail") }
+    }
+
+    @Test func requestLinesAreSplitAndBounded() {
+        var conn = ControlConnection(fd: -1)
+        conn.input = Array("{\"ping\":{}}\n{\"ps\"".utf8)
+        #expect(conn.nextLine() == "{\"ping\":{}}")
+        #expect(conn.nextLine() == nil)
+        #expect(!conn.inputOverflowed)
+        conn.input = [UInt8](repeating: 32, count: ControlConnection.maxRequestBytes + 1)
+        #expect(conn.inputOverflowed)
+    }
+}
