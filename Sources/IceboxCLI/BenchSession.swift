@@ -1,4 +1,3 @@
-import CIceboxShim
 import Glibc
 import IceboxCore
 import IceboxSystem
@@ -113,7 +112,7 @@ struct BenchSession {
     /// Waits for the given time, or until Ctrl-C/SIGTERM arrives (then throws): the hold
     /// and the probe back-off are deliberate waits, and an interrupt must not be missed.
     func pause(_ nanos: UInt64) throws(IceboxError) {
-        if icebox_poll_ns(signalFD, Int16(POLLIN), nanos) > 0 {
+        if ((try? Poll.wait(signalFD, events: Int16(POLLIN), timeoutNanos: nanos)) ?? 0) > 0 {
             _ = Signals.drain(signalFD: signalFD)
             throw IceboxError(.failure, "interrupted")
         }

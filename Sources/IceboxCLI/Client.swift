@@ -1,4 +1,3 @@
-import CIceboxShim
 import Glibc
 import IceboxCore
 import IceboxSystem
@@ -46,7 +45,7 @@ struct DaemonClient {
     mutating func startDaemon() throws(IceboxError) {
         try paths.prepare()
         var pipeFDs: [Int32] = [-1, -1]
-        guard icebox_pipe_cloexec(&pipeFDs) == 0 else { throw IceboxError("start the daemon", SystemError("create a pipe")) }
+        do { (pipeFDs[0], pipeFDs[1]) = try PipePair.closeOnExec() } catch { throw IceboxError("start the daemon", error) }
         defer { close(pipeFDs[0]) }
         let logFD = open(paths.daemonLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         defer { if logFD >= 0 { close(logFD) } }

@@ -1,4 +1,3 @@
-import CIceboxShim
 import Glibc
 import IceboxSystem
 
@@ -101,10 +100,5 @@ public struct HostFacts: Sendable {
 
     public var supportsCgroupKill: Bool { cgroupRoot.map { FileIO.exists($0 + "/cgroup.kill") } ?? false }
 
-    public static var pidfdWorks: Bool {
-        let fd = icebox_pidfd_open(getpid(), 0)
-        if fd < 0 { return false }
-        close(fd)
-        return true
-    }
+    public static var pidfdWorks: Bool { ProcessHandle.pidfdWorks }
 }

@@ -1,4 +1,3 @@
-import CIceboxShim
 import Glibc
 import IceboxSystem
 
@@ -56,7 +55,7 @@ final class LiveApp {
     var pid: pid_t { handle.pid }
 
     /// Whether the process has exited (its pidfd reads as ready), child or not.
-    func hasExited() -> Bool { icebox_poll_ns(handle.pidfd, Int16(POLLIN), 0) > 0 }
+    func hasExited() -> Bool { Poll.ready(handle.pidfd, Int16(POLLIN)) }
 
     /// Every process of the app: its v2 cgroup where it has one, else its session (the app
     /// is a session leader; a process that called setsid() itself escapes this fallback).

@@ -1,4 +1,3 @@
-import CIceboxShim
 import Glibc
 import IceboxSystem
 
@@ -174,10 +173,12 @@ public final class PressureTrigger: Sendable {
     /// Waits up to `timeoutNanos` (0: just look) for the trigger. The file always polls
     /// readable and writable; only POLLPRI means pressure.
     public func poll(timeoutNanos: UInt64 = 0) throws(SystemError) -> State {
-        let revents = icebox_poll_ns(fd, Int16(POLLPRI), timeoutNanos)
-        if revents < 0 { throw SystemError("poll the PSI trigger on", path: path) }
-        if revents & Int32(POLLERR | POLLNVAL) != 0 { return .gone }
-        return revents & Int32(POLLPRI) != 0 ? .crossed : .quiet
+        let revents: Int16
+        do { revents = try Poll.wait(fd, events: Int16(POLLPRI), timeoutNanos: timeoutNanos) } catch {
+            throw SystemError("poll the PSI trigger on", path: path)
+        }
+        if revents & Int16(POLLERR | POLLNVAL) != 0 { return .gone }
+        return revents & Int16(POLLPRI) != 0 ? .crossed : .quiet
     }
 
     /// The current averages, read through the trigger's own descriptor.
