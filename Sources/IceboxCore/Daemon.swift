@@ -15,6 +15,11 @@ public final class Daemon {
         public var paths: IceboxPaths
         public var cgroupRootOverride: String?
         public var readyFD: Int32?  // write "ready" here once listening (autostart)
+        /// The control socket, already listening, from socket activation (systemd owns its
+        /// path); nil: the daemon makes its own at `paths.controlSocket`.
+        public var listenerFD: Int32?
+        /// Where the daemon's own READY=1/STOPPING=1 go (NOTIFY_SOCKET of a Type=notify unit).
+        public var serviceNotifier: ServiceNotifier?
         public var freezeTimeoutNanos: UInt64 = 10_000_000_000
         /// How long the daemon lingers with no app and no client; nil: it runs until stopped
         /// (an in-process supervisor).
@@ -108,7 +113,11 @@ public final class Daemon {
             Signals.block(handled + [SIGPIPE])
             signalFD = try Signals.signalFD(handled)
             try watch(signalFD, .signals)
-            listener = try UnixSocket.listen(path: config.paths.controlSocket)
+            if let inherited = config.listenerFD {
+                listener = inherited
+            } else {
+                listener = try UnixSocket.listen(path: config.paths.controlSocket)
+            }
             try watch(listener, .listener)
         } catch {
             throw IceboxError("start the daemon", error)
@@ -122,8 +131,10 @@ public final class Daemon {
                 detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
         idleSince = Clock.monotonicNanos()
         loop()
+        config.serviceNotifier?.notify("STOPPING=1")
         flushRegistry()
-        unlink(config.paths.controlSocket)
+        // A socket passed by socket activation belongs to the service manager, path and all.
+        if config.listenerFD == nil { unlink(config.paths.controlSocket) }
         close(listener)
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
@@ -169,6 +180,11 @@ public final class Daemon {
     /// Tells the client that started this daemon that it listens ("ready"), or that another
     /// daemon holds the lock for this runtime directory ("busy").
     func signalReady(busy: Bool = false) {
+        if !busy {
+            config.serviceNotifier?.notify(
+                "READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(config.listenerFD == nil ? config.paths.controlSocket : "the socket-activated control socket")"
+            )
+        }
         guard let fd = config.readyFD else { return }
         let word = busy ? "busy\n" : "ready\n"
         _ = word.withCString { write(fd, $0, strlen($0)) }
