@@ -46,6 +46,9 @@ public struct MemoryCgroupV1: Sendable, Equatable {
         ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
+    /// The processes in this cgroup and its sub-cgroups.
+    public func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
+
     /// For SpawnRequest.v1ProcsFD: the child joins before execve.
     public func openProcsForWriting() throws(SystemError) -> Int32 {
         let fd = open(file(Self.procsFile), O_WRONLY | O_CLOEXEC)
