@@ -194,6 +194,9 @@ extension Daemon {
     // MARK: Requests
 
     func handleRequest(_ line: String, client fd: Int32, fds: [Int32]) {
+        // What this request reads (ps) or changes must already be on disk: a daemon killed
+        // right after answering leaves its successor the state the client was told.
+        flushRegistry()
         let request: ControlRequest
         do {
             request = try JSONLines.decodeOrError(ControlRequest.self, line)

@@ -43,6 +43,7 @@ public final class Daemon {
         case pidfd(String)
         case notify(String)
         case probe(String)
+        case cgroupEvents(String)
         case pressure
     }
 
@@ -237,6 +238,7 @@ public final class Daemon {
         case .client(let fd): clientReady(fd, events: events)
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
+        case .cgroupEvents(let name): if let app = apps[name] { cgroupChanged(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
         case .pressure: pressureFired(events: events)
         }
@@ -264,6 +266,8 @@ public final class Daemon {
         for app in Array(apps.values) {
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
+            if let d = app.operationAt, d <= now { stepOperation(app) }
+            if let d = app.destroyAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {

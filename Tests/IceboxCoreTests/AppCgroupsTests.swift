@@ -242,8 +242,10 @@ struct AppCgroupsTests {
         // Once the holder lets go, the task dies and a second destroy completes.
         try FileIO.write(holder + "/freezer.state", "THAWED")
         let again = Clock.monotonicNanos()
-        #expect(
-            stepper.run(destroy: cgroups, first: cgroups.beginDestroy(now: again, deadline: again + 5_000_000_000)) == .done(leftovers: 1))
+        // The thawed task may die of the first kill before the second destroy looks (0) or be
+        // killed by it (1): either way the destroy completes.
+        let second = stepper.run(destroy: cgroups, first: cgroups.beginDestroy(now: again, deadline: again + 5_000_000_000))
+        #expect(second == .done(leftovers: 1) || second == .done(leftovers: 0), "\(second)")
         #expect(!FileIO.exists(cgroups.v2Path!))
     }
 
