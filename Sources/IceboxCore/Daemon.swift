@@ -62,7 +62,7 @@ public final class Daemon {
     var listener: Int32 = -1
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
-    var clients: [Int32: ControlConnection] = [:]
+    var clients: [Int32: ClientConnection] = [:]
     var apps: [String: LiveApp] = [:]
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]

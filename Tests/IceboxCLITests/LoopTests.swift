@@ -53,15 +53,10 @@ struct StuckFreezeTests {
         }
         // The stuck app: on SIGUSR2 it allocates 64 MiB, which its memory cgroup (limited
         // below, OOM killer off) cannot hold: it sleeps in D state in the OOM wait.
-        let app = box.dir + "/hog.py"
-        try """
-        import signal, time
-        held = []
-        signal.signal(signal.SIGUSR2, lambda *a: held.append(bytearray(64 << 20)))
-        while True:
-            time.sleep(0.05)
-        """.write(toFile: app, atomically: true, encoding: .utf8)
-        #expect(try box.icebox(["launch", "--background-signal", "none", "stuck", "--", "python3", app]).status == 0)
+        // READY=1 comes after the handler is installed: SIGUSR2's default action would kill it.
+        let app = box.pythonApp(extra: "held = []\nsignal.signal(signal.SIGUSR2, lambda *a: held.append(bytearray(64 << 20)))")
+        let launched = try box.icebox(["launch", "--ready", "notify", "--background-signal", "none", "stuck", "--", "python3", app])
+        #expect(launched.status == 0, "\(launched.output)")
         #expect(try box.icebox(["launch", "other", "--", "sleep", "1000"]).status == 0)
         #expect(try box.icebox(["suspend", "other"]).status == 0)
         let record = try #require(try box.apps()["stuck"])
