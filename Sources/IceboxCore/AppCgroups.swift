@@ -360,3 +360,13 @@ public final class AppCgroups: Sendable {
         }
     }
 }
+
+extension AppCgroups {
+    /// Reclaims the app's memory without killing it (meant for a frozen app): one write to
+    /// its v2 cgroup's memory.reclaim where the v2 memory controller is, else process_madvise
+    /// on each of its processes (`Compactor`). Here so that the app's cgroup files keep one
+    /// writer.
+    public func compact(mode: CompactionMode, fallbackMembers: [pid_t]) throws(SystemError) -> CompactionReport {
+        try Compactor.compact(pids: members() ?? fallbackMembers, mode: mode, cgroup: v2)
+    }
+}
