@@ -17,6 +17,8 @@ enum LaunchArguments {
         OptionSpec(name: "env", value: "KEY=VALUE", help: "set an environment variable for the app (repeatable)", repeatable: true),
         OptionSpec(name: "priority", value: "low|normal|high|critical", help: "eviction band (default normal; critical is never evicted)"),
         OptionSpec(name: "compact-after", value: "DUR", help: "compact this app that long after each freeze"),
+        OptionSpec(name: "watchdog", value: "DUR", help: "an active app must send WATCHDOG=1 this often (paused while suspended)"),
+        OptionSpec(name: "watchdog-action", value: "log|kill|restart", help: "what a missed WATCHDOG=1 does (default log)"),
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
         OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
     ]
@@ -90,6 +92,18 @@ enum LaunchArguments {
             o.priority = band
         }
         if let c = args.value("compact-after") { o.compactAfterNanos = try ArgumentParser.duration(c, option: "compact-after", default: 0) }
+        if let w = args.value("watchdog") {
+            let nanos = try ArgumentParser.duration(w, option: "watchdog", default: 0)
+            guard nanos > 0 else { throw IceboxError(.usage, "--watchdog must be longer than 0", hint: "give a duration like 5s") }
+            o.watchdogNanos = nanos
+        }
+        if let a = args.value("watchdog-action") {
+            guard let action = WatchdogAction(rawValue: a) else {
+                throw IceboxError(.usage, "invalid --watchdog-action '\(a)'", hint: "use log, kill or restart")
+            }
+            guard o.watchdogNanos != nil else { throw IceboxError(.usage, "--watchdog-action needs --watchdog DUR") }
+            o.watchdogAction = action
+        }
         o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         o.extraEnvironment = args.all("env")
         return o

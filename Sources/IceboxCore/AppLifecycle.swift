@@ -52,6 +52,13 @@ public struct AppLifecycle: Sendable {
     public private(set) var resumedAt: UInt64?
     public private(set) var resumeReadyDeadline: UInt64?
     public private(set) var compactedWhileSuspended = false
+    /// When an active app's next WATCHDOG=1 is due; nil when the watchdog is off or paused
+    /// (background, suspended: a frozen app cannot ping, systemd users hit exactly that).
+    public private(set) var watchdogDeadline: UInt64?
+    /// The watchdog interval in force (`--watchdog`, or the app's own WATCHDOG_USEC=).
+    public private(set) var watchdogInterval: UInt64?
+    /// Killed by its watchdog with `--watchdog-action restart`: launch it again once it ended.
+    public private(set) var restartWhenEnded = false
 
     // Clients waiting for this app to reach a state.
     public private(set) var launchWaiters: [Int] = []
@@ -67,6 +74,7 @@ public struct AppLifecycle: Sendable {
         self.record = record
         self.launchStart = launchStart
         self.adopted = false
+        watchdogInterval = record.options.watchdogNanos
         let ready = record.options.ready == .exec ? nil : launchStart.saturatingAdd(record.options.readyTimeoutNanos)
         phase = .launching(readyDeadline: ready)
     }
@@ -77,6 +85,7 @@ public struct AppLifecycle: Sendable {
         self.record = record
         self.adopted = true
         self.launchStart = record.launchStartNanos
+        watchdogInterval = record.options.watchdogNanos
         switch record.state {
         case .launching:
             let ready =
@@ -87,7 +96,9 @@ public struct AppLifecycle: Sendable {
             let deadline = record.graceDeadlineNanos ?? now
             phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline))
         case .suspended: phase = .suspended
-        default: phase = .active
+        default:
+            phase = .active
+            armWatchdog(now)
         }
     }
 
@@ -115,7 +126,7 @@ public struct AppLifecycle: Sendable {
 
     /// The earliest deadline this app has armed; `handle(.tick)` once it has passed.
     public var nextDeadline: UInt64? {
-        var d: [UInt64?] = [resumeReadyDeadline]
+        var d: [UInt64?] = [resumeReadyDeadline, watchdogDeadline]
         switch phase {
         case .launching(let ready): d.append(ready)
         case .background(let grace): d.append(grace.deadline)
@@ -198,6 +209,7 @@ public struct AppLifecycle: Sendable {
         record.coldStartNanos = cold
         phase = .active
         setState(.active, now)
+        armWatchdog(now)
         fx.append(.stopProbe)
         fx.append(
             .log(
@@ -216,6 +228,12 @@ public struct AppLifecycle: Sendable {
             fx.append(.persist)
         }
         if message.stopping { fx.append(.log(event(.notify, "STOPPING=1", now))) }
+        if let interval = message.watchdogNanos, interval > 0 {
+            watchdogInterval = interval
+            if case .active = phase { armWatchdog(now) }
+        }
+        if message.watchdogPing, case .active = phase { armWatchdog(now) }
+        if message.watchdogTrigger, case .active = phase { watchdogFired(now, &fx, triggered: true) }
         if let extra = message.extendNanos, case .background(var grace) = phase {
             let capped = grace.extend(by: extra, now: now)
             phase = .background(grace)
@@ -266,6 +284,7 @@ public struct AppLifecycle: Sendable {
         case .launching, .active:
             let from = record.state
             if let waiter { suspendWaiters.append(waiter) }
+            watchdogDeadline = nil  // paused: the app is told it is going away, then frozen
             setState(.background, now)
             guard let notice else {
                 phase = .background(Grace(now: now, length: 0, maxLength: 0))
@@ -334,6 +353,7 @@ public struct AppLifecycle: Sendable {
         // The freezer rolled back: the app runs, and says so.
         phase = .active
         setState(.active, now)
+        armWatchdog(now)
         let text = "freeze failed: \(why)"
         fx.append(.log(event(.error, from: .background, to: .active, text, now)))
         for id in suspendWaiters { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) }
@@ -356,6 +376,7 @@ public struct AppLifecycle: Sendable {
             phase = .active
             pendingEviction = false
             setState(.active, now)
+            armWatchdog(now)
             for id in suspendWaiters {
                 fx.append(.settle(waiter: id, line: "icebox: \(name) was resumed before it was frozen", failed: true))
             }
@@ -390,6 +411,7 @@ public struct AppLifecycle: Sendable {
         resumedAt = start
         record.lastThawNanos = outcome.durationNanos
         setState(.active, now)
+        armWatchdog(now)
         let fg = foregroundSignal(&fx)
         let compacted = compactedWhileSuspended ? "; first resume after a compaction" : ""
         compactedWhileSuspended = false
@@ -419,6 +441,39 @@ public struct AppLifecycle: Sendable {
         fx.append(.log(event(.error, text, now)))
         for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) } }
         fx.append(.persist)
+    }
+
+    // The watchdog.
+
+    private mutating func armWatchdog(_ now: UInt64) {
+        watchdogDeadline = watchdogInterval.map { now.saturatingAdd($0) }
+    }
+
+    /// An active app missed its WATCHDOG=1 (or asked to be treated as hung): logged, and
+    /// acted on as `--watchdog-action` says. With `log` it is not logged again until the app
+    /// pings again.
+    private mutating func watchdogFired(_ now: UInt64, _ fx: inout [LifecycleEffect], triggered: Bool) {
+        watchdogDeadline = nil
+        let action = record.options.watchdogAction ?? .log
+        let why =
+            triggered
+            ? "the app sent WATCHDOG=trigger"
+            : "no WATCHDOG=1 for \(DurationText.format(watchdogInterval ?? 0)) (--watchdog)"
+        let what: String
+        switch action {
+        case .log: what = "logged only (--watchdog-action log)"
+        case .kill: what = "killing it (--watchdog-action kill)"
+        case .restart: what = "killing it and launching it again (--watchdog-action restart)"
+        }
+        var e = event(.watchdog, "\(why): \(what)", now)
+        e.reason = triggered ? "WATCHDOG=trigger" : "timeout"
+        fx.append(.log(e))
+        guard action != .log else { return }
+        restartWhenEnded = action == .restart
+        _ = leaveForEnding(now, &fx)
+        endStart = now
+        phase = .ending(.terminate, killDeadline: nil)
+        fx.append(.killAll)
     }
 
     // The ways out.
@@ -457,6 +512,7 @@ public struct AppLifecycle: Sendable {
     /// for a state that will not come are told. Returns whether the app is (or may be) frozen.
     private mutating func leaveForEnding(_ now: UInt64, _ fx: inout [LifecycleEffect]) -> Bool {
         stateBeforeEnd = record.state
+        watchdogDeadline = nil
         switch phase {
         case .launching:
             fx.append(.stopProbe)
@@ -497,6 +553,7 @@ public struct AppLifecycle: Sendable {
     }
 
     private mutating func tick(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        if let d = watchdogDeadline, d <= now, case .active = phase { watchdogFired(now, &fx, triggered: false) }
         if let d = resumeReadyDeadline, d <= now {
             resumeReadyDeadline = nil
             let line = "icebox: \(name) did not say READY=1 within \(DurationText.format(record.options.readyTimeoutNanos)) of its resume"
@@ -544,6 +601,7 @@ public struct AppLifecycle: Sendable {
         }
         let before = stateBeforeEnd ?? record.state
         stateBeforeEnd = before
+        watchdogDeadline = nil
         let final: AppState
         switch phase {
         case .ending(.evict, _): final = .evicted

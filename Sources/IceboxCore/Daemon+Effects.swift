@@ -234,6 +234,14 @@ extension Daemon {
         ended[app.name] = app.record
         saveRegistry(app.name)
         victimGone(app)
+        if app.lifecycle.restartWhenEnded && !stopping && !app.record.options.attached {
+            // --watchdog-action restart: the same command line and options (an attached
+            // `icebox run` has ended with its app instead: its terminal is not ours to reuse).
+            var options = app.record.options
+            options.attached = false
+            options.nameIsDefault = false
+            launch(options, stdio: [], client: nil)
+        }
     }
 
     /// Reaps orphans that landed on the daemon, leaving apps' main processes to their pidfds.

@@ -10,7 +10,9 @@ extension Daemon {
         return "\(base)-\(i)"
     }
 
-    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32) {
+    /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog
+    /// restart), which then logs what a client would have been told.
+    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?) {
         var options = requested
         defer { for extra in stdio { close(extra) } }
         do {
@@ -27,8 +29,8 @@ extension Daemon {
             }
             let app = try start(options, stdio: stdio)
             apps[app.name] = app
-            clients[fd]?.attachedApp = options.attached ? app.name : nil
-            if options.attached {
+            if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
+            if options.attached, let fd {
                 app.attachedClient = fd
                 send(fd, ControlReply(kind: .line, text: app.name))
             }
@@ -36,16 +38,19 @@ extension Daemon {
             if let event = app.spawnEvent { log(event) }
             saveRegistry(app.name)
             // A detached launch answers once the app is ready (or gone).
-            if !options.attached { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
+            if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
             switch options.ready {
             case .exec: apply(.ready, to: app)
             case .notify: break
             default: startProbe(app)
             }
-        } catch let error as IceboxError {
-            fail(fd, error)
         } catch {
-            fail(fd, IceboxError(.failure, "\(error)"))
+            let e = error as? IceboxError ?? IceboxError(.failure, "\(error)")
+            if let fd {
+                fail(fd, e)
+            } else {
+                log(Event(app: options.name, pid: nil, kind: .error, detail: "launch failed: \(e)"))
+            }
         }
     }
 
@@ -160,11 +165,16 @@ extension Daemon {
             if values[key] == nil { order.append(key) }
             values[key] = String(entry[entry.index(after: eq)...])
         }
-        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID"] { values.removeValue(forKey: key) }
-        let given = [
+        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            values.removeValue(forKey: key)
+        }
+        var given = [
             ("ICEBOX_APP_NAME", options.name), ("ICEBOX_STATE_DIR", config.paths.appStateDir(options.name)),
             ("ICEBOX_LAUNCH_REASON", launchReason(for: options.name)),
         ]
+        // sd_watchdog_enabled(3) reads WATCHDOG_USEC (WATCHDOG_PID is optional there, and the
+        // pid is not known before the spawn).
+        if let watchdog = options.watchdogNanos { given.append(("WATCHDOG_USEC", String(max(watchdog / 1000, 1)))) }
         for (key, value) in given {
             values[key] = value
             if !order.contains(key) { order.append(key) }

@@ -21,6 +21,7 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     case lock  // a frozen app held a file lock others wait on
     case policy  // an eviction decision and its result, or a policy change
     case pressure  // the PSI trigger fired
+    case watchdog  // an active app missed its WATCHDOG=1
 }
 
 /// Why the policy evicts an app.

@@ -6,6 +6,13 @@ public enum BackendChoice: String, Codable, Sendable, CaseIterable {
     case auto, cgroup2, cgroup1, signal
 }
 
+/// `--watchdog-action`: what happens to an active app that stops sending WATCHDOG=1.
+public enum WatchdogAction: String, Codable, Sendable, CaseIterable {
+    case log  // record it (once, until the app pings again)
+    case kill  // SIGKILL every process of the app; it ends as terminated
+    case restart  // kill it, then launch it again with the same command line and options
+}
+
 /// `--background-signal`: the notice an app gets when it goes to the background
 /// (didEnterBackground). `auto` sends SIGUSR1 only if the app's main process handles it
 /// (SigCgt), so a program that does not listen is never killed by the notice.

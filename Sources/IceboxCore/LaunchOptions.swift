@@ -72,6 +72,10 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var priority = PriorityBand.normal  // eviction band: low, normal, high, critical (never)
     public var compactAfterNanos: UInt64?  // compact this long after each freeze (else the daemon's policy)
     public var attached = false  // run (the client's stdio) or launch (a log file)
+    /// `--watchdog`: an active app must send WATCHDOG=1 at least this often (WATCHDOG_USEC in
+    /// its environment); paused while it is in the background or suspended.
+    public var watchdogNanos: UInt64?
+    public var watchdogAction: WatchdogAction?  // nil: log
 
     public init(name: String, command: [String]) {
         self.name = name

@@ -13,6 +13,14 @@ public struct NotifyMessage: Equatable, Sendable {
     }
 
     public var ready: Bool { fields["READY"] == "1" }
+    /// WATCHDOG=1: the app is alive (sd_watchdog_enabled(3) told it to ping).
+    public var watchdogPing: Bool { fields["WATCHDOG"] == "1" }
+    /// WATCHDOG=trigger: the app asks to be treated as hung now.
+    public var watchdogTrigger: Bool { fields["WATCHDOG"] == "trigger" }
+    /// WATCHDOG_USEC=N: the app sets its own watchdog interval (saturating, as EXTEND_TIMEOUT_USEC).
+    public var watchdogNanos: UInt64? {
+        fields["WATCHDOG_USEC"].flatMap { UInt64($0) }.map { $0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000 }
+    }
     public var stopping: Bool { fields["STOPPING"] == "1" }
     public var status: String? { fields["STATUS"] }
     /// EXTEND_TIMEOUT_USEC=N: the app asks for N more microseconds (beginBackgroundTask).

@@ -439,4 +439,57 @@ struct AppLifecycleTests {
         #expect(g.deadline == 25 && g.length == 15)
         #expect(Grace(now: .max, length: .max, maxLength: 0).cap == .max)
     }
+
+    static func watched(_ action: WatchdogAction? = nil) -> AppLifecycle {
+        var r = record()
+        r.options.watchdogNanos = 100
+        r.options.watchdogAction = action
+        var l = AppLifecycle(record: r, launchStart: 0)
+        _ = l.handle(.ready, now: 1_000)
+        return l
+    }
+
+    @Test func watchdogArmsWhenActiveAndPingsPushItBack() {
+        var l = Self.watched()
+        #expect(l.watchdogDeadline == 1_100)
+        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG=1")), now: 1_050)
+        #expect(l.watchdogDeadline == 1_150)
+        let fx = l.handle(.tick, now: 1_150)
+        #expect(fx.contains { if case .log(let e) = $0 { return e.kind == .watchdog } else { return false } })
+        #expect(l.state == .active && l.watchdogDeadline == nil, "log only, once, until the next ping")
+        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG=1")), now: 1_200)
+        #expect(l.watchdogDeadline == 1_300)
+    }
+
+    @Test func watchdogIsPausedFromTheNoticeThroughTheFreezeAndRestartsOnResume() {
+        var l = Self.watched()
+        _ = l.handle(.suspend(waiter: nil, notice: Self.usr1), now: 1_010)
+        #expect(l.watchdogDeadline == nil)
+        _ = l.handle(.tick, now: l.nextDeadline!)
+        _ = l.handle(.freezeConfirmed(Self.frozen), now: 9_000)
+        // Suspended far longer than the interval: no watchdog event.
+        #expect(l.nextDeadline == nil)
+        #expect(l.handle(.tick, now: 1_000_000).isEmpty)
+        _ = l.handle(.resume(waiter: nil), now: 2_000_000)
+        _ = l.handle(.thawConfirmed(Self.frozen), now: 2_000_010)
+        #expect(l.watchdogDeadline == 2_000_110)
+    }
+
+    @Test func watchdogKillAndRestart() {
+        var k = Self.watched(.kill)
+        var fx = k.handle(.tick, now: 1_100)
+        #expect(fx.last == .killAll && !k.restartWhenEnded)
+        _ = k.handle(.exited(.signaled(SIGKILL)), now: 1_200)
+        _ = k.handle(.cleanedUp(leftovers: 0, problems: []), now: 1_300)
+        #expect(k.state == .terminated)
+        var r = Self.watched(.restart)
+        fx = r.handle(.notify(NotifyMessage.parse("WATCHDOG=trigger")), now: 1_010)
+        #expect(fx.last == .killAll && r.restartWhenEnded)
+    }
+
+    @Test func watchdogUsecFromTheAppSetsTheInterval() {
+        var l = Self.watched()
+        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG_USEC=1")), now: 1_020)
+        #expect(l.watchdogInterval == 1_000 && l.watchdogDeadline == 2_020)
+    }
 }
