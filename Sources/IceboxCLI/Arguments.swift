@@ -1,11 +1,27 @@
 import IceboxCore
 
-/// One option a command accepts: `--name VALUE` (or `--name=VALUE`), or a flag.
+/// One option a command accepts: `--name VALUE` (or `--name=VALUE`), or a flag; maybe also
+/// a one-letter form (`-n 20`, `-n20`, flags bundled as `-aq`) and other long names.
 struct OptionSpec: Sendable {
     let name: String
     let value: String?  // the placeholder shown in help; nil for a flag
     let help: String
     var repeatable = false
+    var short: Character? = nil
+    var aliases: [String] = []
+
+    /// "-a, --all", "    --format TEMPLATE": how help shows the option.
+    var synopsis: String {
+        (short.map { "-\($0), " } ?? "    ") + "--\(name)" + (value.map { " \($0)" } ?? "")
+    }
+}
+
+/// How many operands (arguments that are not options) a command takes, and how to say so.
+struct Operands: Sendable {
+    let max: Int
+    let text: String  // "no arguments", "one app name", ...
+
+    static let nothing = Operands(max: 0, text: "no arguments")
 }
 
 /// The static description of a command: what --help prints and what the parser accepts.
@@ -18,17 +34,33 @@ struct CommandSpec: Sendable {
     /// line (so `icebox run python3 -m http.server` needs no `--`).
     var commandAfterPositionals: Int?
     var details: String = ""
+    /// The most operands the command takes (nil: any number); more is a usage error.
+    var operands: Operands? = nil
+
+    /// Options every command accepts (and `icebox` itself, before the command).
+    static let globalOptions = [
+        OptionSpec(
+            name: "color", value: "WHEN",
+            help: "colour output: auto (on a terminal, unless NO_COLOR is set; the default), always or never")
+    ]
+    static let helpOption = OptionSpec(name: "help", value: nil, help: "show this help", short: "h")
 
     var help: String {
         var text = "usage: \(usage)\n\n\(summary)\n"
         if !details.isEmpty { text += "\n\(details)\n" }
-        if !options.isEmpty {
-            text += "\noptions:\n"
-            for o in options + [OptionSpec(name: "help", value: nil, help: "show this help")] {
-                let left = "  --\(o.name)" + (o.value.map { " \($0)" } ?? "")
-                let pad = left.count < 28 ? String(repeating: " ", count: 28 - left.count) : "\n" + String(repeating: " ", count: 28)
-                text += left + pad + o.help + "\n"
-            }
+        text += "\noptions:\n" + Self.optionLines(options + [Self.helpOption])
+        text += "\nglobal options:\n" + Self.optionLines(Self.globalOptions)
+        return text
+    }
+
+    /// Options in two columns, the help text starting at column 30.
+    static func optionLines(_ options: [OptionSpec]) -> String {
+        var text = ""
+        for o in options {
+            let left = "  " + o.synopsis
+            let pad = left.count < 30 ? String(repeating: " ", count: 30 - left.count) : "\n" + String(repeating: " ", count: 30)
+            let also = o.aliases.isEmpty ? "" : " (also " + o.aliases.map { "--" + $0 }.joined(separator: ", ") + ")"
+            text += left + pad + o.help + also + "\n"
         }
         return text
     }
@@ -49,8 +81,29 @@ struct ParsedArguments {
 
 enum ArgumentParser {
     static func parse(_ args: [String], spec: CommandSpec) throws(IceboxError) -> ParsedArguments {
+        let options = spec.options + CommandSpec.globalOptions
+        let longNames = (options + [CommandSpec.helpOption]).flatMap { [$0.name] + $0.aliases }.map { "--" + $0 }
         var out = ParsedArguments()
         var i = 0
+
+        func record(_ option: OptionSpec, as shown: String, inline: String?) throws(IceboxError) {
+            guard let placeholder = option.value else {
+                if inline != nil { throw usage("\(shown) takes no value", spec) }
+                out.flags.insert(option.name)
+                return
+            }
+            let value: String
+            if let inline {
+                value = inline
+            } else {
+                guard i < args.count else { throw usage("\(shown) needs a value (\(placeholder))", spec) }
+                value = args[i]
+                i += 1
+            }
+            if !option.repeatable && out.values[option.name] != nil { throw usage("\(shown) given twice", spec) }
+            out.values[option.name, default: []].append(value)
+        }
+
         while i < args.count {
             let arg = args[i]
             i += 1
@@ -66,34 +119,44 @@ enum ArgumentParser {
                     inline = String(name[name.index(after: eq)...])
                     name = String(name[..<eq])
                 }
-                guard let option = spec.options.first(where: { $0.name == name }) else {
-                    throw usage("unknown option --\(name) for '\(spec.name)'", spec)
+                guard let option = options.first(where: { $0.name == name || $0.aliases.contains(name) }) else {
+                    throw usage("unknown option --\(name) for '\(spec.name)'" + Suggestions.didYouMean("--" + name, among: longNames), spec)
                 }
-                if option.value != nil {
-                    let value: String
-                    if let inline {
-                        value = inline
-                    } else {
-                        guard i < args.count else { throw usage("--\(name) needs a value (\(option.value!))", spec) }
-                        value = args[i]
-                        i += 1
-                    }
-                    if !option.repeatable && out.values[name] != nil { throw usage("--\(name) given twice", spec) }
-                    out.values[name, default: []].append(value)
-                } else {
-                    if inline != nil { throw usage("--\(name) takes no value", spec) }
-                    out.flags.insert(name)
-                }
+                try record(option, as: "--\(name)", inline: inline)
                 continue
             }
             if arg.hasPrefix("-") && arg.count > 1 && Int(arg) == nil {
-                throw usage("unknown option \(arg) for '\(spec.name)'", spec)
+                // One or more one-letter options: -a, -aq, -n 20, -n20.
+                var rest = arg.dropFirst()
+                while let letter = rest.first {
+                    rest = rest.dropFirst()
+                    if letter == "h" { out.helpRequested = true; continue }
+                    guard let option = options.first(where: { $0.short == letter }) else {
+                        // "-all" is more likely a long option with one dash than -a -l -l.
+                        let long = "--" + arg.dropFirst()
+                        let hint =
+                            arg.count <= 2
+                            ? "" : longNames.contains(long) ? "; did you mean '\(long)'?" : Suggestions.didYouMean(long, among: longNames)
+                        throw usage("unknown option \(arg.count > 2 ? arg : "-\(letter)") for '\(spec.name)'" + hint, spec)
+                    }
+                    if option.value != nil && !rest.isEmpty {
+                        try record(option, as: "-\(letter)", inline: String(rest.hasPrefix("=") ? rest.dropFirst() : rest))
+                        rest = ""
+                    } else {
+                        try record(option, as: "-\(letter)", inline: nil)
+                    }
+                }
+                continue
             }
             out.positionals.append(arg)
             if let n = spec.commandAfterPositionals, out.positionals.count > n {
                 out.command = [out.positionals.removeLast()] + args[i...]
                 break
             }
+        }
+        // Checked after the loop, so `doctor extra --help` still shows the help.
+        if let limit = spec.operands, out.positionals.count > limit.max, !out.helpRequested {
+            throw usage("unexpected argument '\(out.positionals[limit.max])': '\(spec.name)' takes \(limit.text)", spec)
         }
         return out
     }
@@ -108,5 +171,13 @@ enum ArgumentParser {
             throw IceboxError(.usage, "invalid duration '\(text)' for --\(option)", hint: "write it like 250ms, 5s, 1.5s, 1m30s or 100us")
         }
         return value
+    }
+
+    /// A value that must be one of a few words: the word, or a usage error that suggests the closest.
+    static func choice(_ text: String, option: String, among choices: [String]) throws(IceboxError) -> String {
+        if choices.contains(text) { return text }
+        throw IceboxError(
+            .usage, "invalid --\(option) '\(text)'" + Suggestions.didYouMean(text, among: choices),
+            hint: "use " + choices.dropLast().joined(separator: ", ") + " or " + (choices.last ?? ""))
     }
 }

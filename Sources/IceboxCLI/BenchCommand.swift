@@ -47,9 +47,9 @@ enum BenchCommand: IceboxCommand {
         let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
         switch options.ready {
         case .exec:
-            Output.err(
-                "icebox bench: warning: with --ready exec, 'ready' only means execve returned; use tcp:, http:, notify or cmd: to time when the app answers"
-            )
+            Output.warning(
+                "with --ready exec, 'ready' only means execve returned; use tcp:, http:, notify or cmd: to time when the app answers",
+                from: "icebox bench")
         case .notify where options.foregroundSignal == nil:
             throw IceboxError(
                 .usage, "--ready notify needs --foreground-signal SIG",
@@ -65,19 +65,34 @@ enum BenchCommand: IceboxCommand {
 
         var measured: [BenchSession.Run] = []
         var measuringSince: UInt64 = 0
-        for i in 0..<(warmup + runs) {
-            let counted = i >= warmup
-            if counted && measuringSince == 0 { measuringSince = Clock.monotonicNanos() }
-            if progress {
-                let label = counted ? "run \(i - warmup + 1)/\(runs)" : "warm-up \(i + 1)/\(warmup)"
-                Output.writeAll(
-                    2,
-                    "\r\u{1B}[K\(label)"
-                        + (measured.last.map { "  cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))" } ?? ""))
+        let started = Clock.monotonicNanos()
+        let total = warmup + runs
+        do {
+            for i in 0..<total {
+                let counted = i >= warmup
+                if counted && measuringSince == 0 { measuringSince = Clock.monotonicNanos() }
+                if progress {
+                    let label = counted ? "run \(i - warmup + 1)/\(runs)" : "warm-up \(i + 1)/\(warmup)"
+                    let last = measured.last.map { "cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))" } ?? ""
+                    let eta = ProgressBar.remaining(elapsedNanos: Clock.monotonicNanos() - started, done: i, total: total)
+                    let line = ProgressBar.line(
+                        label: label, done: i, total: total, detail: last, etaNanos: eta, columns: Terminal.columns(2) ?? 80)
+                    Output.writeAll(2, "\r\u{1B}[K" + line)
+                }
+                let relaunch = counted && evictEvery > 0 && (i - warmup + 1) % evictEvery == 0
+                let sample = try session.run(relaunchAfterEviction: relaunch)
+                if counted { measured.append(sample) }
             }
-            let relaunch = counted && evictEvery > 0 && (i - warmup + 1) % evictEvery == 0
-            let sample = try session.run(relaunchAfterEviction: relaunch)
-            if counted { measured.append(sample) }
+        } catch {
+            if progress { Output.writeAll(2, "\r\u{1B}[K") }
+            guard let signal = session.interruption.signal else { throw error }
+            // Interrupted: evict the app now (as the defer would), say so, and exit as a
+            // shell reports a command a signal ended: 128 + the signal (130 for Ctrl-C).
+            session.cleanUp()
+            Output.err(
+                "icebox bench: interrupted by \(Signals.name(of: signal)) after \(measured.count) of \(Plural.count(runs, "run")); the app was evicted"
+            )
+            return 128 + signal
         }
         if progress { Output.writeAll(2, "\r\u{1B}[K") }
 
@@ -85,7 +100,7 @@ enum BenchCommand: IceboxCommand {
             options: options, runs: runs, warmup: warmup, measured: measured,
             events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
         for line in report.lines() { Output.out(line) }
-        for warning in report.warnings() { Output.err("icebox bench: warning: \(warning)") }
+        for warning in report.warnings() { Output.warning(warning, from: "icebox bench") }
         try report.export(json: args.value("export-json"), csv: args.value("export-csv"), markdown: args.value("export-markdown"))
         return 0
     }

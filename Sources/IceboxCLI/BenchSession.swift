@@ -12,11 +12,18 @@ struct BenchSession {
         var relaunch: UInt64?
     }
 
+    /// The signal that interrupted the benchmark, once one has (a class: the waits that
+    /// notice it do not mutate the session).
+    final class Interruption {
+        var signal: Int32?
+    }
+
     var client: DaemonClient
     let options: LaunchOptions
     let holdNanos: UInt64
     let signalFD: Int32
     var appLive = false
+    let interruption = Interruption()
 
     /// Sends one request and collects its lines; a failure becomes an error with its lines.
     mutating func call(_ request: ControlRequest) throws(IceboxError) -> [String] {
@@ -101,12 +108,14 @@ struct BenchSession {
         return false
     }
 
-    /// Waits for the given time, or until Ctrl-C/SIGTERM arrives (then throws): the hold
-    /// and the probe back-off are deliberate waits, and an interrupt must not be missed.
+    /// Waits for the given time, or until Ctrl-C/SIGTERM arrives (then records the signal and
+    /// throws): the hold and the probe back-off are deliberate waits, and an interrupt must
+    /// not be missed.
     func pause(_ nanos: UInt64) throws(IceboxError) {
         if ((try? Poll.wait(signalFD, events: Int16(POLLIN), timeoutNanos: nanos)) ?? 0) > 0 {
-            _ = Signals.drain(signalFD: signalFD)
-            throw IceboxError(.failure, "interrupted")
+            let signal = Signals.drain(signalFD: signalFD).first ?? SIGINT
+            interruption.signal = interruption.signal ?? signal
+            throw IceboxError(.failure, "interrupted by \(Signals.name(of: signal))")
         }
     }
 

@@ -20,9 +20,12 @@ public enum IceboxMain {
         ]
     }
 
+    /// What `icebox` itself accepts before the command.
+    static let topLevelOptions = ["--help", "--version", "--color"]
+
     static var overview: String {
         var text = """
-            usage: icebox COMMAND [OPTIONS] [ARGS]
+            usage: icebox [--color WHEN] COMMAND [OPTIONS] [ARGS]
 
             icebox gives Linux processes the mobile app lifecycle: launch, a background notice
             and grace period, freeze and thaw (cgroup v2, the v1 freezer or SIGSTOP), terminate
@@ -35,11 +38,16 @@ public enum IceboxMain {
             let name = "  " + c.spec.name
             text += name + String(repeating: " ", count: max(2, 14 - name.count)) + c.spec.summary + "\n"
         }
+        text += "\noptions:\n" + CommandSpec.optionLines(CommandSpec.globalOptions)
+        text += CommandSpec.optionLines([
+            CommandSpec.helpOption, OptionSpec(name: "version", value: nil, help: "print the version", short: "V"),
+        ])
         text += """
 
             Run 'icebox COMMAND --help' for a command's options, 'man icebox' for everything.
             Exit codes: 0 ok, 1 failed, 64 usage, 69 unavailable, 77 permission denied,
-            126/127 command not executable/not found; run exits with the app's status.
+            126/127 command not executable/not found, 130/143 interrupted by SIGINT/SIGTERM;
+            run exits with the app's status.
             """
         return text
     }
@@ -51,37 +59,93 @@ public enum IceboxMain {
         var empty = sigset_t()
         sigemptyset(&empty)
         sigprocmask(SIG_SETMASK, &empty, nil)
-        let args = Array(argv.dropFirst())
+        var args = Array(argv.dropFirst())
+        let env = ProcessEnvironment.dictionary
+        configureColor(.auto, env)
+        // Options of icebox itself, before the command.
+        var color: String?
+        while let first = args.first, first.hasPrefix("-") {
+            if first == "--help" || first == "-h" { break }
+            if first == "--version" || first == "-V" || first == "-v" {
+                Output.out(version)
+                return 0
+            }
+            if first == "--color" || first.hasPrefix("--color=") {
+                if first == "--color" {
+                    guard args.count > 1 else { return fail(IceboxError(.usage, "--color needs a value (auto, always or never)")) }
+                    color = args[1]
+                    args.removeFirst(2)
+                } else {
+                    color = String(first.dropFirst("--color=".count))
+                    args.removeFirst()
+                }
+                continue
+            }
+            return fail(
+                IceboxError(
+                    .usage, "unknown option '\(first)'" + Suggestions.didYouMean(first, among: topLevelOptions),
+                    hint: "options of a command go after it: icebox COMMAND --help"))
+        }
+        if let color {
+            guard let choice = ColorChoice(rawValue: color) else { return fail(colorError(color)) }
+            configureColor(choice, env)
+        }
         guard let first = args.first else {
             Output.err(overview)
             return ExitCode.usage.rawValue
         }
+        let names = commands.map { $0.spec.name }
         if first == "--help" || first == "-h" || first == "help" {
-            if args.count > 1, let c = commands.first(where: { $0.spec.name == args[1] }) {
+            if args.count > 1 {
+                guard let c = commands.first(where: { $0.spec.name == args[1] }) else {
+                    return fail(
+                        IceboxError(
+                            .usage, "no help on '\(args[1])': not a command" + Suggestions.didYouMean(args[1], among: names),
+                            hint: "see icebox --help"))
+                }
                 Output.out(c.spec.help)
             } else {
                 Output.out(overview)
             }
             return 0
         }
-        if first == "--version" || first == "version" {
+        if first == "version" {
             Output.out(version)
             return 0
         }
         guard let command = commands.first(where: { $0.spec.name == first }) else {
-            Output.err("icebox: unknown command '\(first)' (see icebox --help)")
-            return ExitCode.usage.rawValue
+            return fail(
+                IceboxError(.usage, "unknown command '\(first)'" + Suggestions.didYouMean(first, among: names), hint: "see icebox --help"))
         }
         do {
             let parsed = try ArgumentParser.parse(Array(args.dropFirst()), spec: command.spec)
+            if let color = parsed.value("color") {
+                guard let choice = ColorChoice(rawValue: color) else { return fail(colorError(color)) }
+                configureColor(choice, env)
+            }
             if parsed.helpRequested {
                 Output.out(command.spec.help)
                 return 0
             }
             return try command.run(parsed)
         } catch {
-            Output.err("icebox: \(error)")
-            return error.code.rawValue
+            return fail(error)
         }
+    }
+
+    static func fail(_ error: IceboxError) -> Int32 {
+        Output.err("icebox: \(error)")
+        return error.code.rawValue
+    }
+
+    static func colorError(_ text: String) -> IceboxError {
+        let choices = ColorChoice.allCases.map(\.rawValue)
+        return IceboxError(
+            .usage, "invalid --color '\(text)'" + Suggestions.didYouMean(text, among: choices), hint: "use auto, always or never")
+    }
+
+    static func configureColor(_ choice: ColorChoice, _ env: [String: String]) {
+        Output.colorOut = Terminal.colorEnabled(choice: choice, noColor: env["NO_COLOR"], term: env["TERM"], isTerminal: isatty(1) == 1)
+        Output.colorErr = Terminal.colorEnabled(choice: choice, noColor: env["NO_COLOR"], term: env["TERM"], isTerminal: isatty(2) == 1)
     }
 }

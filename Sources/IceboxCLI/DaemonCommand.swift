@@ -13,8 +13,11 @@ enum DaemonCommand: IceboxCommand {
             OptionSpec(name: "terminate-apps", value: nil, help: "with --stop: first terminate every app gracefully"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (or ICEBOX_CGROUP_ROOT)"),
         ] + PolicyOptions.options,
-        details:
-            "The policy settings apply on top of the last policy (kept in the state directory); change them later with icebox policy set.")
+        details: """
+            The policy settings apply on top of the last policy (kept in the state directory); change them later with icebox policy set.
+            With --foreground, a daemon already running for the runtime directory is an error (exit 1).
+            """,
+        operands: .nothing)
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let env = ProcessEnvironment.dictionary
@@ -56,7 +59,10 @@ enum DaemonCommand: IceboxCommand {
         }
         let daemon = try Daemon(config: config)
         if try !daemon.run() {
-            Output.err("icebox: another daemon already serves \(config.paths.runtimeDir)")
+            // Asked to be the daemon and could not be: a failure, not the no-op of a plain
+            // `icebox daemon` that finds one running.
+            Output.err("icebox: another daemon already serves \(config.paths.runtimeDir); this one did not start")
+            return ExitCode.failure.rawValue
         }
         return 0
     }

@@ -2,15 +2,38 @@ import Glibc
 import IceboxCore
 import IceboxSystem
 
-/// icebox doctor: what works on this host and why, each finding checked for real.
+/// icebox doctor: what works on this host and why, each finding checked for real, and
+/// nothing on the host changed: no cgroup root is created (one that does not exist yet is
+/// judged by the directory it would be made in), and the test spawn goes into doctor's own
+/// cgroup, so there is nothing to clean up.
 enum DoctorCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "doctor", usage: "icebox doctor [--json] [--cgroup-root PATH]",
+        name: "doctor", usage: "icebox doctor [-j] [--require FEATURE,...] [--cgroup-root PATH]",
         summary: "what works on this host and why: cgroups, freezers, pidfd, clone3, PSI, capabilities",
         options: [
-            OptionSpec(name: "json", value: nil, help: "the findings as one JSON object"),
+            OptionSpec(name: "json", value: nil, help: "the findings as one JSON object", short: "j"),
+            OptionSpec(
+                name: "require", value: "FEATURE,...",
+                help: "exit 1 unless these work: \(Feature.allCases.map(\.rawValue).joined(separator: ", "))",
+                repeatable: true),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "check this cgroup root (or ICEBOX_CGROUP_ROOT)"),
-        ])
+        ],
+        details: """
+            Exits 0 when icebox can run apps here (pidfd works and a freeze backend is usable)
+            and every --require'd feature works, 1 otherwise. Changes nothing on the host.
+            """,
+        operands: .nothing)
+
+    /// What --require can ask for.
+    enum Feature: String, CaseIterable, Codable {
+        case cgroup2  // the cgroup v2 freezer backend (cgroup.freeze, a usable cgroup root)
+        case cgroup1  // the v1 freezer backend
+        case signal  // the SIGSTOP backend (/proc readable)
+        case psi  // /proc/pressure/memory, for --pressure
+        case pidfd  // pidfd_open (Linux 5.3), which the daemon needs
+        case clone3  // clone3 with CLONE_INTO_CGROUP (Linux 5.7)
+        case cgroupKill = "cgroup-kill"  // cgroup.kill (Linux 5.14)
+    }
 
     struct Finding: Codable {
         var check: String
@@ -22,6 +45,11 @@ enum DoctorCommand: IceboxCommand {
         var findings: [Finding]
         var autoBackend: String
         var cgroupRoot: String?
+        var features: [String: Bool]
+        var required: [String]
+        var missing: [String]
+        var usable: Bool  // icebox can run apps here
+        var ok: Bool  // usable, and nothing required is missing: exit 0
     }
 
     /// Capabilities worth knowing about, and what lacking each one disables.
@@ -33,18 +61,31 @@ enum DoctorCommand: IceboxCommand {
         ("cap_sys_ptrace", "reading other users' /proc details and process_madvise compaction"),
     ]
 
+    /// The features --require names, from "cgroup2,psi" given once or more.
+    static func requiredFeatures(_ values: [String]) throws(IceboxError) -> [Feature] {
+        var out: [Feature] = []
+        for text in values.flatMap({ $0.split(separator: ",").map { String($0).trimmed() } }) where !text.isEmpty {
+            let name = try ArgumentParser.choice(text, option: "require", among: Feature.allCases.map(\.rawValue))
+            if let f = Feature(rawValue: name), !out.contains(f) { out.append(f) }
+        }
+        return out
+    }
+
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        let required = try requiredFeatures(args.all("require"))
         let env = ProcessEnvironment.dictionary
         let override = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
-        let facts = HostFacts.discover(cgroupRootOverride: override)
+        let facts = HostFacts.discover(cgroupRootOverride: override, createRoots: false)
         var f: [Finding] = []
         let m = facts.mounts
         f.append(Finding(check: "cgroup mode", ok: m.unified != nil, detail: m.mode))
         f.append(Finding(check: "cgroup2 mount", ok: m.unified != nil, detail: m.unified ?? "not mounted"))
+        let toBeMade = facts.cgroupRootExists ? "" : " (does not exist yet: created at the first launch)"
         f.append(
             Finding(
                 check: "cgroup root", ok: facts.cgroup2Usable,
-                detail: (facts.cgroupRoot ?? "none") + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present")))
+                detail: (facts.cgroupRoot ?? "none")
+                    + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present" + toBeMade)))
         f.append(
             Finding(
                 check: "delegation", ok: getuid() == 0 || facts.cgroup2Usable,
@@ -61,13 +102,16 @@ enum DoctorCommand: IceboxCommand {
         f.append(
             Finding(
                 check: "v1 freezer", ok: facts.cgroup1Usable,
-                detail: (facts.freezerV1Root ?? "none") + (facts.freezerV1Problem.map { ": \($0)" } ?? ": usable (--backend cgroup1)")))
+                detail: (facts.freezerV1Root ?? "none")
+                    + (facts.freezerV1Problem.map { ": \($0)" }
+                        ?? ": usable (--backend cgroup1)" + (facts.freezerV1RootExists ? "" : " (created at the first launch)"))))
         f.append(Finding(check: "v1 memory", ok: m.memoryV1 != nil, detail: m.memoryV1 ?? "not mounted"))
+        let pidfd = HostFacts.pidfdWorks
         f.append(
             Finding(
-                check: "pidfd", ok: HostFacts.pidfdWorks,
-                detail: HostFacts.pidfdWorks ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3"))
-        f.append(spawnCheck(facts))
+                check: "pidfd", ok: pidfd, detail: pidfd ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3"))
+        let spawn = spawnCheck(facts)
+        f.append(spawn)
         let psi = FileIO.exists("/proc/pressure/memory")
         let sysResource = Capabilities.hasEffective("cap_sys_resource") ?? false
         f.append(
@@ -94,40 +138,66 @@ enum DoctorCommand: IceboxCommand {
                 detail: facts.cgroupRoot.map { FileIO.exists($0 + "/memory.current") } == true
                     ? "memory.current (v2 memory controller)"
                     : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
-        let auto = (try? facts.resolve(.auto))?.rawValue ?? "none"
-        f.append(Finding(check: "auto backend", ok: true, detail: auto))
-        let report = Report(findings: f, autoBackend: auto, cgroupRoot: facts.cgroupRoot)
+        let signalWorks = FileIO.exists("/proc/self/stat")
+        let auto = facts.cgroup2Usable ? "cgroup2" : facts.cgroup1Usable ? "cgroup1" : signalWorks ? "signal" : "none"
+        f.append(Finding(check: "auto backend", ok: auto != "none", detail: auto))
+
+        let features: [Feature: Bool] = [
+            .cgroup2: facts.cgroup2Usable, .cgroup1: facts.cgroup1Usable, .signal: signalWorks, .psi: psi, .pidfd: pidfd,
+            .clone3: spawn.ok, .cgroupKill: facts.supportsCgroupKill,
+        ]
+        let usable = pidfd && auto != "none"
+        let missing = required.filter { features[$0] != true }
+        let report = Report(
+            findings: f, autoBackend: auto, cgroupRoot: facts.cgroupRoot,
+            features: Dictionary(uniqueKeysWithValues: features.map { ($0.key.rawValue, $0.value) }),
+            required: required.map(\.rawValue), missing: missing.map(\.rawValue), usable: usable, ok: usable && missing.isEmpty)
         if args.flag("json") {
             Output.out(JSONLines.encode(report))
         } else {
-            for line in Output.table(f.map { [$0.ok ? "ok" : "--", $0.check, $0.detail] }) { Output.out(line) }
+            let rows = f.map { [$0.ok ? "ok" : "--", $0.check, $0.detail] }
+            let lines = Output.table(
+                rows, style: { row, column in column == 0 ? (f[row].ok ? .green : .yellow) : nil }, color: Output.colorOut)
+            for line in lines { Output.out(line) }
         }
-        return 0
+        if !usable {
+            Output.err(
+                "icebox: icebox cannot run apps on this host: "
+                    + (pidfd ? "no freeze backend is usable" : "pidfd_open does not work (Linux 5.3 or later is needed)"))
+        }
+        if !missing.isEmpty {
+            Output.err("icebox: required but missing: " + missing.map(\.rawValue).joined(separator: ", ") + " (see the findings above)")
+        }
+        return report.ok ? 0 : ExitCode.failure.rawValue
     }
 
-    /// Spawns /bin/true straight into a scratch cgroup to see which spawn path works here.
+    /// Spawns /bin/true with clone3(CLONE_INTO_CGROUP) into the cgroup doctor already runs
+    /// in, to see which spawn path works here: moving a process to where it already is
+    /// changes nothing, and there is no scratch cgroup to remove afterwards.
     static func spawnCheck(_ facts: HostFacts) -> Finding {
-        guard facts.cgroup2Usable, let root = facts.cgroupRoot else {
-            return Finding(check: "clone3", ok: false, detail: "not checked: no usable cgroup root")
+        guard let mount = facts.mounts.unified,
+            let relative = (try? FileIO.read("/proc/self/cgroup")).flatMap(ProcFS.unifiedCgroup(in:))
+        else {
+            return Finding(check: "clone3", ok: false, detail: "not checked: no cgroup2 filesystem, or no v2 cgroup for this process")
         }
-        let cg = Cgroup2(path: root + "/.doctor-\(getpid())")
-        defer { try? cg.remove() }
+        let own = Cgroup2(path: relative == "/" ? mount : mount + relative)
         do {
-            try cg.create()
             var req = SpawnRequest(executable: "/bin/true", arguments: ["true"], environment: [])
-            req.cgroupDirFD = try cg.openDirectory()
-            req.cgroupProcsFD = try cg.openProcsForWriting()
-            defer { close(req.cgroupDirFD); close(req.cgroupProcsFD) }
+            req.cgroupDirFD = try own.openDirectory()
+            defer { close(req.cgroupDirFD) }
             let spawned = try Spawner.spawn(req)
-            _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+            if (try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)) == nil {
+                _ = try? spawned.handle.send(SIGKILL)
+                _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+            }
             let ok = spawned.method == .clone3IntoCgroup
             return Finding(
                 check: "clone3", ok: ok,
                 detail: ok
-                    ? "clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) works"
+                    ? "clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) works (tried into \(own.path))"
                     : "falling back to \(spawned.method.rawValue)")
         } catch {
-            return Finding(check: "clone3", ok: false, detail: "test spawn failed: \(error)")
+            return Finding(check: "clone3", ok: false, detail: "test spawn into \(own.path) failed: \(error)")
         }
     }
 }

@@ -11,7 +11,9 @@ enum OneShotFreeze {
         OptionSpec(name: "timeout", value: "DUR", help: "give up (and roll back) after this (default 10s)"),
     ]
 
-    static func freezer(_ args: ParsedArguments, spec: CommandSpec) throws(IceboxError) -> (any Freezer, String) {
+    /// The freezer for the target, what to call the target, and how many tasks it has now
+    /// (threads for a process tree, which SIGSTOP acts on; processes for a cgroup).
+    static func freezer(_ args: ParsedArguments, spec: CommandSpec) throws(IceboxError) -> (any Freezer, String, () -> Int) {
         switch (args.value("pid"), args.value("cgroup")) {
         case (let pidText?, nil):
             guard let pid = pid_t(pidText), pid > 1 else {
@@ -19,10 +21,12 @@ enum OneShotFreeze {
             }
             guard FileIO.exists("/proc/\(pid)") else { throw IceboxError(.failure, "no process with pid \(pid)") }
             if pid == getpid() { throw IceboxError(.usage, "icebox cannot freeze itself") }
-            return (SignalFreezer { SignalFreezer.processTree(root: pid) }, "pid \(pid)")
+            let threads = { SignalFreezer.processTree(root: pid).reduce(0) { $0 + ProcFS.threads(of: $1).count } }
+            return (SignalFreezer { SignalFreezer.processTree(root: pid) }, "pid \(pid)", threads)
         case (nil, let path?):
-            if FileIO.exists(path + "/cgroup.freeze") { return (Cgroup2Freezer(cgroup: Cgroup2(path: path)), path) }
-            if FileIO.exists(path + "/freezer.state") { return (Cgroup1Freezer(path: path), path) }
+            let procs = { ((try? FileIO.read(path + "/cgroup.procs")) ?? "").split(separator: "\n").count }
+            if FileIO.exists(path + "/cgroup.freeze") { return (Cgroup2Freezer(cgroup: Cgroup2(path: path)), path, procs) }
+            if FileIO.exists(path + "/freezer.state") { return (Cgroup1Freezer(path: path), path, procs) }
             if !FileIO.isDirectory(path) { throw IceboxError(.failure, "no cgroup at \(path)") }
             throw IceboxError(
                 .unavailable, "\(path) has neither cgroup.freeze (cgroup v2, Linux 5.2) nor freezer.state (v1 freezer)",
@@ -32,14 +36,28 @@ enum OneShotFreeze {
         }
     }
 
+    static func tasks(_ n: Int, _ backend: BackendKind) -> String {
+        backend == .signal ? Plural.count(n, "thread") : Plural.count(n, "process", "processes")
+    }
+
     static func run(thaw: Bool, _ args: ParsedArguments, spec: CommandSpec) throws(IceboxError) -> Int32 {
-        let (freezer, what) = try freezer(args, spec: spec)
+        let (freezer, what, taskCount) = try freezer(args, spec: spec)
         let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 10_000_000_000)
+        // Read the kernel's state first: freezing what is frozen (or thawing what is not) is
+        // a no-op that says so, not a latency measured on nothing.
+        if !thaw && freezer.isFrozen() {
+            Output.out("\(what)  already frozen (\(freezer.kind.rawValue), \(tasks(taskCount(), freezer.kind)))")
+            return 0
+        }
+        if thaw && !freezer.isFrozen() && !freezer.freezeStarted() {
+            Output.out("\(what)  not frozen (\(freezer.kind.rawValue), \(tasks(taskCount(), freezer.kind)))")
+            return 0
+        }
         let deadline = Clock.monotonicNanos() + timeout
         do {
             let report = thaw ? try freezer.thaw(deadline: deadline) : try freezer.freeze(deadline: deadline)
             Output.out(
-                "\(what)  \(thaw ? "thawed" : "frozen") in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(report.tasks) \(report.backend == .signal ? "threads" : "processes"))"
+                "\(what)  \(thaw ? "thawed" : "frozen") in \(DurationText.format(report.durationNanos)) (\(report.backend.rawValue), \(tasks(report.tasks, report.backend)))"
             )
             return 0
         } catch {
@@ -55,13 +73,15 @@ enum OneShotFreeze {
 enum FreezeCommand: IceboxCommand {
     static let spec = CommandSpec(
         name: "freeze", usage: "icebox freeze --pid PID | --cgroup PATH [--timeout DUR]",
-        summary: "freeze a process tree or cgroup now (no daemon) and confirm it", options: OneShotFreeze.options)
+        summary: "freeze a process tree or cgroup now (no daemon) and confirm it", options: OneShotFreeze.options,
+        operands: .nothing)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try OneShotFreeze.run(thaw: false, args, spec: spec) }
 }
 
 enum ThawCommand: IceboxCommand {
     static let spec = CommandSpec(
         name: "thaw", usage: "icebox thaw --pid PID | --cgroup PATH [--timeout DUR]",
-        summary: "thaw a process tree or cgroup (no daemon) and confirm it", options: OneShotFreeze.options)
+        summary: "thaw a process tree or cgroup (no daemon) and confirm it", options: OneShotFreeze.options,
+        operands: .nothing)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try OneShotFreeze.run(thaw: true, args, spec: spec) }
 }

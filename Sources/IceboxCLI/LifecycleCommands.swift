@@ -45,7 +45,8 @@ enum ResumeCommand: IceboxCommand {
 enum SwitchCommand: IceboxCommand {
     static let spec = CommandSpec(
         name: "switch", usage: "icebox switch NAME",
-        summary: "resume NAME and send the active app(s) to the background", options: LifecycleRequest.common)
+        summary: "resume NAME and send the active app(s) to the background", options: LifecycleRequest.common,
+        operands: Operands(max: 1, text: "one app name"))
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         if args.positionals.count != 1 { throw ArgumentParser.usage("switch takes exactly one app name", spec) }
         return try LifecycleRequest.send(args, spec: spec) { .switchTo(name: $0[0]) }
@@ -78,7 +79,8 @@ enum RelaunchCommand: IceboxCommand {
         name: "relaunch", usage: "icebox relaunch NAME",
         summary: "start an ended app again with its last command line and options (detached)",
         options: LifecycleRequest.common,
-        details: "The app gets ICEBOX_LAUNCH_REASON=restore if it was evicted or killed while suspended, else fresh.")
+        details: "The app gets ICEBOX_LAUNCH_REASON=restore if it was evicted or killed while suspended, else fresh.",
+        operands: Operands(max: 1, text: "one app name"))
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         if args.positionals.count != 1 { throw ArgumentParser.usage("relaunch takes exactly one app name", spec) }
         return try LifecycleRequest.send(args, spec: spec) { .relaunch(name: $0[0]) }

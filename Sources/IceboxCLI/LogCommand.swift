@@ -5,37 +5,107 @@ import IceboxSystem
 /// icebox log [NAME]: the timed event log, read from the state directory (no daemon needed).
 enum LogCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "log", usage: "icebox log [NAME] [--json] [--follow]",
+        name: "log", usage: "icebox log [NAME] [-j] [-f] [-n N] [--since WHEN] [--until WHEN]",
         summary: "the timed event log, all apps or one",
         options: [
-            OptionSpec(name: "json", value: nil, help: "one JSON object a line, with duration_ns"),
-            OptionSpec(name: "follow", value: nil, help: "keep printing new events"),
-        ])
+            OptionSpec(name: "json", value: nil, help: "one JSON object a line, with duration_ns", short: "j"),
+            OptionSpec(name: "follow", value: nil, help: "keep printing new events (Ctrl-C ends it: exit 130)", short: "f"),
+            OptionSpec(name: "lines", value: "N", help: "only the last N events (then new ones, with -f)", short: "n", aliases: ["tail"]),
+            OptionSpec(name: "since", value: "WHEN", help: "events from then on: a duration ago (10m), HH:MM[:SS] today, or RFC 3339"),
+            OptionSpec(name: "until", value: "WHEN", help: "events up to then (same forms as --since)"),
+        ],
+        details: "Text lines show local time, with the date for events not from today.",
+        operands: Operands(max: 1, text: "at most one app name"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let name = args.positionals.first
         if let name { try AppName.validate(name) }
+        let lines = try count(args.value("lines"), option: "lines")
+        let now = Clock.wallNanos()
+        let since = try bound(args.value("since"), option: "since", now: now)
+        let until = try bound(args.value("until"), option: "until", now: now)
+        let follow = args.flag("follow")
+        if follow && until != nil {
+            throw ArgumentParser.usage("--until and --follow together would wait for nothing: give one of them", spec)
+        }
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
         let json = args.flag("json")
-        try FileFollower.print(paths.eventLog, follow: args.flag("follow"), missingIsEmpty: true) { line in
+        var seenApp = name == nil
+        var tail: [String] = []  // with -n, the last N lines before the follow starts
+        var caughtUp = false
+        func show(_ text: String) {
+            if caughtUp || lines == nil {
+                Output.out(text)
+            } else if let lines, lines > 0 {
+                tail.append(text)
+                if tail.count > lines { tail.removeFirst() }
+            }
+        }
+        let code = try FileFollower.run(
+            path: paths.eventLog, follow: follow, missingIsEmpty: true,
+            caughtUp: {
+                caughtUp = true
+                for text in tail { Output.out(text) }
+                tail = []
+                if !seenApp, let name, !FileIO.exists(paths.registryRecord(name)), follow {
+                    Output.err("icebox: no app named '\(name)' has run yet; waiting for its events")
+                }
+            }
+        ) { line in
             guard let event = JSONLines.decode(Event.self, line) else { return }
             if let name, event.app != name { return }
-            Output.out(json ? line : event.humanLine)
+            seenApp = true
+            if since != nil || until != nil {
+                guard let wall = TimeText.parseTimestamp(event.time, offset: TimeText.localOffset) else { return }
+                if let since, wall < since { return }
+                if let until, wall > until { return }
+            }
+            show(json ? line : EventText.line(event, color: Output.colorOut))
         }
-        return 0
+        if !follow, !seenApp, let name, !FileIO.exists(paths.registryRecord(name)) {
+            throw IceboxError(
+                .failure, "no app named '\(name)' has run here (no events for it in \(paths.eventLog))",
+                hint: "icebox ps --all lists the apps icebox knows")
+        }
+        return code
+    }
+
+    static func count(_ text: String?, option: String) throws(IceboxError) -> Int? {
+        guard let text else { return nil }
+        guard let n = Int(text), n >= 0 else {
+            throw IceboxError(.usage, "--\(option) needs a whole number of lines (0 or more), not '\(text)'")
+        }
+        return n
+    }
+
+    static func bound(_ text: String?, option: String, now: Int64) throws(IceboxError) -> Int64? {
+        guard let text else { return nil }
+        guard let value = TimeText.parseBound(text, nowWallNanos: now, offset: TimeText.localOffset) else {
+            throw IceboxError(
+                .usage, "invalid --\(option) '\(text)'",
+                hint:
+                    "give a duration meaning that long ago (10m, 1h30m), a time today (14:30 or 14:30:15) or an RFC 3339 time (2026-11-30T14:30:00Z)"
+            )
+        }
+        return value
     }
 }
 
 /// icebox logs NAME: a detached app's own output.
 enum LogsCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "logs", usage: "icebox logs NAME [--follow]",
+        name: "logs", usage: "icebox logs NAME [-f] [-n N]",
         summary: "a detached app's own output (stdout and stderr)",
-        options: [OptionSpec(name: "follow", value: nil, help: "keep printing new output")])
+        options: [
+            OptionSpec(name: "follow", value: nil, help: "keep printing new output (Ctrl-C ends it: exit 130)", short: "f"),
+            OptionSpec(name: "lines", value: "N", help: "only the last N lines (then new ones, with -f)", short: "n", aliases: ["tail"]),
+        ],
+        operands: Operands(max: 1, text: "one app name"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         guard let name = args.positionals.first else { throw ArgumentParser.usage("logs needs an app name", spec) }
         try AppName.validate(name)
+        let lines = try LogCommand.count(args.value("lines"), option: "lines")
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
         let path = paths.appLog(name)
         if !FileIO.exists(path) {
@@ -43,19 +113,55 @@ enum LogsCommand: IceboxCommand {
                 .failure, "no output recorded for '\(name)' (\(path) does not exist)",
                 hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
         }
-        try FileFollower.print(path, follow: args.flag("follow"), missingIsEmpty: false) { Output.out($0) }
-        return 0
+        var tail: [String] = []
+        var caughtUp = false
+        return try FileFollower.run(
+            path: path, follow: args.flag("follow"), missingIsEmpty: false,
+            caughtUp: {
+                caughtUp = true
+                for text in tail { Output.out(text) }
+                tail = []
+            }
+        ) { line in
+            if caughtUp || lines == nil {
+                Output.out(line)
+            } else if let lines, lines > 0 {
+                tail.append(line)
+                if tail.count > lines { tail.removeFirst() }
+            }
+        }
     }
 }
 
 extension FileFollower {
-    /// Hands a file's lines to `emit` and, with `follow`, every line appended later, until
-    /// the process is ended (or the directory goes away).
-    static func print(_ path: String, follow: Bool, missingIsEmpty: Bool, _ emit: (String) -> Void) throws(IceboxError) {
+    /// Emits every complete line, calls `caughtUp` once the file has been read to its end,
+    /// and with `follow` keeps emitting new lines. A follow ends on SIGINT, SIGTERM or SIGHUP
+    /// (returning 128 + the signal, as a shell reports it) or when whoever reads stdout goes
+    /// away (returning 0, as `tail -f | head` ends), or when the log is removed. Without
+    /// follow it returns 0.
+    static func run(
+        path: String, follow: Bool, missingIsEmpty: Bool, caughtUp: () -> Void, _ emit: (String) -> Void
+    ) throws(IceboxError) -> Int32 {
+        let stopSignals = [SIGINT, SIGTERM, SIGHUP]
+        var signalFD: Int32 = -1
+        if follow {
+            // Blocked before the first read, so a Ctrl-C at any moment ends the follow cleanly;
+            // a reader that goes away (| head) must not kill us mid-line.
+            Signals.block(stopSignals + [SIGPIPE])
+            do { signalFD = try Signals.signalFD(stopSignals) } catch { throw IceboxError("set up signals", error) }
+        }
+        defer { if signalFD >= 0 { close(signalFD) } }
         let follower = try FileFollower(path: path, startAtEnd: false, follow: follow, missingIsEmpty: missingIsEmpty)
-        guard follow else { return follower.readLines(emit) }
-        // A reader that goes away (| head) must not kill us mid-line.
-        Signals.block([SIGPIPE])
-        try follower.follow(stop: nil, emit)
+        follower.readLines(emit)
+        caughtUp()
+        guard follow else { return 0 }
+        // stdout is watched for POLLERR: a pipe whose reader has gone reports it (for a file
+        // or a terminal, with no events asked for, poll reports nothing).
+        var stops = [pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
+        if fcntl(1, F_GETFD) >= 0 { stops.append(pollfd(fd: 1, events: 0, revents: 0)) }
+        switch try follower.follow(stopOn: stops, emit) {
+        case 0?: return 128 + (Signals.drain(signalFD: signalFD).first ?? SIGTERM)
+        default: return 0
+        }
     }
 }

@@ -1,9 +1,28 @@
 import Glibc
+import IceboxCore
 
 /// Writing to the terminal. stdout carries results, stderr carries errors and event logs.
 enum Output {
+    /// Whether stdout and stderr get colour; decided once in IceboxMain.main (Terminal.colorEnabled).
+    nonisolated(unsafe) static var colorOut = false  // written once in main before anything else runs; no thread exists yet
+    nonisolated(unsafe) static var colorErr = false  // likewise
+
     static func out(_ line: String) { writeAll(1, line + "\n") }
-    static func err(_ line: String) { writeAll(2, line + "\n") }
+
+    /// A line for stderr. An error line ("icebox: ...", ours or the daemon's) gets its
+    /// prefix in red when stderr has colour.
+    static func err(_ line: String) {
+        if colorErr, line.hasPrefix("icebox: ") {
+            writeAll(2, Style.error.paint("icebox:", colorErr) + line.dropFirst(7) + "\n")
+        } else {
+            writeAll(2, line + "\n")
+        }
+    }
+
+    /// "icebox bench: warning: ...", with "warning:" in yellow when stderr has colour.
+    static func warning(_ text: String, from prefix: String = "icebox") {
+        writeAll(2, "\(prefix): " + Style.warning.paint("warning:", colorErr) + " \(text)\n")
+    }
 
     /// Unbuffered, whole-line writes: output interleaves correctly with the daemon's and the
     /// app's on a shared terminal, and nothing is lost if icebox exits right after.
@@ -16,16 +35,26 @@ enum Output {
         }
     }
 
-    /// Columns padded to the widest cell; the last column is not padded.
-    static func table(_ rows: [[String]]) -> [String] {
+    /// Columns padded to the widest cell; the last column is not padded. `style` may colour
+    /// a cell (row 0 is the first row given); the padding is computed on the plain text.
+    static func table(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> [String] {
         guard let first = rows.first else { return [] }
         var widths = [Int](repeating: 0, count: first.count)
         for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
-        return rows.map { row in
+        return rows.enumerated().map { r, row in
             row.enumerated().map { i, cell in
-                i == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count)
+                let painted = (color ? style?(r, i) : nil).map { $0.paint(cell, true) } ?? cell
+                return i == row.count - 1
+                    ? painted : painted + String(repeating: " ", count: max(0, widths[min(i, widths.count - 1)] - cell.count))
             }.joined(separator: "  ").trimmingTrailingSpaces()
         }
+    }
+}
+
+/// A count with its noun: "1 process", "3 processes", "1 thread", "0 threads".
+enum Plural {
+    static func count(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(n) " + (n == 1 ? singular : plural ?? singular + "s")
     }
 }
 

@@ -34,17 +34,19 @@ enum PolicyCommand: IceboxCommand {
         name: "policy", usage: "icebox policy [set [SETTINGS]] [--json]",
         summary: "show the eviction policy, or change it on the running daemon",
         options: PolicyOptions.options + [
-            OptionSpec(name: "json", value: nil, help: "the policy as JSON"),
+            OptionSpec(name: "json", value: nil, help: "the policy as JSON", short: "j"),
             OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
         ],
-        details: "Settings given without 'set' are an error; 'none' clears a trigger. The policy is kept in the state directory.")
+        details: "Settings given without 'set' are an error; 'none' clears a trigger. The policy is kept in the state directory.",
+        operands: Operands(max: 1, text: "one operand, 'set'"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let settings = try PolicyOptions.settings(args)
         let setting = args.positionals.first == "set"
         if args.positionals.count > 1 || (!args.positionals.isEmpty && !setting) {
-            throw ArgumentParser.usage("policy takes no operand but 'set'", spec)
+            throw ArgumentParser.usage(
+                "policy takes no operand but 'set'" + Suggestions.didYouMean(args.positionals.last ?? "", among: ["set"]), spec)
         }
         if !setting && !settings.isEmpty {
             throw ArgumentParser.usage("to change the policy, write: icebox policy set --\(settings[0].key) \(settings[0].value)", spec)

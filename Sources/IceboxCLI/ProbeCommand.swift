@@ -7,7 +7,8 @@ enum ProbeCommand: IceboxCommand {
     static let spec = CommandSpec(
         name: "probe", usage: "icebox probe tcp:PORT|http:URL [--timeout DUR]",
         summary: "check once whether a local server answers (exit 0) or not (exit 1)",
-        options: [OptionSpec(name: "timeout", value: "DUR", help: "how long the check may take (default 1s)")])
+        options: [OptionSpec(name: "timeout", value: "DUR", help: "how long the check may take (default 1s)")],
+        operands: Operands(max: 1, text: "one target"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         guard args.positionals.count == 1, let mode = ReadyMode.parse(args.positionals[0]) else {

@@ -1,25 +1,55 @@
+import Glibc
 import IceboxCore
 import IceboxSystem
 
 /// icebox ps: the apps with their state, timings and memory.
 enum PsCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "ps", usage: "icebox ps [--json] [--all]",
+        name: "ps", usage: "icebox ps [-a] [-q | -j | --format TEMPLATE] [NAME...]",
         summary: "list the apps: state, time in state, pid, backend, memory, freeze/thaw latency, status",
         options: [
-            OptionSpec(name: "json", value: nil, help: "one JSON array (durations in integer nanoseconds)"),
-            OptionSpec(name: "all", value: nil, help: "include ended apps with their exit status or eviction"),
+            OptionSpec(name: "all", value: nil, help: "include ended apps with their exit status or eviction", short: "a"),
+            OptionSpec(name: "quiet", value: nil, help: "only the names, one a line", short: "q"),
+            OptionSpec(name: "json", value: nil, help: "one JSON array (durations in integer nanoseconds)", short: "j"),
+            OptionSpec(
+                name: "format", value: "TEMPLATE",
+                help: "one line per app from a template: '{{.Name}}\\t{{.State}}'; 'table ...' adds a header"),
             OptionSpec(name: "no-autostart", value: nil, help: "never start a daemon (to re-adopt apps a stopped one left)"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
-        ])
+        ],
+        details: """
+            NAME may be a glob ('web*'). A named app is shown even if it has ended; a NAME that
+            matches no app is an error (exit 1). --format fields: .Name .PID .State .Since
+            .Backend .Memory .MemoryBytes .LastFreeze .LastThaw .Status .Command .Priority
+            .ExitStatus .Cgroup, and {{json .}}; '\\t' is a tab.
+            """)
+
+    /// The fields of `--format`, in the order the man page lists them.
+    static let fields = [
+        "Name", "PID", "State", "Since", "Backend", "Memory", "MemoryBytes", "LastFreeze", "LastThaw", "Status", "Command",
+        "Priority", "ExitStatus", "Cgroup",
+    ]
+    /// What `ps` prints without --format (and with --format table).
+    static let defaultTable =
+        "table "
+        + ["Name", "PID", "State", "Since", "Backend", "Memory", "LastFreeze", "LastThaw", "Status"].map { "{{.\($0)}}" }
+        .joined(separator: "\\t")
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
+        let modes = ["json", "quiet"].filter { args.flag($0) } + (args.value("format") == nil ? [] : ["format"])
+        if modes.count > 1 {
+            throw ArgumentParser.usage("--\(modes[0]) and --\(modes[1]) cannot be combined: give one output form", spec)
+        }
+        let source = args.value("format") ?? "table"
+        let template = try FormatTemplate.parse(source == "table" ? defaultTable : source, fields: fields)
+        let patterns = args.positionals
         // ps starts a daemon only when the registry says apps were left running (after a
         // daemon crash or --stop): that daemon re-adopts them, so ps shows their true state.
         // Otherwise the registry alone says what ended.
         let env = ProcessEnvironment.dictionary
+        let all = args.flag("all") || !patterns.isEmpty
         var records: [AppRecord] = []
-        let request = ControlRequest.ps(all: args.flag("all"))
+        let request = ControlRequest.ps(all: all)
         var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: args.value("cgroup-root"))
         do {
             let code = try client.perform(request) { records = $0 }
@@ -30,29 +60,72 @@ enum PsCommand: IceboxCommand {
                 var starting = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: args.value("cgroup-root"))
                 let code = try starting.perform(request) { records = $0 }
                 if code != 0 { return code }
-            } else if args.flag("all") {
+            } else if all {
                 records = saved
             }
         }
+        var unmatched: [String] = []
+        if !patterns.isEmpty {
+            unmatched = patterns.filter { p in !records.contains { fnmatch(p, $0.name, 0) == 0 } }
+            records = records.filter { r in patterns.contains { fnmatch($0, r.name, 0) == 0 } }
+        }
+        defer { for p in unmatched { Output.err("icebox: no app named '\(p)'") } }
+        let status: Int32 = unmatched.isEmpty ? 0 : 1
         if args.flag("json") {
             Output.out(JSONLines.encode(records))
-            return 0
+            return status
         }
-        let now = Clock.monotonicNanos()
-        var rows = [["NAME", "PID", "STATE", "SINCE", "BACKEND", "MEMORY", "LAST FREEZE", "LAST THAW", "STATUS"]]
-        for r in records {
-            let status = r.state.isEnded ? (r.ending ?? "") : (r.statusText ?? "")
-            rows.append([
-                r.name, String(r.pid), r.state.rawValue,
-                r.state.isEnded ? r.sinceWall : DurationText.format(now > r.sinceMonotonicNanos ? now - r.sinceMonotonicNanos : 0),
-                r.backend.rawValue,
-                r.memoryBytes.map(SizeText.format) ?? "–",
-                r.lastFreezeNanos.map(DurationText.format) ?? "–",
-                r.lastThawNanos.map(DurationText.format) ?? "–",
-                status,
-            ])
+        if args.flag("quiet") {
+            for r in records { Output.out(r.name) }
+            return status
         }
-        for line in Output.table(rows) { Output.out(line) }
-        return 0
+        let now = Clock.monotonicNanos(), wall = Clock.wallNanos()
+        let lines = records.map { r in template.render({ field(r, $0, now: now, wall: wall) }, json: { JSONLines.encode(r) }) }
+        if !template.table {
+            for line in lines { Output.out(line) }
+            return status
+        }
+        // A table: tab-separated cells aligned in columns, the STATE column coloured.
+        let rows = ([template.header] + lines).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        let headerCells = rows[0]
+        let stateColumn = headerCells.firstIndex(of: "STATE")
+        let styled = Output.table(
+            rows,
+            style: { row, column in
+                guard row > 0, column == stateColumn else { return nil }
+                let r = records[row - 1]
+                return Style.of(r.state, exitStatus: r.exitStatus)
+            }, color: Output.colorOut)
+        for line in styled { Output.out(line) }
+        return status
+    }
+
+    /// One field of a record as text; "–" where there is no value.
+    static func field(_ r: AppRecord, _ name: String, now: UInt64, wall: Int64) -> String {
+        switch name {
+        case "Name": return r.name
+        case "PID": return String(r.pid)
+        case "State": return r.state.rawValue
+        case "Since": return since(r, now: now, wall: wall)
+        case "Backend": return r.backend.rawValue
+        case "Memory": return r.memoryBytes.map(SizeText.format) ?? "–"
+        case "MemoryBytes": return r.memoryBytes.map { String($0) } ?? "–"
+        case "LastFreeze": return r.lastFreezeNanos.map(DurationText.format) ?? "–"
+        case "LastThaw": return r.lastThawNanos.map(DurationText.format) ?? "–"
+        case "Status": return (r.state.isEnded ? r.ending : r.statusText) ?? ""
+        case "Command": return r.options.command.joined(separator: " ")
+        case "Priority": return r.options.priority.rawValue
+        case "ExitStatus": return r.exitStatus.map { String($0) } ?? "–"
+        case "Cgroup": return r.cgroup ?? "–"
+        default: return ""
+        }
+    }
+
+    /// How long the app has been in its state, as an age: from the daemon's monotonic clock
+    /// for a live app, from the recorded wall time for an ended one (which may predate a reboot).
+    static func since(_ r: AppRecord, now: UInt64, wall: Int64) -> String {
+        if !r.state.isEnded { return TimeText.age(now > r.sinceMonotonicNanos ? now - r.sinceMonotonicNanos : 0) }
+        guard let then = TimeText.parseTimestamp(r.sinceWall, offset: TimeText.localOffset) else { return "–" }
+        return TimeText.age(UInt64(max(0, wall - then)))
     }
 }

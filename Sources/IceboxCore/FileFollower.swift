@@ -68,15 +68,25 @@ package final class FileFollower {
     /// Emits the lines there are, then every line appended later, until `stop` is signalled
     /// or the file or its directory is removed or renamed. Needs `follow` at init.
     package func follow(stop: Wakeup?, _ emit: (String) -> Void) throws(IceboxError) {
-        guard let inotify else { return readLines(emit) }
+        let stops = stop.map { [pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0)] } ?? []
+        _ = try follow(stopOn: stops, emit)
+    }
+
+    /// As `follow(stop:_:)`, ending when one of `stops` reports an event (for the CLI: a
+    /// signalfd, or stdout's reader going away): its index is returned; nil when the file or
+    /// its directory went away.
+    package func follow(stopOn stops: [pollfd], _ emit: (String) -> Void) throws(IceboxError) -> Int? {
+        guard let inotify else {
+            readLines(emit)
+            return nil
+        }
         while true {
             readLines(emit)
-            var pfds = [pollfd(fd: inotify.fd, events: Int16(POLLIN), revents: 0)]
-            if let stop { pfds.append(pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)) }
+            var pfds = [pollfd(fd: inotify.fd, events: Int16(POLLIN), revents: 0)] + stops
             do {
                 // No deadline: following ends when the reader stops it; the wait costs no CPU.
                 _ = try Poll.wait(&pfds, until: nil)
-                if pfds.count > 1 && pfds[1].revents != 0 { return }
+                if let fired = pfds.dropFirst().firstIndex(where: { $0.revents != 0 }) { return fired - 1 }
                 // The file's own removal counts: while this follower holds it open, the
                 // directory cannot be reported deleted (the open file pins it).
                 let gone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -84,7 +94,7 @@ package final class FileFollower {
                 let events = try inotify.read()
                 if events.contains(where: { $0.mask & gone != 0 || ($0.mask & fileGone != 0 && $0.name == fileName) }) {
                     readLines(emit)
-                    return
+                    return nil
                 }
             } catch {
                 throw IceboxError("follow \(path)", error)

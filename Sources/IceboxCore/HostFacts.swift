@@ -17,21 +17,35 @@ public struct HostFacts: Sendable {
     /// the daemon's own v1 memory cgroup, so limits set above it still hold.
     public var memoryV1Root: String?
 
-    /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`.
-    public static func discover(cgroupRootOverride: String?, mountinfo: String = "/proc/self/mountinfo") -> HostFacts {
+    /// Whether the v2 root and the v1 freezer directory existed (a discovery that may not
+    /// create them judges a missing one by the directory it would be created in).
+    public var cgroupRootExists = true
+    public var freezerV1RootExists = true
+
+    /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`. The daemon creates
+    /// the roots (`createRoots`); `icebox doctor` must change nothing, and judges a root that
+    /// does not exist yet by the nearest directory above it.
+    public static func discover(
+        cgroupRootOverride: String?, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
+    ) -> HostFacts {
         let mounts = CgroupMounts.read(path: mountinfo)
         var facts = HostFacts(mounts: mounts)
         if let unified = mounts.unified {
             let root = cgroupRootOverride ?? unified + "/icebox"
             facts.cgroupRoot = root
             do {
-                try FileIO.makeDirectories(root)
-                if !FileIO.exists(root + "/cgroup.procs") {
+                if createRoots { try FileIO.makeDirectories(root) }
+                facts.cgroupRootExists = FileIO.isDirectory(root)
+                // Judged where it exists: the root itself, or the directory it would be made in.
+                let probe = facts.cgroupRootExists ? root : nearestExisting(root)
+                if !FileIO.exists(probe + "/cgroup.procs") {
                     facts.cgroupRootProblem = "\(root) is not inside the cgroup2 filesystem at \(unified)"
-                } else if access(root + "/cgroup.procs", W_OK) != 0 || access(root, W_OK) != 0 {
-                    facts.cgroupRootProblem = "no write permission on \(root)"
+                } else if (facts.cgroupRootExists && access(root + "/cgroup.procs", W_OK) != 0) || access(probe, W_OK) != 0 {
+                    facts.cgroupRootProblem = "no write permission on \(probe)"
                     facts.cgroupRootPermissionDenied = true
-                } else if !FileIO.exists(root + "/cgroup.freeze") && cgroupRootOverride == nil {
+                } else if !kernelHasFile("cgroup.freeze", root: root, exists: facts.cgroupRootExists, mount: unified)
+                    && cgroupRootOverride == nil
+                {
                     facts.cgroupRootProblem = "the kernel has no cgroup v2 freezer (cgroup.freeze needs Linux 5.2)"
                 }
             } catch {
@@ -59,8 +73,10 @@ public struct HostFacts: Sendable {
             let dir = freezer + relative
             facts.freezerV1Root = dir
             do {
-                try FileIO.makeDirectories(dir)
-                if access(dir, W_OK) != 0 { facts.freezerV1Problem = "no write permission on \(dir)" }
+                if createRoots { try FileIO.makeDirectories(dir) }
+                facts.freezerV1RootExists = FileIO.isDirectory(dir)
+                let probe = facts.freezerV1RootExists ? dir : nearestExisting(dir)
+                if access(probe, W_OK) != 0 { facts.freezerV1Problem = "no write permission on \(probe)" }
             } catch {
                 facts.freezerV1Problem = error.description
             }
@@ -98,7 +114,35 @@ public struct HostFacts: Sendable {
         }
     }
 
-    public var supportsCgroupKill: Bool { cgroupRoot.map { FileIO.exists($0 + "/cgroup.kill") } ?? false }
+    public var supportsCgroupKill: Bool {
+        guard let root = cgroupRoot, let mount = mounts.unified else { return false }
+        return Self.kernelHasFile("cgroup.kill", root: root, exists: cgroupRootExists, mount: mount)
+    }
+
+    /// The deepest existing directory on the way to `path` (`path` itself if it exists).
+    public static func nearestExisting(_ path: String) -> String {
+        var dir = path
+        while !FileIO.isDirectory(dir), let slash = dir.lastIndex(of: "/") {
+            dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
+        }
+        return dir
+    }
+
+    /// Whether this kernel's v2 cgroups have an interface file (cgroup.freeze, cgroup.kill).
+    /// Every cgroup but the root has them, so a root that does not exist yet is judged by an
+    /// existing non-root cgroup: the one above it, or one beside it under the mount.
+    static func kernelHasFile(_ name: String, root: String, exists: Bool, mount: String) -> Bool {
+        if exists { return FileIO.exists(root + "/" + name) }
+        let above = nearestExisting(root)
+        if above != mount && above.hasPrefix(mount + "/") { return FileIO.exists(above + "/" + name) }
+        let children = ((try? FileIO.list(mount)) ?? []).map { mount + "/" + $0 }.filter { FileIO.isDirectory($0) }
+        if !children.isEmpty { return children.contains { FileIO.exists($0 + "/" + name) } }
+        // No cgroup to look at without making one: go by the kernel release that added the file.
+        let added: [String: (Int, Int)] = ["cgroup.freeze": (5, 2), "cgroup.kill": (5, 14)]
+        guard let needed = added[name], let release = try? FileIO.read("/proc/sys/kernel/osrelease") else { return false }
+        let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        return parts.count == 2 && (parts[0], parts[1]) >= needed
+    }
 
     public static var pidfdWorks: Bool { ProcessHandle.pidfdWorks }
 }

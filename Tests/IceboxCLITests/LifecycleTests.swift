@@ -78,12 +78,19 @@ struct LifecycleTests {
         #expect(r.status == 0, "\(r.output)")
         let record = try #require(try box.apps()["tree"])
         let cgroup = try #require(record.cgroup)
-        // Wait (bounded) until all three sleeps exist in the app's cgroup.
+        // Wait (bounded) until the cgroup holds just the three sleeps: the subshell that forks
+        // the setsid one is there for a moment too, and must be gone before we look.
+        func settled(_ pids: [pid_t]) -> Bool {
+            pids.count == 3
+                && pids.allSatisfy {
+                    (try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8))?.hasPrefix("sleep") == true
+                }
+        }
         var members: [pid_t] = []
         let deadline = Date().addingTimeInterval(5)
-        while members.count < 3 && Date() < deadline {
+        while !settled(members) && Date() < deadline {
             members = Sandbox.pids(in: cgroup)
-            if members.count < 3 { usleep(5_000) }
+            if !settled(members) { usleep(5_000) }
         }
         #expect(members.count == 3, "members: \(members)")
         let s = try box.icebox(["suspend", "tree"])

@@ -120,3 +120,38 @@ struct HostFactsTests {
         Self.expectError(.unavailable) { try facts.resolve(.cgroup2) }
     }
 }
+
+@Suite("HostFacts without creating anything (icebox doctor)")
+struct HostFactsReadOnlyTests {
+    @Test func aMissingRootIsJudgedByItsParentAndNotCreated() throws {
+        let dir = makeTemporaryDirectory("host")
+        defer { removeTree(dir) }
+        // A fake cgroup2 mount with one child cgroup that has the interface files, and a v1 freezer mount.
+        for d in ["/cg2", "/cg2/other", "/freezer"] { mkdir(dir + d, 0o755) }
+        for f in ["/cg2/cgroup.procs", "/cg2/other/cgroup.procs", "/cg2/other/cgroup.freeze", "/cg2/other/cgroup.kill"] {
+            writeFile(dir + f, "")
+        }
+        writeFile(
+            dir + "/mountinfo",
+            """
+            41 31 0:38 / \(dir)/cg2 rw,relatime - cgroup2 cgroup2 rw
+            37 31 0:34 / \(dir)/freezer rw,relatime - cgroup cgroup rw,freezer
+
+            """)
+        let facts = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(facts.cgroupRoot == dir + "/cg2/icebox")
+        #expect(!facts.cgroupRootExists && !facts.freezerV1RootExists)
+        #expect(access(dir + "/cg2/icebox", F_OK) != 0, "the v2 root was created")
+        #expect(access(dir + "/freezer/icebox", F_OK) != 0, "the v1 freezer directory was created")
+        if getuid() == 0 {
+            #expect(facts.cgroup2Usable, "\(facts.cgroupRootProblem ?? "")")
+            #expect(facts.cgroup1Usable)
+        }
+        #expect(facts.supportsCgroupKill, "judged by the existing child cgroup")
+        #expect(HostFacts.nearestExisting(dir + "/cg2/icebox/a/b") == dir + "/cg2")
+
+        // The daemon's discovery still creates them.
+        let created = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo")
+        #expect(created.cgroupRootExists && access(dir + "/cg2/icebox", F_OK) == 0)
+    }
+}

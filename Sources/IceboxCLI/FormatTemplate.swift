@@ -1,0 +1,84 @@
+import IceboxCore
+import IceboxSystem
+
+/// `ps --format`: a Go-template-like line with `{{.Field}}` actions, as `docker ps --format`
+/// takes: `{{.Name}}\t{{.State}}`. `\t`, `\n` and `\\` in the text are a tab, a newline and a
+/// backslash; `{{json .}}` is the whole record as JSON; a leading `table ` prints a header row
+/// (the field names in capitals, LAST_FREEZE for .LastFreeze) and aligns the tab-separated
+/// columns (`table` alone is the usual table). Unknown fields are refused before anything runs.
+struct FormatTemplate: Equatable {
+    enum Piece: Equatable {
+        case text(String)
+        case field(String)
+        case json
+    }
+
+    var pieces: [Piece]
+    var table: Bool
+
+    static func parse(_ source: String, fields: [String]) throws(IceboxError) -> FormatTemplate {
+        var text = Substring(source)
+        var table = false
+        if text == "table" || text.hasPrefix("table ") {
+            table = true
+            text = text.dropFirst(5).drop { $0 == " " }
+        }
+        var pieces: [Piece] = []
+        var literal = ""
+        while !text.isEmpty {
+            if text.hasPrefix("{{") {
+                guard let end = text.firstRange(of: "}}") else {
+                    throw IceboxError(.usage, "--format: '{{' without '}}' in '\(source)'", hint: "write fields as {{.Name}}")
+                }
+                let action = text[text.index(text.startIndex, offsetBy: 2)..<end.lowerBound].trimmingCharacters(in: " ")
+                text = text[end.upperBound...]
+                if !literal.isEmpty { pieces.append(.text(literal)); literal = "" }
+                if action == "json ." {
+                    pieces.append(.json)
+                } else if action.hasPrefix("."), fields.contains(String(action.dropFirst())) {
+                    pieces.append(.field(String(action.dropFirst())))
+                } else {
+                    let typed = action.hasPrefix(".") ? String(action.dropFirst()) : action
+                    let near = Suggestions.closest(to: typed, among: fields)
+                    throw IceboxError(
+                        .usage, "--format: unknown field '{{\(action)}}'" + (near.isEmpty ? "" : "; did you mean '{{.\(near[0])}}'?"),
+                        hint: "the fields are " + fields.map { "." + $0 }.joined(separator: " ") + ", and {{json .}}")
+                }
+                continue
+            }
+            if text.hasPrefix("\\"), let next = text.dropFirst().first, let replaced = ["t": "\t", "n": "\n", "\\": "\\"][next] {
+                literal += replaced
+                text = text.dropFirst(2)
+                continue
+            }
+            literal.append(text.removeFirst())
+        }
+        if !literal.isEmpty { pieces.append(.text(literal)) }
+        return FormatTemplate(pieces: pieces, table: table)
+    }
+
+    func render(_ value: (String) -> String, json: () -> String) -> String {
+        pieces.map { piece in
+            switch piece {
+            case .text(let t): return t
+            case .field(let f): return value(f)
+            case .json: return json()
+            }
+        }.joined()
+    }
+
+    /// The header row of a `table` template: each field's name in capitals.
+    var header: String { render({ Self.headerName($0) }, json: { "JSON" }) }
+
+    /// LastFreeze → LAST_FREEZE, PID → PID, MemoryBytes → MEMORY_BYTES.
+    static func headerName(_ field: String) -> String {
+        var out = ""
+        var previous: Character?
+        for c in field {
+            if c.isUppercase, let p = previous, p.isLowercase { out += "_" }
+            out += c.uppercased()
+            previous = c
+        }
+        return out
+    }
+}
