@@ -180,11 +180,16 @@ struct CompletionShellTests {
         let lines = [
             "icebox sus", "icebox launch --backend ", "icebox launch --backend=cg", "icebox suspend ", "icebox relaunch ",
             "icebox run --back", "icebox run sle", "icebox launch web --grace 2s sle", "icebox completion ",
+            "icebox run --backend signal ls --colo",
         ]
         let program =
             "source \(script.shellQuoted); for line in \(lines.map(\.shellQuoted).joined(separator: " ")); "
             + "echo \"== $line\"; complete -C\"$line\" | string replace -r '\\t.*' '' | sort -u; end"
-        let r = try ShellHarness.run(["fish", "--no-config", "-c", program], environment: environment(box))
+        // fish's own completions (for the app's command line) without the user's config.
+        var env = environment(box)
+        env["HOME"] = box.dir
+        env["XDG_CONFIG_HOME"] = box.dir + "/config"
+        let r = try ShellHarness.run(["fish", "-c", program], environment: env)
         #expect(r.status == 0, "\(r.output)")
         let got = ShellHarness.sections(r.stdout)
         #expect(got["icebox sus"] == ["suspend"])
@@ -196,6 +201,7 @@ struct CompletionShellTests {
         #expect(got["icebox run sle"]?.contains("sleep") == true)
         #expect(got["icebox launch web --grace 2s sle"]?.contains("sleep") == true)
         #expect(got["icebox completion "] == ["bash", "fish", "zsh"])
+        #expect(got["icebox run --backend signal ls --colo"]?.contains("--color") == true, "the app's options, as ls completes them")
     }
 
     @Test("completion --names never starts a daemon; without one it reads the registry")
