@@ -41,24 +41,16 @@ struct BenchSession {
 
     /// Sends one request and collects its lines; a failure becomes an error with its lines.
     mutating func call(_ request: ControlRequest) throws(IceboxError) -> [String] {
-        let fd = try client.connect()
-        defer { close(fd) }
-        try client.send(request, on: fd)
-        var reader = ReplyReader(fd: fd)
+        let connection = try client.connect()
+        try connection.send(request)
         var lines: [String] = []
-        while let reply = reader.next() {
-            switch reply.kind {
-            case .line, .warning: if let t = reply.text { lines.append(t) }
-            case .done, .exit:
-                let code = reply.code ?? 1
-                if code != 0 {
-                    throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: "))
-                }
-                return lines
-            default: break
-            }
+        let code = try connection.replies(until: DaemonClient.deadline(for: request), what: request.commandName) { reply in
+            if reply.kind == .line || reply.kind == .warning, let t = reply.text { lines.append(t) }
         }
-        throw IceboxError(.failure, "the icebox daemon closed the connection during \(request.commandName)")
+        if code != 0 {
+            throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: "))
+        }
+        return lines
     }
 
     /// The daemon waits for readiness itself only for `notify`; every other probe runs here.
@@ -79,19 +71,15 @@ struct BenchSession {
 
     /// The live apps, as `ps` lists them.
     mutating func records() throws(IceboxError) -> [AppRecord] {
-        let fd = try client.connect()
-        defer { close(fd) }
-        try client.send(.ps(all: false), on: fd)
-        var reader = ReplyReader(fd: fd)
+        let connection = try client.connect()
+        let request = ControlRequest.ps(all: false)
+        try connection.send(request)
         var records: [AppRecord] = []
-        while let reply = reader.next() {
-            switch reply.kind {
-            case .data: records = reply.apps ?? []
-            case .done, .exit: return records
-            default: break
-            }
+        let code = try connection.replies(until: DaemonClient.deadline(for: request), what: "ps") { reply in
+            if reply.kind == .data { records = reply.apps ?? [] }
         }
-        throw IceboxError(.failure, "the icebox daemon closed the connection during ps")
+        if code != 0 { throw IceboxError(ExitCode(rawValue: code) ?? .failure, "the icebox daemon could not list the apps") }
+        return records
     }
 
     /// The CPU time the running instance has used so far, if it has a v2 cgroup.

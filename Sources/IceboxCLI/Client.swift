@@ -17,9 +17,9 @@ struct DaemonClient {
         self.cgroupRoot = cgroupRoot ?? environment["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    mutating func connect() throws(IceboxError) -> Int32 {
+    mutating func connect() throws(IceboxError) -> DaemonConnection {
         do {
-            return try UnixSocket.connect(path: paths.controlSocket)
+            return try DaemonConnection(socket: paths.controlSocket)
         } catch let error where error.errno == ENOENT || error.errno == ECONNREFUSED {
             guard autostart else {
                 throw IceboxError(
@@ -33,7 +33,7 @@ struct DaemonClient {
                 hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
         }
         try startDaemon()
-        do { return try UnixSocket.connect(path: paths.controlSocket) } catch {
+        do { return try DaemonConnection(socket: paths.controlSocket) } catch {
             throw IceboxError(
                 .unavailable, "the icebox daemon started but cannot be reached: \(error)",
                 hint: "see \(paths.daemonLog)")
@@ -83,96 +83,34 @@ struct DaemonClient {
         }
     }
 
-    /// Sends one request, with descriptors attached (icebox run passes its stdio).
-    func send(_ request: ControlRequest, on fd: Int32, fds: [Int32] = []) throws(IceboxError) {
-        do { try UnixSocket.send(fd, Array((JSONLines.encode(request) + "\n").utf8), fds: fds) } catch {
-            throw IceboxError(.unavailable, "cannot talk to the icebox daemon: \(error)")
-        }
+    /// How long a command waits for the daemon beyond the time-outs its request carries.
+    /// Generous (an app's grace can be long), but a hung daemon still ends the wait.
+    static let replyBudgetNanos: UInt64 = 3_600_000_000_000
+
+    /// The deadline for the replies to `request`, from now.
+    static func deadline(for request: ControlRequest) -> UInt64 {
+        DaemonConnection.deadline(for: request, base: replyBudgetNanos)
     }
 
     /// Sends a request and prints the replies until `done`. Returns the exit code.
     mutating func perform(
         _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil
     ) throws(IceboxError) -> Int32 {
-        let fd = try connect()
-        defer { close(fd) }
-        try send(request, on: fd)
-        var reader = ReplyReader(fd: fd)
-        while let reply = reader.next() {
-            switch reply.kind {
-            case .line: if let t = reply.text { Output.out(t) }
-            case .warning: if let t = reply.text { Output.err(t) }
-            case .event: if let e = reply.event { Output.err(e.humanLine) }
-            case .data:
-                if let policy = reply.policy { onPolicy?(policy) } else { onData?(reply.apps ?? []) }
-            case .done, .exit: return reply.code ?? 1
+        let connection = try connect()
+        try connection.send(request)
+        do {
+            return try connection.replies(until: Self.deadline(for: request), what: request.commandName) { reply in
+                switch reply.kind {
+                case .line: if let t = reply.text { Output.out(t) }
+                case .warning: if let t = reply.text { Output.err(t) }
+                case .event: if let e = reply.event { Output.err(e.humanLine) }
+                case .data:
+                    if let policy = reply.policy { onPolicy?(policy) } else { onData?(reply.apps ?? []) }
+                case .done, .exit: break
+                }
             }
+        } catch {
+            throw IceboxError(error.code, error.message, hint: error.hint ?? "see \(paths.daemonLog)")
         }
-        throw IceboxError(.failure, "the icebox daemon closed the connection before answering", hint: "see \(paths.daemonLog)")
-    }
-}
-
-/// Reads JSON-line replies from a blocking socket.
-struct ReplyReader {
-    let fd: Int32
-    var buffer: [UInt8] = []
-
-    init(fd: Int32) { self.fd = fd }
-
-    /// The next reply, or nil when the daemon closed the connection.
-    mutating func next() -> ControlReply? {
-        while true {
-            if let newline = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                if let reply = JSONLines.decode(ControlReply.self, line) { return reply }
-                continue
-            }
-            guard let chunk = readChunk() else { return nil }
-            buffer.append(contentsOf: chunk)
-        }
-    }
-
-    /// Whether a complete reply is already buffered (so a poll loop need not wait).
-    var hasBufferedLine: Bool { buffer.contains(10) }
-
-    mutating func readChunk() -> [UInt8]? {
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { buf in retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) } }
-        return n <= 0 ? nil : Array(chunk[0..<n])
-    }
-
-    mutating func fill() -> Bool {
-        guard let chunk = readChunk() else { return false }
-        buffer.append(contentsOf: chunk)
-        return true
-    }
-}
-
-/// This process's environment and executable, read once.
-enum ProcessEnvironment {
-    static var current: [String] {
-        var out: [String] = []
-        var p = environ
-        while let entry = p.pointee {
-            out.append(String(cString: entry))
-            p += 1
-        }
-        return out
-    }
-
-    static var dictionary: [String: String] {
-        var d: [String: String] = [:]
-        for entry in current {
-            guard let eq = entry.firstIndex(of: "=") else { continue }
-            d[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
-        }
-        return d
-    }
-
-    static var workingDirectory: String? {
-        var buf = [CChar](repeating: 0, count: 4096)
-        guard getcwd(&buf, 4096) != nil else { return nil }
-        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

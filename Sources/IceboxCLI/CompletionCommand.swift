@@ -1,4 +1,3 @@
-import Glibc
 import IceboxCore
 import IceboxSystem
 
@@ -49,26 +48,13 @@ enum CompletionCommand: IceboxCommand {
 
     static func askDaemon(_ client: DaemonClient, all: Bool, timeoutNanos: UInt64) -> [AppRecord]? {
         var client = client
-        guard let fd = try? client.connect() else { return nil }
-        defer { close(fd) }
-        guard (try? client.send(.ps(all: all), on: fd)) != nil else { return nil }
-        let deadline = Clock.monotonicNanos() + timeoutNanos
-        var reader = ReplyReader(fd: fd)
+        guard let connection = try? client.connect() else { return nil }
+        let request = ControlRequest.ps(all: all)
+        guard (try? connection.send(request)) != nil else { return nil }
         var records: [AppRecord] = []
-        while true {
-            if !reader.hasBufferedLine {
-                let now = Clock.monotonicNanos()
-                guard now < deadline, ((try? Poll.wait(fd, events: Int16(POLLIN), timeoutNanos: deadline - now)) ?? 0) > 0,
-                    reader.fill()
-                else { return nil }
-                continue
-            }
-            guard let reply = reader.next() else { return nil }
-            switch reply.kind {
-            case .data: records = reply.apps ?? []
-            case .done, .exit: return reply.code == 0 ? records : nil
-            default: break
-            }
+        let code = try? connection.replies(until: Clock.monotonicNanos() + timeoutNanos, what: "ps") { reply in
+            if reply.kind == .data { records = reply.apps ?? [] }
         }
+        return code == 0 ? records : nil
     }
 }

@@ -47,6 +47,9 @@ enum DaemonCommand: IceboxCommand {
         var config = Daemon.Configuration(paths: IceboxPaths.fromEnvironment(env), cgroupRootOverride: cgroupRoot)
         try config.paths.prepare()
         try savePolicy(settings, in: config.paths)
+        config.listenerFD = try SocketActivation.controlSocket(environment: env)
+        config.serviceNotifier = ServiceNotifier(environment: env)
+        unsetenv("NOTIFY_SOCKET")
         if let text = env["ICEBOX_READY_FD"], let fd = Int32(text) {
             config.readyFD = fd
             unsetenv("ICEBOX_READY_FD")

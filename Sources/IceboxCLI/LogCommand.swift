@@ -17,7 +17,7 @@ enum LogCommand: IceboxCommand {
         if let name { try AppName.validate(name) }
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
         let json = args.flag("json")
-        try FileFollower.print(path: paths.eventLog, follow: args.flag("follow"), missingIsEmpty: true) { line in
+        try FileFollower.print(paths.eventLog, follow: args.flag("follow"), missingIsEmpty: true) { line in
             guard let event = JSONLines.decode(Event.self, line) else { return }
             if let name, event.app != name { return }
             Output.out(json ? line : event.humanLine)
@@ -43,47 +43,19 @@ enum LogsCommand: IceboxCommand {
                 .failure, "no output recorded for '\(name)' (\(path) does not exist)",
                 hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
         }
-        try FileFollower.print(path: path, follow: args.flag("follow"), missingIsEmpty: false) { Output.out($0) }
+        try FileFollower.print(path, follow: args.flag("follow"), missingIsEmpty: false) { Output.out($0) }
         return 0
     }
 }
 
-/// Prints a file line by line and, with follow, waits for more through inotify.
-enum FileFollower {
-    static func print(path: String, follow: Bool, missingIsEmpty: Bool, _ emit: (String) -> Void) throws(IceboxError) {
-        var fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 && !(missingIsEmpty && errno == ENOENT) {
-            throw IceboxError("read", SystemError("open", path: path))
-        }
-        var pending: [UInt8] = []
-        func drain() {
-            guard fd >= 0 else { return }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n <= 0 { break }
-                pending.append(contentsOf: chunk[0..<n])
-                while let nl = pending.firstIndex(of: 10) {
-                    emit(String(decoding: pending[..<nl], as: UTF8.self))
-                    pending.removeSubrange(...nl)
-                }
-            }
-        }
-        drain()
-        guard follow else { if fd >= 0 { close(fd) }; return }
-        // Watch the directory, so a log file that does not exist yet is picked up when it appears.
-        let inotify = inotify_init1(Int32(IN_CLOEXEC))
-        let dir = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        // The state directory may not exist before the first daemon ran: make it, as the daemon would.
-        try? FileIO.makeDirectories(dir.isEmpty ? "." : dir, mode: 0o700)
-        _ = inotify_add_watch(inotify, dir.isEmpty ? "." : dir, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO))
+extension FileFollower {
+    /// Hands a file's lines to `emit` and, with `follow`, every line appended later, until
+    /// the process is ended (or the directory goes away).
+    static func print(_ path: String, follow: Bool, missingIsEmpty: Bool, _ emit: (String) -> Void) throws(IceboxError) {
+        let follower = try FileFollower(path: path, startAtEnd: false, follow: follow, missingIsEmpty: missingIsEmpty)
+        guard follow else { return follower.readLines(emit) }
+        // A reader that goes away (| head) must not kill us mid-line.
         Signals.block([SIGPIPE])
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
-            if n < 0 && errno != EINTR { break }
-            if fd < 0 { fd = open(path, O_RDONLY | O_CLOEXEC) }
-            drain()
-        }
+        try follower.follow(stop: nil, emit)
     }
 }

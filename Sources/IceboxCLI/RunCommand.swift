@@ -36,17 +36,19 @@ enum RunCommand: IceboxCommand {
         do { sigFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP]) } catch { throw IceboxError("set up signals", error) }
 
         var client = LaunchArguments.client(args)
-        let fd = try client.connect()
-        defer { close(fd) }
+        let connection = try client.connect()
         let request = ControlRequest.launch(options)
-        try client.send(request, on: fd, fds: [0, 1, 2])
+        try connection.send(request, fds: [0, 1, 2])
 
-        var reader = ReplyReader(fd: fd)
         var appName: String?
         var interrupts = 0
         while true {
-            if !reader.hasBufferedLine {
-                var pfds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: sigFD, events: Int16(POLLIN), revents: 0)]
+            // No deadline here: the wait is for the attached app, which may run for as long as
+            // it likes; Ctrl-C (the signalfd) and the daemon going away (end of file) end it.
+            if !connection.hasBufferedLine {
+                var pfds = [
+                    pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: sigFD, events: Int16(POLLIN), revents: 0),
+                ]
                 if let daemon = client.startedDaemon { pfds.append(pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)) }
                 _ = poll(&pfds, nfds_t(pfds.count), -1)
                 if pfds.count > 2 && pfds[2].revents != 0 {
@@ -62,18 +64,15 @@ enum RunCommand: IceboxCommand {
                         writeLine(
                             logFD, "icebox: \(Signals.name(of: sig)): \(interrupts == 1 ? "terminating" : "evicting") \(appName)")
                         var other = client
-                        if let cfd = try? other.connect() {
-                            try? other.send(action, on: cfd)
-                            close(cfd)
-                        }
+                        if let control = try? other.connect() { try? control.send(action) }
                     }
                 }
                 if pfds[0].revents == 0 { continue }
-                if !reader.fill() {
+                if try !connection.readAvailable() {
                     throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
                 }
             }
-            while reader.hasBufferedLine, let reply = reader.next() {
+            while let reply = connection.bufferedReply() {
                 switch reply.kind {
                 case .line: if appName == nil { appName = reply.text } else if let t = reply.text { writeLine(logFD, t) }
                 case .warning: if let t = reply.text { Output.err(t) }

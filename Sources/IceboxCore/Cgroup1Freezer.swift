@@ -5,16 +5,28 @@ import IceboxSystem
 /// until it says FROZEN. v1 has no change notification, so the read-back is a deliberate
 /// back-off (20 µs growing to 10 ms). A cgroup can stay in FREEZING while new tasks keep
 /// appearing; the kernel documentation's remedy is to thaw and retry, which this does once
-/// every 100 ms. A freeze that misses its deadline is thawed back.
+/// every 100 ms. A freeze that misses its deadline is thawed back. The v1 freezer is
+/// hierarchical: sub-cgroups freeze with their parent, and the report counts their processes.
+///
+/// `freezer.state` stays open for the freezer's life (shared with the app's `AppCgroups`
+/// when it comes from there), read and written with pread/pwrite.
 public struct Cgroup1Freezer: Freezer {
     public let path: String
+    let stateControl: CgroupFile
     public var kind: BackendKind { .cgroup1 }
 
     private static let stateFile = "freezer.state"
+    /// How long a freeze may sit in FREEZING before it is thawed and asked again.
+    static let retryNanos: UInt64 = 100_000_000
 
-    public init(path: String) { self.path = path }
+    public init(path: String) {
+        self.init(path: path, stateControl: CgroupFile(path: path + "/" + Self.stateFile, writable: true))
+    }
 
-    var stateFile: String { path + "/" + Self.stateFile }
+    init(path: String, stateControl: CgroupFile) {
+        self.path = path
+        self.stateControl = stateControl
+    }
 
     public func create() throws(SystemError) {
         if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create v1 freezer cgroup", path: path) }
@@ -28,56 +40,98 @@ public struct Cgroup1Freezer: Freezer {
         try FileIO.write(path + "/cgroup.procs", String(pid))
     }
 
+    /// The processes directly in this cgroup (not in its sub-cgroups).
     public func procs() -> [pid_t] {
         ((try? FileIO.read(path + "/cgroup.procs")) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
-    public func state() throws(SystemError) -> String { try FileIO.read(stateFile).trimmed() }
+    /// The processes in this cgroup and its sub-cgroups (all frozen with it).
+    public func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
-    public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
-        let start = Clock.monotonicNanos()
-        var interval: UInt64 = 20_000
-        var lastRetry = start
-        var timedOut: FreezeTimeout?
-        do {
-            try FileIO.write(stateFile, "FROZEN")
-            while true {
-                if try state() == "FROZEN" { break }
-                let now = Clock.monotonicNanos()
-                if now >= deadline {
-                    let stuck = StuckTask.describe(pids: procs(), skippingStopped: false)
-                    timedOut = FreezeTimeout(backend: .cgroup1, waitedNanos: now - start, stuck: stuck)
-                    try FileIO.write(stateFile, "THAWED")
-                    break
-                }
-                if now - lastRetry > 100_000_000 {
-                    // Stuck in FREEZING: thaw and try again, as the v1 freezer documentation advises.
-                    try FileIO.write(stateFile, "THAWED")
-                    try FileIO.write(stateFile, "FROZEN")
-                    lastRetry = now
-                }
-                var ts = timespec(tv_sec: 0, tv_nsec: Int(min(interval, deadline - now)))
-                nanosleep(&ts, nil)
-                interval = min(interval * 2, 10_000_000)
-            }
-        } catch {
-            try? FileIO.write(stateFile, "THAWED")
-            throw .system(error)
-        }
-        if let timedOut { throw .timeout(timedOut) }
-        return FreezeReport(backend: .cgroup1, durationNanos: Clock.monotonicNanos() - start, tasks: procs().count)
+    /// THAWED, FREEZING or FROZEN, read from the kept descriptor.
+    public func state() throws(SystemError) -> String { try stateControl.read().trimmed() }
+
+    /// For SpawnRequest.v1ProcsFD: the child joins before execve.
+    public func openProcsForWriting() throws(SystemError) -> Int32 {
+        try FileIO.openDescriptor(path + "/cgroup.procs", flags: O_WRONLY)
     }
 
-    public func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
-        let start = Clock.monotonicNanos()
-        // THAWED takes effect within the write: the state reads THAWED at once.
-        try step { () throws(SystemError) in try FileIO.write(stateFile, "THAWED") }
-        let state = try step { () throws(SystemError) in try self.state() }
-        let took = Clock.monotonicNanos() - start
-        if state != "THAWED" { throw .timeout(FreezeTimeout(backend: .cgroup1, waitedNanos: took, stuck: [])) }
-        return FreezeReport(backend: .cgroup1, durationNanos: took, tasks: procs().count)
+    /// Writes THAWED. It takes effect within the write (the state reads THAWED at once), and
+    /// is what lets a v1-frozen task act on a SIGKILL already queued.
+    public func setThawed() throws(SystemError) { try stateControl.write("THAWED") }
+
+    public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var failure: FreezeFailure?
+        do { try stateControl.write("FROZEN") } catch {
+            try? setThawed()
+            failure = .system(error)
+        }
+        return FreezeOperation(
+            backend: .cgroup1, direction: .freeze, startedAt: now, deadline: deadline,
+            steps: Steps(freezer: self, direction: .freeze, lastRetry: now, failedAtStart: failure))
+    }
+
+    public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var failure: FreezeFailure?
+        do { try setThawed() } catch { failure = .system(error) }
+        return FreezeOperation(
+            backend: .cgroup1, direction: .thaw, startedAt: now, deadline: deadline,
+            steps: Steps(freezer: self, direction: .thaw, lastRetry: now, failedAtStart: failure))
     }
 
     public func isFrozen() -> Bool { (try? state()) == "FROZEN" }
     public func freezeStarted() -> Bool { ((try? state()) ?? "THAWED") != "THAWED" }
+
+    struct Steps: FreezeSteps {
+        let freezer: Cgroup1Freezer
+        let direction: FreezeDirection
+        var lastRetry: UInt64
+        let failedAtStart: FreezeFailure?
+        var backoff = Backoff(cap: 10_000_000)
+
+        init(freezer: Cgroup1Freezer, direction: FreezeDirection, lastRetry: UInt64, failedAtStart: FreezeFailure?) {
+            self.freezer = freezer
+            self.direction = direction
+            self.lastRetry = lastRetry
+            self.failedAtStart = failedAtStart
+        }
+
+        mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
+            let took = now.saturatingSub(startedAt)
+            let state: String
+            do { state = try freezer.state() } catch {
+                cancel()
+                return .failed(.system(error))
+            }
+            let wanted = direction == .freeze ? "FROZEN" : "THAWED"
+            if state == wanted {
+                return .confirmed(FreezeReport(backend: .cgroup1, durationNanos: took, tasks: freezer.subtreeProcs().count))
+            }
+            if now >= deadline {
+                guard direction == .freeze else {
+                    return .failed(.timeout(FreezeTimeout(backend: .cgroup1, waitedNanos: took, stuck: [], direction: .thaw)))
+                }
+                let stuck = StuckTask.describe(pids: freezer.subtreeProcs(), skippingStopped: false)
+                cancel()
+                return .failed(.timeout(FreezeTimeout(backend: .cgroup1, waitedNanos: took, stuck: stuck)))
+            }
+            if direction == .freeze && now.saturatingSub(lastRetry) >= Cgroup1Freezer.retryNanos {
+                // Stuck in FREEZING: thaw and try again, as the v1 freezer documentation advises.
+                do {
+                    try freezer.setThawed()
+                    try freezer.stateControl.write("FROZEN")
+                } catch {
+                    cancel()
+                    return .failed(.system(error))
+                }
+                lastRetry = now
+            }
+            // No notification exists for freezer.state: only the back-off.
+            return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: nil)
+        }
+
+        func cancel() {
+            if direction == .freeze { try? freezer.setThawed() }
+        }
+    }
 }

@@ -1,4 +1,3 @@
-import CIceboxShim
 import Glibc
 import IceboxSystem
 
@@ -46,9 +45,21 @@ public struct Cgroup2: Sendable, Equatable {
         if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove cgroup", path: path) }
     }
 
+    /// The processes directly in this cgroup (not in its sub-cgroups).
     public func procs() -> [pid_t] {
         ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
+
+    /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this
+    /// cgroup freezes and what cgroup.kill kills.
+    public func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
+
+    /// Removes this cgroup and its sub-cgroups, deepest first; what could not be removed.
+    public func removeSubtree() -> [SystemError] { CgroupTree.remove(path) }
+
+    var eventsPath: String { file(Self.eventsFile) }
+    var freezePath: String { file(Self.freezeFile) }
+    var killPath: String { file(Self.killFile) }
 
     public func events() throws(SystemError) -> CgroupEvents {
         CgroupEvents.parse(try FileIO.read(file(Self.eventsFile)))
@@ -99,7 +110,7 @@ public struct Cgroup2: Sendable, Equatable {
             if condition(state) { return (state, true) }
             let now = Clock.monotonicNanos()
             if now >= deadline { return (state, false) }
-            _ = icebox_poll_ns(fd, Int16(POLLPRI), min(interval, deadline - now))
+            FileIO.poll(fd: fd, events: Int16(POLLPRI), timeoutNanos: min(interval, deadline - now))
             interval = min(interval * 2, 10_000_000)
         }
     }

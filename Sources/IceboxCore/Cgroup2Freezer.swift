@@ -1,39 +1,96 @@
 import IceboxSystem
 
-/// Freezing through cgroup v2: write `cgroup.freeze`, then wait for `frozen 1` in
-/// `cgroup.events`. A freeze that misses its deadline, or fails half-way, is rolled back.
+/// Freezing through cgroup v2: write `cgroup.freeze`, then read `cgroup.events` until it says
+/// `frozen 1` (or `populated 0`: nothing left to freeze). The freeze covers the sub-cgroups
+/// too, so the report counts their processes. A freeze that misses its deadline, or fails
+/// half-way, is rolled back: `cgroup.freeze` goes back to 0 (runc#5325 is what happens when
+/// it does not: an app left frozen after the freeze was reported as failed).
+///
+/// Both files stay open for the freezer's life (shared with the app's `AppCgroups` when it
+/// comes from there), read and written with pread/pwrite; `cgroup.events` is the descriptor
+/// an event loop polls for POLLPRI.
 public struct Cgroup2Freezer: Freezer {
     public let cgroup: Cgroup2
+    let freezeFile: CgroupFile
+    let eventsFile: CgroupFile
     public var kind: BackendKind { .cgroup2 }
 
-    public init(cgroup: Cgroup2) { self.cgroup = cgroup }
+    public init(cgroup: Cgroup2) {
+        self.init(
+            cgroup: cgroup, freezeFile: CgroupFile(path: cgroup.freezePath, writable: true),
+            eventsFile: CgroupFile(path: cgroup.eventsPath, writable: false))
+    }
 
-    public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
-        let start = Clock.monotonicNanos()
-        let ok: Bool
-        do {
-            try cgroup.setFrozen(true)
-            ok = try cgroup.waitForEvents(until: deadline) { $0.frozen || !$0.populated }.satisfied
-        } catch {
-            try? cgroup.setFrozen(false)
-            throw .system(error)
+    init(cgroup: Cgroup2, freezeFile: CgroupFile, eventsFile: CgroupFile) {
+        self.cgroup = cgroup
+        self.freezeFile = freezeFile
+        self.eventsFile = eventsFile
+    }
+
+    public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var failure: FreezeFailure?
+        do { try freezeFile.write("1") } catch {
+            try? freezeFile.write("0")
+            failure = .system(error)
         }
-        let took = Clock.monotonicNanos() - start
-        if ok { return FreezeReport(backend: .cgroup2, durationNanos: took, tasks: cgroup.procs().count) }
-        let stuck = StuckTask.describe(pids: cgroup.procs(), skippingStopped: false)
-        try? cgroup.setFrozen(false)
-        throw .timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: stuck))
+        return FreezeOperation(
+            backend: .cgroup2, direction: .freeze, startedAt: now, deadline: deadline,
+            steps: Steps(freezer: self, direction: .freeze, failedAtStart: failure))
     }
 
-    public func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
-        let start = Clock.monotonicNanos()
-        try step { () throws(SystemError) in try cgroup.setFrozen(false) }
-        let ok = try step { () throws(SystemError) in try cgroup.waitForEvents(until: deadline) { !$0.frozen }.satisfied }
-        let took = Clock.monotonicNanos() - start
-        if ok { return FreezeReport(backend: .cgroup2, durationNanos: took, tasks: cgroup.procs().count) }
-        throw .timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: []))
+    public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var failure: FreezeFailure?
+        do { try freezeFile.write("0") } catch { failure = .system(error) }
+        return FreezeOperation(
+            backend: .cgroup2, direction: .thaw, startedAt: now, deadline: deadline,
+            steps: Steps(freezer: self, direction: .thaw, failedAtStart: failure))
     }
 
-    public func isFrozen() -> Bool { (try? cgroup.events().frozen) ?? false }
-    public func freezeStarted() -> Bool { cgroup.freezeRequested() }
+    public func isFrozen() -> Bool { (try? events().frozen) ?? false }
+
+    /// Whether cgroup.freeze reads 1 (the request, not the confirmed state).
+    public func freezeStarted() -> Bool { ((try? freezeFile.read()) ?? "0").trimmed() == "1" }
+
+    /// cgroup.events, read from the kept descriptor.
+    public func events() throws(SystemError) -> CgroupEvents { CgroupEvents.parse(try eventsFile.read()) }
+
+    struct Steps: FreezeSteps {
+        let freezer: Cgroup2Freezer
+        let direction: FreezeDirection
+        let failedAtStart: FreezeFailure?
+        var backoff = Backoff(cap: 10_000_000)
+
+        init(freezer: Cgroup2Freezer, direction: FreezeDirection, failedAtStart: FreezeFailure?) {
+            self.freezer = freezer
+            self.direction = direction
+            self.failedAtStart = failedAtStart
+        }
+
+        mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
+            let took = now.saturatingSub(startedAt)
+            let events: CgroupEvents
+            do { events = try freezer.events() } catch {
+                cancel()
+                return .failed(.system(error))
+            }
+            let done = direction == .freeze ? events.frozen || !events.populated : !events.frozen
+            if done {
+                return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: took, tasks: freezer.cgroup.subtreeProcs().count))
+            }
+            if now >= deadline {
+                guard direction == .freeze else {
+                    return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: [], direction: .thaw)))
+                }
+                // Named before the rollback: once thawed, every task looks alike again.
+                let stuck = StuckTask.describe(pids: freezer.cgroup.subtreeProcs(), skippingStopped: false)
+                cancel()
+                return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: stuck)))
+            }
+            return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: freezer.eventsFile.watchDescriptor)
+        }
+
+        func cancel() {
+            if direction == .freeze { try? freezer.freezeFile.write("0") }
+        }
+    }
 }

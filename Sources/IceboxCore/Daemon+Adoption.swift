@@ -13,8 +13,7 @@ extension Daemon {
             recordEndedWhileAway(record)
             return
         }
-        let cgroup = record.cgroup.map { Cgroup2(path: $0) }
-        let freezerV1 = record.freezerV1.map { Cgroup1Freezer(path: $0) }
+        let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
         let notifyPath = config.paths.notifySocket(record.name)
         guard let notifyFD = try? UnixSocket.bindNotify(path: notifyPath) else {
             log(
@@ -27,9 +26,8 @@ extension Daemon {
             return
         }
         let app = LiveApp(
-            lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroup: cgroup,
-            freezerV1: freezerV1, notifyFD: notifyFD, notifyPath: notifyPath)
-        app.memoryV1 = record.memoryV1.map { MemoryCgroupV1(path: $0) }
+            lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroups: cgroups,
+            notifyFD: notifyFD, notifyPath: notifyPath)
         do {
             try watch(handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
@@ -58,25 +56,20 @@ extension Daemon {
     }
 
     /// The app ended while no daemon ran: record what can be known and clear its leftovers.
+    /// This runs once, as the daemon starts and before it serves anyone, so the removal of
+    /// what is left may wait (bounded) here.
     func recordEndedWhileAway(_ saved: AppRecord) {
         var record = saved
-        if let path = record.cgroup {
-            let cg = Cgroup2(path: path)
-            if cg.exists {
-                if (try? cg.events().populated) == true {
-                    try? cg.kill()
-                    _ = try? cg.waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
-                }
-                try? cg.remove()
-            }
+        let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
+        let start = Clock.monotonicNanos()
+        var progress = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000))
+        while case .waiting(let at, let watch) = progress {
+            let now = Clock.monotonicNanos()
+            if at > now { _ = try? Poll.wait(watch ?? -1, events: Int16(POLLPRI), timeoutNanos: at - now) }
+            progress = cgroups.stepDestroy(now: Clock.monotonicNanos())
         }
-        if let path = record.freezerV1 {
-            let v1 = Cgroup1Freezer(path: path)
-            for pid in v1.procs() { kill(pid, SIGKILL) }
-            try? FileIO.write(path + "/freezer.state", "THAWED")
-            try? v1.remove()
-        }
-        if let path = record.memoryV1 { try? MemoryCgroupV1(path: path).remove() }
+        var removed = "its cgroup was removed"
+        if case .failed(let problems) = progress { removed = "its cgroup could not be removed: " + problems.joined(separator: "; ") }
         unlink(config.paths.notifySocket(record.name))
         record.killedWhileSuspended = saved.state == .suspended
         record.state = .exited
@@ -86,14 +79,15 @@ extension Daemon {
         log(
             Event(
                 app: record.name, pid: record.pid, kind: .exit, from: saved.state, to: .exited,
-                detail: "found ended after a daemon restart (was \(saved.state.rawValue)); its cgroup was removed"))
+                detail: "found ended after a daemon restart (was \(saved.state.rawValue)); \(removed)"))
     }
 
-    /// Puts the app in the state the kernel says it is in, finishing what was half done, and
-    /// gives it a lifecycle that starts there (a grace under way keeps its recorded deadline).
+    /// Puts the app in the state the kernel says it is in and gives it a lifecycle that starts
+    /// there. What was half done is finished through the loop, never waited for here: a
+    /// freeze under way becomes a grace that is over (the first turn of the loop freezes), a
+    /// thaw under way is requested again. A grace under way keeps its recorded deadline.
     func reconcile(_ app: LiveApp, saved: AppRecord) -> String {
         let now = Clock.monotonicNanos()
-        let deadline = now.saturatingAdd(config.freezeTimeoutNanos)
         let frozen = app.freezer.isFrozen()
         let started = app.freezer.freezeStarted()
         var record = saved
@@ -104,27 +98,24 @@ extension Daemon {
         }
         var outcome: String
         var probe = false
+        var thaw = false
         switch saved.state {
         case .suspended, .background:
             if frozen {
                 become(.suspended, since: saved.sinceMonotonicNanos)
                 outcome = "frozen (confirmed)"
             } else if started {
-                // A freeze was under way when the last daemon died: complete it.
-                if let report = try? app.freezer.freeze(deadline: deadline) {
-                    record.lastFreezeNanos = report.durationNanos
-                    become(.suspended)
-                    outcome = "a freeze under way was completed in \(DurationText.format(report.durationNanos))"
-                } else {
-                    _ = try? app.freezer.thaw(deadline: deadline)
-                    become(.active)
-                    outcome = "a freeze under way could not be completed: rolled back, the app runs"
-                }
+                // A freeze was under way when the last daemon died: complete it now.
+                become(.background)
+                record.graceStartNanos = saved.graceStartNanos ?? now
+                record.graceDeadlineNanos = now
+                record.graceCapNanos = now
+                outcome = "a freeze under way: completing it"
             } else if saved.state == .suspended {
                 // A thaw was under way: the app runs; finish the job.
-                _ = try? app.freezer.thaw(deadline: deadline)
+                thaw = true
                 become(.active)
-                outcome = "a thaw under way was completed: active"
+                outcome = "a thaw under way: completing it; active"
             } else {
                 // In its grace period: it runs to the recorded deadline.
                 let due = saved.graceDeadlineNanos ?? now
@@ -133,9 +124,9 @@ extension Daemon {
             }
         case .active, .launching:
             if started || frozen {
-                _ = try? app.freezer.thaw(deadline: deadline)
+                thaw = true
                 become(.active)
-                outcome = "found frozen without a suspend: thawed"
+                outcome = "found frozen without a suspend: thawing it"
             } else if saved.state == .launching {
                 outcome = "still launching; waiting for it to be ready"
                 if case .notify = saved.options.ready {} else { probe = true }
@@ -149,6 +140,7 @@ extension Daemon {
         lifecycle.freezeTimeout = config.freezeTimeoutNanos
         app.lifecycle = lifecycle
         saveRegistry(app.name)
+        if thaw { startOperation(app, .thaw, deadline: now.saturatingAdd(config.freezeTimeoutNanos), aside: "after a daemon restart") }
         if probe { startProbe(app) }
         return outcome
     }

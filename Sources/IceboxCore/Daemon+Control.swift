@@ -16,7 +16,7 @@ extension Daemon {
             }
             do {
                 try watch(fd, .client(fd), events: EpollEvents.readable | EpollEvents.readHangup)
-                clients[fd] = ControlConnection(fd: fd)
+                clients[fd] = ClientConnection(fd: fd)
             } catch {
                 close(fd)
             }
@@ -56,7 +56,7 @@ extension Daemon {
         clients[fd] = client
         if client.inputOverflowed {
             clients[fd]?.input = []
-            cutOff(fd, "sent a request line over \(ControlConnection.maxRequestBytes) bytes without a newline")
+            cutOff(fd, "sent a request line over \(ClientConnection.maxRequestBytes) bytes without a newline")
             return
         }
         if !client.busy, let line = clients[fd]?.nextLine() {
@@ -94,7 +94,7 @@ extension Daemon {
         }
         client.attachedApp = nil
         if drain && client.pendingOutput > 0 {
-            client.closeAt = Clock.monotonicNanos().saturatingAdd(ControlConnection.drainNanos)
+            client.closeAt = Clock.monotonicNanos().saturatingAdd(ClientConnection.drainNanos)
             clients[fd] = client
             return
         }
@@ -125,7 +125,7 @@ extension Daemon {
     }
 
     /// Watches for EPOLLOUT only while replies wait; closes a finished client once they are out.
-    func settleOutput(_ fd: Int32, _ outcome: ControlConnection.Queued) {
+    func settleOutput(_ fd: Int32, _ outcome: ClientConnection.Queued) {
         switch outcome {
         case .sent:
             if clients[fd]?.closeAt != nil { return closeClient(fd) }
@@ -133,7 +133,7 @@ extension Daemon {
         case .pending:
             setClientEvents(fd, writable: true)
         case .overflow:
-            cutOff(fd, "stopped reading its replies (over \(ControlConnection.maxPendingReplyBytes) bytes waiting)")
+            cutOff(fd, "stopped reading its replies (over \(ClientConnection.maxPendingReplyBytes) bytes waiting)")
         case .failed:
             clientGone(fd, drain: false)
         }
@@ -194,6 +194,9 @@ extension Daemon {
     // MARK: Requests
 
     func handleRequest(_ line: String, client fd: Int32, fds: [Int32]) {
+        // What this request reads (ps) or changes must already be on disk: a daemon killed
+        // right after answering leaves its successor the state the client was told.
+        flushRegistry()
         let request: ControlRequest
         do {
             request = try JSONLines.decodeOrError(ControlRequest.self, line)

@@ -21,18 +21,18 @@ extension Daemon {
             for pid in app.members() { kill(pid, sig) }
             _ = try? app.handle.send(sig)
         case .freeze(let deadline):
-            freeze(app, deadline: deadline)
+            startOperation(app, .freeze, deadline: deadline)
         case .cancelFreeze:
-            _ = try? app.freezer.thaw(deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos))
+            // Rolled back at once (a write); the app runs again.
+            app.operation?.cancel()
+            endOperation(app)
         case .thaw(let deadline):
-            thaw(app, deadline: deadline)
+            startOperation(app, .thaw, deadline: deadline)
         case .thawForTermination:
-            if let report = try? app.freezer.thaw(deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos)) {
-                log(
-                    Event(
-                        app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                        detail: "thawed in \(DurationText.format(report.durationNanos)) so it can act on SIGTERM"))
-            }
+            // Only the request matters (the tasks must run to act on SIGTERM); the kill deadline
+            // bounds the rest, so its confirmation is only logged.
+            startOperation(
+                app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: "so it can act on SIGTERM")
         case .killAll:
             killAll(app)
         case .stopProbe:
@@ -70,36 +70,92 @@ extension Daemon {
         }
     }
 
-    // MARK: Freeze and thaw
+    // MARK: Freeze and thaw: states of the loop
 
-    func freeze(_ app: LiveApp, deadline: UInt64) {
-        do {
-            let report = try app.freezer.freeze(deadline: deadline)
-            apply(.freezeConfirmed(FreezeOutcome(report)), to: app)
-        } catch {
-            apply(.freezeFailed(error.description), to: app)
+    /// Writes the request to the kernel and looks once; what is not confirmed at once is
+    /// looked at again when cgroup.events changes or at the re-check time, on later turns of
+    /// the loop. Nothing here waits, so a freeze stuck on a task in D state holds up no one.
+    /// `aside`: an operation the lifecycle does not wait for (why, for the log).
+    func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: String? = nil) {
+        app.operation?.cancel()
+        let now = Clock.monotonicNanos()
+        app.operation =
+            direction == .freeze
+            ? app.freezer.beginFreeze(now: now, deadline: deadline) : app.freezer.beginThaw(now: now, deadline: deadline)
+        app.operationAside = aside
+        stepOperation(app)
+    }
+
+    func stepOperation(_ app: LiveApp) {
+        guard var op = app.operation else { return }
+        let progress = op.step(now: Clock.monotonicNanos())
+        app.operation = op
+        switch progress {
+        case .waiting(let at, let watch):
+            app.operationAt = at
+            watchCgroupEvents(app, watch)
+        case .confirmed(let report):
+            let aside = app.operationAside
+            endOperation(app)
+            if let aside {
+                log(
+                    Event(
+                        app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
+                        detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside)"))
+            } else {
+                apply(op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app)
+            }
+        case .failed(let failure):
+            let aside = app.operationAside
+            endOperation(app)
+            if let aside {
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside) failed: \(failure)"))
+            } else {
+                apply(op.direction == .freeze ? .freezeFailed(failure.description) : .thawFailed(failure.description), to: app)
+            }
         }
     }
 
-    func thaw(_ app: LiveApp, deadline: UInt64) {
+    func endOperation(_ app: LiveApp) {
+        app.operation = nil
+        app.operationAt = nil
+        app.operationAside = nil
+        if !app.destroying { watchCgroupEvents(app, nil) }
+    }
+
+    /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI: the kernel's "it
+    /// changed") while a freeze, thaw or removal waits on it; the descriptor stays the
+    /// cgroups' own.
+    func watchCgroupEvents(_ app: LiveApp, _ fd: Int32?) {
+        guard app.watchedEvents != fd else { return }
+        if let old = app.watchedEvents { unwatch(old) }
+        app.watchedEvents = nil
+        guard let fd else { return }
         do {
-            let report = try app.freezer.thaw(deadline: deadline)
-            apply(.thawConfirmed(FreezeOutcome(report)), to: app)
+            try watch(fd, .cgroupEvents(app.name), events: EpollEvents.priority)
+            app.watchedEvents = fd
         } catch {
-            apply(.thawFailed(error.description), to: app)
+            // The re-check time still brings the loop back: only the early wake-up is lost.
         }
     }
 
-    /// Kills every process of the app: cgroup.kill where the kernel has it (frozen tasks die
-    /// too), else SIGKILL to each member and through the pidfd. A v1-frozen task only acts
-    /// on the kill once thawed, so the v1 freezer is thawed after the signal is queued.
+    /// The app's cgroup.events changed, or a re-check time came: look again at what waits.
+    func cgroupChanged(_ app: LiveApp) {
+        if app.operation != nil { stepOperation(app) }
+        if app.destroying { stepDestroy(app) }
+    }
+
+    /// Kills every process of the app (its cgroups', else its session's) and the main
+    /// process through its pidfd.
     func killAll(_ app: LiveApp) {
-        if let cgroup = app.cgroup, cgroup.supportsKill, (try? cgroup.kill()) != nil {
+        if app.cgroups.members() != nil {
+            for problem in app.cgroups.killAll() {
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)"))
+            }
         } else {
-            for pid in app.members() { kill(pid, SIGKILL) }
+            for pid in ProcFS.pids(inSession: app.pid) { kill(pid, SIGKILL) }
         }
         _ = try? app.handle.send(SIGKILL)
-        if let v1 = app.freezerV1, v1.isFrozen() { try? FileIO.write(v1.path + "/freezer.state", "THAWED") }
     }
 
     // MARK: The end of an app
@@ -120,37 +176,47 @@ extension Daemon {
     }
 
     /// The rest of the app goes with its main process (systemd's KillMode=control-group):
-    /// kill what is left, remove its cgroups and its notify socket.
+    /// kill what is left and remove its cgroups, bottom-up, as a state of the loop (an
+    /// emptying cgroup is waited for through cgroup.events, never inside the loop).
     func destroy(_ app: LiveApp) {
         unwatch(app.notifyFD)
-        var leftovers = 0
-        if let cgroup = app.cgroup {
-            if (try? cgroup.events().populated) == true {
-                leftovers = cgroup.procs().count
-                killAll(app)
-                _ = try? cgroup.waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
-            }
-        } else {
-            let rest = app.members()
-            leftovers = rest.count
+        app.operation?.cancel()
+        app.operation = nil
+        app.operationAt = nil
+        app.destroying = true
+        var sessionLeftovers = 0
+        if app.cgroups.members() == nil {
+            // No cgroup: what is left of the app is found through its session.
+            let rest = ProcFS.pids(inSession: app.pid)
+            sessionLeftovers = rest.count
             for pid in rest { kill(pid, SIGKILL) }
-            if let v1 = app.freezerV1 { try? FileIO.write(v1.path + "/freezer.state", "THAWED") }
         }
+        let now = Clock.monotonicNanos()
+        handleDestroy(
+            app, app.cgroups.beginDestroy(now: now, deadline: now.saturatingAdd(5_000_000_000), mainPID: app.pid), extra: sessionLeftovers)
+    }
+
+    func stepDestroy(_ app: LiveApp) {
+        handleDestroy(app, app.cgroups.stepDestroy(now: Clock.monotonicNanos()), extra: 0)
+    }
+
+    func handleDestroy(_ app: LiveApp, _ progress: DestroyProgress, extra: Int) {
+        switch progress {
+        case .waiting(let at, let watch):
+            app.destroyAt = at
+            watchCgroupEvents(app, watch)
+        case .done(let leftovers):
+            finishDestroy(app, leftovers: leftovers + extra, problems: [])
+        case .failed(let problems):
+            finishDestroy(app, leftovers: extra, problems: problems)
+        }
+    }
+
+    func finishDestroy(_ app: LiveApp, leftovers: Int, problems: [String]) {
+        app.destroying = false
+        app.destroyAt = nil
+        watchCgroupEvents(app, nil)
         reapChildrenQuietly()
-        var problems: [String] = []
-        if let cgroup = app.cgroup {
-            do { try cgroup.remove() } catch { problems.append(error.description) }
-        }
-        if let v1 = app.freezerV1 {
-            if !v1.procs().isEmpty {
-                for pid in v1.procs() { kill(pid, SIGKILL) }
-                try? FileIO.write(v1.path + "/freezer.state", "THAWED")
-            }
-            do { try v1.remove() } catch { problems.append(error.description) }
-        }
-        if let mem = app.memoryV1 {
-            do { try mem.remove() } catch { problems.append(error.description) }
-        }
         close(app.notifyFD)
         unlink(app.notifyPath)
         apply(.cleanedUp(leftovers: leftovers, problems: problems), to: app)

@@ -64,49 +64,17 @@ extension Daemon {
         func undo() { for step in cleanup.reversed() { step() } }
 
         do {
-            // The app gets a fresh v2 cgroup wherever one is usable, whatever the backend: it is
-            // how every process of the app is found, killed and recognised as a notify sender.
-            var cgroup: Cgroup2?
-            if facts.cgroup2Usable, let root = facts.cgroupRoot {
-                let cg = Cgroup2(path: root + "/" + options.name)
-                if cg.exists {
-                    if !cg.procs().isEmpty {
-                        throw IceboxError(
-                            .failure, "cgroup \(cg.path) already has processes in it",
-                            hint:
-                                "another icebox daemon with the same cgroup root runs an app named \(options.name); use another --name or --cgroup-root"
-                        )
-                    }
-                    // A fresh cgroup every launch: one that has seen cgroup.kill kills later children.
-                    try? cg.remove()
-                }
-                // The root may have been removed by a daemon that shared it and stopped.
-                do {
-                    try FileIO.makeDirectories(root)
-                    try cg.create()
-                } catch { throw IceboxError("launch \(options.name)", error) }
-                cleanup.append { try? cg.remove() }
-                cgroup = cg
-            }
-            var freezerV1: Cgroup1Freezer?
-            if backend == .cgroup1, let root = facts.freezerV1Root {
-                let v1 = Cgroup1Freezer(path: root + "/" + options.name)
-                do {
-                    try FileIO.makeDirectories(root)
-                    try v1.create()
-                } catch { throw IceboxError("launch \(options.name)", error) }
-                cleanup.append { try? v1.remove() }
-                freezerV1 = v1
-            }
-            // On hybrid hosts the app's memory is measured (and can be limited) through a v1
-            // memory cgroup of its own; a failure here only costs precision (Pss is the fallback).
-            var memoryV1: MemoryCgroupV1?
-            if let root = facts.memoryV1Root {
-                let mem = MemoryCgroupV1(path: root + "/" + options.name)
-                if (try? FileIO.makeDirectories(root)) != nil, (try? mem.create()) != nil {
-                    cleanup.append { try? mem.remove() }
-                    memoryV1 = mem
-                }
+            // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
+            // whatever the backend (it is how every process of the app is found, killed and
+            // recognised as a notify sender), the v1 freezer one for backend cgroup1, and a
+            // v1 memory one on hybrid hosts (how its memory is measured there).
+            let cgroups = try AppCgroups.create(
+                name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
+                freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root,
+                backend: backend)
+            cleanup.append {
+                let now = Clock.monotonicNanos()
+                _ = cgroups.beginDestroy(now: now, deadline: now)  // nothing was spawned into them: empty
             }
             // The app's own state directory survives eviction and relaunch (didEnterBackground
             // saves here).
@@ -135,28 +103,16 @@ extension Daemon {
                 opened.append(logFD)
                 request.stdout = logFD; request.stderr = logFD
             }
-            if let cgroup {
-                do {
-                    request.cgroupDirFD = try cgroup.openDirectory()
-                    opened.append(request.cgroupDirFD)
-                    request.cgroupProcsFD = try cgroup.openProcsForWriting()
-                    opened.append(request.cgroupProcsFD)
-                } catch { throw IceboxError("launch \(options.name)", error) }
-            }
-            if let freezerV1 {
-                let fd = open(freezerV1.path + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
-                if fd < 0 { throw IceboxError("launch \(options.name)", SystemError("open", path: freezerV1.path + "/cgroup.procs")) }
-                opened.append(fd)
-                request.v1ProcsFD = fd
-            }
-            if let memoryV1, let fd = try? memoryV1.openProcsForWriting() {
-                opened.append(fd)
-                request.v1MemoryProcsFD = fd
-            }
-
+            let descriptors: SpawnDescriptors
+            do { descriptors = try cgroups.spawnDescriptors() } catch { throw IceboxError("launch \(options.name)", error) }
+            descriptors.apply(to: &request)
             let launchStart = Clock.monotonicNanos()
             let spawned: SpawnedProcess
-            do { spawned = try Spawner.spawn(request) } catch {
+            let outcome = Result { () throws(SpawnError) in try Spawner.spawn(request) }
+            descriptors.close()  // the child has them (or has failed): ours go now
+            switch outcome {
+            case .success(let s): spawned = s
+            case .failure(let error):
                 switch error {
                 case .notFound: throw IceboxError(.notFound, error.description)
                 case .execFailed(_, _, let err):
@@ -171,16 +127,13 @@ extension Daemon {
             var record = AppRecord(
                 name: options.name, options: options, pid: spawned.handle.pid,
                 state: .launching, sinceMonotonicNanos: launchStart, sinceWall: wall,
-                launchedWall: wall, backend: backend, cgroup: cgroup?.path, freezerV1: freezerV1?.path)
+                launchedWall: wall, backend: backend, cgroup: cgroups.v2Path, freezerV1: cgroups.freezerV1Path)
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue
-            record.memoryV1 = memoryV1?.path
+            record.memoryV1 = cgroups.memoryV1Path
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
-            let app = LiveApp(
-                lifecycle: lifecycle, handle: spawned.handle, cgroup: cgroup, freezerV1: freezerV1,
-                notifyFD: notifyFD, notifyPath: notifyPath)
-            app.memoryV1 = memoryV1
+            let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notifyFD: notifyFD, notifyPath: notifyPath)
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
             app.spawnEvent = Event(

@@ -203,7 +203,7 @@ extension Daemon {
     func compact(_ app: LiveApp, mode: CompactionMode) -> Result<CompactionReport, IceboxError> {
         app.compactAt = nil
         do {
-            let report = try Compactor.compact(pids: app.members(), mode: mode, cgroup: app.cgroup)
+            let report = try app.cgroups.compact(mode: mode, fallbackMembers: app.members())
             let summary = report.summary
             let swapNote =
                 mode == .pageout && !SystemMemory.hasSwap() ? "; no swap on this host: anonymous pages stay, file-backed pages go" : ""

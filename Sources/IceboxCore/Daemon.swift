@@ -15,6 +15,11 @@ public final class Daemon {
         public var paths: IceboxPaths
         public var cgroupRootOverride: String?
         public var readyFD: Int32?  // write "ready" here once listening (autostart)
+        /// The control socket, already listening, from socket activation (systemd owns its
+        /// path); nil: the daemon makes its own at `paths.controlSocket`.
+        public var listenerFD: Int32?
+        /// Where the daemon's own READY=1/STOPPING=1 go (NOTIFY_SOCKET of a Type=notify unit).
+        public var serviceNotifier: ServiceNotifier?
         public var freezeTimeoutNanos: UInt64 = 10_000_000_000
         /// How long the daemon lingers with no app and no client; nil: it runs until stopped
         /// (an in-process supervisor).
@@ -38,6 +43,7 @@ public final class Daemon {
         case pidfd(String)
         case notify(String)
         case probe(String)
+        case cgroupEvents(String)
         case pressure
     }
 
@@ -56,7 +62,7 @@ public final class Daemon {
     var listener: Int32 = -1
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
-    var clients: [Int32: ControlConnection] = [:]
+    var clients: [Int32: ClientConnection] = [:]
     var apps: [String: LiveApp] = [:]
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]
@@ -108,7 +114,11 @@ public final class Daemon {
             Signals.block(handled + [SIGPIPE])
             signalFD = try Signals.signalFD(handled)
             try watch(signalFD, .signals)
-            listener = try UnixSocket.listen(path: config.paths.controlSocket)
+            if let inherited = config.listenerFD {
+                listener = inherited
+            } else {
+                listener = try UnixSocket.listen(path: config.paths.controlSocket)
+            }
             try watch(listener, .listener)
         } catch {
             throw IceboxError("start the daemon", error)
@@ -122,8 +132,10 @@ public final class Daemon {
                 detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
         idleSince = Clock.monotonicNanos()
         loop()
+        config.serviceNotifier?.notify("STOPPING=1")
         flushRegistry()
-        unlink(config.paths.controlSocket)
+        // A socket passed by socket activation belongs to the service manager, path and all.
+        if config.listenerFD == nil { unlink(config.paths.controlSocket) }
         close(listener)
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
@@ -169,6 +181,11 @@ public final class Daemon {
     /// Tells the client that started this daemon that it listens ("ready"), or that another
     /// daemon holds the lock for this runtime directory ("busy").
     func signalReady(busy: Bool = false) {
+        if !busy {
+            config.serviceNotifier?.notify(
+                "READY=1\nMAINPID=\(getpid())\nSTATUS=listening on \(config.listenerFD == nil ? config.paths.controlSocket : "the socket-activated control socket")"
+            )
+        }
         guard let fd = config.readyFD else { return }
         let word = busy ? "busy\n" : "ready\n"
         _ = word.withCString { write(fd, $0, strlen($0)) }
@@ -221,6 +238,7 @@ public final class Daemon {
         case .client(let fd): clientReady(fd, events: events)
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
+        case .cgroupEvents(let name): if let app = apps[name] { cgroupChanged(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
         case .pressure: pressureFired(events: events)
         }
@@ -248,6 +266,8 @@ public final class Daemon {
         for app in Array(apps.values) {
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
+            if let d = app.operationAt, d <= now { stepOperation(app) }
+            if let d = app.destroyAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {

@@ -25,6 +25,8 @@ public struct StuckTask: Sendable, CustomStringConvertible {
         return "pid \(pid) tid \(tid) state \(state)\(location)"
     }
 
+    /// Every thread of the processes with its state and wait channel, the likely culprits
+    /// first: uninterruptible sleep (D), then running (R), then the rest.
     static func describe(pids: [pid_t], skippingStopped: Bool) -> [StuckTask] {
         var out: [StuckTask] = []
         for pid in pids {
@@ -35,20 +37,29 @@ public struct StuckTask: Sendable, CustomStringConvertible {
                 out.append(StuckTask(pid: pid, tid: tid, state: st.state, wchan: wchan.trimmed()))
             }
         }
-        return out
+        func rank(_ t: StuckTask) -> Int { t.state == "D" ? 0 : t.state == "R" ? 1 : 2 }
+        return out.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
     }
 }
 
-/// A freeze that did not complete by its deadline. It has been rolled back: the app runs.
+/// A freeze (or thaw) that did not complete by its deadline. A freeze has been rolled back:
+/// the app runs.
 public struct FreezeTimeout: Error, CustomStringConvertible, Sendable {
     public var backend: BackendKind
     public var waitedNanos: UInt64
     public var stuck: [StuckTask]
+    public var direction: FreezeDirection = .freeze
 
     public var description: String {
         let list = stuck.prefix(8).map(\.description).joined(separator: "; ")
-        return "not frozen after \(DurationText.format(waitedNanos)) (\(backend.rawValue)); rolled back, the app runs"
-            + (list.isEmpty ? "" : "; tasks not frozen: \(list)")
+        switch direction {
+        case .freeze:
+            return "not frozen after \(DurationText.format(waitedNanos)) (\(backend.rawValue)); rolled back, the app runs"
+                + (list.isEmpty ? "" : "; tasks not frozen: \(list)")
+        case .thaw:
+            return "not thawed after \(DurationText.format(waitedNanos)) (\(backend.rawValue))"
+                + (list.isEmpty ? "" : "; tasks still stopped: \(list)")
+        }
     }
 }
 
@@ -56,21 +67,31 @@ public enum FreezeFailure: Error, CustomStringConvertible, Sendable {
     case timeout(FreezeTimeout)
     case system(SystemError)
     case gone(String)
+    /// Abandoned with `FreezeOperation.cancel()` (a freeze in flight was rolled back).
+    case cancelled
 
     public var description: String {
         switch self {
         case .timeout(let t): return t.description
         case .system(let e): return e.description
         case .gone(let what): return what
+        case .cancelled: return "cancelled (a freeze in flight was rolled back)"
         }
     }
 }
 
-/// A way to freeze and thaw one set of processes, confirming each before returning.
+/// A way to freeze and thaw one set of processes, confirmed from the kernel, never left
+/// half-frozen.
 public protocol Freezer: Sendable {
     var kind: BackendKind { get }
+    /// Writes the freeze request now and returns the operation to step until the kernel
+    /// confirms it or the deadline (monotonic ns) passes; never sleeps.
+    func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation
+    /// Writes the thaw request now; likewise.
+    func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation
     /// Freezes and waits for the kernel to confirm, up to the deadline (monotonic ns).
     /// On time-out the freeze is rolled back before throwing: never left half-frozen.
+    /// Blocks: for one-shot commands, not for an event loop.
     func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport
     func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport
     /// Whether the processes are frozen now (read from the kernel, not remembered).
@@ -80,7 +101,15 @@ public protocol Freezer: Sendable {
     func freezeStarted() -> Bool
 }
 
-/// Runs a system step inside a freeze or thaw, reporting its failure as a FreezeFailure.
-func step<T>(_ body: () throws(SystemError) -> T) throws(FreezeFailure) -> T {
-    do { return try body() } catch { throw .system(error) }
+extension Freezer {
+    /// The blocking form: the stepwise operation, waited for with poll(2).
+    public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
+        var operation = beginFreeze(now: Clock.monotonicNanos(), deadline: deadline)
+        return try operation.wait()
+    }
+
+    public func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
+        var operation = beginThaw(now: Clock.monotonicNanos(), deadline: deadline)
+        return try operation.wait()
+    }
 }

@@ -3,16 +3,15 @@ import IceboxSystem
 
 /// An app the daemon supervises right now: its lifecycle (the state machine, which decides)
 /// and the live resources the daemon acts with (pidfd, cgroups, freezer, notify socket,
-/// readiness probe) plus the policy's timers. Touched only by the daemon's loop thread.
+/// readiness probe), the kernel operation in flight, and the policy's timers. Touched only
+/// by the daemon's loop thread.
 final class LiveApp {
     /// The state machine: every transition goes through `Daemon.apply(_:to:)`.
     var lifecycle: AppLifecycle
     let handle: ProcessHandle
-    let cgroup: Cgroup2?
-    let freezerV1: Cgroup1Freezer?
+    /// The one owner of the app's cgroups (empty on a host without any).
+    let cgroups: AppCgroups
     let freezer: any Freezer
-    /// The per-app v1 memory cgroup on hybrid hosts (how its memory is measured there).
-    var memoryV1: MemoryCgroupV1?
     let notifyFD: Int32
     let notifyPath: String
     /// The control connection of `icebox run`, which gets this app's events and its exit.
@@ -23,31 +22,32 @@ final class LiveApp {
     // flight, when that attempt is abandoned).
     var probe: ReadinessProbe?
     var probeAt: UInt64?
+
+    /// A freeze or thaw the kernel is working on: a state of the loop, never a wait in it.
+    var operation: FreezeOperation?
+    /// Why that operation runs when the lifecycle does not wait for it (a thaw so a frozen
+    /// app can act on SIGTERM, or one a previous daemon began); nil: the lifecycle's own.
+    var operationAside: String?
+    var operationAt: UInt64?
+    /// The app's cgroups are being removed (after its main process ended).
+    var destroyAt: UInt64?
+    var destroying = false
+    /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while one of the above
+    /// waits on the kernel; owned by `cgroups`, never closed here.
+    var watchedEvents: Int32?
+
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
     var compactAt: UInt64?
     var lockCheckAt: UInt64?
 
-    init(
-        lifecycle: AppLifecycle, handle: ProcessHandle, cgroup: Cgroup2?, freezerV1: Cgroup1Freezer?,
-        notifyFD: Int32, notifyPath: String
-    ) {
+    init(lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups, notifyFD: Int32, notifyPath: String) {
         self.lifecycle = lifecycle
         self.handle = handle
-        self.cgroup = cgroup
-        self.freezerV1 = freezerV1
+        self.cgroups = cgroups
         self.notifyFD = notifyFD
         self.notifyPath = notifyPath
         let pid = handle.pid
-        switch lifecycle.record.backend {
-        case .cgroup2: freezer = Cgroup2Freezer(cgroup: cgroup!)
-        case .cgroup1: freezer = freezerV1!
-        case .signal:
-            if let cgroup {
-                freezer = SignalFreezer { cgroup.procs() }
-            } else {
-                freezer = SignalFreezer { ProcFS.pids(inSession: pid) }
-            }
-        }
+        freezer = cgroups.freezer(backend: lifecycle.record.backend) { ProcFS.pids(inSession: pid) }
     }
 
     var name: String { lifecycle.name }
@@ -57,21 +57,22 @@ final class LiveApp {
     /// Whether the process has exited (its pidfd reads as ready), child or not.
     func hasExited() -> Bool { Poll.ready(handle.pidfd, Int16(POLLIN)) }
 
-    /// Every process of the app: its v2 cgroup where it has one, else its session (the app
-    /// is a session leader; a process that called setsid() itself escapes this fallback).
+    /// Every process of the app: its cgroups' (sub-cgroups included) where it has them, else
+    /// its session (the app is a session leader; a process that called setsid() itself
+    /// escapes this fallback).
     func members() -> [pid_t] {
-        if let cgroup { return cgroup.procs() }
-        return ProcFS.pids(inSession: pid)
+        cgroups.members() ?? ProcFS.pids(inSession: pid)
     }
 
-    /// Whether a notify sender belongs to this app: in its cgroup, or in its session.
+    /// Whether a notify sender belongs to this app: in its cgroup (or a sub-cgroup of it), or
+    /// in its session.
     func owns(senderPID: pid_t, unifiedMount: String?) -> Bool {
-        if let cgroup, let unifiedMount {
+        if let path = cgroups.v2Path, let unifiedMount {
             guard let text = try? FileIO.read("/proc/\(senderPID)/cgroup"),
                 let relative = ProcFS.unifiedCgroup(in: text)
             else { return false }
             let full = relative == "/" ? unifiedMount : unifiedMount + relative
-            return full == cgroup.path
+            return full == path || full.hasPrefix(path + "/")
         }
         return ProcFS.stat(pid: senderPID)?.session == pid
     }
@@ -79,11 +80,11 @@ final class LiveApp {
     /// The app's memory, from the best source this host has (memory.current, the v1
     /// memory cgroup, or the sum of Pss).
     func memory() -> AppMemoryReading {
-        AppMemory.read(v2Cgroup: cgroup?.path, v1MemoryCgroup: memoryV1?.path, pids: members())
+        AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members())
     }
 
     /// The earliest moment the loop must wake up for this app.
     var nextDeadline: UInt64? {
-        [lifecycle.nextDeadline, probeAt, compactAt, lockCheckAt].compactMap { $0 }.min()
+        [lifecycle.nextDeadline, probeAt, operationAt, destroyAt, compactAt, lockCheckAt].compactMap { $0 }.min()
     }
 }

@@ -4,7 +4,8 @@ import IceboxSystem
 /// Freezing with SIGSTOP, for hosts without a usable freezer cgroup. Every process of the
 /// app gets SIGSTOP, and the freeze is confirmed when every thread reads state `T` in
 /// /proc. There is no event for that, so the read-back is a deliberate back-off (20 µs
-/// growing to 5 ms); processes that appear meanwhile are stopped too.
+/// growing to 5 ms); processes that appear meanwhile are stopped too. A thaw sends SIGCONT
+/// and is confirmed when no thread is stopped any more.
 ///
 /// What it cannot do: a process that left the app's process group and has no cgroup to
 /// find it by escapes; a parent or a tracer sees the stop (waitpid WUNTRACED, SIGCHLD),
@@ -18,80 +19,16 @@ public struct SignalFreezer: Freezer {
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
-    public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
-        let start = Clock.monotonicNanos()
-        var signaled = Set<pid_t>()
-        // A process whose every thread was seen stopped stays that way (a stopped thread cannot
-        // start another), so it is not read again: each pass costs only what is left to confirm.
-        var done: [pid_t: Int] = [:]  // pid → its thread count
-        var interval: UInt64 = 20_000
-        while true {
-            let pids = members()
-            if pids.isEmpty { throw .gone("no processes left to stop") }
-            for pid in pids where !signaled.contains(pid) {
-                if kill(pid, SIGSTOP) == 0 { signaled.insert(pid) }
-            }
-            var allStopped = true
-            for pid in pids where done[pid] == nil {
-                var threads = 0
-                var stopped = true
-                for tid in ProcFS.threads(of: pid) {
-                    guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
-                    if st.state == "Z" || st.state == "X" { continue }
-                    threads += 1
-                    if !Self.stoppedState(st.state) {
-                        stopped = false
-                        break
-                    }
-                }
-                if stopped { done[pid] = threads } else { allStopped = false }
-            }
-            let now = Clock.monotonicNanos()
-            if allStopped {
-                let tasks = pids.reduce(0) { $0 + (done[$1] ?? 0) }
-                return FreezeReport(backend: .signal, durationNanos: now - start, tasks: tasks)
-            }
-            if now >= deadline {
-                let stuck = StuckTask.describe(pids: pids, skippingStopped: true)
-                for pid in pids { kill(pid, SIGCONT) }
-                throw .timeout(FreezeTimeout(backend: .signal, waitedNanos: now - start, stuck: stuck))
-            }
-            var ts = timespec(tv_sec: 0, tv_nsec: Int(min(interval, deadline - now)))
-            nanosleep(&ts, nil)
-            interval = min(interval * 2, 5_000_000)
-        }
+    public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var steps = SignalFreezeSteps(members: members)
+        steps.stopNewMembers()
+        return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
 
-    public func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
-        let start = Clock.monotonicNanos()
-        var running: [pid_t: Int] = [:]  // pids confirmed running → their thread count
-        var interval: UInt64 = 20_000
-        while true {
-            let pids = members()
-            var anyStopped = false
-            for pid in pids where running[pid] == nil {
-                kill(pid, SIGCONT)
-                var threads = 0
-                var stopped = false
-                for tid in ProcFS.threads(of: pid) {
-                    guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
-                    threads += 1
-                    if Self.stoppedState(st.state) {
-                        stopped = true
-                        break
-                    }
-                }
-                if stopped { anyStopped = true } else { running[pid] = threads }
-            }
-            let now = Clock.monotonicNanos()
-            if !anyStopped {
-                return FreezeReport(backend: .signal, durationNanos: now - start, tasks: pids.reduce(0) { $0 + (running[$1] ?? 0) })
-            }
-            if now >= deadline { throw .timeout(FreezeTimeout(backend: .signal, waitedNanos: now - start, stuck: [])) }
-            var ts = timespec(tv_sec: 0, tv_nsec: Int(min(interval, deadline - now)))
-            nanosleep(&ts, nil)
-            interval = min(interval * 2, 5_000_000)
-        }
+    public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
+        for pid in members() { kill(pid, SIGCONT) }
+        return FreezeOperation(
+            backend: .signal, direction: .thaw, startedAt: now, deadline: deadline, steps: SignalThawSteps(members: members))
     }
 
     public func isFrozen() -> Bool {
@@ -121,4 +58,107 @@ public struct SignalFreezer: Freezer {
         }
         return out
     }
+}
+
+/// A SIGSTOP round in steps. A process whose every thread was seen stopped stays that way (a
+/// stopped thread cannot start another), so it is not read again: each step costs only what
+/// is left to confirm.
+struct SignalFreezeSteps: FreezeSteps {
+    let members: @Sendable () -> [pid_t]
+    var signaled = Set<pid_t>()
+    var done: [pid_t: Int] = [:]  // pid → its thread count, once seen fully stopped
+    var backoff = Backoff(cap: 5_000_000)
+    var failedAtStart: FreezeFailure? { nil }
+
+    init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
+
+    /// SIGSTOP to the members not signalled yet; the members now.
+    @discardableResult
+    mutating func stopNewMembers() -> [pid_t] {
+        let pids = members()
+        for pid in pids where !signaled.contains(pid) {
+            if kill(pid, SIGSTOP) == 0 { signaled.insert(pid) }
+        }
+        return pids
+    }
+
+    mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
+        let took = now.saturatingSub(startedAt)
+        let pids = stopNewMembers()
+        if pids.isEmpty {
+            cancel()
+            return .failed(.gone("no processes left to stop"))
+        }
+        var allStopped = true
+        for pid in pids where done[pid] == nil {
+            var threads = 0
+            var stopped = true
+            for tid in ProcFS.threads(of: pid) {
+                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
+                if st.state == "Z" || st.state == "X" { continue }
+                threads += 1
+                if !SignalFreezer.stoppedState(st.state) {
+                    stopped = false
+                    break
+                }
+            }
+            if stopped { done[pid] = threads } else { allStopped = false }
+        }
+        if allStopped {
+            return .confirmed(FreezeReport(backend: .signal, durationNanos: took, tasks: pids.reduce(0) { $0 + (done[$1] ?? 0) }))
+        }
+        if now >= deadline {
+            let stuck = StuckTask.describe(pids: pids, skippingStopped: true)
+            for pid in pids { kill(pid, SIGCONT) }
+            cancel()
+            return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
+        }
+        return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: nil)
+    }
+
+    /// SIGCONT to every process this round stopped (and any member now): the app runs.
+    func cancel() {
+        for pid in signaled { kill(pid, SIGCONT) }
+    }
+}
+
+/// A SIGCONT round in steps: SIGCONT again to whatever still shows a stopped thread, until
+/// none does.
+struct SignalThawSteps: FreezeSteps {
+    let members: @Sendable () -> [pid_t]
+    var running: [pid_t: Int] = [:]  // pids confirmed running → their thread count
+    var backoff = Backoff(cap: 5_000_000)
+    var failedAtStart: FreezeFailure? { nil }
+
+    init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
+
+    mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
+        let took = now.saturatingSub(startedAt)
+        let pids = members()
+        var stillStopped: [pid_t] = []
+        for pid in pids where running[pid] == nil {
+            kill(pid, SIGCONT)
+            var threads = 0
+            var stopped = false
+            for tid in ProcFS.threads(of: pid) {
+                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
+                threads += 1
+                if SignalFreezer.stoppedState(st.state) {
+                    stopped = true
+                    break
+                }
+            }
+            if stopped { stillStopped.append(pid) } else { running[pid] = threads }
+        }
+        if stillStopped.isEmpty {
+            return .confirmed(FreezeReport(backend: .signal, durationNanos: took, tasks: pids.reduce(0) { $0 + (running[$1] ?? 0) }))
+        }
+        if now >= deadline {
+            let stuck = StuckTask.describe(pids: stillStopped, skippingStopped: false).filter { SignalFreezer.stoppedState($0.state) }
+            return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck, direction: .thaw)))
+        }
+        return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: nil)
+    }
+
+    func cancel() {}
 }

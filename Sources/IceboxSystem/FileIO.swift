@@ -1,3 +1,4 @@
+import CIceboxShim
 import Glibc
 
 /// Small file helpers for /proc, /sys and state files. Paths are parameters everywhere,
@@ -33,6 +34,29 @@ public enum FileIO {
         }
         if n < 0 { throw SystemError("read", path: path) }
         return String(decoding: chunk[0..<n], as: UTF8.self)
+    }
+
+    /// Opens a file for a descriptor the caller keeps (close-on-exec, never through a symlink:
+    /// a control file under /sys/fs/cgroup is never a link, so one there is not ours).
+    /// The corresponding C function is `open`.
+    public static func openDescriptor(_ path: String, flags: Int32) throws(SystemError) -> Int32 {
+        let fd = retryingOnInterrupt { open(path, flags | O_CLOEXEC | O_NOFOLLOW) }
+        if fd < 0 { throw SystemError("open", path: path) }
+        return fd
+    }
+
+    /// Writes a value at offset 0 of an open control file in one pwrite(2): a kept descriptor
+    /// can be written again and again (cgroup files take each write whole, whatever the offset).
+    public static func pwrite(fd: Int32, path: String, _ value: String) throws(SystemError) {
+        let n = value.withCString { p in retryingOnInterrupt { Glibc.pwrite(fd, p, strlen(p), 0) } }
+        if n < 0 { throw SystemError("write", path: path) }
+    }
+
+    /// poll(2) on one descriptor with a nanosecond time-out (ppoll underneath): the revents,
+    /// 0 on time-out or a signal. A negative descriptor makes it a plain sleep.
+    @discardableResult
+    public static func poll(fd: Int32, events: Int16, timeoutNanos: UInt64) -> Int16 {
+        Int16(truncatingIfNeeded: max(0, icebox_poll_ns(fd, events, timeoutNanos)))
     }
 
     /// Writes a value to a control file in one write(2), as the kernel expects.
@@ -97,6 +121,28 @@ public enum FileIO {
         }
         // As mkdir -p: an existing file where the directory should be is an error.
         if !isDirectory(path) { throw SystemError("create directory", path: path, errno: EEXIST) }
+    }
+
+    /// Names of the subdirectories of a directory (d_type, with lstat where the file system
+    /// does not fill it in: a symlink to a directory is not one).
+    public static func listDirectories(_ path: String) throws(SystemError) -> [String] {
+        guard let dir = opendir(path) else { throw SystemError("list", path: path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            let type = entry.pointee.d_type
+            if type == UInt8(DT_DIR) {
+                names.append(name)
+            } else if type == UInt8(DT_UNKNOWN) {
+                var st = stat()
+                if lstat(path + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { names.append(name) }
+            }
+        }
+        return names
     }
 
     /// Names in a directory, without "." and "..".

@@ -1,9 +1,26 @@
 import CIceboxShim
 import Glibc
 
-/// Waiting on one descriptor with a nanosecond timeout (ppoll), and the other small calls
-/// the layers above need from the C shim, so only IceboxSystem imports it.
+/// Waiting on descriptors: poll(2) with a deadline (a wait interrupted by a signal resumes
+/// with the time that is left), and ppoll on one descriptor with a nanosecond time-out.
 public enum Poll {
+    /// Waits until one of `fds` reports an event or the deadline (monotonic ns; nil: none)
+    /// passes. Returns the number of descriptors with events (their `revents` are set), 0 if
+    /// the deadline passed first. The corresponding C function is `poll`.
+    public static func wait(_ fds: inout [pollfd], until deadline: UInt64?) throws(SystemError) -> Int {
+        while true {
+            var timeout: Int32 = -1
+            if let deadline {
+                let now = Clock.monotonicNanos()
+                // Rounded up, so the wait never ends a little before the deadline.
+                timeout = now >= deadline ? 0 : Int32(min((deadline - now + 999_999) / 1_000_000, UInt64(Int32.max)))
+            }
+            let n = poll(&fds, nfds_t(fds.count), timeout)
+            if n >= 0 { return Int(n) }
+            if errno != EINTR { throw SystemError("poll") }
+        }
+    }
+
     /// Waits up to `timeoutNanos` (0: just look) for `events` on `fd`. Returns the events
     /// that happened (0 on time-out or EINTR). The corresponding C function is `ppoll`.
     public static func wait(_ fd: Int32, events: Int16, timeoutNanos: UInt64) throws(SystemError) -> Int16 {
@@ -15,15 +32,6 @@ public enum Poll {
     /// Whether `fd` has `events` now, without waiting; false on any error.
     public static func ready(_ fd: Int32, _ events: Int16) -> Bool {
         icebox_poll_ns(fd, events, 0) > 0
-    }
-}
-
-public enum PipePair {
-    /// A pipe whose both ends close on exec. The corresponding C function is `pipe2`.
-    public static func closeOnExec() throws(SystemError) -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [-1, -1]
-        guard icebox_pipe_cloexec(&fds) == 0 else { throw SystemError("create a pipe") }
-        return (fds[0], fds[1])
     }
 }
 

@@ -85,10 +85,14 @@ public enum Reaper {
         if icebox_set_child_subreaper() < 0 { throw SystemError("become a child subreaper (prctl)") }
     }
 
-    /// The pid of a child that has exited, without reaping it (WNOWAIT), or nil.
+    /// The pid of an exited child of the calling thread, without reaping it (WNOWAIT), or nil.
+    /// Only this thread's children (`__WNOTHREAD`): an engine embedded in a program with
+    /// threads of its own (a test runner spawning processes with Foundation) must never see,
+    /// let alone reap, their children. The daemon's apps and probes are spawned by its loop
+    /// thread, and orphans land on the main thread, where `icebox daemon` runs its loop.
     public static func peekExitedChild() -> pid_t? {
         var code: Int32 = 0, status: Int32 = 0, who: pid_t = 0
-        if icebox_waitid_all(WEXITED | WNOHANG | WNOWAIT, &code, &status, &who) < 0 { return nil }
+        if icebox_waitid_all(WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD, &code, &status, &who) < 0 { return nil }
         return who == 0 ? nil : who
     }
 

@@ -10,13 +10,18 @@ public enum UnixSocket {
     static func withAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) throws(SystemError) -> R {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
+        var bytes = Array(path.utf8)
         if bytes.count > maxPathLength { throw SystemError("use socket path (longer than 107 bytes)", path: path, errno: ENAMETOOLONG) }
+        // "@name" is the abstract namespace (as systemd's NOTIFY_SOCKET may be): a leading NUL,
+        // and the address is exactly as long as the name (no terminating NUL counts).
+        let abstract = bytes.first == UInt8(ascii: "@")
+        if abstract { bytes[0] = 0 }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             for (i, b) in bytes.enumerated() { raw[i] = b }
         }
+        let length = abstract ? MemoryLayout<sa_family_t>.size + bytes.count : MemoryLayout<sockaddr_un>.size
         return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(length)) }
         }
     }
 
@@ -157,5 +162,24 @@ extension UnixSocket {
             throw SystemError("write to the socket")
         }
         return n
+    }
+}
+
+extension UnixSocket {
+    /// Whether `fd` is a listening Unix stream socket (what socket activation must hand us).
+    public static func isListeningUnixStream(_ fd: Int32) -> Bool {
+        func option(_ name: Int32) -> Int32? {
+            var value: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(fd, SOL_SOCKET, name, &value, &len) == 0 ? value : nil
+        }
+        return option(SO_DOMAIN) == AF_UNIX && option(SO_TYPE) == Int32(SOCK_STREAM.rawValue) && option(SO_ACCEPTCONN) == 1
+    }
+
+    /// Makes an inherited descriptor non-blocking and close-on-exec (apps must not inherit it).
+    public static func adopt(_ fd: Int32) throws(SystemError) {
+        let flags = fcntl(fd, F_GETFL)
+        if flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 { throw SystemError("make descriptor \(fd) non-blocking") }
+        if fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 { throw SystemError("mark descriptor \(fd) close-on-exec") }
     }
 }

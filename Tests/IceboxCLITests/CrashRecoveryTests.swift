@@ -62,7 +62,9 @@ struct CrashRecoveryTests {
         while (try? box.apps()["slow"]?.state) != .background && Date() < deadline { usleep(10_000) }
         try killDaemon(box)
         _ = try box.apps()  // starts a new daemon, which re-adopts the app in its grace period
-        #expect(box.events("slow").contains { $0.kind == .adopt && $0.detail.contains("grace period") })
+        #expect(
+            box.events("slow").contains { $0.kind == .adopt && $0.detail.contains("grace period") },
+            "\(box.events("slow").map(\.detail))")
         let until = Date().addingTimeInterval(15)
         while (try? box.apps()["slow"]?.state) != .suspended && Date() < until { usleep(50_000) }
         let record = try #require(try box.apps()["slow"])

@@ -34,7 +34,16 @@ struct HygieneTests {
         defer { box.close() }
         _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
         let pid = try #require(daemonPID(box))
-        let before = descriptors(pid)
+        // The connection of the launch above closes just after its reply: under load the
+        // client can read the reply first. Take the snapshot once two reads agree.
+        var before = descriptors(pid)
+        let stable = Date().addingTimeInterval(2)
+        while Date() < stable {
+            usleep(50_000)
+            let again = descriptors(pid)
+            if again == before { break }
+            before = again
+        }
         let app = box.pythonApp()
         for backend in ["cgroup2", "cgroup1", "signal"] {
             _ = try box.icebox(["launch", "--backend", backend, "--ready", "notify", "tmp", "--", "python3", app])

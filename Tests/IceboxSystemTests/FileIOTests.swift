@@ -149,3 +149,21 @@ struct FileIOTests {
         #expect(throws: SystemError.self) { try FileIO.write(dir + "/missing", "1") }
     }
 }
+
+@Suite struct InotifyParsingTests {
+    /// Two `struct inotify_event` records as the kernel lays them out (host order).
+    @Test func twoEvents() {
+        func record(_ wd: UInt32, _ mask: UInt32, _ name: String, padTo: Int) -> [UInt8] {
+            var bytes: [UInt8] = []
+            for word in [wd, mask, 0, UInt32(padTo)] { withUnsafeBytes(of: word) { bytes += $0 } }
+            let name = Array(name.utf8)
+            return bytes + name + [UInt8](repeating: 0, count: padTo - name.count)
+        }
+        let bytes = record(1, 0x2, "events.jsonl", padTo: 16) + record(1, 0x8000, "", padTo: 0)
+        #expect(
+            Inotify.parse(bytes[...]) == [
+                Inotify.Event(watch: 1, mask: 0x2, name: "events.jsonl"), Inotify.Event(watch: 1, mask: 0x8000, name: ""),
+            ])
+        #expect(Inotify.parse(bytes.prefix(20)).count == 0, "a truncated record is not decoded")
+    }
+}

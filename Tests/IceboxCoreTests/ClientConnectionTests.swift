@@ -6,8 +6,8 @@ import Testing
 
 /// The daemon's side of a control connection on a real socket pair: replies never wait for a
 /// client, a client that stops reading is cut off at a bound, and requests are bounded too.
-@Suite("ControlConnection")
-struct ControlConnectionTests {
+@Suite("ClientConnection")
+struct ClientConnectionTests {
     static func pair() -> (daemon: Int32, client: Int32) {
         var fds: [Int32] = [-1, -1]
         let rc = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
@@ -18,9 +18,9 @@ struct ControlConnectionTests {
     @Test func aClientThatStopsReadingIsCutOffWithoutTheDaemonWaiting() {
         let (d, c) = Self.pair()
         defer { close(d); close(c) }
-        var conn = ControlConnection(fd: d)
+        var conn = ClientConnection(fd: d)
         let chunk = [UInt8](repeating: 65, count: 64 * 1024)
-        var outcomes: [ControlConnection.Queued] = []
+        var outcomes: [ClientConnection.Queued] = []
         let start = Clock.monotonicNanos()
         for _ in 0..<200 {
             let o = conn.queue(chunk)
@@ -31,7 +31,7 @@ struct ControlConnectionTests {
         #expect(outcomes.first == .sent, "the socket takes the first reply at once")
         #expect(outcomes.contains(.pending), "then replies wait in the buffer")
         #expect(outcomes.last == .overflow, "and past the bound the client is cut off")
-        #expect(conn.pendingOutput <= ControlConnection.maxPendingReplyBytes)
+        #expect(conn.pendingOutput <= ClientConnection.maxPendingReplyBytes)
         // 200 queue calls with a full socket: no call waited for the client (seconds if it had).
         #expect(took < 2_000_000_000, "queueing took \(took) ns")
     }
@@ -39,7 +39,7 @@ struct ControlConnectionTests {
     @Test func pendingRepliesGoOutOnceTheClientReads() {
         let (d, c) = Self.pair()
         defer { close(d); close(c) }
-        var conn = ControlConnection(fd: d)
+        var conn = ClientConnection(fd: d)
         let chunk = [UInt8](repeating: 66, count: 64 * 1024)
         var queued = 0
         while conn.queue(chunk) != .pending { queued += 1 }
@@ -59,17 +59,17 @@ struct ControlConnectionTests {
         let (d, c) = Self.pair()
         close(c)
         defer { close(d) }
-        var conn = ControlConnection(fd: d)
+        var conn = ClientConnection(fd: d)
         if case .failed = conn.queue(Array("{}\n".utf8)) {} else { Issue.record("a write to a closed peer must fail") }
     }
 
     @Test func requestLinesAreSplitAndBounded() {
-        var conn = ControlConnection(fd: -1)
+        var conn = ClientConnection(fd: -1)
         conn.input = Array("{\"ping\":{}}\n{\"ps\"".utf8)
         #expect(conn.nextLine() == "{\"ping\":{}}")
         #expect(conn.nextLine() == nil)
         #expect(!conn.inputOverflowed)
-        conn.input = [UInt8](repeating: 32, count: ControlConnection.maxRequestBytes + 1)
+        conn.input = [UInt8](repeating: 32, count: ClientConnection.maxRequestBytes + 1)
         #expect(conn.inputOverflowed)
     }
 }

@@ -4,7 +4,7 @@ import IceboxSystem
 /// sent that is not yet a whole request, and the replies the kernel has not yet taken. Both
 /// directions are bounded: a client that sends a line without end, or stops reading its
 /// replies, is cut off rather than allowed to grow the daemon or stall its loop.
-struct ControlConnection {
+struct ClientConnection {
     /// The longest request line accepted (a launch with a large environment is a few hundred
     /// KiB at most).
     static let maxRequestBytes = 1 << 20

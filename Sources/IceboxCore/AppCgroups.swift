@@ -1,0 +1,372 @@
+import Glibc
+import IceboxSystem
+import Synchronization
+
+/// What `AppCgroups.beginDestroy` and `stepDestroy` say.
+public enum DestroyProgress: Sendable, Equatable {
+    /// Every directory is gone and every descriptor closed; `leftovers` processes had to be
+    /// killed (found inside when the destroy began, the main process not counted).
+    case done(leftovers: Int)
+    /// Killed, not yet empty (or a directory still busy): step again at `recheckAt` (monotonic
+    /// ns) or when `watch` (cgroup.events, for EPOLLPRI; owned here, never close it) fires.
+    case waiting(recheckAt: UInt64, watch: Int32?)
+    /// Past the deadline (or at once, when rmdir fails for a reason waiting will not fix, such
+    /// as EACCES): what stays, each naming the path and the errno or the stuck tasks. The
+    /// descriptors are closed all the same.
+    case failed([String])
+}
+
+/// The one owner of an app's cgroups: its v2 directory (whatever the backend, it is how the
+/// app's processes are found and killed), its v1 freezer directory (backend cgroup1) and its v1
+/// memory directory (hybrid hosts, for memory accounting). It makes them fresh, hands out the
+/// spawn descriptors and the freezer, lists and kills the members, and removes everything
+/// bottom-up without blocking. Nothing else writes cgroup files for an app.
+///
+/// The descriptors it keeps (cgroup.events, cgroup.freeze, freezer.state) are shared with the
+/// freezer it hands out and stay open until the destroy finishes or `close()`.
+///
+/// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy
+/// state in a Mutex of its own.
+public final class AppCgroups: Sendable {
+    public let name: String
+    public let v2: Cgroup2?
+    public let freezerV1: Cgroup1Freezer?
+    public let memoryV1: MemoryCgroupV1?
+    private let eventsFile: CgroupFile?
+    private let freezeFile: CgroupFile?
+    private let destroyState = Mutex<Destroy?>(nil)
+
+    public var v2Path: String? { v2?.path }
+    public var freezerV1Path: String? { freezerV1?.path }
+    public var memoryV1Path: String? { memoryV1?.path }
+
+    private init(name: String, v2: String?, freezerV1: String?, memoryV1: String?) {
+        self.name = name
+        self.v2 = v2.map { Cgroup2(path: $0) }
+        self.freezerV1 = freezerV1.map { Cgroup1Freezer(path: $0) }
+        self.memoryV1 = memoryV1.map { MemoryCgroupV1(path: $0) }
+        eventsFile = self.v2.map { CgroupFile(path: $0.eventsPath, writable: false) }
+        freezeFile = self.v2.map { CgroupFile(path: $0.freezePath, writable: true) }
+    }
+
+    // MARK: Making and adopting
+
+    /// Makes the roots if missing and the app's directories under them, each one fresh:
+    /// `<v2Root>/<name>` (when there is a v2 root, whatever the backend), `<freezerV1Root>/<name>`
+    /// (backend cgroup1), `<memoryV1Root>/<name>` (best effort: without it only memory precision
+    /// is lost). A leftover directory of that name with processes anywhere in its subtree is an
+    /// error (another daemon with the same root runs that app); an empty one is removed,
+    /// sub-cgroups first, and made afresh, never reused: a cgroup that has seen cgroup.kill kills
+    /// every task later cloned into it, and a v1 freezer left FROZEN would freeze the new app at
+    /// once. On any failure, everything made so far is removed again.
+    public static func create(
+        name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind
+    ) throws(IceboxError) -> AppCgroups {
+        try AppName.validate(name)
+        let context = "set up the cgroups of \(name)"
+        if backend == .cgroup2 && v2Root == nil {
+            throw IceboxError(.unavailable, "\(context): backend cgroup2 needs a cgroup v2 root", hint: "see icebox doctor")
+        }
+        if backend == .cgroup1 && freezerV1Root == nil {
+            throw IceboxError(.unavailable, "\(context): backend cgroup1 needs a v1 freezer hierarchy", hint: "see icebox doctor")
+        }
+        var made: [String] = []
+        do throws(IceboxError) {
+            var v2: String?
+            if let v2Root {
+                let path = v2Root + "/" + name
+                try makeFresh(path, root: v2Root, what: "cgroup", app: name, context: context)
+                made.append(path)
+                v2 = path
+            }
+            var freezerV1: String?
+            if backend == .cgroup1, let freezerV1Root {
+                let path = freezerV1Root + "/" + name
+                try makeFresh(path, root: freezerV1Root, what: "v1 freezer cgroup", app: name, context: context)
+                made.append(path)
+                freezerV1 = path
+            }
+            var memoryV1: String?
+            if let memoryV1Root {
+                let path = memoryV1Root + "/" + name
+                if (try? makeFresh(path, root: memoryV1Root, what: "v1 memory cgroup", app: name, context: context)) != nil {
+                    made.append(path)
+                    memoryV1 = path
+                }
+            }
+            let cgroups = AppCgroups(name: name, v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
+            // Opened now, so that a problem shows at launch rather than at the first freeze.
+            do {
+                try cgroups.eventsFile?.open()
+                if backend == .cgroup2 { try cgroups.freezeFile?.open() }
+                try cgroups.freezerV1?.stateControl.open()
+            } catch {
+                cgroups.close()
+                throw IceboxError(context, error)
+            }
+            return cgroups
+        } catch {
+            for path in made.reversed() { _ = CgroupTree.remove(path) }
+            throw error
+        }
+    }
+
+    /// Takes the cgroups of an app that runs already (re-adoption after a daemon restart: the
+    /// paths come from the registry). Nothing is made or checked; descriptors open on first use.
+    public static func adopt(v2: String?, freezerV1: String?, memoryV1: String?) -> AppCgroups {
+        let path = v2 ?? freezerV1 ?? memoryV1 ?? ""
+        return AppCgroups(
+            name: path.split(separator: "/").last.map(String.init) ?? "", v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
+    }
+
+    /// Makes `path` under `root` (made too if missing), removing a leftover first.
+    private static func makeFresh(_ path: String, root: String, what: String, app: String, context: String) throws(IceboxError) {
+        // The root may have been removed by a daemon that shared it and stopped.
+        do { try FileIO.makeDirectories(root) } catch { throw IceboxError(context, error) }
+        if FileIO.isDirectory(path) {
+            let inside = CgroupTree.processes(path)
+            if !inside.isEmpty {
+                let pids = inside.prefix(8).map(String.init).joined(separator: ", ")
+                throw IceboxError(
+                    .failure,
+                    "\(context): \(what) \(path) already has \(inside.count) process\(inside.count == 1 ? "" : "es") in it (pid \(pids))",
+                    hint: "another icebox daemon with the same cgroup root runs an app named \(app); use another --name or --cgroup-root")
+            }
+            // A leftover v1 freezer may still be FROZEN; thawed, nothing in it can be left behind.
+            if what.contains("freezer") { thawV1Subtree(path) }
+            let problems = CgroupTree.remove(path, what: what)
+            if !problems.isEmpty {
+                throw IceboxError(
+                    .failure,
+                    "\(context): the leftover \(what) \(path) cannot be removed (\(problems.map(\.description).joined(separator: "; ")))",
+                    hint: "remove it by hand (rmdir, deepest sub-cgroup first) or use another --name; it is never reused")
+            }
+        }
+        if mkdir(path, 0o755) < 0 { throw IceboxError(context, SystemError("mkdir \(what)", path: path)) }
+    }
+
+    // MARK: Spawning
+
+    /// The descriptors the spawner needs to start the app inside these cgroups. The v1 memory
+    /// one is best effort, like the directory.
+    public func spawnDescriptors() throws(SystemError) -> SpawnDescriptors {
+        var opened: [Int32] = []
+        do throws(SystemError) {
+            var dir: Int32 = -1, procs: Int32 = -1, v1: Int32 = -1, memory: Int32 = -1
+            if let v2 {
+                dir = try FileIO.openDescriptor(v2.path, flags: O_RDONLY | O_DIRECTORY)
+                opened.append(dir)
+                procs = try FileIO.openDescriptor(v2.file("cgroup.procs"), flags: O_WRONLY)
+                opened.append(procs)
+            }
+            if let freezerV1 {
+                v1 = try freezerV1.openProcsForWriting()
+                opened.append(v1)
+            }
+            if let memoryV1, let fd = try? memoryV1.openProcsForWriting() { memory = fd }
+            return SpawnDescriptors(cgroupDirFD: dir, cgroupProcsFD: procs, v1ProcsFD: v1, v1MemoryProcsFD: memory)
+        } catch {
+            for fd in opened { Glibc.close(fd) }
+            throw error
+        }
+    }
+
+    // MARK: Members, events, freezer
+
+    /// Every process of the app, in sub-cgroups too: from the v2 subtree, else the v1 freezer
+    /// subtree, else the v1 memory subtree. nil when the app has none of them (the caller
+    /// falls back to the session).
+    public func members() -> [pid_t]? {
+        if let v2 { return v2.subtreeProcs() }
+        if let freezerV1 { return freezerV1.subtreeProcs() }
+        if let memoryV1 { return memoryV1.subtreeProcs() }
+        return nil
+    }
+
+    /// How many processes the app has, sub-cgroups included (0 without a cgroup).
+    public func processCount() -> Int { members()?.count ?? 0 }
+
+    /// The v2 cgroup.events (populated, frozen), read with pread on the kept descriptor; nil
+    /// without a v2 cgroup or when it cannot be read (removed).
+    public func events() -> CgroupEvents? {
+        guard let eventsFile, let text = try? eventsFile.read() else { return nil }
+        return CgroupEvents.parse(text)
+    }
+
+    /// The freezer for the app, sharing the descriptors kept here: cgroup2 freezes the v2
+    /// directory, cgroup1 the v1 freezer directory, signal SIGSTOPs the members (found through
+    /// the cgroups, else through `fallbackMembers`, e.g. the app's session). A backend whose
+    /// directory this app lacks falls back to signal (create makes the directory its backend
+    /// needs, so only an inconsistent registry record gets there).
+    public func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
+        switch backend {
+        case .cgroup2:
+            if let v2, let freezeFile, let eventsFile {
+                return Cgroup2Freezer(cgroup: v2, freezeFile: freezeFile, eventsFile: eventsFile)
+            }
+        case .cgroup1:
+            if let freezerV1 { return freezerV1 }
+        case .signal:
+            break
+        }
+        return SignalFreezer { [self] in self.members() ?? fallbackMembers() }
+    }
+
+    // MARK: Killing and removing
+
+    /// Kills every process of the app at once: cgroup.kill where the kernel has it (Linux
+    /// 5.14; frozen tasks die too, and the whole subtree), else SIGKILL to each member. A
+    /// v1-frozen task acts on SIGKILL only once thawed, so the v1 freezer is thawed after the
+    /// kill is queued. Returns what failed (each naming the syscall and path); what could be
+    /// done was done.
+    @discardableResult
+    public func killAll() -> [SystemError] {
+        var problems: [SystemError] = []
+        var signalled = Set<pid_t>()
+        func sigkill(_ pids: [pid_t]) {
+            for pid in pids where !signalled.contains(pid) {
+                signalled.insert(pid)
+                kill(pid, SIGKILL)
+            }
+        }
+        if let v2 {
+            if FileIO.exists(v2.killPath) {
+                do { try v2.kill() } catch {
+                    if v2.exists { problems.append(error) }
+                    sigkill(v2.subtreeProcs())
+                }
+            } else {
+                sigkill(v2.subtreeProcs())
+            }
+        }
+        // The same processes in the v1 hierarchies, unless one escaped the v2 cgroup.
+        if let freezerV1 { sigkill(freezerV1.subtreeProcs()) }
+        if let memoryV1 { sigkill(memoryV1.subtreeProcs()) }
+        if let freezerV1 {
+            do { try freezerV1.setThawed() } catch { if FileIO.isDirectory(freezerV1.path) { problems.append(error) } }
+            Self.thawV1Subtree(freezerV1.path)
+        }
+        return problems
+    }
+
+    /// Kills what is still inside, then (without blocking) waits until every cgroup is empty and
+    /// removes every directory bottom-up, sub-cgroups first, and closes every descriptor. Step
+    /// with `stepDestroy(now:)` while it says `.waiting`. `mainPID`: the app's main process,
+    /// not counted among the leftovers. Calling it again (after a failure) starts over.
+    public func beginDestroy(now: UInt64, deadline: UInt64, mainPID: pid_t? = nil) -> DestroyProgress {
+        let inside = members() ?? []
+        if !inside.isEmpty { killAll() }
+        let leftovers = inside.filter { $0 != mainPID }.count
+        destroyState.withLock { $0 = Destroy(startedAt: now, deadline: deadline, leftovers: leftovers) }
+        return stepDestroy(now: now)
+    }
+
+    /// One look: still inside → kill again (a fork that raced the kill) and wait; empty →
+    /// rmdir bottom-up; past the deadline → `.failed` naming what stays. Never sleeps.
+    public func stepDestroy(now: UInt64) -> DestroyProgress {
+        destroyState.withLock { state in
+            guard var destroy = state else { preconditionFailure("stepDestroy(now:) called before beginDestroy(now:deadline:)") }
+            if let outcome = destroy.outcome { return outcome }
+            let progress = step(&destroy, now: now)
+            switch progress {
+            case .done, .failed:
+                destroy.outcome = progress
+                close()
+            case .waiting: break
+            }
+            state = destroy
+            return progress
+        }
+    }
+
+    /// Closes every descriptor kept here (the freezer's too). Later reads open the files per
+    /// call; a daemon that stops and leaves its apps running calls this.
+    public func close() {
+        eventsFile?.close()
+        freezeFile?.close()
+        freezerV1?.stateControl.close()
+    }
+
+    private struct Destroy {
+        let startedAt: UInt64
+        let deadline: UInt64
+        let leftovers: Int
+        var backoff = Backoff(cap: 10_000_000)
+        var outcome: DestroyProgress?
+
+        init(startedAt: UInt64, deadline: UInt64, leftovers: Int) {
+            self.startedAt = startedAt
+            self.deadline = deadline
+            self.leftovers = leftovers
+        }
+    }
+
+    private func step(_ destroy: inout Destroy, now: UInt64) -> DestroyProgress {
+        let inside = stillInside()
+        if !inside.isEmpty {
+            if now >= destroy.deadline {
+                let waited = DurationText.format(now.saturatingSub(destroy.startedAt))
+                let stuck = StuckTask.describe(pids: members() ?? [], skippingStopped: false).prefix(8).map(\.description)
+                return .failed(
+                    removeAll().map(\.description) + inside.map { "\($0) still has processes after \(waited)" }
+                        + (stuck.isEmpty ? [] : ["tasks that did not die: " + stuck.joined(separator: "; ")]))
+            }
+            killAll()
+            return .waiting(recheckAt: destroy.backoff.next(now: now, deadline: destroy.deadline), watch: eventsFile?.watchDescriptor)
+        }
+        let problems = removeAll()
+        if problems.isEmpty { return .done(leftovers: destroy.leftovers) }
+        // EBUSY right after the last task left is a race with the kernel's own teardown: retry.
+        if now < destroy.deadline && problems.allSatisfy({ $0.errno == EBUSY }) {
+            return .waiting(recheckAt: destroy.backoff.next(now: now, deadline: destroy.deadline), watch: nil)
+        }
+        return .failed(problems.map(\.description))
+    }
+
+    /// The directories that still hold processes: the v2 one by its `populated` key (which
+    /// covers the subtree), the v1 ones by their subtrees' cgroup.procs.
+    private func stillInside() -> [String] {
+        var out: [String] = []
+        if let v2, v2.exists {
+            if let events = events() {
+                if events.populated { out.append(v2.path) }
+            } else if !v2.subtreeProcs().isEmpty {
+                out.append(v2.path)
+            }
+        }
+        if let freezerV1, !freezerV1.subtreeProcs().isEmpty { out.append(freezerV1.path) }
+        if let memoryV1, !memoryV1.subtreeProcs().isEmpty { out.append(memoryV1.path) }
+        return out
+    }
+
+    /// rmdir of every directory, bottom-up, each hierarchy on its own; what stays.
+    private func removeAll() -> [SystemError] {
+        var problems: [SystemError] = []
+        if let v2 { problems += CgroupTree.remove(v2.path, what: "cgroup") }
+        if let freezerV1 {
+            Self.thawV1Subtree(freezerV1.path)
+            problems += CgroupTree.remove(freezerV1.path, what: "v1 freezer cgroup")
+        }
+        if let memoryV1 { problems += CgroupTree.remove(memoryV1.path, what: "v1 memory cgroup") }
+        return problems
+    }
+
+    /// THAWED into every freezer.state of a v1 subtree, parents first: a sub-cgroup frozen on
+    /// its own (self_freezing) stays frozen when only its parent is thawed.
+    private static func thawV1Subtree(_ root: String) {
+        for dir in CgroupTree.directoriesBottomUp(root).reversed() {
+            let state = dir + "/freezer.state"
+            if ((try? FileIO.read(state)) ?? "THAWED").trimmed() != "THAWED" { try? FileIO.write(state, "THAWED") }
+        }
+    }
+}
+
+extension AppCgroups {
+    /// Reclaims the app's memory without killing it (meant for a frozen app): one write to
+    /// its v2 cgroup's memory.reclaim where the v2 memory controller is, else process_madvise
+    /// on each of its processes (`Compactor`). Here so that the app's cgroup files keep one
+    /// writer.
+    public func compact(mode: CompactionMode, fallbackMembers: [pid_t]) throws(SystemError) -> CompactionReport {
+        try Compactor.compact(pids: members() ?? fallbackMembers, mode: mode, cgroup: v2)
+    }
+}

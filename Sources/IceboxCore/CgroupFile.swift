@@ -1,0 +1,84 @@
+import Glibc
+import IceboxSystem
+import Synchronization
+
+/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state) held open for the
+/// life of its owner and read and written at offset 0 with pread/pwrite: a freeze that re-reads
+/// the state a few hundred times costs no open/close, and the descriptor read is the one the
+/// loop polls for POLLPRI (reading it is also what re-arms the kernel's notification).
+///
+/// Opened on first use. `close()` is final: later uses open the file for each call, so a
+/// descriptor number that was closed (and maybe reused by now) is never touched.
+///
+/// Sendable: the descriptor lives in a Mutex, held across each pread/pwrite so that a close on
+/// another thread cannot slip in between.
+public final class CgroupFile: Sendable {
+    public let path: String
+    private let writable: Bool
+    private let state = Mutex<State>(.unopened)
+
+    private enum State {
+        case unopened
+        case open(Int32)
+        case closed
+    }
+
+    /// `writable`: opened O_RDWR (cgroup.freeze, freezer.state), else O_RDONLY (cgroup.events).
+    public init(path: String, writable: Bool) {
+        self.path = path
+        self.writable = writable
+    }
+
+    deinit {
+        if case .open(let fd) = state.withLock({ $0 }) { Glibc.close(fd) }
+    }
+
+    /// Opens the file now if it is not open yet (to report a problem early, at creation).
+    public func open() throws(SystemError) {
+        try state.withLock { (s: inout State) throws(SystemError) in _ = try Self.descriptor(&s, path, writable) }
+    }
+
+    /// The whole (small) file, read from offset 0 of the kept descriptor.
+    public func read() throws(SystemError) -> String {
+        try state.withLock { (s: inout State) throws(SystemError) -> String in
+            guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
+            return try FileIO.pread(fd: fd, path: path)
+        }
+    }
+
+    /// Writes a value in one pwrite at offset 0, as the kernel expects of a control file.
+    public func write(_ value: String) throws(SystemError) {
+        try state.withLock { (s: inout State) throws(SystemError) in
+            guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.write(path, value) }
+            try FileIO.pwrite(fd: fd, path: path, value)
+        }
+    }
+
+    /// The descriptor to poll (EPOLLPRI for cgroup.events), opened if needed; nil once closed
+    /// or when the file cannot be opened. It belongs to this object: never close it yourself.
+    public var watchDescriptor: Int32? {
+        state.withLock { s in try? Self.descriptor(&s, path, writable) }
+    }
+
+    /// Closes the descriptor for good (closing also removes it from any epoll set).
+    public func close() {
+        let old = state.withLock { s in
+            defer { s = .closed }
+            return s
+        }
+        // Never retried on EINTR: Linux releases the descriptor either way.
+        if case .open(let fd) = old { Glibc.close(fd) }
+    }
+
+    /// The open descriptor (opening it on first use), or nil once closed.
+    private static func descriptor(_ s: inout State, _ path: String, _ writable: Bool) throws(SystemError) -> Int32? {
+        switch s {
+        case .open(let fd): return fd
+        case .closed: return nil
+        case .unopened:
+            let fd = try FileIO.openDescriptor(path, flags: writable ? O_RDWR : O_RDONLY)
+            s = .open(fd)
+            return fd
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import Glibc
+import IceboxSystem
+
+/// A cgroup directory together with its sub-cgroups, in any hierarchy (v2, the v1 freezer,
+/// v1 memory). An app may make sub-cgroups of its own (systemd-style services, container
+/// runtimes); its processes there are still the app's, and its directory can only be removed
+/// once every sub-cgroup is gone (rmdir of a cgroup with children is EBUSY).
+public enum CgroupTree {
+    /// Every directory of the subtree, children before their parent, the root last; empty when
+    /// the root does not exist. A directory that vanishes during the walk is skipped.
+    public static func directoriesBottomUp(_ root: String) -> [String] {
+        guard FileIO.isDirectory(root) else { return [] }
+        var out: [String] = []
+        func visit(_ dir: String) {
+            for name in (try? FileIO.listDirectories(dir)) ?? [] { visit(dir + "/" + name) }
+            out.append(dir)
+        }
+        visit(root)
+        return out
+    }
+
+    /// The processes of every cgroup in the subtree (each `cgroup.procs`, read once).
+    public static func processes(_ root: String) -> [pid_t] {
+        directoriesBottomUp(root).reversed().flatMap { dir in
+            ((try? FileIO.read(dir + "/cgroup.procs")) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+        }
+    }
+
+    /// Removes the subtree bottom-up (sub-cgroups first). Returns what could not be removed,
+    /// each naming rmdir, the path and the errno; an already-removed directory is no problem.
+    /// The parents of a directory that stays are not tried (they would only say EBUSY).
+    public static func remove(_ root: String, what: String = "cgroup") -> [SystemError] {
+        var problems: [SystemError] = []
+        for dir in directoriesBottomUp(root) {
+            if problems.contains(where: { $0.path?.hasPrefix(dir + "/") == true }) { continue }
+            if rmdir(dir) < 0 && errno != ENOENT { problems.append(SystemError("rmdir \(what)", path: dir)) }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,111 @@
+import Glibc
+import IceboxSystem
+
+/// One connection to a daemon's control socket: a `ControlRequest` out as a JSON line,
+/// `ControlReply` lines in until `done` (or `exit`). Every wait for a reply has a deadline:
+/// a daemon that hangs makes a request fail, never the caller wait forever.
+/// `IceboxClient` and the CLI (which adds autostart, descriptor passing and printing) share it.
+package final class DaemonConnection {
+    package let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects to the socket at `path`. The error is the system's, so a caller can tell "no
+    /// daemon" (ENOENT, ECONNREFUSED) from other failures. The corresponding C function is `connect`.
+    package init(socket path: String) throws(SystemError) {
+        fd = try UnixSocket.connect(path: path)
+    }
+
+    deinit { close(fd) }
+
+    /// Sends one request, with descriptors attached (`icebox run` passes its stdio).
+    package func send(_ request: ControlRequest, fds: [Int32] = []) throws(IceboxError) {
+        do { try UnixSocket.send(fd, Array((JSONLines.encode(request) + "\n").utf8), fds: fds) } catch {
+            throw IceboxError(.unavailable, "cannot talk to the icebox daemon: \(error)")
+        }
+    }
+
+    /// Whether a complete reply line is already buffered (so a poll loop need not wait).
+    package var hasBufferedLine: Bool { buffer.contains(10) }
+
+    /// The next buffered reply, if a complete line is there. Lines that do not decode (a
+    /// newer daemon's reply kinds) are skipped.
+    package func bufferedReply() -> ControlReply? {
+        while let newline = buffer.firstIndex(of: 10) {
+            let line = String(decoding: buffer[..<newline], as: UTF8.self)
+            buffer.removeSubrange(...newline)
+            if let reply = JSONLines.decode(ControlReply.self, line) { return reply }
+        }
+        return nil
+    }
+
+    /// Reads what the socket holds; call it once poll said it is readable, or it blocks.
+    /// Returns false when the daemon closed the connection.
+    package func readAvailable() throws(IceboxError) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { buf in retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) } }
+        if n < 0 {
+            if errno == ECONNRESET { return false }
+            throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(SystemError("read from the control socket"))")
+        }
+        if n == 0 { return false }
+        buffer.append(contentsOf: chunk[0..<n])
+        return true
+    }
+
+    /// The next reply, waiting for it until `deadline` (monotonic ns); nil when the daemon
+    /// closed the connection. Throws if the deadline passes first.
+    package func next(until deadline: UInt64, what: String) throws(IceboxError) -> ControlReply? {
+        while true {
+            if let reply = bufferedReply() { return reply }
+            var pfd = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            let ready: Int
+            do { ready = try Poll.wait(&pfd, until: deadline) } catch {
+                throw IceboxError(.failure, "wait for the icebox daemon: \(error)")
+            }
+            if ready == 0 {
+                throw IceboxError(
+                    .unavailable, "the icebox daemon did not finish \(what) in time",
+                    hint: "it may still be working on it; its event log says what it did")
+            }
+            if try !readAvailable() { return nil }
+        }
+    }
+
+    /// Reads replies until `done` or `exit`, handing every other reply to `handle`; returns
+    /// the final reply's code (1 if it has none). Throws if the daemon closes the connection
+    /// first or the deadline passes.
+    package func replies(until deadline: UInt64, what: String, _ handle: (ControlReply) -> Void) throws(IceboxError) -> Int32 {
+        while let reply = try next(until: deadline, what: what) {
+            switch reply.kind {
+            case .done, .exit: return reply.code ?? 1
+            case .line, .warning, .event, .data: handle(reply)
+            }
+        }
+        throw IceboxError(.failure, "the icebox daemon closed the connection before it finished \(what)")
+    }
+
+    /// How long a request may take: `base`, plus the time-outs the request itself carries
+    /// (a launch waits for readiness, a terminate for its SIGKILL time-out). Saturating.
+    package static func budget(for request: ControlRequest, base: UInt64) -> UInt64 {
+        let defaultTimeout: UInt64 = 10_000_000_000
+        let extra: UInt64
+        switch request {
+        // A launch that times out waiting for readiness answers once the app is gone.
+        case .launch(let options): extra = sum(options.readyTimeoutNanos, defaultTimeout)
+        case .terminate(_, let timeout), .stop(_, let timeout): extra = timeout ?? defaultTimeout
+        case .resume(_, let waitReady): extra = waitReady ? 3 * defaultTimeout : 0
+        default: extra = 0
+        }
+        return sum(base, extra)
+    }
+
+    /// The deadline (monotonic ns) for the replies to `request` sent now: see `budget`.
+    package static func deadline(for request: ControlRequest, base: UInt64) -> UInt64 {
+        sum(Clock.monotonicNanos(), budget(for: request, base: base))
+    }
+
+    private static func sum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (s, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : s
+    }
+}

@@ -1,0 +1,111 @@
+import Glibc
+import IceboxSystem
+
+/// Whether an operation freezes or thaws.
+public enum FreezeDirection: String, Sendable, Codable {
+    case freeze, thaw
+}
+
+/// What the loop should do next with an operation in flight.
+public enum FreezeProgress: Sendable {
+    /// Done, confirmed by the kernel.
+    case confirmed(FreezeReport)
+    /// Not yet: step again at `recheckAt` (monotonic ns) or when `watch` (a descriptor to add
+    /// to epoll with EPOLLPRI: cgroup.events) fires, whichever comes first. The descriptor
+    /// belongs to the freezer: never close it. The re-check time is needed even with a watch:
+    /// the kernel sends at most about one notification per 10 ms per file, so a change right
+    /// after another is seen by re-reading, not by waiting for the wake-up.
+    case waiting(recheckAt: UInt64, watch: Int32?)
+    /// For a freeze: already rolled back (the app runs; on a time-out the stuck tasks are named).
+    case failed(FreezeFailure)
+}
+
+/// A freeze or thaw in steps that never sleep, for an event loop that serves many apps: one
+/// app whose task sits in D state must not stall the others. Made by
+/// `Freezer.beginFreeze(now:deadline:)` or `beginThaw(now:deadline:)`, which write the request
+/// to the kernel at once; each `step(now:)` reads the kernel's answer once. A request that
+/// could not be written shows up as `.failed` at the first step.
+///
+/// Once confirmed or failed, `step` returns the same outcome again without touching the kernel.
+public struct FreezeOperation: Sendable {
+    public let backend: BackendKind
+    public let direction: FreezeDirection
+    /// When the request was written (monotonic ns): durations count from here.
+    public let startedAt: UInt64
+    public let deadline: UInt64
+    private var steps: any FreezeSteps
+    private var outcome: FreezeProgress?
+
+    init(backend: BackendKind, direction: FreezeDirection, startedAt: UInt64, deadline: UInt64, steps: any FreezeSteps) {
+        self.backend = backend
+        self.direction = direction
+        self.startedAt = startedAt
+        self.deadline = deadline
+        self.steps = steps
+        if let failure = steps.failedAtStart { outcome = .failed(failure) }
+    }
+
+    /// Reads the kernel's state once; never sleeps. Past the deadline a freeze is rolled back
+    /// and `.failed(.timeout(...))` names the tasks that did not freeze.
+    public mutating func step(now: UInt64) -> FreezeProgress {
+        if let outcome { return outcome }
+        let progress = steps.step(now: now, startedAt: startedAt, deadline: deadline)
+        switch progress {
+        case .confirmed, .failed: outcome = progress
+        case .waiting: break
+        }
+        return progress
+    }
+
+    /// Abandons the operation (the app exited, or the daemon changed its mind): a freeze in
+    /// flight is rolled back so the app runs; a thaw's request stands (undoing it would freeze).
+    /// A finished operation is left as it is. Later steps report `.failed(.cancelled)`.
+    public mutating func cancel() {
+        guard outcome == nil else { return }
+        steps.cancel()
+        outcome = .failed(.cancelled)
+    }
+
+    /// Whether it has been confirmed or has failed.
+    public var isFinished: Bool { outcome != nil }
+
+    /// Steps until done, sleeping in between: in poll(2) on the watch descriptor (POLLPRI)
+    /// until the re-check time. For one-shot commands and tests; an event loop steps instead.
+    public mutating func wait() throws(FreezeFailure) -> FreezeReport {
+        while true {
+            switch step(now: Clock.monotonicNanos()) {
+            case .confirmed(let report): return report
+            case .failed(let failure): throw failure
+            case .waiting(let recheckAt, let watch):
+                let now = Clock.monotonicNanos()
+                if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
+            }
+        }
+    }
+}
+
+/// One backend's half of a FreezeOperation: the request has been written; each `step` looks at
+/// the kernel once.
+protocol FreezeSteps: Sendable {
+    /// A failure of the initial write (already rolled back), reported by the first step.
+    var failedAtStart: FreezeFailure? { get }
+    mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress
+    /// Undoes a freeze in flight; nothing for a thaw.
+    mutating func cancel()
+}
+
+/// The re-read interval while the kernel has not confirmed yet: 20 µs (a few tasks freeze
+/// within tens of µs), doubling up to a cap (a long freeze costs a few dozen reads).
+struct Backoff: Sendable {
+    private(set) var interval: UInt64 = 20_000
+    let cap: UInt64
+
+    init(cap: UInt64) { self.cap = cap }
+
+    /// When to look again (never after the deadline), and the next interval.
+    mutating func next(now: UInt64, deadline: UInt64) -> UInt64 {
+        let at = min(now.saturatingAdd(interval), deadline)
+        interval = min(interval.saturatingAdd(interval), cap)
+        return at
+    }
+}

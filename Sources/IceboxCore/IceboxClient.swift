@@ -1,0 +1,249 @@
+import Glibc
+import IceboxSystem
+
+/// A client for a running icebox daemon: the lifecycle as typed Swift calls, where the CLI
+/// has commands.
+///
+/// Each call opens a connection to the daemon's control socket
+/// (``IceboxPaths/controlSocket``, in its runtime directory), sends one ``ControlRequest`` and reads the
+/// daemon's ``ControlReply`` lines until it is done. Every wait has a deadline
+/// (``timeout`` plus the time-outs the request carries), so a daemon that hangs fails the
+/// call rather than blocking it forever. A request that fails throws an ``IceboxError``
+/// with the daemon's message and exit code. The client does not start a daemon: use a
+/// ``Supervisor`` (the engine in this process) or `icebox daemon`.
+///
+/// ```swift
+/// let client = IceboxClient(runtimeDirectory: "/run/icebox", stateDirectory: "/var/lib/icebox")
+/// let app = try client.launch(LaunchOptions(name: "web", command: ["python3", "server.py"]))
+/// try client.suspend("web")
+/// ```
+///
+/// The calls block the calling thread (for milliseconds, or up to an app's grace period
+/// for ``suspend(_:)-(String)``); ``events(for:replay:)`` is the asynchronous part.
+public struct IceboxClient: Sendable {
+    /// The daemon's runtime directory (its control socket) and state directory (its event
+    /// log and registry).
+    public let paths: IceboxPaths
+    /// How long any one call may take beyond the time-outs its request carries (a
+    /// launch's readiness time-out, a terminate's SIGKILL time-out). The default, 60 s,
+    /// covers a suspend that waits out the default maximum grace (30 s) and a slow freeze.
+    public var timeout: Duration = .seconds(60)
+
+    /// A client for the daemon that uses `paths`.
+    public init(paths: IceboxPaths) {
+        self.paths = paths
+    }
+
+    /// A client for the daemon whose control socket is in `runtimeDirectory` and whose
+    /// event log is in `stateDirectory` (`ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` of
+    /// `icebox daemon`).
+    public init(runtimeDirectory: String, stateDirectory: String) {
+        self.init(paths: IceboxPaths(runtimeDir: runtimeDirectory, stateDir: stateDirectory))
+    }
+
+    // MARK: Requests
+
+    /// Sends one request and collects what the daemon says until it is done. Throws the
+    /// daemon's error (message and exit code) if the request failed. The typed methods
+    /// below are built on it; it reaches every request, including the policy ones.
+    /// Corresponds to one exchange on the control socket, as any `icebox` command makes.
+    @discardableResult
+    public func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput {
+        try exchange(request).output
+    }
+
+    /// Checks that the daemon answers. Corresponds to a `ping` request.
+    @discardableResult
+    public func ping() throws(IceboxError) -> CommandOutput { try send(.ping) }
+
+    /// Launches an app, detached (its output goes to `$STATE_DIR/logs/NAME.log`), and
+    /// returns once it counts as ready (``LaunchOptions/ready``: at once for `exec`).
+    ///
+    /// As with `icebox launch`, an empty ``LaunchOptions/environment`` means this process's
+    /// environment (so `PATH` finds a relative command such as `sleep` or `python3`), and
+    /// a nil ``LaunchOptions/workingDirectory`` this process's working directory. A command
+    /// that cannot be found throws with exit code 127 (``ExitCode/notFound``).
+    /// Corresponds to `icebox launch NAME -- CMD...`.
+    public func launch(_ options: LaunchOptions) throws(IceboxError) -> LaunchedApp {
+        var options = options
+        options.attached = false
+        if options.environment.isEmpty {
+            options.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
+        }
+        if options.workingDirectory == nil { options.workingDirectory = ProcessEnvironment.workingDirectory }
+        let output = try send(.launch(options))
+        // A default name may have been made unique ("sleep-2"): the daemon's line starts with it.
+        var name = options.name
+        if options.nameIsDefault, let first = output.lines.first?.split(separator: " ").first {
+            name = String(first)
+        }
+        guard let record = try apps(all: true).last(where: { $0.name == name }) else {
+            throw IceboxError(.failure, "the icebox daemon launched \(name) but does not list it")
+        }
+        return LaunchedApp(record: record, output: output)
+    }
+
+    /// Active → Background (the notice and the grace) → Suspended: returns once the kernel
+    /// has confirmed the freeze. Corresponds to `icebox suspend NAME`.
+    @discardableResult
+    public func suspend(_ name: String) throws(IceboxError) -> CommandOutput { try suspend([name]) }
+
+    /// Suspends several apps at once. Corresponds to `icebox suspend NAME...`.
+    @discardableResult
+    public func suspend(_ names: [String]) throws(IceboxError) -> CommandOutput { try send(.suspend(names: names)) }
+
+    /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with
+    /// `waitReady` (for apps launched with `ready: .notify`), once the app says `READY=1`
+    /// again. Corresponds to `icebox resume NAME [--wait-ready]`.
+    @discardableResult
+    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
+        try resume([name], waitReady: waitReady)
+    }
+
+    /// Resumes several apps at once. Corresponds to `icebox resume NAME...`.
+    @discardableResult
+    public func resume(_ names: [String], waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
+        try send(.resume(names: names, waitReady: waitReady))
+    }
+
+    /// Ends an app the graceful way: SIGTERM (a frozen app is thawed first), SIGKILL after
+    /// `timeout`; returns once it has been reaped. Corresponds to
+    /// `icebox terminate NAME --timeout DUR`.
+    @discardableResult
+    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
+        try terminate([name], timeout: timeout)
+    }
+
+    /// Terminates several apps at once. Corresponds to `icebox terminate NAME...`.
+    @discardableResult
+    public func terminate(_ names: [String], timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
+        try send(.terminate(names: names, timeoutNanos: Self.nanoseconds(timeout)))
+    }
+
+    /// Kills an app without notice, as memory pressure does, reaps it and removes its
+    /// cgroup; it is recorded as evicted. Corresponds to `icebox evict NAME`.
+    @discardableResult
+    public func evict(_ name: String) throws(IceboxError) -> CommandOutput { try evict([name]) }
+
+    /// Evicts several apps at once. Corresponds to `icebox evict NAME...`.
+    @discardableResult
+    public func evict(_ names: [String]) throws(IceboxError) -> CommandOutput { try send(.evict(names: names)) }
+
+    /// Starts an ended app again with its last command line and options; it is told
+    /// `ICEBOX_LAUNCH_REASON=restore` if it was evicted. Corresponds to `icebox relaunch NAME`.
+    public func relaunch(_ name: String) throws(IceboxError) -> LaunchedApp {
+        let output = try send(.relaunch(name: name))
+        guard let record = try apps(all: true).last(where: { $0.name == name }) else {
+            throw IceboxError(.failure, "the icebox daemon relaunched \(name) but does not list it")
+        }
+        return LaunchedApp(record: record, output: output)
+    }
+
+    /// The app's lifecycle state, ended apps included (exited, terminated, evicted); nil
+    /// if the daemon knows no app by that name. Corresponds to the STATE column of
+    /// `icebox ps --all`.
+    public func state(of name: String) throws(IceboxError) -> AppState? {
+        try apps(all: true).last { $0.name == name }?.state
+    }
+
+    /// The daemon's apps, oldest launch first, with their memory; with `all`, ended apps
+    /// too. Environment values are redacted (names only). Corresponds to
+    /// `icebox ps --json [--all]`.
+    public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] {
+        try exchange(.ps(all: all)).apps
+    }
+
+    // MARK: Events
+
+    /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze,
+    /// thaw, exit, eviction… for the app `name`, or for every app (and the daemon) if nil.
+    ///
+    /// The stream follows `$STATE_DIR/events.jsonl` through inotify, from its current end
+    /// (with `replay`, from its beginning), so open it before the calls whose events you
+    /// want. It is served by a thread of its own and ends when the consumer stops iterating
+    /// (or its task is cancelled), or when the state directory is removed (a ``Supervisor``
+    /// that stops). Corresponds to `icebox log [NAME] --follow`.
+    ///
+    /// ```swift
+    /// let events = try client.events(for: "web")
+    /// try client.suspend("web")
+    /// for await event in events where event.kind == .freeze { print(event.humanLine); break }
+    /// ```
+    public func events(for name: String? = nil, replay: Bool = false) throws(IceboxError) -> AsyncStream<Event> {
+        // Opened here, on the caller's thread: the stream starts at the log's end as it is
+        // now, not whenever its thread gets going.
+        let follower = try FileFollower(path: paths.eventLog, startAtEnd: !replay, follow: true, missingIsEmpty: true)
+        let stop: Wakeup
+        do { stop = try Wakeup() } catch { throw IceboxError("follow the event log", error) }
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
+        continuation.onTermination = { _ in stop.signal() }
+        do {
+            _ = try JoinableThread {
+                try? follower.follow(stop: stop) { line in
+                    guard let event = JSONLines.decode(Event.self, line), name == nil || event.app == name else { return }
+                    continuation.yield(event)
+                }
+                continuation.finish()
+            }
+        } catch {
+            throw IceboxError("follow the event log", error)
+        }
+        return stream
+    }
+
+    // MARK: The exchange
+
+    /// Everything the daemon said for one request, kept apart by kind.
+    struct Exchange {
+        var output = CommandOutput()
+        var apps: [AppRecord] = []
+    }
+
+    /// Connects, sends the request and reads the replies until `done`, with a deadline.
+    func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
+        let connection = try connect()
+        try connection.send(request)
+        let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
+        var result = Exchange()
+        let code = try connection.replies(until: deadline, what: request.commandName) { reply in
+            switch reply.kind {
+            case .line: if let text = reply.text { result.output.lines.append(text) }
+            case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
+            case .data: result.apps += reply.apps ?? []
+            case .event, .done, .exit: break
+            }
+        }
+        if code != 0 {
+            let said = result.output.warnings.isEmpty ? result.output.lines : result.output.warnings
+            let message = said.isEmpty ? "\(request.commandName) failed (exit code \(code))" : said.joined(separator: "; ")
+            throw IceboxError(ExitCode(rawValue: code) ?? .failure, message)
+        }
+        return result
+    }
+
+    func connect() throws(IceboxError) -> DaemonConnection {
+        do {
+            return try DaemonConnection(socket: paths.controlSocket)
+        } catch  where error.errno == ENOENT || error.errno == ECONNREFUSED {
+            throw IceboxError(
+                .unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
+                hint: "start a Supervisor, or icebox daemon with ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)")
+        } catch {
+            throw IceboxError(error.isPermissionDenied ? .permission : .unavailable, "cannot reach the icebox daemon: \(error)")
+        }
+    }
+
+    static func withoutPrefix(_ text: String) -> String {
+        text.hasPrefix("icebox: ") ? String(text.dropFirst(8)) : text
+    }
+
+    /// Whole nanoseconds in a duration, 0 if negative, saturating at UInt64.max.
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        if seconds < 0 || (seconds == 0 && attoseconds < 0) { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return .max }
+        let (sum, overflow2) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        return overflow2 ? .max : sum
+    }
+}

@@ -1,0 +1,37 @@
+import Glibc
+import IceboxSystem
+
+/// The descriptors the spawner needs to start an app inside its cgroups, from
+/// `AppCgroups.spawnDescriptors()`: the v2 directory for clone3(CLONE_INTO_CGROUP), its
+/// cgroup.procs for the fallback (move before execve), and the v1 cgroup.procs files to join
+/// before execve. -1 where there is none. Noncopyable, so exactly one owner closes them: when
+/// the value ends (after the spawn, or on any error path), or at `close()`.
+public struct SpawnDescriptors: ~Copyable {
+    public let cgroupDirFD: Int32
+    public let cgroupProcsFD: Int32
+    public let v1ProcsFD: Int32
+    public let v1MemoryProcsFD: Int32
+
+    init(cgroupDirFD: Int32, cgroupProcsFD: Int32, v1ProcsFD: Int32, v1MemoryProcsFD: Int32) {
+        self.cgroupDirFD = cgroupDirFD
+        self.cgroupProcsFD = cgroupProcsFD
+        self.v1ProcsFD = v1ProcsFD
+        self.v1MemoryProcsFD = v1MemoryProcsFD
+    }
+
+    /// Puts the descriptors into a request (they stay owned here: close after the spawn).
+    public func apply(to request: inout SpawnRequest) {
+        request.cgroupDirFD = cgroupDirFD
+        request.cgroupProcsFD = cgroupProcsFD
+        request.v1ProcsFD = v1ProcsFD
+        request.v1MemoryProcsFD = v1MemoryProcsFD
+    }
+
+    /// Closes them now (ending the value runs deinit, which closes them).
+    public consuming func close() {}
+
+    deinit {
+        // Never retried on EINTR: Linux releases the descriptor either way.
+        for fd in [cgroupDirFD, cgroupProcsFD, v1ProcsFD, v1MemoryProcsFD] where fd >= 0 { Glibc.close(fd) }
+    }
+}

@@ -1,0 +1,362 @@
+import Glibc
+import IceboxSystem
+import Synchronization
+
+/// An icebox supervisor inside this process: the daemon's engine (``Daemon``) on a thread
+/// of its own, with its own runtime directory, state directory and cgroup root, driven
+/// through the same typed calls as ``IceboxClient``. For integration tests: no icebox
+/// executable, no separate daemon process, nothing shared with another supervisor.
+///
+/// ```swift
+/// let supervisor = try Supervisor.start()
+/// defer { try? supervisor.stop() }
+/// let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+/// try supervisor.suspend("nap")      // returns once the kernel confirms the freeze
+/// try supervisor.resume("nap")
+/// try supervisor.evict("nap")
+/// try supervisor.stop()              // throws if anything was left behind
+/// ```
+///
+/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone
+/// and does not become the child subreaper (``Daemon/Configuration/ownsProcess`` is
+/// false), and it never exits on its own for want of apps
+/// (``Daemon/Configuration/idleExitNanos`` is nil). The apps it launches are children of
+/// this process.
+public final class Supervisor: Sendable {
+    /// A client for this supervisor's engine; the methods below forward to it.
+    public let client: IceboxClient
+    /// What the host offers, as discovered for this supervisor's cgroup root.
+    public let hostFacts: HostFacts
+    /// The v2 directory the apps' cgroups are made under (`<cgroup root>/<app name>`,
+    /// also in ``AppRecord/cgroup``), or nil if the host has no usable cgroup v2 root: then
+    /// apps are frozen with the v1 freezer or SIGSTOP, and ``cgroupProblem`` says why.
+    public var cgroupRoot: String? { hostFacts.cgroup2Usable ? hostFacts.cgroupRoot : nil }
+    /// Why no cgroup v2 root is usable (for a test to print when it skips), or nil.
+    public var cgroupProblem: String? { hostFacts.cgroup2Usable ? nil : hostFacts.cgroupRootProblem ?? "no cgroup2 root" }
+    /// The runtime directory (control socket, notify sockets) and state directory (event
+    /// log, registry, app logs) of this supervisor.
+    public var paths: IceboxPaths { client.paths }
+
+    private let engine: JoinableThread
+    private let outcome: EngineOutcome
+    /// What `stop()` removes: the directories and cgroup roots this supervisor created.
+    private let ownedDirectories: [String]
+    private let ownedCgroupRoots: [String]
+    private let stopped = Mutex(false)
+
+    private init(
+        client: IceboxClient, hostFacts: HostFacts, engine: JoinableThread, outcome: EngineOutcome,
+        ownedDirectories: [String], ownedCgroupRoots: [String]
+    ) {
+        self.client = client
+        self.hostFacts = hostFacts
+        self.engine = engine
+        self.outcome = outcome
+        self.ownedDirectories = ownedDirectories
+        self.ownedCgroupRoots = ownedCgroupRoots
+    }
+
+    /// Starts an engine and returns once it listens on its control socket.
+    ///
+    /// - Parameters:
+    ///   - runtimeDirectory: where the control and notify sockets go; nil: a new private
+    ///     directory under `$TMPDIR` (or /tmp), removed by ``stop(timeout:)``.
+    ///   - stateDirectory: where the event log, the registry and the apps' logs go; nil: a
+    ///     new private directory, removed by ``stop(timeout:)``.
+    ///   - cgroupRoot: the cgroup v2 directory for the apps' cgroups; nil: a new one,
+    ///     `icebox-supervisor-PID-N`, directly under the host's cgroup2 mount (found in
+    ///     /proc/self/mountinfo), removed by ``stop(timeout:)``.
+    ///   - policy: the eviction policy; nil: the one saved in the state directory, if any.
+    ///   - readyTimeout: how long to wait for the engine to listen.
+    /// - Throws: ``IceboxError`` if a directory cannot be made or the engine cannot start;
+    ///   whatever was made is removed again.
+    ///
+    /// Corresponds to `icebox daemon --foreground --cgroup-root PATH` with
+    /// `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` set, in this process.
+    public static func start(
+        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
+        policy: EvictionPolicy? = nil, readyTimeout: Duration = .seconds(10)
+    ) throws(IceboxError) -> Supervisor {
+        var owned: [String] = []
+        var ownedRoots: [String] = []
+        var startedEngine: JoinableThread?
+        do throws(IceboxError) {
+            var base: String?
+            if runtimeDirectory == nil || stateDirectory == nil {
+                // Short: notify sockets inside must fit sun_path (107 bytes).
+                do { base = try FileIO.makeTemporaryDirectory(prefix: "icebox-supervisor-") } catch {
+                    throw IceboxError("start a supervisor", error)
+                }
+                owned.append(base!)
+            }
+            let paths = IceboxPaths(runtimeDir: runtimeDirectory ?? base! + "/run", stateDir: stateDirectory ?? base! + "/state")
+            for dir in [runtimeDirectory, stateDirectory].compactMap({ $0 }) where !FileIO.exists(dir) { owned.append(dir) }
+            try paths.prepare()
+
+            let unique = "icebox-supervisor-\(getpid())-\(nextSupervisor.add(1, ordering: .relaxed).newValue)"
+            let mounts = CgroupMounts.read()
+            var root = cgroupRoot
+            if root == nil, let unified = mounts.unified { root = unified + "/" + unique }
+            // The v1 freezer directory discovery makes mirrors the v2 root's relative path.
+            let mirrored = root.flatMap { r in mounts.unified.flatMap { r.hasPrefix($0 + "/") ? String(r.dropFirst($0.count)) : nil } }
+            let freezerExisted = mirrored.flatMap { rel in mounts.freezerV1.map { FileIO.exists($0 + rel) } } ?? true
+            let rootExisted = root.map(FileIO.exists) ?? true
+            let facts = HostFacts.discover(cgroupRootOverride: root)
+            if let root = facts.cgroupRoot, !rootExisted { ownedRoots.append(root) }
+            if let v1 = facts.freezerV1Root, !freezerExisted { ownedRoots.append(v1) }
+            // Per-app v1 memory cgroups (hybrid hosts) go under a directory named like the root.
+            if let memory = facts.memoryV1Root, !FileIO.exists(memory), cgroupRoot == nil { ownedRoots.append(memory) }
+
+            var config = Daemon.Configuration(paths: paths, cgroupRootOverride: root)
+            config.ownsProcess = false
+            config.idleExitNanos = nil
+            config.policy = policy
+            let ready: PipePair
+            do { ready = try PipePair() } catch { throw IceboxError("start a supervisor", error) }
+            defer { close(ready.readEnd) }
+            config.readyFD = ready.writeEnd
+            let readyIdentity = FileIdentity(fd: ready.writeEnd)
+            let outcome = EngineOutcome()
+            let engine: JoinableThread
+            do throws(SystemError) {
+                engine = try JoinableThread { [config] in
+                    do throws(IceboxError) {
+                        let daemon = try Daemon(config: config)
+                        outcome.set(.success(try daemon.run()))
+                    } catch {
+                        outcome.set(.failure(error))
+                        // The engine closes the ready descriptor once it listens; it failed
+                        // before, so the descriptor is still ours to close (checked, so that
+                        // a descriptor number reused since is never closed by mistake).
+                        if let readyIdentity, FileIdentity(fd: ready.writeEnd) == readyIdentity { close(ready.writeEnd) }
+                    }
+                }
+            } catch {
+                close(ready.writeEnd)
+                throw IceboxError("start the supervisor's engine", error)
+            }
+            startedEngine = engine
+            try waitUntilReady(ready.readEnd, engine: engine, outcome: outcome, paths: paths, deadline: deadline(after: readyTimeout))
+            return Supervisor(
+                client: IceboxClient(paths: paths), hostFacts: facts, engine: engine, outcome: outcome, ownedDirectories: owned,
+                ownedCgroupRoots: ownedRoots)
+        } catch {
+            // Nothing made is left behind, unless the engine still runs (and uses it).
+            if startedEngine?.join(until: deadline(after: .seconds(5))) ?? true {
+                _ = removeCgroupRoots(ownedRoots)
+                for dir in owned { try? FileIO.removeTree(dir) }
+            }
+            throw error
+        }
+    }
+
+    /// Waits for "ready" on the engine's ready pipe, for the engine to end, or the deadline.
+    private static func waitUntilReady(
+        _ fd: Int32, engine: JoinableThread, outcome: EngineOutcome, paths: IceboxPaths, deadline: UInt64
+    ) throws(IceboxError) {
+        var pfds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: engine.finishedDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        var said = ""
+        while true {
+            let ready: Int
+            do { ready = try Poll.wait(&pfds, until: deadline) } catch {
+                throw IceboxError(.failure, "wait for the supervisor's engine: \(error)")
+            }
+            if ready == 0 {
+                throw IceboxError(
+                    .unavailable, "the supervisor's engine did not start listening on \(paths.controlSocket) in time",
+                    hint: "its directories stay in place while it runs: \(paths.runtimeDir), \(paths.stateDir)")
+            }
+            if pfds[0].revents != 0 {
+                var buffer = [UInt8](repeating: 0, count: 16)
+                let n = retryingOnInterrupt { read(fd, &buffer, 16) }
+                if n > 0 {
+                    said += String(decoding: buffer[0..<n], as: UTF8.self)
+                    if said.hasPrefix("ready") { return }
+                    if said.hasPrefix("busy") {
+                        engine.join(until: deadline)
+                        throw IceboxError(
+                            .unavailable, "another icebox daemon already serves \(paths.runtimeDir)",
+                            hint: "give the supervisor a runtime directory of its own")
+                    }
+                    continue
+                }
+                pfds[0].events = 0  // end of file: only the engine's end is left to wait for
+            }
+            if pfds[1].revents != 0 {
+                engine.join(until: deadline)
+                if case .failure(let error) = outcome.value { throw error }
+                throw IceboxError(.failure, "the supervisor's engine stopped before it listened")
+            }
+        }
+    }
+
+    /// Stops the engine: every app is terminated the graceful way (SIGTERM, SIGKILL after
+    /// `timeout`) and reaped, the engine's thread is joined, and the directories and cgroup
+    /// roots this supervisor created are removed. Calling it again does nothing.
+    ///
+    /// - Throws: ``IceboxError`` if something was left behind: a process or cgroup the
+    ///   engine did not remove (removed now, as well as can be), a directory that cannot be
+    ///   removed, or an engine that did not end. The message lists each.
+    ///
+    /// Corresponds to `icebox daemon --stop --terminate-apps`, plus the removal of the
+    /// directories.
+    public func stop(timeout: Duration = .seconds(10)) throws(IceboxError) {
+        let first = stopped.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        var problems: [String] = []
+        if !engine.hasFinished {
+            do {
+                try client.send(.stop(terminateApps: true, timeoutNanos: IceboxClient.nanoseconds(timeout)))
+            } catch {
+                problems.append("the stop request failed: \(error)")
+            }
+        }
+        guard engine.join(until: Self.deadline(after: .seconds(10))) else {
+            problems.append("the engine's thread did not end; \(paths.runtimeDir), \(paths.stateDir) and the cgroups are left as they are")
+            throw IceboxError(.failure, "stop the supervisor: " + problems.joined(separator: "; "))
+        }
+        if case .failure(let error) = outcome.value { problems.append("the engine failed: \(error)") }
+        problems += Self.removeCgroupRoots(ownedCgroupRoots)
+        for dir in ownedDirectories {
+            do { try FileIO.removeTree(dir) } catch { problems.append(error.description) }
+        }
+        if !problems.isEmpty { throw IceboxError(.failure, "stop the supervisor: " + problems.joined(separator: "; ")) }
+    }
+
+    deinit {
+        // A supervisor dropped without stop() must not leave apps and cgroups behind.
+        do { try stop() } catch {
+            let line = "icebox: Supervisor dropped without stop(): \(error)\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+        }
+    }
+
+    // MARK: The lifecycle, as on IceboxClient
+
+    /// Launches an app; see ``IceboxClient/launch(_:)``. Corresponds to `icebox launch`.
+    public func launch(_ options: LaunchOptions) throws(IceboxError) -> LaunchedApp { try client.launch(options) }
+
+    /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
+    @discardableResult
+    public func suspend(_ name: String) throws(IceboxError) -> CommandOutput { try client.suspend(name) }
+
+    /// Resumes an app; see ``IceboxClient/resume(_:waitReady:)-(String,_)``. Corresponds to `icebox resume`.
+    @discardableResult
+    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
+        try client.resume(name, waitReady: waitReady)
+    }
+
+    /// Terminates an app; see ``IceboxClient/terminate(_:timeout:)-(String,_)``. Corresponds to `icebox terminate`.
+    @discardableResult
+    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
+        try client.terminate(name, timeout: timeout)
+    }
+
+    /// Evicts an app; see ``IceboxClient/evict(_:)-(String)``. Corresponds to `icebox evict`.
+    @discardableResult
+    public func evict(_ name: String) throws(IceboxError) -> CommandOutput { try client.evict(name) }
+
+    /// Relaunches an ended app; see ``IceboxClient/relaunch(_:)``. Corresponds to `icebox relaunch`.
+    public func relaunch(_ name: String) throws(IceboxError) -> LaunchedApp { try client.relaunch(name) }
+
+    /// An app's state; see ``IceboxClient/state(of:)``. Corresponds to `icebox ps --all`.
+    public func state(of name: String) throws(IceboxError) -> AppState? { try client.state(of: name) }
+
+    /// The apps; see ``IceboxClient/apps(all:)``. Corresponds to `icebox ps --json`.
+    public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] { try client.apps(all: all) }
+
+    /// The events as they happen; see ``IceboxClient/events(for:replay:)``. The stream ends
+    /// when the supervisor stops (its state directory goes). Corresponds to `icebox log --follow`.
+    public func events(for name: String? = nil, replay: Bool = false) throws(IceboxError) -> AsyncStream<Event> {
+        try client.events(for: name, replay: replay)
+    }
+
+    /// Checks that the engine answers; see ``IceboxClient/ping()``.
+    @discardableResult
+    public func ping() throws(IceboxError) -> CommandOutput { try client.ping() }
+
+    /// Sends any request; see ``IceboxClient/send(_:)``.
+    @discardableResult
+    public func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try client.send(request) }
+
+    // MARK: Cleaning up
+
+    static func deadline(after duration: Duration) -> UInt64 {
+        let (sum, overflow) = Clock.monotonicNanos().addingReportingOverflow(IceboxClient.nanoseconds(duration))
+        return overflow ? .max : sum
+    }
+
+    /// Removes cgroup roots, deepest first. Anything still inside was left behind by the
+    /// engine: it is killed, reaped if it is this process's child, and reported.
+    static func removeCgroupRoots(_ roots: [String]) -> [String] {
+        var problems: [String] = []
+        for root in roots where FileIO.isDirectory(root) {
+            for child in ((try? FileIO.list(root)) ?? []).sorted() where FileIO.isDirectory(root + "/" + child) {
+                let path = root + "/" + child
+                let pids = Cgroup2(path: path).procs()
+                problems.append(
+                    "the engine left cgroup \(path) behind"
+                        + (pids.isEmpty ? "" : " with processes \(pids.map(String.init).joined(separator: " ")) (killed)"))
+                killAndWait(cgroup: path, pids: pids)
+                if rmdir(path) < 0 && errno != ENOENT { problems.append(SystemError("remove cgroup", path: path).description) }
+            }
+            if rmdir(root) < 0 && errno != ENOENT { problems.append(SystemError("remove cgroup root", path: root).description) }
+        }
+        return problems
+    }
+
+    /// Kills a cgroup's processes and waits (5 s at most) for them to be gone: through
+    /// `cgroup.events` in v2, through each one's pidfd in v1 (which has no such event).
+    static func killAndWait(cgroup path: String, pids: [pid_t]) {
+        let deadline = Clock.monotonicNanos() &+ 5_000_000_000
+        let handles = pids.compactMap { try? ProcessHandle(adopting: $0) }
+        let v2 = Cgroup2(path: path)
+        if FileIO.exists(path + "/cgroup.events") {
+            if v2.supportsKill { try? v2.kill() }
+        } else {
+            try? FileIO.write(path + "/freezer.state", "THAWED")
+        }
+        for handle in handles { _ = try? handle.send(SIGKILL) }
+        if FileIO.exists(path + "/cgroup.events") {
+            _ = try? v2.waitForEvents(until: deadline) { !$0.populated }
+        }
+        for handle in handles {
+            var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
+            _ = try? Poll.wait(&pfd, until: deadline)
+            // The engine's apps are this process's children: no zombie stays behind.
+            _ = try? handle.reapIfExited()
+        }
+    }
+}
+
+/// Numbers the supervisors of this process, for unique cgroup roots.
+private let nextSupervisor = Atomic<Int>(0)
+
+/// How the engine's `run()` ended: true if it served until stopped, false if another daemon
+/// already served the runtime directory, or the error it threw.
+private final class EngineOutcome: Sendable {
+    private let result = Mutex<Result<Bool, IceboxError>?>(nil)
+
+    func set(_ value: Result<Bool, IceboxError>) { result.withLock { $0 = value } }
+    var value: Result<Bool, IceboxError>? { result.withLock { $0 } }
+}
+
+/// A descriptor's device and inode: tells whether a descriptor number still refers to the
+/// file it referred to before (a pipe's inode is unique while either end is open).
+private struct FileIdentity: Equatable {
+    var device: UInt64
+    var inode: UInt64
+
+    init?(fd: Int32) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+    }
+}

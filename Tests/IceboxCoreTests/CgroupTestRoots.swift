@@ -1,0 +1,152 @@
+import Glibc
+import IceboxCore
+import IceboxSystem
+
+/// Uniquely named cgroup roots for one test, one per hierarchy this host has
+/// (`<cgroup2 mount>/icebox-test-<pid>-<random>`, the same under the v1 freezer and memory
+/// mounts), found through /proc/self/mountinfo. `cleanup()` kills whatever is inside (thawing
+/// v1 freezers and lifting v1 memory limits so nothing stays stuck) and removes it all,
+/// sub-cgroups first: call it in a defer, so a failing test leaves nothing behind.
+final class CgroupTestRoots {
+    static let mounts = CgroupMounts.read()
+    static var hasV2: Bool { getuid() == 0 && mounts.unified != nil }
+    static var hasFreezerV1: Bool { hasV2 && mounts.freezerV1 != nil }
+    static var hasMemoryV1: Bool { hasV2 && mounts.memoryV1 != nil }
+
+    let v2: String
+    let freezerV1: String?
+    let memoryV1: String?
+
+    init() {
+        let name = "icebox-test-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        v2 = Self.mounts.unified! + "/" + name
+        freezerV1 = Self.mounts.freezerV1.map { $0 + "/" + name }
+        memoryV1 = Self.mounts.memoryV1.map { $0 + "/" + name }
+    }
+
+    /// A directory under the v1 memory root with a hard limit and the OOM killer off: a process
+    /// in it that allocates past the limit waits in uninterruptible sleep (state D) until the
+    /// limit is raised. The way to make a task no freezer can freeze.
+    func oomTrap(limit: String = "16M") throws -> String {
+        guard let memoryV1 else { throw SystemError("find the v1 memory hierarchy", errno: ENOENT) }
+        let dir = memoryV1 + "/oom-trap"
+        try FileIO.makeDirectories(dir)
+        try FileIO.write(dir + "/memory.limit_in_bytes", limit)
+        try FileIO.write(dir + "/memory.oom_control", "1")
+        return dir
+    }
+
+    func cleanup() {
+        // Release OOM waiters first: a task stuck in D state cannot act on SIGKILL.
+        if let memoryV1 {
+            for dir in CgroupTree.directoriesBottomUp(memoryV1) where FileIO.exists(dir + "/memory.limit_in_bytes") {
+                try? FileIO.write(dir + "/memory.limit_in_bytes", "-1")
+            }
+        }
+        if FileIO.exists(v2 + "/cgroup.kill") { try? FileIO.write(v2 + "/cgroup.kill", "1") }
+        let deadline = Clock.monotonicNanos() + 10_000_000_000
+        while Clock.monotonicNanos() < deadline {
+            let pids = [v2, freezerV1, memoryV1].compactMap { $0 }.flatMap { CgroupTree.processes($0) }
+            if pids.isEmpty { break }
+            for pid in pids { kill(pid, SIGKILL) }
+            if let freezerV1 {
+                for dir in CgroupTree.directoriesBottomUp(freezerV1) { try? FileIO.write(dir + "/freezer.state", "THAWED") }
+            }
+            usleep(2_000)
+        }
+        for root in [v2, freezerV1, memoryV1].compactMap({ $0 }) {
+            for problem in CgroupTree.remove(root) { print("cleanup: \(problem)") }
+        }
+    }
+}
+
+/// A child spawned straight into an app's cgroups (through `AppCgroups.spawnDescriptors`).
+/// SIGKILLed and reaped in deinit; its own children die with the test's cgroups.
+final class CgroupChild {
+    let handle: ProcessHandle
+    var pid: pid_t { handle.pid }
+
+    /// `sh -c script` (or any program) in the cgroups; `v1MemoryProcsFD` overrides the
+    /// memory cgroup to join (an OOM trap).
+    init(_ arguments: [String], in cgroups: AppCgroups, v1MemoryProcsFD: Int32 = -1) throws {
+        let executable = arguments[0].contains("/") ? arguments[0] : "/bin/sh"
+        let argv = arguments[0].contains("/") ? arguments : ["sh", "-c", arguments.joined(separator: " ")]
+        var request = SpawnRequest(
+            executable: executable, arguments: argv, environment: ["PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONUNBUFFERED=1"])
+        let descriptors = try cgroups.spawnDescriptors()
+        descriptors.apply(to: &request)
+        if v1MemoryProcsFD >= 0 { request.v1MemoryProcsFD = v1MemoryProcsFD }
+        handle = try Spawner.spawn(request).handle
+        descriptors.close()
+    }
+
+    var isAlive: Bool {
+        guard let state = ProcFS.stat(pid: pid)?.state else { return false }
+        return state != "Z" && state != "X"
+    }
+
+    deinit {
+        _ = try? handle.send(SIGKILL)
+        _ = try? handle.wait(until: Clock.monotonicNanos() + 10_000_000_000)
+    }
+}
+
+/// Steps an operation the way an event loop would: step, then wait in poll(2) on the watch
+/// descriptor until the re-check time. Records how long each step took.
+struct Stepper {
+    var steps = 0
+    var waits = 0
+    var longestStepNanos: UInt64 = 0
+
+    mutating func run(_ operation: inout FreezeOperation) -> FreezeProgress {
+        while true {
+            let before = Clock.monotonicNanos()
+            let progress = operation.step(now: before)
+            longestStepNanos = max(longestStepNanos, Clock.monotonicNanos() - before)
+            steps += 1
+            guard case .waiting(let recheckAt, let watch) = progress else { return progress }
+            waits += 1
+            let now = Clock.monotonicNanos()
+            if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
+        }
+    }
+
+    mutating func run(destroy cgroups: AppCgroups, first: DestroyProgress) -> DestroyProgress {
+        var progress = first
+        while case .waiting(let recheckAt, let watch) = progress {
+            waits += 1
+            let now = Clock.monotonicNanos()
+            if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
+            let before = Clock.monotonicNanos()
+            progress = cgroups.stepDestroy(now: before)
+            longestStepNanos = max(longestStepNanos, Clock.monotonicNanos() - before)
+            steps += 1
+        }
+        return progress
+    }
+}
+
+/// Waits (bounded) until `condition` holds, re-checking every millisecond.
+func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Clock.monotonicNanos() + UInt64(seconds * 1e9)
+    while Clock.monotonicNanos() < deadline {
+        if condition() { return true }
+        usleep(1_000)
+    }
+    return condition()
+}
+
+/// Every thread of the process in state T (stopped), read from /proc.
+func allThreadsStopped(_ pid: pid_t) -> Bool {
+    let threads = ProcFS.threads(of: pid)
+    return !threads.isEmpty && threads.allSatisfy { ProcFS.threadStat(pid: pid, tid: $0)?.state == "T" }
+}
+
+func anyThreadStopped(_ pid: pid_t) -> Bool {
+    ProcFS.threads(of: pid).contains { ProcFS.threadStat(pid: pid, tid: $0)?.state == "T" }
+}
+
+func inode(_ path: String) -> UInt64? {
+    var st = stat()
+    return stat(path, &st) == 0 ? UInt64(st.st_ino) : nil
+}

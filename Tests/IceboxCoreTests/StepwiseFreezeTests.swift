@@ -1,0 +1,217 @@
+import Glibc
+import IceboxCore
+import IceboxSystem
+import IceboxTestSupport
+import Testing
+
+/// Freezes and thaws in steps that never sleep, on real processes in real cgroups, each
+/// confirmed from the kernel's own files (cgroup.events, freezer.state, /proc state T).
+@Suite(
+    "Stepwise freeze and thaw", .serialized, .enabled(if: CgroupTestRoots.hasV2, "needs root and a cgroup2 mount"),
+    .timeLimit(.minutes(2)))
+struct StepwiseFreezeTests {
+    /// What a step may cost: it reads a file or two (or /proc for a few threads) and never
+    /// sleeps, so it takes well under a millisecond (the figures are printed). The bound leaves
+    /// room for preemption on a shared 2-CPU machine and is still far below the deadlines
+    /// (300 ms, 5 s) that a blocking step would run into.
+    static let stepBudgetNanos: UInt64 = 20_000_000
+
+    static func skipReason(_ backend: BackendKind) -> String? {
+        backend == .cgroup1 && !CgroupTestRoots.hasFreezerV1 ? "no cgroup v1 freezer hierarchy is mounted" : nil
+    }
+
+    /// The kernel's own word that the app is frozen (or not), per backend.
+    static func kernelSaysFrozen(_ backend: BackendKind, _ cgroups: AppCgroups, pids: [pid_t]) -> Bool {
+        switch backend {
+        case .cgroup2: return readFile(cgroups.v2Path! + "/cgroup.events")?.contains("frozen 1") == true
+        case .cgroup1: return readFile(cgroups.freezerV1Path! + "/freezer.state")?.trimmed() == "FROZEN"
+        case .signal: return pids.allSatisfy(allThreadsStopped)
+        }
+    }
+
+    static func kernelSaysThawed(_ backend: BackendKind, _ cgroups: AppCgroups, pids: [pid_t]) -> Bool {
+        switch backend {
+        case .cgroup2: return readFile(cgroups.v2Path! + "/cgroup.events")?.contains("frozen 0") == true
+        case .cgroup1: return readFile(cgroups.freezerV1Path! + "/freezer.state")?.trimmed() == "THAWED"
+        case .signal: return !pids.contains(where: anyThreadStopped)
+        }
+    }
+
+    @Test("freeze then thaw in steps, a process with children, one of them in a sub-cgroup", arguments: BackendKind.allCases)
+    func freezeThenThaw(backend: BackendKind) throws {
+        if let reason = Self.skipReason(backend) {
+            print("skipped (\(backend.rawValue)): \(reason)")
+            return
+        }
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try AppCgroups.create(
+            name: "app", v2Root: roots.v2, freezerV1Root: roots.freezerV1, memoryV1Root: roots.memoryV1, backend: backend)
+        let child = try CgroupChild(["sleep 1000 & sleep 1000 & wait"], in: cgroups)
+        try #require(eventually { cgroups.processCount() == 3 }, "the shell and its two children")
+        // One child moves to a sub-cgroup: still the app's, still frozen with it.
+        let worker = cgroups.v2Path! + "/worker"
+        try FileIO.makeDirectories(worker)
+        let moved = try #require(cgroups.members()?.first { $0 != child.pid })
+        try FileIO.write(worker + "/cgroup.procs", String(moved))
+        let pids = try #require(cgroups.members())
+        #expect(Set(pids) == Set(CgroupTree.processes(cgroups.v2Path!)) && pids.count == 3)
+
+        let freezer = cgroups.freezer(backend: backend, fallbackMembers: { [] })
+        #expect(freezer.kind == backend)
+        var stepper = Stepper()
+        let now = Clock.monotonicNanos()
+        var freeze = freezer.beginFreeze(now: now, deadline: now + 5_000_000_000)
+        guard case .confirmed(let frozen) = stepper.run(&freeze) else {
+            Issue.record("freeze not confirmed: \(freeze.step(now: Clock.monotonicNanos()))")
+            return
+        }
+        #expect(Self.kernelSaysFrozen(backend, cgroups, pids: pids))
+        #expect(freezer.isFrozen())
+        #expect(freezer.freezeStarted())
+        // Processes for the cgroup backends (sub-cgroup included), threads for SIGSTOP.
+        #expect(frozen.tasks == 3)
+        #expect(frozen.backend == backend)
+        print(
+            "\(backend.rawValue): frozen in \(DurationText.format(frozen.durationNanos)), \(stepper.steps) steps, "
+                + "longest \(DurationText.format(stepper.longestStepNanos))")
+        #expect(stepper.longestStepNanos < Self.stepBudgetNanos)
+        // A finished operation answers the same again without touching the kernel.
+        guard case .confirmed = freeze.step(now: Clock.monotonicNanos()) else {
+            Issue.record("a confirmed operation changed its answer")
+            return
+        }
+
+        stepper = Stepper()
+        var thaw = freezer.beginThaw(now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 5_000_000_000)
+        guard case .confirmed(let thawed) = stepper.run(&thaw) else {
+            Issue.record("thaw not confirmed")
+            return
+        }
+        #expect(Self.kernelSaysThawed(backend, cgroups, pids: pids))
+        #expect(!freezer.isFrozen())
+        #expect(!freezer.freezeStarted())
+        #expect(thawed.tasks == 3)
+        print(
+            "\(backend.rawValue): thawed in \(DurationText.format(thawed.durationNanos)), \(stepper.steps) steps, "
+                + "longest \(DurationText.format(stepper.longestStepNanos))")
+        #expect(stepper.longestStepNanos < Self.stepBudgetNanos)
+        #expect(child.isAlive)
+    }
+
+    @Test(
+        "a task in D state: every step returns at once, then a time-out, rolled back, the task named",
+        .enabled(if: CgroupTestRoots.hasMemoryV1 && ScriptChild.available, "needs a cgroup v1 memory hierarchy and python3"),
+        arguments: BackendKind.allCases)
+    func stuckTaskTimesOut(backend: BackendKind) throws {
+        if let reason = Self.skipReason(backend) {
+            print("skipped (\(backend.rawValue)): \(reason)")
+            return
+        }
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let trap = try roots.oomTrap()
+        let cgroups = try AppCgroups.create(
+            name: "stuck", v2Root: roots.v2, freezerV1Root: roots.freezerV1, memoryV1Root: nil, backend: backend)
+        let trapProcs = try FileIO.openDescriptor(trap + "/cgroup.procs", flags: O_WRONLY)
+        defer { close(trapProcs) }
+        // 64 MiB touched page by page against a 16 MiB limit with the OOM killer off: the task
+        // waits in the memory cgroup's OOM wait (state D) until the limit is raised.
+        let child = try CgroupChild(
+            [
+                ScriptChild.python, "-c",
+                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nimport time; time.sleep(3600)",
+            ], in: cgroups, v1MemoryProcsFD: trapProcs)
+        // Waiting for the OOM itself: a D seen earlier may be a page-in during start-up.
+        try #require(
+            eventually {
+                readFile(trap + "/memory.oom_control")?.contains("under_oom 1") == true && ProcFS.stat(pid: child.pid)?.state == "D"
+            },
+            "the child never got stuck in the OOM wait (D state)")
+
+        let freezer = cgroups.freezer(backend: backend, fallbackMembers: { [] })
+        let timeout: UInt64 = 300_000_000
+        let start = Clock.monotonicNanos()
+        var operation = freezer.beginFreeze(now: start, deadline: start + timeout)
+        var stepper = Stepper()
+        let outcome = stepper.run(&operation)
+        let elapsed = Clock.monotonicNanos() - start
+        print(
+            "\(backend.rawValue): \(outcome) after \(DurationText.format(elapsed)), \(stepper.steps) steps, "
+                + "longest \(DurationText.format(stepper.longestStepNanos))")
+        guard case .failed(.timeout(let timedOut)) = outcome else {
+            Issue.record("expected a time-out, got \(outcome)")
+            return
+        }
+        #expect(stepper.waits > 5, "the loop was handed back control while the kernel worked")
+        #expect(stepper.longestStepNanos < Self.stepBudgetNanos)
+        #expect(elapsed >= timeout)
+        #expect(timedOut.backend == backend)
+        #expect(timedOut.stuck.first?.pid == child.pid && timedOut.stuck.first?.state == "D", "the D task comes first: \(timedOut)")
+        #expect(timedOut.description.contains("rolled back"))
+        // Rolled back: nothing is left asking for a freeze (runc#5325).
+        switch backend {
+        case .cgroup2:
+            #expect(readFile(cgroups.v2Path! + "/cgroup.freeze")?.trimmed() == "0")
+            #expect(readFile(cgroups.v2Path! + "/cgroup.events")?.contains("frozen 0") == true)
+        case .cgroup1:
+            #expect(readFile(cgroups.freezerV1Path! + "/freezer.state")?.trimmed() == "THAWED")
+        case .signal:
+            break
+        }
+        #expect(!freezer.freezeStarted())
+        // Released, the app runs on: not stopped, not frozen.
+        try FileIO.write(trap + "/memory.limit_in_bytes", "-1")
+        #expect(eventually { ProcFS.stat(pid: child.pid)?.state == "S" }, "the child runs again once released")
+        #expect(!freezer.isFrozen())
+    }
+
+    @Test("cancel rolls back a freeze in flight; later steps say cancelled")
+    func cancelRollsBack() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try AppCgroups.create(name: "cancel", v2Root: roots.v2, freezerV1Root: nil, memoryV1Root: nil, backend: .cgroup2)
+        let child = try CgroupChild(["exec sleep 1000"], in: cgroups)
+        try #require(eventually { cgroups.processCount() == 1 })
+        let freezer = cgroups.freezer(backend: .cgroup2, fallbackMembers: { [] })
+        var operation = freezer.beginFreeze(now: Clock.monotonicNanos(), deadline: UInt64.max)
+        #expect(readFile(cgroups.v2Path! + "/cgroup.freeze")?.trimmed() == "1")
+        operation.cancel()
+        #expect(readFile(cgroups.v2Path! + "/cgroup.freeze")?.trimmed() == "0")
+        guard case .failed(.cancelled) = operation.step(now: Clock.monotonicNanos()) else {
+            Issue.record("a cancelled operation must say so")
+            return
+        }
+        #expect(eventually { cgroups.events()?.frozen == false })
+        #expect(child.isAlive)
+    }
+
+    @Test("durations saturate: no deadline (UInt64.max), a clock that goes backwards, a deadline already passed")
+    func saturatingTimes() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try AppCgroups.create(name: "sat", v2Root: roots.v2, freezerV1Root: nil, memoryV1Root: nil, backend: .signal)
+        let child = try CgroupChild(["exec sleep 1000"], in: cgroups)
+        try #require(eventually { cgroups.processCount() == 1 })
+        let freezer = cgroups.freezer(backend: .signal, fallbackMembers: { [] })
+
+        // Started "in the future" and stepped with an earlier now: waits, durations clamp to 0.
+        var operation = freezer.beginFreeze(now: UInt64.max - 5, deadline: UInt64.max)
+        var progress = operation.step(now: 1)
+        if case .waiting(let recheckAt, _) = progress { #expect(recheckAt > 1) }
+        // Stepped at the very end of time: confirmed (duration clamps) or a time-out, never a trap.
+        progress = operation.step(now: UInt64.max)
+        switch progress {
+        case .confirmed(let report): #expect(report.durationNanos <= 5)
+        case .failed(.timeout): break
+        default: Issue.record("unexpected \(progress)")
+        }
+        _ = try freezer.thaw(deadline: UInt64.max)
+        #expect(!anyThreadStopped(child.pid))
+        // The blocking form with no deadline at all.
+        let report = try freezer.freeze(deadline: UInt64.max)
+        #expect(report.tasks == 1)
+        _ = try freezer.thaw(deadline: UInt64.max)
+        #expect(!anyThreadStopped(child.pid))
+    }
+}
