@@ -14,10 +14,12 @@ enum BenchCommand: IceboxCommand {
             OptionSpec(name: "hold", value: "DUR", help: "how long the app stays frozen each run (default 1s)"),
             OptionSpec(
                 name: "evict-every", value: "K", help: "every K runs, evict and relaunch (cold start after eviction; default 5, 0: never)"),
-            OptionSpec(name: "export-json", value: "FILE", help: "write every figure and sample as JSON (nanoseconds)"),
-            OptionSpec(name: "export-csv", value: "FILE", help: "write the summary as CSV (nanoseconds)"),
+            OptionSpec(name: "export-json", value: "FILE", help: "write every figure and sample as JSON in hyperfine's schema (seconds)"),
+            OptionSpec(name: "export-csv", value: "FILE", help: "write the summary as CSV, one row per phase (seconds)"),
             OptionSpec(name: "export-markdown", value: "FILE", help: "write the summary as a Markdown table"),
-            OptionSpec(name: "name", value: "NAME", help: "the app's name while measured (default bench-PID)"),
+            OptionSpec(name: "style", value: "auto|basic|full|nocolor|color|none", help: "output style, as hyperfine's (default auto)"),
+            OptionSpec(name: "quiet", value: nil, help: "print the results only: no progress, no warnings"),
+            OptionSpec(name: "name", value: "NAME", help: "the app's name while measured (default bench)"),
         ] + LaunchArguments.options,
         commandAfterPositionals: 0,
         details: """
@@ -43,25 +45,30 @@ enum BenchCommand: IceboxCommand {
         let warmup = try count(args, "warmup", default: 1, minimum: 0)
         let evictEvery = try count(args, "evict-every", default: 5, minimum: 0)
         let hold = try ArgumentParser.duration(args.value("hold"), option: "hold", default: 1_000_000_000)
-        let name = args.value("name") ?? "bench-\(getpid())"
+        var style = BenchStyle.auto
+        if let text = args.value("style") {
+            guard let chosen = BenchStyle(rawValue: text) else {
+                throw IceboxError(.usage, "unknown --style '\(text)'", hint: "use auto, basic, full, nocolor, color or none")
+            }
+            style = chosen
+        }
+        let quiet = args.flag("quiet")
+        // Checked before a daemon is asked for a name, so usage errors come first.
+        _ = try LaunchArguments.build(name: args.value("name") ?? "bench", nameIsDefault: false, command: command, args, attached: false)
+        let name: String
+        if let given = args.value("name") { name = given } else { name = try BenchSession.defaultName(LaunchArguments.client(args)) }
         let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
-        switch options.ready {
-        case .exec:
-            Output.warning(
-                "with --ready exec, 'ready' only means execve returned; use tcp:, http:, notify or cmd: to time when the app answers",
-                from: "icebox bench")
-        case .notify where options.foregroundSignal == nil:
+        if case .notify = options.ready, options.foregroundSignal == nil {
             throw IceboxError(
                 .usage, "--ready notify needs --foreground-signal SIG",
                 hint: "the app must say READY=1 again after a resume, on that signal")
-        default: break
         }
         Signals.block([SIGINT, SIGTERM, SIGHUP])
         let signalFD: Int32
         do { signalFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP]) } catch { throw IceboxError("set up signals", error) }
         var session = BenchSession(client: LaunchArguments.client(args), options: options, holdNanos: hold, signalFD: signalFD)
         defer { session.cleanUp() }
-        let progress = isatty(2) == 1
+        let progress = !quiet && style.showsProgress(terminal: isatty(2) == 1)
 
         var measured: [BenchSession.Run] = []
         var measuringSince: UInt64 = 0
@@ -97,10 +104,13 @@ enum BenchCommand: IceboxCommand {
         if progress { Output.writeAll(2, "\r\u{1B}[K") }
 
         let report = BenchReport(
-            options: options, runs: runs, warmup: warmup, measured: measured,
+            options: options, runs: runs, warmup: warmup, evictEvery: evictEvery, holdNanos: hold, measured: measured,
             events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
-        for line in report.lines() { Output.out(line) }
-        for warning in report.warnings() { Output.warning(warning, from: "icebox bench") }
+        if style.printsResults {
+            for line in report.lines() { Output.out(line) }
+            // One summary of everything worth a second look, after the results.
+            if !quiet { for line in BenchReport.warningSummary(report.warnings()) { Output.err(line) } }
+        }
         try report.export(json: args.value("export-json"), csv: args.value("export-csv"), markdown: args.value("export-markdown"))
         return 0
     }

@@ -1,28 +1,75 @@
+import FoundationEssentials
 import Glibc
 import IceboxCore
 import IceboxSystem
 
+/// How much `icebox bench` shows while it runs, with hyperfine's --style values: auto (full
+/// on a terminal, else basic), basic (no progress line, no colour), full (both, even when
+/// not on a terminal), nocolor (the progress line without colour), color (colour without the
+/// progress line), none (nothing but errors; exports are still written).
+enum BenchStyle: String, CaseIterable, Sendable {
+    case auto, basic, full, nocolor, color, none
+
+    func showsProgress(terminal: Bool) -> Bool {
+        switch self {
+        case .auto: return terminal
+        case .full, .nocolor: return true
+        case .basic, .color, .none: return false
+        }
+    }
+
+    func usesColour(terminal: Bool) -> Bool {
+        switch self {
+        case .auto: return terminal
+        case .full, .color: return true
+        case .basic, .nocolor, .none: return false
+        }
+    }
+
+    var printsResults: Bool { self != .none }
+}
+
+/// One measured quantity of a benchmark: its samples, and the CPU time the app used in it.
+struct BenchPhase: Sendable {
+    var id: String
+    var title: String
+    var span: String
+    var summary: Summary
+    /// The app's CPU time per run in this phase, on average; nil where icebox cannot
+    /// attribute it (the daemon's and the kernel's work) or the app had no v2 cgroup.
+    var cpu: CPUTime?
+    /// Shown under the line before it on a terminal (grace used, under suspend).
+    var indented = false
+
+    /// "Cold start (launch → ready)": no padding, for exports.
+    var label: String { "\(title) (\(span))" }
+}
+
 /// The figures of one `icebox bench`: what it prints and what it exports.
-struct BenchReport: Codable {
+struct BenchReport {
     var command: [String]
     var backend: String
     var ready: String
+    var readyOnExec: Bool
     var runs: Int
     var warmup: Int
-    var results: [Summary]
+    var evictEvery: Int
+    var holdNanos: UInt64
+    var phases: [BenchPhase]
     var speedupMedian: Double?
 
-    enum CodingKeys: String, CodingKey {
-        case command, backend, ready, runs, warmup, results
-        case speedupMedian
-    }
-
-    init(options: LaunchOptions, runs: Int, warmup: Int, measured: [BenchSession.Run], events: [Event]) {
+    init(
+        options: LaunchOptions, runs: Int, warmup: Int, evictEvery: Int, holdNanos: UInt64, measured: [BenchSession.Run],
+        events: [Event]
+    ) {
         command = options.command
         backend = options.backend.rawValue
         ready = options.ready.description
+        if case .exec = options.ready { readyOnExec = true } else { readyOnExec = false }
         self.runs = runs
         self.warmup = warmup
+        self.evictEvery = evictEvery
+        self.holdNanos = holdNanos
         // The daemon's own figures for the measured runs, from its event log.
         let freezes = events.filter { $0.kind == .freeze }
         let notices = events.filter { $0.kind == .notice }
@@ -34,23 +81,36 @@ struct BenchReport: Codable {
             graces.append(freeze.monotonicNanos - notice.monotonicNanos - (freeze.durationNanos ?? 0))
         }
         if let backend = events.first(where: { $0.kind == .spawn })?.backend { self.backend = backend.rawValue }
-        results = [
-            Summary(name: "cold_start", label: "Cold start   (launch → ready)", samples: measured.map(\.cold)),
-            Summary(name: "hot_resume", label: "Hot resume   (resume → ready)", samples: measured.map(\.hot)),
-            Summary(name: "freeze", label: "Freeze       (write → frozen)", samples: freezes.compactMap(\.durationNanos)),
-            Summary(
-                name: "thaw", label: "Thaw         (write → thawed)",
-                samples: events.filter { $0.kind == .thaw }.compactMap(\.durationNanos)),
-            Summary(name: "suspend", label: "Suspend      (notice → frozen)", samples: suspends),
-            Summary(name: "grace", label: "  grace used (notice → freeze)", samples: graces),
-            Summary(
-                name: "relaunch_after_eviction", label: "Relaunch after eviction (evict → ready)", samples: measured.compactMap(\.relaunch)),
-        ].compactMap { $0 }
-        if let cold = results.first(where: { $0.name == "cold_start" }), let hot = results.first(where: { $0.name == "hot_resume" }),
-            hot.median > 0
+        func phase(_ id: String, _ title: String, _ span: String, _ samples: [UInt64], cpu: [CPUTime?] = [], indented: Bool = false)
+            -> BenchPhase?
         {
-            speedupMedian = (Double(cold.median) / Double(hot.median) * 10).rounded() / 10
+            guard let summary = Summary(name: id, label: "\(title) (\(span))", samples: samples) else { return nil }
+            return BenchPhase(id: id, title: title, span: span, summary: summary, cpu: Self.mean(cpu), indented: indented)
         }
+        phases = [
+            phase("cold_start", "Cold start", "launch → ready", measured.map(\.cold), cpu: measured.map(\.coldCPU)),
+            phase("hot_resume", "Hot resume", "resume → ready", measured.map(\.hot), cpu: measured.map(\.hotCPU)),
+            phase("freeze", "Freeze", "write → frozen", freezes.compactMap(\.durationNanos)),
+            phase("thaw", "Thaw", "write → thawed", events.filter { $0.kind == .thaw }.compactMap(\.durationNanos)),
+            phase("suspend", "Suspend", "notice → frozen", suspends, cpu: measured.map(\.suspendCPU)),
+            phase("grace", "grace used", "notice → freeze", graces, indented: true),
+            phase(
+                "relaunch_after_eviction", "Relaunch after eviction", "evict → ready", measured.compactMap(\.relaunch),
+                cpu: measured.filter { $0.relaunch != nil }.map(\.relaunchCPU)),
+        ].compactMap { $0 }
+        if let cold = phases.first(where: { $0.id == "cold_start" }), let hot = phases.first(where: { $0.id == "hot_resume" }),
+            hot.summary.median > 0
+        {
+            speedupMedian = (Double(cold.summary.median) / Double(hot.summary.median) * 10).rounded() / 10
+        }
+    }
+
+    /// The mean of the runs that have a figure; nil if none has.
+    static func mean(_ values: [CPUTime?]) -> CPUTime? {
+        let known = values.compactMap { $0 }
+        guard !known.isEmpty else { return nil }
+        let n = UInt64(known.count)
+        return CPUTime(user: known.map(\.user).reduce(0, +) / n, system: known.map(\.system).reduce(0, +) / n)
     }
 
     static func events(of app: String, since: UInt64, in paths: IceboxPaths) -> [Event] {
@@ -61,12 +121,20 @@ struct BenchReport: Codable {
 
     static func d(_ n: UInt64) -> String { DurationText.format(n) }
 
+    /// The app's command line as a shell would take it.
+    var commandLine: String { command.map(\.shellQuoted).joined(separator: " ") }
+
+    /// For the terminal: columns aligned, the grace under the suspend.
     func lines() -> [String] {
-        let width = results.map(\.label.count).max() ?? 0
-        var out = results.map { s in
-            let label = s.label + String(repeating: " ", count: width - s.label.count)
-            return
-                "\(label)  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) runs"
+        let titles = phases.map { ($0.indented ? "  " : "") + $0.title }
+        let titleWidth = titles.map(\.count).max() ?? 0
+        let spanWidth = phases.map { $0.span.count + 2 }.max() ?? 0
+        var out = zip(phases, titles).map { p, title in
+            let s = p.summary
+            let span = "(\(p.span))"
+            return title + String(repeating: " ", count: titleWidth - title.count + 1) + span
+                + String(repeating: " ", count: spanWidth - span.count)
+                + "  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) runs"
         }
         if let speedup = speedupMedian {
             out.append("Hot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median, same run).")
@@ -74,48 +142,241 @@ struct BenchReport: Codable {
         return out
     }
 
+    /// Everything worth a second look, one line per kind of problem (however many phases
+    /// have it), for one summary at the end.
     func warnings() -> [String] {
         var out: [String] = []
-        for s in results where s.outliers > 0 {
+        if readyOnExec {
             out.append(
-                "\(s.name): \(s.outliers) statistical outlier\(s.outliers == 1 ? "" : "s") (modified Z-score > 3.5); another process may have interfered — rerun on a quiet machine"
-            )
+                "with --ready exec, 'ready' only means execve returned: use tcp:, http:, notify or cmd: to time when the app answers")
         }
-        for s in results where s.samples.count >= 3 && s.coefficientOfVariation > 0.5 {
+        func list(_ items: [String]) -> String {
+            items.count <= 1 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
+        }
+        let outliers = phases.filter { $0.summary.outliers > 0 }
+        if !outliers.isEmpty {
             out.append(
-                "\(s.name): σ is \(Int(s.coefficientOfVariation * 100))% of the mean: too noisy to trust one figure; use more --runs or a quieter machine"
-            )
+                "statistical outliers (modified Z-score > 3.5) in "
+                    + list(outliers.map { "\($0.title.lowercased()) (\($0.summary.outliers) of \($0.summary.samples.count))" })
+                    + ": another process may have interfered; rerun on a quiet machine")
+        }
+        let noisy = phases.filter { $0.summary.samples.count >= 3 && $0.summary.coefficientOfVariation > 0.5 }
+        if !noisy.isEmpty {
+            out.append(
+                "σ above half the mean in "
+                    + list(noisy.map { "\($0.title.lowercased()) (\(Int(($0.summary.coefficientOfVariation * 100).rounded()))%)" })
+                    + ": too noisy to trust one figure; use more --runs or a quieter machine")
         }
         if runs < 5 { out.append("only \(runs) runs: use --runs 10 or more for figures you can compare") }
-        if let hot = results.first(where: { $0.name == "hot_resume" }), hot.median < 200_000 {
+        if let hot = phases.first(where: { $0.id == "hot_resume" }), hot.summary.median < 200_000 {
             out.append("hot resume takes under 200 µs: close to the cost of the measurement itself (a socket round trip to the daemon)")
         }
         return out
+    }
+
+    /// The warnings as one block for standard error.
+    static func warningSummary(_ warnings: [String]) -> [String] {
+        switch warnings.count {
+        case 0: return []
+        case 1: return ["icebox bench: warning: \(warnings[0])"]
+        default: return ["icebox bench: \(warnings.count) warnings:"] + warnings.map { "  - \($0)" }
+        }
     }
 
     func export(json: String?, csv: String?, markdown: String?) throws(IceboxError) {
         func write(_ path: String, _ text: String) throws(IceboxError) {
             do { try FileIO.writeAtomically(path, text, mode: 0o644) } catch { throw IceboxError("export", error) }
         }
-        if let json { try write(json, JSONLines.encode(self) + "\n") }
-        if let csv {
-            var text = "name,label,mean_ns,stddev_ns,median_ns,min_ns,max_ns,p95_ns,runs\n"
-            for s in results {
-                let label = s.label.trimmingCharacters(in: " ")
-                text += "\(s.name),\"\(label)\",\(s.mean),\(s.stddev),\(s.median),\(s.min),\(s.max),\(s.p95),\(s.samples.count)\n"
-            }
-            try write(csv, text)
+        if let json { try write(json, jsonText()) }
+        if let csv { try write(csv, csvText()) }
+        if let markdown { try write(markdown, markdownText()) }
+    }
+
+    // MARK: - JSON, in hyperfine's schema
+
+    /// One result as hyperfine writes it (times in seconds; stddev null with one sample),
+    /// plus icebox's own keys, which hyperfine's scripts do not read.
+    struct HyperfineResult: Encodable {
+        var command: String
+        var mean: Double
+        var stddev: Double?
+        var median: Double
+        var user: Double
+        var system: Double
+        var min: Double
+        var max: Double
+        var times: [Double]
+        var exitCodes: [Int32]
+        var phase: String
+        var p95: Double
+        var outliers: Int
+        var cpuMeasured: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case command, mean, stddev, median, user, system, min, max, times
+            case exitCodes = "exit_codes"
+            case phase, p95, outliers
+            case cpuMeasured = "cpu_measured"
         }
-        if let markdown {
-            var text = "| measurement | mean ± σ | median | min … max | p95 | runs |\n|---|---|---|---|---|---|\n"
-            for s in results {
-                text +=
-                    "| \(s.label.trimmingCharacters(in: " ")) | \(Self.d(s.mean)) ± \(Self.d(s.stddev)) | \(Self.d(s.median)) | \(Self.d(s.min)) … \(Self.d(s.max)) | \(Self.d(s.p95)) | \(s.samples.count) |\n"
-            }
-            if let speedup = speedupMedian {
-                text += "\nHot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median).\n"
-            }
-            try write(markdown, text)
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(command, forKey: .command)
+            try c.encode(mean, forKey: .mean)
+            if let stddev { try c.encode(stddev, forKey: .stddev) } else { try c.encodeNil(forKey: .stddev) }
+            try c.encode(median, forKey: .median)
+            try c.encode(user, forKey: .user)
+            try c.encode(system, forKey: .system)
+            try c.encode(min, forKey: .min)
+            try c.encode(max, forKey: .max)
+            try c.encode(times, forKey: .times)
+            try c.encode(exitCodes, forKey: .exitCodes)
+            try c.encode(phase, forKey: .phase)
+            try c.encode(p95, forKey: .p95)
+            try c.encode(outliers, forKey: .outliers)
+            try c.encode(cpuMeasured, forKey: .cpuMeasured)
         }
+    }
+
+    /// What the benchmark was, under a key of its own.
+    struct Context: Encodable {
+        var version: String
+        var command: [String]
+        var backend: String
+        var ready: String
+        var runs: Int
+        var warmup: Int
+        var evictEvery: Int
+        var hold: Double
+        var speedupMedian: Double?
+        var units: String
+
+        enum CodingKeys: String, CodingKey {
+            case version, command, backend, ready, runs, warmup
+            case evictEvery = "evict_every"
+            case hold
+            case speedupMedian = "speedup_median"
+            case units
+        }
+    }
+
+    struct HyperfineExport: Encodable {
+        var results: [HyperfineResult]
+        var icebox: Context
+    }
+
+    static func seconds(_ nanos: UInt64) -> Double { Double(nanos) / 1e9 }
+
+    var hyperfineExport: HyperfineExport {
+        let results = phases.map { p in
+            let s = p.summary
+            return HyperfineResult(
+                command: "\(p.label): \(commandLine)", mean: Self.seconds(s.mean),
+                stddev: s.samples.count > 1 ? Self.seconds(s.stddev) : nil, median: Self.seconds(s.median),
+                user: Self.seconds(p.cpu?.user ?? 0), system: Self.seconds(p.cpu?.system ?? 0), min: Self.seconds(s.min),
+                max: Self.seconds(s.max), times: s.samples.map(Self.seconds),
+                // A step that fails stops the benchmark (as hyperfine without
+                // --ignore-failure), so every sample is of one that succeeded.
+                exitCodes: s.samples.map { _ in 0 }, phase: p.id, p95: Self.seconds(s.p95), outliers: s.outliers,
+                cpuMeasured: p.cpu != nil)
+        }
+        return HyperfineExport(
+            results: results,
+            icebox: Context(
+                version: IceboxMain.version, command: command, backend: backend, ready: ready, runs: runs, warmup: warmup,
+                evictEvery: evictEvery, hold: Self.seconds(holdNanos), speedupMedian: speedupMedian,
+                units:
+                    "times in seconds; user and system: the app's CPU time in the phase (its cgroup's cpu.stat), mean per run, 0 where cpu_measured is false"
+            ))
+    }
+
+    func jsonText() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(hyperfineExport) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    // MARK: - CSV and Markdown
+
+    /// Exact seconds from nanoseconds: 79500 → 0.0000795, no float noise.
+    static func decimalSeconds(_ nanos: UInt64) -> String {
+        let whole = nanos / 1_000_000_000
+        var fraction = String(nanos % 1_000_000_000)
+        fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
+        while fraction.last == "0" { fraction.removeLast() }
+        return fraction.isEmpty ? "\(whole)" : "\(whole).\(fraction)"
+    }
+
+    /// A CSV field (RFC 4180): quoted when it holds a comma, a quote, a line break or
+    /// leading or trailing blanks; quotes doubled.
+    static func csvField(_ text: String) -> String {
+        let needsQuotes = text.contains { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" } || text.first == " " || text.last == " "
+        return needsQuotes ? "\"" + text.replacing("\"", with: "\"\"") + "\"" : text
+    }
+
+    /// One row per phase, like hyperfine's CSV, each time column in seconds (its header
+    /// says so); user_s and system_s empty where unknown, stddev_s with one sample.
+    func csvText() -> String {
+        var rows = [["command", "phase", "mean_s", "stddev_s", "median_s", "user_s", "system_s", "min_s", "max_s", "p95_s", "runs"]]
+        for p in phases {
+            let s = p.summary
+            rows.append([
+                "\(p.label): \(commandLine)", p.id, Self.decimalSeconds(s.mean),
+                s.samples.count > 1 ? Self.decimalSeconds(s.stddev) : "", Self.decimalSeconds(s.median),
+                p.cpu.map { Self.decimalSeconds($0.user) } ?? "", p.cpu.map { Self.decimalSeconds($0.system) } ?? "",
+                Self.decimalSeconds(s.min), Self.decimalSeconds(s.max), Self.decimalSeconds(s.p95), String(s.samples.count),
+            ])
+        }
+        return rows.map { $0.map(Self.csvField).joined(separator: ",") }.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// A table cell: pipes escaped, no line breaks.
+    static func markdownCell(_ text: String) -> String {
+        text.replacing("\\", with: "\\\\").replacing("|", with: "\\|").replacing("\n", with: " ")
+    }
+
+    /// Inline code that survives backticks in the text.
+    static func markdownCode(_ text: String) -> String {
+        var longest = 0
+        var run = 0
+        for ch in text {
+            run = ch == "`" ? run + 1 : 0
+            longest = Swift.max(longest, run)
+        }
+        let fence = String(repeating: "`", count: longest + 1)
+        let pad = text.first == "`" || text.last == "`" ? " " : ""
+        return fence + pad + text + pad + fence
+    }
+
+    /// One unit for every time column, the one that suits the smallest mean (so the fastest
+    /// phase keeps its digits), stated in each header.
+    var markdownUnit: (name: String, nanos: Double, digits: Int) {
+        let smallest = phases.map(\.summary.mean).min() ?? 0
+        if smallest < 1_000_000 { return ("µs", 1e3, 1) }
+        if smallest < 1_000_000_000 { return ("ms", 1e6, 3) }
+        return ("s", 1e9, 3)
+    }
+
+    func markdownText() -> String {
+        let unit = markdownUnit
+        func v(_ nanos: UInt64) -> String { DurationText.formatFixed(Double(nanos) / unit.nanos, unit.digits) }
+        let u = "[\(unit.name)]"
+        var text = "Benchmark of \(Self.markdownCode(commandLine)) with `icebox bench`: backend \(Self.markdownCell(backend)), "
+        text += "ready \(Self.markdownCode(ready)), \(runs) runs after \(warmup) warm-up.\n\n"
+        text += "| Phase | Mean \(u) | σ \(u) | Median \(u) | Min \(u) | Max \(u) | p95 \(u) | Runs |\n"
+        text += "|:---|---:|---:|---:|---:|---:|---:|---:|\n"
+        for p in phases {
+            let s = p.summary
+            let cells = [
+                Self.markdownCell(p.label), v(s.mean), s.samples.count > 1 ? v(s.stddev) : "", v(s.median), v(s.min), v(s.max), v(s.p95),
+                String(s.samples.count),
+            ]
+            text += "| " + cells.joined(separator: " | ") + " |\n"
+        }
+        if let speedup = speedupMedian {
+            text += "\nHot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median).\n"
+        }
+        return text
     }
 }

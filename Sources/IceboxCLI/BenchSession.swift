@@ -10,6 +10,25 @@ struct BenchSession {
         var cold: UInt64
         var hot: UInt64
         var relaunch: UInt64?
+        /// The CPU time the app used in each step, from its cgroup's cpu.stat (nil: the app
+        /// has no v2 cgroup). Cold and relaunch: all a fresh instance used until it was
+        /// ready (read right after); hot: from the resume request to ready; suspend: from
+        /// the suspend request until frozen (the app's handling of the notice).
+        var coldCPU: CPUTime?
+        var hotCPU: CPUTime?
+        var suspendCPU: CPUTime?
+        var relaunchCPU: CPUTime?
+    }
+
+    /// The app's name when --name is not given: "bench", so that a benchmark leaves one
+    /// record behind however often it runs (the daemon keeps every ended app's record and has
+    /// no request to drop one), or bench-PID while another benchmark's "bench" is running.
+    static func defaultName(_ client: DaemonClient) throws(IceboxError) -> String {
+        var client = client
+        var running = false
+        let code = try client.perform(.ps(all: false), onData: { records in running = records.contains { $0.name == "bench" } })
+        if code != 0 { throw IceboxError(ExitCode(rawValue: code) ?? .failure, "cannot list the apps to name the benchmark's app") }
+        return running ? "bench-\(getpid())" : "bench"
     }
 
     /// The signal that interrupted the benchmark, once one has (a class: the waits that
@@ -24,6 +43,8 @@ struct BenchSession {
     let signalFD: Int32
     var appLive = false
     let interruption = Interruption()
+    /// The running instance's v2 cgroup, for its CPU time.
+    var cgroup: String?
 
     /// Sends one request and collects its lines; a failure becomes an error with its lines.
     mutating func call(_ request: ControlRequest) throws(IceboxError) -> [String] {
@@ -50,8 +71,26 @@ struct BenchSession {
         _ = try call(request)
         appLive = true
         try waitUntilReady(since: start, what: "launch")
-        return Clock.monotonicNanos() - start
+        let elapsed = Clock.monotonicNanos() - start
+        cgroup = try self.records().first { $0.name == options.name }?.cgroup
+        return elapsed
     }
+
+    /// The live apps, as `ps` lists them.
+    mutating func records() throws(IceboxError) -> [AppRecord] {
+        let connection = try client.connect()
+        let request = ControlRequest.ps(all: false)
+        try connection.send(request)
+        var records: [AppRecord] = []
+        let code = try connection.replies(until: DaemonClient.deadline(for: request), what: "ps") { reply in
+            if reply.kind == .data { records = reply.apps ?? [] }
+        }
+        if code != 0 { throw IceboxError(ExitCode(rawValue: code) ?? .failure, "the icebox daemon could not list the apps") }
+        return records
+    }
+
+    /// The CPU time the running instance has used so far, if it has a v2 cgroup.
+    func cpu() -> CPUTime? { cgroup.flatMap(CPUTime.ofCgroup) }
 
     mutating func resume() throws(IceboxError) -> UInt64 {
         let request = ControlRequest.resume(names: [options.name], waitReady: daemonSideReadiness)
@@ -125,18 +164,30 @@ struct BenchSession {
     /// relaunch → ready; the app is evicted at the end so the next run starts cold.
     mutating func run(relaunchAfterEviction: Bool) throws(IceboxError) -> Run {
         let cold = try launch()
+        let coldCPU = cpu()
         try checkInterrupted()
+        let beforeSuspend = cpu()
         try suspend()
+        let frozen = cpu()
         try pause(holdNanos)
         let hot = try resume()
+        let resumed = cpu()
         var relaunch: UInt64?
+        var relaunchCPU: CPUTime?
         if relaunchAfterEviction {
             try checkInterrupted()
             let evicted = try evict()
             relaunch = evicted + (try launch())
+            relaunchCPU = cpu()
         }
         _ = try evict()
-        return Run(cold: cold, hot: hot, relaunch: relaunch)
+        func spent(_ from: CPUTime?, _ to: CPUTime?) -> CPUTime? {
+            guard let from, let to else { return nil }
+            return to.since(from)
+        }
+        return Run(
+            cold: cold, hot: hot, relaunch: relaunch, coldCPU: coldCPU, hotCPU: spent(frozen, resumed),
+            suspendCPU: spent(beforeSuspend, frozen), relaunchCPU: relaunchCPU)
     }
 
     /// Best effort on the way out: nothing of the benchmark is left running.

@@ -17,6 +17,7 @@ public enum IceboxMain {
             CompactCommand.self, PolicyCommand.self,
             PsCommand.self, LogCommand.self, LogsCommand.self,
             BenchCommand.self, FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self, ProbeCommand.self,
+            CompletionCommand.self,
         ]
     }
 

@@ -13,6 +13,10 @@ public enum Signals {
         ("SYS", SIGSYS),
     ]
 
+    /// The names `number(of:)` accepts, without the SIG prefix, in signal-number order, with
+    /// RTMIN and RTMAX for the real-time range (shell completions offer them).
+    public static var names: [String] { table.map(\.0) + ["RTMIN", "RTMAX"] }
+
     /// "SIGUSR1", "USR1", "usr1", "10" and "RTMIN+2" are all accepted.
     public static func number(of text: String) -> Int32? {
         if let n = Int32(text) { return (1..<Int32(icebox_nsig())).contains(n) ? n : nil }

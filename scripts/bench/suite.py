@@ -150,6 +150,21 @@ def stats(samples):
             "min": s[0], "max": s[-1], "p95": s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]}
 
 
+def bench_export(export):
+    """The measurements of an `icebox bench --export-json` file by phase, medians in ns, and
+    the speed-up. The export is in hyperfine's schema (seconds; icebox's keys: `phase`, and
+    `speedup_median` under `icebox`); results.json files from before keep the older form
+    (`name`, nanoseconds, `speedup_median` at the top)."""
+    by_phase = {}
+    for x in export.get("results", []):
+        if "phase" in x:
+            by_phase[x["phase"]] = dict(x, median=x["median"] * 1e9)
+        else:
+            by_phase[x["name"]] = x
+    speedup = export.get("icebox", {}).get("speedup_median", export.get("speedup_median"))
+    return by_phase, speedup
+
+
 def fmt(ns):
     if ns is None:
         return "–"
@@ -610,9 +625,9 @@ def part_servers(ctx):
             if "error" in entry:
                 log(f"servers {label} {backend}: error: {entry['error']}")
             else:
-                res = {x["name"]: x for x in entry["export"].get("results", [])}
+                res, speedup = bench_export(entry["export"])
                 log(f"servers {label:24} {backend:8} cold {fmt(res.get('cold_start', {}).get('median'))}  hot "
-                    f"{fmt(res.get('hot_resume', {}).get('median'))}  speedup {entry['export'].get('speedup_median')}")
+                    f"{fmt(res.get('hot_resume', {}).get('median'))}  speedup {speedup}")
     return {"runs": runs, "results": results}
 
 
@@ -903,9 +918,8 @@ def markdown(results, pngs):
                 if "export" not in e:
                     L.append(f"| {e['target']} | {e['backend']} | error: {e.get('error', '')[:200]} |" + " |" * len(names))
                     continue
-                res = {x["name"]: x for x in e["export"].get("results", [])}
+                res, sp = bench_export(e["export"])
                 cells = [fmt(res[n]["median"]) if n in res else "–" for n in names]
-                sp = e["export"].get("speedup_median")
                 L.append(f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + f" | {sp:.1f}× |" if isinstance(sp, (int, float))
                          else f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + " | – |")
             L += [""]

@@ -5,7 +5,9 @@ ICEBOX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # Debian packages: libcap-dev (icebox links libcap), python3 (example apps), systemd's
 # systemd-notify (a real sd_notify client for the tests), util-linux's setpriv (tests run a
-# command as an unprivileged user), groff (the man page check).
+# command as an unprivileged user), groff (the man page check); for the completion and
+# install tests: bash-completion, zsh and fish (the completions run in each), man-db (man
+# finds the installed page).
 icebox_install_dependencies() {
     local missing=()
     [ -f /usr/include/sys/capability.h ] || missing+=(libcap-dev)
@@ -14,6 +16,10 @@ icebox_install_dependencies() {
     command -v setpriv >/dev/null || missing+=(util-linux)
     command -v groff >/dev/null || missing+=(groff)
     command -v pkg-config >/dev/null || missing+=(pkg-config)
+    [ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
+    command -v zsh >/dev/null || missing+=(zsh)
+    command -v fish >/dev/null || missing+=(fish)
+    command -v man >/dev/null || missing+=(man-db)
     if [ ${#missing[@]} -gt 0 ]; then
         if [ "$(id -u)" -ne 0 ]; then
             echo "icebox: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
@@ -33,7 +39,15 @@ icebox_install_dependencies() {
 icebox_build_release() {
     # ICEBOX_BIN set to an existing binary skips the build (for benchmarking a given build).
     if [ -n "${ICEBOX_BIN:-}" ] && [ -x "$ICEBOX_BIN" ]; then return 0; fi
-    (cd "$ICEBOX_ROOT" && swift build -c release --static-swift-stdlib 2>&1 | grep -vE '^(Building|Build complete|\[[0-9]+/[0-9]+\])|the use of .mktemp. is dangerous' >&2) || true
+    # A failed build fails here, even if an older binary is still there.
+    local status=0 log
+    log=$(mktemp)
+    (cd "$ICEBOX_ROOT" && swift build -c release --static-swift-stdlib) >"$log" 2>&1 || status=$?
+    grep -vE '^(Building|Build complete|\[[0-9]+/[0-9]+\])|the use of .mktemp. is dangerous' "$log" >&2 || true
+    rm -f "$log"
     ICEBOX_BIN="$ICEBOX_ROOT/.build/release/icebox"
-    [ -x "$ICEBOX_BIN" ] || { echo "icebox: the build failed (see above)" >&2; return 1; }
+    if [ "$status" -ne 0 ] || [ ! -x "$ICEBOX_BIN" ]; then
+        echo "icebox: the release build failed (see above)" >&2
+        return 1
+    fi
 }
