@@ -134,7 +134,7 @@ struct BenchReport {
             let span = "(\(p.span))"
             return title + String(repeating: " ", count: titleWidth - title.count + 1) + span
                 + String(repeating: " ", count: spanWidth - span.count)
-                + "  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) runs"
+                + "  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) run\(s.samples.count == 1 ? "" : "s")"
         }
         if let speedup = speedupMedian {
             out.append("Hot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median, same run).")
@@ -167,7 +167,7 @@ struct BenchReport {
                     + list(noisy.map { "\($0.title.lowercased()) (\(Int(($0.summary.coefficientOfVariation * 100).rounded()))%)" })
                     + ": too noisy to trust one figure; use more --runs or a quieter machine")
         }
-        if runs < 5 { out.append("only \(runs) runs: use --runs 10 or more for figures you can compare") }
+        if runs < 5 { out.append("only \(runs) run\(runs == 1 ? "" : "s"): use --runs 10 or more for figures you can compare") }
         if let hot = phases.first(where: { $0.id == "hot_resume" }), hot.summary.median < 200_000 {
             out.append("hot resume takes under 200 µs: close to the cost of the measurement itself (a socket round trip to the daemon)")
         }
@@ -363,7 +363,7 @@ struct BenchReport {
         func v(_ nanos: UInt64) -> String { DurationText.formatFixed(Double(nanos) / unit.nanos, unit.digits) }
         let u = "[\(unit.name)]"
         var text = "Benchmark of \(Self.markdownCode(commandLine)) with `icebox bench`: backend \(Self.markdownCell(backend)), "
-        text += "ready \(Self.markdownCode(ready)), \(runs) runs after \(warmup) warm-up.\n\n"
+        text += "ready \(Self.markdownCode(ready)), \(runs) run\(runs == 1 ? "" : "s") after \(warmup) warm-up.\n\n"
         text += "| Phase | Mean \(u) | σ \(u) | Median \(u) | Min \(u) | Max \(u) | p95 \(u) | Runs |\n"
         text += "|:---|---:|---:|---:|---:|---:|---:|---:|\n"
         for p in phases {

@@ -191,8 +191,11 @@ struct BenchSession {
     }
 
     /// Best effort on the way out: nothing of the benchmark is left running.
+    /// Evicts the app if it still runs, then drops its record: a benchmark leaves no row in
+    /// `icebox ps --all`.
     mutating func cleanUp() {
         if appLive { _ = try? evict() }
+        _ = try? call(.forget(names: [options.name]))
     }
 }
 

@@ -283,6 +283,18 @@ extension Daemon {
             options.attached = false
             options.nameIsDefault = false
             launch(options, stdio: [], client: fd)
+        case .forget(let names):
+            // A benchmark's app, say, that should leave no row in ps --all. Its own saved
+            // state ($STATE_DIR/apps/NAME) is the app's, and stays.
+            for name in names where apps[name] != nil {
+                return fail(fd, IceboxError(.failure, "\(name) is running", hint: "terminate or evict it first"))
+            }
+            for name in names {
+                guard ended.removeValue(forKey: name) != nil else { continue }
+                dirtyRecords.remove(name)
+                unlink(config.paths.registryRecord(name))
+            }
+            finish(fd, .success)
         case .suspend(let names):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)

@@ -93,7 +93,7 @@ struct ProtocolCodingTests {
         .terminate(names: ["web"], timeoutNanos: 7_000_000_000), .terminate(names: ["web"], timeoutNanos: nil),
         .evict(names: ["db"]), .relaunch(name: "web"), .compact(names: ["web"], mode: .cold), .policy,
         .setPolicy([.memoryBudget(1 << 30), .pressure(nil), .onLockContention(.evict)]),
-        .stop(terminateApps: true, timeoutNanos: nil),
+        .stop(terminateApps: true, timeoutNanos: nil), .forget(names: ["bench"]),
     ])
     func controlRequestRoundTrips(_ request: ControlRequest) throws {
         let json = JSONLines.encode(request)
