@@ -204,7 +204,9 @@ struct ConventionsIntegrationTests {
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(p.terminationStatus == 130, "\(text)")
         #expect(text.contains("interrupted by SIGINT"))
-        #expect(try box.apps()["bint"]?.state.isEnded == true)
+        // Evicted, and its record dropped as after any benchmark.
+        #expect(try box.apps()["bint"] == nil)
+        #expect(box.events("bint").contains { $0.kind == .evict })
     }
 
     @Test("colour on a terminal only: not into pipes, not with NO_COLOR or --color never; --color always forces it")
