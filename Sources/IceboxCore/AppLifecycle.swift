@@ -330,8 +330,10 @@ public struct AppLifecycle: Sendable {
         setState(.suspended, now)
         let extended = grace.extensions > 0 ? ", extended \(grace.extensions)×" : ""
         let unit = outcome.backend == .signal ? "thread" : "process"
+        let graceText =
+            reason == "no notice" ? "no grace (no notice)" : "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended))"
         let text =
-            "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended)), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
+            "\(graceText), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
         var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
         e.reason = reason
         e.backend = outcome.backend

@@ -8,7 +8,9 @@ extension Daemon {
     struct Victim {
         var name: String
         var reason: EvictionReason
-        var memoryBefore: UInt64
+        /// The apps' memory when the victim was chosen; nil when no trigger needed it measured
+        /// (--max-suspended alone): then no total is reported, rather than an unmeasured 0.
+        var memoryBefore: UInt64?
         var victimMemory: AppMemoryReading
         var decisionNanos: UInt64
         var start: UInt64
@@ -128,7 +130,8 @@ extension Daemon {
         }
         let decision = Clock.monotonicNanos() - start
         victim = Victim(
-            name: app.name, reason: reason, memoryBefore: total, victimMemory: app.memory(), decisionNanos: decision,
+            name: app.name, reason: reason, memoryBefore: policy.memoryBudgetBytes != nil || pressure ? total : nil,
+            victimMemory: app.memory(), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,
@@ -148,12 +151,13 @@ extension Daemon {
     func victimGone(_ app: LiveApp) {
         guard let v = victim, v.name == app.name else { return }
         victim = nil
-        let after = totalMemory()
+        let after = v.memoryBefore.map { _ in totalMemory() }
+        let apps = v.memoryBefore.map { "apps \(SizeText.format($0)) → \(SizeText.format(after ?? 0)), " } ?? ""
         let killTime = Clock.monotonicNanos().saturatingSub(app.lifecycle.endStart > 0 ? app.lifecycle.endStart : v.start)
         var event = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: killTime,
             detail:
-                "evicted for \(v.reason): apps \(SizeText.format(v.memoryBefore)) → \(SizeText.format(after)), the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))"
+                "evicted for \(v.reason): \(apps)the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))"
         )
         event.reason = v.reason.description
         event.band = app.record.options.priority
