@@ -126,36 +126,31 @@ public enum FileIO {
     /// Names of the subdirectories of a directory (d_type, with lstat where the file system
     /// does not fill it in: a symlink to a directory is not one).
     public static func listDirectories(_ path: String) throws(SystemError) -> [String] {
-        guard let dir = opendir(path) else { throw SystemError("list", path: path) }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
-                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name == "." || name == ".." { continue }
-            let type = entry.pointee.d_type
-            if type == UInt8(DT_DIR) {
-                names.append(name)
-            } else if type == UInt8(DT_UNKNOWN) {
-                var st = stat()
-                if lstat(path + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { names.append(name) }
-            }
+        try entries(path).compactMap { name, type in
+            if type == UInt8(DT_DIR) { return name }
+            guard type == UInt8(DT_UNKNOWN) else { return nil }
+            var st = stat()
+            return lstat(path + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR ? name : nil
         }
-        return names
     }
 
     /// Names in a directory, without "." and "..".
     public static func list(_ path: String) throws(SystemError) -> [String] {
+        try entries(path).map(\.name)
+    }
+
+    /// A directory's entries with their d_type, without "." and "..". The corresponding C
+    /// functions are `opendir` and `readdir`.
+    static func entries(_ path: String) throws(SystemError) -> [(name: String, type: UInt8)] {
         guard let dir = opendir(path) else { throw SystemError("list", path: path) }
         defer { closedir(dir) }
-        var names: [String] = []
+        var out: [(name: String, type: UInt8)] = []
         while let entry = readdir(dir) {
             let name = withUnsafePointer(to: entry.pointee.d_name) { p in
                 p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
-            if name != "." && name != ".." { names.append(name) }
+            if name != "." && name != ".." { out.append((name, entry.pointee.d_type)) }
         }
-        return names
+        return out
     }
 }
