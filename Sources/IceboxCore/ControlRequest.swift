@@ -16,6 +16,8 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case policy
     case setPolicy([PolicySetting])
     case stop(terminateApps: Bool, timeoutNanos: UInt64?)
+    /// The metrics, answered as one `line` reply holding the text.
+    case metrics(format: MetricsFormat)
 
     /// The command's name as a user types it, for messages.
     public var commandName: String {
@@ -33,6 +35,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
         case .policy: return "policy"
         case .setPolicy: return "policy set"
         case .stop: return "daemon --stop"
+        case .metrics: return "metrics"
         }
     }
 }

@@ -29,7 +29,7 @@ struct ManPageTests {
         for code in ["64", "69", "77", "126", "127"] { #expect(man.contains(code), "exit code \(code) is not documented") }
         for variable in [
             "ICEBOX_RUNTIME_DIR", "ICEBOX_STATE_DIR", "ICEBOX_CGROUP_ROOT", "ICEBOX_NO_AUTOSTART",
-            "NOTIFY_SOCKET", "ICEBOX_APP_NAME", "ICEBOX_LAUNCH_REASON",
+            "NOTIFY_SOCKET", "ICEBOX_APP_NAME", "ICEBOX_LAUNCH_REASON", "ICEBOX_METRICS_FILE",
         ] {
             #expect(man.contains(variable), "\(variable) is not documented")
         }

@@ -5,7 +5,9 @@ ICEBOX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # Debian packages: libcap-dev (icebox links libcap), python3 (example apps), systemd's
 # systemd-notify (a real sd_notify client for the tests), util-linux's setpriv (tests run a
-# command as an unprivileged user), groff (the man page check).
+# command as an unprivileged user), groff (the man page check), python3-prometheus-client
+# (the Prometheus client's parsers read `icebox metrics` in the tests). Debian's package
+# serves Debian's /usr/bin/python3, which the tests use when `python3` on PATH is another.
 icebox_install_dependencies() {
     local missing=()
     [ -f /usr/include/sys/capability.h ] || missing+=(libcap-dev)
@@ -14,6 +16,9 @@ icebox_install_dependencies() {
     command -v setpriv >/dev/null || missing+=(util-linux)
     command -v groff >/dev/null || missing+=(groff)
     command -v pkg-config >/dev/null || missing+=(pkg-config)
+    if ! python3 -c 'import prometheus_client' 2>/dev/null && ! /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null; then
+        missing+=(python3-prometheus-client)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         if [ "$(id -u)" -ne 0 ]; then
             echo "icebox: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
