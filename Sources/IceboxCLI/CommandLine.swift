@@ -15,7 +15,7 @@ public enum IceboxMain {
             RunCommand.self, LaunchCommand.self,
             SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self, RelaunchCommand.self,
             CompactCommand.self, PolicyCommand.self,
-            PsCommand.self, LogCommand.self, LogsCommand.self,
+            PsCommand.self, LogCommand.self, LogsCommand.self, MetricsCommand.self,
             BenchCommand.self, FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self, ProbeCommand.self,
             CompletionCommand.self,
         ]

@@ -12,6 +12,7 @@ enum DaemonCommand: IceboxCommand {
             OptionSpec(name: "stop", value: nil, help: "stop the running daemon; apps stay as they are, for the next daemon"),
             OptionSpec(name: "terminate-apps", value: nil, help: "with --stop: first terminate every app gracefully"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (or ICEBOX_CGROUP_ROOT)"),
+            MetricsFileOption.option,
         ] + PolicyOptions.options,
         details: """
             The policy settings apply on top of the last policy (kept in the state directory); change them later with icebox policy set.
@@ -31,11 +32,13 @@ enum DaemonCommand: IceboxCommand {
         }
         let cgroupRoot = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
         let settings = try PolicyOptions.settings(args)
+        let metricsFile = try MetricsFileOption.path(args, environment: env)
         if !args.flag("foreground") {
             var client = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: cgroupRoot)
             if let fd = try? UnixSocket.connect(path: client.paths.controlSocket) {
                 close(fd)
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
+                MetricsFileOption.warnIfIgnored(args)
                 if settings.isEmpty { return 0 }
                 // Its policy changes as icebox policy set would change it.
                 return try client.perform(.setPolicy(settings.map(\.setting)))
@@ -43,6 +46,7 @@ enum DaemonCommand: IceboxCommand {
             // The daemon started below reads the policy from the state directory.
             try client.paths.prepare()
             try savePolicy(settings, in: client.paths)
+            MetricsFileOption.pass(metricsFile)
             try client.startDaemon()
             Output.out("icebox daemon started for \(client.paths.runtimeDir) (log: \(client.paths.daemonLog))")
             return 0
@@ -50,6 +54,7 @@ enum DaemonCommand: IceboxCommand {
         var config = Daemon.Configuration(paths: IceboxPaths.fromEnvironment(env), cgroupRootOverride: cgroupRoot)
         try config.paths.prepare()
         try savePolicy(settings, in: config.paths)
+        config.metricsFile = metricsFile
         config.listenerFD = try SocketActivation.controlSocket(environment: env)
         config.serviceNotifier = ServiceNotifier(environment: env)
         unsetenv("NOTIFY_SOCKET")

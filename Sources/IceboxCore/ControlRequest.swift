@@ -18,6 +18,8 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case stop(terminateApps: Bool, timeoutNanos: UInt64?)
     /// Drop ended apps' records (what `ps --all` and `relaunch` use); a running app is an error.
     case forget(names: [String])
+    /// The metrics, answered as one `line` reply holding the text.
+    case metrics(format: MetricsFormat)
 
     /// The command's name as a user types it, for messages.
     public var commandName: String {
@@ -36,6 +38,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
         case .setPolicy: return "policy set"
         case .stop: return "daemon --stop"
         case .forget: return "forget"
+        case .metrics: return "metrics"
         }
     }
 }

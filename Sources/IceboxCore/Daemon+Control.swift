@@ -242,6 +242,11 @@ extension Daemon {
                         kind: .line, text: "daemon stopping; \(n) app\(n == 1 ? "" : "s") left as they are, for the next daemon to re-adopt"
                     ))
             }
+        case .metrics(let format):
+            // One reply holding the whole text (the client prints it with a final newline).
+            var text = metricsText(format)
+            if text.hasSuffix("\n") { text.removeLast() }
+            finish(fd, .success, text)
         case .policy:
             var reply = ControlReply(kind: .data)
             reply.policy = policy

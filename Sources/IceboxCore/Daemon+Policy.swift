@@ -164,6 +164,7 @@ extension Daemon {
         event.memoryBeforeBytes = v.memoryBefore
         event.memoryAfterBytes = after
         event.victimMemoryBytes = v.victimMemory.bytes
+        event.evictedFor = v.reason.kind
         log(event)
         // A pressure event evicts one app: the kernel signals again if the pressure goes on.
         if case .pressure = v.reason {} else { enforcePolicy() }

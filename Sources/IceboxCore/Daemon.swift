@@ -29,6 +29,9 @@ public final class Daemon {
         /// 1). An engine embedded in another program (a test) leaves both to that program.
         public var ownsProcess = true
         public var policy: EvictionPolicy?  // from the daemon's flags; nil: the last saved one
+        /// A file kept fresh with the metrics for node_exporter's textfile collector (see
+        /// Daemon+Metrics); nil: none.
+        public var metricsFile: String?
 
         public init(paths: IceboxPaths, cgroupRootOverride: String?) {
             self.paths = paths
@@ -80,6 +83,10 @@ public final class Daemon {
     var dirtyRecords = Set<String>()
     var originalDescriptorLimit: UInt64 = 0
     var registryAllDirty = false
+    var metrics = DaemonMetrics()
+    /// The metrics file is rewritten at most once a second (Daemon+Metrics).
+    var metricsRefresh = RefreshSchedule(intervalNanos: 1_000_000_000)
+    var metricsFileFailure: String?
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -139,6 +146,7 @@ public final class Daemon {
         close(listener)
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
+        writeMetricsFile(now: Clock.monotonicNanos())
         for fd in stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         return true
@@ -223,6 +231,7 @@ public final class Daemon {
 
     func nextTimeoutMillis(now: UInt64) -> Int32 {
         var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + [policyCheckAt].compactMap { $0 }).min()
+        next = [next, metricsFileDue].compactMap { $0 }.min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
             next = min(next ?? .max, since.saturatingAdd(idle))
         }
@@ -263,6 +272,7 @@ public final class Daemon {
             policyCheckAt = nil
             enforcePolicy()
         }
+        if let d = metricsFileDue, d <= now { writeMetricsFile(now: now) }
         for app in Array(apps.values) {
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
@@ -338,6 +348,7 @@ public final class Daemon {
 
     func log(_ event: Event) {
         try? FileIO.appendLine(config.paths.eventLog, JSONLines.encode(event))
+        recordMetrics(event)
         if let app = apps[event.app], let fd = app.attachedClient {
             var reply = ControlReply(kind: .event)
             reply.event = event

@@ -64,10 +64,12 @@ public struct Event: Codable, Sendable, Equatable {
     public var memoryAfterBytes: UInt64?
     public var victimMemoryBytes: UInt64?
     public var pids: [Int32]?  // other processes involved (lock waiters, killed leftovers)
+    public var evictedFor: EvictionReason.Kind?  // on the event of a policy eviction done: why, as one word
 
     enum CodingKeys: String, CodingKey {
         case time, app, pid, kind = "event", from, to, detail, monotonicNanos, durationNanos
         case reason, backend, tasks, graceNanos, exitStatus, band, memoryBeforeBytes, memoryAfterBytes, victimMemoryBytes, pids
+        case evictedFor
     }
 
     public init(

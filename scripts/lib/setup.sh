@@ -7,7 +7,9 @@ ICEBOX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # systemd-notify (a real sd_notify client for the tests), util-linux's setpriv (tests run a
 # command as an unprivileged user), groff (the man page check); for the completion and
 # install tests: bash-completion, zsh and fish (the completions run in each), man-db (man
-# finds the installed page).
+# finds the installed page); python3-prometheus-client
+# (the Prometheus client's parsers read `icebox metrics` in the tests). Debian's package
+# serves Debian's /usr/bin/python3, which the tests use when `python3` on PATH is another.
 icebox_install_dependencies() {
     local missing=()
     [ -f /usr/include/sys/capability.h ] || missing+=(libcap-dev)
@@ -20,6 +22,9 @@ icebox_install_dependencies() {
     command -v zsh >/dev/null || missing+=(zsh)
     command -v fish >/dev/null || missing+=(fish)
     command -v man >/dev/null || missing+=(man-db)
+    if ! python3 -c 'import prometheus_client' 2>/dev/null && ! /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null; then
+        missing+=(python3-prometheus-client)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         if [ "$(id -u)" -ne 0 ]; then
             echo "icebox: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
