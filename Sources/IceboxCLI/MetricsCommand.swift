@@ -14,7 +14,8 @@ enum MetricsCommand: IceboxCommand {
             Asks the running daemon and never starts one: a daemon started to answer would have
             counted nothing. Without a daemon it exits 69. For node_exporter's textfile
             collector, run the daemon with --metrics-file instead.
-            """)
+            """,
+        operands: .nothing)
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
