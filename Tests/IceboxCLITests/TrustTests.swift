@@ -54,6 +54,25 @@ struct TrustTests {
         }
     }
 
+    @Test(
+        "without XDG_RUNTIME_DIR, a /tmp/icebox-UID made first by someone else is refused",
+        .enabled(if: !FileManager.default.fileExists(atPath: "/tmp/icebox-\(OtherUser.uid)"), "/tmp/icebox-65534 exists already"))
+    func squattedFallback() throws {
+        let other = try OtherUser()
+        defer { other.close() }
+        let squatted = "/tmp/icebox-\(OtherUser.uid)"
+        mkdir(squatted, 0o755)  // root's, made before nobody's first icebox command
+        defer { rmdir(squatted) }
+        let env = ["PATH": "/usr/bin:/bin", "HOME": other.home]
+        for args in [["ps"], ["launch", "x", "--", "true"]] {
+            let r = try other.icebox(args, environment: env)
+            #expect(r.status == 77, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains("refusing to use runtime directory \(squatted): it belongs to uid 0"), "\(r.stderr)")
+            #expect(r.stderr.contains("ICEBOX_RUNTIME_DIR"), "\(r.stderr)")
+            #expect(Self.entries(squatted).isEmpty)
+        }
+    }
+
     @Test("a symbolic link as daemon.lock is refused and its target left as it was")
     func symlinkedLockFile() throws {
         let box = Sandbox()
