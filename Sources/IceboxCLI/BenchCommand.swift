@@ -30,10 +30,17 @@ enum BenchCommand: IceboxCommand {
             --foreground-signal that a resume sends).
             """)
 
+    /// The most --runs, --warmup or --evict-every may be: far more runs than anyone waits
+    /// for (each takes at least --hold), and small enough that no count arithmetic overflows.
+    static let maximumCount = 1_000_000
+
     static func count(_ args: ParsedArguments, _ name: String, default fallback: Int, minimum: Int) throws(IceboxError) -> Int {
         guard let text = args.value(name) else { return fallback }
         guard let n = Int(text), n >= minimum else {
             throw IceboxError(.usage, "--\(name) needs a whole number of at least \(minimum), not '\(text)'")
+        }
+        if n > maximumCount {
+            throw IceboxError(.usage, "--\(name) \(text) is too many: at most \(maximumCount)")
         }
         return n
     }

@@ -17,27 +17,40 @@ struct DaemonClient {
         self.cgroupRoot = cgroupRoot ?? environment["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
+    /// Connects to the daemon, starting one if none runs. Before anything is sent, the
+    /// socket must be a socket (not a link) and the daemon this user's (or root's, for
+    /// root); with no daemon, the directories must be this user's (`IceboxPaths.verify`).
     mutating func connect() throws(IceboxError) -> DaemonConnection {
+        try DaemonConnection.checkSocketPath(paths.controlSocket)
         do {
-            return try DaemonConnection(socket: paths.controlSocket)
-        } catch let error where error.errno == ENOENT || error.errno == ECONNREFUSED {
+            let connection = try DaemonConnection(socket: paths.controlSocket)
+            try connection.requireTrustedDaemon(socket: paths.controlSocket)
+            return connection
+        } catch let error as SystemError where error.errno == ENOENT || error.errno == ECONNREFUSED {
+            try paths.verify()
             guard autostart else {
                 throw IceboxError(
                     .unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
                     hint: "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
             }
-        } catch {
+        } catch let error as SystemError {
             throw IceboxError(
                 error.isPermissionDenied ? .permission : .unavailable,
                 "cannot reach the icebox daemon: \(error)",
                 hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+        } catch {
+            // requireTrustedDaemon's refusal (the only other error thrown above).
+            throw error as? IceboxError ?? IceboxError(.failure, "\(error)")
         }
         try startDaemon()
-        do { return try DaemonConnection(socket: paths.controlSocket) } catch {
+        let connection: DaemonConnection
+        do { connection = try DaemonConnection(socket: paths.controlSocket) } catch {
             throw IceboxError(
                 .unavailable, "the icebox daemon started but cannot be reached: \(error)",
                 hint: "see \(paths.daemonLog)")
         }
+        try connection.requireTrustedDaemon(socket: paths.controlSocket)
+        return connection
     }
 
     /// Starts `icebox daemon --foreground` and waits (up to 10 s) until it says it listens,
@@ -47,7 +60,7 @@ struct DaemonClient {
         var pipeFDs: [Int32] = [-1, -1]
         do { (pipeFDs[0], pipeFDs[1]) = try PipePair.closeOnExec() } catch { throw IceboxError("start the daemon", error) }
         defer { close(pipeFDs[0]) }
-        let logFD = open(paths.daemonLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        let logFD = open(paths.daemonLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
         defer { if logFD >= 0 { close(logFD) } }
         var env = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]

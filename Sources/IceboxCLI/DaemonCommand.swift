@@ -35,8 +35,11 @@ enum DaemonCommand: IceboxCommand {
         let metricsFile = try MetricsFileOption.path(args, environment: env)
         if !args.flag("foreground") {
             var client = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: cgroupRoot)
-            if let fd = try? UnixSocket.connect(path: client.paths.controlSocket) {
-                close(fd)
+            // Someone else's daemon (or a link where the socket should be) is an error, not "running".
+            var probe = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: cgroupRoot)
+            let running: Bool
+            do { _ = try probe.connect(); running = true } catch  where error.code == .unavailable { running = false }
+            if running {
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
                 MetricsFileOption.warnIfIgnored(args)
                 if settings.isEmpty { return 0 }

@@ -53,7 +53,15 @@ enum OneShotFreeze {
             Output.out("\(what)  not frozen (\(freezer.kind.rawValue), \(tasks(taskCount(), freezer.kind)))")
             return 0
         }
-        let deadline = Clock.monotonicNanos() + timeout
+        // A process we may not signal would never stop (or continue): say so now, not after
+        // the time-out. A thaw probes with SIGCONT itself, which a process in our session
+        // accepts whoever owns it.
+        if let pidText = args.value("pid"), let pid = pid_t(pidText), kill(pid, thaw ? SIGCONT : 0) < 0, errno == EPERM {
+            throw IceboxError(
+                .permission, "\(thaw ? "thaw" : "freeze") pid \(pid): not permitted to signal it (it belongs to another user)",
+                hint: "run icebox \(thaw ? "thaw" : "freeze") as that process's owner or as root")
+        }
+        let deadline = Clock.monotonicNanos().saturatingAdd(timeout)
         do {
             let report = thaw ? try freezer.thaw(deadline: deadline) : try freezer.freeze(deadline: deadline)
             Output.out(

@@ -98,8 +98,7 @@ public final class Daemon {
     /// Returns false if another daemon already serves this runtime directory.
     public func run() throws(IceboxError) -> Bool {
         try config.paths.prepare()
-        lockFD = open(config.paths.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if lockFD < 0 { throw IceboxError("open \(config.paths.lockFile)", SystemError("open", path: config.paths.lockFile)) }
+        lockFD = try config.paths.openLockFile()
         if flock(lockFD, LOCK_EX | LOCK_NB) < 0 {
             close(lockFD)
             signalReady(busy: true)

@@ -17,10 +17,72 @@ package final class DaemonConnection {
 
     deinit { close(fd) }
 
-    /// Sends one request, with descriptors attached (`icebox run` passes its stdio).
+    /// Refuses, before anything is sent, a socket path that is not a socket (a symbolic link,
+    /// a file): someone else's doing. Nothing there is fine (connecting then says ENOENT).
+    package static func checkSocketPath(_ path: String) throws(IceboxError) {
+        let status: FileIO.Status?
+        do { status = try FileIO.linkStatus(path) } catch { return }  // connect will say what is wrong
+        guard let status, status.kind != .socket else { return }
+        let what = status.kind == .symlink ? "it is a symbolic link" : "it is not a socket"
+        throw IceboxError(
+            .permission, "refusing to use the control socket \(path): \(what)",
+            hint: "remove it, or set ICEBOX_RUNTIME_DIR to a directory of your own")
+    }
+
+    /// Whether a daemon running as `daemon` may be told anything by a client running as
+    /// `client`: the same user, or root (a daemon admits its own user and root, and nothing
+    /// but root can be trusted with another user's environment and descriptors).
+    package static func trusts(daemon: uid_t, client: uid_t) -> Bool {
+        daemon == client || daemon == 0 && client == 0
+    }
+
+    /// Checks who listens on the other end (SO_PEERCRED: the daemon's uid when it bound the
+    /// socket) before anything is sent: a request carries the environment and, for
+    /// `icebox run`, the terminal's descriptors. Anyone else's listener is refused.
+    package func requireTrustedDaemon(socket path: String) throws(IceboxError) {
+        let me = geteuid()
+        guard let peer = UnixSocket.peerCredentials(fd) else {
+            throw IceboxError(
+                .permission, "cannot tell who listens on \(path) (SO_PEERCRED failed): not talking to it",
+                hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+        }
+        if Self.trusts(daemon: peer.uid, client: me) { return }
+        if me == 0 {
+            throw IceboxError(
+                .permission,
+                "refusing to talk to the icebox daemon at \(path): it runs as uid \(peer.uid) (pid \(peer.pid)), and root talks only to root's",
+                hint: "stop it, or set ICEBOX_RUNTIME_DIR to a directory of root's own")
+        }
+        throw IceboxError(
+            .permission,
+            "permission denied: the icebox daemon at \(path) belongs to uid \(peer.uid) (pid \(peer.pid)), not to you (uid \(me))",
+            hint: "run your own: set ICEBOX_RUNTIME_DIR (and ICEBOX_STATE_DIR) to directories of your own")
+    }
+
+    /// Sends one request, with descriptors attached (`icebox run` passes its stdio). If the
+    /// daemon closed the connection first (EPIPE), what it said before closing (a refusal)
+    /// is the error, not the broken pipe.
     package func send(_ request: ControlRequest, fds: [Int32] = []) throws(IceboxError) {
         do { try UnixSocket.send(fd, Array((JSONLines.encode(request) + "\n").utf8), fds: fds) } catch {
+            if let said = finalReplyAfterClose() {
+                let text = said.text.map { $0.hasPrefix("icebox: ") ? String($0.dropFirst(8)) : $0 }
+                throw IceboxError(
+                    ExitCode(rawValue: said.code ?? 1) ?? .failure, text ?? "the icebox daemon refused \(request.commandName)")
+            }
             throw IceboxError(.unavailable, "cannot talk to the icebox daemon: \(error)")
+        }
+    }
+
+    /// The `done` reply a daemon sent before it closed the connection, if it sent one: read
+    /// from what is left in our receive buffer (a closed peer's last bytes stay readable).
+    private func finalReplyAfterClose() -> ControlReply? {
+        let deadline = Clock.monotonicNanos().saturatingAdd(200_000_000)
+        while true {
+            while let reply = bufferedReply() {
+                if reply.kind == .done || reply.kind == .exit { return reply }
+            }
+            var pfd = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            guard (try? Poll.wait(&pfd, until: deadline)) ?? 0 > 0, (try? readAvailable()) == true else { return nil }
         }
     }
 
@@ -77,7 +139,10 @@ package final class DaemonConnection {
     package func replies(until deadline: UInt64, what: String, _ handle: (ControlReply) -> Void) throws(IceboxError) -> Int32 {
         while let reply = try next(until: deadline, what: what) {
             switch reply.kind {
-            case .done, .exit: return reply.code ?? 1
+            case .done, .exit:
+                // A refusal comes as a `done` with its reason: the reason is for the user.
+                if let text = reply.text, reply.code ?? 1 != 0 { handle(ControlReply(kind: .warning, text: text)) }
+                return reply.code ?? 1
             case .line, .warning, .event, .data: handle(reply)
             }
         }

@@ -221,16 +221,23 @@ public struct IceboxClient: Sendable {
         return result
     }
 
+    /// Connects; before anything is sent, checks that the socket is a socket and that the
+    /// daemon runs as this user (or root, for root). See ``IceboxPaths/verify()``.
     func connect() throws(IceboxError) -> DaemonConnection {
+        try DaemonConnection.checkSocketPath(paths.controlSocket)
+        let connection: DaemonConnection
         do {
-            return try DaemonConnection(socket: paths.controlSocket)
+            connection = try DaemonConnection(socket: paths.controlSocket)
         } catch  where error.errno == ENOENT || error.errno == ECONNREFUSED {
+            try paths.verify()
             throw IceboxError(
                 .unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
                 hint: "start a Supervisor, or icebox daemon with ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)")
         } catch {
             throw IceboxError(error.isPermissionDenied ? .permission : .unavailable, "cannot reach the icebox daemon: \(error)")
         }
+        try connection.requireTrustedDaemon(socket: paths.controlSocket)
+        return connection
     }
 
     static func withoutPrefix(_ text: String) -> String {

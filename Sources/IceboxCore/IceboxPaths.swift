@@ -12,7 +12,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         self.stateDir = stateDir
     }
 
-    /// $ICEBOX_RUNTIME_DIR, else /run/icebox for root, else $XDG_RUNTIME_DIR/icebox;
+    /// $ICEBOX_RUNTIME_DIR, else /run/icebox for root, else $XDG_RUNTIME_DIR/icebox, else
+    /// /tmp/icebox-UID/icebox (which `prepare` and `verify` refuse if someone else made it);
     /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox
     /// (~/.local/state/icebox).
     public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths {
@@ -20,7 +21,7 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         let home = env["HOME"] ?? "/tmp"
         let runtime =
             env["ICEBOX_RUNTIME_DIR"].nonEmpty
-            ?? (root ? "/run/icebox" : (env["XDG_RUNTIME_DIR"].nonEmpty ?? "/tmp/icebox-\(getuid())") + "/icebox")
+            ?? (root ? "/run/icebox" : (env["XDG_RUNTIME_DIR"].nonEmpty ?? fallbackRuntimeParent) + "/icebox")
         let state =
             env["ICEBOX_STATE_DIR"].nonEmpty
             ?? (root ? "/var/lib/icebox" : (env["XDG_STATE_HOME"].nonEmpty ?? home + "/.local/state") + "/icebox")
@@ -43,15 +44,154 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// The app's persistent state directory (ICEBOX_STATE_DIR in its environment).
     public func appStateDir(_ app: String) -> String { stateDir + "/apps/" + app }
 
-    /// Creates the directories: runtime 0700 (the socket inside is 0600), state 0700.
+    /// The runtime directory's parent when neither ICEBOX_RUNTIME_DIR nor XDG_RUNTIME_DIR is
+    /// set (a user other than root): icebox makes it, so it is checked as the rest.
+    public static var fallbackRuntimeParent: String { "/tmp/icebox-\(geteuid())" }
+
+    /// The directories icebox makes and uses, each with what it is called in an error and
+    /// the variable that moves it.
+    var directories: [(path: String, role: String, variable: String)] {
+        var dirs: [(String, String, String)] = []
+        let runtimeVariable = "XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR"
+        if runtimeDir == Self.fallbackRuntimeParent + "/icebox" {
+            dirs.append((Self.fallbackRuntimeParent, "runtime directory", runtimeVariable))
+        }
+        dirs.append((runtimeDir, "runtime directory", runtimeVariable))
+        dirs.append((notifyDir, "notify directory", runtimeVariable))
+        let stateVariable = "XDG_STATE_HOME or ICEBOX_STATE_DIR"
+        for dir in [stateDir, registryDir, appLogDir, stateDir + "/apps"] {
+            dirs.append((dir, dir == stateDir ? "state directory" : "directory", stateVariable))
+        }
+        return dirs
+    }
+
+    /// The files icebox makes in those directories, with the kind each must be.
+    var files: [(path: String, kind: FileIO.Status.Kind)] {
+        [
+            (lockFile, .regular), (controlSocket, .socket), (eventLog, .regular), (daemonLog, .regular),
+            (policyFile, .regular),
+        ]
+    }
+
+    /// Why a file icebox made (or would make) cannot be trusted, or nil if it can: it must be
+    /// what it should be (never a symbolic link), belong to `user` (the effective uid: root
+    /// for root), and a directory must not be writable by group or others (`prepare` then
+    /// takes away any group and other bits left: the directories end up 0700). Someone else
+    /// who made it first could otherwise run a fake daemon there, or point a file the daemon
+    /// writes at one of ours.
+    public static func trustProblem(_ status: FileIO.Status, expected: FileIO.Status.Kind, user: uid_t) -> String? {
+        if status.kind == .symlink { return "it is a symbolic link" }
+        if status.kind != expected {
+            let names: [FileIO.Status.Kind: String] = [
+                .directory: "a directory", .regular: "a regular file", .socket: "a socket", .symlink: "a symbolic link",
+                .other: "a special file",
+            ]
+            return "it is not \(names[expected] ?? "what icebox makes") but \(names[status.kind] ?? "something else")"
+        }
+        if status.owner != user { return "it belongs to uid \(status.owner), not to uid \(user)" }
+        if expected == .directory && status.permissions & 0o022 != 0 {
+            return "its mode is \(String(status.permissions, radix: 8).leftPadded(to: 4)): group or others may write in it"
+        }
+        return nil
+    }
+
+    /// A directory of ours that others may read but not write (mkdir under umask 022 makes
+    /// 0755): nothing can have been put in it by anyone else, so `prepare` makes it 0700
+    /// rather than refusing it.
+    static func onlyTooReadable(_ status: FileIO.Status, user: uid_t) -> Bool {
+        status.kind == .directory && status.owner == user && status.permissions & 0o077 != 0
+            && status.permissions & 0o022 == 0
+    }
+
+    /// Checks every directory and file icebox makes that exists now (see `trustProblem`);
+    /// throws a permission error (exit 77) that names the path, what is wrong and what to do.
+    public func verify() throws(IceboxError) {
+        let user = geteuid()
+        for dir in directories {
+            try Self.check(dir.path, .directory, role: dir.role, variable: dir.variable, user: user)
+        }
+        for file in files {
+            try Self.check(file.path, file.kind, role: "file", variable: nil, user: user)
+        }
+    }
+
+    static func check(_ path: String, _ kind: FileIO.Status.Kind, role: String, variable: String?, user: uid_t)
+        throws(IceboxError)
+    {
+        let status: FileIO.Status?
+        do { status = try FileIO.linkStatus(path) } catch { throw IceboxError("check \(role) \(path)", error) }
+        guard let status, let problem = trustProblem(status, expected: kind, user: user) else { return }
+        let fix: String
+        if status.kind == .directory && status.owner == user {
+            fix = "chmod 700 \(path)"
+        } else {
+            fix = "remove it" + (variable.map { ", or set \($0) to a directory of your own" } ?? "")
+        }
+        throw IceboxError(.permission, "refusing to use \(role) \(path): \(problem)", hint: fix)
+    }
+
+    /// Creates the directories (mode 0700; the socket inside the runtime directory is 0600),
+    /// then checks them and the files in them (`verify`): an existing directory someone else
+    /// made, or made a link, is refused, never used.
     public func prepare() throws(IceboxError) {
-        for dir in [runtimeDir, notifyDir, stateDir, appLogDir] {
+        for dir in directories.map(\.path) {
             do { try FileIO.makeDirectories(dir, mode: 0o700) } catch {
+                // A symbolic link or someone else's directory in the way: say that, not "cannot create".
+                try verify()
                 throw IceboxError("prepare directory \(dir)", error)
             }
         }
-        chmod(runtimeDir, 0o700)
-        chmod(stateDir, 0o700)
+        try verify()
+        let user = geteuid()
+        for dir in directories.map(\.path) {
+            if let status = try? FileIO.linkStatus(dir), Self.onlyTooReadable(status, user: user) { chmod(dir, 0o700) }
+        }
+    }
+}
+
+extension IceboxPaths {
+    /// Opens (creating) the daemon's lock file through the runtime directory's descriptor,
+    /// never through a symbolic link (O_NOFOLLOW), and checks what was opened: a regular file
+    /// of ours in a directory of ours (mode 0700). `verify` checked the paths; this is the
+    /// check that holds even if a path changed since.
+    public func openLockFile() throws(IceboxError) -> Int32 {
+        let user = geteuid()
+        let dirFD: Int32
+        do { dirFD = try FileIO.openDirectory(runtimeDir) } catch {
+            try verify()  // a symbolic link (ELOOP) or something else: say which
+            throw IceboxError("open runtime directory \(runtimeDir)", error)
+        }
+        defer { close(dirFD) }
+        let dir: FileIO.Status
+        do { dir = try FileIO.status(fd: dirFD, path: runtimeDir) } catch { throw IceboxError("open \(lockFile)", error) }
+        if let problem = Self.trustProblem(dir, expected: .directory, user: user) {
+            throw IceboxError(
+                .permission, "refusing to use runtime directory \(runtimeDir): \(problem)",
+                hint: "remove it, or set XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR to a directory of your own")
+        }
+        let fd: Int32
+        do { fd = try FileIO.openAt(dirFD, "daemon.lock", flags: O_RDWR | O_CREAT, mode: 0o600, path: lockFile) } catch {
+            if error.errno == ELOOP {
+                throw IceboxError(.permission, "refusing to use file \(lockFile): it is a symbolic link", hint: "remove it")
+            }
+            throw IceboxError("open \(lockFile)", error)
+        }
+        let file: FileIO.Status
+        do { file = try FileIO.status(fd: fd, path: lockFile) } catch {
+            close(fd)
+            throw IceboxError("open \(lockFile)", error)
+        }
+        if let problem = Self.trustProblem(file, expected: .regular, user: user) {
+            close(fd)
+            throw IceboxError(.permission, "refusing to use file \(lockFile): \(problem)", hint: "remove it")
+        }
+        return fd
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

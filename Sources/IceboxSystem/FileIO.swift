@@ -96,7 +96,7 @@ public enum FileIO {
 
     /// Appends one line with O_APPEND, so concurrent writers never interleave within a line.
     public static func appendLine(_ path: String, _ line: String) throws(SystemError) {
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600) }
+        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
         if fd < 0 { throw SystemError("append to", path: path) }
         defer { close(fd) }
         let text = line.hasSuffix("\n") ? line : line + "\n"
@@ -152,5 +152,72 @@ public enum FileIO {
             if name != "." && name != ".." { out.append((name, entry.pointee.d_type)) }
         }
         return out
+    }
+}
+
+extension FileIO {
+    /// What lstat(2) (or fstat(2)) says about a file: its type, owner and permission bits.
+    public struct Status: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable { case directory, regular, socket, symlink, other }
+        public var kind: Kind
+        public var owner: uid_t
+        /// The permission bits only (0o7777 of st_mode).
+        public var permissions: mode_t
+
+        public init(kind: Kind, owner: uid_t, permissions: mode_t) {
+            self.kind = kind
+            self.owner = owner
+            self.permissions = permissions
+        }
+
+        init(_ st: stat) {
+            switch st.st_mode & S_IFMT {
+            case S_IFDIR: kind = .directory
+            case S_IFREG: kind = .regular
+            case S_IFSOCK: kind = .socket
+            case S_IFLNK: kind = .symlink
+            default: kind = .other
+            }
+            owner = st.st_uid
+            permissions = st.st_mode & 0o7777
+        }
+    }
+
+    /// The path's own status, never following a symbolic link at the end; nil if nothing is
+    /// there. The corresponding C function is `lstat`.
+    public static func linkStatus(_ path: String) throws(SystemError) -> Status? {
+        var st = stat()
+        if lstat(path, &st) < 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("inspect", path: path)
+        }
+        return Status(st)
+    }
+
+    /// The status of an open descriptor. The corresponding C function is `fstat`.
+    public static func status(fd: Int32, path: String) throws(SystemError) -> Status {
+        var st = stat()
+        if fstat(fd, &st) < 0 { throw SystemError("inspect", path: path) }
+        return Status(st)
+    }
+
+    /// Opens a directory for `openAt`, refusing a symbolic link in its place (ELOOP) or a
+    /// non-directory (ENOTDIR). The corresponding C function is `open` with
+    /// `O_DIRECTORY | O_NOFOLLOW`.
+    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        if fd < 0 { throw SystemError("open directory", path: path) }
+        return fd
+    }
+
+    /// Opens `name` inside an open directory, close-on-exec and never through a symbolic link
+    /// (ELOOP): what a directory's owner made there is what is opened, whatever happens to
+    /// the path above it meanwhile. The corresponding C function is `openat`.
+    public static func openAt(
+        _ directory: Int32, _ name: String, flags: Int32, mode: mode_t = 0o600, path: String
+    ) throws(SystemError) -> Int32 {
+        let fd = retryingOnInterrupt { openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
+        if fd < 0 { throw SystemError("open", path: path) }
+        return fd
     }
 }

@@ -26,8 +26,9 @@ public enum Signals {
         let rtmin = icebox_sigrtmin(), rtmax = icebox_sigrtmax()
         if name == "RTMIN" { return rtmin }
         if name == "RTMAX" { return rtmax }
-        if name.hasPrefix("RTMIN+"), let k = Int32(name.dropFirst(6)), k >= 0, rtmin + k <= rtmax { return rtmin + k }
-        if name.hasPrefix("RTMAX-"), let k = Int32(name.dropFirst(6)), k >= 0, rtmax - k >= rtmin { return rtmax - k }
+        // Compared against the range's width, so a huge offset cannot overflow (RTMIN+2147483647).
+        if name.hasPrefix("RTMIN+"), let k = Int32(name.dropFirst(6)), k >= 0, k <= rtmax - rtmin { return rtmin + k }
+        if name.hasPrefix("RTMAX-"), let k = Int32(name.dropFirst(6)), k >= 0, k <= rtmax - rtmin { return rtmax - k }
         return nil
     }
 

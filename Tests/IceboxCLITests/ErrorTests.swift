@@ -79,31 +79,21 @@ struct ErrorTests {
 
     @Test(
         "no permission on the cgroup root exits 77 and names the path",
-        .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/setpriv"), "setpriv (util-linux) is not installed"))
+        .enabled(if: OtherUser.available, "needs root and setpriv (util-linux)"))
     func permissionDenied() throws {
         let box = Sandbox()
         defer { box.close() }
-        chmod(box.dir, 0o777)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        p.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "launch", "--backend", "cgroup2", "x", "--", "true",
-        ]
+        // nobody runs a copy of the binary in a directory it can reach (the checkout may sit
+        // under one it cannot enter), with its own runtime and state directories there.
+        let other = try OtherUser()
+        defer { other.close() }
         var env = box.environment
-        env["ICEBOX_RUNTIME_DIR"] = box.dir + "/nobody-run"
-        env["ICEBOX_STATE_DIR"] = box.dir + "/nobody-state"
-        p.environment = env
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 77, "\(text)")
-        #expect(text.contains(box.cgroupRoot))
-        _ = try? Process.run(
-            URL(fileURLWithPath: "/usr/bin/setpriv"),
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", Sandbox.binary, "daemon", "--stop", "--terminate-apps"])
+        env["ICEBOX_RUNTIME_DIR"] = other.home + "/run"
+        env["ICEBOX_STATE_DIR"] = other.home + "/state"
+        let r = try other.icebox(["launch", "--backend", "cgroup2", "x", "--", "true"], environment: env)
+        #expect(r.status == 77, "\(r.stderr)")
+        #expect(r.stderr.contains(box.cgroupRoot), "\(r.stderr)")
+        _ = try? other.icebox(["daemon", "--stop", "--terminate-apps"], environment: env)
     }
 
     @Test("two daemons side by side, each with its own app of the same name")

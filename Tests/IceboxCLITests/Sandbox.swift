@@ -54,7 +54,10 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         var output: String { stdout + stderr }
     }
 
+    /// The icebox binary under test: the build's, or ICEBOX_TEST_BINARY (to show that a test
+    /// fails against an older binary).
     static var binary: String {
+        if let given = ProcessInfo.processInfo.environment["ICEBOX_TEST_BINARY"], !given.isEmpty { return given }
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
         // The test bundle lives beside the icebox binary in .build/<triple>/debug.

@@ -38,6 +38,14 @@ struct SignalsTests {
         #expect(Signals.number(of: "RTMIN+x") == nil)
     }
 
+    @Test func hugeRealtimeOffsetsAreRefusedNotOverflowed() {
+        // rtmin + k overflowed Int32 (a trap: SIGILL) before the offset was compared with
+        // the range's width.
+        #expect(Signals.number(of: "RTMIN+2147483647") == nil)
+        #expect(Signals.number(of: "RTMAX-2147483647") == nil)
+        #expect(Signals.number(of: "SIGRTMIN+2147483600") == nil)
+    }
+
     @Test func realtimeOffsetsMustNotBeNegative() {
         // "RTMIN+-1" would be SIGRTMIN-1 (a signal glibc reserves for itself) and "RTMAX--1"
         // would be 65, past the last signal: both should be refused.

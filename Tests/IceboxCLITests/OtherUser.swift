@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+
+/// Runs things as another user (`nobody`, uid 65534) through util-linux's setpriv. That user
+/// cannot reach the build's binary when the checkout sits under a directory only its owner
+/// may enter (a 0700 home, a `mktemp -d` directory): execve fails with EACCES. So the binary
+/// is copied into a fresh directory under /tmp (mode 0755) that everyone can reach. The
+/// debug binary loads the Swift runtime from /opt/swift/usr/lib/swift/linux (its RUNPATH),
+/// which is world-readable, so the copy runs as any user. `close()` removes the directory.
+final class OtherUser: @unchecked Sendable {  // used by one test at a time, like Sandbox
+    static let uid: uid_t = 65534
+    static let setpriv = "/usr/bin/setpriv"
+    static var available: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv) }
+
+    /// The fresh 0755 directory: the binary's copy, and `home` (owned by the other user, 0700).
+    let dir: String
+    let binary: String
+    let home: String
+
+    init() throws {
+        // /tmp itself, not $TMPDIR: TMPDIR may sit under a directory nobody cannot enter.
+        var template = Array("/tmp/icebox-other-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw POSIXError(.init(rawValue: errno) ?? .EIO)
+        }
+        dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        chmod(dir, 0o755)
+        binary = dir + "/icebox"
+        try FileManager.default.copyItem(atPath: Sandbox.binary, toPath: binary)
+        chmod(binary, 0o755)
+        home = dir + "/home"
+        mkdir(home, 0o700)
+        chown(home, Self.uid, Self.uid)
+    }
+
+    func close() { try? FileManager.default.removeItem(atPath: dir) }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// A Process for `arguments` run as the other user, in `dir`, with `environment`.
+    func process(_ arguments: [String], environment: [String: String]) -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.setpriv)
+        p.arguments = ["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups"] + arguments
+        p.environment = environment
+        p.currentDirectoryURL = URL(fileURLWithPath: dir)
+        return p
+    }
+
+    /// Runs the copied icebox as the other user and waits (at most `timeout` seconds).
+    func icebox(_ args: [String], environment: [String: String], timeout: Double = 30) throws -> Result {
+        let p = process([binary] + args, environment: environment)
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var outData = Data(), errData = Data()  // written by the two readers, read after both signal
+        DispatchQueue.global().async {
+            outData = out.fileHandleForReading.readDataToEndOfFile(); done.signal()
+        }
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile(); done.signal()
+        }
+        let deadline = DispatchTime.now() + timeout
+        if done.wait(timeout: deadline) == .timedOut || done.wait(timeout: deadline) == .timedOut {
+            kill(p.processIdentifier, SIGKILL)
+        }
+        p.waitUntilExit()
+        return Result(
+            status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
