@@ -58,7 +58,6 @@ struct StuckFreezeTests {
         let launched = try box.icebox(["launch", "--ready", "notify", "--background-signal", "none", "stuck", "--", "python3", app])
         #expect(launched.status == 0, "\(launched.output)")
         #expect(try box.icebox(["launch", "other", "--", "sleep", "1000"]).status == 0)
-        #expect(try box.icebox(["suspend", "other"]).status == 0)
         let record = try #require(try box.apps()["stuck"])
         let memory = try #require(record.memoryV1, "icebox gives each app a v1 memory cgroup on this host")
         trap = memory
@@ -74,35 +73,52 @@ struct StuckFreezeTests {
         try #require(Kernel.processState(record.pid) == "D", "the app never got stuck in D state")
 
         // The stuck suspend waits out the daemon's freeze deadline (10 s) in the background.
+        // The OOM wait can end on its own (the waiter retries its fault and passes the
+        // freezer's trap): then the freeze is rightly confirmed; resume, let the app fall back
+        // into the wait, and try again (at most three times).
         let sandbox = box
-        nonisolated(unsafe) var suspendResult: Sandbox.Result?  // written by the thread, read after done
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            suspendResult = try? sandbox.icebox(["suspend", "stuck"], timeout: 60)
-            done.signal()
-        }.start()
-        usleep(400_000)
-        #expect(try box.apps()["stuck"]?.state == .background, "the freeze is under way")
-        // Meanwhile the loop serves everyone else.
-        let t0 = Date()
-        let resumed = try box.icebox(["resume", "other"])
-        let resumeTook = Date().timeIntervalSince(t0)
-        let t1 = Date()
-        let ps = try box.icebox(["ps"])
-        let psTook = Date().timeIntervalSince(t1)
-        print("with a freeze stuck on a D-state task: resume of another app took \(Int(resumeTook * 1000)) ms, ps \(Int(psTook * 1000)) ms")
-        #expect(resumed.status == 0, "\(resumed.output)")
-        #expect(ps.status == 0)
-        // Before the engine's loop states these took the whole freeze deadline (~9.6 s). The
-        // bound is loose because this machine is shared; the figure is printed above.
-        #expect(resumeTook < 2 && psTook < 2)
-        #expect(try box.apps()["other"]?.state == .active)
+        var r: Sandbox.Result?
+        for attempt in 1...3 {
+            nonisolated(unsafe) var suspendResult: Sandbox.Result?  // written by the thread, read after done
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                suspendResult = try? sandbox.icebox(["suspend", "stuck"], timeout: 60)
+                done.signal()
+            }.start()
+            usleep(400_000)
+            // Meanwhile the loop serves everyone else.
+            if try box.icebox(["suspend", "other"]).status != 0 { Issue.record("suspend other failed") }
+            let t0 = Date()
+            let resumed = try box.icebox(["resume", "other"])
+            let resumeTook = Date().timeIntervalSince(t0)
+            let t1 = Date()
+            let ps = try box.icebox(["ps"])
+            let psTook = Date().timeIntervalSince(t1)
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            r = suspendResult
+            if r?.status == 0 {
+                print("attempt \(attempt): the kernel froze the app after all (its OOM wait ended); again")
+                _ = try box.icebox(["resume", "stuck"])
+                let back = Date().addingTimeInterval(10)
+                while Kernel.processState(record.pid) != "D" && Date() < back { usleep(20_000) }
+                continue
+            }
+            print(
+                "with a freeze stuck on a D-state task: resume of another app took \(Int(resumeTook * 1000)) ms, ps \(Int(psTook * 1000)) ms"
+            )
+            #expect(resumed.status == 0, "\(resumed.output)")
+            #expect(ps.status == 0)
+            // Before the engine's loop states these took the whole freeze deadline (~9.6 s).
+            // The bound is loose because this machine is shared; the figure is printed above.
+            #expect(resumeTook < 2 && psTook < 2)
+            #expect(try box.apps()["other"]?.state == .active)
+            break
+        }
 
         // The stuck freeze fails at its deadline, rolled back, naming the task in D state.
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        let r = try #require(suspendResult)
-        #expect(r.status == 1, "\(r.output)")
-        #expect(r.output.contains("not frozen after") && r.output.contains("state D"), "\(r.output)")
+        let result = try #require(r)
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.output.contains("not frozen after") && result.output.contains("state D"), "\(result.output)")
         #expect(try box.apps()["stuck"]?.state == .active)
         #expect(!Kernel.cgroupFrozen(try #require(record.cgroup)), "a failed freeze must not leave the cgroup frozen")
     }
