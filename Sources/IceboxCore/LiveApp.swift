@@ -40,6 +40,12 @@ final class LiveApp {
     var compactAt: UInt64?
     var lockCheckAt: UInt64?
 
+    /// Datagrams on the notify socket from processes outside the app, dropped since the last
+    /// line logged about them, and when the next such line may be written (monotonic ns):
+    /// a flood from outside must not grow the event log without bound.
+    var notifyDropped = 0
+    var notifyDropLogAt: UInt64 = 0
+
     init(lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups, notifyFD: Int32, notifyPath: String) {
         self.lifecycle = lifecycle
         self.handle = handle
