@@ -30,10 +30,14 @@ enum BenchCommand: IceboxCommand {
             --foreground-signal that a resume sends).
             """)
 
+    /// The most runs (or warm-ups) a benchmark takes: a day of runs at a second each. Bounded
+    /// so that `warmup + runs` cannot overflow (`--runs 9223372036854775807` trapped).
+    static let maximumCount = 100_000
+
     static func count(_ args: ParsedArguments, _ name: String, default fallback: Int, minimum: Int) throws(IceboxError) -> Int {
         guard let text = args.value(name) else { return fallback }
-        guard let n = Int(text), n >= minimum else {
-            throw IceboxError(.usage, "--\(name) needs a whole number of at least \(minimum), not '\(text)'")
+        guard let n = Int(text), n >= minimum, n <= maximumCount else {
+            throw IceboxError(.usage, "--\(name) needs a whole number from \(minimum) to \(maximumCount), not '\(text)'")
         }
         return n
     }
