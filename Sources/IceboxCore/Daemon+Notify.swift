@@ -26,18 +26,20 @@ extension Daemon {
 
     /// A message from a process that is not the app's: dropped, and logged at most once a
     /// second per app with the count since the last line (a flood wrote a line each, 29 MB
-    /// of log in 10 s).
+    /// of log in 10 s). What a second holds back is logged when it ends (a loop deadline).
     func droppedNotify(_ app: LiveApp, from pid: pid_t) {
         app.notifyDropped += 1
+        app.notifyDropSender = pid
         let now = Clock.monotonicNanos()
-        guard now >= app.notifyDropLogAt else { return }
-        let n = app.notifyDropped
+        if now >= app.notifyDropLogAt { logDroppedNotify(app, now: now) }
+    }
+
+    func logDroppedNotify(_ app: LiveApp, now: UInt64) {
+        let (n, pid) = (app.notifyDropped, app.notifyDropSender)
+        guard n > 0 else { return }
         app.notifyDropped = 0
         app.notifyDropLogAt = now.saturatingAdd(Self.notifyDropLogIntervalNanos)
-        let what = n == 1 ? "a message" : "\(n) messages (logged at most once a second)"
-        log(
-            Event(
-                app: app.name, pid: pid, kind: .notify,
-                detail: "dropped \(what) from pid \(pid): not a process of \(app.name)"))
+        let what = n == 1 ? "a message from pid \(pid)" : "\(n) messages (logged at most once a second; the last from pid \(pid))"
+        log(Event(app: app.name, pid: pid, kind: .notify, detail: "dropped \(what): not a process of \(app.name)"))
     }
 }

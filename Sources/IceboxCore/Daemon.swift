@@ -282,6 +282,7 @@ public final class Daemon {
             if let d = app.operationAt, d <= now { stepOperation(app) }
             if let d = app.destroyAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
+            if app.notifyDropped > 0, app.notifyDropLogAt <= now { logDroppedNotify(app, now: now) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
                     _ = compact(app, mode: policy.compactMode)
