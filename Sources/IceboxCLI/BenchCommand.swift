@@ -37,7 +37,7 @@ enum BenchCommand: IceboxCommand {
     static func count(_ args: ParsedArguments, _ name: String, default fallback: Int, minimum: Int) throws(IceboxError) -> Int {
         guard let text = args.value(name) else { return fallback }
         guard let n = Int(text), n >= minimum else {
-            throw IceboxError(.usage, "--\(name) needs a whole number of at least \(minimum), not '\(text)'")
+            throw IceboxError(.usage, "--\(name) needs a whole number from \(minimum) to \(maximumCount), not '\(text)'")
         }
         if n > maximumCount {
             throw IceboxError(.usage, "--\(name) \(text) is too many: at most \(maximumCount)")

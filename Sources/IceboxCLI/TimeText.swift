@@ -84,7 +84,7 @@ enum TimeText {
             (1...12).contains(month), (1...31).contains(day)
         else { return nil }
         var c = Civil(year: year, month: month, day: day, hour: 0, minute: 0, second: 0, micros: 0)
-        if b.count == 10 { return localSeconds(c, offset: offset) * 1_000_000_000 }
+        if b.count == 10 { return unixNanos(localSeconds(c, offset: offset)) }
         guard b.count >= 16, b[10] == 84 || b[10] == 116 || b[10] == 32, let hour = number(11, 2), b[13] == 58,
             let minute = number(14, 2), hour < 24, minute < 60
         else { return nil }
@@ -109,13 +109,22 @@ enum TimeText {
             if digits < 9 { for _ in digits..<9 { nanos *= 10 } }
         }
         let utc = unixSeconds(year: c.year, month: c.month, day: c.day, hour: c.hour, minute: c.minute, second: c.second)
-        if i == b.count { return localSeconds(c, offset: offset) * 1_000_000_000 + nanos }
-        if (b[i] == 90 || b[i] == 122) && i + 1 == b.count { return utc * 1_000_000_000 + nanos }
+        if i == b.count { return unixNanos(localSeconds(c, offset: offset), plus: nanos) }
+        if (b[i] == 90 || b[i] == 122) && i + 1 == b.count { return unixNanos(utc, plus: nanos) }
         guard b[i] == 43 || b[i] == 45, i + 6 == b.count, let oh = number(i + 1, 2), b[i + 3] == 58, let om = number(i + 4, 2) else {
             return nil
         }
         let east = Int64((oh * 60 + om) * 60) * (b[i] == 43 ? 1 : -1)
-        return (utc - east) * 1_000_000_000 + nanos
+        return unixNanos(utc - east, plus: nanos)
+    }
+
+    /// Unix seconds (and a fraction) as Unix nanoseconds, or nil outside what an Int64 of
+    /// nanoseconds holds (about 1678 to 2262): `--until 4052-01-01` is a usage error, not a trap.
+    static func unixNanos(_ seconds: Int64, plus nanos: Int64 = 0) -> Int64? {
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return nil }
+        let (sum, over) = scaled.addingReportingOverflow(nanos)
+        return over ? nil : sum
     }
 
     /// A `--since`/`--until` bound as Unix nanoseconds: a duration means that long before
@@ -133,7 +142,7 @@ enum TimeText {
             guard let s, s < 60 else { return nil }
             var today = civil(wallNanos: nowWallNanos, offsetSeconds: offset(nowWallNanos / 1_000_000_000))
             (today.hour, today.minute, today.second, today.micros) = (h, m, s, 0)
-            return localSeconds(today, offset: offset) * 1_000_000_000
+            return unixNanos(localSeconds(today, offset: offset))
         }
         return parseTimestamp(text, offset: offset)
     }

@@ -10,6 +10,10 @@ struct ClientConnection {
     static let maxRequestBytes = 1 << 20
     /// Replies waiting for a client that does not read are kept up to this, then it is cut off.
     static let maxPendingReplyBytes = 4 << 20
+    /// The most descriptors (SCM_RIGHTS) one connection may pass: `icebox run` passes its
+    /// stdin, stdout and stderr. More, or any held without a request, would pile up in the
+    /// daemon until accept fails with EMFILE.
+    static let maxDescriptors = 3
     /// How long a finished connection may take to read its last replies before it is closed.
     static let drainNanos: UInt64 = 5_000_000_000
 
@@ -71,6 +75,7 @@ struct ClientConnection {
         return line
     }
 
-    /// Whether the input without a newline has outgrown any request.
-    var inputOverflowed: Bool { input.count > Self.maxRequestBytes && !input.contains(10) }
+    /// Whether the input has outgrown any request: a line without a newline, or (while a
+    /// request is being answered, when nothing more is read from it) anything.
+    var inputOverflowed: Bool { input.count > Self.maxRequestBytes && (busy || !input.contains(10)) }
 }

@@ -4,7 +4,13 @@ import IceboxSystem
 /// The control socket: accept, authenticate, read one JSON request, answer.
 extension Daemon {
     func acceptClients() {
-        while let fd = UnixSocket.accept(listener) {
+        while true {
+            guard let fd = UnixSocket.accept(listener) else {
+                let e = errno
+                if e == EMFILE || e == ENFILE { pauseAccepting(errno: e) }
+                return
+            }
+            acceptLimitLogged = false
             // Only our own user (or root) may control our apps.
             guard let peer = UnixSocket.peerCredentials(fd), peer.uid == getuid() || peer.uid == 0 else {
                 var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
@@ -21,6 +27,36 @@ extension Daemon {
                 close(fd)
             }
         }
+    }
+
+    /// Out of descriptors: the pending connection stays queued and the listener stays
+    /// readable, so watching it would spin the loop. It is left alone until a client closes
+    /// or for a short back-off, and the condition is logged once until an accept succeeds.
+    func pauseAccepting(errno e: Int32) {
+        guard acceptResumeAt == nil else { return }
+        unwatch(listener)
+        acceptResumeAt = Clock.monotonicNanos().saturatingAdd(Self.acceptBackoffNanos)
+        guard !acceptLimitLogged else { return }
+        acceptLimitLogged = true
+        let why = e == EMFILE ? "this process's descriptor limit (EMFILE)" : "the system's descriptor limit (ENFILE)"
+        // Appending to the log needs a descriptor of its own.
+        if reserveFD >= 0 { close(reserveFD) }
+        defer { reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+        log(
+            Event(
+                app: "-", pid: getpid(), kind: .daemon,
+                detail: "cannot accept control connections: out of descriptors, \(why); retrying as descriptors free up"))
+    }
+
+    /// Watches the listener again after `pauseAccepting`.
+    func resumeAccepting() {
+        guard acceptResumeAt != nil else { return }
+        acceptResumeAt = nil
+        do { try watch(listener, .listener) } catch {
+            acceptResumeAt = Clock.monotonicNanos().saturatingAdd(Self.acceptBackoffNanos)
+            return
+        }
+        acceptClients()
     }
 
     /// The client's socket is ready: replies to send (EPOLLOUT), a request to read, or gone.
@@ -45,6 +81,7 @@ extension Daemon {
             do {
                 guard let chunk = try UnixSocket.receiveStream(fd) else { break }
                 client.fds.append(contentsOf: chunk.fds)
+                if client.fds.count > ClientConnection.maxDescriptors { break }
                 if chunk.bytes.isEmpty { closed = true; break }
                 client.input.append(contentsOf: chunk.bytes)
                 if client.inputOverflowed { break }
@@ -54,6 +91,12 @@ extension Daemon {
             }
         }
         clients[fd] = client
+        if client.fds.count > ClientConnection.maxDescriptors {
+            // clientGone closes every descriptor it holds.
+            let n = client.fds.count
+            cutOff(fd, "passed \(n) descriptors (at most \(ClientConnection.maxDescriptors) per connection); all closed")
+            return
+        }
         if client.inputOverflowed {
             clients[fd]?.input = []
             cutOff(fd, "sent a request line over \(ClientConnection.maxRequestBytes) bytes without a newline")
@@ -106,6 +149,8 @@ extension Daemon {
         guard clients.removeValue(forKey: fd) != nil else { return }
         unwatch(fd)
         close(fd)
+        // A descriptor is free again: a listener paused on EMFILE may accept.
+        resumeAccepting()
     }
 
     /// Queues a reply; the loop sends what the client's socket does not take at once when it

@@ -233,6 +233,6 @@ extension Daemon {
 
     func probeFailedAttempt(_ app: LiveApp) {
         guard let probe = app.probe else { return }
-        app.probeAt = Clock.monotonicNanos() + probe.nextDelay()
+        app.probeAt = Clock.monotonicNanos().saturatingAdd(probe.nextDelay())
     }
 }

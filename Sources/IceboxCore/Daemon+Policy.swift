@@ -61,7 +61,7 @@ extension Daemon {
             policyCheckAt = nil
             return
         }
-        let due = Clock.monotonicNanos() + nanos
+        let due = Clock.monotonicNanos().saturatingAdd(nanos)
         policyCheckAt = min(policyCheckAt ?? due, due)
     }
 
@@ -136,7 +136,7 @@ extension Daemon {
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,
             detail:
-                "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start - app.record.sinceMonotonicNanos)); decided in \(DurationText.format(decision))"
+                "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start.saturatingSub(app.record.sinceMonotonicNanos))); decided in \(DurationText.format(decision))"
         )
         chosen.reason = reason.description
         chosen.band = app.record.options.priority
@@ -175,7 +175,7 @@ extension Daemon {
     /// Called once an app is frozen: arms its compaction and its lock check.
     func afterFreeze(_ app: LiveApp) {
         let now = Clock.monotonicNanos()
-        app.lockCheckAt = now + 1_000_000_000
+        app.lockCheckAt = now.saturatingAdd(1_000_000_000)
         if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now.saturatingAdd(after) }
         enforcePolicy()
     }

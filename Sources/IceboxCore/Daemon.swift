@@ -87,6 +87,13 @@ public final class Daemon {
     /// The metrics file is rewritten at most once a second (Daemon+Metrics).
     var metricsRefresh = RefreshSchedule(intervalNanos: 1_000_000_000)
     var metricsFileFailure: String?
+    /// The listener is not watched until then (monotonic ns): accept ran out of descriptors.
+    var acceptResumeAt: UInt64?
+    var acceptLimitLogged = false
+    /// A descriptor held in reserve (/dev/null): out of descriptors, the daemon frees it to
+    /// write the event log line that says so.
+    var reserveFD: Int32 = -1
+    static let acceptBackoffNanos: UInt64 = 100_000_000
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -104,7 +111,10 @@ public final class Daemon {
             signalReady(busy: true)
             return false
         }
-        defer { close(lockFD) }
+        defer {
+            close(lockFD)
+            if reserveFD >= 0 { close(reserveFD) }
+        }
         // The holder's pid, so a client that finds the lock held but no socket can say who.
         _ = ftruncate(lockFD, 0)
         _ = "\(getpid())\n".withCString { pwrite(lockFD, $0, strlen($0), 0) }
@@ -114,6 +124,7 @@ public final class Daemon {
             // Every app holds a pidfd and a notify socket here: with the usual soft limit of
             // 1024 descriptors the daemon would stop at about 500 apps.
             raiseDescriptorLimit()
+            reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
             // SIGPIPE is blocked on this thread in any case: a client that goes away must not
             // kill the engine (sends use MSG_NOSIGNAL too where they can).
             let handled = config.ownsProcess ? [SIGCHLD, SIGTERM, SIGINT, SIGHUP] : [SIGCHLD]
@@ -229,14 +240,15 @@ public final class Daemon {
     }
 
     func nextTimeoutMillis(now: UInt64) -> Int32 {
-        var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + [policyCheckAt].compactMap { $0 }).min()
+        let timers = [policyCheckAt, acceptResumeAt].compactMap { $0 }
+        var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + timers).min()
         next = [next, metricsFileDue].compactMap { $0 }.min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
             next = min(next ?? .max, since.saturatingAdd(idle))
         }
         guard let next else { return -1 }
         if next <= now { return 0 }
-        return Int32(min((next - now + 999_999) / 1_000_000, 60_000))
+        return Int32(min((next - now).saturatingAdd(999_999) / 1_000_000, 60_000))
     }
 
     func dispatch(_ source: Source, events: UInt32) {
@@ -267,6 +279,7 @@ public final class Daemon {
 
     func fireDeadlines(now: UInt64) {
         closeDrainedClients(now: now)
+        if let d = acceptResumeAt, d <= now { resumeAccepting() }
         if let d = policyCheckAt, d <= now {
             policyCheckAt = nil
             enforcePolicy()
@@ -278,6 +291,7 @@ public final class Daemon {
             if let d = app.operationAt, d <= now { stepOperation(app) }
             if let d = app.destroyAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
+            if app.notifyDropped > 0, app.notifyDropLogAt <= now { logDroppedNotify(app, now: now) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
                     _ = compact(app, mode: policy.compactMode)

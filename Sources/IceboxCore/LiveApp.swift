@@ -40,6 +40,13 @@ final class LiveApp {
     var compactAt: UInt64?
     var lockCheckAt: UInt64?
 
+    /// Datagrams on the notify socket from processes outside the app, dropped since the last
+    /// line logged about them, and when the next such line may be written (monotonic ns):
+    /// a flood from outside must not grow the event log without bound.
+    var notifyDropped = 0
+    var notifyDropLogAt: UInt64 = 0
+    var notifyDropSender: pid_t = 0
+
     init(lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups, notifyFD: Int32, notifyPath: String) {
         self.lifecycle = lifecycle
         self.handle = handle
@@ -85,6 +92,7 @@ final class LiveApp {
 
     /// The earliest moment the loop must wake up for this app.
     var nextDeadline: UInt64? {
-        [lifecycle.nextDeadline, probeAt, operationAt, destroyAt, compactAt, lockCheckAt].compactMap { $0 }.min()
+        [lifecycle.nextDeadline, probeAt, operationAt, destroyAt, compactAt, lockCheckAt, notifyDropped > 0 ? notifyDropLogAt : nil]
+            .compactMap { $0 }.min()
     }
 }

@@ -66,7 +66,7 @@ final class ReadinessProbe {
     func start(environment: [String], cwd: String?) -> ProbeStep {
         cancel()
         attempts += 1
-        attemptDeadline = Clock.monotonicNanos() + attemptTimeout
+        attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
         switch mode {
         case .tcp(let port):
             guard let fd = try? TCPProbe.start(port: port) else { return settle(.notReady) }

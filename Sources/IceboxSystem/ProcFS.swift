@@ -78,10 +78,11 @@ public enum ProcFS {
         return parseKiloBytes(rss)
     }
 
-    /// "18040 kB" → bytes.
+    /// "18040 kB" → bytes; nil when that many bytes do not fit in a UInt64 (a trap before).
     public static func parseKiloBytes(_ text: String) -> UInt64? {
-        let number = text.split(separator: " ").first.flatMap { UInt64($0) }
-        return number.map { $0 * 1024 }
+        guard let number = text.split(separator: " ").first.flatMap({ UInt64($0) }) else { return nil }
+        let (bytes, overflow) = number.multipliedReportingOverflow(by: 1024)
+        return overflow ? nil : bytes
     }
 }
 

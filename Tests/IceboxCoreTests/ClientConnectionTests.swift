@@ -72,4 +72,12 @@ struct ClientConnectionTests {
         conn.input = [UInt8](repeating: 32, count: ClientConnection.maxRequestBytes + 1)
         #expect(conn.inputOverflowed)
     }
+
+    @Test func inputWhileARequestIsAnsweredIsBoundedEvenWithNewlines() {
+        var conn = ClientConnection(fd: -1)
+        conn.input = Array(repeating: 10, count: ClientConnection.maxRequestBytes + 1)
+        #expect(!conn.inputOverflowed, "whole lines waiting for their turn are not an overflow")
+        conn.busy = true
+        #expect(conn.inputOverflowed, "but nothing more is read from a busy connection: it may not grow")
+    }
 }

@@ -1,0 +1,35 @@
+import IceboxSystem
+import Testing
+
+@testable import IceboxCLI
+
+/// Inputs the fuzz targets (scripts/fuzz) trapped on, each now an answer: nil or a usage error.
+@Suite("Fuzz regressions")
+struct FuzzRegressionTests {
+    static let utc: @Sendable (Int64) -> Int = { _ in 0 }
+
+    @Test("a timestamp beyond what Int64 nanoseconds hold is no time, not a trap (log --until 4052-11-30T08:09:23+01:00)")
+    func farTimestamps() {
+        #expect(TimeText.parseBound("4052-11-30T08:09:23.123456+01:00", nowWallNanos: 0, offset: Self.utc) == nil)
+        #expect(TimeText.parseTimestamp("9999-12-31", offset: Self.utc) == nil)
+        #expect(TimeText.parseTimestamp("1000-01-01T00:00:00Z", offset: Self.utc) == nil)
+        #expect(TimeText.parseTimestamp("2262-04-11T23:47:16Z", offset: Self.utc) == 9_223_372_036_000_000_000)
+        #expect(TimeText.parseTimestamp("2026-11-30T12:00:00Z", offset: Self.utc) == Int64(1_796_040_000) * 1_000_000_000)
+    }
+
+    @Test("bench counts are bounded, so warm-ups plus runs cannot overflow")
+    func benchCounts() throws {
+        let parsed = try ArgumentParser.parse(
+            ["--runs", "9223372036854775807", "--warmup", "1", "--", "true"], spec: BenchCommand.spec)
+        #expect(throws: (any Error).self) { try BenchCommand.count(parsed, "runs", default: 10, minimum: 1) }
+        let fine = try ArgumentParser.parse(["--runs", "100000", "--", "true"], spec: BenchCommand.spec)
+        #expect(try BenchCommand.count(fine, "runs", default: 10, minimum: 1) == 100_000)
+    }
+
+    @Test("a kB value whose bytes overflow a UInt64 is no value, not a trap")
+    func hugeKiloBytes() {
+        #expect(ProcFS.parseKiloBytes("18446744073709551615 kB") == nil)
+        #expect(ProcFS.parseKiloBytes("18014398509481983 kB") == UInt64(18_014_398_509_481_983) * 1024)
+        #expect(ProcFS.parseKiloBytes("18040 kB") == 18040 * 1024)
+    }
+}
