@@ -42,7 +42,7 @@ struct WatchdogTests {
         usleep(1_500_000)  // three intervals frozen: the watchdog is paused
         #expect(!box.events("quiet").contains { $0.kind == .watchdog }, "a false alarm while suspended")
         #expect(try box.icebox(["resume", "quiet"]).status == 0)
-        #expect(try waitFor("the watchdog event") { box.events("quiet").contains { $0.kind == .watchdog } })
+        #expect(waitFor("the watchdog event") { box.events("quiet").contains { $0.kind == .watchdog } })
         let event = try #require(box.events("quiet").first { $0.kind == .watchdog })
         #expect(event.detail.contains("no WATCHDOG=1 for 500 ms") && event.detail.contains("logged only"), "\(event.detail)")
         #expect(try box.apps()["quiet"]?.state == .active, "log only: the app runs on")
