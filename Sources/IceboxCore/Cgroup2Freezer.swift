@@ -77,6 +77,11 @@ public struct Cgroup2Freezer: Freezer {
             if done {
                 return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: took, tasks: freezer.cgroup.subtreeProcs().count))
             }
+            // A frozen ancestor keeps this cgroup frozen however long we wait: say so now
+            // rather than wait out the deadline.
+            if direction == .thaw, let ancestor = Self.frozenAncestor(of: freezer.cgroup.path) {
+                return .failed(.frozenByAncestor(ancestor))
+            }
             if now >= deadline {
                 guard direction == .freeze else {
                     return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: [], direction: .thaw)))
@@ -91,6 +96,18 @@ public struct Cgroup2Freezer: Freezer {
 
         func cancel() {
             if direction == .freeze { try? freezer.freezeFile.write("0") }
+        }
+
+        /// The nearest ancestor whose cgroup.freeze reads 1, walking up while there is one
+        /// (the root cgroup has no cgroup.freeze).
+        static func frozenAncestor(of path: String) -> String? {
+            var dir = path
+            while let slash = dir.lastIndex(of: "/"), slash > dir.startIndex {
+                dir = String(dir[..<slash])
+                guard let value = try? FileIO.read(dir + "/cgroup.freeze") else { return nil }
+                if value.trimmed() == "1" { return dir }
+            }
+            return nil
         }
     }
 }

@@ -69,6 +69,9 @@ public enum FreezeFailure: Error, CustomStringConvertible, Sendable {
     case gone(String)
     /// Abandoned with `FreezeOperation.cancel()` (a freeze in flight was rolled back).
     case cancelled
+    /// A thaw that cannot happen: an ancestor cgroup is frozen (its path), and a cgroup is
+    /// frozen while any ancestor is, whatever its own cgroup.freeze says.
+    case frozenByAncestor(String)
 
     public var description: String {
         switch self {
@@ -76,6 +79,7 @@ public enum FreezeFailure: Error, CustomStringConvertible, Sendable {
         case .system(let e): return e.description
         case .gone(let what): return what
         case .cancelled: return "cancelled (a freeze in flight was rolled back)"
+        case .frozenByAncestor(let path): return "stays frozen: its ancestor \(path) is frozen (cgroup.freeze 1); thaw that one"
         }
     }
 }

@@ -203,6 +203,33 @@ struct StepwiseFreezeTests {
         #expect(child.isAlive)
     }
 
+    @Test("a thaw under a frozen ancestor fails at once, naming the ancestor, instead of waiting out its deadline")
+    func thawUnderFrozenAncestor() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let outer = roots.v2 + "/outer"
+        defer { try? FileIO.write(outer + "/cgroup.freeze", "0") }
+        let cgroups = try AppCgroups.create(name: "inner", v2Root: outer, freezerV1Root: nil, memoryV1Root: nil, backend: .cgroup2)
+        let child = try CgroupChild(["exec sleep 1000"], in: cgroups)
+        try #require(eventually { cgroups.processCount() == 1 })
+        try FileIO.write(outer + "/cgroup.freeze", "1")
+        try #require(eventually { cgroups.events()?.frozen == true }, "frozen through its ancestor")
+        let freezer = cgroups.freezer(backend: .cgroup2, fallbackMembers: { [] })
+        let start = Clock.monotonicNanos()
+        var operation = freezer.beginThaw(now: start, deadline: start + 10_000_000_000)
+        guard case .failed(.frozenByAncestor(let ancestor)) = operation.step(now: Clock.monotonicNanos()) else {
+            Issue.record("expected the frozen ancestor to be named")
+            return
+        }
+        #expect(ancestor == outer)
+        #expect(FreezeFailure.frozenByAncestor(ancestor).description.contains("thaw that one"))
+        #expect(Clock.monotonicNanos() - start < 1_000_000_000, "answered at once, not at the deadline")
+        // Thawed from the top, the child runs again.
+        try FileIO.write(outer + "/cgroup.freeze", "0")
+        #expect(eventually { cgroups.events()?.frozen == false })
+        #expect(child.isAlive)
+    }
+
     @Test("durations saturate: no deadline (UInt64.max), a clock that goes backwards, a deadline already passed")
     func saturatingTimes() throws {
         let roots = CgroupTestRoots()
