@@ -27,14 +27,22 @@ public struct StuckTask: Sendable, CustomStringConvertible {
 
     /// Every thread of the processes with its state and wait channel, the likely culprits
     /// first: uninterruptible sleep (D), then running (R), then the rest.
+    /// Where a task frozen by cgroup v2 sleeps (its wchan), in state S.
+    static let frozenWaits: Set<String> = ["do_freezer_trap", "get_signal"]
+
     static func describe(pids: [pid_t], skippingStopped: Bool) -> [StuckTask] {
         var out: [StuckTask] = []
         for pid in pids {
             for tid in ProcFS.threads(of: pid) {
                 guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
                 if skippingStopped && (st.state == "T" || st.state == "t") { continue }
-                let wchan = (try? FileIO.read("/proc/\(pid)/task/\(tid)/wchan")) ?? ""
-                out.append(StuckTask(pid: pid, tid: tid, state: st.state, wchan: wchan.trimmed()))
+                let wchan = ((try? FileIO.read("/proc/\(pid)/task/\(tid)/wchan")) ?? "").trimmed()
+                // Already frozen: asleep in the cgroup v2 freezer's trap (reached from
+                // get_signal, state S), or an older kernel's v1 refrigerator. Not what held the
+                // freeze up. (A v1-frozen task on Linux 6.1+ reads as D where it slept before:
+                // it cannot be told apart, so v1's list may name frozen tasks too.)
+                if Self.frozenWaits.contains(wchan) && st.state != "D" || wchan.hasSuffix("refrigerator") { continue }
+                out.append(StuckTask(pid: pid, tid: tid, state: st.state, wchan: wchan))
             }
         }
         func rank(_ t: StuckTask) -> Int { t.state == "D" ? 0 : t.state == "R" ? 1 : 2 }
