@@ -111,7 +111,7 @@ public struct Cgroup1Freezer: Freezer {
                 guard direction == .freeze else {
                     return .failed(.timeout(FreezeTimeout(backend: .cgroup1, waitedNanos: took, stuck: [], direction: .thaw)))
                 }
-                let stuck = StuckTask.describe(pids: freezer.subtreeProcs(), skippingStopped: false)
+                let stuck = StuckTask.describe(pids: freezer.subtreeProcs(), skippingStopped: false, skippingFrozen: true)
                 cancel()
                 return .failed(.timeout(FreezeTimeout(backend: .cgroup1, waitedNanos: took, stuck: stuck)))
             }

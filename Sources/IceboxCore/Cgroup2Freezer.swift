@@ -87,7 +87,7 @@ public struct Cgroup2Freezer: Freezer {
                     return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: [], direction: .thaw)))
                 }
                 // Named before the rollback: once thawed, every task looks alike again.
-                let stuck = StuckTask.describe(pids: freezer.cgroup.subtreeProcs(), skippingStopped: false)
+                let stuck = StuckTask.describe(pids: freezer.cgroup.subtreeProcs(), skippingStopped: false, skippingFrozen: true)
                 cancel()
                 return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: stuck)))
             }

@@ -30,7 +30,9 @@ public struct StuckTask: Sendable, CustomStringConvertible {
     /// Where a task frozen by cgroup v2 sleeps (its wchan), in state S.
     static let frozenWaits: Set<String> = ["do_freezer_trap", "get_signal"]
 
-    static func describe(pids: [pid_t], skippingStopped: Bool) -> [StuckTask] {
+    /// `skippingFrozen`: for a freeze that timed out, leave out the tasks already frozen (they
+    /// did not hold it up); for a removal, a frozen task is exactly what is stuck.
+    static func describe(pids: [pid_t], skippingStopped: Bool, skippingFrozen: Bool = false) -> [StuckTask] {
         var out: [StuckTask] = []
         for pid in pids {
             for tid in ProcFS.threads(of: pid) {
@@ -41,7 +43,7 @@ public struct StuckTask: Sendable, CustomStringConvertible {
                 // get_signal, state S), or an older kernel's v1 refrigerator. Not what held the
                 // freeze up. (A v1-frozen task on Linux 6.1+ reads as D where it slept before:
                 // it cannot be told apart, so v1's list may name frozen tasks too.)
-                if Self.frozenWaits.contains(wchan) && st.state != "D" || wchan.hasSuffix("refrigerator") { continue }
+                if skippingFrozen && (Self.frozenWaits.contains(wchan) && st.state != "D" || wchan.hasSuffix("refrigerator")) { continue }
                 out.append(StuckTask(pid: pid, tid: tid, state: st.state, wchan: wchan))
             }
         }

@@ -1,5 +1,15 @@
 import Glibc
 import IceboxSystem
+import Synchronization
+
+/// The processes that were already stopped by someone else (a shell's Ctrl-Z, a debugger)
+/// when a SIGSTOP freeze began: the thaw leaves them stopped, as the cgroup freezers do (the
+/// kernel's freezer selftest `stopped` asks exactly this). Sendable: a Mutex around the set.
+final class StoppedByOthers: Sendable {
+    private let pids = Mutex<Set<pid_t>>([])
+    func set(_ value: Set<pid_t>) { pids.withLock { $0 = value } }
+    var current: Set<pid_t> { pids.withLock { $0 } }
+}
 
 /// Freezing with SIGSTOP, for hosts without a usable freezer cgroup. Every process of the
 /// app gets SIGSTOP, and the freeze is confirmed when every thread reads state `T` in
@@ -14,21 +24,27 @@ public struct SignalFreezer: Freezer {
     /// Lists the app's processes now (its cgroup's procs, its session, or a process tree).
     public let members: @Sendable () -> [pid_t]
     public var kind: BackendKind { .signal }
+    let stoppedByOthers = StoppedByOthers()
 
     public init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
     public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        var steps = SignalFreezeSteps(members: members)
+        // Whoever is stopped already was stopped by someone else: remember, to leave it so.
+        stoppedByOthers.set(Set(members().filter { Self.stoppedState(ProcFS.stat(pid: $0)?.state ?? " ") }))
+        var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current)
         steps.stopNewMembers()
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
 
     public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        for pid in members() { kill(pid, SIGCONT) }
+        let keep = stoppedByOthers.current
+        stoppedByOthers.set([])
+        for pid in members() where !keep.contains(pid) { kill(pid, SIGCONT) }
         return FreezeOperation(
-            backend: .signal, direction: .thaw, startedAt: now, deadline: deadline, steps: SignalThawSteps(members: members))
+            backend: .signal, direction: .thaw, startedAt: now, deadline: deadline,
+            steps: SignalThawSteps(members: members, keepStopped: keep))
     }
 
     public func isFrozen() -> Bool {
@@ -65,12 +81,17 @@ public struct SignalFreezer: Freezer {
 /// is left to confirm.
 struct SignalFreezeSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
+    /// Stopped by someone else before this freeze: not ours to continue on a rollback.
+    let keepStopped: Set<pid_t>
     var signaled = Set<pid_t>()
     var done: [pid_t: Int] = [:]  // pid → its thread count, once seen fully stopped
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
-    init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
+    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
+        self.members = members
+        self.keepStopped = keepStopped
+    }
 
     /// SIGSTOP to the members not signalled yet; the members now.
     @discardableResult
@@ -109,7 +130,7 @@ struct SignalFreezeSteps: FreezeSteps {
         }
         if now >= deadline {
             let stuck = StuckTask.describe(pids: pids, skippingStopped: true)
-            for pid in pids { kill(pid, SIGCONT) }
+            for pid in pids where !keepStopped.contains(pid) { kill(pid, SIGCONT) }
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
@@ -118,7 +139,7 @@ struct SignalFreezeSteps: FreezeSteps {
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
     func cancel() {
-        for pid in signaled { kill(pid, SIGCONT) }
+        for pid in signaled where !keepStopped.contains(pid) { kill(pid, SIGCONT) }
     }
 }
 
@@ -126,17 +147,22 @@ struct SignalFreezeSteps: FreezeSteps {
 /// none does.
 struct SignalThawSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
+    /// Stopped by someone else before the freeze: left stopped, and not waited for.
+    let keepStopped: Set<pid_t>
     var running: [pid_t: Int] = [:]  // pids confirmed running → their thread count
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
-    init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
+    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
+        self.members = members
+        self.keepStopped = keepStopped
+    }
 
     mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
         let took = now.saturatingSub(startedAt)
         let pids = members()
         var stillStopped: [pid_t] = []
-        for pid in pids where running[pid] == nil {
+        for pid in pids where running[pid] == nil && !keepStopped.contains(pid) {
             kill(pid, SIGCONT)
             var threads = 0
             var stopped = false

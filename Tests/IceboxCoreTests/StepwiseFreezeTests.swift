@@ -237,6 +237,27 @@ struct StepwiseFreezeTests {
         #expect(child.isAlive)
     }
 
+    @Test("SIGSTOP backend: a process someone else had stopped before the suspend stays stopped after the resume")
+    func signalThawLeavesOthersStops() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try AppCgroups.create(name: "stopped", v2Root: roots.v2, freezerV1Root: nil, memoryV1Root: nil, backend: .signal)
+        let theirs = try CgroupChild(["exec sleep 1000"], in: cgroups)
+        let ours = try CgroupChild(["exec sleep 1000"], in: cgroups)
+        try #require(eventually { cgroups.processCount() == 2 })
+        kill(theirs.pid, SIGSTOP)  // a shell's Ctrl-Z, say, before icebox suspends the app
+        try #require(eventually { ProcFS.stat(pid: theirs.pid)?.state == "T" })
+        let freezer = cgroups.freezer(backend: .signal, fallbackMembers: { [] })
+        var freeze = freezer.beginFreeze(now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 10_000_000_000)
+        _ = try freeze.wait()
+        #expect(ProcFS.stat(pid: ours.pid)?.state == "T")
+        var thaw = freezer.beginThaw(now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 10_000_000_000)
+        _ = try thaw.wait()
+        #expect(eventually { ProcFS.stat(pid: ours.pid)?.state == "S" }, "ours runs again")
+        #expect(ProcFS.stat(pid: theirs.pid)?.state == "T", "theirs stays stopped, as the cgroup freezers leave it")
+        kill(theirs.pid, SIGCONT)
+    }
+
     @Test("durations saturate: no deadline (UInt64.max), a clock that goes backwards, a deadline already passed")
     func saturatingTimes() throws {
         let roots = CgroupTestRoots()
