@@ -11,6 +11,9 @@ struct DaemonClient {
     /// The daemon this client started, if it did, so it can be reaped if it ends first.
     var startedDaemon: ProcessHandle?
 
+    /// What to suggest when no daemon runs and none may be started.
+    var noDaemonHint = "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART"
+
     init(environment: [String: String], autostartFlagOff: Bool, cgroupRoot: String?) {
         paths = IceboxPaths.fromEnvironment(environment)
         autostart = !autostartFlagOff && environment["ICEBOX_NO_AUTOSTART"].map { $0.isEmpty || $0 == "0" } ?? true
@@ -29,9 +32,7 @@ struct DaemonClient {
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ECONNREFUSED {
             try paths.verify()
             guard autostart else {
-                throw IceboxError(
-                    .unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
-                    hint: "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
+                throw IceboxError(.unavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
             }
         } catch let error as SystemError {
             throw IceboxError(

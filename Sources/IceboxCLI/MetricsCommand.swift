@@ -18,18 +18,14 @@ enum MetricsCommand: IceboxCommand {
         operands: .nothing)
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
+        // Through DaemonClient, for its checks (a socket, not a link; this user's daemon; the
+        // directories this user's), but never starting a daemon: one started to answer would
+        // have counted nothing.
+        var client = DaemonClient(environment: ProcessEnvironment.dictionary, autostartFlagOff: true, cgroupRoot: nil)
+        client.noDaemonHint = "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
+        let paths = client.paths
         let request = ControlRequest.metrics(format: args.flag("openmetrics") ? .openMetrics : .prometheus)
-        let connection: DaemonConnection
-        do { connection = try DaemonConnection(socket: paths.controlSocket) } catch {
-            let noDaemon = error.errno == ENOENT || error.errno == ECONNREFUSED
-            throw IceboxError(
-                error.isPermissionDenied ? .permission : .unavailable,
-                noDaemon ? "no icebox daemon is running for \(paths.runtimeDir)" : "cannot reach the icebox daemon: \(error)",
-                hint: noDaemon
-                    ? "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
-                    : "set ICEBOX_RUNTIME_DIR to a directory of your own")
-        }
+        let connection = try client.connect()
         try connection.send(request)
         do {
             return try connection.replies(until: DaemonClient.deadline(for: request), what: request.commandName) { reply in
