@@ -34,9 +34,16 @@ public enum ProcFS {
         public var startTimeTicks: UInt64
     }
 
-    public static func parseStat(_ text: String) -> Stat? {
+    /// The fields of a /proc/PID/stat line from field 3 (state) on: counted after the last
+    /// ")", since the command name before it may hold spaces and parentheses. Field N is
+    /// element N - 3. Every parser of stat lines starts here.
+    public static func statFieldsAfterName(_ text: String) -> [Substring]? {
         guard let close = text.lastIndex(of: ")") else { return nil }
-        let rest = text[text.index(after: close)...].split(separator: " ")
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    public static func parseStat(_ text: String) -> Stat? {
+        guard let rest = statFieldsAfterName(text) else { return nil }
         // rest[0] is field 3 (state); start time is field 22 → rest[19].
         guard rest.count > 19, let state = rest[0].first,
             let ppid = pid_t(rest[1]), let pgrp = pid_t(rest[2]), let session = pid_t(rest[3]),

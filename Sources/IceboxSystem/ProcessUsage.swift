@@ -30,11 +30,9 @@ public struct ProcessUsage: Equatable, Sendable {
         public var residentPages: UInt64
     }
 
-    /// Parses /proc/PID/stat. Fields are counted after the last ")", since the command name
-    /// before it may hold spaces and parentheses.
+    /// Parses /proc/PID/stat (fields counted as `ProcFS.statFieldsAfterName` does).
     public static func parseStat(_ text: String) -> StatFields? {
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let rest = text[text.index(after: close)...].split(separator: " ")
+        guard let rest = ProcFS.statFieldsAfterName(text) else { return nil }
         // rest[0] is field 3 (state): field N is rest[N - 3].
         guard rest.count > 21, let user = UInt64(rest[11]), let system = UInt64(rest[12]),
             let start = UInt64(rest[19]), let rss = Int64(rest[21])
