@@ -35,12 +35,6 @@ final class OtherUser: @unchecked Sendable {  // used by one test at a time, lik
 
     func close() { try? FileManager.default.removeItem(atPath: dir) }
 
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
     /// A Process for `arguments` run as the other user, in `dir`, with `environment`.
     func process(_ arguments: [String], environment: [String: String]) -> Process {
         let p = Process()
@@ -52,28 +46,8 @@ final class OtherUser: @unchecked Sendable {  // used by one test at a time, lik
     }
 
     /// Runs the copied icebox as the other user and waits (at most `timeout` seconds).
-    func icebox(_ args: [String], environment: [String: String], timeout: Double = 30) throws -> Result {
+    func icebox(_ args: [String], environment: [String: String], timeout: Double = 30) throws -> Sandbox.Result {
         let p = process([binary] + args, environment: environment)
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var outData = Data(), errData = Data()  // written by the two readers, read after both signal
-        DispatchQueue.global().async {
-            outData = out.fileHandleForReading.readDataToEndOfFile(); done.signal()
-        }
-        DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile(); done.signal()
-        }
-        let deadline = DispatchTime.now() + timeout
-        if done.wait(timeout: deadline) == .timedOut || done.wait(timeout: deadline) == .timedOut {
-            kill(p.processIdentifier, SIGKILL)
-        }
-        p.waitUntilExit()
-        return Result(
-            status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        return try Sandbox.runToEnd(p, timeout: timeout, what: "icebox \(args.joined(separator: " ")) as uid \(Self.uid)")
     }
 }

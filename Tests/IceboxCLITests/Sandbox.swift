@@ -74,6 +74,13 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         p.executableURL = URL(fileURLWithPath: Sandbox.binary)
         p.arguments = args
         p.environment = environment.merging(extraEnv) { $1 }
+        return try Sandbox.runToEnd(p, stdin: stdin, timeout: timeout, what: "icebox \(args.joined(separator: " "))")
+    }
+
+    /// Runs a configured Process with piped stdin (given text, then closed), stdout and stderr,
+    /// reads both outputs to the end, and waits; past `timeout` seconds it is killed and the
+    /// hang recorded as an issue. Shared by every test helper that runs a program.
+    static func runToEnd(_ p: Process, stdin: String? = nil, timeout: Double, what: String) throws -> Result {
         let out = Pipe(), err = Pipe(), input = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -92,10 +99,9 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
             errData = err.fileHandleForReading.readDataToEndOfFile(); done.signal()
         }
         if done.wait(timeout: deadline) == .timedOut || done.wait(timeout: deadline) == .timedOut {
-            p.terminate()
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
-            Issue.record("icebox \(args.joined(separator: " ")) did not finish within \(timeout)s")
+            Issue.record("\(what) did not finish within \(timeout)s")
         }
         p.waitUntilExit()
         return Result(

@@ -27,31 +27,7 @@ enum ShellHarness {
         p.executableURL = URL(fileURLWithPath: argv[0].hasPrefix("/") ? argv[0] : which(argv[0]) ?? argv[0])
         p.arguments = Array(argv.dropFirst())
         p.environment = environment
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var outData = Data(), errData = Data()  // written by the two readers, read after both signal
-        DispatchQueue.global().async {
-            outData = out.fileHandleForReading.readDataToEndOfFile()
-            done.signal()
-        }
-        DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
-            done.signal()
-        }
-        let deadline = DispatchTime.now() + timeout
-        if done.wait(timeout: deadline) == .timedOut || done.wait(timeout: deadline) == .timedOut {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            Issue.record("\(argv.joined(separator: " ")) did not finish within \(timeout)s")
-        }
-        p.waitUntilExit()
-        return Sandbox.Result(
-            status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        return try Sandbox.runToEnd(p, timeout: timeout, what: argv.joined(separator: " "))
     }
 
     /// Splits the output of the completion drivers below: "== LINE" then one candidate a line.
