@@ -13,12 +13,7 @@ struct InstallTests {
         return missing.isEmpty ? nil : ShellHarness.missing(missing.joined(separator: ", "))
     }
 
-    func temporaryDirectory() -> String {
-        var template = Array("/tmp/icebox-install-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed")
-        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    func temporaryDirectory() -> String { Sandbox.temporaryDirectory("icebox-install") }
 
     func contents(_ dir: String) -> [String] {
         (FileManager.default.enumerator(atPath: dir)?.allObjects as? [String] ?? []).sorted()

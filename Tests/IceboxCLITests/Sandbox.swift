@@ -23,14 +23,19 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         return nil
     }
 
+    /// A fresh directory under $TMPDIR (else /tmp), made with mkdtemp: `prefix-XXXXXX`.
+    static func temporaryDirectory(_ prefix: String) -> String {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     init(_ label: String = #function) {
         let cleaned = label.filter { $0.isLetter || $0.isNumber }.prefix(20)
         // Short: notify socket paths inside must fit sun_path (107 bytes).
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array("\(base)/icebox-test-\(cleaned)-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed")
-        dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        dir = Sandbox.temporaryDirectory("icebox-test-\(cleaned)")
         runtimeDir = dir + "/run"
         stateDir = dir + "/state"
         let unique = "icebox-test-" + String(dir.split(separator: "-").last!) + "-\(cleaned)"
