@@ -183,6 +183,9 @@ public final class AppCgroups: Sendable {
         return nil
     }
 
+    /// Whether the app has any cgroup to find its processes by (else its session is used).
+    public var isEmpty: Bool { v2 == nil && freezerV1 == nil && memoryV1 == nil }
+
     /// How many processes the app has, sub-cgroups included (0 without a cgroup).
     public func processCount() -> Int { members()?.count ?? 0 }
 

@@ -148,7 +148,7 @@ extension Daemon {
     /// Kills every process of the app (its cgroups', else its session's) and the main
     /// process through its pidfd.
     func killAll(_ app: LiveApp) {
-        if app.cgroups.members() != nil {
+        if !app.cgroups.isEmpty {
             for problem in app.cgroups.killAll() {
                 log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)"))
             }
@@ -185,7 +185,7 @@ extension Daemon {
         app.operationAt = nil
         app.destroying = true
         var sessionLeftovers = 0
-        if app.cgroups.members() == nil {
+        if app.cgroups.isEmpty {
             // No cgroup: what is left of the app is found through its session.
             let rest = ProcFS.pids(inSession: app.pid)
             sessionLeftovers = rest.count
