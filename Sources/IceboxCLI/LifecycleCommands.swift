@@ -21,11 +21,16 @@ enum LifecycleRequest {
 
 enum SuspendCommand: IceboxCommand {
     static let spec = CommandSpec(
-        name: "suspend", usage: "icebox suspend NAME...",
+        name: "suspend", usage: "icebox suspend NAME... [--grace DUR]",
         summary: "Active → Background (notice, grace) → Suspended; returns when frozen",
-        options: LifecycleRequest.common)
+        options: [
+            OptionSpec(name: "grace", value: "DUR", help: "this suspend's grace instead of the app's --grace (0: freeze at once)")
+        ] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        try LifecycleRequest.send(args, spec: spec) { .suspend(names: $0) }
+        let grace: UInt64? = try args.value("grace").map { v throws(IceboxError) in
+            try ArgumentParser.duration(v, option: "grace", default: 0)
+        }
+        return try LifecycleRequest.send(args, spec: spec) { .suspend(names: $0, graceNanos: grace) }
     }
 }
 

@@ -167,7 +167,7 @@ public struct AppLifecycle: Sendable {
         switch input {
         case .ready: becomeActive(now, &fx)
         case .notify(let message): notify(message, now, &fx)
-        case .suspend(let waiter, let notice, let cap): suspend(waiter, notice, cap, now, &fx)
+        case .suspend(let waiter, let notice, let grace): suspend(waiter, notice, length: grace, cap: nil, now, &fx)
         case .resume(let waiter, let waitReady): resume(waiter, waitReady, now, &fx)
         case .terminate(let waiter, let timeout): terminate(waiter, timeout, now, &fx)
         case .evict(let waiter): evict(waiter, now, &fx)
@@ -270,7 +270,8 @@ public struct AppLifecycle: Sendable {
 
     // Active → Background (notice, grace) → Suspended.
     private mutating func suspend(
-        _ waiter: Int?, _ notice: LifecycleInput.Notice?, _ cap: UInt64?, _ now: UInt64, _ fx: inout [LifecycleEffect]
+        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, _ now: UInt64,
+        _ fx: inout [LifecycleEffect]
     ) {
         switch phase {
         case .suspended:
@@ -286,28 +287,31 @@ public struct AppLifecycle: Sendable {
             if let waiter { suspendWaiters.append(waiter) }
             watchdogDeadline = nil  // paused: the app is told it is going away, then frozen
             setState(.background, now)
-            guard let notice else {
-                phase = .background(Grace(now: now, length: 0, maxLength: 0))
-                let why =
+            // The grace is the app's whether or not it can be told (iOS gives every app its
+            // background time; Android freezes a cached app after a fixed delay, unannounced):
+            // only its length decides, and --grace 0 freezes at once.
+            let length = min(cap ?? .max, asked ?? record.options.graceNanos)
+            let grace = Grace(now: now, length: length, maxLength: record.options.maxGraceNanos)
+            phase = .background(grace)
+            let told: String
+            if let notice {
+                fx.append(.signal(notice.signal))
+                told = "\(Signals.name(of: notice.signal)) sent (\(notice.why))"
+            } else {
+                told =
                     record.options.backgroundSignal == NoticeSignal.none
                     ? "no notice (--background-signal none)" : "no notice (the app has no SIGUSR1 handler)"
-                fx.append(.log(event(.notice, from: from, to: .background, why + "; grace skipped", now)))
-                for id in suspendWaiters {
-                    fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(why); grace skipped", failed: false))
-                }
-                endGrace(reason: "no notice", now, &fx)
-                return
             }
-            let grace = Grace(
-                now: now, length: min(cap ?? .max, record.options.graceNanos), maxLength: record.options.maxGraceNanos)
-            phase = .background(grace)
-            fx.append(.signal(notice.signal))
-            let text = "\(Signals.name(of: notice.signal)) sent (\(notice.why)); grace \(DurationText.format(record.options.graceNanos))"
+            let text = "\(told); " + (length == 0 ? "grace 0: freezing at once" : "grace \(DurationText.format(length))")
             var e = event(.notice, from: from, to: .background, text, now)
             e.graceNanos = grace.length
             fx.append(.log(e))
             for id in suspendWaiters {
                 fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false))
+            }
+            guard length > 0 else {
+                endGrace(reason: "grace 0", now, &fx)
+                return
             }
             fx.append(.persist)  // the grace deadline survives a daemon crash
         case .ending, .cleaningUp, .ended:
@@ -331,7 +335,7 @@ public struct AppLifecycle: Sendable {
         let extended = grace.extensions > 0 ? ", extended \(grace.extensions)×" : ""
         let unit = outcome.backend == .signal ? "thread" : "process"
         let graceText =
-            reason == "no notice" ? "no grace (no notice)" : "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended))"
+            reason == "grace 0" ? "no grace (grace 0)" : "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended))"
         let text =
             "\(graceText), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
         var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
@@ -548,7 +552,7 @@ public struct AppLifecycle: Sendable {
         case .launching, .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
             pendingEviction = true
-            suspend(nil, notice, grace, now, &fx)
+            suspend(nil, notice, length: nil, cap: grace, now, &fx)
         case .ending, .cleaningUp, .ended:
             break
         }

@@ -5,7 +5,8 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case ping
     case launch(LaunchOptions)
     case ps(all: Bool)
-    case suspend(names: [String])
+    /// `graceNanos`: this suspend's grace instead of each app's own (`suspend --grace`).
+    case suspend(names: [String], graceNanos: UInt64? = nil)
     case resume(names: [String], waitReady: Bool)
     /// Resume `name` and send the active app(s) to the background.
     case switchTo(name: String)

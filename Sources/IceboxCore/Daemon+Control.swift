@@ -345,10 +345,10 @@ extension Daemon {
                 unlink(config.paths.registryRecord(name))
             }
             finish(fd, .success)
-        case .suspend(let names):
+        case .suspend(let names, let grace):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { apply(.suspend(waiter: id, notice: notice(for: app)), to: app) }
+            for app in targets { apply(.suspend(waiter: id, notice: notice(for: app), grace: grace), to: app) }
         case .resume(let names, let waitReady):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)

@@ -84,13 +84,18 @@ public struct IceboxClient: Sendable {
     }
 
     /// Active → Background (the notice and the grace) → Suspended: returns once the kernel
-    /// has confirmed the freeze. Corresponds to `icebox suspend NAME`.
+    /// has confirmed the freeze. Corresponds to `icebox suspend NAME`; `grace` (nanoseconds)
+    /// replaces the app's own grace for this suspend, as `--grace` does (0: freeze at once).
     @discardableResult
-    public func suspend(_ name: String) throws(IceboxError) -> CommandOutput { try suspend([name]) }
+    public func suspend(_ name: String, grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {
+        try suspend([name], grace: grace)
+    }
 
     /// Suspends several apps at once. Corresponds to `icebox suspend NAME...`.
     @discardableResult
-    public func suspend(_ names: [String]) throws(IceboxError) -> CommandOutput { try send(.suspend(names: names)) }
+    public func suspend(_ names: [String], grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {
+        try send(.suspend(names: names, graceNanos: grace))
+    }
 
     /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with
     /// `waitReady` (for apps launched with `ready: .notify`), once the app says `READY=1`

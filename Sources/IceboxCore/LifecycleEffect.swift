@@ -9,8 +9,9 @@ public enum LifecycleInput: Sendable, Equatable {
     /// A message on the app's NOTIFY_SOCKET.
     case notify(NotifyMessage)
     /// `icebox suspend`: notice, grace, freeze. `notice` is the signal to send, decided by
-    /// the caller (it reads the app's signal mask in /proc); `graceCap` shortens the grace.
-    case suspend(waiter: Int?, notice: Notice?, graceCap: UInt64? = nil)
+    /// the caller (it reads the app's signal mask in /proc); `grace`, when given, is this
+    /// suspend's grace instead of the app's `--grace` (`icebox suspend --grace`).
+    case suspend(waiter: Int?, notice: Notice?, grace: UInt64? = nil)
     case resume(waiter: Int?, waitReady: Bool = false)
     /// SIGTERM, then SIGKILL after `timeout`.
     case terminate(waiter: Int?, timeout: UInt64)

@@ -244,7 +244,9 @@ public final class Supervisor: Sendable {
 
     /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
     @discardableResult
-    public func suspend(_ name: String) throws(IceboxError) -> CommandOutput { try client.suspend(name) }
+    public func suspend(_ name: String, grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {
+        try client.suspend(name, grace: grace)
+    }
 
     /// Resumes an app; see ``IceboxClient/resume(_:waitReady:)-(String,_)``. Corresponds to `icebox resume`.
     @discardableResult

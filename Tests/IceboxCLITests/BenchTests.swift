@@ -104,7 +104,7 @@ struct BenchTests {
         let server = "exec python3 -m http.server \(port) --bind 127.0.0.1 # \"quoted\", comma"
         let r = try box.icebox(
             [
-                "bench", "--ready", "tcp:\(port)", "--runs", "4", "--warmup", "0", "--hold", "100ms", "--evict-every", "2",
+                "bench", "--grace", "0", "--ready", "tcp:\(port)", "--runs", "4", "--warmup", "0", "--hold", "100ms", "--evict-every", "2",
                 "--export-json", json, "--export-csv", csv, "--export-markdown", md, "--", "sh", "-c", server,
             ], timeout: 90)
         #expect(r.status == 0, "\(r.output)")
@@ -126,7 +126,7 @@ struct BenchTests {
     func quietAndStyles() throws {
         let box = Sandbox()
         defer { box.close() }
-        let args = ["bench", "--runs", "1", "--warmup", "0", "--hold", "10ms", "--evict-every", "0"]
+        let args = ["bench", "--grace", "0", "--runs", "1", "--warmup", "0", "--hold", "10ms", "--evict-every", "0"]
         let quiet = try box.icebox(args + ["--quiet", "--", "sleep", "60"])
         #expect(quiet.status == 0, "\(quiet.output)")
         #expect(quiet.stdout.contains("Cold start") && quiet.stderr.isEmpty, "\(quiet.output)")

@@ -77,7 +77,7 @@ struct ConventionsIntegrationTests {
         #expect(try box.icebox(["launch", "web", "--", "sleep", "1000"]).status == 0)
         #expect(try box.icebox(["launch", "worker", "--", "sleep", "1000"]).status == 0)
         #expect(try box.icebox(["launch", "db", "--", "sleep", "1000"]).status == 0)
-        #expect(try box.icebox(["suspend", "db"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "db"]).status == 0)
 
         let table = try box.icebox(["ps"])
         let header = try #require(table.stdout.split(separator: "\n").first)
@@ -170,7 +170,7 @@ struct ConventionsIntegrationTests {
     func jobControl() throws {
         let box = Sandbox()
         defer { box.close() }
-        let p = try start(box, ["run", "--name", "jc", "--", "sleep", "1000"])
+        let p = try start(box, ["run", "--grace", "0", "--name", "jc", "--", "sleep", "1000"])
         defer { stop(p) }
         let pid = p.processIdentifier
         #expect(try eventually { try box.apps()["jc"]?.state == .active })
@@ -196,7 +196,8 @@ struct ConventionsIntegrationTests {
         defer { box.close() }
         let err = Pipe()
         let p = try start(
-            box, ["bench", "--name", "bint", "--runs", "3", "--warmup", "0", "--hold", "30s", "--", "sleep", "1000"], stderr: err)
+            box, ["bench", "--grace", "0", "--name", "bint", "--runs", "3", "--warmup", "0", "--hold", "30s", "--", "sleep", "1000"],
+            stderr: err)
         defer { stop(p) }
         #expect(try eventually(20) { try box.apps()["bint"]?.state == .suspended })
         kill(p.processIdentifier, SIGINT)

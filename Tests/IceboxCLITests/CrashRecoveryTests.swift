@@ -132,7 +132,7 @@ struct CrashRecoveryTests {
         let box = Sandbox()
         defer { box.close() }
         _ = try box.icebox(["launch", "keep", "--", "sleep", "1000"])
-        _ = try box.icebox(["suspend", "keep"])
+        _ = try box.icebox(["suspend", "--grace", "0", "keep"])
         let pid = try #require(try box.apps()["keep"]?.pid)
         let stop = try box.icebox(["daemon", "--stop"])
         #expect(stop.status == 0)

@@ -102,7 +102,7 @@ struct ErrorTests {
         defer { a.close(); b.close() }
         #expect(try a.icebox(["launch", "same", "--", "sleep", "1000"]).status == 0)
         #expect(try b.icebox(["launch", "same", "--", "sleep", "1000"]).status == 0)
-        #expect(try a.icebox(["suspend", "same"]).status == 0)
+        #expect(try a.icebox(["suspend", "--grace", "0", "same"]).status == 0)
         #expect(try a.apps()["same"]?.state == .suspended)
         #expect(try b.apps()["same"]?.state == .active)
         #expect(try a.apps()["same"]?.pid != b.apps()["same"]?.pid)

@@ -93,9 +93,9 @@ struct LifecycleTests {
             if !settled(members) { usleep(5_000) }
         }
         #expect(members.count == 3, "members: \(members)")
-        let s = try box.icebox(["suspend", "tree"])
+        let s = try box.icebox(["suspend", "--grace", "0", "tree"])
         #expect(s.status == 0, "\(s.output)")
-        #expect(s.stdout.contains("grace skipped"))
+        #expect(s.stdout.contains("grace 0: freezing at once"))
         for pid in members {
             switch backend {
             case "cgroup2": #expect(Kernel.cgroupFrozen(cgroup))
@@ -168,14 +168,23 @@ struct LifecycleTests {
         #expect(box.events("busy").contains { $0.detail.contains("capped by --max-grace") })
     }
 
-    @Test("an app without a SIGUSR1 handler gets no notice and is frozen at once")
+    @Test("an app without a SIGUSR1 handler gets no notice but still its whole grace; --grace 0 freezes at once")
     func naiveApp() throws {
         let box = Sandbox()
         defer { box.close() }
-        _ = try box.icebox(["launch", "naive", "--", "sleep", "1000"])
+        _ = try box.icebox(["launch", "--grace", "600ms", "naive", "--", "sleep", "1000"])
+        let started = Date()
         let r = try box.icebox(["suspend", "naive"])
+        let took = Date().timeIntervalSince(started)
         #expect(r.status == 0, "\(r.output)")
         #expect(r.stdout.contains("no SIGUSR1 handler"))
+        #expect(r.stdout.contains("grace 600.0ms"), "\(r.stdout)")
+        #expect(took >= 0.6, "the grace runs its course without a notice (took \(took) s)")
+        #expect(box.events("naive").contains { $0.kind == .freeze && $0.detail.contains("grace ended after") })
+        _ = try box.icebox(["resume", "naive"])
+        let now = try box.icebox(["suspend", "--grace", "0", "naive"])
+        #expect(now.stdout.contains("grace 0: freezing at once"), "\(now.stdout)")
+        #expect(now.stdout.contains("no grace"), "\(now.stdout)")
         let record = try #require(try box.apps()["naive"])
         #expect(record.state == .suspended)
         #expect(Kernel.alive(record.pid), "the naive app must not be killed by a notice")

@@ -82,12 +82,12 @@ struct StuckFreezeTests {
             nonisolated(unsafe) var suspendResult: Sandbox.Result?  // written by the thread, read after done
             let done = DispatchSemaphore(value: 0)
             Thread {
-                suspendResult = try? sandbox.icebox(["suspend", "stuck"], timeout: 60)
+                suspendResult = try? sandbox.icebox(["suspend", "--grace", "0", "stuck"], timeout: 60)
                 done.signal()
             }.start()
             usleep(400_000)
             // Meanwhile the loop serves everyone else.
-            if try box.icebox(["suspend", "other"]).status != 0 { Issue.record("suspend other failed") }
+            if try box.icebox(["suspend", "--grace", "0", "other"]).status != 0 { Issue.record("suspend other failed") }
             let t0 = Date()
             let resumed = try box.icebox(["resume", "other"])
             let resumeTook = Date().timeIntervalSince(t0)

@@ -34,11 +34,11 @@ struct MetricsCommandTests {
         try launchWeb(box)
         for name in ["idle", "gone"] { #expect(try box.icebox(["launch", name, "--", "sleep", "1000"]).status == 0) }
         for _ in 0..<2 {
-            #expect(try box.icebox(["suspend", "web"]).status == 0)
+            #expect(try box.icebox(["suspend", "--grace", "0", "web"]).status == 0)
             let resumed = try box.icebox(["resume", "--wait-ready", "web"])
             #expect(resumed.status == 0, "\(resumed.output)")
         }
-        #expect(try box.icebox(["suspend", "idle"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "idle"]).status == 0)
         #expect(try box.icebox(["evict", "gone"]).status == 0)
 
         let r = try box.icebox(["metrics"])
@@ -191,7 +191,7 @@ struct MetricsCommandTests {
         // A burst of changes: five transitions well within a second or two.
         let burstStart = Date()
         for step in ["suspend", "resume", "suspend", "resume", "suspend"] {
-            let r = try box.icebox([step, "web"], extraEnv: env)
+            let r = try box.icebox(step == "suspend" ? [step, "--grace", "0", "web"] : [step, "web"], extraEnv: env)
             #expect(r.status == 0, "\(r.output)")
         }
         // The last change lands, within the rate limit's second (and some slack).

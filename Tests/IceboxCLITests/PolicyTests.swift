@@ -41,7 +41,7 @@ struct PolicyTests {
         defer { box.close() }
         for name in ["first", "second", "third"] {
             #expect(try box.icebox(["launch", "--ready", "notify", name, "--"] + hog(box, megabytes: 40)).status == 0)
-            #expect(try box.icebox(["suspend", name]).status == 0)
+            #expect(try box.icebox(["suspend", "--grace", "0", name]).status == 0)
         }
         #expect(try box.icebox(["launch", "--ready", "notify", "fg", "--"] + hog(box, megabytes: 40)).status == 0)
         let apps = try box.apps()
@@ -68,7 +68,7 @@ struct PolicyTests {
         #expect(try box.icebox(["policy", "set", "--max-suspended", "2"]).status == 0)
         for name in ["a", "b", "c"] {
             _ = try box.icebox(["launch", name, "--", "sleep", "1000"])
-            _ = try box.icebox(["suspend", name])
+            _ = try box.icebox(["suspend", "--grace", "0", name])
         }
         try waitFor("an eviction") { evicted(box).count >= 1 }
         #expect(victims(box) == ["a"])
@@ -88,7 +88,7 @@ struct PolicyTests {
         ]
         for (name, band, suspend) in plan {
             _ = try box.icebox(["launch", "--priority", band, name, "--", "sleep", "1000"])
-            if suspend { _ = try box.icebox(["suspend", name]) }
+            if suspend { _ = try box.icebox(["suspend", "--grace", "0", name]) }
         }
         // "bg-normal" goes to the background and stays there (a long grace, a handler that never answers).
         let app = box.pythonApp(onNotice: "pass")
@@ -114,7 +114,7 @@ struct PolicyTests {
         let box = Sandbox()
         defer { box.close() }
         _ = try box.icebox(["launch", "idle", "--", "sleep", "1000"])
-        _ = try box.icebox(["suspend", "idle"])
+        _ = try box.icebox(["suspend", "--grace", "0", "idle"])
         // The hog writes a file three times its memory limit and reads it back again and
         // again: page cache thrashing inside its cgroup, which the kernel counts as stall.
         let file = box.dir + "/hogfile"
@@ -176,7 +176,7 @@ struct PolicyTests {
         _ = try box.icebox(["launch", "--ready", "notify", "--ready-timeout", "60s", "mapper", "--", "python3", "-c", code])
         let refused = try box.icebox(["compact", "mapper"])
         #expect(refused.status == 1 && refused.stderr.contains("suspended"))
-        _ = try box.icebox(["suspend", "mapper"])
+        _ = try box.icebox(["suspend", "--grace", "0", "mapper"])
         let r = try box.icebox(["compact", "mapper", "--mode", "pageout"])
         #expect(r.status == 0, "\(r.output)")
         let line = try #require(r.stdout.split(separator: "\n").first { $0.contains("compacted") })
@@ -190,7 +190,7 @@ struct PolicyTests {
         _ = try box.icebox([
             "launch", "--ready", "notify", "--ready-timeout", "60s", "--compact-after", "200ms", "auto", "--", "python3", "-c", code,
         ])
-        _ = try box.icebox(["suspend", "auto"])
+        _ = try box.icebox(["suspend", "--grace", "0", "auto"])
         try waitFor("an automatic compaction") { box.events("auto").contains { $0.kind == .compact } }
     }
 
@@ -203,7 +203,7 @@ struct PolicyTests {
         let code =
             "import fcntl, os, socket, time\nf = open('\(lockFile)', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\nwhile True: time.sleep(1)"
         _ = try box.icebox(["launch", "--ready", "notify", "holder", "--", "python3", "-c", code])
-        _ = try box.icebox(["suspend", "holder"])
+        _ = try box.icebox(["suspend", "--grace", "0", "holder"])
         // Another process now waits for the lock the frozen app holds.
         let waiter = Process()
         waiter.executableURL = URL(fileURLWithPath: "/usr/bin/flock")

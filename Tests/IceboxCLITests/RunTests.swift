@@ -33,7 +33,7 @@ struct RunTests {
         while (try? box.apps()["sleep"]?.state) != .active && Date() < deadline { usleep(20_000) }
         let second = try box.icebox(["launch", "sleep-x", "--", "sleep", "1000"])
         #expect(second.status == 0)
-        #expect(try box.icebox(["suspend", "sleep"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "sleep"]).status == 0)
         #expect(try box.apps()["sleep"]?.state == .suspended)
         #expect(try box.icebox(["terminate", "sleep"]).status == 0)
         #expect(done.wait(timeout: .now() + 20) == .success)

@@ -14,7 +14,7 @@ struct SecretsTests {
             ["launch", "--env", "API_TOKEN=hunter2-from-env", "vault", "--", "sleep", "1000"],
             extraEnv: ["DB_PASSWORD": "s3cret-from-caller"])
         #expect(launched.status == 0, "\(launched.output)")
-        #expect(try box.icebox(["suspend", "vault"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "vault"]).status == 0)
         var outputs: [String] = []
         for args in [
             ["ps"], ["ps", "--all"], ["ps", "--json"], ["ps", "--json", "--all"], ["log"], ["log", "--json"], ["log", "vault"],

@@ -38,7 +38,7 @@ struct WatchdogTests {
         let app = pinger(box, count: 8)
         let r = try box.icebox(["launch", "--ready", "notify", "--watchdog", "500ms", "quiet", "--", "python3", app])
         #expect(r.status == 0, "\(r.output)")
-        #expect(try box.icebox(["suspend", "quiet"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "quiet"]).status == 0)
         usleep(1_500_000)  // three intervals frozen: the watchdog is paused
         #expect(!box.events("quiet").contains { $0.kind == .watchdog }, "a false alarm while suspended")
         #expect(try box.icebox(["resume", "quiet"]).status == 0)

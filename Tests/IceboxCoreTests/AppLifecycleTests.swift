@@ -41,10 +41,12 @@ struct AppLifecycleTests {
             go(.suspend(waiter: nil, notice: usr1))
             go(.notify(NotifyMessage.parse("READY=1")))
         case .suspended:
-            go(.suspend(waiter: nil, notice: nil))
+            go(.suspend(waiter: nil, notice: usr1))
+            go(.notify(NotifyMessage.parse("READY=1")))
             go(.freezeConfirmed(frozen))
         case .thawing:
-            go(.suspend(waiter: nil, notice: nil))
+            go(.suspend(waiter: nil, notice: usr1))
+            go(.notify(NotifyMessage.parse("READY=1")))
             go(.freezeConfirmed(frozen))
             go(.resume(waiter: nil))
         case .terminating: go(.terminate(waiter: nil, timeout: second))
@@ -208,11 +210,25 @@ struct AppLifecycleTests {
         #expect(t.nextDeadline == .max)
     }
 
-    @Test func withoutANoticeTheGraceIsSkipped() {
+    @Test func withoutANoticeTheGraceStillRunsItsCourse() {
         var l = Self.lifecycle(in: .active)
         let fx = l.handle(.suspend(waiter: 1, notice: nil), now: 50)
         #expect(!fx.contains { if case .signal = $0 { return true } else { return false } })
-        #expect(fx.last == .freeze(deadline: 50 + 10 * Self.second))
+        #expect(!fx.contains { if case .freeze = $0 { return true } else { return false } }, "not frozen before the grace ends")
+        #expect(l.state == .background)
+        #expect(l.nextDeadline == 50 + 5 * Self.second)
+        #expect(l.handle(.tick, now: 50 + 5 * Self.second - 1).isEmpty)
+        #expect(l.handle(.tick, now: 50 + 5 * Self.second).last == .freeze(deadline: 50 + 15 * Self.second))
+    }
+
+    @Test func graceZeroFreezesAtOnceWithOrWithoutANotice() {
+        for notice in [Self.usr1, nil] {
+            var l = AppLifecycle(record: Self.record(grace: 0), launchStart: 0)
+            _ = l.handle(.ready, now: 10)
+            let fx = l.handle(.suspend(waiter: 1, notice: notice), now: 50)
+            #expect(fx.last == .freeze(deadline: 50 + 10 * Self.second))
+            #expect(fx.contains { if case .report(1, let line, false) = $0 { return line.contains("grace 0") } else { return false } })
+        }
     }
 
     @Test func suspendWhileInTheBackgroundJoinsTheWait() {
@@ -234,6 +250,7 @@ struct AppLifecycleTests {
     @Test func freezeDeadlineMissedLeavesTheAppActiveAndTellsTheWaiter() {
         var l = Self.lifecycle(in: .active)
         _ = l.handle(.suspend(waiter: 5, notice: nil), now: 10)
+        _ = l.handle(.tick, now: l.nextDeadline!)
         let fx = l.handle(.freezeFailed("not frozen after 10s (cgroup2); rolled back, the app runs"), now: 20)
         #expect(l.state == .active)
         #expect(fx.contains { if case .settle(5, let line?, true) = $0 { return line.contains("freeze failed") } else { return false } })

@@ -39,7 +39,7 @@ struct IceboxClientTests {
     @Test("a failure carries the daemon's message (without 'icebox: ') and its exit code")
     func failure() throws {
         let replies = [
-            ControlReply(kind: .line, text: "web  active → background  no notice; grace skipped"),
+            ControlReply(kind: .line, text: "web  active → background  no notice; grace 0: freezing at once"),
             ControlReply(kind: .warning, text: "icebox: web: freeze failed: cannot write cgroup.freeze"),
             ControlReply(kind: .done, code: 77),
         ]

@@ -431,7 +431,7 @@ def one_workload(ctx, sess, kind, n, mode, backend, extra):
     row = {"kind": kind, "size": n, "mode": mode, "backend": backend, "name": name}
     cmd = [ctx.tools + "/workload", *extra, kind, str(n), mode]
     r, t0, t1 = sess.run("launch", "--backend", backend, "--ready", "notify", "--ready-timeout", "120s",
-                         "--background-signal", "none", name, "--", *cmd, check=False, timeout=180)
+                         "--background-signal", "none", "--grace", "0", name, "--", *cmd, check=False, timeout=180)
     if r.returncode != 0:
         row["skipped"] = f"launch failed (exit {r.returncode}): {r.stderr.strip()[:300]}"
         log(f"{name}: {row['skipped']}")
@@ -516,7 +516,7 @@ def part_cli(ctx):
     out = {"rounds": rounds, "backends": {}, "commands": {}}
     for backend in ctx.backends:
         name = f"cli-{backend}"
-        sess.run("launch", "--backend", backend, "--ready", "notify", "--background-signal", "none", name, "--",
+        sess.run("launch", "--backend", backend, "--ready", "notify", "--background-signal", "none", "--grace", "0", name, "--",
                  ctx.tools + "/workload", "procs", "1", "idle")
         pid = sess.ps()[name]["pid"]
         sess.new_events()
@@ -611,7 +611,7 @@ def part_servers(ctx):
                 # --background-signal none: node handles SIGUSR1 (it starts its inspector), and a
                 # notice would hold every suspend for the whole grace period
                 r = subprocess.run([ctx.icebox, "bench", "--ready", f"http:http://127.0.0.1:{port}/", "--runs", str(runs),
-                                    "--warmup", "1", "--hold", "200ms", "--background-signal", "none", "--backend", backend,
+                                    "--warmup", "1", "--hold", "200ms", "--background-signal", "none", "--grace", "0", "--backend", backend,
                                     "--export-json", jpath, "--", *argv],
                                    env=sess.env, capture_output=True, text=True, timeout=300)
                 entry["wall_ns"] = mono() - t0
@@ -649,7 +649,7 @@ def part_scale(ctx):
     for level in levels:
         while len(names) < level:
             name = f"s{len(names)}"
-            _, a, b = sess.run("launch", "--background-signal", "none", name, "--", "sleep", "100000", env=env)
+            _, a, b = sess.run("launch", "--background-signal", "none", "--grace", "0", name, "--", "sleep", "100000", env=env)
             names.append(name)
             launch_walls.append(b - a)
         daemon = sess.daemon_pid()
@@ -911,7 +911,7 @@ def markdown(results, pngs):
         else:
             names = ("cold_start", "hot_resume", "freeze", "thaw", "suspend", "relaunch_after_eviction")
             L += [f"`icebox bench --ready http:http://127.0.0.1:PORT/ --runs {sv['runs']} --warmup 1 --hold 200ms "
-                  f"--background-signal none --backend B -- SERVER` (medians; every sample in results.json).", "",
+                  f"--background-signal none --grace 0 --backend B -- SERVER` (medians; every sample in results.json).", "",
                   "| server | backend | " + " | ".join(names) + " | speedup (median) |",
                   "|---|---|" + "--:|" * (len(names) + 1)]
             for e in sv["results"]:
