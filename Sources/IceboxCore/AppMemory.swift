@@ -28,17 +28,19 @@ public struct AppMemoryReading: Codable, Sendable, Equatable {
 public enum AppMemory {
     /// memory.current of the v2 cgroup when that file exists (the v2 memory controller is
     /// enabled for it); else memory.usage_in_bytes of the app's v1 memory cgroup; else the Pss
-    /// sum over `pids`. A source that cannot be read falls through to the next.
-    public static func read(v2Cgroup: String?, v1MemoryCgroup: String?, pids: [pid_t], procRoot: String = "/proc")
-        -> AppMemoryReading
-    {
+    /// sum over `pids`. A source that cannot be read falls through to the next. `pids` is
+    /// only listed when it comes to that: listing an app's members walks its cgroup tree, and
+    /// `ps` asks this of every app.
+    public static func read(
+        v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc"
+    ) -> AppMemoryReading {
         if let v2Cgroup, let bytes = readCounter(v2Cgroup + "/memory.current") {
             return AppMemoryReading(bytes: bytes, source: .memoryCurrent)
         }
         if let v1MemoryCgroup, let bytes = try? MemoryCgroupV1(path: v1MemoryCgroup).usage() {
             return AppMemoryReading(bytes: bytes, source: .v1Usage)
         }
-        return AppMemoryReading(bytes: pssSum(pids: pids, procRoot: procRoot), source: .pssSum)
+        return AppMemoryReading(bytes: pssSum(pids: pids(), procRoot: procRoot), source: .pssSum)
     }
 
     /// The Pss line of /proc/PID/smaps_rollup, in bytes; nil without one (a kernel thread).
