@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CLONE_PIDFD
@@ -260,6 +262,21 @@ int icebox_waitid_all(int options, int *code, int *status, pid_t *pid) {
 }
 
 int icebox_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+int icebox_set_timer_slack(unsigned long nanos) { return prctl(PR_SET_TIMERSLACK, nanos, 0, 0, 0); }
+
+int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns) {
+#ifdef SYS_epoll_pwait2
+    static int unsupported;
+    if (!unsupported) {
+        struct timespec ts = {.tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000};
+        long n = syscall(SYS_epoll_pwait2, epfd, events, max, timeout_ns < 0 ? NULL : &ts, NULL, 0);
+        if (n >= 0 || errno != ENOSYS) return (int)n;
+        unsupported = 1;
+    }
+#endif
+    int ms = timeout_ns < 0 ? -1 : (int)(timeout_ns > 60000000000LL ? 60000 : (timeout_ns + 999999) / 1000000);
+    return epoll_wait(epfd, events, max, ms);
+}
 int icebox_set_pdeathsig(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
 
 ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {

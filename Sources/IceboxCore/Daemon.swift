@@ -213,13 +213,16 @@ public final class Daemon {
     // MARK: The loop
 
     func loop() {
+        // Deadlines here are tens of µs apart while a freeze is confirmed; the default
+        // 50 µs of timer slack would make each one late by that much.
+        Clock.setTimerSlack(nanos: 1)
         while true {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
             if shouldExit(now: Clock.monotonicNanos()) { return }
             flushRegistry()
-            let timeout = nextTimeoutMillis(now: Clock.monotonicNanos())
-            for (token, events) in epoll.wait(timeoutMillis: timeout) {
+            let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
+            for (token, events) in epoll.wait(timeoutNanos: timeout) {
                 guard let source = sources[token] else { continue }
                 dispatch(source, events: events)
             }
@@ -239,16 +242,17 @@ public final class Daemon {
         return now.saturatingSub(since) >= idle
     }
 
-    func nextTimeoutMillis(now: UInt64) -> Int32 {
+    /// How long the loop may sleep: until the earliest deadline of any app, client or timer
+    /// (nil: until something happens), at most a minute.
+    func nextTimeoutNanos(now: UInt64) -> UInt64? {
         let timers = [policyCheckAt, acceptResumeAt].compactMap { $0 }
         var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + timers).min()
         next = [next, metricsFileDue].compactMap { $0 }.min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
             next = min(next ?? .max, since.saturatingAdd(idle))
         }
-        guard let next else { return -1 }
-        if next <= now { return 0 }
-        return Int32(min((next - now).saturatingAdd(999_999) / 1_000_000, 60_000))
+        guard let next else { return nil }
+        return min(next.saturatingSub(now), 60_000_000_000)
     }
 
     func dispatch(_ source: Source, events: UInt32) {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 
 /// JSON for the control protocol, the event log, the registry and every `--json` output:
 /// compact, one object a line, keys sorted so files diff cleanly, and one key style
@@ -8,7 +9,7 @@ public enum JSONLines {
     public static func encode<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .custom { path in JSONKey(JSONKeyStyle.snake(path.last!.stringValue)) }
+        encoder.keyEncodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .snake)) }
         guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
@@ -19,13 +20,30 @@ public enum JSONLines {
 
     public static func decodeOrError<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
         let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .custom { path in JSONKey(JSONKeyStyle.camel(path.last!.stringValue)) }
+        decoder.keyDecodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .camel)) }
         return try decoder.decode(type, from: Data(line.utf8))
     }
 }
 
 /// The mapping between Swift property names and the JSON keys. Pure, so it is unit-tested.
 public enum JSONKeyStyle {
+    public enum Direction: Sendable { case snake, camel }
+
+    /// `snake` or `camel`, remembered per key name: the conversion walks Characters, and
+    /// `ps` with 1000 apps converts the same thirty names 1000 times each. Keys being
+    /// decoded come from outside, so the memory stops taking new names at a bound.
+    public static func converted(_ key: String, by direction: Direction) -> String {
+        if let known = memory.withLock({ $0[direction == .snake ? 0 : 1][key] }) { return known }
+        let value = direction == .snake ? snake(key) : camel(key)
+        memory.withLock { tables in
+            let i = direction == .snake ? 0 : 1
+            if tables[i].count < 1024 { tables[i][key] = value }
+        }
+        return value
+    }
+
+    private static let memory = Mutex<[[String: String]]>([[:], [:]])
+
     /// `durationNanos` → `duration_ns`, `freezerV1` → `freezer_v1`, `pid` → `pid`.
     public static func snake(_ name: String) -> String {
         var base = Substring(name)

@@ -32,6 +32,19 @@ public final class Epoll {
         _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, &ev)
     }
 
+    /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the
+    /// nanosecond (epoll_pwait2) where the kernel has it: the daemon re-reads a freeze in
+    /// progress tens of µs apart, which whole milliseconds would round to 1 ms.
+    public func wait(timeoutNanos: UInt64?, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
+        var events = [epoll_event](repeating: epoll_event(), count: max)
+        let timeout = timeoutNanos.map { Int64(min($0, 60_000_000_000)) } ?? -1
+        let n = events.withUnsafeMutableBufferPointer { buf in
+            icebox_epoll_wait_ns(fd, buf.baseAddress!, Int32(max), timeout)
+        }
+        if n <= 0 { return [] }
+        return events[0..<Int(n)].map { ($0.data.u64, $0.events) }
+    }
+
     /// Waits until something is ready or the timeout (ms, -1 forever) passes.
     public func wait(timeoutMillis: Int32, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
         var events = [epoll_event](repeating: epoll_event(), count: max)

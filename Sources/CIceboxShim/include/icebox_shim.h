@@ -62,6 +62,11 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
+int icebox_set_timer_slack(unsigned long nanos);
+struct epoll_event;
+/* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
+   milliseconds, rounded up, on a kernel without it (before 5.11). */
+int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
 int icebox_set_pdeathsig(int sig);
 
 /// Sends a message with descriptors attached (SCM_RIGHTS). Returns bytes sent or -1.
