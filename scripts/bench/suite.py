@@ -1041,8 +1041,17 @@ def part_servers(ctx):
                         ["cgroup2"]))
     else:
         log("servers: javac/java not installed: skipping the Java server")
-    results = []
+    results, bare = [], []
+    base_v2 = f"{CG2}/icebox-bench-{os.getpid()}-servers-bare"
+    os.makedirs(base_v2)
+    ctx.cleanups.append(lambda: remove_cgroup_tree(base_v2))
     for label, command, backends in targets:
+        # the bare baseline, half of its rounds before icebox bench and half after
+        baseline = BareServer(ctx, f"{base_v2}/{len(bare)}", command)
+        try:
+            baseline.rounds(runs // 2)
+        except Exception as e:  # noqa: BLE001 - icebox bench still runs; the row says why
+            baseline.error = str(e)
         for backend in backends:
             port = free_port()
             argv = command(port)
@@ -1070,7 +1079,95 @@ def part_servers(ctx):
                 res, speedup = bench_export(entry["export"])
                 log(f"servers {label:24} {backend:8} cold {fmt(res.get('cold_start', {}).get('median'))}  hot "
                     f"{fmt(res.get('hot_resume', {}).get('median'))}  speedup {speedup}")
-    return {"runs": runs, "results": results}
+        try:
+            if not baseline.error:
+                baseline.rounds(runs - runs // 2)
+        except Exception as e:  # noqa: BLE001
+            baseline.error = str(e)
+        finally:
+            baseline.stop()
+        bare.append(baseline.result(label))
+        st = bare[-1]["stats"]
+        log(f"servers {label:24} bare     cold {fmt(st.get('cold', {}).get('median'))}  hot (pending GET) "
+            f"{fmt(st.get('hot_pending', {}).get('median'))}  hot (GET after thaw) {fmt(st.get('hot_after', {}).get('median'))}"
+            + (f"  error: {baseline.error}" if baseline.error else ""))
+    return {"runs": runs, "results": results, "bare": bare}
+
+
+class BareServer:
+    """A server's cold and hot start with nothing in between: cold = spawn it → first GET answered
+    (probing on icebox bench's schedule); hot = one instance in a cgroup of the benchmark's own,
+    frozen by the C one-shot (`bare once cgroup2 freeze`), held 200 ms (icebox bench's --hold),
+    then thawed by the C one-shot: with a GET sent while frozen, thaw spawn → answered
+    (`hot_pending`), and with the GET sent once the thaw command has exited, as icebox bench
+    probes after `resume` (`hot_after`)."""
+
+    HOLD_S = 0.2
+
+    def __init__(self, ctx, cgroup, command):
+        self.ctx, self.cgroup, self.command, self.error, self.hot = ctx, cgroup, command, None, None
+        self.samples = {"cold": [], "hot_pending": [], "hot_after": []}
+
+    def spawn(self, port, enter=None):
+        return subprocess.Popen(self.command(port), preexec_fn=enter, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    @staticmethod
+    def kill(p):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.wait(timeout=30)
+
+    def rounds(self, n):
+        if self.hot is None:
+            os.makedirs(self.cgroup)
+            self.port = free_port()
+            self.hot = self.spawn(self.port, lambda: write(self.cgroup + "/cgroup.procs", str(os.getpid())))
+            http_get_when_up(self.port)
+        bare = self.ctx.tools + "/bare"
+        freeze, thaw = [bare, "once", "cgroup2", "freeze", self.cgroup], [bare, "once", "cgroup2", "thaw", self.cgroup]
+        for _ in range(n):
+            port = free_port()
+            t0 = mono()
+            p = self.spawn(port)
+            try:
+                http_get_when_up(port)
+                self.samples["cold"].append(mono() - t0)
+            finally:
+                self.kill(p)
+            run_oneshot(freeze)
+            time.sleep(self.HOLD_S)
+            sock, early = pending_get(self.port)
+            try:
+                if early:
+                    raise RuntimeError("the frozen server answered")
+                _, got, _ = run_oneshot(thaw, pending=sock)
+            finally:
+                sock.close()
+            self.samples["hot_pending"].append(got)
+            run_oneshot(freeze)
+            time.sleep(self.HOLD_S)
+            t0 = mono()
+            run_oneshot(thaw)
+            http_get_when_up(self.port)
+            self.samples["hot_after"].append(mono() - t0)
+
+    def stop(self):
+        if self.hot is not None:
+            try:
+                write(self.cgroup + "/cgroup.freeze", "0")
+            except OSError:
+                pass
+            self.kill(self.hot)
+            remove_cgroup_tree(self.cgroup)
+
+    def result(self, label):
+        out = {"target": label, "samples": self.samples, "stats": {k: stats(v) for k, v in self.samples.items() if v}}
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1306,6 +1403,44 @@ def later_run_note(results, part):
             f"{run.get('load_end', '?')} at the end; CPU pressure (some, avg10) {run['cpu_pressure_start']}.", ""]
 
 
+def servers_bare_markdown(sv):
+    """The bare hot/cold baseline beside icebox bench's cgroup2 figures for the same server."""
+    if not sv.get("bare"):
+        return []
+    L = ["### The bare baseline: the same servers with nothing in between", "",
+         "Cold: the server spawned directly → first GET answered (probed on icebox bench's schedule: 50 µs "
+         "doubling to 10 ms). Hot: one instance in a cgroup of the benchmark's own, frozen by the C one-shot "
+         "(`bare once cgroup2 freeze`, an exec'd process), held 200 ms (icebox bench's `--hold`), thawed by "
+         "`bare once cgroup2 thaw`: with a GET sent while frozen, from the thaw command's spawn to the answer "
+         "(\"pending\"), and with the GET sent once the thaw command has exited, as icebox bench probes after "
+         f"`resume` (\"after\"). {sv['runs']} rounds each, half before and half after `icebox bench` on the same server, same command "
+         f"and interpreter. icebox's figures are `icebox bench`'s cold_start and hot_resume (cgroup2 backend; "
+         f"its GET is sent after `resume` returns, by a client already running). hot/cold = median hot / median cold; "
+         f"ratio of ratios = bare hot/cold ÷ icebox hot/cold: 1 when icebox keeps the kernel's whole hot/cold "
+         f"advantage, below 1 when it gives some away (target ≥ 0.9).", "",
+         "| server | bare cold | bare hot, pending GET | bare hot, GET after thaw | bare hot/cold (pending · after) | "
+         "icebox cold | icebox hot | icebox hot/cold | ratio of ratios (pending · after) |",
+         "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for b in sv["bare"]:
+        st = b["stats"]
+        if b.get("error") or not all(k in st for k in ("cold", "hot_pending", "hot_after")):
+            L.append(f"| {b['target']} | error: {b.get('error', 'no samples')[:300]} | | | | | | | |")
+            continue
+        ice = next((bench_export(e["export"])[0] for e in sv["results"]
+                    if e["target"] == b["target"] and e["backend"] == "cgroup2" and "export" in e), {})
+        cold, pend, after = st["cold"]["median"], st["hot_pending"]["median"], st["hot_after"]["median"]
+        cells = [fmt(cold), fmt(pend), fmt(after), f"{pend / cold:.4f} · {after / cold:.4f}"]
+        if "cold_start" in ice and "hot_resume" in ice:
+            ir = ice["hot_resume"]["median"] / ice["cold_start"]["median"]
+            rr = [(pend / cold) / ir, (after / cold) / ir]
+            cells += [fmt(ice["cold_start"]["median"]), fmt(ice["hot_resume"]["median"]), f"{ir:.4f}",
+                      " · ".join(f"**{r:.2f}**" if r < 0.9 else f"{r:.2f}" for r in rr)]
+        else:
+            cells += ["–", "–", "–", "no icebox bench figures"]
+        L.append(f"| {b['target']} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
 def oneshot_markdown(results, pngs):
     os_ = results.get("oneshot")
     if not os_:
@@ -1388,8 +1523,8 @@ def markdown(results, pngs):
          "on the same app, interleaved pair by pair with icebox's.", ""]
     fr = results.get("freeze")
     if fr:
-        L += ["## Freeze and thaw as the work grows", "",
-              f"Workloads are `scripts/bench/workload.c` (N processes, or 1 process with N threads in all; idle = "
+        L += ["## Freeze and thaw as the work grows", ""] + later_run_note(results, "freeze")
+        L += [f"Workloads are `scripts/bench/workload.c` (N processes, or 1 process with N threads in all; idle = "
               f"pause(), busy = spinning, with a sched_yield() every 50 µs) launched with `--ready notify "
               f"--background-signal none`. Busy workloads run in a {fr['busy_scheduling']}, so the benchmark itself "
               f"still gets the CPU while they take every idle cycle. bare re-reads the kernel state after "
@@ -1435,8 +1570,8 @@ def markdown(results, pngs):
                 L += [f"![{os.path.basename(p)}]({os.path.basename(p)})", ""]
     cli = results.get("cli")
     if cli:
-        L += ["## The CLI end to end", "",
-              f"Wall time of each command as a user runs it (Python `subprocess.run`, {cli['rounds']} rounds, an idle "
+        L += ["## The CLI end to end", ""] + later_run_note(results, "cli")
+        L += [f"Wall time of each command as a user runs it (Python `subprocess.run`, {cli['rounds']} rounds, an idle "
               f"1-process app). The suspend is split with the daemon's event timestamps (same CLOCK_MONOTONIC): client "
               f"start-up + connect + request until the daemon logs the notice; the daemon's work until the freeze "
               f"write; the freeze; the reply and the client's exit. `/bin/kill` only sends the signal (no "
@@ -1455,7 +1590,7 @@ def markdown(results, pngs):
     L += oneshot_markdown(results, pngs)
     sv = results.get("servers")
     if sv:
-        L += ["## Hot resume against cold start on real servers (`icebox bench`)", ""]
+        L += ["## Hot resume against cold start on real servers (`icebox bench`)", ""] + later_run_note(results, "servers")
         if sv.get("skipped"):
             L += [f"Skipped: {sv['skipped']}.", ""]
         else:
@@ -1472,11 +1607,11 @@ def markdown(results, pngs):
                 cells = [fmt(res[n]["median"]) if n in res else "–" for n in names]
                 L.append(f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + f" | {sp:.1f}× |" if isinstance(sp, (int, float))
                          else f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + " | – |")
-            L += [""]
+            L += [""] + servers_bare_markdown(sv)
     sc = results.get("scale")
     if sc:
-        L += ["## One daemon, many apps", "",
-              f"Apps are `{' '.join(sc['app'])}` (cgroup2 backend), launched one `icebox launch` at a time, the "
+        L += ["## One daemon, many apps", ""] + later_run_note(results, "scale")
+        L += [f"Apps are `{' '.join(sc['app'])}` (cgroup2 backend), launched one `icebox launch` at a time, the "
               f"daemon growing to each size in turn. They are given a small environment "
               f"({', '.join(sc['app_environment'])}): every app record carries its environment (for relaunch); a state "
               f"change rewrites only that app's record, once per turn of the daemon's loop. Idle CPU is the daemon's utime+stime over "
@@ -1501,6 +1636,19 @@ def markdown(results, pngs):
 
 
 # ---------------------------------------------------------------------------------------------
+
+# scripts/bench/run appends these sections to the RESULTS.md of a full run (memory-policy,
+# lifecycle-latency); a partial run or --report-only keeps them from the RESULTS.md already there.
+APPENDED_BY_RUN = "\n## Memory policy: eviction and compaction\n"
+
+
+def write_report(out_dir, results, pngs, keep_appended):
+    path = os.path.join(out_dir, "RESULTS.md")
+    earlier = read(path, "")
+    tail = earlier[earlier.find(APPENDED_BY_RUN):] if keep_appended and APPENDED_BY_RUN in earlier else ""
+    with open(path, "w") as f:
+        f.write(markdown(results, pngs) + tail)
+
 
 def merged_with_earlier(results, parts, path):
     """A run of some parts (--only) keeps the other parts' results from the earlier results.json:
@@ -1544,8 +1692,7 @@ def main():
         with open(os.path.join(args.out, "results.json")) as f:
             results = json.load(f)
         pngs = plot(results, args.out)
-        with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
-            f.write(markdown(results, pngs))
+        write_report(args.out, results, pngs, keep_appended=True)
         return 0
     if not args.tools:
         sys.exit("suite.py: --tools DIR is required (scripts/bench/run compiles bare and workload there)")
@@ -1616,8 +1763,7 @@ def main():
     pngs = plot(results, args.out)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
-        f.write(markdown(results, pngs))
+    write_report(args.out, results, pngs, keep_appended=set(parts) != set(PARTS))
     log(f"done in {results['meta']['duration_s']:.0f} s: {args.out}/RESULTS.md, results.json, "
         + ", ".join(os.path.basename(p) for p in pngs))
     return 0 if ok else 1
