@@ -734,12 +734,12 @@ class OneshotSetup:
                 write(dirs[0] + "/cgroup.kill", "1")
             except OSError as e:
                 log(f"oneshot: {dirs[0]}/cgroup.kill: {e}")
-            for d in dirs:
-                remove_cgroup_tree(d)
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 log(f"oneshot: plain {self.key} (pid {p.pid}) still runs")
+            for d in dirs:
+                remove_cgroup_tree(d)
         peer = self.peer("plain", p.pid, port, (dirs[1] if base_v1 else None, dirs[0]))
         self.ctx.cleanups.append(stop)
         return self.ready(peer, w)
@@ -1470,7 +1470,8 @@ def oneshot_markdown(results, pngs):
     used = {t: freezers[t] for t in ("lxc", "runc") if t in freezers}
     if used:
         L += ["Which freezer each tool used on this host (read right after its first freeze): " + "; ".join(
-            f"{t}: {f}" for t, f in used.items()) + ". On a hybrid host (cgroup2 mounted beside v1 controllers) LXC "
+            f"{t}: {f}" for t, f in used.items()) + " (runc with its default cgroupfs driver: a `cgroupsPath`, no "
+            "`--systemd-cgroup`; LXC with its own cgroup layout, `lxc.payload.NAME` in every hierarchy). On a hybrid host (cgroup2 mounted beside v1 controllers) LXC "
             "and runc use the v1 freezer; LXC's v1 freeze writes FROZEN, reads freezer.state once and, if the kernel "
             "still says FREEZING, sleeps one second before reading it again, hence its bimodal freeze (a few ms, or "
             "just over 1 s; the p95).", ""]
