@@ -1046,10 +1046,11 @@ def part_servers(ctx):
     os.makedirs(base_v2)
     ctx.cleanups.append(lambda: remove_cgroup_tree(base_v2))
     for label, command, backends in targets:
-        # the bare baseline, half of its rounds before icebox bench and half after
+        # the bare baseline (2 × runs rounds: one hot GET of each kind per icebox bench run), half of
+        # its rounds before icebox bench and half after
         baseline = BareServer(ctx, f"{base_v2}/{len(bare)}", command)
         try:
-            baseline.rounds(runs // 2)
+            baseline.rounds(runs)
         except Exception as e:  # noqa: BLE001 - icebox bench still runs; the row says why
             baseline.error = str(e)
         for backend in backends:
@@ -1081,11 +1082,9 @@ def part_servers(ctx):
                     f"{fmt(res.get('hot_resume', {}).get('median'))}  speedup {speedup}")
         try:
             if not baseline.error:
-                baseline.rounds(runs - runs // 2)
+                baseline.rounds(runs)
         except Exception as e:  # noqa: BLE001
             baseline.error = str(e)
-        finally:
-            baseline.stop()
         bare.append(baseline.result(label))
         st = bare[-1]["stats"]
         log(f"servers {label:24} bare     cold {fmt(st.get('cold', {}).get('median'))}  hot (pending GET) "
@@ -1095,73 +1094,54 @@ def part_servers(ctx):
 
 
 class BareServer:
-    """A server's cold and hot start with nothing in between: cold = spawn it → first GET answered
-    (probing on icebox bench's schedule); hot = one instance in a cgroup of the benchmark's own,
-    frozen by the C one-shot (`bare once cgroup2 freeze`), held 200 ms (icebox bench's --hold),
-    then thawed by the C one-shot: with a GET sent while frozen, thaw spawn → answered
-    (`hot_pending`), and with the GET sent once the thaw command has exited, as icebox bench
-    probes after `resume` (`hot_after`)."""
+    """A server's cold and hot start with nothing in between, round by round as one run of icebox
+    bench: spawn it into a cgroup of the benchmark's own → first GET answered (cold, probed on
+    icebox bench's schedule), freeze with the C one-shot (`bare once cgroup2 freeze`), hold 200 ms
+    (icebox bench's --hold), thaw with the C one-shot → a GET answered (hot), kill it. The hot GET
+    alternates round by round: sent while frozen, timed from the thaw command's spawn to the answer
+    (`hot_pending`), or sent once the thaw command has exited, as icebox bench probes after `resume`
+    (`hot_after`). A fresh instance each round: the hot GET is the server's second, as in icebox bench."""
 
     HOLD_S = 0.2
 
     def __init__(self, ctx, cgroup, command):
-        self.ctx, self.cgroup, self.command, self.error, self.hot = ctx, cgroup, command, None, None
+        self.ctx, self.cgroup, self.command, self.error, self.done = ctx, cgroup, command, None, 0
         self.samples = {"cold": [], "hot_pending": [], "hot_after": []}
 
-    def spawn(self, port, enter=None):
-        return subprocess.Popen(self.command(port), preexec_fn=enter, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-
-    @staticmethod
-    def kill(p):
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        p.wait(timeout=30)
-
     def rounds(self, n):
-        if self.hot is None:
-            os.makedirs(self.cgroup)
-            self.port = free_port()
-            self.hot = self.spawn(self.port, lambda: write(self.cgroup + "/cgroup.procs", str(os.getpid())))
-            http_get_when_up(self.port)
         bare = self.ctx.tools + "/bare"
-        freeze, thaw = [bare, "once", "cgroup2", "freeze", self.cgroup], [bare, "once", "cgroup2", "thaw", self.cgroup]
         for _ in range(n):
-            port = free_port()
+            d, port, pending = f"{self.cgroup}-{self.done}", free_port(), self.done % 2 == 0
+            self.done += 1
+            os.makedirs(d)
             t0 = mono()
-            p = self.spawn(port)
+            p = subprocess.Popen(self.command(port), preexec_fn=lambda: write(d + "/cgroup.procs", str(os.getpid())),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
             try:
                 http_get_when_up(port)
                 self.samples["cold"].append(mono() - t0)
+                run_oneshot([bare, "once", "cgroup2", "freeze", d])
+                time.sleep(self.HOLD_S)
+                thaw = [bare, "once", "cgroup2", "thaw", d]
+                if pending:
+                    sock, early = pending_get(port)
+                    try:
+                        if early:
+                            raise RuntimeError("the frozen server answered")
+                        _, got, _ = run_oneshot(thaw, pending=sock)
+                    finally:
+                        sock.close()
+                    self.samples["hot_pending"].append(got)
+                else:
+                    t0 = mono()
+                    run_oneshot(thaw)
+                    http_get_when_up(port)
+                    self.samples["hot_after"].append(mono() - t0)
             finally:
-                self.kill(p)
-            run_oneshot(freeze)
-            time.sleep(self.HOLD_S)
-            sock, early = pending_get(self.port)
-            try:
-                if early:
-                    raise RuntimeError("the frozen server answered")
-                _, got, _ = run_oneshot(thaw, pending=sock)
-            finally:
-                sock.close()
-            self.samples["hot_pending"].append(got)
-            run_oneshot(freeze)
-            time.sleep(self.HOLD_S)
-            t0 = mono()
-            run_oneshot(thaw)
-            http_get_when_up(self.port)
-            self.samples["hot_after"].append(mono() - t0)
-
-    def stop(self):
-        if self.hot is not None:
-            try:
-                write(self.cgroup + "/cgroup.freeze", "0")
-            except OSError:
-                pass
-            self.kill(self.hot)
-            remove_cgroup_tree(self.cgroup)
+                write(d + "/cgroup.kill", "1")  # frozen or not
+                p.wait(timeout=30)
+                remove_cgroup_tree(d)
 
     def result(self, label):
         out = {"target": label, "samples": self.samples, "stats": {k: stats(v) for k, v in self.samples.items() if v}}
@@ -1408,13 +1388,14 @@ def servers_bare_markdown(sv):
     if not sv.get("bare"):
         return []
     L = ["### The bare baseline: the same servers with nothing in between", "",
-         "Cold: the server spawned directly → first GET answered (probed on icebox bench's schedule: 50 µs "
-         "doubling to 10 ms). Hot: one instance in a cgroup of the benchmark's own, frozen by the C one-shot "
-         "(`bare once cgroup2 freeze`, an exec'd process), held 200 ms (icebox bench's `--hold`), thawed by "
-         "`bare once cgroup2 thaw`: with a GET sent while frozen, from the thaw command's spawn to the answer "
-         "(\"pending\"), and with the GET sent once the thaw command has exited, as icebox bench probes after "
-         f"`resume` (\"after\"). {sv['runs']} rounds each, half before and half after `icebox bench` on the same server, same command "
-         f"and interpreter. icebox's figures are `icebox bench`'s cold_start and hot_resume (cgroup2 backend; "
+         "Each round is one run of icebox bench without icebox: the server spawned directly into a cgroup of the "
+         "benchmark's own → first GET answered (cold; probed on icebox bench's schedule, 50 µs doubling to 10 ms); "
+         "frozen by the C one-shot (`bare once cgroup2 freeze`, an exec'd process); held 200 ms (icebox bench's "
+         "`--hold`); thawed by `bare once cgroup2 thaw` → a GET answered (hot); killed. The hot GET alternates round "
+         "by round: sent while frozen, from the thaw command's spawn to the answer (\"pending\"), or sent once the "
+         "thaw command has exited, as icebox bench probes after `resume` (\"after\"). A fresh server each round, "
+         f"so the hot GET is its second, as in icebox bench. {2 * sv['runs']} rounds, half before and half after "
+         f"`icebox bench` on the same server, same command and interpreter. icebox's figures are `icebox bench`'s cold_start and hot_resume (cgroup2 backend; "
          f"its GET is sent after `resume` returns, by a client already running). hot/cold = median hot / median cold; "
          f"ratio of ratios = bare hot/cold ÷ icebox hot/cold: 1 when icebox keeps the kernel's whole hot/cold "
          f"advantage, below 1 when it gives some away (target ≥ 0.9).", "",
