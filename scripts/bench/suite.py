@@ -1331,6 +1331,10 @@ def plot(results, out_dir):
             ax.set_xticks(range(len(ops)))
             ax.set_xticklabels([{"freeze": "freeze call", "thaw": "thaw call", "get": "thaw → GET"}[op] for op in ops])
             ax.set_yscale("log")
+            plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+            ax.tick_params(axis="y", which="minor", labelsize=7)
             ax.set_ylabel("median (ms, log scale)")
             ax.set_title(w["label"], fontsize=10)
             ax.grid(True, axis="y", which="both", alpha=0.3)
@@ -1383,7 +1387,26 @@ def later_run_note(results, part):
             f"{run.get('load_end', '?')} at the end; CPU pressure (some, avg10) {run['cpu_pressure_start']}.", ""]
 
 
-def servers_bare_markdown(sv):
+LOADED_NOTE = (" **The machine was loaded** (other work took the CPUs most of the time): absolute figures are "
+               "inflated and jumpy, a few-millisecond median moves by up to 2× from one run to the next; the ratios "
+               "between tools measured interleaved in one run are what to compare, and a ratio from one loaded run "
+               "is not a verdict (every sample is in results.json).")
+
+
+def pressure(text):
+    """CPU pressure as recorded ("12.34%"), as a number; 0 when not known."""
+    try:
+        return float(text.rstrip("%"))
+    except (AttributeError, ValueError):
+        return 0.0
+
+
+def part_meta(results, part):
+    """The meta of the run that measured a part: a later --only run's, or the report's own."""
+    return results["meta"].get("later_runs", {}).get(part, results["meta"])
+
+
+def servers_bare_markdown(results, sv):
     """The bare hot/cold baseline beside icebox bench's cgroup2 figures for the same server."""
     if not sv.get("bare"):
         return []
@@ -1398,7 +1421,8 @@ def servers_bare_markdown(sv):
          f"`icebox bench` on the same server, same command and interpreter. icebox's figures are `icebox bench`'s cold_start and hot_resume (cgroup2 backend; "
          f"its GET is sent after `resume` returns, by a client already running). hot/cold = median hot / median cold; "
          f"ratio of ratios = bare hot/cold ÷ icebox hot/cold: 1 when icebox keeps the kernel's whole hot/cold "
-         f"advantage, below 1 when it gives some away (target ≥ 0.9).", "",
+         f"advantage, below 1 when it gives some away (target ≥ 0.9)."
+         + LOADED_NOTE * (pressure(part_meta(results, "servers")["cpu_pressure_start"]) > 20), "",
          "| server | bare cold | bare hot, pending GET | bare hot, GET after thaw | bare hot/cold (pending · after) | "
          "icebox cold | icebox hot | icebox hot/cold | ratio of ratios (pending · after) |",
          "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
@@ -1446,8 +1470,8 @@ def oneshot_markdown(results, pngs):
           f"is sent after the freeze command returns (and 5 ms are given for an answer that would show the server "
           f"was not frozen); \"thaw → GET\" is from the thaw command's spawn to the complete answer. Ratios are "
           f"against the C one-shot on cgroup2 (medians; **bold** > 1.5×); p95 in brackets. Load average "
-          f"{os_['load_start']} at the start of this part, {os_['load_end']} at its end: the machine was shared, so "
-          f"absolute figures are noisy; the ratios, measured interleaved, are what to compare.", ""]
+          f"{os_['load_start']} at the start of this part, {os_['load_end']} at its end; CPU pressure (some, avg10) "
+          f"{os_['cpu_pressure_start']} at its start." + LOADED_NOTE * (pressure(os_['cpu_pressure_start']) > 20), ""]
     used = {t: freezers[t] for t in ("lxc", "runc") if t in freezers}
     if used:
         L += ["Which freezer each tool used on this host (read right after its first freeze): " + "; ".join(
@@ -1487,6 +1511,19 @@ def oneshot_markdown(results, pngs):
               "| command | median | p95 |", "|---|--:|--:|"]
         L += [f"| `{lab}` | {fmt(st['median'])} | {fmt(st['p95'])} |" for lab, st in starts.items()]
         L += [""]
+        idle = next((w["stats"] for w in os_["workloads"] if w["key"] == "idle1" and w.get("stats")), {})
+        ice, c2 = idle.get("icebox2", {}), idle.get("c2", {})
+        if "freeze" in ice and "freeze" in c2 and "icebox --version" in starts and "/bin/true" in starts:
+            iv, tv = starts["icebox --version"]["median"], starts["/bin/true"]["median"]
+
+            def signed(ns):  # a difference of medians can be negative
+                return ("−" if ns < 0 else "") + fmt(abs(ns))
+            L += [f"On the 1-process workload, `icebox suspend` takes {fmt(ice['freeze']['median'])} and `resume` "
+                  f"{fmt(ice['thaw']['median'])}, of which starting the icebox binary at all (`icebox --version`) is "
+                  f"{fmt(iv)}; the C one-shot takes {fmt(c2['freeze']['median'])} / {fmt(c2['thaw']['median'])}, of "
+                  f"which starting a process (`/bin/true`) is {fmt(tv)}. Beyond start-up: icebox "
+                  f"{signed(ice['freeze']['median'] - iv)} / {signed(ice['thaw']['median'] - iv)}, the C one-shot "
+                  f"{signed(c2['freeze']['median'] - tv)} / {signed(c2['thaw']['median'] - tv)} (differences of medians).", ""]
     L += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs if "oneshot" in p] + [""]
     return L
 
@@ -1589,7 +1626,7 @@ def markdown(results, pngs):
                 cells = [fmt(res[n]["median"]) if n in res else "–" for n in names]
                 L.append(f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + f" | {sp:.1f}× |" if isinstance(sp, (int, float))
                          else f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + " | – |")
-            L += [""] + servers_bare_markdown(sv)
+            L += [""] + servers_bare_markdown(results, sv)
     sc = results.get("scale")
     if sc:
         L += ["## One daemon, many apps", ""] + later_run_note(results, "scale")
