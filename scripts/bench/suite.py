@@ -1473,13 +1473,19 @@ def oneshot_markdown(results, pngs):
           f"{os_['load_start']} at the start of this part, {os_['load_end']} at its end; CPU pressure (some, avg10) "
           f"{os_['cpu_pressure_start']} at its start." + LOADED_NOTE * (pressure(os_['cpu_pressure_start']) > 20), ""]
     used = {t: freezers[t] for t in ("lxc", "runc") if t in freezers}
+    how = {"lxc": "LXC, with its own layout (`lxc.payload.NAME` in every hierarchy)",
+           "runc": "runc, with its default cgroupfs driver (a `cgroupsPath`, no `--systemd-cgroup`)"}
     if used:
-        L += ["Which freezer each tool used on this host (read right after its first freeze): " + "; ".join(
-            f"{t}: {f}" for t, f in used.items()) + " (runc with its default cgroupfs driver: a `cgroupsPath`, no "
-            "`--systemd-cgroup`; LXC with its own cgroup layout, `lxc.payload.NAME` in every hierarchy). On a hybrid host (cgroup2 mounted beside v1 controllers) LXC "
-            "and runc use the v1 freezer; LXC's v1 freeze writes FROZEN, reads freezer.state once and, if the kernel "
-            "still says FREEZING, sleeps one second before reading it again, hence its bimodal freeze (a few ms, or "
-            "just over 1 s; the p95).", ""]
+        text = ("Which freezer each tool used on this host (read right after its first freeze): "
+                + "; ".join(f"{how[t]}: {f}" for t, f in used.items()) + ".")
+        if any(f.startswith("v1") for f in used.values()):
+            text += (" On a hybrid host (cgroup2 beside v1 controllers) they take the v1 freezer even though "
+                     "cgroup.freeze is there.")
+        if used.get("lxc", "").startswith("v1"):
+            text += (" LXC's v1 freeze (5.0) writes FROZEN, reads freezer.state and, while the kernel still says "
+                     "FREEZING, sleeps one second before reading it again (seen with strace): its freeze is a few ms, "
+                     "or just over 1 s (see the p95s).")
+        L += [text, ""]
     for tool, why in os_.get("missing", {}).items():
         L += [f"**{tool} not measured:** {why}.", ""]
 
