@@ -1,6 +1,7 @@
 /* bare: the kernel's own freeze/thaw latency, with no icebox in between.
  *
  * usage: bare [-i US] cgroup2|cgroup1|signal PATH N
+ *        bare [-i US] once cgroup2|cgroup1|signal freeze|thaw PATH
  *        bare [-i US] settle PATH
  *
  * Does N freeze/thaw pairs on an existing target and prints one line per operation,
@@ -19,6 +20,10 @@
  *            every thread is in state T (a thread seen stopped is not read again, and a pass
  *            ends at the first thread still running). Thaw: SIGCONT every process, then read
  *            until no thread is in state T.
+ *
+ * once does one freeze or one thaw, as above, and exits: the C one-shot a script would exec
+ * per operation (the benchmark times the whole process, start-up included). Prints
+ * "freeze <ns>" or "thaw <ns>", the operation alone.
  *
  * settle (not timed as a result; a helper for the benchmark) waits until every thread of the
  * processes in PATH/cgroup.procs has run since it was thawed: its CPU time (schedstat) grows,
@@ -321,41 +326,48 @@ int main(int argc, char **argv) {
         printf("settle %llu\n", (unsigned long long)settle_dir(argv[optind + 1]));
         return 0;
     }
-    if (argc - optind != 3) goto usage;
-    const char *backend = argv[optind], *path = argv[optind + 1];
-    long n = atol(argv[optind + 2]);
+    /* once BACKEND OP PATH: the pair loop below, run once, doing only OP */
+    int once = argc - optind == 4 && strcmp(argv[optind], "once") == 0;
+    if (!once && argc - optind != 3) goto usage;
+    const char *backend = argv[optind + once], *path = argv[optind + 1 + 2 * once];
+    const char *op = once ? argv[optind + 2] : NULL;
+    if (once && strcmp(op, "freeze") && strcmp(op, "thaw")) goto usage;
+    long n = once ? 1 : atol(argv[optind + 2]);
+    int do_freeze = !once || strcmp(op, "freeze") == 0, do_thaw = !once || strcmp(op, "thaw") == 0;
 
     if (strcmp(backend, "cgroup2") == 0) {
         snprintf(a, sizeof a, "%s/cgroup.freeze", path);
         snprintf(b, sizeof b, "%s/cgroup.events", path);
         int ffd = open_or_die(a, O_WRONLY), efd = open_or_die(b, O_RDONLY);
         for (long i = 0; i < n; i++) {
-            printf("freeze %llu\n", (unsigned long long)cg2_op(ffd, efd, a, b, 1));
-            printf("thaw %llu\n", (unsigned long long)cg2_op(ffd, efd, a, b, 0));
-            printf("settle %llu\n", (unsigned long long)settle_dir(path));
+            if (do_freeze) printf("freeze %llu\n", (unsigned long long)cg2_op(ffd, efd, a, b, 1));
+            if (do_thaw) printf("thaw %llu\n", (unsigned long long)cg2_op(ffd, efd, a, b, 0));
+            if (!once) printf("settle %llu\n", (unsigned long long)settle_dir(path));
         }
     } else if (strcmp(backend, "cgroup1") == 0) {
         snprintf(a, sizeof a, "%s/freezer.state", path);
         int sfd = open_or_die(a, O_RDWR);
         for (long i = 0; i < n; i++) {
-            printf("freeze %llu\n", (unsigned long long)cg1_op(sfd, a, 1));
-            printf("thaw %llu\n", (unsigned long long)cg1_op(sfd, a, 0));
-            printf("settle %llu\n", (unsigned long long)settle_dir(path));
+            if (do_freeze) printf("freeze %llu\n", (unsigned long long)cg1_op(sfd, a, 1));
+            if (do_thaw) printf("thaw %llu\n", (unsigned long long)cg1_op(sfd, a, 0));
+            if (!once) printf("settle %llu\n", (unsigned long long)settle_dir(path));
         }
     } else if (strcmp(backend, "signal") == 0) {
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(a, sizeof a, "%s/cgroup.procs", path);
         else snprintf(a, sizeof a, "%s", path);
         for (long i = 0; i < n; i++) {
-            printf("freeze %llu\n", (unsigned long long)signal_op(a, 1));
-            printf("thaw %llu\n", (unsigned long long)signal_op(a, 0));
-            printf("settle %llu\n", (unsigned long long)settle_dir(path));
+            if (do_freeze) printf("freeze %llu\n", (unsigned long long)signal_op(a, 1));
+            if (do_thaw) printf("thaw %llu\n", (unsigned long long)signal_op(a, 0));
+            if (!once) printf("settle %llu\n", (unsigned long long)settle_dir(path));
         }
     } else {
         goto usage;
     }
     return 0;
 usage:
-    fprintf(stderr, "usage: bare [-i US] cgroup2|cgroup1|signal PATH N\n       bare [-i US] settle PATH\n");
+    fprintf(stderr, "usage: bare [-i US] cgroup2|cgroup1|signal PATH N\n"
+                    "       bare [-i US] once cgroup2|cgroup1|signal freeze|thaw PATH\n"
+                    "       bare [-i US] settle PATH\n");
     return 64;
 }

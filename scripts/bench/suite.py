@@ -9,9 +9,15 @@ Parts (each with its own daemon, runtime/state directories and cgroup root, all 
   cli      suspend/resume as a user types them (wall time of the whole command) against the
            daemon-side figure and against /bin/kill -STOP/-CONT; icebox --version and ps
   servers  hot resume against cold start on real servers through `icebox bench`
+  oneshot  one command per freeze or thaw, as a script would run it, side by side: a C one-shot
+           (bare.c once), /bin/kill -STOP/-CONT (and confirmed), lxc-freeze/unfreeze, runc
+           pause/resume and icebox suspend/resume on the same workloads (1 idle process, 100
+           processes, 1000 threads, python3 -m http.server with a GET pending while frozen),
+           interleaved round by round; process start-up alone
   scale    one daemon with 1, 100 and 1000 apps: launch, ps, suspend/resume all, RSS, idle CPU
 
 Writes RESULTS.md, results.json and *.png to --out (default benchmarks/). Progress goes to stderr.
+A run of some parts (--only) keeps the other parts' results from the results.json already there.
 `suite.py --report-only [--out DIR]` measures nothing: it redraws the plots and rewrites RESULTS.md from
 DIR/results.json.
 """
@@ -20,6 +26,7 @@ import datetime
 import json
 import os
 import platform
+import select
 import shutil
 import signal
 import socket
@@ -31,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-PARTS = ("freeze", "cli", "servers", "scale")
+PARTS = ("freeze", "cli", "oneshot", "servers", "scale")
 T0 = time.monotonic()
 
 
@@ -561,6 +568,441 @@ def part_cli(ctx):
 
 
 # ---------------------------------------------------------------------------------------------
+# part 3b: one-shot commands side by side (icebox's peers)
+
+# (key, label, workload arguments or None for the HTTP server, tasks, rounds)
+ONESHOT_WORKLOADS = [
+    ("idle1", "1 idle process", ["procs", "1", "idle"], 1, 40),
+    ("procs100", "100 idle processes", ["procs", "100", "idle"], 100, 15),
+    ("threads1000", "1000 idle threads (1 process)", ["threads", "1000", "idle"], 1000, 15),
+    ("http", "python3 -m http.server, a GET pending while frozen", None, 1, 40),
+]
+# (key, label, which instance it acts on)
+ONESHOT_TOOLS = [
+    ("c2", "C one-shot, cgroup2 (`bare once cgroup2`)", "plain"),
+    ("c1", "C one-shot, v1 freezer (`bare once cgroup1`)", "plain"),
+    ("kill", "`/bin/kill -STOP` / `-CONT` (unconfirmed)", "plain"),
+    ("killc", "SIGSTOP / SIGCONT + confirm, C one-shot (`bare once signal`)", "plain"),
+    ("lxc", "`lxc-freeze` / `lxc-unfreeze`", "lxc"),
+    ("runc", "`runc pause` / `runc resume`", "runc"),
+    ("icebox2", "`icebox suspend --grace 0` / `resume` (cgroup2)", "icebox2"),
+    ("icebox1", "`icebox suspend --grace 0` / `resume` (cgroup1)", "icebox1"),
+]
+HTTP_GET = b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+SERVER_PYTHON = "/usr/bin/python3"  # the same interpreter inside the containers (they bind-mount /usr)
+
+
+def http_answer(sock, deadline_s=30):
+    """Reads an HTTP/1.0 answer to its end (the server closes); raises unless it is a 200."""
+    sock.settimeout(deadline_s)
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    if not data.startswith(b"HTTP/1.") or b" 200 " not in data.split(b"\r\n", 1)[0]:
+        raise RuntimeError(f"unexpected answer: {data[:80]!r}")
+    return data
+
+
+def http_get_when_up(port, timeout_s=60):
+    """GETs / until the server answers, retrying refused connections after a back-off from 50 µs
+    doubling to 10 ms (icebox bench's readiness schedule: a port has no event to wait on)."""
+    deadline = time.monotonic() + timeout_s
+    backoff = 50e-6
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=max(0.01, deadline - time.monotonic())) as s:
+                s.sendall(HTTP_GET)
+                return http_answer(s, max(0.01, deadline - time.monotonic()))
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 0.01)
+
+
+def pending_get(port, hold_s=0.005):
+    """Sends a GET to a frozen server; says whether it was answered within hold_s anyway
+    (then the server was not frozen)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(HTTP_GET)
+    return s, bool(select.select([s], [], [], hold_s)[0])
+
+
+def run_oneshot(argv, env=None, pending=None):
+    """Runs one command as a script would; returns (wall ns, ns until the pending GET was answered
+    or None, stdout). Both from just before the spawn."""
+    t0 = mono()
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = None
+    try:
+        if pending is not None:
+            http_answer(pending)
+            got = mono() - t0
+    finally:
+        out, err = p.communicate(timeout=120)
+    t1 = mono()
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:6])}: exit {p.returncode}: {(err or out).decode(errors='replace').strip()[:300]}")
+    return t1 - t0, got, out.decode()
+
+
+def cgroups_of(pid):
+    """The v1 freezer and the cgroup2 directories of a process (None where it sits at the root)."""
+    v1 = v2 = None
+    for line in read(f"/proc/{pid}/cgroup").splitlines():
+        hid, ctrls, path = line.split(":", 2)
+        if path in ("/", ""):
+            continue
+        if hid == "0" and CG2:
+            v2 = CG2 + path
+        elif FREEZER and "freezer" in ctrls.split(","):
+            v1 = FREEZER + path
+    return v1, v2
+
+
+def freezer_state(peer):
+    """Which freezer says the instance is frozen right now: 'cgroup2', 'v1 freezer', both or none."""
+    said = []
+    if peer["v2"] and "frozen 1" in read(peer["v2"] + "/cgroup.events", ""):
+        said.append("cgroup2 (cgroup.freeze)")
+    if peer["v1"] and read(peer["v1"] + "/freezer.state", "").strip() == "FROZEN":
+        said.append("v1 freezer (freezer.state)")
+    return " and ".join(said) or "no freezer (SIGSTOP)"
+
+
+def thaw_anyhow(peer):
+    """Leaves an instance running whatever a failed tool left it in: thawed, continued."""
+    for d, f, v in ((peer["v2"], "/cgroup.freeze", "0"), (peer["v1"], "/freezer.state", "THAWED")):
+        try:
+            if d:
+                write(d + f, v)
+        except OSError as e:
+            log(f"oneshot: thawing {d}: {e}")
+    for p in pids_of(peer["dir"]):
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            pass
+
+
+class OneshotSetup:
+    """The instances of one workload, one per kind of tool, and how to remove them."""
+
+    def __init__(self, ctx, work, rootfs, key):
+        self.ctx, self.work, self.rootfs, self.key = ctx, work, rootfs, key
+        self.tag = f"ibx{os.getpid()}{key}"[:30]
+
+    def argv(self, w, port, prefix):
+        if w[2] is None:
+            return [SERVER_PYTHON, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", prefix + "/www"]
+        return [prefix + "/workload", *w[2]]
+
+    def ready(self, peer, w):
+        if w[2] is None:
+            http_get_when_up(peer["port"])
+        else:
+            deadline = time.monotonic() + 120
+            while threads_of(pids_of(peer["dir"])) < w[3]:  # no event says "N tasks exist"
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{peer['what']}: {threads_of(pids_of(peer['dir']))} of {w[3]} tasks after 120 s")
+                time.sleep(0.01)
+        run_bare(self.ctx.tools + "/bare", "settle", peer["dir"])
+        return peer
+
+    def peer(self, what, pid, port, dirs=None):
+        v1, v2 = dirs or cgroups_of(pid)
+        return {"what": what, "pid": pid, "port": port, "v1": v1, "v2": v2, "dir": v2 or v1}
+
+    def plain(self, w, base_v2, base_v1):
+        port = free_port()
+        dirs = [f"{base_v2}/{self.key}"] + ([f"{base_v1}/{self.key}"] if base_v1 else [])
+        for d in dirs:
+            os.makedirs(d)
+
+        def enter():
+            for d in dirs:
+                write(d + "/cgroup.procs", str(os.getpid()))
+        p = subprocess.Popen(self.argv(w, port, self.rootfs), preexec_fn=enter, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+        def stop():
+            thaw_anyhow(peer)
+            try:
+                write(dirs[0] + "/cgroup.kill", "1")
+            except OSError as e:
+                log(f"oneshot: {dirs[0]}/cgroup.kill: {e}")
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log(f"oneshot: plain {self.key} (pid {p.pid}) still runs")
+            for d in dirs:
+                remove_cgroup_tree(d)
+        peer = self.peer("plain", p.pid, port, (dirs[1] if base_v1 else None, dirs[0]))
+        self.ctx.cleanups.append(stop)
+        return self.ready(peer, w)
+
+    def icebox(self, w, sess, backend):
+        port = free_port()
+        name = f"{self.key}-{backend}"
+        ready = ["--ready", "notify"] if w[2] else ["--ready", f"http:http://127.0.0.1:{port}/"]
+        sess.run("launch", "--backend", backend, *ready, "--ready-timeout", "120s", "--background-signal", "none",
+                 "--grace", "0", name, "--", *self.argv(w, port, self.rootfs), timeout=180)
+        rec = sess.ps()[name]
+        self.ctx.cleanups.append(lambda: sess.run("evict", name, check=False, timeout=120))
+        peer = self.peer(f"icebox {backend}", rec["pid"], port, (rec.get("freezer_v1"), rec["cgroup"]))
+        peer["name"] = name
+        return self.ready(peer, w)
+
+    def lxc(self, w):
+        port = free_port()
+        lxcpath, name = self.work + "/lxc", self.tag
+        os.makedirs(f"{lxcpath}/{name}", exist_ok=True)
+        logf = f"{lxcpath}/{name}.log"
+        write(f"{lxcpath}/{name}/config", "\n".join([
+            f"lxc.uts.name = {name}",
+            f"lxc.rootfs.path = dir:{self.rootfs}",
+            "lxc.init.cmd = " + " ".join(self.argv(w, port, "")),  # the workload is the container's init
+            "lxc.net.0.type = none",  # the host's network: the GET reaches it on 127.0.0.1
+            "lxc.autodev = 1",
+            "lxc.mount.auto = proc:mixed sys:ro",
+            "lxc.mount.entry = /usr usr none ro,bind 0 0",  # python3 and its libraries
+            "lxc.apparmor.profile = unconfined",
+            "lxc.console.path = none",
+            "lxc.tty.max = 0",
+            "lxc.environment = PYTHONDONTWRITEBYTECODE=1",
+            f"lxc.log.file = {logf}",
+            "lxc.log.level = WARN", ""]))
+
+        def stop():
+            r = subprocess.run(["lxc-stop", "-k", "-n", name, "-P", lxcpath], capture_output=True, text=True, timeout=60)
+            if r.returncode != 0 and "is not running" not in r.stderr:
+                log(f"oneshot: lxc-stop {name}: exit {r.returncode}: {r.stderr.strip()[:200]}")
+            for m in V1_MOUNTS + [CG2]:
+                for d in (f"{m}/lxc.payload.{name}", f"{m}/lxc.monitor.{name}"):
+                    remove_cgroup_tree(d)
+        self.ctx.cleanups.append(stop)
+        r = subprocess.run(["lxc-start", "-n", name, "-P", lxcpath, "-d"], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError(f"lxc-start: exit {r.returncode}: {r.stderr.strip()[:300]} {read(logf, '').strip()[-500:]}")
+        r = subprocess.run(["lxc-info", "-n", name, "-P", lxcpath, "-p", "-H"], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0 or not r.stdout.strip().isdigit():
+            raise RuntimeError(f"lxc-info: exit {r.returncode}: {(r.stderr or r.stdout).strip()[:300]} {read(logf, '').strip()[-500:]}")
+        peer = self.peer("lxc", int(r.stdout), port)
+        peer.update(name=name, lxcpath=lxcpath)
+        return self.ready(peer, w)
+
+    def runc(self, w):
+        port = free_port()
+        cid, state = self.tag, self.work + "/runc-state"
+        bundle = f"{self.work}/runc/{cid}"
+        os.makedirs(bundle)
+        subprocess.run(["runc", "spec"], cwd=bundle, check=True, capture_output=True, timeout=30)
+        with open(bundle + "/config.json") as f:
+            spec = json.load(f)
+        cgpath = f"/icebox-bench-{os.getpid()}-runc-{self.key}"
+        spec["process"].update(terminal=False, args=self.argv(w, port, ""), cwd="/")
+        spec["process"]["env"].append("PYTHONDONTWRITEBYTECODE=1")
+        spec["root"] = {"path": self.rootfs, "readonly": True}
+        spec["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr", "options": ["rbind", "ro"]})
+        # the host's network namespace: the GET reaches the server on 127.0.0.1
+        spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"]
+        spec["linux"]["cgroupsPath"] = cgpath
+        write(bundle + "/config.json", json.dumps(spec, indent=1))
+
+        def stop():
+            r = subprocess.run(["runc", "--root", state, "delete", "-f", cid], capture_output=True, text=True, timeout=60)
+            if r.returncode != 0 and "does not exist" not in r.stderr:
+                log(f"oneshot: runc delete {cid}: exit {r.returncode}: {r.stderr.strip()[:200]}")
+            for m in V1_MOUNTS + [CG2]:
+                remove_cgroup_tree(m + cgpath)
+        self.ctx.cleanups.append(stop)
+        with open(bundle + "/output", "w") as out:
+            r = subprocess.run(["runc", "--root", state, "run", "-d", "--bundle", bundle, cid], stdin=subprocess.DEVNULL,
+                               stdout=out, stderr=out, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError(f"runc run: exit {r.returncode}: {read(bundle + '/output', '').strip()[-500:]}")
+        r = subprocess.run(["runc", "--root", state, "state", cid], capture_output=True, text=True, timeout=30)
+        peer = self.peer("runc", json.loads(r.stdout)["pid"], port)
+        peer.update(cid=cid, state=state)
+        return self.ready(peer, w)
+
+
+def oneshot_commands(ctx, tool, peer, sess):
+    """(freeze argv, thaw argv, env) for one tool acting on its instance."""
+    bare = ctx.tools + "/bare"
+    if tool == "c2":
+        return [bare, "once", "cgroup2", "freeze", peer["v2"]], [bare, "once", "cgroup2", "thaw", peer["v2"]], None
+    if tool == "c1":
+        return [bare, "once", "cgroup1", "freeze", peer["v1"]], [bare, "once", "cgroup1", "thaw", peer["v1"]], None
+    if tool == "kill":
+        pids = [str(p) for p in pids_of(peer["dir"])]
+        return ["/bin/kill", "-STOP", *pids], ["/bin/kill", "-CONT", *pids], None
+    if tool == "killc":
+        return [bare, "once", "signal", "freeze", peer["dir"]], [bare, "once", "signal", "thaw", peer["dir"]], None
+    if tool == "lxc":
+        where = ["-n", peer["name"], "-P", peer["lxcpath"]]
+        return ["lxc-freeze", *where], ["lxc-unfreeze", *where], None
+    if tool == "runc":
+        return (["runc", "--root", peer["state"], "pause", peer["cid"]], ["runc", "--root", peer["state"], "resume", peer["cid"]],
+                None)
+    return [ctx.icebox, "suspend", "--grace", "0", peer["name"]], [ctx.icebox, "resume", peer["name"]], sess.env
+
+
+def tool_version(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return (r.stdout or r.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired) as e:
+        return f"unavailable ({e})"
+
+
+def part_oneshot(ctx):
+    work = tempfile.mkdtemp(prefix="icebox-bench-oneshot-")
+    ctx.cleanups.append(lambda: shutil.rmtree(work, ignore_errors=True))
+    sess = Session(ctx.icebox, "oneshot")
+    ctx.sessions.append(sess)
+    base = f"icebox-bench-{os.getpid()}-oneshot"
+    base_v2, base_v1 = f"{CG2}/{base}", (f"{FREEZER}/{base}" if FREEZER else None)
+    for d in (base_v2, base_v1):
+        if d:
+            os.makedirs(d)
+            ctx.cleanups.append(lambda d=d: remove_cgroup_tree(d))
+    # LXC parks its monitor in a shared `lxc.pivot` cgroup in every hierarchy: removed again if it
+    # was not there before
+    pivots = [f"{m}/lxc.pivot" for m in V1_MOUNTS + [CG2] if not os.path.isdir(f"{m}/lxc.pivot")]
+    ctx.cleanups.append(lambda: [remove_cgroup_tree(p) for p in pivots])
+
+    missing = {}
+    busybox = shutil.which("busybox")
+    for tool, needs in (("lxc", ["lxc-start", "lxc-freeze", "lxc-unfreeze", "lxc-info", "lxc-stop"]), ("runc", ["runc"])):
+        absent = [n for n in needs if not shutil.which(n)]
+        if absent:
+            missing[tool] = f"not installed: {', '.join(absent)} (scripts/bench/run installs lxc and runc)"
+    # the containers' root: busybox (a shell to look around), the workload (static when libc6-dev has
+    # libc.a), /usr bind-mounted read-only for python3
+    rootfs = work + "/rootfs"
+    for d in ("bin", "proc", "sys", "dev", "usr", "tmp", "www"):
+        os.makedirs(f"{rootfs}/{d}")
+    os.symlink("usr/lib", rootfs + "/lib")
+    os.symlink("usr/lib64", rootfs + "/lib64")
+    write(rootfs + "/www/index.html", "ok\n")
+    if busybox:
+        shutil.copy(busybox, rootfs + "/bin/busybox")
+        os.symlink("busybox", rootfs + "/bin/sh")
+    shutil.copy(ctx.tools + ("/workload-static" if os.path.exists(ctx.tools + "/workload-static") else "/workload"),
+                rootfs + "/workload")
+    tools = [t for t in ONESHOT_TOOLS if FREEZER or t[0] not in ("c1", "icebox1")]
+    out = {"tools": {k: label for k, label, _ in tools}, "workloads": [], "missing": missing,
+           "versions": {"lxc": tool_version(["lxc-freeze", "--version"]), "runc": tool_version(["runc", "--version"]),
+                        "busybox": tool_version([busybox or "busybox"]), "python": tool_version([SERVER_PYTHON, "--version"]),
+                        "icebox": tool_version([ctx.icebox, "--version"])},
+           "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "cpu_pressure_start": cpu_pressure()}
+    starts = [("/bin/true", ["/bin/true"]), ("icebox --version", [ctx.icebox, "--version"])]
+    if "lxc" not in missing:
+        starts.append(("lxc-freeze --version", ["lxc-freeze", "--version"]))
+    if "runc" not in missing:
+        starts.append(("runc --version", ["runc", "--version"]))
+    out["start"] = {label: [] for label, _ in starts}
+
+    for w in ONESHOT_WORKLOADS:
+        key, label, _, tasks, rounds = w
+        rounds = max(3, int(round(rounds * ctx.scale)))
+        room, limit = task_headroom()
+        if room < 5 * tasks + 100:
+            out["workloads"].append({"key": key, "label": label, "skipped": f"needs {5 * tasks} tasks, the host allows {room} more ({limit})"})
+            continue
+        setup = OneshotSetup(ctx, work, rootfs, key)
+        row = {"key": key, "label": label, "rounds": rounds, "tools": {}, "errors": {}, "freezer": {}}
+        n_cleanups = len(ctx.cleanups)
+        peers = {}
+        try:
+            for kind, start in (("plain", lambda: setup.plain(w, base_v2, base_v1)),
+                                ("icebox2", lambda: setup.icebox(w, sess, "cgroup2")),
+                                ("icebox1", lambda: setup.icebox(w, sess, "cgroup1")),
+                                ("lxc", lambda: setup.lxc(w)), ("runc", lambda: setup.runc(w))):
+                if kind == "icebox1" and not FREEZER:
+                    continue
+                if kind in missing:
+                    row["errors"][kind] = missing[kind]
+                    continue
+                try:
+                    peers[kind] = start()
+                except Exception as e:  # noqa: BLE001 - that tool's rows say why; the others run
+                    row["errors"][kind] = str(e)
+                    log(f"oneshot {key}: {kind} could not be set up: {e}")
+            active = []
+            for tool, _, on in tools:
+                if on not in peers:
+                    row["errors"].setdefault(tool, row["errors"].get(on, f"no {on} instance"))
+                    continue
+                fz, th, env = oneshot_commands(ctx, tool, peers[on], sess)
+                active.append((tool, peers[on], fz, th, env))
+                row["tools"][tool] = {k: [] for k in ("freeze", "thaw", "get", "op_freeze", "op_thaw", "settle")}
+                row["tools"][tool]["answered_while_frozen"] = 0
+            if key == "idle1":
+                active += [("start:" + lab, None, argv, None, None) for lab, argv in starts]
+
+            def one(tool, peer, fz, th, env, record):
+                if peer is None:  # a process start alone
+                    wall, _, _ = run_oneshot(fz)
+                    if record:
+                        out["start"][tool[6:]].append(wall)
+                    return
+                s = row["tools"][tool]
+                fw, _, fo = run_oneshot(fz, env)
+                if tool not in row["freezer"]:
+                    row["freezer"][tool] = freezer_state(peer)
+                sock, early = pending_get(peer["port"]) if w[2] is None else (None, False)
+                try:
+                    tw, got, to = run_oneshot(th, env, pending=sock)
+                finally:
+                    if sock:
+                        sock.close()
+                settle = run_bare(ctx.tools + "/bare", "settle", peer["dir"])["settle"]
+                if record:
+                    s["freeze"].append(fw)
+                    s["thaw"].append(tw)
+                    s["settle"].append(settle)
+                    if got is not None:
+                        s["get"].append(got)
+                    s["answered_while_frozen"] += early
+                    for op, text in (("op_freeze", fo), ("op_thaw", to)):
+                        if text.split()[:1] in (["freeze"], ["thaw"]):
+                            s[op].append(int(text.split()[1]))
+            # a warm-up round (not recorded), then the rounds, each tool once per round in a rotating order
+            for i in range(rounds + 1):
+                order = active[i % len(active):] + active[:i % len(active)]
+                for t in order:
+                    try:
+                        one(*t, record=i > 0)
+                    except Exception as e:  # noqa: BLE001 - that tool stops; the others go on
+                        log(f"oneshot {key}: {t[0]}: {e}")
+                        row["errors"][t[0]] = str(e)
+                        active.remove(t)
+                        if t[1] is not None:
+                            thaw_anyhow(t[1])  # the other tools on the same instance go on
+            row["stats"] = {tool: {k: stats(v) for k, v in s.items() if isinstance(v, list) and v}
+                            for tool, s in row["tools"].items()}
+            c2 = row["stats"].get("c2", {})
+            row["ratios"] = {tool: {op: st[op]["median"] / max(1, c2[op]["median"]) for op in ("freeze", "thaw", "get")
+                                    if op in st and op in c2}
+                             for tool, st in row["stats"].items()}
+            log(f"oneshot {key}: " + "; ".join(
+                f"{tool} {fmt(st['freeze']['median'])}/{fmt(st['thaw']['median'])}"
+                + (f"/{fmt(st['get']['median'])}" if 'get' in st else "") for tool, st in row["stats"].items() if "freeze" in st))
+        finally:
+            while len(ctx.cleanups) > n_cleanups:
+                ctx.cleanups.pop()()
+        out["workloads"].append(row)
+    out["start_stats"] = {lab: stats(v) for lab, v in out["start"].items() if v}
+    out["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # part 4: hot against cold on real servers (icebox bench)
 
 NODE_SERVER = ("const http=require('http');"
@@ -599,8 +1041,18 @@ def part_servers(ctx):
                         ["cgroup2"]))
     else:
         log("servers: javac/java not installed: skipping the Java server")
-    results = []
+    results, bare = [], []
+    base_v2 = f"{CG2}/icebox-bench-{os.getpid()}-servers-bare"
+    os.makedirs(base_v2)
+    ctx.cleanups.append(lambda: remove_cgroup_tree(base_v2))
     for label, command, backends in targets:
+        # the bare baseline (2 × runs rounds: one hot GET of each kind per icebox bench run), half of
+        # its rounds before icebox bench and half after
+        baseline = BareServer(ctx, f"{base_v2}/{len(bare)}", command)
+        try:
+            baseline.rounds(runs)
+        except Exception as e:  # noqa: BLE001 - icebox bench still runs; the row says why
+            baseline.error = str(e)
         for backend in backends:
             port = free_port()
             argv = command(port)
@@ -628,7 +1080,74 @@ def part_servers(ctx):
                 res, speedup = bench_export(entry["export"])
                 log(f"servers {label:24} {backend:8} cold {fmt(res.get('cold_start', {}).get('median'))}  hot "
                     f"{fmt(res.get('hot_resume', {}).get('median'))}  speedup {speedup}")
-    return {"runs": runs, "results": results}
+        try:
+            if not baseline.error:
+                baseline.rounds(runs)
+        except Exception as e:  # noqa: BLE001
+            baseline.error = str(e)
+        bare.append(baseline.result(label))
+        st = bare[-1]["stats"]
+        log(f"servers {label:24} bare     cold {fmt(st.get('cold', {}).get('median'))}  hot (pending GET) "
+            f"{fmt(st.get('hot_pending', {}).get('median'))}  hot (GET after thaw) {fmt(st.get('hot_after', {}).get('median'))}"
+            + (f"  error: {baseline.error}" if baseline.error else ""))
+    return {"runs": runs, "results": results, "bare": bare}
+
+
+class BareServer:
+    """A server's cold and hot start with nothing in between, round by round as one run of icebox
+    bench: spawn it into a cgroup of the benchmark's own → first GET answered (cold, probed on
+    icebox bench's schedule), freeze with the C one-shot (`bare once cgroup2 freeze`), hold 200 ms
+    (icebox bench's --hold), thaw with the C one-shot → a GET answered (hot), kill it. The hot GET
+    alternates round by round: sent while frozen, timed from the thaw command's spawn to the answer
+    (`hot_pending`), or sent once the thaw command has exited, as icebox bench probes after `resume`
+    (`hot_after`). A fresh instance each round: the hot GET is the server's second, as in icebox bench."""
+
+    HOLD_S = 0.2
+
+    def __init__(self, ctx, cgroup, command):
+        self.ctx, self.cgroup, self.command, self.error, self.done = ctx, cgroup, command, None, 0
+        self.samples = {"cold": [], "hot_pending": [], "hot_after": []}
+
+    def rounds(self, n):
+        bare = self.ctx.tools + "/bare"
+        for _ in range(n):
+            d, port, pending = f"{self.cgroup}-{self.done}", free_port(), self.done % 2 == 0
+            self.done += 1
+            os.makedirs(d)
+            t0 = mono()
+            p = subprocess.Popen(self.command(port), preexec_fn=lambda: write(d + "/cgroup.procs", str(os.getpid())),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+            try:
+                http_get_when_up(port)
+                self.samples["cold"].append(mono() - t0)
+                run_oneshot([bare, "once", "cgroup2", "freeze", d])
+                time.sleep(self.HOLD_S)
+                thaw = [bare, "once", "cgroup2", "thaw", d]
+                if pending:
+                    sock, early = pending_get(port)
+                    try:
+                        if early:
+                            raise RuntimeError("the frozen server answered")
+                        _, got, _ = run_oneshot(thaw, pending=sock)
+                    finally:
+                        sock.close()
+                    self.samples["hot_pending"].append(got)
+                else:
+                    t0 = mono()
+                    run_oneshot(thaw)
+                    http_get_when_up(port)
+                    self.samples["hot_after"].append(mono() - t0)
+            finally:
+                write(d + "/cgroup.kill", "1")  # frozen or not
+                p.wait(timeout=30)
+                remove_cgroup_tree(d)
+
+    def result(self, label):
+        out = {"target": label, "samples": self.samples, "stats": {k: stats(v) for k, v in self.samples.items() if v}}
+        if self.error:
+            out["error"] = self.error
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -795,6 +1314,38 @@ def plot(results, out_dir):
         fig.savefig(path, dpi=90)
         plt.close(fig)
         made.append(path)
+    os_ = results.get("oneshot")
+    if os_ and any(w.get("stats") for w in os_["workloads"]):
+        ws = [w for w in os_["workloads"] if w.get("stats")]
+        tools = [t for t in os_["tools"] if any(t in w["stats"] and "freeze" in w["stats"][t] for w in ws)]
+        fig, axes = plt.subplots(1, len(ws), figsize=(4.6 * len(ws), 5.8), squeeze=False)
+        colors = plt.get_cmap("tab10")
+        for ax, w in zip(axes[0], ws):
+            ops = [op for op in ("freeze", "thaw", "get") if any(op in w["stats"].get(t, {}) for t in tools)]
+            width = 0.8 / len(tools)
+            for i, t in enumerate(tools):
+                st = w["stats"].get(t, {})
+                xs = [j + (i - (len(tools) - 1) / 2) * width for j, op in enumerate(ops) if op in st]
+                ys = [st[op]["median"] / 1e6 for op in ops if op in st]
+                ax.bar(xs, ys, width, color=colors(i), label=os_["tools"][t].replace("`", ""))
+            ax.set_xticks(range(len(ops)))
+            ax.set_xticklabels([{"freeze": "freeze call", "thaw": "thaw call", "get": "thaw → GET"}[op] for op in ops])
+            ax.set_yscale("log")
+            plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+            ax.tick_params(axis="y", which="minor", labelsize=7)
+            ax.set_ylabel("median (ms, log scale)")
+            ax.set_title(w["label"], fontsize=10)
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+        fig.suptitle("one command per freeze / thaw, process start-up included: medians, interleaved round by round")
+        fig.tight_layout(rect=(0, 0.12, 1, 0.96))
+        path = os.path.join(out_dir, "oneshot.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
     sc = results.get("scale")
     if sc and sc.get("levels"):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6))
@@ -825,6 +1376,164 @@ def plot(results, out_dir):
     return made
 
 
+def later_run_note(results, part):
+    """One sentence on when a part measured by a later `--only` run was measured, and the load then."""
+    run = results["meta"].get("later_runs", {}).get(part)
+    if not run:
+        return []
+    return [f"Measured on {run['date']} by `scripts/bench/run --only {','.join(run['parts'])}`"
+            f"{'' if run.get('scale', 1) == 1 else ' --scale ' + str(run['scale'])} ({run['icebox_version']}, kernel "
+            f"{run['kernel']}), not in the run above: load average {run['load_start']} at the start, "
+            f"{run.get('load_end', '?')} at the end; CPU pressure (some, avg10) {run['cpu_pressure_start']}.", ""]
+
+
+LOADED_NOTE = (" **The machine was loaded** (other work took the CPUs most of the time): absolute figures are "
+               "inflated and jumpy, a few-millisecond median moves by up to 2× from one run to the next; the ratios "
+               "between tools measured interleaved in one run are what to compare, and a ratio from one loaded run "
+               "is not a verdict (every sample is in results.json).")
+
+
+def pressure(text):
+    """CPU pressure as recorded ("12.34%"), as a number; 0 when not known."""
+    try:
+        return float(text.rstrip("%"))
+    except (AttributeError, ValueError):
+        return 0.0
+
+
+def part_meta(results, part):
+    """The meta of the run that measured a part: a later --only run's, or the report's own."""
+    return results["meta"].get("later_runs", {}).get(part, results["meta"])
+
+
+def servers_bare_markdown(results, sv):
+    """The bare hot/cold baseline beside icebox bench's cgroup2 figures for the same server."""
+    if not sv.get("bare"):
+        return []
+    L = ["### The bare baseline: the same servers with nothing in between", "",
+         "Each round is one run of icebox bench without icebox: the server spawned directly into a cgroup of the "
+         "benchmark's own → first GET answered (cold; probed on icebox bench's schedule, 50 µs doubling to 10 ms); "
+         "frozen by the C one-shot (`bare once cgroup2 freeze`, an exec'd process); held 200 ms (icebox bench's "
+         "`--hold`); thawed by `bare once cgroup2 thaw` → a GET answered (hot); killed. The hot GET alternates round "
+         "by round: sent while frozen, from the thaw command's spawn to the answer (\"pending\"), or sent once the "
+         "thaw command has exited, as icebox bench probes after `resume` (\"after\"). A fresh server each round, "
+         f"so the hot GET is its second, as in icebox bench. {2 * sv['runs']} rounds, half before and half after "
+         f"`icebox bench` on the same server, same command and interpreter. icebox's figures are `icebox bench`'s cold_start and hot_resume (cgroup2 backend; "
+         f"its GET is sent after `resume` returns, by a client already running). hot/cold = median hot / median cold; "
+         f"ratio of ratios = bare hot/cold ÷ icebox hot/cold: 1 when icebox keeps the kernel's whole hot/cold "
+         f"advantage, below 1 when it gives some away (target ≥ 0.9)."
+         + LOADED_NOTE * (pressure(part_meta(results, "servers")["cpu_pressure_start"]) > 20), "",
+         "| server | bare cold | bare hot, pending GET | bare hot, GET after thaw | bare hot/cold (pending · after) | "
+         "icebox cold | icebox hot | icebox hot/cold | ratio of ratios (pending · after) |",
+         "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for b in sv["bare"]:
+        st = b["stats"]
+        if b.get("error") or not all(k in st for k in ("cold", "hot_pending", "hot_after")):
+            L.append(f"| {b['target']} | error: {b.get('error', 'no samples')[:300]} | | | | | | | |")
+            continue
+        ice = next((bench_export(e["export"])[0] for e in sv["results"]
+                    if e["target"] == b["target"] and e["backend"] == "cgroup2" and "export" in e), {})
+        cold, pend, after = st["cold"]["median"], st["hot_pending"]["median"], st["hot_after"]["median"]
+        cells = [fmt(cold), fmt(pend), fmt(after), f"{pend / cold:.4f} · {after / cold:.4f}"]
+        if "cold_start" in ice and "hot_resume" in ice:
+            ir = ice["hot_resume"]["median"] / ice["cold_start"]["median"]
+            rr = [(pend / cold) / ir, (after / cold) / ir]
+            cells += [fmt(ice["cold_start"]["median"]), fmt(ice["hot_resume"]["median"]), f"{ir:.4f}",
+                      " · ".join(f"**{r:.2f}**" if r < 0.9 else f"{r:.2f}" for r in rr)]
+        else:
+            cells += ["–", "–", "–", "no icebox bench figures"]
+        L.append(f"| {b['target']} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def oneshot_markdown(results, pngs):
+    os_ = results.get("oneshot")
+    if not os_:
+        return []
+    L = ["## One command per freeze or thaw: icebox beside its peers", ""] + later_run_note(results, "oneshot")
+    freezers = {}
+    for w in os_["workloads"]:
+        for tool, f in w.get("freezer", {}).items():
+            freezers.setdefault(tool, f)
+    v = os_["versions"]
+    L += ["Each freeze and each thaw is one command, spawned from Python as a script would (`subprocess.Popen`, "
+          "then wait), timed from just before the spawn to its exit: process start-up included. Every tool acts on "
+          "its own instance of the same workload (the statically linked `workload.c`, or "
+          f"`{SERVER_PYTHON} -m http.server`): a plain one in a cgroup of the benchmark's own (v2, and v1 freezer), "
+          "shared by the C one-shots and the kill rows; an LXC container whose init is the workload (`lxc-start -d`, "
+          "root = busybox-static + the workload, /usr bind-mounted read-only for python3, the host's network); a runc "
+          "container from the same root (`runc spec`, root, no network namespace); two icebox apps (`launch --grace 0 "
+          "--background-signal none`, cgroup2 and cgroup1 backends; `suspend --grace 0`, `resume`). "
+          f"Versions: lxc {v['lxc']}, {v['runc']}, {v['busybox'].split(' multi-call')[0]}, {v['python']}, {v['icebox']}.", "",
+          f"Each round runs every tool once (freeze, then thaw, then `bare settle` until every thread has run again), "
+          f"in an order that rotates by one each round; one warm-up round is not counted. On the HTTP workload a GET "
+          f"is sent after the freeze command returns (and 5 ms are given for an answer that would show the server "
+          f"was not frozen); \"thaw → GET\" is from the thaw command's spawn to the complete answer. Ratios are "
+          f"against the C one-shot on cgroup2 (medians; **bold** > 1.5×); p95 in brackets. Load average "
+          f"{os_['load_start']} at the start of this part, {os_['load_end']} at its end; CPU pressure (some, avg10) "
+          f"{os_['cpu_pressure_start']} at its start." + LOADED_NOTE * (pressure(os_['cpu_pressure_start']) > 20), ""]
+    used = {t: freezers[t] for t in ("lxc", "runc") if t in freezers}
+    how = {"lxc": "LXC, with its own layout (`lxc.payload.NAME` in every hierarchy)",
+           "runc": "runc, with its default cgroupfs driver (a `cgroupsPath`, no `--systemd-cgroup`)"}
+    if used:
+        text = ("Which freezer each tool used on this host (read right after its first freeze): "
+                + "; ".join(f"{how[t]}: {f}" for t, f in used.items()) + ".")
+        if any(f.startswith("v1") for f in used.values()):
+            text += (" On a hybrid host (cgroup2 beside v1 controllers) they take the v1 freezer even though "
+                     "cgroup.freeze is there.")
+        if used.get("lxc", "").startswith("v1"):
+            text += (" LXC's v1 freeze (5.0) writes FROZEN, reads freezer.state and, while the kernel still says "
+                     "FREEZING, sleeps one second before reading it again (seen with strace): its freeze is a few ms, "
+                     "or just over 1 s (see the p95s).")
+        L += [text, ""]
+    for tool, why in os_.get("missing", {}).items():
+        L += [f"**{tool} not measured:** {why}.", ""]
+
+    def cell(st, ref, op):
+        if op not in st:
+            return "–"
+        r = st[op]["median"] / max(1, ref[op]["median"]) if op in ref else None
+        rt = "" if r is None else (f" · **{r:.2f}×**" if r > 1.5 else f" · {r:.2f}×")
+        return f"{fmt(st[op]['median'])} ({fmt(st[op]['p95'])}){rt}"
+    L += ["| workload | tool | freezer | freeze call | thaw call | thaw → GET answered |", "|---|---|---|--:|--:|--:|"]
+    for w in os_["workloads"]:
+        if w.get("skipped"):
+            L.append(f"| {w['label']} | skipped: {w['skipped']} | | | | |")
+            continue
+        ref = w["stats"].get("c2", {})
+        for tool, label in os_["tools"].items():
+            st = w["stats"].get(tool)
+            if not st or "freeze" not in st:
+                L.append(f"| {w['label']} | {label} | | not measured: {w['errors'].get(tool, 'no samples')[:300]} | | |")
+                continue
+            early = w["tools"][tool].get("answered_while_frozen", 0)
+            get = cell(st, ref, "get") + (f" ({early} answered while \"frozen\")" if early else "")
+            L.append(f"| {w['label']} ({w['rounds']} rounds) | {label} | {w['freezer'].get(tool, '')} | "
+                     f"{cell(st, ref, 'freeze')} | {cell(st, ref, 'thaw')} | {get} |")
+    L += [""]
+    starts = os_.get("start_stats", {})
+    if starts:
+        L += ["Process start-up alone, interleaved in the same rounds as the 1-process workload:", "",
+              "| command | median | p95 |", "|---|--:|--:|"]
+        L += [f"| `{lab}` | {fmt(st['median'])} | {fmt(st['p95'])} |" for lab, st in starts.items()]
+        L += [""]
+        idle = next((w["stats"] for w in os_["workloads"] if w["key"] == "idle1" and w.get("stats")), {})
+        ice, c2 = idle.get("icebox2", {}), idle.get("c2", {})
+        if "freeze" in ice and "freeze" in c2 and "icebox --version" in starts and "/bin/true" in starts:
+            iv, tv = starts["icebox --version"]["median"], starts["/bin/true"]["median"]
+
+            def signed(ns):  # a difference of medians can be negative
+                return ("−" if ns < 0 else "") + fmt(abs(ns))
+            L += [f"On the 1-process workload, `icebox suspend` takes {fmt(ice['freeze']['median'])} and `resume` "
+                  f"{fmt(ice['thaw']['median'])}, of which starting the icebox binary at all (`icebox --version`) is "
+                  f"{fmt(iv)}; the C one-shot takes {fmt(c2['freeze']['median'])} / {fmt(c2['thaw']['median'])}, of "
+                  f"which starting a process (`/bin/true`) is {fmt(tv)}. Beyond start-up: icebox "
+                  f"{signed(ice['freeze']['median'] - iv)} / {signed(ice['thaw']['median'] - iv)}, the C one-shot "
+                  f"{signed(c2['freeze']['median'] - tv)} / {signed(c2['thaw']['median'] - tv)} (differences of medians).", ""]
+    L += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs if "oneshot" in p] + [""]
+    return L
+
+
 def markdown(results, pngs):
     m = results["meta"]
     L = ["# icebox benchmarks", "",
@@ -839,8 +1548,8 @@ def markdown(results, pngs):
          "on the same app, interleaved pair by pair with icebox's.", ""]
     fr = results.get("freeze")
     if fr:
-        L += ["## Freeze and thaw as the work grows", "",
-              f"Workloads are `scripts/bench/workload.c` (N processes, or 1 process with N threads in all; idle = "
+        L += ["## Freeze and thaw as the work grows", ""] + later_run_note(results, "freeze")
+        L += [f"Workloads are `scripts/bench/workload.c` (N processes, or 1 process with N threads in all; idle = "
               f"pause(), busy = spinning, with a sched_yield() every 50 µs) launched with `--ready notify "
               f"--background-signal none`. Busy workloads run in a {fr['busy_scheduling']}, so the benchmark itself "
               f"still gets the CPU while they take every idle cycle. bare re-reads the kernel state after "
@@ -886,8 +1595,8 @@ def markdown(results, pngs):
                 L += [f"![{os.path.basename(p)}]({os.path.basename(p)})", ""]
     cli = results.get("cli")
     if cli:
-        L += ["## The CLI end to end", "",
-              f"Wall time of each command as a user runs it (Python `subprocess.run`, {cli['rounds']} rounds, an idle "
+        L += ["## The CLI end to end", ""] + later_run_note(results, "cli")
+        L += [f"Wall time of each command as a user runs it (Python `subprocess.run`, {cli['rounds']} rounds, an idle "
               f"1-process app). The suspend is split with the daemon's event timestamps (same CLOCK_MONOTONIC): client "
               f"start-up + connect + request until the daemon logs the notice; the daemon's work until the freeze "
               f"write; the freeze; the reply and the client's exit. `/bin/kill` only sends the signal (no "
@@ -903,9 +1612,10 @@ def markdown(results, pngs):
         for label, d in cli["commands"].items():
             L.append(f"| `{label}` | {fmt(d['stats']['median'])} | {fmt(d['stats']['min'])} | {fmt(d['stats']['p95'])} |")
         L += [""] + [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs if "cli" in p] + [""]
+    L += oneshot_markdown(results, pngs)
     sv = results.get("servers")
     if sv:
-        L += ["## Hot resume against cold start on real servers (`icebox bench`)", ""]
+        L += ["## Hot resume against cold start on real servers (`icebox bench`)", ""] + later_run_note(results, "servers")
         if sv.get("skipped"):
             L += [f"Skipped: {sv['skipped']}.", ""]
         else:
@@ -922,11 +1632,11 @@ def markdown(results, pngs):
                 cells = [fmt(res[n]["median"]) if n in res else "–" for n in names]
                 L.append(f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + f" | {sp:.1f}× |" if isinstance(sp, (int, float))
                          else f"| {e['target']} | {e['backend']} | " + " | ".join(cells) + " | – |")
-            L += [""]
+            L += [""] + servers_bare_markdown(results, sv)
     sc = results.get("scale")
     if sc:
-        L += ["## One daemon, many apps", "",
-              f"Apps are `{' '.join(sc['app'])}` (cgroup2 backend), launched one `icebox launch` at a time, the "
+        L += ["## One daemon, many apps", ""] + later_run_note(results, "scale")
+        L += [f"Apps are `{' '.join(sc['app'])}` (cgroup2 backend), launched one `icebox launch` at a time, the "
               f"daemon growing to each size in turn. They are given a small environment "
               f"({', '.join(sc['app_environment'])}): every app record carries its environment (for relaunch); a state "
               f"change rewrites only that app's record, once per turn of the daemon's loop. Idle CPU is the daemon's utime+stime over "
@@ -952,6 +1662,46 @@ def markdown(results, pngs):
 
 # ---------------------------------------------------------------------------------------------
 
+# scripts/bench/run appends these sections to the RESULTS.md of a full run (memory-policy,
+# lifecycle-latency); a partial run or --report-only keeps them from the RESULTS.md already there.
+APPENDED_BY_RUN = "\n## Memory policy: eviction and compaction\n"
+
+
+def write_report(out_dir, results, pngs, keep_appended):
+    path = os.path.join(out_dir, "RESULTS.md")
+    earlier = read(path, "")
+    tail = earlier[earlier.find(APPENDED_BY_RUN):] if keep_appended and APPENDED_BY_RUN in earlier else ""
+    with open(path, "w") as f:
+        f.write(markdown(results, pngs) + tail)
+
+
+def merged_with_earlier(results, parts, path):
+    """A run of some parts (--only) keeps the other parts' results from the earlier results.json:
+    its meta stays the report's, and this run's meta goes under meta.later_runs, by part."""
+    if set(parts) == set(PARTS) or not os.path.exists(path):
+        return results
+    try:
+        with open(path) as f:
+            earlier = json.load(f)
+    except (OSError, ValueError) as e:
+        log(f"{path}: unreadable ({e}): the report holds only this run's parts")
+        return results
+    merged = dict(earlier)
+    for part in parts:
+        merged.pop(part, None)
+        merged.pop(part + "_error", None)
+        for k in (part, part + "_error"):
+            if k in results:
+                merged[k] = results[k]
+    meta = dict(earlier["meta"])
+    later = {k: v for k, v in meta.get("later_runs", {}).items() if k not in parts}
+    run = {k: v for k, v in results["meta"].items() if k not in ("cgroup_mode", "backends", "cpus", "cpu_model")}
+    later.update({part: run for part in parts})
+    meta["later_runs"] = later
+    merged["meta"] = meta
+    return merged
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tools", help="directory holding the compiled bare and workload")
@@ -967,8 +1717,7 @@ def main():
         with open(os.path.join(args.out, "results.json")) as f:
             results = json.load(f)
         pngs = plot(results, args.out)
-        with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
-            f.write(markdown(results, pngs))
+        write_report(args.out, results, pngs, keep_appended=True)
         return 0
     if not args.tools:
         sys.exit("suite.py: --tools DIR is required (scripts/bench/run compiles bare and workload there)")
@@ -1009,7 +1758,8 @@ def main():
     log(f"icebox benchmarks: {version}, kernel {platform.release()}, {os.cpu_count()} CPUs, parts {', '.join(parts)}")
     ok = True
     try:
-        for part, fn in (("freeze", part_freeze), ("cli", part_cli), ("servers", part_servers), ("scale", part_scale)):
+        for part, fn in (("freeze", part_freeze), ("cli", part_cli), ("oneshot", part_oneshot), ("servers", part_servers),
+                         ("scale", part_scale)):
             if part not in parts:
                 continue
             log(f"== {part}")
@@ -1033,12 +1783,12 @@ def main():
             ctx.cleanups.pop()()
     results["meta"]["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results["meta"]["duration_s"] = round(time.monotonic() - T0, 1)
+    results = merged_with_earlier(results, parts, os.path.join(args.out, "results.json"))
     os.makedirs(args.out, exist_ok=True)
     pngs = plot(results, args.out)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
-        f.write(markdown(results, pngs))
+    write_report(args.out, results, pngs, keep_appended=set(parts) != set(PARTS))
     log(f"done in {results['meta']['duration_s']:.0f} s: {args.out}/RESULTS.md, results.json, "
         + ", ".join(os.path.basename(p) for p in pngs))
     return 0 if ok else 1
