@@ -225,7 +225,9 @@ extension Daemon {
             return
         }
         let env = environment(for: app.record.options)
-        followProbe(app, probe.start(environment: env, cwd: app.record.options.workingDirectory))
+        followProbe(
+            app,
+            probe.start(environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity))
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {

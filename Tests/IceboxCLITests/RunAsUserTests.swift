@@ -203,6 +203,48 @@ struct RunAsUserTests {
         #expect(!FileManager.default.fileExists(atPath: dir), "\(dir) is left behind")
     }
 
+    @Test("after a daemon is killed, the next one re-binds the app's own socket for that user, and READY=1 still arrives")
+    func adoptedAfterCrash() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let script = """
+            import os, signal, socket, time
+            def notify(m): socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(m, os.environ['NOTIFY_SOCKET'])
+            signal.signal(signal.SIGUSR1, lambda *a: notify(b'READY=1\\nSTATUS=saved'))
+            notify(b'READY=1')
+            while True: time.sleep(0.05)
+            """
+        let r = try box.icebox([
+            "launch", "--user", "nobody", "--cwd", "/", "--ready", "notify", "--ready-timeout", "10s", "--grace", "20s", "svc", "--",
+            "/usr/bin/python3", "-c", script,
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        let before = try #require(try box.apps()["svc"])
+        let socket = try #require(before.notifySocket)
+        kill(try Self.daemonPID(box), SIGKILL)
+        // ps starts a daemon, which re-adopts the app.
+        let after = try #require(try box.apps()["svc"])
+        #expect(after.state == .active && after.pid == before.pid && after.notifySocket == socket)
+        let status = try #require(try FileIO.linkStatus(socket))
+        #expect(status.owner == 65534 && status.permissions & 0o777 == 0o600)
+        // The notice's answer comes through the re-bound socket: the grace (20 s) ends early.
+        let suspended = try box.icebox(["suspend", "svc"])
+        #expect(suspended.status == 0 && suspended.stdout.contains("(READY=1)"), "\(suspended.output)")
+        #expect(try box.apps()["svc"]?.statusText == "saved")
+    }
+
+    @Test("a cmd: readiness probe runs as the app's user too, never with more than the app has")
+    func probeAsUser() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let probe = "cmd:test \"$(id -u)\" = 65534 && grep -q '^CapEff:.*0000000000000000' /proc/self/status"
+        let r = try box.icebox([
+            "launch", "--user", "nobody", "--cwd", "/", "--ready", probe, "--ready-timeout", "5s", "probed", "--", "sleep", "1000",
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(try box.apps()["probed"]?.state == .active)
+    }
+
     @Test("a bad --user is a usage error (64) that says what was wrong")
     func badUser() throws {
         let box = Sandbox()

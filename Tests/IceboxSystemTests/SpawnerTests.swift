@@ -108,34 +108,24 @@ struct SpawnIdentityTests {
         return dir
     }
 
-    @Test(
-        "without CAP_SETPCAP the bounding set cannot be emptied: the spawn fails there",
-        .enabled(if: getuid() == 0, "needs root (the capabilities to give one up)"))
-    func noSetpcap() throws {
-        let dir = Self.openDirectory()
-        defer { removeTree(dir) }
-        let error = try #require(try Self.spawnWithout("cap_setpcap", marker: dir + "/ran"))
-        guard case .identityFailed(let step, let err) = error else {
-            Issue.record("expected identityFailed, got \(error)")
-            return
-        }
-        #expect(step.contains("bounding set") && err == EPERM, "\(error)")
-        #expect(error.description.contains("the program was not run"))
-        #expect(access(dir + "/ran", F_OK) != 0)
-    }
+    /// Each capability the change of identity needs, and the step that fails without it.
+    static let needed: [(capability: String, step: String)] = [
+        ("cap_setpcap", "emptying the capability bounding set"), ("cap_setgid", "setgroups to 0 supplementary groups"),
+    ]
 
     @Test(
-        "without CAP_SETGID the groups cannot be set: the spawn fails at setgroups",
-        .enabled(if: getuid() == 0, "needs root (the capabilities to give one up)"))
-    func noSetgid() throws {
+        "without a capability it needs, the change of identity fails at the step that needs it",
+        .enabled(if: getuid() == 0, "needs root (the capabilities to give one up)"), arguments: needed)
+    func missingCapability(_ needed: (capability: String, step: String)) throws {
         let dir = Self.openDirectory()
         defer { removeTree(dir) }
-        let error = try #require(try Self.spawnWithout("cap_setgid", marker: dir + "/ran"))
+        let error = try #require(try Self.spawnWithout(needed.capability, marker: dir + "/ran"))
         guard case .identityFailed(let step, let err) = error else {
             Issue.record("expected identityFailed, got \(error)")
             return
         }
-        #expect(step.hasPrefix("setgroups") && err == EPERM, "\(error)")
-        #expect(access(dir + "/ran", F_OK) != 0)
+        #expect(step.hasPrefix(needed.step) && err == EPERM, "\(error)")
+        #expect(error.description.contains("the program was not run"))
+        #expect(access(dir + "/ran", F_OK) != 0, "the program ran")
     }
 }
