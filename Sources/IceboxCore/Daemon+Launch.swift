@@ -128,10 +128,13 @@ extension Daemon {
             case .failure(let error):
                 switch error {
                 case .notFound: throw IceboxError(.notFound, error.description)
-                case .execFailed(_, _, let err):
+                case .execFailed(_, let step, let err):
+                    let who = options.runAs.map { " (the app runs as \($0.short))" } ?? ""
+                    let hint =
+                        step.hasPrefix("chdir")
+                        ? "the app's user must be able to enter it\(who): give --cwd" : "check the file's execute permission\(who)"
                     throw IceboxError(
-                        err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)",
-                        hint: err == EACCES ? "check the file's execute permission" : nil)
+                        err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)", hint: err == EACCES ? hint : nil)
                 case .identityFailed:
                     throw IceboxError(.failure, "cannot launch \(options.name) as \(options.runAs?.short ?? "another user"): \(error)")
                 case .system(let e): throw IceboxError("launch \(options.name)", e)

@@ -120,11 +120,13 @@ struct RunAsUserTests {
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), "useradd (passwd) is not installed"))
     func supplementaryGroups() throws {
         let box = Sandbox()
-        defer { box.close() }
         let tag = String(getpid() % 100_000)
         let (primary, extraA, extraB, user) = ("icbp\(tag)", "icba\(tag)", "icbb\(tag)", "icbu\(tag)")
         defer {
-            _ = try? Sandbox.runToEnd(Self.tool("/usr/sbin/userdel", [user]), timeout: 20, what: "userdel")
+            // The apps first: userdel refuses a user that still has processes.
+            box.close()
+            let removed = try? Sandbox.runToEnd(Self.tool("/usr/sbin/userdel", [user]), timeout: 20, what: "userdel")
+            #expect(removed?.status == 0 && UserAccounts.user(named: user) == nil, "userdel \(user): \(removed?.output ?? "")")
             for g in [primary, extraA, extraB] {
                 _ = try? Sandbox.runToEnd(Self.tool("/usr/sbin/groupdel", [g]), timeout: 20, what: "groupdel")
             }
@@ -273,6 +275,7 @@ struct RunAsUserTests {
         let r = try box.icebox(["launch", "--user", "nobody", "--cwd", closed, "x", "--", "/bin/sh", "-c", "touch \(marker)"])
         #expect(r.status == 126, "\(r.output)")
         #expect(r.stderr.contains("chdir to \(closed) failed: Permission denied"), "\(r.stderr)")
+        #expect(r.stderr.contains("the app's user must be able to enter it (the app runs as nobody:"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
