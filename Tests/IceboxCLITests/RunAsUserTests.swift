@@ -89,6 +89,27 @@ struct RunAsUserTests {
         #expect(try box.apps()["app"]?.state == .evicted)
     }
 
+    @Test("doctor lists each capability the daemon keeps with why, those it drops, and what the running daemon has")
+    func doctorCapabilities() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        #expect(try box.icebox(["launch", "d", "--", "sleep", "1000"]).status == 0)
+        let r = try box.icebox(["doctor", "--json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.output)")
+        let findings = (report["findings"] as? [[String: Any]] ?? []).reduce(into: [String: String]()) {
+            $0[$1["check"] as? String ?? ""] = $1["detail"] as? String
+        }
+        for cap in DaemonCapabilities.kept {
+            #expect(findings[cap.name]?.hasSuffix(cap.why) == true, "\(cap.name): \(findings[cap.name] ?? "missing")")
+        }
+        #expect(findings["dropped by the daemon"]?.contains("cap_sys_admin") == true)
+        #expect(findings["--user"]?.hasPrefix("apps can run as another user") == true)
+        let running = try #require(findings["running daemon"])
+        #expect(
+            running.hasPrefix("pid \(try Self.daemonPID(box)) has ") && running.contains("cap_setuid") && !running.contains("cap_sys_admin")
+        )
+    }
+
     @Test("an app launched without --user still runs as root with root's capabilities, and says so")
     func rootApp() throws {
         let box = Sandbox()
