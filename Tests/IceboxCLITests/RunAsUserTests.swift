@@ -43,9 +43,9 @@ struct RunAsUserTests {
         return Set(Capabilities.allNames.enumerated().filter { mask & (1 << UInt64($0.offset)) != 0 }.map(\.element))
     }
 
-    static func daemonPID(_ box: Sandbox) throws -> pid_t {
-        try #require(pid_t((try String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)).trimmed()))
-    }
+    /// The crash tests' helpers: the daemon's pid, and a SIGKILL waited for through a pidfd.
+    static let crash = CrashRecoveryTests()
+    static func daemonPID(_ box: Sandbox) throws -> pid_t { try crash.daemonPID(box) }
 
     @Test("--user nobody: its uid, gid and groups, every capability set empty, no_new_privs; the daemon keeps what it uses")
     func nobody() throws {
@@ -244,7 +244,7 @@ struct RunAsUserTests {
         #expect(r.status == 0, "\(r.output)")
         let before = try #require(try box.apps()["svc"])
         let socket = try #require(before.notifySocket)
-        kill(try Self.daemonPID(box), SIGKILL)
+        try Self.crash.killDaemon(box)
         // ps starts a daemon, which re-adopts the app.
         let after = try #require(try box.apps()["svc"])
         #expect(after.state == .active && after.pid == before.pid && after.notifySocket == socket)
