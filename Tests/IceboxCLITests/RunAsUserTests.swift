@@ -244,6 +244,11 @@ struct RunAsUserTests {
         #expect(r.status == 0, "\(r.output)")
         let before = try #require(try box.apps()["svc"])
         let socket = try #require(before.notifySocket)
+        // Should no daemon come back, nothing else removes the socket's directory in /tmp.
+        defer {
+            unlink(socket)
+            rmdir(String(socket.dropLast("/notify".count)))
+        }
         try Self.crash.killDaemon(box)
         // ps starts a daemon, which re-adopts the app.
         let after = try #require(try box.apps()["svc"])
