@@ -44,13 +44,66 @@ struct icebox_clone_args {
     uint64_t set_tid, set_tid_size, cgroup;
 };
 
-enum { STEP_CHDIR = 1, STEP_SETSID = 2, STEP_DUP = 3, STEP_EXEC = 4, STEP_CGROUP = 5 };
+enum {
+    STEP_CHDIR = ICEBOX_STEP_CHDIR, STEP_SETSID = ICEBOX_STEP_SETSID, STEP_DUP = ICEBOX_STEP_DUP,
+    STEP_EXEC = ICEBOX_STEP_EXEC, STEP_CGROUP = ICEBOX_STEP_CGROUP,
+};
 
 static void child_fail(int err_fd, int step, int err) {
     int msg[2] = {step, err};
     ssize_t ignored = write(err_fd, msg, sizeof msg);
     (void)ignored;
     _exit(127);
+}
+
+// The kernel's capability ABI (linux/capability.h), version 3: two 32-bit words per set.
+// Our own copy, so that the child calls capset(2) directly: libcap's cap_set_proc
+// allocates, which a child of a multithreaded process must not do.
+#define ICEBOX_CAPABILITY_VERSION_3 0x20080522
+struct icebox_cap_header { uint32_t version; int pid; };
+struct icebox_cap_data { uint32_t effective, permitted, inheritable; };
+
+// Runs in the child only: becomes req's uid, gid and groups with no capability left and
+// no_new_privs set, or reports the step that failed (the program then never runs). Raw
+// syscalls: glibc's set*id wrappers signal every thread they believe exists (the parent's,
+// here) and take locks, and credentials are per thread in the kernel anyway; the child has
+// one thread. The order matters: the bounding set can only be emptied while the child
+// still has CAP_SETPCAP, that is before setresuid to a non-root uid clears it.
+static void child_become(const struct icebox_spawn_request *req, int err_fd) {
+    if (syscall(SYS_setgroups, req->ngroups, req->groups) < 0) child_fail(err_fd, ICEBOX_STEP_SETGROUPS, errno);
+    if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0) child_fail(err_fd, ICEBOX_STEP_SETGID, errno);
+    for (int cap = 0; cap <= req->cap_last_cap; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) child_fail(err_fd, ICEBOX_STEP_CAPBSET, errno);
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) child_fail(err_fd, ICEBOX_STEP_AMBIENT, errno);
+    if (syscall(SYS_setresuid, req->uid, req->uid, req->uid) < 0) child_fail(err_fd, ICEBOX_STEP_SETUID, errno);
+    // A change to a non-root uid has cleared permitted and effective already; inheritable
+    // (and a uid of 0, which keeps everything) are cleared here.
+    struct icebox_cap_header header = {ICEBOX_CAPABILITY_VERSION_3, 0};
+    struct icebox_cap_data data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capset, &header, data) < 0) child_fail(err_fd, ICEBOX_STEP_CAPSET, errno);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(err_fd, ICEBOX_STEP_NO_NEW_PRIVS, errno);
+
+    // Read it all back: a kernel or security module that quietly ignored a step must not
+    // leave the program with more than was asked.
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+    if (syscall(SYS_getresuid, &ruid, &euid, &suid) < 0 || syscall(SYS_getresgid, &rgid, &egid, &sgid) < 0)
+        child_fail(err_fd, ICEBOX_STEP_VERIFY, errno);
+    if (ruid != req->uid || euid != req->uid || suid != req->uid || rgid != req->gid || egid != req->gid
+        || sgid != req->gid)
+        child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
+    memset(data, 0xff, sizeof data);
+    if (syscall(SYS_capget, &header, data) < 0) child_fail(err_fd, ICEBOX_STEP_VERIFY, errno);
+    for (int i = 0; i < 2; i++) {
+        if (data[i].effective || data[i].permitted || data[i].inheritable) child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
+    }
+    for (int cap = 0; cap <= req->cap_last_cap; cap++) {
+        if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 0) child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) > 0) child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
+    }
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
 }
 
 // Runs in the child only. Never returns.
@@ -111,6 +164,8 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
         for (int fd = (int)first; fd < 4096; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
+    if (req->set_identity) child_become(req, err_fd);
+    // After the change of identity: the directory must be one the app's user may enter.
     if (req->cwd && chdir(req->cwd) < 0) child_fail(err_fd, STEP_CHDIR, errno);
 
     execve(req->path, req->argv, req->envp);

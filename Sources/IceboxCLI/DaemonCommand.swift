@@ -54,6 +54,8 @@ enum DaemonCommand: IceboxCommand {
             Output.out("icebox daemon started for \(client.paths.runtimeDir) (log: \(client.paths.daemonLog))")
             return 0
         }
+        // Before anything else runs (capabilities are per thread: no other thread exists yet).
+        do { _ = try DaemonCapabilities.dropUnused() } catch { throw IceboxError("drop the daemon's unused capabilities", error) }
         var config = Daemon.Configuration(paths: IceboxPaths.fromEnvironment(env), cgroupRootOverride: cgroupRoot)
         try config.paths.prepare()
         try savePolicy(settings, in: config.paths)

@@ -52,15 +52,6 @@ enum DoctorCommand: IceboxCommand {
         var ok: Bool  // usable, and nothing required is missing: exit 0
     }
 
-    /// Capabilities worth knowing about, and what lacking each one disables.
-    static let capabilities: [(String, String)] = [
-        ("cap_sys_admin", "creating cgroups outside a delegated subtree"),
-        ("cap_dac_override", "writing cgroup files owned by another user"),
-        ("cap_kill", "freeze --pid on other users' processes"),
-        ("cap_sys_resource", "PSI triggers with windows that are not multiples of 2 s"),
-        ("cap_sys_ptrace", "reading other users' /proc details and process_madvise compaction"),
-    ]
-
     /// The features --require names, from "cgroup2,psi" given once or more.
     static func requiredFeatures(_ values: [String]) throws(IceboxError) -> [Feature] {
         var out: [Feature] = []
@@ -122,11 +113,8 @@ enum DoctorCommand: IceboxCommand {
                     : "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)"))
         let capText = Capabilities.effectiveText() ?? "unreadable"
         f.append(Finding(check: "capabilities", ok: true, detail: capText))
-        for (cap, disables) in capabilities {
-            let has = Capabilities.hasEffective(cap) ?? false
-            f.append(Finding(check: cap, ok: has, detail: has ? "present" : "missing: disables \(disables)"))
-        }
         let paths = IceboxPaths.fromEnvironment(env)
+        f += capabilityFindings(paths)
         let policy = EvictionPolicy.load(from: paths.policyFile)
         for line in policy.lines {
             let key = String(line.prefix(19)).trimmingTrailingSpaces()
@@ -169,6 +157,40 @@ enum DoctorCommand: IceboxCommand {
             Output.err("icebox: required but missing: " + missing.map(\.rawValue).joined(separator: ", ") + " (see the findings above)")
         }
         return report.ok ? 0 : ExitCode.failure.rawValue
+    }
+
+    /// The capabilities a daemon keeps, each with why, whether this process has it (a daemon
+    /// it starts keeps it then), the ones every daemon drops, and what a running daemon has.
+    static func capabilityFindings(_ paths: IceboxPaths) -> [Finding] {
+        var f: [Finding] = []
+        let keptNames = DaemonCapabilities.kept.map(\.name)
+        for cap in DaemonCapabilities.kept {
+            let has = Capabilities.hasEffective(cap.name) ?? false
+            f.append(Finding(check: cap.name, ok: has, detail: (has ? "kept by the daemon for " : "missing: disables ") + cap.why))
+        }
+        let dropped = Capabilities.allNames.filter { !keptNames.contains($0) }
+        f.append(
+            Finding(
+                check: "dropped by the daemon", ok: true,
+                detail: "\(dropped.count) capabilities it never uses: " + dropped.joined(separator: " ")))
+        let missing = DaemonCapabilities.missingForUser()
+        f.append(
+            Finding(
+                check: "--user", ok: missing.isEmpty,
+                detail: missing.isEmpty
+                    ? "apps can run as another user, with no capabilities and no_new_privs"
+                    : "unavailable: a daemon started by this user lacks " + missing.joined(separator: ", ")))
+        let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
+        if let pid = Int32(holder), let status = try? FileIO.read("/proc/\(pid)/status"),
+            let hex = ProcFS.statusField("CapEff", in: status), let mask = UInt64(hex, radix: 16)
+        {
+            let names = Capabilities.allNames.enumerated().filter { mask & (1 << UInt64($0.offset)) != 0 }.map(\.element)
+            f.append(
+                Finding(
+                    check: "running daemon", ok: names.allSatisfy(keptNames.contains),
+                    detail: "pid \(pid) has " + (names.isEmpty ? "no capabilities" : names.joined(separator: " "))))
+        }
+        return f
     }
 
     /// Spawns /bin/true with clone3(CLONE_INTO_CGROUP) into the cgroup doctor already runs

@@ -19,6 +19,9 @@ enum LaunchArguments {
         OptionSpec(name: "compact-after", value: "DUR", help: "compact this app that long after each freeze"),
         OptionSpec(name: "watchdog", value: "DUR", help: "an active app must send WATCHDOG=1 this often (paused while suspended)"),
         OptionSpec(name: "watchdog-action", value: "log|kill|restart", help: "what a missed WATCHDOG=1 does (default log)"),
+        OptionSpec(
+            name: "user", value: "USER[:GROUP]",
+            help: "run the app as this user and group (names or ids), with no capabilities and no_new_privs"),
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
         OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
     ]
@@ -104,6 +107,7 @@ enum LaunchArguments {
             guard o.watchdogNanos != nil else { throw IceboxError(.usage, "--watchdog-action needs --watchdog DUR") }
             o.watchdogAction = action
         }
+        if let user = args.value("user") { o.runAs = try RunAs.resolve(user) }
         o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         o.extraEnvironment = args.all("env")
         return o

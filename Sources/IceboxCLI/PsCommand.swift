@@ -21,13 +21,13 @@ enum PsCommand: IceboxCommand {
             NAME may be a glob ('web*'). A named app is shown even if it has ended; a NAME that
             matches no app is an error (exit 1). --format fields: .Name .PID .State .Since
             .Backend .Memory .MemoryBytes .LastFreeze .LastThaw .Status .Command .Priority
-            .ExitStatus .Cgroup, and {{json .}}; '\\t' is a tab.
+            .ExitStatus .Cgroup .User, and {{json .}}; '\\t' is a tab.
             """)
 
     /// The fields of `--format`, in the order the man page lists them.
     static let fields = [
         "Name", "PID", "State", "Since", "Backend", "Memory", "MemoryBytes", "LastFreeze", "LastThaw", "Status", "Command",
-        "Priority", "ExitStatus", "Cgroup",
+        "Priority", "ExitStatus", "Cgroup", "User",
     ]
     /// What `ps` prints without --format (and with --format table).
     static let defaultTable =
@@ -117,6 +117,7 @@ enum PsCommand: IceboxCommand {
         case "Priority": return r.options.priority.rawValue
         case "ExitStatus": return r.exitStatus.map { String($0) } ?? "–"
         case "Cgroup": return r.cgroup ?? "–"
+        case "User": return r.runsAs?.short ?? "–"
         default: return ""
         }
     }

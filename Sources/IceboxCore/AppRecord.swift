@@ -29,6 +29,11 @@ public struct AppRecord: Codable, Sendable {
     public var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
     public var graceDeadlineNanos: UInt64?
     public var graceCapNanos: UInt64?
+    /// Who the app runs as: its --user, else the daemon's own ids (nil in records from before).
+    public var runsAs: RunAs?
+    /// The app's NOTIFY_SOCKET when it is not the notify directory's (an app run as another
+    /// user gets one it can reach; see AppNotifySocket).
+    public var notifySocket: String?
 }
 
 extension AppRecord {

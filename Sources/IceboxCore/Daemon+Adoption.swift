@@ -14,8 +14,12 @@ extension Daemon {
             return
         }
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
-        let notifyPath = config.paths.notifySocket(record.name)
-        guard let notifyFD = try? UnixSocket.bindNotify(path: notifyPath) else {
+        let notifyPath = record.notifySocket ?? config.paths.notifySocket(record.name)
+        guard
+            let notifyFD = try? AppNotifySocket.bind(
+                app: record.name, paths: config.paths, runAs: record.options.runAs, existing: notifyPath
+            ).fd
+        else {
             log(
                 Event(
                     app: record.name, pid: record.pid, kind: .error,
@@ -70,7 +74,7 @@ extension Daemon {
         }
         var removed = "its cgroup was removed"
         if case .failed(let problems) = progress { removed = "its cgroup could not be removed: " + problems.joined(separator: "; ") }
-        unlink(config.paths.notifySocket(record.name))
+        AppNotifySocket.remove(record.notifySocket ?? config.paths.notifySocket(record.name))
         record.killedWhileSuspended = saved.state == .suspended
         record.state = .exited
         record.ending = "ended while no daemon ran (exit status unknown)"

@@ -218,7 +218,7 @@ extension Daemon {
         watchCgroupEvents(app, nil)
         reapChildrenQuietly()
         close(app.notifyFD)
-        unlink(app.notifyPath)
+        AppNotifySocket.remove(app.notifyPath)
         apply(.cleanedUp(leftovers: leftovers, problems: problems), to: app)
     }
 

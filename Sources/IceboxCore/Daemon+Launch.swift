@@ -57,6 +57,15 @@ extension Daemon {
     /// Creates the app's cgroups and notify socket and spawns it. On any failure everything
     /// made so far is removed again.
     func start(_ options: LaunchOptions, stdio: [Int32]) throws -> LiveApp {
+        if let runAs = options.runAs {
+            let missing = DaemonCapabilities.missingForUser()
+            if !missing.isEmpty {
+                throw IceboxError(
+                    .permission,
+                    "cannot launch \(options.name) as \(runAs.short): this daemon (uid \(geteuid())) lacks \(missing.joined(separator: ", "))",
+                    hint: "--user needs a daemon running as root, or one given CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_CHOWN")
+            }
+        }
         let backend = try facts.resolve(options.backend)
         let env = environment(for: options)
         let pathVar = env.last { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
@@ -86,11 +95,9 @@ extension Daemon {
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
                 throw IceboxError("launch \(options.name)", error)
             }
-            let notifyPath = config.paths.notifySocket(options.name)
-            let notifyFD: Int32
-            do { notifyFD = try UnixSocket.bindNotify(path: notifyPath) } catch { throw IceboxError("launch \(options.name)", error) }
+            let (notifyFD, notifyPath) = try AppNotifySocket.bind(app: options.name, paths: config.paths, runAs: options.runAs)
             cleanup.append {
-                close(notifyFD); unlink(notifyPath)
+                close(notifyFD); AppNotifySocket.remove(notifyPath)
             }
 
             var request = SpawnRequest(
@@ -98,6 +105,7 @@ extension Daemon {
                 environment: env + ["NOTIFY_SOCKET=\(notifyPath)"])
             request.workingDirectory = options.workingDirectory
             request.descriptorSoftLimit = originalDescriptorLimit
+            request.identity = options.runAs?.identity
             var opened: [Int32] = []
             defer { for fd in opened { close(fd) } }
             if options.attached {
@@ -120,10 +128,15 @@ extension Daemon {
             case .failure(let error):
                 switch error {
                 case .notFound: throw IceboxError(.notFound, error.description)
-                case .execFailed(_, _, let err):
+                case .execFailed(_, let step, let err):
+                    let who = options.runAs.map { " (the app runs as \($0.short))" } ?? ""
+                    let hint =
+                        step.hasPrefix("chdir")
+                        ? "the app's user must be able to enter it\(who): give --cwd" : "check the file's execute permission\(who)"
                     throw IceboxError(
-                        err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)",
-                        hint: err == EACCES ? "check the file's execute permission" : nil)
+                        err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)", hint: err == EACCES ? hint : nil)
+                case .identityFailed:
+                    throw IceboxError(.failure, "cannot launch \(options.name) as \(options.runAs?.short ?? "another user"): \(error)")
                 case .system(let e): throw IceboxError("launch \(options.name)", e)
                 }
             }
@@ -136,6 +149,8 @@ extension Daemon {
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue
             record.memoryV1 = cgroups.memoryV1Path
+            record.runsAs = options.runAs ?? Self.ownIdentity
+            record.notifySocket = notifyPath == config.paths.notifySocket(options.name) ? nil : notifyPath
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
             let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notifyFD: notifyFD, notifyPath: notifyPath)
@@ -144,7 +159,7 @@ extension Daemon {
             app.spawnEvent = Event(
                 app: app.name, pid: app.pid, kind: .spawn, to: .launching, durationNanos: spawnNanos,
                 detail:
-                    "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue))"
+                    "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue), as \(Self.identityText(record)))"
             )
             app.spawnEvent?.backend = backend
             ended.removeValue(forKey: app.name)
@@ -153,6 +168,16 @@ extension Daemon {
             undo()
             throw error
         }
+    }
+
+    /// The ids the daemon runs as: an app launched without --user gets them.
+    static let ownIdentity = RunAs.current
+
+    /// Who an app runs as, for its spawn event: "uid 65534 (nobody), gid 65534 (nogroup),
+    /// groups 65534, no capabilities" for --user.
+    static func identityText(_ record: AppRecord) -> String {
+        guard let runsAs = record.runsAs else { return "the daemon's user" }
+        return runsAs.description + (record.options.runAs == nil ? "" : ", no capabilities, no_new_privs")
     }
 
     /// The app's environment: the caller's, then --env, then what icebox gives every app.
@@ -203,7 +228,9 @@ extension Daemon {
             return
         }
         let env = environment(for: app.record.options)
-        followProbe(app, probe.start(environment: env, cwd: app.record.options.workingDirectory))
+        followProbe(
+            app,
+            probe.start(environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity))
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {

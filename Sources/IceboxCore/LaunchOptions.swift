@@ -76,6 +76,9 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     /// its environment); paused while it is in the background or suspended.
     public var watchdogNanos: UInt64?
     public var watchdogAction: WatchdogAction?  // nil: log
+    /// `--user`: the uid, gid and groups the app runs as, with no capability and
+    /// no_new_privs (nil: as the daemon's user).
+    public var runAs: RunAs?
 
     public init(name: String, command: [String]) {
         self.name = name

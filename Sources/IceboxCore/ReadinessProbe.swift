@@ -62,8 +62,9 @@ final class ReadinessProbe {
 
     deinit { cancel() }
 
-    /// Starts one attempt (abandoning one in flight).
-    func start(environment: [String], cwd: String?) -> ProbeStep {
+    /// Starts one attempt (abandoning one in flight). A `cmd:` probe runs as `identity` (the
+    /// app's --user), so the caller's command never gets more than the app has.
+    func start(environment: [String], cwd: String?, identity: SpawnIdentity? = nil) -> ProbeStep {
         cancel()
         attempts += 1
         attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
@@ -81,6 +82,7 @@ final class ReadinessProbe {
         case .command(let text):
             var request = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
             request.workingDirectory = cwd
+            request.identity = identity
             // Its own session and process group, so cancel() can kill whatever it started.
             request.newSession = true
             guard let spawned = try? Spawner.spawn(request) else { return settle(.notReady) }

@@ -1,7 +1,9 @@
 import CLibcap
 import Glibc
 
-/// The capabilities this process has, read with libcap (`cap_get_proc`).
+/// The capabilities this process has, read and lowered with libcap. Capabilities belong to
+/// a thread in the kernel: `keepOnly` changes the calling thread's (and what the threads
+/// and children it starts later inherit), so it is called before any other thread exists.
 public enum Capabilities {
     /// Whether the named capability (e.g. "cap_sys_admin") is in the effective set.
     public static func hasEffective(_ name: String) -> Bool? {
@@ -20,5 +22,44 @@ public enum Capabilities {
         guard let text = cap_to_text(caps, nil) else { return nil }
         defer { cap_free(UnsafeMutableRawPointer(text)) }
         return String(cString: text)
+    }
+
+    /// The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap; else
+    /// what libcap found by asking the kernel). A spawn as another user drops each one, up
+    /// to this, from the bounding set.
+    public static let lastCap: Int32 = {
+        if let text = try? FileIO.read("/proc/sys/kernel/cap_last_cap"), let n = Int32(text.trimmed()), n >= 0 { return n }
+        return Int32(cap_max_bits()) - 1
+    }()
+
+    /// The name of every capability this kernel knows, in number order ("cap_chown", ...).
+    public static var allNames: [String] {
+        (0...lastCap).map { value in
+            guard let text = cap_to_name(cap_value_t(value)) else { return "cap_\(value)" }
+            defer { cap_free(UnsafeMutableRawPointer(text)) }
+            return String(cString: text)
+        }
+    }
+
+    /// Takes every capability not in `names` out of the calling thread's permitted and
+    /// effective sets, and empties its inheritable set; the bounding set is left alone (an
+    /// app launched as root gets root's capabilities back at its execve). Returns the names
+    /// that were in the permitted set and are now gone. Throws if libcap or the kernel refuses.
+    public static func keepOnly(_ names: Set<String>) throws(SystemError) -> [String] {
+        guard let caps = cap_get_proc() else { throw SystemError("read this process's capabilities (cap_get_proc)") }
+        defer { cap_free(UnsafeMutableRawPointer(caps)) }
+        var dropped: [String] = []
+        for (value, name) in allNames.enumerated() where !names.contains(name) {
+            var flag: cap_flag_value_t = CAP_CLEAR
+            var list = [cap_value_t(value)]
+            guard cap_get_flag(caps, list[0], CAP_PERMITTED, &flag) == 0 else { continue }
+            if flag == CAP_SET { dropped.append(name) }
+            for set in [CAP_PERMITTED, CAP_EFFECTIVE] {
+                if cap_set_flag(caps, set, 1, &list, CAP_CLEAR) != 0 { throw SystemError("clear \(name) (cap_set_flag)") }
+            }
+        }
+        if cap_clear_flag(caps, CAP_INHERITABLE) != 0 { throw SystemError("clear the inheritable set (cap_clear_flag)") }
+        if cap_set_proc(caps) != 0 { throw SystemError("drop capabilities (cap_set_proc)") }
+        return dropped
     }
 }

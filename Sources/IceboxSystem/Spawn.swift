@@ -19,11 +19,29 @@ public struct SpawnRequest: Sendable {
     /// The soft limit on open descriptors the program starts with (0: this process's own).
     /// The daemon raises its own limit and gives apps back the one they would have had.
     public var descriptorSoftLimit: UInt64 = 0
+    /// Who the program runs as, with no capability at all (nil: as this process, with what
+    /// execve gives that user).
+    public var identity: SpawnIdentity?
 
     public init(executable: String, arguments: [String], environment: [String]) {
         self.executable = executable
         self.arguments = arguments
         self.environment = environment
+    }
+}
+
+/// Another user for a spawned program: the child takes these ids and drops every
+/// capability (bounding, ambient, permitted, effective, inheritable) and sets no_new_privs
+/// before its execve; each step is checked and a failure stops the launch.
+public struct SpawnIdentity: Sendable, Equatable {
+    public var uid: uid_t
+    public var gid: gid_t
+    public var groups: [gid_t]
+
+    public init(uid: uid_t, gid: gid_t, groups: [gid_t]) {
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
     }
 }
 
@@ -38,10 +56,14 @@ public enum SpawnError: Error, CustomStringConvertible, Sendable {
     case notFound(String)
     /// execve failed in the child (EACCES and ENOEXEC exit 126, as shells do).
     case execFailed(path: String, step: String, errno: Int32)
+    /// The change to another user (--user) failed in the child: the program never ran.
+    case identityFailed(step: String, errno: Int32)
     case system(SystemError)
 
     public var description: String {
         switch self {
+        case .identityFailed(let step, let err):
+            return "\(step) failed: \(String(cString: strerror(err))); the program was not run"
         case .notFound(let name): return "\(name): command not found"
         case .execFailed(let path, let step, let err):
             return "\(path): \(step) failed: \(String(cString: strerror(err)))"
@@ -53,7 +75,7 @@ public enum SpawnError: Error, CustomStringConvertible, Sendable {
         switch self {
         case .notFound: return 127
         case .execFailed(_, _, let err): return err == ENOENT ? 127 : 126
-        case .system: return 1
+        case .identityFailed, .system: return 1
         }
     }
 }
@@ -90,34 +112,45 @@ public enum Spawner {
 
     public static func spawn(_ request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
         var result = icebox_spawn_result()
+        // Everything the child needs for another identity is made here: it may not allocate.
+        let identity = request.identity
+        let lastCap = identity == nil ? 0 : Capabilities.lastCap
+        let groups = identity?.groups ?? []
         let rc: Int32 = withCStringArray(request.arguments) { argv in
             withCStringArray(request.environment) { envp in
                 request.executable.withCString { path in
                     withOptionalCString(request.workingDirectory) { cwd in
-                        var req = icebox_spawn_request(
-                            path: path, argv: argv, envp: envp, cwd: cwd,
-                            stdin_fd: request.stdin, stdout_fd: request.stdout, stderr_fd: request.stderr,
-                            extra_fd: request.extraFD, cgroup_fd: request.cgroupDirFD,
-                            cgroup_procs_fd: request.cgroupProcsFD, v1_procs_fd: request.v1ProcsFD,
-                            v1_memory_procs_fd: request.v1MemoryProcsFD, new_session: request.newSession ? 1 : 0,
-                            nofile_soft: request.descriptorSoftLimit)
-                        return icebox_spawn(&req, &result)
+                        groups.withUnsafeBufferPointer { groupList in
+                            var req = icebox_spawn_request(
+                                path: path, argv: argv, envp: envp, cwd: cwd,
+                                stdin_fd: request.stdin, stdout_fd: request.stdout, stderr_fd: request.stderr,
+                                extra_fd: request.extraFD, cgroup_fd: request.cgroupDirFD,
+                                cgroup_procs_fd: request.cgroupProcsFD, v1_procs_fd: request.v1ProcsFD,
+                                v1_memory_procs_fd: request.v1MemoryProcsFD, new_session: request.newSession ? 1 : 0,
+                                nofile_soft: request.descriptorSoftLimit, set_identity: identity == nil ? 0 : 1,
+                                uid: identity?.uid ?? 0, gid: identity?.gid ?? 0,
+                                groups: groupList.isEmpty ? nil : groupList.baseAddress, ngroups: groupList.count,
+                                cap_last_cap: lastCap)
+                            return icebox_spawn(&req, &result)
+                        }
                     }
                 }
             }
         }
         if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }
         if result.child_errno != 0 {
-            let steps = [
-                1: "chdir to \(request.workingDirectory ?? "")", 2: "setsid", 3: "dup2",
-                4: "execve", 5: "move into the cgroup",
-            ]
-            if result.failed_step == 5 {
+            let step = icebox_spawn_step(rawValue: UInt32(bitPattern: result.failed_step))
+            if step == ICEBOX_STEP_CGROUP {
                 throw .system(SystemError("move the new process into its cgroup", errno: result.child_errno))
             }
-            throw .execFailed(
-                path: request.executable, step: steps[Int(result.failed_step)] ?? "spawn",
-                errno: result.child_errno)
+            if let identity, let what = identityStep(step, identity) {
+                throw .identityFailed(step: what, errno: result.child_errno)
+            }
+            let steps = [
+                ICEBOX_STEP_CHDIR: "chdir to \(request.workingDirectory ?? "")", ICEBOX_STEP_SETSID: "setsid",
+                ICEBOX_STEP_DUP: "dup2", ICEBOX_STEP_EXEC: "execve",
+            ]
+            throw .execFailed(path: request.executable, step: steps[step] ?? "spawn", errno: result.child_errno)
         }
         let method: SpawnMethod =
             switch result.method {
@@ -126,6 +159,21 @@ public enum Spawner {
             default: .forkThenMove
             }
         return SpawnedProcess(handle: ProcessHandle(pid: result.pid, pidfd: result.pidfd), method: method)
+    }
+
+    /// What the child was doing when a step of its change of identity failed.
+    static func identityStep(_ step: icebox_spawn_step, _ identity: SpawnIdentity) -> String? {
+        switch step {
+        case ICEBOX_STEP_SETGROUPS: return "setgroups to \(identity.groups.count) supplementary groups"
+        case ICEBOX_STEP_SETGID: return "setresgid to gid \(identity.gid)"
+        case ICEBOX_STEP_CAPBSET: return "emptying the capability bounding set (PR_CAPBSET_DROP)"
+        case ICEBOX_STEP_AMBIENT: return "clearing the ambient capabilities"
+        case ICEBOX_STEP_SETUID: return "setresuid to uid \(identity.uid)"
+        case ICEBOX_STEP_CAPSET: return "emptying the permitted, effective and inheritable capabilities (capset)"
+        case ICEBOX_STEP_NO_NEW_PRIVS: return "setting no_new_privs"
+        case ICEBOX_STEP_VERIFY: return "checking the new ids and capabilities (something was left)"
+        default: return nil
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Glibc
 import IceboxTestSupport
+import Synchronization
 import Testing
 
 @testable import IceboxSystem
@@ -68,5 +69,63 @@ struct SpawnerResolveTests {
         // ":<dir>" — the empty first entry is ".", which (the test's cwd) has no "prog".
         #expect(Spawner.resolve("prog", path: ":\(l.dirExec)") == l.dirExec + "/prog")
         #expect(Spawner.resolve("prog", path: "\(l.dirNoExec)::") == l.dirNoExec + "/prog")
+    }
+}
+
+/// A spawn as another user whose change of identity cannot be completed: the step that
+/// failed is named and the program never runs. Capabilities belong to a thread, so a
+/// thread of this test gives up one of them and spawns from there (its child inherits
+/// that thread's credentials), the rest of the process keeping its own.
+@Suite("Spawner: another identity")
+struct SpawnIdentityTests {
+    static func spawnWithout(_ capability: String, marker: String) throws -> SpawnError? {
+        let outcome = Mutex<SpawnError??>(nil)
+        let thread = try JoinableThread {
+            let keep = Set(Capabilities.allNames).subtracting([capability])
+            guard (try? Capabilities.keepOnly(keep)) != nil else { return }
+            var request = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", "touch \(marker)"], environment: [])
+            request.identity = SpawnIdentity(uid: 65534, gid: 65534, groups: [])
+            request.workingDirectory = "/"
+            let result = Result { () throws(SpawnError) in try Spawner.spawn(request) }
+            switch result {
+            case .success(let spawned):
+                _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+                outcome.withLock { $0 = .some(nil) }
+            case .failure(let error): outcome.withLock { $0 = .some(error) }
+            }
+        }
+        _ = thread.join(until: Clock.monotonicNanos() + 10_000_000_000)
+        return try #require(outcome.withLock { $0 }, "the thread could not drop \(capability)")
+    }
+
+    /// A directory in /tmp that uid 65534 could write its marker in, had the program run.
+    static func openDirectory() -> String {
+        var template = Array("/tmp/icebox-identity-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        let dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        chmod(dir, 0o777)
+        return dir
+    }
+
+    /// Each capability the change of identity needs, and the step that fails without it.
+    static let needed: [(capability: String, step: String)] = [
+        ("cap_setpcap", "emptying the capability bounding set"), ("cap_setgid", "setgroups to 0 supplementary groups"),
+    ]
+
+    @Test(
+        "without a capability it needs, the change of identity fails at the step that needs it",
+        .enabled(if: getuid() == 0, "needs root (the capabilities to give one up)"), arguments: needed)
+    func missingCapability(_ needed: (capability: String, step: String)) throws {
+        let dir = Self.openDirectory()
+        defer { removeTree(dir) }
+        let error = try #require(try Self.spawnWithout(needed.capability, marker: dir + "/ran"))
+        guard case .identityFailed(let step, let err) = error else {
+            Issue.record("expected identityFailed, got \(error)")
+            return
+        }
+        #expect(step.hasPrefix(needed.step) && err == EPERM, "\(error)")
+        #expect(error.description.contains("the program was not run"))
+        #expect(access(dir + "/ran", F_OK) != 0, "the program ran")
     }
 }

@@ -40,6 +40,34 @@ struct icebox_spawn_request {
     int v1_memory_procs_fd;             // a second v1 cgroup.procs (the v1 memory cgroup) likewise (-1: none)
     int new_session;                    // 1: setsid() in the child
     uint64_t nofile_soft;               // >0: the child's soft RLIMIT_NOFILE (the daemon raised its own)
+    // Another identity (--user): when set_identity is 1 the child, before execve, takes
+    // these groups, gid and uid and gives up every capability (bounding, ambient,
+    // permitted, effective, inheritable) and sets no_new_privs. Prepared by the parent:
+    // the child may not allocate.
+    int set_identity;
+    uid_t uid;
+    gid_t gid;
+    const gid_t *_Nullable groups;      // supplementary groups (ngroups of them; none: NULL, 0)
+    size_t ngroups;
+    int cap_last_cap;                   // /proc/sys/kernel/cap_last_cap, read by the parent
+};
+
+/// The step of a spawn that failed (icebox_spawn_result.failed_step).
+enum icebox_spawn_step {
+    ICEBOX_STEP_NONE = 0,
+    ICEBOX_STEP_CHDIR = 1,
+    ICEBOX_STEP_SETSID = 2,
+    ICEBOX_STEP_DUP = 3,
+    ICEBOX_STEP_EXEC = 4,
+    ICEBOX_STEP_CGROUP = 5,
+    ICEBOX_STEP_SETGROUPS = 6,   // setgroups(2) to the supplementary groups
+    ICEBOX_STEP_SETGID = 7,      // setresgid(2)
+    ICEBOX_STEP_CAPBSET = 8,     // prctl(PR_CAPBSET_DROP) of every capability
+    ICEBOX_STEP_AMBIENT = 9,     // prctl(PR_CAP_AMBIENT_CLEAR_ALL)
+    ICEBOX_STEP_SETUID = 10,     // setresuid(2)
+    ICEBOX_STEP_CAPSET = 11,     // capset(2) to empty permitted, effective, inheritable sets
+    ICEBOX_STEP_NO_NEW_PRIVS = 12, // prctl(PR_SET_NO_NEW_PRIVS)
+    ICEBOX_STEP_VERIFY = 13,     // reading back ids and capabilities found something left
 };
 
 struct icebox_spawn_result {
@@ -47,7 +75,7 @@ struct icebox_spawn_result {
     int pidfd;
     int method;      // enum icebox_spawn_method
     int child_errno; // 0: execve succeeded; else the errno of the step that failed
-    int failed_step; // 0 none, 1 chdir, 2 setsid, 3 dup, 4 execve, 5 cgroup move
+    int failed_step; // enum icebox_spawn_step
 };
 
 /// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which

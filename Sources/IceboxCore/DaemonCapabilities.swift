@@ -1,0 +1,47 @@
+import IceboxSystem
+
+/// The capabilities the daemon keeps, each with what it is used for; `icebox daemon` drops
+/// every other one from its permitted and effective sets (and empties its inheritable set)
+/// as it starts, before any other thread exists. The bounding set stays: an app launched
+/// without --user by a root daemon still gets root's capabilities at its execve, as it
+/// always did. What this protects against is a bug in the daemon's own code doing what the
+/// daemon never needs (loading modules, mounting, raw I/O, changing file ownership at will).
+public enum DaemonCapabilities {
+    public struct Kept: Sendable {
+        public var name: String
+        public var why: String
+    }
+
+    public static let kept: [Kept] = [
+        Kept(name: "cap_kill", why: "signals to apps run as another user (--user) and freeze --pid of other users' processes"),
+        Kept(name: "cap_setuid", why: "--user: the app's setresuid"),
+        Kept(name: "cap_setgid", why: "--user: the app's setgroups and setresgid"),
+        Kept(name: "cap_setpcap", why: "--user: emptying the app's capability bounding set"),
+        Kept(name: "cap_chown", why: "--user: giving the app its notify socket"),
+        Kept(
+            name: "cap_dac_override",
+            why: "cgroup files owned by another user, and the program, --cwd and log of an app launched as root"),
+        Kept(
+            name: "cap_dac_read_search", why: "reaching the program and --cwd of an app launched as root through other users' directories"),
+        Kept(
+            name: "cap_sys_ptrace",
+            why: "/proc/PID/smaps_rollup and process_madvise on apps of another user or with more capabilities than the daemon"),
+        Kept(name: "cap_sys_nice", why: "process_madvise (compaction) on another process"),
+        Kept(name: "cap_sys_resource", why: "PSI triggers with windows that are not multiples of 2 s"),
+    ]
+
+    /// What `--user` needs the daemon to have in its effective set.
+    public static let neededForUser = ["cap_setuid", "cap_setgid", "cap_setpcap", "cap_chown"]
+
+    /// Drops every capability not in `kept` from this thread. Returns the names dropped
+    /// (those that were permitted).
+    public static func dropUnused() throws(SystemError) -> [String] {
+        try Capabilities.keepOnly(Set(kept.map(\.name)))
+    }
+
+    /// The capabilities `--user` needs that this process lacks (empty: it can launch as
+    /// another user).
+    public static func missingForUser() -> [String] {
+        neededForUser.filter { Capabilities.hasEffective($0) != true }
+    }
+}
