@@ -75,11 +75,8 @@ final class LiveApp {
     /// in its session.
     func owns(senderPID: pid_t, unifiedMount: String?) -> Bool {
         if let path = cgroups.v2Path, let unifiedMount {
-            guard let text = try? FileIO.read("/proc/\(senderPID)/cgroup"),
-                let relative = ProcFS.unifiedCgroup(in: text)
-            else { return false }
-            let full = relative == "/" ? unifiedMount : unifiedMount + relative
-            return full == path || full.hasPrefix(path + "/")
+            guard let sender = CgroupMembership.path(of: senderPID, mount: unifiedMount) else { return false }
+            return CgroupMembership.isWithin(sender, path)
         }
         return ProcFS.stat(pid: senderPID)?.session == pid
     }
