@@ -244,6 +244,28 @@ struct KernelFreezerTests {
 
     // MARK: The frozen-time cases (cgroup.stat.local frozen_usec, cgroup v2 only)
 
+    @Test("test_cgfreezer_time_populate: processes joining a suspended app neither reset nor stop its frozen time")
+    func timePopulate() throws {
+        let box = Sandbox("ktimepop")
+        defer { box.close() }
+        let app = try ScenarioApp(box, "pop", backend: .cgroup2, ["spawn", "9"], processes: 10)
+        try #require(Scenario.frozenMicros(app.cgroup) != nil, "this kernel keeps no frozen time (Linux 6.17)")
+        #expect(Scenario.frozenMicros(app.cgroup) == 0, "10 running processes, no frozen time")
+        try app.suspend()
+        let first = try #require(Scenario.frozenMicros(app.cgroup))
+        let newcomers = try (0..<3).map { _ in try Newcomer() }
+        defer { for n in newcomers { n.end() } }
+        for n in newcomers { try Scenario.move(n.pid, to: app.cgroup) }
+        #expect(Scenario.waitFrozen(app.cgroup, .cgroup2, true))
+        let populated = try #require(Scenario.frozenMicros(app.cgroup))
+        #expect(populated > first)
+        try app.resume()
+        let total = try #require(Scenario.frozenMicros(app.cgroup))
+        #expect(total > populated)
+        usleep(2_000)
+        #expect(Scenario.frozenMicros(app.cgroup) == total, "the frozen time grew after the resume")
+    }
+
     @Test("test_cgfreezer_time_simple: the app's frozen time grows while suspended and only then")
     func timeSimple() throws {
         let box = Sandbox("ktime")
