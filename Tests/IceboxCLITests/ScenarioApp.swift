@@ -4,6 +4,11 @@ import IceboxCore
 import IceboxSystem
 import Testing
 
+/// The suites that play the kernel's cgroup selftests and the peer regressions, one test at a
+/// time: each blocks a thread of the test runner's small pool while it waits on the kernel,
+/// and run side by side they would starve the async tests of other suites.
+@Suite(.serialized) enum KernelScenarios {}
+
 /// An app icebox launched for one of the kernel's cgroup selftest scenarios, with the kernel's
 /// view of it: the directory whose freezer the backend drives (the app's v2 cgroup for
 /// cgroup2, its v1 freezer directory for cgroup1, none for signal), and reads of that state
