@@ -33,7 +33,8 @@ final class LiveApp {
     var destroyAt: UInt64?
     var destroying = false
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while one of the above
-    /// waits on the kernel; owned by `cgroups`, never closed here.
+    /// waits on the kernel, or while the app is suspended (a change may mean its main process
+    /// was moved out); owned by `cgroups`, never closed here.
     var watchedEvents: Int32?
 
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).

@@ -46,6 +46,7 @@ extension KernelScenarios {
             // reads as stopped, so the SIGSTOP backend could not suspend the app: see the man page).
             if backend != .signal { try Scenario.setFrozen(a + "/E/F", .cgroup2, true) }
             try app.suspend()
+            #expect(app.kernelFrozen, "not every process of the tree is frozen (or stopped)")
             let handles = Scenario.handles(app.members)
             #expect(handles.count == 6)
             try app.evict()
