@@ -97,7 +97,11 @@ extension Daemon {
         case .cgroup1: (dir, mount, controller) = (app.cgroups.freezerV1Path, facts.mounts.freezerV1, "freezer")
         case .signal: return nil
         }
-        guard let dir, let mount, let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount) else { return nil }
+        // An exited process (a zombie until its pidfd is served) left nothing: its end is news
+        // for appExited, not a departure.
+        guard let dir, let mount, !app.hasExited(),
+            let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount)
+        else { return nil }
         return CgroupMembership.isWithin(now, dir) ? nil : now
     }
 
