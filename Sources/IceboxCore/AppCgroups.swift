@@ -196,6 +196,10 @@ public final class AppCgroups: Sendable {
         return CgroupEvents.parse(text)
     }
 
+    /// The kept cgroup.events descriptor, for the loop to watch (EPOLLPRI) while the app is
+    /// suspended; owned here, never close it. nil without a v2 cgroup.
+    public var eventsWatchDescriptor: Int32? { eventsFile?.watchDescriptor }
+
     /// The freezer for the app, sharing the descriptors kept here: cgroup2 freezes the v2
     /// directory, cgroup1 the v1 freezer directory, signal SIGSTOPs the members (found through
     /// the cgroups, else through `fallbackMembers`, e.g. the app's session). A backend whose

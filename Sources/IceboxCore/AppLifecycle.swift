@@ -180,6 +180,7 @@ public struct AppLifecycle: Sendable {
         case .exited(let termination): exited(termination, now, &fx)
         case .cleanedUp(let leftovers, let problems): cleanedUp(leftovers, problems, now, &fx)
         case .compacted: if case .suspended = phase { compactedWhileSuspended = true }
+        case .leftCgroup(let to): leftCgroup(to, now, &fx)
         }
         return fx
     }
@@ -367,6 +368,34 @@ public struct AppLifecycle: Sendable {
         fx.append(.persist)
         // A policy victim goes even if it could not be frozen: killing needs no freeze.
         if pendingEviction { evict(nil, now, &fx) }
+    }
+
+    /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it
+    /// where it went, so the app runs and is shown as active (never "suspended" for a process
+    /// that runs); the rest of the app is thawed too, so that the state is true of all of it and
+    /// a later suspend starts from a running app. Freezing: the freeze could not hold the main
+    /// process, so it fails and is rolled back. Other phases: nothing is claimed that this
+    /// changes (a running app runs; an ending one is killed through its pidfd wherever it is).
+    private mutating func leftCgroup(_ to: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        let moved = "pid \(record.pid) left the app's cgroup for \(to)"
+        switch phase {
+        case .suspended:
+            phase = .active
+            setState(.active, now)
+            armWatchdog(now)
+            var e = event(
+                .thaw, from: .suspended, to: .active,
+                "\(moved): the kernel thawed it there, so the app runs (the rest of it is thawed too)", now)
+            e.reason = "left-cgroup"
+            fx.append(.log(e))
+            fx.append(.thawRemainder)
+            fx.append(.persist)
+        case .freezing:
+            fx.append(.cancelFreeze)
+            freezeFailed("its main process is not in the app's cgroup (\(moved)): freezing the cgroup would not freeze it", now, &fx)
+        default:
+            break
+        }
     }
 
     // Back to Active.

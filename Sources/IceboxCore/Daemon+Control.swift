@@ -257,6 +257,8 @@ extension Daemon {
         case .launch(let options):
             launch(options, stdio: fds, client: fd)
         case .ps(let all):
+            // A suspended app whose main process was moved out runs: ps must not say otherwise.
+            for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
             var records = apps.values.map { app -> AppRecord in
                 var r = app.record
@@ -390,7 +392,9 @@ extension Daemon {
             }
             return nil
         }
-        return names.compactMap { apps[$0] }
+        let named = names.compactMap { apps[$0] }
+        for app in named { noticeDeparture(app) }  // a resume of an app that runs again is a no-op
+        return named
     }
 
     /// icebox compact: each named app, which must be suspended, compacted now.

@@ -21,7 +21,13 @@ extension Daemon {
             for pid in app.members() { kill(pid, sig) }
             _ = try? app.handle.send(sig)
         case .freeze(let deadline):
-            startOperation(app, .freeze, deadline: deadline)
+            // A main process moved out of the app's cgroup would keep running under a frozen
+            // cgroup: the freeze fails at once instead of being confirmed.
+            if let outside = mainProcessOutside(app) {
+                apply(.leftCgroup(to: outside), to: app)
+            } else {
+                startOperation(app, .freeze, deadline: deadline)
+            }
         case .cancelFreeze:
             // Rolled back at once (a write); the app runs again.
             app.operation?.cancel()
@@ -31,8 +37,9 @@ extension Daemon {
         case .thawForTermination:
             // Only the request matters (the tasks must run to act on SIGTERM); the kill deadline
             // bounds the rest, so its confirmation is only logged.
-            startOperation(
-                app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: "so it can act on SIGTERM")
+            thawAside(app, "so it can act on SIGTERM")
+        case .thawRemainder:
+            thawAside(app, "for the rest of the app (its main process left the cgroup)")
         case .killAll:
             killAll(app)
         case .stopProbe:
@@ -52,6 +59,7 @@ extension Daemon {
             schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
         case .frozen:
             afterFreeze(app)
+            watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor)
         case .destroy:
             destroy(app)
         case .ended(let line):
@@ -71,6 +79,39 @@ extension Daemon {
     }
 
     // MARK: Freeze and thaw: states of the loop
+
+    /// A thaw the lifecycle does not wait for; its confirmation (or failure) is only logged,
+    /// with `why`.
+    func thawAside(_ app: LiveApp, _ why: String) {
+        startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
+    }
+
+    /// Where the app's main process is, when that is outside the cgroup that freezes the app
+    /// (someone moved it); nil while it is inside (or in a sub-cgroup), once it is gone, and for
+    /// the SIGSTOP backend, which freezes no cgroup (a stopped process stays stopped wherever
+    /// it is moved).
+    func mainProcessOutside(_ app: LiveApp) -> String? {
+        let dir: String?, mount: String?, controller: String?
+        switch app.record.backend {
+        case .cgroup2: (dir, mount, controller) = (app.cgroups.v2Path, facts.mounts.unified, nil)
+        case .cgroup1: (dir, mount, controller) = (app.cgroups.freezerV1Path, facts.mounts.freezerV1, "freezer")
+        case .signal: return nil
+        }
+        // An exited process (a zombie until its pidfd is served) left nothing: its end is news
+        // for appExited, not a departure.
+        guard let dir, let mount, !app.hasExited(),
+            let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount)
+        else { return nil }
+        return CgroupMembership.isWithin(now, dir) ? nil : now
+    }
+
+    /// Tells the lifecycle if a suspended app's main process has left its cgroup, so that
+    /// nothing (ps, a resume, the log) goes on calling a running process suspended. Looked at
+    /// when cgroup.events changes while the app is suspended and before a request about it.
+    func noticeDeparture(_ app: LiveApp) {
+        guard app.lifecycle.phase == .suspended, app.operation == nil, let outside = mainProcessOutside(app) else { return }
+        apply(.leftCgroup(to: outside), to: app)
+    }
 
     /// Writes the request to the kernel and looks once; what is not confirmed at once is
     /// looked at again when cgroup.events changes or at the re-check time, on later turns of
@@ -120,7 +161,9 @@ extension Daemon {
         app.operation = nil
         app.operationAt = nil
         app.operationAside = nil
-        if !app.destroying { watchCgroupEvents(app, nil) }
+        // A suspended app's cgroup.events stays watched: a change (populated 0 when its only
+        // process is moved out) is the kernel's word that it may have left (noticeDeparture).
+        if !app.destroying { watchCgroupEvents(app, app.lifecycle.phase == .suspended ? app.cgroups.eventsWatchDescriptor : nil) }
     }
 
     /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI: the kernel's "it
@@ -143,6 +186,11 @@ extension Daemon {
     func cgroupChanged(_ app: LiveApp) {
         if app.operation != nil { stepOperation(app) }
         if app.destroying { stepDestroy(app) }
+        if app.operation == nil && !app.destroying {
+            // Read on the watched descriptor: that is what re-arms the kernel's notification.
+            _ = app.cgroups.events()
+            noticeDeparture(app)
+        }
     }
 
     /// Kills every process of the app (its cgroups', else its session's) and the main

@@ -32,6 +32,10 @@ public enum LifecycleInput: Sendable, Equatable {
     case cleanedUp(leftovers: Int, problems: [String])
     /// The app's memory was compacted while suspended (the next resume says so).
     case compacted
+    /// The main process is no longer in the cgroup that freezes the app: someone moved it to
+    /// `to`. The kernel thaws a task moved to a cgroup that is not frozen, so a suspended app
+    /// runs again; and freezing the app's cgroup would not freeze it.
+    case leftCgroup(to: String)
 
     /// The background notice to send, and why that one.
     public struct Notice: Sendable, Equatable {
@@ -72,6 +76,10 @@ public enum LifecycleEffect: Sendable, Equatable {
     /// Thaw without waiting for confirmation: a frozen app must run to act on SIGTERM, and
     /// the kill deadline bounds the rest.
     case thawForTermination
+    /// Thaw what is left in the app's cgroups without waiting for it: the app is active
+    /// already (its main process left the frozen cgroup and runs), and the rest of it must not
+    /// stay frozen under an app shown as running.
+    case thawRemainder
     /// Kill every process of the app now.
     case killAll
     /// Stop the readiness probe (ready, or given up).

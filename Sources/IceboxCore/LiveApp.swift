@@ -33,7 +33,8 @@ final class LiveApp {
     var destroyAt: UInt64?
     var destroying = false
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while one of the above
-    /// waits on the kernel; owned by `cgroups`, never closed here.
+    /// waits on the kernel, or while the app is suspended (a change may mean its main process
+    /// was moved out); owned by `cgroups`, never closed here.
     var watchedEvents: Int32?
 
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
@@ -75,11 +76,8 @@ final class LiveApp {
     /// in its session.
     func owns(senderPID: pid_t, unifiedMount: String?) -> Bool {
         if let path = cgroups.v2Path, let unifiedMount {
-            guard let text = try? FileIO.read("/proc/\(senderPID)/cgroup"),
-                let relative = ProcFS.unifiedCgroup(in: text)
-            else { return false }
-            let full = relative == "/" ? unifiedMount : unifiedMount + relative
-            return full == path || full.hasPrefix(path + "/")
+            guard let sender = CgroupMembership.path(of: senderPID, mount: unifiedMount) else { return false }
+            return CgroupMembership.isWithin(sender, path)
         }
         return ProcFS.stat(pid: senderPID)?.session == pid
     }

@@ -30,6 +30,15 @@ public struct SignalFreezer: Freezer {
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
+    /// SIGCONT to the processes a freeze stopped: all but those someone else had stopped.
+    /// One held in a tracer's stop (state t) gets it all the same: the freeze's SIGSTOP waits
+    /// queued behind the trace stop and would stop the app once the tracer detaches, long
+    /// after the resume; SIGCONT discards it and leaves the trace stop alone (the kernel's
+    /// freezer selftest `ptraced` detaches after the thaw).
+    static func continueOurs(_ pids: some Sequence<pid_t>, keeping keep: Set<pid_t>) {
+        for pid in pids where !keep.contains(pid) || ProcFS.stat(pid: pid)?.state == "t" { kill(pid, SIGCONT) }
+    }
+
     public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
         stoppedByOthers.set(Set(members().filter { Self.stoppedState(ProcFS.stat(pid: $0)?.state ?? " ") }))
@@ -41,7 +50,7 @@ public struct SignalFreezer: Freezer {
     public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
         let keep = stoppedByOthers.current
         stoppedByOthers.set([])
-        for pid in members() where !keep.contains(pid) { kill(pid, SIGCONT) }
+        Self.continueOurs(members(), keeping: keep)
         return FreezeOperation(
             backend: .signal, direction: .thaw, startedAt: now, deadline: deadline,
             steps: SignalThawSteps(members: members, keepStopped: keep))
@@ -130,7 +139,7 @@ struct SignalFreezeSteps: FreezeSteps {
         }
         if now >= deadline {
             let stuck = StuckTask.describe(pids: pids, skippingStopped: true)
-            for pid in pids where !keepStopped.contains(pid) { kill(pid, SIGCONT) }
+            SignalFreezer.continueOurs(pids, keeping: keepStopped)
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
@@ -139,7 +148,7 @@ struct SignalFreezeSteps: FreezeSteps {
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
     func cancel() {
-        for pid in signaled where !keepStopped.contains(pid) { kill(pid, SIGCONT) }
+        SignalFreezer.continueOurs(signaled, keeping: keepStopped)
     }
 }
 

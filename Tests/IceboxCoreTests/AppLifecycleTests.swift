@@ -93,6 +93,7 @@ struct AppLifecycleTests {
         ("exited", .exited(.exited(0))),
         ("cleanedUp", .cleanedUp(leftovers: 0, problems: [])),
         ("tick", .tick),
+        ("leftCgroup", .leftCgroup(to: "/sys/fs/cgroup/elsewhere")),
     ]
 
     /// Where each phase goes on each input (phase, input) → phase. What is not listed stays.
@@ -109,10 +110,11 @@ struct AppLifecycleTests {
         ],
         .freezing: [
             "resume": .active, "terminate": .terminating, "evict": .evicting, "freezeConfirmed": .suspended,
-            "freezeFailed": .active, "exited": .cleaningUp,
+            "freezeFailed": .active, "exited": .cleaningUp, "leftCgroup": .active,
         ],
         .suspended: [
             "resume": .thawing, "terminate": .terminating, "evict": .evicting, "victim": .evicting, "exited": .cleaningUp,
+            "leftCgroup": .active,
         ],
         .thawing: [
             "terminate": .terminating, "evict": .evicting, "victim": .evicting, "thawConfirmed": .active, "thawFailed": .suspended,
@@ -137,7 +139,7 @@ struct AppLifecycleTests {
                 #expect(
                     !fx.contains {
                         switch $0 {
-                        case .signal, .signalMembers, .freeze, .thaw, .killAll, .thawForTermination: return true
+                        case .signal, .signalMembers, .freeze, .thaw, .killAll, .thawForTermination, .thawRemainder: return true
                         default: return false
                         }
                     }, "\(start) × \(label): \(fx)")
@@ -382,6 +384,42 @@ struct AppLifecycleTests {
         _ = l.handle(.exited(.signaled(SIGTERM)), now: deadline + 1)
         fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: deadline + 2)
         #expect(fx.contains { if case .settle(3, _, _) = $0 { return true } else { return false } })
+    }
+
+    @Test func suspendedAppWhoseMainProcessLeftItsCgroupIsActiveAndTheRestThawed() {
+        var l = Self.lifecycle(in: .suspended)
+        let fx = l.handle(.leftCgroup(to: "/sys/fs/cgroup/other"), now: 5_000)
+        #expect(l.state == .active && l.phase == .active)
+        #expect(l.record.sinceMonotonicNanos == 5_000)
+        #expect(fx.contains(.thawRemainder) && fx.contains(.persist))
+        let event = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
+        #expect(event?.kind == .thaw && event?.from == .suspended && event?.to == .active && event?.reason == "left-cgroup")
+        #expect(event?.detail.contains("pid 4242 left the app's cgroup for /sys/fs/cgroup/other") == true, "\(String(describing: event))")
+        // Running again, it can be suspended again (the daemon checks the cgroup before freezing).
+        #expect(l.handle(.suspend(waiter: 1, notice: nil), now: 6_000).contains(.freeze(deadline: 6_000 + l.freezeTimeout)))
+    }
+
+    @Test func freezeOfAnAppWhoseMainProcessLeftItsCgroupFailsAndTellsTheWaiter() {
+        var l = Self.lifecycle(in: .active)
+        _ = l.handle(.suspend(waiter: 7, notice: nil), now: 3_000)
+        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 0), reason: "no notice"))
+        let fx = l.handle(.leftCgroup(to: "/elsewhere"), now: 3_100)
+        #expect(l.state == .active)
+        #expect(fx.first == .cancelFreeze)
+        let told = fx.contains {
+            if case .settle(7, let line?, true) = $0 { return line.contains("not in the app's cgroup") }
+            return false
+        }
+        #expect(told, "\(fx)")
+    }
+
+    @Test func leavingTheCgroupChangesNothingOutsideSuspendedAndFreezing() {
+        for named in [Named.active, .background, .thawing, .terminating] {
+            var l = Self.lifecycle(in: named)
+            let before = l.phase
+            #expect(l.handle(.leftCgroup(to: "/elsewhere"), now: 9_000).isEmpty, "\(named)")
+            #expect(l.phase == before)
+        }
     }
 
     @Test func thawFailedStaysSuspended() {
