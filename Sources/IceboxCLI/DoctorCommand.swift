@@ -140,7 +140,10 @@ enum DoctorCommand: IceboxCommand {
                     : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
         let signalWorks = FileIO.exists("/proc/self/stat")
         let auto = facts.cgroup2Usable ? "cgroup2" : facts.cgroup1Usable ? "cgroup1" : signalWorks ? "signal" : "none"
-        f.append(Finding(check: "auto backend", ok: auto != "none", detail: auto))
+        // The pick, and for a fallback why the better backends are out (read-only, missing...).
+        f.append(
+            Finding(
+                check: "auto backend", ok: auto != "none", detail: auto == "none" ? "none: /proc is unreadable" : facts.autoBackendChoice))
 
         let features: [Feature: Bool] = [
             .cgroup2: facts.cgroup2Usable, .cgroup1: facts.cgroup1Usable, .signal: signalWorks, .psi: psi, .pidfd: pidfd,

@@ -34,56 +34,94 @@ public struct HostFacts: Sendable {
             let root = cgroupRootOverride ?? unified + "/icebox"
             facts.cgroupRoot = root
             do {
+                // A root outside the mount (a v1 directory has a cgroup.procs too) is no v2 root.
+                guard CgroupMounts.Entry.covers(unified, root) else { throw NotInside() }
                 if createRoots { try FileIO.makeDirectories(root) }
                 facts.cgroupRootExists = FileIO.isDirectory(root)
                 // Judged where it exists: the root itself, or the directory it would be made in.
                 let probe = facts.cgroupRootExists ? root : nearestExisting(root)
                 if !FileIO.exists(probe + "/cgroup.procs") {
-                    facts.cgroupRootProblem = "\(root) is not inside the cgroup2 filesystem at \(unified)"
-                } else if (facts.cgroupRootExists && access(root + "/cgroup.procs", W_OK) != 0) || access(probe, W_OK) != 0 {
-                    facts.cgroupRootProblem = "no write permission on \(probe)"
-                    facts.cgroupRootPermissionDenied = true
+                    throw NotInside()
+                } else if let denied = writeProblem(facts.cgroupRootExists ? root + "/cgroup.procs" : probe, probe: probe, mount: unified) {
+                    facts.cgroupRootProblem = denied.problem
+                    facts.cgroupRootPermissionDenied = !denied.readOnly
                 } else if !kernelHasFile("cgroup.freeze", root: root, exists: facts.cgroupRootExists, mount: unified)
                     && cgroupRootOverride == nil
                 {
                     facts.cgroupRootProblem = "the kernel has no cgroup v2 freezer (cgroup.freeze needs Linux 5.2)"
                 }
+            } catch is NotInside {
+                facts.cgroupRootProblem = "\(root) is not inside the cgroup2 filesystem at \(unified)"
+            } catch let error as SystemError {
+                facts.cgroupRootProblem = error.errno == EROFS ? readOnly(unified) : error.description
+                facts.cgroupRootPermissionDenied = error.isPermissionDenied && error.errno != EROFS
             } catch {
-                facts.cgroupRootProblem = error.description
-                facts.cgroupRootPermissionDenied = error.isPermissionDenied
+                facts.cgroupRootProblem = "\(error)"
             }
         } else {
             facts.cgroupRootProblem = "no cgroup2 filesystem is mounted (see /proc/self/mountinfo)"
         }
-        if let memory = mounts.memoryV1, let root = facts.cgroupRoot, !FileIO.exists(root + "/memory.current"),
+        if let freezer = mounts.freezerV1 {
+            // The same relative path as the v2 root; without cgroup2, a --cgroup-root inside
+            // the v1 freezer hierarchy is where the apps go.
+            var relative = "/icebox"
+            if let root = facts.cgroupRoot, let unified = mounts.unified, root.hasPrefix(unified + "/") {
+                relative = String(root.dropFirst(unified.count))
+            } else if mounts.unified == nil, let root = cgroupRootOverride {
+                relative = root.hasPrefix(freezer + "/") ? String(root.dropFirst(freezer.count)) : ""
+            }
+            let dir = freezer + relative
+            facts.freezerV1Root = dir
+            if relative.isEmpty {
+                facts.freezerV1Problem = "\(cgroupRootOverride ?? "") is not inside the v1 freezer hierarchy at \(freezer)"
+            } else {
+                do {
+                    if createRoots { try FileIO.makeDirectories(dir) }
+                    facts.freezerV1RootExists = FileIO.isDirectory(dir)
+                    let probe = facts.freezerV1RootExists ? dir : nearestExisting(dir)
+                    facts.freezerV1Problem = writeProblem(probe, probe: probe, mount: freezer)?.problem
+                } catch {
+                    facts.freezerV1Problem = error.errno == EROFS ? readOnly(freezer) : error.description
+                }
+            }
+        } else {
+            facts.freezerV1Problem = "no cgroup v1 freezer hierarchy is mounted"
+        }
+        // Per-app v1 memory cgroups wherever the v2 tree has no memory controller (hybrid and
+        // v1-only hosts), if the daemon may make them.
+        if let memory = mounts.memoryV1, facts.cgroupRoot.map({ !FileIO.exists($0 + "/memory.current") }) ?? true,
             let own = try? FileIO.read("/proc/self/cgroup")
         {
             let line = own.split(separator: "\n").first {
                 $0.split(separator: ":").dropFirst().first?.split(separator: ",").contains("memory") == true
             }
             let path = line.map { String($0.split(separator: ":", maxSplits: 2).last ?? "/") } ?? "/"
-            let base = root.split(separator: "/").last.map(String.init) ?? "icebox"
-            facts.memoryV1Root = memory + (path == "/" ? "" : path) + "/" + base
-        }
-        if let freezer = mounts.freezerV1 {
-            var relative = "/icebox"
-            if let root = facts.cgroupRoot, let unified = mounts.unified, root.hasPrefix(unified + "/") {
-                relative = String(root.dropFirst(unified.count))
-            }
-            let dir = freezer + relative
-            facts.freezerV1Root = dir
-            do {
-                if createRoots { try FileIO.makeDirectories(dir) }
-                facts.freezerV1RootExists = FileIO.isDirectory(dir)
-                let probe = facts.freezerV1RootExists ? dir : nearestExisting(dir)
-                if access(probe, W_OK) != 0 { facts.freezerV1Problem = "no write permission on \(probe)" }
-            } catch {
-                facts.freezerV1Problem = error.description
-            }
-        } else {
-            facts.freezerV1Problem = "no cgroup v1 freezer hierarchy is mounted"
+            let named = facts.cgroupRoot ?? (facts.freezerV1Problem == nil ? facts.freezerV1Root : nil)
+            let base = named?.split(separator: "/").last.map(String.init) ?? "icebox"
+            let root = memory + (path == "/" ? "" : path) + "/" + base
+            if access(nearestExisting(root), W_OK) == 0 { facts.memoryV1Root = root }
         }
         return facts
+    }
+
+    /// Why `path` (or, for a root not made yet, `probe`) cannot be written, if it cannot:
+    /// a read-only mount is said to be one (the cure is a remount, not a permission).
+    private static func writeProblem(_ path: String, probe: String, mount: String) -> (problem: String, readOnly: Bool)? {
+        if access(path, W_OK) == 0 && access(probe, W_OK) == 0 { return nil }
+        return errno == EROFS ? (readOnly(mount), true) : ("no write permission on \(probe)", false)
+    }
+
+    private static func readOnly(_ mount: String) -> String { "the cgroup filesystem at \(mount) is mounted read-only" }
+
+    private struct NotInside: Error {}
+
+    /// The backend `auto` picks here and, for a fallback, why the better ones are out:
+    /// "signal (cgroup2: …; cgroup1: …)". Doctor shows it; the daemon logs it when it starts.
+    public var autoBackendChoice: String {
+        let v2 = "cgroup2: " + (cgroupRootProblem ?? "unknown")
+        if cgroup2Usable { return BackendKind.cgroup2.rawValue }
+        if cgroup1Usable { return "\(BackendKind.cgroup1.rawValue) (\(v2))" }
+        return "\(BackendKind.signal.rawValue) (\(v2); cgroup1: \(freezerV1Problem ?? "unknown"))"
     }
 
     public var cgroup2Usable: Bool { cgroupRoot != nil && cgroupRootProblem == nil }

@@ -39,7 +39,7 @@ struct HostLayoutTests {
         #expect(doctor.status == 0, "\(doctor.output)")
         for phrase in layout.doctorPhrases { #expect(doctor.stdout.contains(phrase), "doctor lacks '\(phrase)':\n\(doctor.stdout)") }
         let auto = doctor.stdout.split(separator: "\n").first { $0.contains("auto backend") }.map(String.init) ?? ""
-        #expect(auto.contains("auto backend") && auto.hasSuffix(layout.autoExplanation), "\(auto)")
+        #expect(auto.contains("auto backend") && auto.hasSuffix(" " + layout.autoChoice), "\(auto)")
         let json = try world.icebox(["doctor", "--json"])
         let report = JSONLines.decode(DoctorReport.self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(report?.autoBackend == expected.rawValue, "\(json.output)")
@@ -51,7 +51,7 @@ struct HostLayoutTests {
         let started = try world.icebox(["daemon"])
         #expect(started.status == 0, "\(started.output)")
         let daemonLine = world.events().first { $0.kind == .daemon }?.detail ?? ""
-        #expect(daemonLine.contains(layout.autoExplanation), "\(daemonLine)")
+        #expect(daemonLine.hasSuffix("auto backend " + layout.autoChoice), "\(daemonLine)")
 
         // A backend the layout cannot give is refused with the documented status and why.
         let (refused, status, why) = layout.refusal
@@ -69,7 +69,8 @@ struct HostLayoutTests {
         #expect(launched.stdout.contains("backend \(expected.rawValue)"), "\(launched.stdout)")
         let record = try #require(try world.apps()["web"])
         #expect(record.backend == expected)
-        let child = try #require(pid_t(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let child = try #require(
+            pid_t(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         let pids = [record.pid, child]
         // The app's own cgroups hold both processes (seen through the namespace).
         switch expected {
@@ -172,12 +173,16 @@ enum HostLayout {
 
     /// The end of doctor's "auto backend" line (and of the daemon's start line): the pick,
     /// and for a fallback, why the better backends are out.
-    var autoExplanation: String {
-        switch self {
-        case .pureV2, .delegated: "auto backend cgroup2"
-        case .v1Only: "auto backend cgroup1 (cgroup2: no cgroup2 filesystem is mounted)"
-        case .none: "auto backend signal (cgroup2: no cgroup2 filesystem is mounted; cgroup1: no cgroup v1 freezer hierarchy is mounted)"
-        case .readOnly: "auto backend signal (cgroup2: the cgroup filesystem at \(Sandbox.mounts.unified!) is mounted read-only; cgroup1: the cgroup filesystem at \(Sandbox.mounts.freezerV1 ?? "") is mounted read-only)"
+    var autoChoice: String {
+        let none = "no cgroup2 filesystem is mounted (see /proc/self/mountinfo)"
+        let readOnly = "is mounted read-only"
+        return switch self {
+        case .pureV2, .delegated: "cgroup2"
+        case .v1Only: "cgroup1 (cgroup2: \(none))"
+        case .none: "signal (cgroup2: \(none); cgroup1: no cgroup v1 freezer hierarchy is mounted)"
+        case .readOnly:
+            "signal (cgroup2: the cgroup filesystem at \(Sandbox.mounts.unified!) \(readOnly); "
+                + "cgroup1: the cgroup filesystem at \(Sandbox.mounts.freezerV1 ?? "") \(readOnly))"
         }
     }
 
