@@ -166,7 +166,7 @@ enum HostLayout {
         case .pureV2: ["pure cgroup v2", "no cgroup v1 freezer hierarchy is mounted"]
         case .v1Only: ["legacy (cgroup v1 only)", "no cgroup2 filesystem is mounted", "usable (--backend cgroup1)"]
         case .none: ["no cgroup filesystems mounted", "no cgroup2 filesystem is mounted", "no cgroup v1 freezer hierarchy is mounted"]
-        case .readOnly: ["hybrid", "is mounted read-only", "sum of Pss from smaps_rollup"]
+        case .readOnly: ["hybrid", "is mounted read-only", "sum of Pss from smaps_rollup", "not used (apps get no v2 cgroup here)"]
         case .delegated: ["pure cgroup v2", "the cgroup root is writable by uid \(OtherUser.uid)"]
         }
     }
