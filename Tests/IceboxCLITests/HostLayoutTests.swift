@@ -34,6 +34,19 @@ struct HostLayoutTests {
         defer { world.close() }
         let expected = layout.backend
 
+        if layout == .delegated {
+            // From outside the subtree (a shell left where it was), the user may make cgroups in
+            // it but not move a process into them: the common ancestor's cgroup.procs is root's.
+            let containment = "their common ancestor"
+            let doctor = try world.icebox(["doctor", "--color", "never"], inLeader: false)
+            #expect(doctor.stdout.contains(containment), "\(doctor.stdout)")
+            #expect(doctor.stdout.contains("auto backend                signal"), "\(doctor.stdout)")
+            let r = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
+            #expect(r.status == 77, "\(r.output)")
+            #expect(r.stderr.contains("backend cgroup2 is unavailable") && r.stderr.contains(containment), "\(r.stderr)")
+            #expect(try world.icebox(["daemon", "--stop"], inLeader: false).status == 0)
+        }
+
         // doctor explains the layout, and its exit status says icebox can run apps here.
         let doctor = try world.icebox(["doctor", "--color", "never"])
         #expect(doctor.status == 0, "\(doctor.output)")
@@ -311,16 +324,18 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     func seen(_ path: String) -> String { "/proc/\(holder.processIdentifier)/root" + path }
 
     /// Runs icebox in the namespace; for `.delegated` as the other user, started in the
-    /// delegated subtree's leader cgroup (root moves the shell there before it drops to the user).
+    /// delegated subtree's leader cgroup (root moves the shell there before it drops to the
+    /// user), or, `inLeader` false, where the test runner is.
     @discardableResult
-    func icebox(_ args: [String], timeout: Double = 30) throws -> Sandbox.Result {
+    func icebox(_ args: [String], inLeader: Bool = true, timeout: Double = 30) throws -> Sandbox.Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.nsenter)
         var argv = ["--target", "\(holder.processIdentifier)", "--mount", "--"]
         if let other {
             let unique = URL(fileURLWithPath: cgroupRoot).deletingLastPathComponent().lastPathComponent
+            let leader = inLeader ? "/sys/fs/cgroup/\(unique)/leader/cgroup.procs" : "/dev/null"
             argv += [
-                "/bin/sh", "-c", #"echo $$ > "$0" && exec "$@""#, "/sys/fs/cgroup/\(unique)/leader/cgroup.procs",
+                "/bin/sh", "-c", #"echo $$ > "$0" && exec "$@""#, leader,
                 OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups", other.binary,
             ]
         } else {
