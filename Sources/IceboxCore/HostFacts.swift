@@ -45,6 +45,9 @@ public struct HostFacts: Sendable {
                 } else if let denied = writeProblem(facts.cgroupRootExists ? root + "/cgroup.procs" : probe, probe: probe, mount: unified) {
                     facts.cgroupRootProblem = denied.problem
                     facts.cgroupRootPermissionDenied = !denied.readOnly
+                } else if let outside = containmentProblem(root: root, mount: unified) {
+                    facts.cgroupRootProblem = outside
+                    facts.cgroupRootPermissionDenied = true
                 } else if !kernelHasFile("cgroup.freeze", root: root, exists: facts.cgroupRootExists, mount: unified)
                     && cgroupRootOverride == nil
                 {
@@ -109,6 +112,25 @@ public struct HostFacts: Sendable {
     private static func writeProblem(_ path: String, probe: String, mount: String) -> (problem: String, readOnly: Bool)? {
         if access(path, W_OK) == 0 && access(probe, W_OK) == 0 { return nil }
         return errno == EROFS ? (readOnly(mount), true) : ("no write permission on \(probe)", false)
+    }
+
+    /// Delegation containment (the kernel's cgroup-v2.rst): moving a process into a cgroup,
+    /// or spawning it there with CLONE_INTO_CGROUP, needs write access to the cgroup.procs of
+    /// the common ancestor of the cgroup it leaves and the one it enters. A user whose own
+    /// cgroup (which the daemon it starts inherits) is outside the delegated subtree may make
+    /// cgroups there but can put no process in them.
+    static func containmentProblem(root: String, mount: String) -> String? {
+        guard let relative = (try? FileIO.read("/proc/self/cgroup")).flatMap(ProcFS.unifiedCgroup(in:)) else { return nil }
+        let own = relative == "/" ? mount : mount + relative
+        guard FileIO.isDirectory(own) else { return nil }  // another cgroup namespace's view: nothing to judge
+        var ancestor = own
+        while !CgroupMounts.Entry.covers(ancestor, root), let slash = ancestor.lastIndex(of: "/"), ancestor != mount {
+            ancestor = String(ancestor[..<slash])
+        }
+        let procs = ancestor + "/cgroup.procs"
+        guard CgroupMounts.Entry.covers(ancestor, root), FileIO.exists(procs), access(procs, W_OK) != 0 else { return nil }
+        return "this process's cgroup \(own) is outside the subtree: moving a process into \(root) needs write access to "
+            + "\(ancestor)/cgroup.procs, their common ancestor (start icebox from a cgroup inside the subtree)"
     }
 
     private static func readOnly(_ mount: String) -> String { "the cgroup filesystem at \(mount) is mounted read-only" }

@@ -63,7 +63,7 @@ struct HostLayoutTests {
         // The daemon starts and says which backend auto picks here, and why.
         let started = try world.icebox(["daemon"])
         #expect(started.status == 0, "\(started.output)")
-        let daemonLine = world.events().first { $0.kind == .daemon }?.detail ?? ""
+        let daemonLine = world.events().last { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") }?.detail ?? ""
         #expect(daemonLine.hasSuffix("auto backend " + layout.autoChoice), "\(daemonLine)")
 
         // A backend the layout cannot give is refused with the documented status and why.
