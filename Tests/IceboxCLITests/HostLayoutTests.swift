@@ -97,6 +97,9 @@ struct HostLayoutTests {
         case .signal:
             #expect(record.cgroup == nil && record.freezerV1 == nil)
         }
+        // A v1 memory cgroup of its own where the memory controller is v1's and writable.
+        #expect((record.memoryV1 != nil) == (layout == .v1Only), "\(record.memoryV1 ?? "no v1 memory cgroup")")
+        if let memory = record.memoryV1 { #expect(Set(Sandbox.pids(in: world.seen(memory))) == Set(pids)) }
 
         func frozen() -> Bool {
             switch expected {
