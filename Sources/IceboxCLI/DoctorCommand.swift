@@ -93,7 +93,7 @@ enum DoctorCommand: IceboxCommand {
                     ? "running as root: no delegation needed"
                     : facts.cgroup2Usable
                         ? "the cgroup root is writable by uid \(getuid())"
-                        : facts.cgroupRootPermissionDenied && facts.cgroupRootProblem?.contains("common ancestor") == true
+                        : facts.cgroupRootOutsideSubtree
                             ? "a delegated subtree, but this process's cgroup is outside it (see the cgroup root)"
                             : "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"))
         // The kernel may have it, but only an app with a v2 cgroup (cgroup2 usable) can use it.

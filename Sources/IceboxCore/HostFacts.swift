@@ -10,6 +10,8 @@ public struct HostFacts: Sendable {
     /// Why the v2 root cannot be used, if it cannot.
     public var cgroupRootProblem: String?
     public var cgroupRootPermissionDenied = false
+    /// The root is delegated, but this process's cgroup is outside it (see `containmentProblem`).
+    public var cgroupRootOutsideSubtree = false
     /// The v1 freezer directory for icebox's apps (same relative path as the v2 root).
     public var freezerV1Root: String?
     public var freezerV1Problem: String?
@@ -35,7 +37,7 @@ public struct HostFacts: Sendable {
             facts.cgroupRoot = root
             do {
                 // A root outside the mount (a v1 directory has a cgroup.procs too) is no v2 root.
-                guard CgroupMounts.Entry.covers(unified, root) else { throw NotInside() }
+                guard CgroupMounts.covers(unified, root) else { throw NotInside() }
                 if createRoots { try FileIO.makeDirectories(root) }
                 facts.cgroupRootExists = FileIO.isDirectory(root)
                 // Judged where it exists: the root itself, or the directory it would be made in.
@@ -48,6 +50,7 @@ public struct HostFacts: Sendable {
                 } else if let outside = containmentProblem(root: root, mount: unified) {
                     facts.cgroupRootProblem = outside
                     facts.cgroupRootPermissionDenied = true
+                    facts.cgroupRootOutsideSubtree = true
                 } else if !kernelHasFile("cgroup.freeze", root: root, exists: facts.cgroupRootExists, mount: unified)
                     && cgroupRootOverride == nil
                 {
@@ -124,11 +127,11 @@ public struct HostFacts: Sendable {
         let own = relative == "/" ? mount : mount + relative
         guard FileIO.isDirectory(own) else { return nil }  // another cgroup namespace's view: nothing to judge
         var ancestor = own
-        while !CgroupMounts.Entry.covers(ancestor, root), let slash = ancestor.lastIndex(of: "/"), ancestor != mount {
+        while !CgroupMounts.covers(ancestor, root), let slash = ancestor.lastIndex(of: "/"), ancestor != mount {
             ancestor = String(ancestor[..<slash])
         }
         let procs = ancestor + "/cgroup.procs"
-        guard CgroupMounts.Entry.covers(ancestor, root), FileIO.exists(procs), access(procs, W_OK) != 0 else { return nil }
+        guard CgroupMounts.covers(ancestor, root), FileIO.exists(procs), access(procs, W_OK) != 0 else { return nil }
         return "this process's cgroup \(own) is outside the subtree: moving a process into \(root) needs write access to "
             + "\(ancestor)/cgroup.procs, their common ancestor (start icebox from a cgroup inside the subtree)"
     }

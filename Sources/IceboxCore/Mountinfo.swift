@@ -77,18 +77,19 @@ public struct CgroupMounts: Equatable, Sendable {
                 guard let link = chain.first(where: { $0.mount.id == other.parent }) else { continue }
                 if let via = link.via {
                     // Mounted beside the path's next mount: it covers it at or above its point.
-                    if via.id != other.id && Self.covers(other.mountPoint, via.mountPoint) { return true }
+                    if via.id != other.id && CgroupMounts.covers(other.mountPoint, via.mountPoint) { return true }
                 } else if other.mountPoint == mountPoint {
                     return true  // stacked on this mount itself
                 }
             }
             return false
         }
+    }
 
-        /// Whether `path` is `inner` or a directory above it (whole components).
-        static func covers(_ path: String, _ inner: String) -> Bool {
-            path == inner || path == "/" || inner.hasPrefix(path + "/")
-        }
+    /// Whether `path` is `inner` or a directory above it (whole components: /a covers /a/b,
+    /// not /ab).
+    static func covers(_ path: String, _ inner: String) -> Bool {
+        path == inner || path == "/" || inner.hasPrefix(path + "/")
     }
 
     public static func read(path: String = "/proc/self/mountinfo") -> CgroupMounts {

@@ -40,6 +40,7 @@ struct HostLayoutTests {
             let containment = "their common ancestor"
             let doctor = try world.icebox(["doctor", "--color", "never"], inLeader: false)
             #expect(doctor.stdout.contains(containment), "\(doctor.stdout)")
+            #expect(doctor.stdout.contains("a delegated subtree, but this process's cgroup is outside it"), "\(doctor.stdout)")
             #expect(doctor.stdout.contains("auto backend                signal"), "\(doctor.stdout)")
             let r = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
             #expect(r.status == 77, "\(r.output)")
@@ -63,8 +64,6 @@ struct HostLayoutTests {
         // The daemon starts and says which backend auto picks here, and why.
         let started = try world.icebox(["daemon"])
         #expect(started.status == 0, "\(started.output)")
-        let daemonLine = world.events().last { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") }?.detail ?? ""
-        #expect(daemonLine.hasSuffix("auto backend " + layout.autoChoice), "\(daemonLine)")
 
         // A backend the layout cannot give is refused with the documented status and why.
         let (refused, status, why) = layout.refusal
@@ -80,6 +79,9 @@ struct HostLayoutTests {
         ])
         #expect(launched.status == 0, "\(launched.output)")
         #expect(launched.stdout.contains("backend \(expected.rawValue)"), "\(launched.stdout)")
+        // The start line is written before the daemon serves its first request: there by now.
+        let daemonLine = world.events().last { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") }?.detail ?? ""
+        #expect(daemonLine.hasSuffix("auto backend " + layout.autoChoice), "\(daemonLine)")
         let record = try #require(try world.apps()["web"])
         #expect(record.backend == expected)
         let child = try #require(
