@@ -136,6 +136,17 @@ struct HostLayoutTests {
             #expect(!FileManager.default.fileExists(atPath: world.seen(path)), "\(path) is left behind")
         }
 
+        // A suspended app terminated: thawed so it can act on SIGTERM, then gone with its cgroups.
+        #expect(try world.icebox(["launch", "--grace", "0", "calm", "--", "sleep", "1000"]).status == 0)
+        let calm = try #require(try world.apps()["calm"])
+        #expect(try world.icebox(["suspend", "calm"]).status == 0)
+        let terminated = try world.icebox(["terminate", "calm"])
+        #expect(terminated.status == 0 && terminated.stdout.contains("terminated"), "\(terminated.output)")
+        #expect(!Kernel.alive(calm.pid), "calm survived its termination")
+        for path in [calm.cgroup, calm.freezerV1, calm.memoryV1].compactMap({ $0 }) {
+            #expect(!FileManager.default.fileExists(atPath: world.seen(path)), "\(path) is left behind")
+        }
+
         // The daemon stops, and the roots it made for this test go with it.
         let stopped = try world.icebox(["daemon", "--stop", "--terminate-apps"])
         #expect(stopped.status == 0, "\(stopped.output)")
