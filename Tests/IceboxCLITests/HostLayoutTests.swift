@@ -34,19 +34,7 @@ struct HostLayoutTests {
         defer { world.close() }
         let expected = layout.backend
 
-        if layout == .delegated {
-            // From outside the subtree (a shell left where it was), the user may make cgroups in
-            // it but not move a process into them: the common ancestor's cgroup.procs is root's.
-            let containment = "their common ancestor"
-            let doctor = try world.icebox(["doctor", "--color", "never"], inLeader: false)
-            #expect(doctor.stdout.contains(containment), "\(doctor.stdout)")
-            #expect(doctor.stdout.contains("a delegated subtree, but this process's cgroup is outside it"), "\(doctor.stdout)")
-            #expect(doctor.stdout.contains("auto backend                signal"), "\(doctor.stdout)")
-            let r = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
-            #expect(r.status == 77, "\(r.output)")
-            #expect(r.stderr.contains("backend cgroup2 is unavailable") && r.stderr.contains(containment), "\(r.stderr)")
-            #expect(try world.icebox(["daemon", "--stop"], inLeader: false).status == 0)
-        }
+        if layout == .delegated { try Self.outsideTheSubtree(world) }
 
         // doctor explains the layout, and its exit status says icebox can run apps here.
         let doctor = try world.icebox(["doctor", "--color", "never"])
@@ -56,7 +44,7 @@ struct HostLayoutTests {
         #expect(auto.contains("auto backend") && auto.hasSuffix(" " + layout.autoChoice), "\(auto)")
         let json = try world.icebox(["doctor", "--json"])
         let report = JSONLines.decode(DoctorReport.self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
-        #expect(report?.autoBackend == expected.rawValue, "\(json.output)")
+        #expect(report?.autoBackend == expected.rawValue && report?.usable == true, "\(json.output)")
         let required = try world.icebox(["doctor", "--require", layout.missingFeature])
         #expect(required.status == 1, "\(required.output)")
         #expect(required.stderr.contains("required but missing: \(layout.missingFeature)"), "\(required.stderr)")
@@ -151,6 +139,22 @@ struct HostLayoutTests {
         let stopped = try world.icebox(["daemon", "--stop", "--terminate-apps"])
         #expect(stopped.status == 0, "\(stopped.output)")
         for root in world.roots { #expect(!FileManager.default.fileExists(atPath: world.seen(root)), "\(root) is left behind") }
+    }
+
+    /// From outside the subtree (a shell left where it was), the user may make cgroups in it
+    /// but not move a process into them: the common ancestor's cgroup.procs is root's.
+    static func outsideTheSubtree(_ world: HostLayoutWorld) throws {
+        let containment = "their common ancestor"
+        let doctor = try world.icebox(["doctor", "--color", "never"], inLeader: false)
+        #expect(doctor.stdout.contains(containment), "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("a delegated subtree, but this process's cgroup is outside it"), "\(doctor.stdout)")
+        let json = try world.icebox(["doctor", "--json"], inLeader: false)
+        let report = JSONLines.decode(DoctorReport.self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(report?.autoBackend == BackendKind.signal.rawValue && report?.usable == true, "\(json.output)")
+        let r = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
+        #expect(r.status == 77, "\(r.output)")
+        #expect(r.stderr.contains("backend cgroup2 is unavailable") && r.stderr.contains(containment), "\(r.stderr)")
+        #expect(try world.icebox(["daemon", "--stop"], inLeader: false).status == 0)
     }
 
     /// What `icebox doctor --json` says, the parts these tests read.
