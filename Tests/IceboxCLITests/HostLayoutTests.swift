@@ -199,7 +199,8 @@ enum HostLayout {
         case .pureV2: ["pure cgroup v2", "no cgroup v1 freezer hierarchy is mounted"]
         case .v1Only: ["legacy (cgroup v1 only)", "no cgroup2 filesystem is mounted", "usable (--backend cgroup1)"]
         case .none: ["no cgroup filesystems mounted", "no cgroup2 filesystem is mounted", "no cgroup v1 freezer hierarchy is mounted"]
-        case .readOnly: ["hybrid", "is mounted read-only", "sum of Pss from smaps_rollup", "not used (apps get no v2 cgroup here)"]
+        case .readOnly:
+            [Sandbox.mounts.mode, "is mounted read-only", "sum of Pss from smaps_rollup", "not used (apps get no v2 cgroup here)"]
         case .delegated: ["pure cgroup v2", "the cgroup root is writable by uid \(OtherUser.uid)"]
         }
     }
@@ -209,13 +210,14 @@ enum HostLayout {
     var autoChoice: String {
         let none = "no cgroup2 filesystem is mounted (see /proc/self/mountinfo)"
         let readOnly = "is mounted read-only"
+        let noFreezer = "no cgroup v1 freezer hierarchy is mounted"
         return switch self {
         case .pureV2, .delegated: "cgroup2"
         case .v1Only: "cgroup1 (cgroup2: \(none))"
-        case .none: "signal (cgroup2: \(none); cgroup1: no cgroup v1 freezer hierarchy is mounted)"
+        case .none: "signal (cgroup2: \(none); cgroup1: \(noFreezer))"
         case .readOnly:
-            "signal (cgroup2: the cgroup filesystem at \(Sandbox.mounts.unified!) \(readOnly); "
-                + "cgroup1: the cgroup filesystem at \(Sandbox.mounts.freezerV1 ?? "") \(readOnly))"
+            "signal (cgroup2: the cgroup filesystem at \(Sandbox.mounts.unified!) \(readOnly); cgroup1: "
+                + (Sandbox.mounts.freezerV1.map { "the cgroup filesystem at \($0) \(readOnly))" } ?? "\(noFreezer))")
         }
     }
 
