@@ -281,46 +281,55 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
 
     init(_ layout: HostLayout) throws {
         self.layout = layout
-        box = Sandbox("layout\(layout)")
+        let box = Sandbox("layout\(layout)")
+        self.box = box
         let unique = URL(fileURLWithPath: box.cgroupRoot).lastPathComponent
-        var env = box.environment
         switch layout {
         case .pureV2: cgroupRoot = "/sys/fs/cgroup/" + unique
         case .v1Only: cgroupRoot = box.freezerRoot!
         case .none, .readOnly: cgroupRoot = box.cgroupRoot
         case .delegated: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
         }
-        env["ICEBOX_CGROUP_ROOT"] = cgroupRoot
         if layout == .delegated {
-            let other = try OtherUser()
+            let other: OtherUser
+            do { other = try OtherUser() } catch {
+                box.close()
+                throw error
+            }
             self.other = other
             appDir = other.home
-            env = [
+            environment = [
                 "PATH": "/usr/bin:/bin", "HOME": other.home, "ICEBOX_CGROUP_ROOT": cgroupRoot,
                 "ICEBOX_RUNTIME_DIR": other.home + "/run", "ICEBOX_STATE_DIR": other.home + "/state",
             ]
             delegatedHost = box.cgroupRoot
-            try Self.delegate(box.cgroupRoot, to: OtherUser.uid)
         } else {
             other = nil
             appDir = box.dir
+            environment = box.environment.merging(["ICEBOX_CGROUP_ROOT": cgroupRoot]) { $1 }
             delegatedHost = nil
         }
-        environment = env
 
-        holder.executableURL = URL(fileURLWithPath: Self.unshare)
-        holder.arguments = ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", layout.setup + " && echo ready && exec cat"]
-        let output = Pipe(), errors = Pipe()
-        holder.standardInput = holderInput
-        holder.standardOutput = output
-        holder.standardError = errors
-        try holder.run()
-        // The layout is made once the shell says so; until then nothing may enter.
-        let said = Self.readLine(output.fileHandleForReading.fileDescriptor, seconds: 10)
-        guard said == "ready" else {
-            let why = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
+        // The shell's complaints go to a file: a pipe could block the read if it never ran.
+        let complaints = box.dir + "/layout.err"
+        do {
+            if let delegatedHost { try Self.delegate(delegatedHost, to: OtherUser.uid) }
+            holder.executableURL = URL(fileURLWithPath: Self.unshare)
+            holder.arguments = [
+                "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                "exec 2>\"$0\"; " + layout.setup + " && echo ready && exec cat", complaints,
+            ]
+            let output = Pipe()
+            holder.standardInput = holderInput
+            holder.standardOutput = output
+            try holder.run()
+            // The layout is made once the shell says so; until then nothing may enter.
+            let said = Self.readLine(output.fileHandleForReading.fileDescriptor, seconds: 10)
+            guard said == "ready" else { throw LayoutError(message: said ?? "the shell ended, or did not say ready within 10s:") }
+        } catch {
+            let why = (try? String(contentsOfFile: complaints, encoding: .utf8)) ?? ""
             close()
-            throw LayoutError(message: "making the \(layout) layout failed: \(said ?? "no answer") \(why)")
+            throw LayoutError(message: "making the \(layout) layout failed: \(error) \(why)")
         }
     }
 
