@@ -84,12 +84,19 @@ enum DoctorCommand: IceboxCommand {
                     ? "running as root: no delegation needed"
                     : facts.cgroup2Usable
                         ? "the cgroup root is writable by uid \(getuid())"
-                        : "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"))
+                        : facts.cgroupRootOutsideSubtree
+                            ? "a delegated subtree, but this process's cgroup is outside it (see the cgroup root)"
+                            : "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"))
+        // The kernel may have it, but only an app with a v2 cgroup (cgroup2 usable) can use it.
+        let cgroupKill = facts.supportsCgroupKill && facts.cgroup2Usable
         f.append(
             Finding(
-                check: "cgroup.kill", ok: facts.supportsCgroupKill,
-                detail: facts.supportsCgroupKill
-                    ? "present (Linux 5.14+): evict kills a whole app at once" : "absent: evict sends SIGKILL to each process"))
+                check: "cgroup.kill", ok: cgroupKill,
+                detail: cgroupKill
+                    ? "present (Linux 5.14+): evict kills a whole app at once"
+                    : facts.supportsCgroupKill
+                        ? "not used (apps get no v2 cgroup here): evict sends SIGKILL to each process"
+                        : "absent: evict sends SIGKILL to each process"))
         f.append(
             Finding(
                 check: "v1 freezer", ok: facts.cgroup1Usable,
@@ -128,11 +135,14 @@ enum DoctorCommand: IceboxCommand {
                     : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
         let signalWorks = FileIO.exists("/proc/self/stat")
         let auto = facts.cgroup2Usable ? "cgroup2" : facts.cgroup1Usable ? "cgroup1" : signalWorks ? "signal" : "none"
-        f.append(Finding(check: "auto backend", ok: auto != "none", detail: auto))
+        // The pick, and for a fallback why the better backends are out (read-only, missing...).
+        f.append(
+            Finding(
+                check: "auto backend", ok: auto != "none", detail: auto == "none" ? "none: /proc is unreadable" : facts.autoBackendChoice))
 
         let features: [Feature: Bool] = [
             .cgroup2: facts.cgroup2Usable, .cgroup1: facts.cgroup1Usable, .signal: signalWorks, .psi: psi, .pidfd: pidfd,
-            .clone3: spawn.ok, .cgroupKill: facts.supportsCgroupKill,
+            .clone3: spawn.ok, .cgroupKill: cgroupKill,
         ]
         let usable = pidfd && auto != "none"
         let missing = required.filter { features[$0] != true }

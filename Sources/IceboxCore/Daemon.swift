@@ -146,7 +146,8 @@ public final class Daemon {
         log(
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
-                detail: "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none"))"))
+                detail:
+                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"))
         idleSince = Clock.monotonicNanos()
         loop()
         config.serviceNotifier?.notify("STOPPING=1")

@@ -10,6 +10,8 @@ public struct HostFacts: Sendable {
     /// Why the v2 root cannot be used, if it cannot.
     public var cgroupRootProblem: String?
     public var cgroupRootPermissionDenied = false
+    /// The root is delegated, but this process's cgroup is outside it (see `containmentProblem`).
+    public var cgroupRootOutsideSubtree = false
     /// The v1 freezer directory for icebox's apps (same relative path as the v2 root).
     public var freezerV1Root: String?
     public var freezerV1Problem: String?
@@ -34,56 +36,117 @@ public struct HostFacts: Sendable {
             let root = cgroupRootOverride ?? unified + "/icebox"
             facts.cgroupRoot = root
             do {
+                // A root outside the mount (a v1 directory has a cgroup.procs too) is no v2 root.
+                guard CgroupMounts.covers(unified, root) else { throw NotInside() }
                 if createRoots { try FileIO.makeDirectories(root) }
                 facts.cgroupRootExists = FileIO.isDirectory(root)
                 // Judged where it exists: the root itself, or the directory it would be made in.
                 let probe = facts.cgroupRootExists ? root : nearestExisting(root)
                 if !FileIO.exists(probe + "/cgroup.procs") {
-                    facts.cgroupRootProblem = "\(root) is not inside the cgroup2 filesystem at \(unified)"
-                } else if (facts.cgroupRootExists && access(root + "/cgroup.procs", W_OK) != 0) || access(probe, W_OK) != 0 {
-                    facts.cgroupRootProblem = "no write permission on \(probe)"
+                    throw NotInside()
+                } else if let denied = writeProblem(facts.cgroupRootExists ? root + "/cgroup.procs" : probe, probe: probe, mount: unified) {
+                    facts.cgroupRootProblem = denied.problem
+                    facts.cgroupRootPermissionDenied = !denied.readOnly
+                } else if let outside = containmentProblem(root: root, mount: unified) {
+                    facts.cgroupRootProblem = outside
                     facts.cgroupRootPermissionDenied = true
+                    facts.cgroupRootOutsideSubtree = true
                 } else if !kernelHasFile("cgroup.freeze", root: root, exists: facts.cgroupRootExists, mount: unified)
                     && cgroupRootOverride == nil
                 {
                     facts.cgroupRootProblem = "the kernel has no cgroup v2 freezer (cgroup.freeze needs Linux 5.2)"
                 }
+            } catch is NotInside {
+                facts.cgroupRootProblem = "\(root) is not inside the cgroup2 filesystem at \(unified)"
+            } catch let error as SystemError {
+                facts.cgroupRootProblem = error.errno == EROFS ? readOnly(unified) : error.description
+                facts.cgroupRootPermissionDenied = error.isPermissionDenied && error.errno != EROFS
             } catch {
-                facts.cgroupRootProblem = error.description
-                facts.cgroupRootPermissionDenied = error.isPermissionDenied
+                facts.cgroupRootProblem = "\(error)"
             }
         } else {
             facts.cgroupRootProblem = "no cgroup2 filesystem is mounted (see /proc/self/mountinfo)"
         }
-        if let memory = mounts.memoryV1, let root = facts.cgroupRoot, !FileIO.exists(root + "/memory.current"),
+        if let freezer = mounts.freezerV1 {
+            // The same relative path as the v2 root; without cgroup2, a --cgroup-root inside
+            // the v1 freezer hierarchy is where the apps go.
+            var relative = "/icebox"
+            if let root = facts.cgroupRoot, let unified = mounts.unified, root.hasPrefix(unified + "/") {
+                relative = String(root.dropFirst(unified.count))
+            } else if mounts.unified == nil, let root = cgroupRootOverride {
+                relative = root.hasPrefix(freezer + "/") ? String(root.dropFirst(freezer.count)) : ""
+            }
+            let dir = freezer + relative
+            facts.freezerV1Root = dir
+            if relative.isEmpty {
+                facts.freezerV1Problem = "\(cgroupRootOverride ?? "") is not inside the v1 freezer hierarchy at \(freezer)"
+            } else {
+                do {
+                    if createRoots { try FileIO.makeDirectories(dir) }
+                    facts.freezerV1RootExists = FileIO.isDirectory(dir)
+                    let probe = facts.freezerV1RootExists ? dir : nearestExisting(dir)
+                    facts.freezerV1Problem = writeProblem(probe, probe: probe, mount: freezer)?.problem
+                } catch {
+                    facts.freezerV1Problem = error.errno == EROFS ? readOnly(freezer) : error.description
+                }
+            }
+        } else {
+            facts.freezerV1Problem = "no cgroup v1 freezer hierarchy is mounted"
+        }
+        // Per-app v1 memory cgroups wherever the v2 tree has no memory controller (hybrid and
+        // v1-only hosts), if the daemon may make them.
+        if let memory = mounts.memoryV1, facts.cgroupRoot.map({ !FileIO.exists($0 + "/memory.current") }) ?? true,
             let own = try? FileIO.read("/proc/self/cgroup")
         {
             let line = own.split(separator: "\n").first {
                 $0.split(separator: ":").dropFirst().first?.split(separator: ",").contains("memory") == true
             }
             let path = line.map { String($0.split(separator: ":", maxSplits: 2).last ?? "/") } ?? "/"
-            let base = root.split(separator: "/").last.map(String.init) ?? "icebox"
-            facts.memoryV1Root = memory + (path == "/" ? "" : path) + "/" + base
-        }
-        if let freezer = mounts.freezerV1 {
-            var relative = "/icebox"
-            if let root = facts.cgroupRoot, let unified = mounts.unified, root.hasPrefix(unified + "/") {
-                relative = String(root.dropFirst(unified.count))
-            }
-            let dir = freezer + relative
-            facts.freezerV1Root = dir
-            do {
-                if createRoots { try FileIO.makeDirectories(dir) }
-                facts.freezerV1RootExists = FileIO.isDirectory(dir)
-                let probe = facts.freezerV1RootExists ? dir : nearestExisting(dir)
-                if access(probe, W_OK) != 0 { facts.freezerV1Problem = "no write permission on \(probe)" }
-            } catch {
-                facts.freezerV1Problem = error.description
-            }
-        } else {
-            facts.freezerV1Problem = "no cgroup v1 freezer hierarchy is mounted"
+            let named = facts.cgroupRoot ?? (facts.freezerV1Problem == nil ? facts.freezerV1Root : nil)
+            let base = named?.split(separator: "/").last.map(String.init) ?? "icebox"
+            let root = memory + (path == "/" ? "" : path) + "/" + base
+            if access(nearestExisting(root), W_OK) == 0 { facts.memoryV1Root = root }
         }
         return facts
+    }
+
+    /// Why `path` (or, for a root not made yet, `probe`) cannot be written, if it cannot:
+    /// a read-only mount is said to be one (the cure is a remount, not a permission).
+    private static func writeProblem(_ path: String, probe: String, mount: String) -> (problem: String, readOnly: Bool)? {
+        if access(path, W_OK) == 0 && access(probe, W_OK) == 0 { return nil }
+        return errno == EROFS ? (readOnly(mount), true) : ("no write permission on \(probe)", false)
+    }
+
+    /// Delegation containment (the kernel's cgroup-v2.rst): moving a process into a cgroup,
+    /// or spawning it there with CLONE_INTO_CGROUP, needs write access to the cgroup.procs of
+    /// the common ancestor of the cgroup it leaves and the one it enters. A user whose own
+    /// cgroup (which the daemon it starts inherits) is outside the delegated subtree may make
+    /// cgroups there but can put no process in them.
+    static func containmentProblem(root: String, mount: String) -> String? {
+        guard let relative = (try? FileIO.read("/proc/self/cgroup")).flatMap(ProcFS.unifiedCgroup(in:)) else { return nil }
+        let own = relative == "/" ? mount : mount + relative
+        guard FileIO.isDirectory(own) else { return nil }  // another cgroup namespace's view: nothing to judge
+        var ancestor = own
+        while !CgroupMounts.covers(ancestor, root), let slash = ancestor.lastIndex(of: "/"), ancestor != mount {
+            ancestor = String(ancestor[..<slash])
+        }
+        let procs = ancestor + "/cgroup.procs"
+        guard CgroupMounts.covers(ancestor, root), FileIO.exists(procs), access(procs, W_OK) != 0 else { return nil }
+        return "this process's cgroup \(own) is outside the subtree: moving a process into \(root) needs write access to "
+            + "\(ancestor)/cgroup.procs, their common ancestor (start icebox from a cgroup inside the subtree)"
+    }
+
+    private static func readOnly(_ mount: String) -> String { "the cgroup filesystem at \(mount) is mounted read-only" }
+
+    private struct NotInside: Error {}
+
+    /// The backend `auto` picks here and, for a fallback, why the better ones are out:
+    /// "signal (cgroup2: …; cgroup1: …)". Doctor shows it; the daemon logs it when it starts.
+    public var autoBackendChoice: String {
+        let v2 = "cgroup2: " + (cgroupRootProblem ?? "unknown")
+        if cgroup2Usable { return BackendKind.cgroup2.rawValue }
+        if cgroup1Usable { return "\(BackendKind.cgroup1.rawValue) (\(v2))" }
+        return "\(BackendKind.signal.rawValue) (\(v2); cgroup1: \(freezerV1Problem ?? "unknown"))"
     }
 
     public var cgroup2Usable: Bool { cgroupRoot != nil && cgroupRootProblem == nil }

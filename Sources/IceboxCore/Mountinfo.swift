@@ -25,22 +25,71 @@ public struct CgroupMounts: Equatable, Sendable {
 
     /// Parses mountinfo text. Fields: id parent major:minor root mountpoint options
     /// [optional fields...] - fstype source superoptions. Octal escapes (\040) are decoded.
+    /// A mount hidden by another one mounted over it (or over a directory above it) is
+    /// still listed, but cannot be reached: it is not counted.
     public static func parse(_ text: String) -> CgroupMounts {
+        let entries = text.split(separator: "\n").compactMap(Entry.init)
         var result = CgroupMounts()
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard let dash = fields.firstIndex(of: "-"), dash + 3 <= fields.count, fields.count > 4 else { continue }
-            let fsType = fields[dash + 1]
-            let mountPoint = unescape(String(fields[4]))
-            let superOptions = fields.count > dash + 3 ? fields[dash + 3].split(separator: ",") : []
-            if fsType == "cgroup2", result.unified == nil {
-                result.unified = mountPoint
-            } else if fsType == "cgroup" {
-                if superOptions.contains("freezer"), result.freezerV1 == nil { result.freezerV1 = mountPoint }
-                if superOptions.contains("memory"), result.memoryV1 == nil { result.memoryV1 = mountPoint }
+        for entry in entries where entry.fsType == "cgroup2" || entry.fsType == "cgroup" {
+            guard !entry.isHidden(among: entries) else { continue }
+            if entry.fsType == "cgroup2", result.unified == nil {
+                result.unified = entry.mountPoint
+            } else if entry.fsType == "cgroup" {
+                if entry.superOptions.contains("freezer"), result.freezerV1 == nil { result.freezerV1 = entry.mountPoint }
+                if entry.superOptions.contains("memory"), result.memoryV1 == nil { result.memoryV1 = entry.mountPoint }
             }
         }
         return result
+    }
+
+    /// One line of mountinfo, the fields discovery needs.
+    struct Entry {
+        var id: Substring
+        var parent: Substring
+        var mountPoint: String
+        var fsType: Substring
+        var superOptions: [Substring]
+
+        init?(_ line: Substring) {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let dash = fields.firstIndex(of: "-"), dash + 3 <= fields.count, fields.count > 4 else { return nil }
+            id = fields[0]
+            parent = fields[1]
+            mountPoint = CgroupMounts.unescape(String(fields[4]))
+            fsType = fields[dash + 1]
+            superOptions = fields.count > dash + 3 ? fields[dash + 3].split(separator: ",") : []
+        }
+
+        /// Whether a later mount covers this one: one stacked on it at the same point, or
+        /// one mounted on a mount this one hangs from (its parent, or further up) at this
+        /// point or above it. Judged only from the parents the text lists, so a partial
+        /// mountinfo (a test's, a chroot's) hides nothing it cannot show.
+        func isHidden(among entries: [Entry]) -> Bool {
+            let byID = Dictionary(entries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            // This mount and the mounts it hangs from, nearest first, each with the child
+            // through which the path to this mount leaves it.
+            var chain: [(mount: Entry, via: Entry?)] = [(self, nil)]
+            var seen: Set<Substring> = [id]
+            while let last = chain.last, let up = byID[last.mount.parent], seen.insert(up.id).inserted {
+                chain.append((up, last.mount))
+            }
+            for other in entries where other.id != id {
+                guard let link = chain.first(where: { $0.mount.id == other.parent }) else { continue }
+                if let via = link.via {
+                    // Mounted beside the path's next mount: it covers it at or above its point.
+                    if via.id != other.id && CgroupMounts.covers(other.mountPoint, via.mountPoint) { return true }
+                } else if other.mountPoint == mountPoint {
+                    return true  // stacked on this mount itself
+                }
+            }
+            return false
+        }
+    }
+
+    /// Whether `path` is `inner` or a directory above it (whole components: /a covers /a/b,
+    /// not /ab).
+    static func covers(_ path: String, _ inner: String) -> Bool {
+        path == inner || path == "/" || inner.hasPrefix(path + "/")
     }
 
     public static func read(path: String = "/proc/self/mountinfo") -> CgroupMounts {

@@ -106,4 +106,44 @@ struct CgroupMountsTests {
     @Test func readOfAMissingFileIsEmpty() {
         #expect(CgroupMounts.read(path: "/nonexistent/mountinfo") == CgroupMounts())
     }
+
+    // Layouts made with mount namespaces on a hybrid host (as HostLayoutTests does): a mount
+    // made over another hides it, but mountinfo still lists the hidden one.
+
+    @Test func cgroup2HiddenUnderATmpfsLeavesV1Only() {
+        let m = CgroupMounts.parse(Self.hybrid + "63 41 0:39 / /sys/fs/cgroup/unified rw,relatime - tmpfs none rw,mode=755\n")
+        #expect(m == CgroupMounts(freezerV1: "/sys/fs/cgroup/freezer", memoryV1: "/sys/fs/cgroup/memory"))
+        #expect(m.mode == "legacy (cgroup v1 only)")
+    }
+
+    @Test func aTmpfsOverTheWholeTreeLeavesNoCgroups() {
+        let m = CgroupMounts.parse(Self.hybrid + "63 31 0:39 / /sys/fs/cgroup rw,relatime - tmpfs none rw,mode=755\n")
+        #expect(m == CgroupMounts())
+        #expect(m.mode == "no cgroup filesystems mounted")
+    }
+
+    @Test func cgroup2MountedOverTheV1TreeIsPureV2() {
+        let m = CgroupMounts.parse(Self.hybrid + "63 31 0:38 / /sys/fs/cgroup rw,relatime - cgroup2 none rw\n")
+        #expect(m == CgroupMounts(unified: "/sys/fs/cgroup"))
+        #expect(m.mode == "pure cgroup v2")
+    }
+
+    @Test func aMountOverADirectoryAboveHidesToo() {
+        // A tmpfs over /sys/fs (on /sys, the cgroup tmpfs's parent) hides everything below.
+        let m = CgroupMounts.parse(Self.hybrid + "63 23 0:39 / /sys rw - tmpfs none rw\n")
+        #expect(m == CgroupMounts())
+    }
+
+    @Test func mountsBesideOrBelowDoNotHide() {
+        // A sibling whose name shares a prefix (cpu, cpuacct), a mount inside a hierarchy, and
+        // one whose parent mountinfo does not list: none of them covers the cgroup mounts.
+        let text =
+            Self.hybrid + """
+                64 41 0:40 / /sys/fs/cgroup/unified/sub rw - tmpfs none rw
+                65 31 0:41 / /sys/fs/cgroup/unifiedx rw - tmpfs none rw
+                66 999 0:42 / /sys/fs/cgroup rw - tmpfs none rw
+
+                """
+        #expect(CgroupMounts.parse(text) == CgroupMounts.parse(Self.hybrid))
+    }
 }

@@ -121,6 +121,48 @@ struct HostFactsTests {
     }
 }
 
+@Suite("HostFacts and --cgroup-root on every layout")
+struct HostFactsRootTests {
+    /// A fake v1 freezer mount (and, if asked, a fake cgroup2 one) in a temporary directory.
+    static func host(withCgroup2: Bool) -> String {
+        let dir = makeTemporaryDirectory("host")
+        for d in ["/freezer", "/cg2", "/cg2/icebox"] { mkdir(dir + d, 0o755) }
+        writeFile(dir + "/freezer/cgroup.procs", "")
+        for f in ["cgroup.procs", "icebox/cgroup.procs", "icebox/cgroup.freeze"] { writeFile(dir + "/cg2/" + f, "") }
+        let v2 = withCgroup2 ? "41 31 0:38 / \(dir)/cg2 rw - cgroup2 cgroup2 rw\n" : ""
+        writeFile(dir + "/mountinfo", v2 + "37 31 0:34 / \(dir)/freezer rw - cgroup cgroup rw,freezer\n")
+        return dir
+    }
+
+    @Test func onAV1OnlyHostTheRootGivenInTheFreezerHierarchyIsUsed() throws {
+        let dir = Self.host(withCgroup2: false)
+        defer { removeTree(dir) }
+        let facts = HostFacts.discover(cgroupRootOverride: dir + "/freezer/mine", mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(facts.cgroupRoot == nil)
+        #expect(facts.freezerV1Root == dir + "/freezer/mine")
+        if getuid() == 0 { #expect(try facts.resolve(.auto) == .cgroup1) }
+        #expect(facts.autoBackendChoice.hasPrefix("cgroup1 (cgroup2: no cgroup2 filesystem is mounted"))
+    }
+
+    @Test func onAV1OnlyHostARootOutsideTheFreezerHierarchyIsAProblem() throws {
+        let dir = Self.host(withCgroup2: false)
+        defer { removeTree(dir) }
+        let facts = HostFacts.discover(cgroupRootOverride: "/elsewhere/mine", mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(!facts.cgroup1Usable)
+        #expect(facts.freezerV1Problem == "/elsewhere/mine is not inside the v1 freezer hierarchy at \(dir)/freezer")
+        #expect(try facts.resolve(.auto) == .signal)
+    }
+
+    @Test func aRootInTheV1HierarchyIsNoCgroup2Root() {
+        // It has a cgroup.procs like any cgroup, but it is not in the cgroup2 filesystem.
+        let dir = Self.host(withCgroup2: true)
+        defer { removeTree(dir) }
+        let facts = HostFacts.discover(cgroupRootOverride: dir + "/freezer", mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(!facts.cgroup2Usable)
+        #expect(facts.cgroupRootProblem == "\(dir)/freezer is not inside the cgroup2 filesystem at \(dir)/cg2")
+    }
+}
+
 @Suite("HostFacts without creating anything (icebox doctor)")
 struct HostFactsReadOnlyTests {
     @Test func aMissingRootIsJudgedByItsParentAndNotCreated() throws {

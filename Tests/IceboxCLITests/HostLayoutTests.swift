@@ -1,0 +1,426 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// Every host layout icebox meets, made for real on this (hybrid) machine in a mount
+/// namespace of its own, and the whole lifecycle run in it through the real binary: daemon
+/// start, launch, suspend (the verdict read from the kernel), resume, evict, daemon stop,
+/// and `icebox doctor` explaining the layout. The processes stay in the host's cgroups
+/// (a mount namespace changes what is mounted, not where processes are), so a cgroup2 mount
+/// made in the namespace shows the host's hierarchy and cleanup happens on the host's paths.
+@Suite(.enabled(if: HostLayoutWorld.unavailableReason == nil, "\(HostLayoutWorld.unavailableReason ?? "")"), .timeLimit(.minutes(1)))
+struct HostLayoutTests {
+    @Test("pure cgroup v2: cgroup2 alone at /sys/fs/cgroup")
+    func pureV2() throws { try Self.lifecycle(.pureV2) }
+
+    @Test(
+        "v1 only: no cgroup2 mount, the v1 freezer and memory hierarchies",
+        .enabled(if: Sandbox.mounts.freezerV1 != nil, "this host has no v1 freezer hierarchy to keep"))
+    func v1Only() throws { try Self.lifecycle(.v1Only) }
+
+    @Test("no cgroups at all: an empty tmpfs over /sys/fs/cgroup")
+    func noCgroups() throws { try Self.lifecycle(.none) }
+
+    @Test("a read-only cgroupfs (every cgroup mount remounted ro, as container runtimes do)")
+    func readOnly() throws { try Self.lifecycle(.readOnly) }
+
+    @Test("an unprivileged user with a delegated cgroup2 subtree", .enabled(if: OtherUser.available, "setpriv is missing"))
+    func delegated() throws { try Self.lifecycle(.delegated) }
+
+    static func lifecycle(_ layout: HostLayout) throws {
+        let world = try HostLayoutWorld(layout)
+        defer { world.close() }
+        let expected = layout.backend
+
+        if layout == .delegated { try Self.outsideTheSubtree(world) }
+
+        // doctor explains the layout, and its exit status says icebox can run apps here.
+        let doctor = try world.icebox(["doctor", "--color", "never"])
+        #expect(doctor.status == 0, "\(doctor.output)")
+        for phrase in layout.doctorPhrases { #expect(doctor.stdout.contains(phrase), "doctor lacks '\(phrase)':\n\(doctor.stdout)") }
+        let auto = doctor.stdout.split(separator: "\n").first { $0.contains("auto backend") }.map(String.init) ?? ""
+        #expect(auto.contains("auto backend") && auto.hasSuffix(" " + layout.autoChoice), "\(auto)")
+        let json = try world.icebox(["doctor", "--json"])
+        let report = JSONLines.decode(DoctorReport.self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(report?.autoBackend == expected.rawValue && report?.usable == true, "\(json.output)")
+        let required = try world.icebox(["doctor", "--require", layout.missingFeature])
+        #expect(required.status == 1, "\(required.output)")
+        #expect(required.stderr.contains("required but missing: \(layout.missingFeature)"), "\(required.stderr)")
+
+        // The daemon starts and says which backend auto picks here, and why.
+        let started = try world.icebox(["daemon"])
+        #expect(started.status == 0, "\(started.output)")
+
+        // A backend the layout cannot give is refused with the documented status and why.
+        let (refused, status, why) = layout.refusal
+        let r = try world.icebox(["launch", "--backend", refused, "--grace", "0", "refused", "--", "sleep", "100"])
+        #expect(r.status == status, "\(r.output)")
+        #expect(r.stderr.contains("backend \(refused) is unavailable") && r.stderr.contains(why), "\(r.stderr)")
+
+        // Launch a two-process app: ready once the shell has started its background child.
+        let pidFile = world.appDir + "/child.pid"
+        let launched = try world.icebox([
+            "launch", "--grace", "0", "--ready", "cmd:test -s \(pidFile)", "web", "--",
+            "sh", "-c", "sleep 1000 & echo $! > \(pidFile); exec sleep 1001",
+        ])
+        #expect(launched.status == 0, "\(launched.output)")
+        #expect(launched.stdout.contains("backend \(expected.rawValue)"), "\(launched.stdout)")
+        // The start line is written before the daemon serves its first request: there by now.
+        let daemonLine = world.events().last { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") }?.detail ?? ""
+        #expect(daemonLine.hasSuffix("auto backend " + layout.autoChoice), "\(daemonLine)")
+        let record = try #require(try world.apps()["web"])
+        #expect(record.backend == expected)
+        let child = try #require(
+            pid_t(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let pids = [record.pid, child]
+        // The app's own cgroups hold both processes (seen through the namespace).
+        switch expected {
+        case .cgroup2:
+            let cgroup = try #require(record.cgroup)
+            #expect(Set(Sandbox.pids(in: world.seen(cgroup))) == Set(pids))
+        case .cgroup1:
+            #expect(record.cgroup == nil)
+            let freezer = try #require(record.freezerV1)
+            #expect(Set(Sandbox.pids(in: world.seen(freezer))) == Set(pids))
+        case .signal:
+            #expect(record.cgroup == nil && record.freezerV1 == nil)
+        }
+        // A v1 memory cgroup of its own where the memory controller is v1's and writable.
+        #expect((record.memoryV1 != nil) == (layout == .v1Only), "\(record.memoryV1 ?? "no v1 memory cgroup")")
+        if let memory = record.memoryV1 { #expect(Set(Sandbox.pids(in: world.seen(memory))) == Set(pids)) }
+
+        func frozen() -> Bool {
+            switch expected {
+            case .cgroup2: return Kernel.cgroupFrozen(world.seen(record.cgroup!))
+            case .cgroup1: return Kernel.freezerState(world.seen(record.freezerV1!)) == "FROZEN"
+            case .signal: return pids.allSatisfy { Kernel.processState($0) == "T" }
+            }
+        }
+        func running() -> Bool {
+            switch expected {
+            case .cgroup2: return !Kernel.cgroupFrozen(world.seen(record.cgroup!))
+            case .cgroup1: return Kernel.freezerState(world.seen(record.freezerV1!)) == "THAWED"
+            case .signal: return pids.allSatisfy { Kernel.alive($0) && Kernel.processState($0) != "T" }
+            }
+        }
+        let suspended = try world.icebox(["suspend", "web"])
+        #expect(suspended.status == 0, "\(suspended.output)")
+        #expect(suspended.stdout.contains("frozen in") && suspended.stdout.contains("(\(expected.rawValue), "), "\(suspended.stdout)")
+        #expect(frozen(), "the kernel does not report web frozen")
+
+        let resumed = try world.icebox(["resume", "web"])
+        #expect(resumed.status == 0, "\(resumed.output)")
+        #expect(resumed.stdout.contains("thawed in"), "\(resumed.stdout)")
+        #expect(running(), "the kernel does not report web running")
+
+        #expect(try world.icebox(["suspend", "web"]).status == 0)
+        let evicted = try world.icebox(["evict", "web"])
+        #expect(evicted.status == 0, "\(evicted.output)")
+        #expect(try world.apps()["web"]?.state == .evicted)
+        for pid in pids { #expect(!Kernel.alive(pid), "pid \(pid) survived the eviction") }
+        for path in [record.cgroup, record.freezerV1, record.memoryV1].compactMap({ $0 }) {
+            #expect(!FileManager.default.fileExists(atPath: world.seen(path)), "\(path) is left behind")
+        }
+
+        // A suspended app terminated: thawed so it can act on SIGTERM, then gone with its cgroups.
+        #expect(try world.icebox(["launch", "--grace", "0", "calm", "--", "sleep", "1000"]).status == 0)
+        let calm = try #require(try world.apps()["calm"])
+        #expect(try world.icebox(["suspend", "calm"]).status == 0)
+        let terminated = try world.icebox(["terminate", "calm"])
+        #expect(terminated.status == 0 && terminated.stdout.contains("terminated"), "\(terminated.output)")
+        #expect(!Kernel.alive(calm.pid), "calm survived its termination")
+        for path in [calm.cgroup, calm.freezerV1, calm.memoryV1].compactMap({ $0 }) {
+            #expect(!FileManager.default.fileExists(atPath: world.seen(path)), "\(path) is left behind")
+        }
+
+        // The daemon stops, and the roots it made for this test go with it.
+        let stopped = try world.icebox(["daemon", "--stop", "--terminate-apps"])
+        #expect(stopped.status == 0, "\(stopped.output)")
+        for root in world.roots { #expect(!FileManager.default.fileExists(atPath: world.seen(root)), "\(root) is left behind") }
+    }
+
+    /// From outside the subtree (a shell left where it was), the user may make cgroups in it
+    /// but not move a process into them: the common ancestor's cgroup.procs is root's.
+    static func outsideTheSubtree(_ world: HostLayoutWorld) throws {
+        let containment = "their common ancestor"
+        let doctor = try world.icebox(["doctor", "--color", "never"], inLeader: false)
+        #expect(doctor.stdout.contains(containment), "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("a delegated subtree, but this process's cgroup is outside it"), "\(doctor.stdout)")
+        let json = try world.icebox(["doctor", "--json"], inLeader: false)
+        let report = JSONLines.decode(DoctorReport.self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(report?.autoBackend == BackendKind.signal.rawValue && report?.usable == true, "\(json.output)")
+        let r = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
+        #expect(r.status == 77, "\(r.output)")
+        #expect(r.stderr.contains("backend cgroup2 is unavailable") && r.stderr.contains(containment), "\(r.stderr)")
+        #expect(try world.icebox(["daemon", "--stop"], inLeader: false).status == 0)
+    }
+
+    /// What `icebox doctor --json` says, the parts these tests read.
+    struct DoctorReport: Decodable {
+        var autoBackend: String
+        var usable: Bool
+    }
+}
+
+/// A host layout made in a mount namespace, and what icebox should make of it.
+enum HostLayout {
+    case pureV2, v1Only, none, readOnly, delegated
+
+    var backend: BackendKind {
+        switch self {
+        case .pureV2, .delegated: .cgroup2
+        case .v1Only: .cgroup1
+        case .none, .readOnly: .signal
+        }
+    }
+
+    /// The shell commands, run as root in the new namespace, that make the layout.
+    var setup: String {
+        switch self {
+        case .pureV2, .delegated:
+            // As on a systemd host: the whole v1 tree gone, cgroup2 alone in its place.
+            "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup"
+        case .v1Only:
+            // Hidden under an empty tmpfs: still listed in mountinfo, but not reachable.
+            "mount -t tmpfs -o mode=755,size=16k icebox-hide \(Sandbox.mounts.unified!)"
+        case .none:
+            "mount -t tmpfs -o mode=755,size=16k icebox-hide /sys/fs/cgroup"
+        case .readOnly:
+            // Every cgroup mount, and the tmpfs that holds them, read-only.
+            #"for m in $(awk '$5 ~ "^/sys/fs/cgroup(/|$)" { print $5 }' /proc/self/mountinfo); do mount -o remount,bind,ro "$m" || exit 1; done"#
+        }
+    }
+
+    /// What doctor must say about the layout.
+    var doctorPhrases: [String] {
+        switch self {
+        case .pureV2: ["pure cgroup v2", "no cgroup v1 freezer hierarchy is mounted"]
+        case .v1Only: ["legacy (cgroup v1 only)", "no cgroup2 filesystem is mounted", "usable (--backend cgroup1)"]
+        case .none: ["no cgroup filesystems mounted", "no cgroup2 filesystem is mounted", "no cgroup v1 freezer hierarchy is mounted"]
+        case .readOnly:
+            [Sandbox.mounts.mode, "is mounted read-only", "sum of Pss from smaps_rollup", "not used (apps get no v2 cgroup here)"]
+        case .delegated: ["pure cgroup v2", "the cgroup root is writable by uid \(OtherUser.uid)"]
+        }
+    }
+
+    /// The end of doctor's "auto backend" line (and of the daemon's start line): the pick,
+    /// and for a fallback, why the better backends are out.
+    var autoChoice: String {
+        let none = "no cgroup2 filesystem is mounted (see /proc/self/mountinfo)"
+        let readOnly = "is mounted read-only"
+        let noFreezer = "no cgroup v1 freezer hierarchy is mounted"
+        return switch self {
+        case .pureV2, .delegated: "cgroup2"
+        case .v1Only: "cgroup1 (cgroup2: \(none))"
+        case .none: "signal (cgroup2: \(none); cgroup1: \(noFreezer))"
+        case .readOnly:
+            "signal (cgroup2: the cgroup filesystem at \(Sandbox.mounts.unified!) \(readOnly); cgroup1: "
+                + (Sandbox.mounts.freezerV1.map { "the cgroup filesystem at \($0) \(readOnly))" } ?? "\(noFreezer))")
+        }
+    }
+
+    /// A feature doctor --require must find missing here.
+    var missingFeature: String {
+        switch self {
+        case .pureV2, .delegated: "cgroup1"
+        case .v1Only, .readOnly: "cgroup2"
+        case .none: "cgroup1"
+        }
+    }
+
+    /// A backend asked for by name that the layout cannot give: the exit status and the why.
+    var refusal: (backend: String, status: Int32, why: String) {
+        switch self {
+        case .pureV2, .delegated: ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
+        case .v1Only: ("cgroup2", 69, "no cgroup2 filesystem is mounted")
+        case .none: ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
+        case .readOnly: ("cgroup2", 69, "is mounted read-only")
+        }
+    }
+}
+
+/// One layout's world: a Sandbox (directories, a unique cgroup name, cleanup), a process
+/// holding a fresh mount namespace with the layout made in it, and every icebox command run
+/// inside that namespace with nsenter (as the unprivileged user, for `.delegated`).
+final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a time, like Sandbox
+    static let unshare = "/usr/bin/unshare"
+    static let nsenter = "/usr/bin/nsenter"
+
+    static var unavailableReason: String? {
+        if let reason = Sandbox.unavailableReason { return reason }
+        for tool in [unshare, nsenter] where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "\(tool) is missing (util-linux)"
+        }
+        guard let unified = Sandbox.mounts.unified, unified.hasPrefix("/sys/fs/cgroup") else {
+            return "the host's cgroup2 mount is not under /sys/fs/cgroup"
+        }
+        return nil
+    }
+
+    let layout: HostLayout
+    let box: Sandbox
+    let other: OtherUser?
+    let holder = Process()
+    private let holderInput = Pipe()
+    /// The host's path of the delegated subtree (`.delegated`), which the test makes and removes.
+    let delegatedHost: String?
+    /// Where the app writes (the unprivileged user's home for `.delegated`).
+    let appDir: String
+    let environment: [String: String]
+    /// ICEBOX_CGROUP_ROOT as seen in the namespace, and the roots the daemon makes there.
+    let cgroupRoot: String
+    var roots: [String] {
+        switch layout {
+        case .pureV2, .delegated: [cgroupRoot]
+        case .v1Only: [cgroupRoot]
+        case .none, .readOnly: []
+        }
+    }
+
+    init(_ layout: HostLayout) throws {
+        self.layout = layout
+        let box = Sandbox("layout\(layout)")
+        self.box = box
+        let unique = URL(fileURLWithPath: box.cgroupRoot).lastPathComponent
+        switch layout {
+        case .pureV2: cgroupRoot = "/sys/fs/cgroup/" + unique
+        case .v1Only: cgroupRoot = box.freezerRoot!
+        case .none, .readOnly: cgroupRoot = box.cgroupRoot
+        case .delegated: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
+        }
+        if layout == .delegated {
+            let other: OtherUser
+            do { other = try OtherUser() } catch {
+                box.close()
+                throw error
+            }
+            self.other = other
+            appDir = other.home
+            environment = [
+                "PATH": "/usr/bin:/bin", "HOME": other.home, "ICEBOX_CGROUP_ROOT": cgroupRoot,
+                "ICEBOX_RUNTIME_DIR": other.home + "/run", "ICEBOX_STATE_DIR": other.home + "/state",
+            ]
+            delegatedHost = box.cgroupRoot
+        } else {
+            other = nil
+            appDir = box.dir
+            environment = box.environment.merging(["ICEBOX_CGROUP_ROOT": cgroupRoot]) { $1 }
+            delegatedHost = nil
+        }
+
+        // The shell's complaints go to a file: a pipe could block the read if it never ran.
+        let complaints = box.dir + "/layout.err"
+        do {
+            if let delegatedHost { try Self.delegate(delegatedHost, to: OtherUser.uid) }
+            holder.executableURL = URL(fileURLWithPath: Self.unshare)
+            holder.arguments = [
+                "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                "exec 2>\"$0\"; " + layout.setup + " && echo ready && exec cat", complaints,
+            ]
+            let output = Pipe()
+            holder.standardInput = holderInput
+            holder.standardOutput = output
+            try holder.run()
+            // The layout is made once the shell says so; until then nothing may enter.
+            let said = Self.readLine(output.fileHandleForReading.fileDescriptor, seconds: 10)
+            guard said == "ready" else { throw LayoutError(message: said ?? "the shell ended, or did not say ready within 10s:") }
+        } catch {
+            let why = (try? String(contentsOfFile: complaints, encoding: .utf8)) ?? ""
+            close()
+            throw LayoutError(message: "making the \(layout) layout failed: \(error) \(why)")
+        }
+    }
+
+    struct LayoutError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    /// A cgroup2 directory delegated to `uid` as cgroup-v2.rst describes: the directory and
+    /// its cgroup.procs, cgroup.subtree_control and cgroup.threads are the user's, and the
+    /// user's processes start in a leaf below it ("leader"), so that the common ancestor of
+    /// any move the user makes is the delegated directory itself.
+    static func delegate(_ dir: String, to uid: uid_t) throws {
+        for path in [dir, dir + "/leader"] {
+            guard mkdir(path, 0o755) == 0 else { throw LayoutError(message: "mkdir \(path): \(String(cString: strerror(errno)))") }
+        }
+        for path in [dir, dir + "/cgroup.procs", dir + "/cgroup.subtree_control", dir + "/cgroup.threads"] {
+            guard chown(path, uid, uid) == 0 else { throw LayoutError(message: "chown \(path): \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    /// A path in the namespace, as the host reaches it: through the holder's root.
+    func seen(_ path: String) -> String { "/proc/\(holder.processIdentifier)/root" + path }
+
+    /// Runs icebox in the namespace; for `.delegated` as the other user, started in the
+    /// delegated subtree's leader cgroup (root moves the shell there before it drops to the
+    /// user), or, `inLeader` false, where the test runner is.
+    @discardableResult
+    func icebox(_ args: [String], inLeader: Bool = true, timeout: Double = 30) throws -> Sandbox.Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.nsenter)
+        var argv = ["--target", "\(holder.processIdentifier)", "--mount", "--"]
+        if let other {
+            let unique = URL(fileURLWithPath: cgroupRoot).deletingLastPathComponent().lastPathComponent
+            let leader = inLeader ? "/sys/fs/cgroup/\(unique)/leader/cgroup.procs" : "/dev/null"
+            argv += [
+                "/bin/sh", "-c", #"echo $$ > "$0" && exec "$@""#, leader,
+                OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups", other.binary,
+            ]
+        } else {
+            argv.append(Sandbox.binary)
+        }
+        p.arguments = argv + args
+        p.environment = environment
+        return try Sandbox.runToEnd(p, timeout: timeout, what: "icebox \(args.joined(separator: " ")) in the \(layout) layout")
+    }
+
+    func apps() throws -> [String: AppRecord] {
+        let r = try icebox(["ps", "--json", "--all"])
+        let list = JSONLines.decode([AppRecord].self, r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? []
+        return Dictionary(list.map { ($0.name, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    func events() -> [Event] {
+        let file = (environment["ICEBOX_STATE_DIR"] ?? box.stateDir) + "/events.jsonl"
+        let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { JSONLines.decode(Event.self, String($0)) }
+    }
+
+    /// Stops the daemon (its apps terminated) while the namespace still exists, ends the
+    /// holder (the namespace goes with its last process), then removes what was made on the
+    /// host: the delegated subtree, the sandbox's cgroups and directories, the user's copy.
+    func close() {
+        if holder.isRunning {
+            _ = try? icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
+            try? holderInput.fileHandleForWriting.close()
+            kill(holder.processIdentifier, SIGKILL)
+            holder.waitUntilExit()
+        }
+        if let delegatedHost, FileManager.default.fileExists(atPath: delegatedHost) {
+            let tree = Cgroup2(path: delegatedHost)
+            try? tree.kill()
+            _ = try? tree.waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
+            _ = tree.removeSubtree()
+        }
+        box.close()
+        other?.close()
+    }
+
+    /// One line from `fd` (without its newline), or nil at end of file or after `seconds`.
+    static func readLine(_ fd: Int32, seconds: Double) -> String? {
+        let deadline = Clock.monotonicNanos() + UInt64(seconds * 1e9)
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while !bytes.contains(10) {
+            let now = Clock.monotonicNanos()
+            guard now < deadline, FileIO.poll(fd: fd, events: Int16(POLLIN), timeoutNanos: deadline - now) != 0,
+                read(fd, &byte, 1) == 1
+            else { return nil }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes.dropLast(), as: UTF8.self)
+    }
+}
