@@ -396,13 +396,13 @@ struct AppLifecycleTests {
         #expect(event?.kind == .thaw && event?.from == .suspended && event?.to == .active && event?.reason == "left-cgroup")
         #expect(event?.detail.contains("pid 4242 left the app's cgroup for /sys/fs/cgroup/other") == true, "\(String(describing: event))")
         // Running again, it can be suspended again (the daemon checks the cgroup before freezing).
-        #expect(l.handle(.suspend(waiter: 1, notice: nil), now: 6_000).contains(.freeze(deadline: 6_000 + l.freezeTimeout)))
+        #expect(l.handle(.suspend(waiter: 1, notice: nil, grace: 0), now: 6_000).contains(.freeze(deadline: 6_000 + l.freezeTimeout)))
     }
 
     @Test func freezeOfAnAppWhoseMainProcessLeftItsCgroupFailsAndTellsTheWaiter() {
         var l = Self.lifecycle(in: .active)
-        _ = l.handle(.suspend(waiter: 7, notice: nil), now: 3_000)
-        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 0), reason: "no notice"))
+        _ = l.handle(.suspend(waiter: 7, notice: nil, grace: 0), now: 3_000)
+        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), reason: "grace 0"))
         let fx = l.handle(.leftCgroup(to: "/elsewhere"), now: 3_100)
         #expect(l.state == .active)
         #expect(fx.first == .cancelFreeze)
