@@ -342,12 +342,13 @@ BACKOFF = {"cgroup2": (20_000, 10_000_000), "cgroup1": (20_000, 10_000_000), "si
 
 
 def backoff_steps(backend, upto=60_000_000_000):
+    """The moments icebox re-reads an operation's state (as FreezeOperation's Backoff does):
+    20 µs after the last look, or 5% of the time elapsed, whichever is longer, up to the cap."""
     first, cap = BACKOFF[backend]
-    t, i, out = 0, first, [0]
+    t, out = 0, [0]
     while t < upto:
-        t += i
+        t += min(max(first, t // 20), cap)
         out.append(t)
-        i = min(i * 2, cap)
     return out
 
 
@@ -356,16 +357,14 @@ REASONS = {
              "the daemon does around it shows: it opens the cgroup (or /proc) files afresh for every operation and "
              "reads and parses them through Swift strings, where bare keeps one file open and preads it.",
     "cg2": "**The cgroup2 re-read schedule.** icebox reads cgroup.events right after the write, then waits for "
-           "POLLPRI for at most 20 µs, 40 µs, 80 µs … (doubling to 10 ms) between re-reads. The kernel sends at "
+           "POLLPRI for at most 20 µs, or 5% of the time elapsed (up to 10 ms), between re-reads. The kernel sends at "
            "most one POLLPRI per 10 ms per file, and the previous thaw or freeze was a few ms earlier, so the "
            "wake-up is usually the timeout: the confirmation lands on the next step of the schedule after the "
-           "kernel is done (bare: a re-read every 20 µs, or 5% of the time elapsed). Each of those sleeps also "
-           "overshoots by the timer slack (50 µs for an ordinary thread) and the time this VM takes to wake an idle "
-           "vCPU, so a step lands 50–150 µs late.",
+           "kernel is done, as bare's does. The daemon's loop sleeps with 1 ns of timer slack to the nanosecond "
+           "(epoll_pwait2); what remains is the time this VM takes to wake an idle vCPU.",
     "cg1": "**The v1 freezer's read-back schedule.** v1 has no change notification: icebox re-reads freezer.state "
-           "after sleeping 20 µs, 40 µs, 80 µs … (doubling to 10 ms), so a freeze the kernel finishes in "
-           "0.2 ms is confirmed at about 0.3 ms, one finishing in 0.4 ms at about 0.6 ms (plus the timer slack and the "
-           "vCPU wake-up on each sleep).",
+           "20 µs after the last look, or after 5% of the time elapsed (up to 10 ms), so a freeze the kernel "
+           "finishes in 0.4 ms is confirmed by about 0.42 ms (plus the vCPU wake-up on each sleep).",
     "cg1thaw": "**v1 thaw: the same write and one read-back in both.** icebox writes THAWED and reads the state "
                "once, as bare does; the difference is not in the code path. Likely scheduling: the write wakes every "
                "task of the app, and those run before the daemon gets back to its read-back (bare, a fresh "
