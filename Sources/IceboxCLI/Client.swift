@@ -108,7 +108,8 @@ struct DaemonClient {
 
     /// Sends a request and prints the replies until `done`. Returns the exit code.
     mutating func perform(
-        _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil
+        _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil,
+        onSummaries: (([AppSummary]) -> Void)? = nil
     ) throws(IceboxError) -> Int32 {
         let connection = try connect()
         try connection.send(request)
@@ -119,7 +120,13 @@ struct DaemonClient {
                 case .warning: if let t = reply.text { Output.err(t) }
                 case .event: if let e = reply.event { Output.err(e.humanLine) }
                 case .data:
-                    if let policy = reply.policy { onPolicy?(policy) } else { onData?(reply.apps ?? []) }
+                    if let policy = reply.policy {
+                        onPolicy?(policy)
+                    } else if let summaries = reply.summaries {
+                        onSummaries?(summaries)
+                    } else {
+                        onData?(reply.apps ?? [])
+                    }
                 case .done, .exit: break
                 }
             }

@@ -15,6 +15,8 @@ struct FormatTemplate: Equatable {
 
     var pieces: [Piece]
     var table: Bool
+    /// Whether `{{json .}}` appears: rendering then needs the whole record.
+    var usesJSON: Bool { pieces.contains(.json) }
 
     static func parse(_ source: String, fields: [String]) throws(IceboxError) -> FormatTemplate {
         var text = Substring(source)

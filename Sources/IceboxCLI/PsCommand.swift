@@ -48,26 +48,36 @@ enum PsCommand: IceboxCommand {
         // Otherwise the registry alone says what ended.
         let env = ProcessEnvironment.dictionary
         let all = args.flag("all") || !patterns.isEmpty
+        // Whole records only where they are printed (--json, {{json .}}); a table or names
+        // need the summaries, a fraction of the bytes to encode and decode.
+        let whole = args.flag("json") || template.usesJSON
         var records: [AppRecord] = []
-        let request = ControlRequest.ps(all: all)
+        var summaries: [AppSummary] = []
+        let request = ControlRequest.ps(all: all, brief: !whole)
+        func take(_ client: inout DaemonClient) throws(IceboxError) -> Int32 {
+            try client.perform(request, onData: { records = $0 }, onSummaries: { summaries = $0 })
+        }
         var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: args.value("cgroup-root"))
         do {
-            let code = try client.perform(request) { records = $0 }
+            let code = try take(&client)
             if code != 0 { return code }
         } catch  where error.code == .unavailable {
             let saved = Registry.load(directory: client.paths.registryDir)
             if saved.contains(where: { !$0.state.isEnded }) && !args.flag("no-autostart") {
                 var starting = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: args.value("cgroup-root"))
-                let code = try starting.perform(request) { records = $0 }
+                let code = try take(&starting)
                 if code != 0 { return code }
             } else if all {
                 records = saved
             }
         }
+        if summaries.isEmpty { summaries = records.map(\.summary) }
         var unmatched: [String] = []
         if !patterns.isEmpty {
-            unmatched = patterns.filter { p in !records.contains { fnmatch(p, $0.name, 0) == 0 } }
-            records = records.filter { r in patterns.contains { fnmatch($0, r.name, 0) == 0 } }
+            let matches = { (name: String) in patterns.contains { fnmatch($0, name, 0) == 0 } }
+            unmatched = patterns.filter { p in !summaries.contains { fnmatch(p, $0.name, 0) == 0 } }
+            records = records.filter { matches($0.name) }
+            summaries = summaries.filter { matches($0.name) }
         }
         defer { for p in unmatched { Output.err("icebox: no app named '\(p)'") } }
         let status: Int32 = unmatched.isEmpty ? 0 : 1
@@ -76,11 +86,13 @@ enum PsCommand: IceboxCommand {
             return status
         }
         if args.flag("quiet") {
-            for r in records { Output.out(r.name) }
+            for r in summaries { Output.out(r.name) }
             return status
         }
         let now = Clock.monotonicNanos(), wall = Clock.wallNanos()
-        let lines = records.map { r in template.render({ field(r, $0, now: now, wall: wall) }, json: { JSONLines.encode(r) }) }
+        let lines = summaries.indices.map { i in
+            template.render({ field(summaries[i], $0, now: now, wall: wall) }, json: { JSONLines.encode(records[i]) })
+        }
         if !template.table {
             for line in lines { Output.out(line) }
             return status
@@ -93,7 +105,7 @@ enum PsCommand: IceboxCommand {
             rows,
             style: { row, column in
                 guard row > 0, column == stateColumn else { return nil }
-                let r = records[row - 1]
+                let r = summaries[row - 1]
                 return Style.of(r.state, exitStatus: r.exitStatus)
             }, color: Output.colorOut)
         for line in styled { Output.out(line) }
@@ -101,7 +113,7 @@ enum PsCommand: IceboxCommand {
     }
 
     /// One field of a record as text; "–" where there is no value.
-    static func field(_ r: AppRecord, _ name: String, now: UInt64, wall: Int64) -> String {
+    static func field(_ r: AppSummary, _ name: String, now: UInt64, wall: Int64) -> String {
         switch name {
         case "Name": return r.name
         case "PID": return String(r.pid)
@@ -113,8 +125,8 @@ enum PsCommand: IceboxCommand {
         case "LastFreeze": return r.lastFreezeNanos.map(DurationText.format) ?? "–"
         case "LastThaw": return r.lastThawNanos.map(DurationText.format) ?? "–"
         case "Status": return (r.state.isEnded ? r.ending : r.statusText) ?? ""
-        case "Command": return r.options.command.joined(separator: " ")
-        case "Priority": return r.options.priority.rawValue
+        case "Command": return r.command.joined(separator: " ")
+        case "Priority": return r.priority.rawValue
         case "ExitStatus": return r.exitStatus.map { String($0) } ?? "–"
         case "Cgroup": return r.cgroup ?? "–"
         case "User": return r.runsAs?.short ?? "–"
@@ -124,7 +136,7 @@ enum PsCommand: IceboxCommand {
 
     /// How long the app has been in its state, as an age: from the daemon's monotonic clock
     /// for a live app, from the recorded wall time for an ended one (which may predate a reboot).
-    static func since(_ r: AppRecord, now: UInt64, wall: Int64) -> String {
+    static func since(_ r: AppSummary, now: UInt64, wall: Int64) -> String {
         if !r.state.isEnded { return TimeText.age(now > r.sinceMonotonicNanos ? now - r.sinceMonotonicNanos : 0) }
         guard let then = TimeText.parseTimestamp(r.sinceWall, offset: TimeText.localOffset) else { return "–" }
         return TimeText.age(UInt64(max(0, wall - then)))

@@ -15,6 +15,7 @@ public struct ControlReply: Codable, Sendable {
     public var code: Int32?
     public var event: Event?
     public var apps: [AppRecord]?
+    public var summaries: [AppSummary]?
     public var policy: EvictionPolicy?
 
     public init(kind: Kind, text: String? = nil, code: Int32? = nil) {

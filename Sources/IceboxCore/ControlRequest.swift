@@ -4,7 +4,8 @@
 public enum ControlRequest: Codable, Sendable, Equatable {
     case ping
     case launch(LaunchOptions)
-    case ps(all: Bool)
+    /// `brief`: summaries (`AppSummary`) rather than whole records, for a table.
+    case ps(all: Bool, brief: Bool = false)
     /// `graceNanos`: this suspend's grace instead of each app's own (`suspend --grace`).
     case suspend(names: [String], graceNanos: UInt64? = nil)
     case resume(names: [String], waitReady: Bool)

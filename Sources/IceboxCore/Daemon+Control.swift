@@ -256,7 +256,7 @@ extension Daemon {
             finish(fd, .success, "icebox daemon pid \(getpid())")
         case .launch(let options):
             launch(options, stdio: fds, client: fd)
-        case .ps(let all):
+        case .ps(let all, let brief):
             // A suspended app whose main process was moved out runs: ps must not say otherwise.
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
@@ -270,7 +270,8 @@ extension Daemon {
             if all { records.append(contentsOf: ended.values.filter { apps[$0.name] == nil }) }
             // What leaves the daemon names the environment's variables, never their values:
             // a token in the caller's environment must not end up in a terminal or a CI log.
-            reply.apps = records.sorted { $0.launchedWall < $1.launchedWall }.map(\.redacted)
+            records.sort { $0.launchedWall < $1.launchedWall }
+            if brief { reply.summaries = records.map(\.summary) } else { reply.apps = records.map(\.redacted) }
             send(fd, reply)
             finish(fd, .success)
         case .stop(let terminateApps, let timeout):

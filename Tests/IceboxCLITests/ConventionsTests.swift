@@ -182,11 +182,11 @@ struct FormatTemplateTests {
             backend: .cgroup2)
         record.lastFreezeNanos = 212_000
         record.memoryBytes = 2048
-        for f in fields { #expect(PsCommand.field(record, f, now: 1, wall: 0) != "" || f == "Status", "\(f)") }
-        #expect(PsCommand.field(record, "Command", now: 1, wall: 0) == "sleep 9")
-        #expect(PsCommand.field(record, "LastFreeze", now: 1, wall: 0) == "212 µs")
-        #expect(PsCommand.field(record, "LastThaw", now: 1, wall: 0) == "–")
-        #expect(PsCommand.field(record, "MemoryBytes", now: 1, wall: 0) == "2048")
+        for f in fields { #expect(PsCommand.field(record.summary, f, now: 1, wall: 0) != "" || f == "Status", "\(f)") }
+        #expect(PsCommand.field(record.summary, "Command", now: 1, wall: 0) == "sleep 9")
+        #expect(PsCommand.field(record.summary, "LastFreeze", now: 1, wall: 0) == "212 µs")
+        #expect(PsCommand.field(record.summary, "LastThaw", now: 1, wall: 0) == "–")
+        #expect(PsCommand.field(record.summary, "MemoryBytes", now: 1, wall: 0) == "2048")
     }
 }
 
