@@ -56,8 +56,10 @@ public enum AppMemory {
         }
     }
 
+    /// The file's number, nil if it cannot be read (a v2 cgroup without the memory
+    /// controller has no memory.current: the open fails, with no separate check first).
     static func readCounter(_ path: String) -> UInt64? {
-        guard FileIO.exists(path), let text = try? FileIO.read(path) else { return nil }
+        guard let text = try? FileIO.read(path) else { return nil }
         return UInt64(text.trimmed())
     }
 }
