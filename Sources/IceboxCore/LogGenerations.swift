@@ -81,6 +81,17 @@ package struct LogGenerations: Sendable {
         return fds.reversed()
     }
 
+    /// Hands over the lines of the whole log, newest first (the current file from its end,
+    /// then PATH.1, PATH.2 …), until `line` returns false.
+    package func readBackward(_ line: (UnsafeRawBufferPointer) -> Bool) {
+        let current = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
+        let older = openOlder(seen: current >= 0 ? Set([Self.inode(current)].compactMap { $0 }) : [])
+        defer { for fd in older + [current] where fd >= 0 { close(fd) } }
+        for fd in [current] + older.reversed() where fd >= 0 {
+            if !LogLines.backward(fd: fd, end: Int64(lseek(fd, 0, SEEK_END)), line) { return }
+        }
+    }
+
     /// The inode of an open file; nil if fstat fails.
     package static func inode(_ fd: Int32) -> UInt64? {
         var st = stat()
