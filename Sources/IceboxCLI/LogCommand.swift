@@ -31,7 +31,7 @@ enum LogCommand: IceboxCommand {
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
         let selection = EventSelection(name: name, since: since, until: until, json: args.flag("json"), color: Output.colorOut)
         let code = try FileFollower.run(
-            path: paths.eventLog, follow: follow, missingIsEmpty: true, lines: lines, select: selection.render,
+            path: paths.eventLog, follow: follow, missingIsEmpty: true, mapped: true, lines: lines, select: selection.render,
             caughtUp: {
                 if !selection.sawApp, let name, !FileIO.exists(paths.registryRecord(name)), follow {
                     Output.err("icebox: no app named '\(name)' has run yet; waiting for its events")
@@ -89,13 +89,14 @@ enum LogsCommand: IceboxCommand {
                 hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
         }
         return try FileFollower.run(
-            path: path, follow: args.flag("follow"), missingIsEmpty: false, lines: lines,
+            path: path, follow: args.flag("follow"), missingIsEmpty: false, mapped: false, lines: lines,
             select: { String(decoding: $0, as: UTF8.self) }, caughtUp: {})
     }
 }
 
 extension FileFollower {
-    /// Prints the log's history, across its older generations: every line `select` turns
+    /// Prints the log's history, across its older generations (`mapped`: read through a
+    /// mapping, for the event log, which is never truncated): every line `select` turns
     /// into text, oldest first, or only the last `lines` of them (read from the end
     /// backwards, newest generation first, stopping once there are enough); calls
     /// `caughtUp`; and with `follow` keeps printing new lines. A follow ends on SIGINT,
@@ -103,7 +104,7 @@ extension FileFollower {
     /// reads stdout goes away (returning 0, as `tail -f | head` ends), or when the log is
     /// removed. Without follow it returns 0.
     static func run(
-        path: String, follow: Bool, missingIsEmpty: Bool, lines: Int?, select: (UnsafeRawBufferPointer) -> String?,
+        path: String, follow: Bool, missingIsEmpty: Bool, mapped: Bool, lines: Int?, select: (UnsafeRawBufferPointer) -> String?,
         caughtUp: () -> Void
     ) throws(IceboxError) -> Int32 {
         let stopSignals = [SIGINT, SIGTERM, SIGHUP]
@@ -132,8 +133,9 @@ extension FileFollower {
             for fd in older.reversed() where more { more = LogLines.backward(fd: fd, end: Int64(lseek(fd, 0, SEEK_END)), enough) }
             for text in newestFirst.reversed() { out.add(text) }
         } else {
-            for fd in older { _ = LogLines.forward(fd: fd, from: 0) { if let text = select($0) { out.add(text) } } }
-            follower.readLineBytes { if let text = select($0) { out.add(text) } }
+            func add(_ line: UnsafeRawBufferPointer) { if let text = select(line) { out.add(text) } }
+            for fd in older { _ = (mapped ? LogLines.forwardMapped(fd: fd, from: 0, add) : nil) ?? LogLines.forward(fd: fd, from: 0, add) }
+            follower.readLineBytes(mapped: mapped, add)
         }
         out.flush()
         caughtUp()

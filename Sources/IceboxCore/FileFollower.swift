@@ -65,10 +65,11 @@ package final class FileFollower {
     }
 
     /// Hands every complete line the file holds now (past what was read before) to `emit`,
-    /// as bytes valid during the call.
-    package func readLineBytes(_ emit: (UnsafeRawBufferPointer) -> Void) {
+    /// as bytes valid during the call. `mapped`: through a mapping, for a log that is never
+    /// truncated (see `LogLines.forwardMapped`).
+    package func readLineBytes(mapped: Bool = false, _ emit: (UnsafeRawBufferPointer) -> Void) {
         if fd < 0 && !openCurrent() { return }
-        offset = LogLines.forward(fd: fd, from: offset, emit)
+        offset = (mapped ? LogLines.forwardMapped(fd: fd, from: offset, emit) : nil) ?? LogLines.forward(fd: fd, from: offset, emit)
         // Shorter than what was read: truncated in place (copy-truncate). Start again.
         var st = stat()
         if fstat(fd, &st) == 0, Int64(st.st_size) < offset {
