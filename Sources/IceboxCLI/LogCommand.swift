@@ -14,7 +14,10 @@ enum LogCommand: IceboxCommand {
             OptionSpec(name: "since", value: "WHEN", help: "events from then on: a duration ago (10m), HH:MM[:SS] today, or RFC 3339"),
             OptionSpec(name: "until", value: "WHEN", help: "events up to then (same forms as --since)"),
         ],
-        details: "Text lines show local time, with the date for events not from today.",
+        details: """
+            Text lines show local time, with the date for events not from today.
+            The rotated generations (events.jsonl.1 …) are read too, oldest first; -n reads from the end.
+            """,
         operands: Operands(max: 1, text: "at most one app name"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {

@@ -39,6 +39,33 @@ struct LogRotationTests {
         return true
     }
 
+    /// `icebox ARGS` running in the background (a follower), its stdout piped.
+    static func start(_ box: Sandbox, _ args: [String]) throws -> (Process, FileHandle) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        p.arguments = args
+        p.environment = box.environment
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        return (p, out.fileHandleForReading)
+    }
+
+    /// Reads `out` until what was read contains `wanted`, for at most `seconds`.
+    static func read(_ out: FileHandle, until wanted: String, seconds: Double) throws -> String {
+        var text = ""
+        let deadline = Clock.monotonicNanos() + UInt64(seconds * 1e9)
+        while !text.contains(wanted) {
+            var pfd = [pollfd(fd: out.fileDescriptor, events: Int16(POLLIN), revents: 0)]
+            guard try Poll.wait(&pfd, until: deadline) > 0 else { break }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let n = Glibc.read(out.fileDescriptor, &buffer, buffer.count)
+            if n <= 0 { break }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        return text
+    }
+
     /// Suspends and resumes `app` (launched with --grace 0: frozen at once) `times` times:
     /// three events a cycle (notice, freeze, thaw).
     static func cycle(_ box: Sandbox, _ app: String, times: Int) throws {
@@ -95,30 +122,13 @@ struct LogRotationTests {
         let box = Sandbox()
         defer { box.close() }
         #expect(try box.icebox(["daemon", "--log-max-size", "1K", "--log-keep", "2"]).status == 0)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
-        p.arguments = ["log", "--follow", "--json"]
-        p.environment = box.environment
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
+        let (p, out) = try Self.start(box, ["log", "--follow", "--json"])
         defer { p.terminate(); p.waitUntilExit() }
         #expect(try box.icebox(["launch", "rolling", "--grace", "0", "--", "sleep", "1000"]).status == 0)
         try Self.cycle(box, "rolling", times: 10)
         let onDisk = Self.eventLines(box)
         let last = try #require(onDisk.last)
-        // Read until the last event on disk has been printed, for at most 10 s.
-        var text = ""
-        let fd = out.fileHandleForReading.fileDescriptor
-        let deadline = Clock.monotonicNanos() + 10_000_000_000
-        while !text.contains(last) {
-            var pfd = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard try Poll.wait(&pfd, until: deadline) > 0 else { break }
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            text += String(decoding: buffer[0..<n], as: UTF8.self)
-        }
+        let text = try Self.read(out, until: last, seconds: 10)
         let followed = text.split(separator: "\n").map(String.init)
         #expect(followed.suffix(onDisk.count) == onDisk[...], "the follower's last lines are the log on disk")
         #expect(Set(followed).count == followed.count, "no line twice")
@@ -141,6 +151,8 @@ struct LogRotationTests {
         let script =
             "import time\ni = 0\nwhile True:\n    print(f'line {i:08d} ' + 'x' * 60, flush=True)\n    i += 1\n    time.sleep(0.002)"
         #expect(try box.icebox(["launch", "writer", "--grace", "0", "--", "python3", "-c", script]).status == 0)
+        let (follower, followed) = try Self.start(box, ["logs", "writer", "--follow"])
+        defer { follower.terminate(); follower.waitUntilExit() }
         let logs = box.stateDir + "/logs"
         let log = LogGenerations(path: logs + "/writer.log")
         let rotatedTwice = try Self.wait(in: logs, seconds: 20) { log.olderNumbers() == [1, 2] }
@@ -163,6 +175,13 @@ struct LogRotationTests {
         let missing = (numbers.last ?? 0) - (numbers.first ?? 0) + 1 - numbers.count
         #expect(missing <= 10, "\(missing) lines missing")
         #expect(numbers.count > 16 * 1024 / 80, "more than one file's worth")
+        // logs --follow went on through the truncations: the same lines, in order.
+        let lastLine = try #require(r.stdout.split(separator: "\n").last.map(String.init))
+        let seen = try Self.read(followed, until: lastLine, seconds: 10).split(separator: "\n")
+        let seenNumbers = seen.compactMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
+        #expect(seen.last.map(String.init) == lastLine)
+        #expect(zip(seenNumbers, seenNumbers.dropFirst()).allSatisfy { $0 < $1 }, "followed in order")
+        #expect((seenNumbers.last ?? 0) - (seenNumbers.first ?? 0) + 1 - seenNumbers.count <= 10, "followed without losing lines")
         let current = Self.lines(log.path).count
         let tail = try box.icebox(["logs", "writer", "-n", "\(current + 5)"])
         let tailLines: [String] = tail.stdout.split(separator: "\n").map(String.init)
