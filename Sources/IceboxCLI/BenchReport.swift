@@ -113,10 +113,17 @@ struct BenchReport {
         return CPUTime(user: known.map(\.user).reduce(0, +) / n, system: known.map(\.system).reduce(0, +) / n)
     }
 
+    /// The app's events since `since`, oldest first: the log is read from its end (across
+    /// its rotated generations) back to the first event before `since`.
     static func events(of app: String, since: UInt64, in paths: IceboxPaths) -> [Event] {
-        let text = (try? FileIO.read(paths.eventLog)) ?? ""
-        return text.split(separator: "\n").compactMap { JSONLines.decode(Event.self, String($0)) }
-            .filter { $0.app == app && $0.monotonicNanos >= since }
+        var newestFirst: [Event] = []
+        LogGenerations(path: paths.eventLog).readBackward { line in
+            guard let event = JSONLines.decode(Event.self, String(decoding: line, as: UTF8.self)) else { return true }
+            if event.monotonicNanos < since { return false }
+            if event.app == app { newestFirst.append(event) }
+            return true
+        }
+        return newestFirst.reversed()
     }
 
     static func d(_ n: UInt64) -> String { DurationText.format(n) }

@@ -13,7 +13,7 @@ enum DaemonCommand: IceboxCommand {
             OptionSpec(name: "terminate-apps", value: nil, help: "with --stop: first terminate every app gracefully"),
             OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (or ICEBOX_CGROUP_ROOT)"),
             MetricsFileOption.option,
-        ] + PolicyOptions.options,
+        ] + LogRotationOptions.options + PolicyOptions.options,
         details: """
             The policy settings apply on top of the last policy (kept in the state directory); change them later with icebox policy set.
             With --foreground, a daemon already running for the runtime directory is an error (exit 1).
@@ -33,6 +33,7 @@ enum DaemonCommand: IceboxCommand {
         let cgroupRoot = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
         let settings = try PolicyOptions.settings(args)
         let metricsFile = try MetricsFileOption.path(args, environment: env)
+        let logRotation = try LogRotationOptions.rotation(args, environment: env)
         if !args.flag("foreground") {
             var client = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: cgroupRoot)
             // Someone else's daemon (or a link where the socket should be) is an error, not "running".
@@ -42,6 +43,7 @@ enum DaemonCommand: IceboxCommand {
             if running {
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
                 MetricsFileOption.warnIfIgnored(args)
+                LogRotationOptions.warnIfIgnored(args)
                 if settings.isEmpty { return 0 }
                 // Its policy changes as icebox policy set would change it.
                 return try client.perform(.setPolicy(settings.map(\.setting)))
@@ -50,6 +52,7 @@ enum DaemonCommand: IceboxCommand {
             try client.paths.prepare()
             try savePolicy(settings, in: client.paths)
             MetricsFileOption.pass(metricsFile)
+            LogRotationOptions.pass(args)
             try client.startDaemon()
             Output.out("icebox daemon started for \(client.paths.runtimeDir) (log: \(client.paths.daemonLog))")
             return 0
@@ -60,6 +63,7 @@ enum DaemonCommand: IceboxCommand {
         try config.paths.prepare()
         try savePolicy(settings, in: config.paths)
         config.metricsFile = metricsFile
+        config.logRotation = logRotation
         config.listenerFD = try SocketActivation.controlSocket(environment: env)
         config.serviceNotifier = ServiceNotifier(environment: env)
         unsetenv("NOTIFY_SOCKET")

@@ -14,7 +14,10 @@ enum LogCommand: IceboxCommand {
             OptionSpec(name: "since", value: "WHEN", help: "events from then on: a duration ago (10m), HH:MM[:SS] today, or RFC 3339"),
             OptionSpec(name: "until", value: "WHEN", help: "events up to then (same forms as --since)"),
         ],
-        details: "Text lines show local time, with the date for events not from today.",
+        details: """
+            Text lines show local time, with the date for events not from today.
+            The rotated generations (events.jsonl.1 …) are read too, oldest first; -n reads from the end.
+            """,
         operands: Operands(max: 1, text: "at most one app name"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
@@ -29,40 +32,15 @@ enum LogCommand: IceboxCommand {
             throw ArgumentParser.usage("--until and --follow together would wait for nothing: give one of them", spec)
         }
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
-        let json = args.flag("json")
-        var seenApp = name == nil
-        var tail: [String] = []  // with -n, the last N lines before the follow starts
-        var caughtUp = false
-        func show(_ text: String) {
-            if caughtUp || lines == nil {
-                Output.out(text)
-            } else if let lines, lines > 0 {
-                tail.append(text)
-                if tail.count > lines { tail.removeFirst() }
-            }
-        }
+        let selection = EventSelection(name: name, since: since, until: until, json: args.flag("json"), color: Output.colorOut)
         let code = try FileFollower.run(
-            path: paths.eventLog, follow: follow, missingIsEmpty: true,
+            path: paths.eventLog, follow: follow, missingIsEmpty: true, mapped: true, lines: lines, select: selection.render,
             caughtUp: {
-                caughtUp = true
-                for text in tail { Output.out(text) }
-                tail = []
-                if !seenApp, let name, !FileIO.exists(paths.registryRecord(name)), follow {
+                if !selection.sawApp, let name, !FileIO.exists(paths.registryRecord(name)), follow {
                     Output.err("icebox: no app named '\(name)' has run yet; waiting for its events")
                 }
-            }
-        ) { line in
-            guard let event = JSONLines.decode(Event.self, line) else { return }
-            if let name, event.app != name { return }
-            seenApp = true
-            if since != nil || until != nil {
-                guard let wall = TimeText.parseTimestamp(event.time, offset: TimeText.localOffset) else { return }
-                if let since, wall < since { return }
-                if let until, wall > until { return }
-            }
-            show(json ? line : EventText.line(event, color: Output.colorOut))
-        }
-        if !follow, !seenApp, let name, !FileIO.exists(paths.registryRecord(name)) {
+            })
+        if !follow, !selection.sawApp, let name, !FileIO.exists(paths.registryRecord(name)) {
             throw IceboxError(
                 .failure, "no app named '\(name)' has run here (no events for it in \(paths.eventLog))",
                 hint: "icebox ps --all lists the apps icebox knows")
@@ -113,34 +91,24 @@ enum LogsCommand: IceboxCommand {
                 .failure, "no output recorded for '\(name)' (\(path) does not exist)",
                 hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
         }
-        var tail: [String] = []
-        var caughtUp = false
         return try FileFollower.run(
-            path: path, follow: args.flag("follow"), missingIsEmpty: false,
-            caughtUp: {
-                caughtUp = true
-                for text in tail { Output.out(text) }
-                tail = []
-            }
-        ) { line in
-            if caughtUp || lines == nil {
-                Output.out(line)
-            } else if let lines, lines > 0 {
-                tail.append(line)
-                if tail.count > lines { tail.removeFirst() }
-            }
-        }
+            path: path, follow: args.flag("follow"), missingIsEmpty: false, mapped: false, lines: lines,
+            select: { String(decoding: $0, as: UTF8.self) }, caughtUp: {})
     }
 }
 
 extension FileFollower {
-    /// Emits every complete line, calls `caughtUp` once the file has been read to its end,
-    /// and with `follow` keeps emitting new lines. A follow ends on SIGINT, SIGTERM or SIGHUP
-    /// (returning 128 + the signal, as a shell reports it) or when whoever reads stdout goes
-    /// away (returning 0, as `tail -f | head` ends), or when the log is removed. Without
-    /// follow it returns 0.
+    /// Prints the log's history, across its older generations (`mapped`: read through a
+    /// mapping, for the event log, which is never truncated): every line `select` turns
+    /// into text, oldest first, or only the last `lines` of them (read from the end
+    /// backwards, newest generation first, stopping once there are enough); calls
+    /// `caughtUp`; and with `follow` keeps printing new lines. A follow ends on SIGINT,
+    /// SIGTERM or SIGHUP (returning 128 + the signal, as a shell reports it) or when whoever
+    /// reads stdout goes away (returning 0, as `tail -f | head` ends), or when the log is
+    /// removed. Without follow it returns 0.
     static func run(
-        path: String, follow: Bool, missingIsEmpty: Bool, caughtUp: () -> Void, _ emit: (String) -> Void
+        path: String, follow: Bool, missingIsEmpty: Bool, mapped: Bool, lines: Int?, select: (UnsafeRawBufferPointer) -> String?,
+        caughtUp: () -> Void
     ) throws(IceboxError) -> Int32 {
         let stopSignals = [SIGINT, SIGTERM, SIGHUP]
         var signalFD: Int32 = -1
@@ -151,15 +119,39 @@ extension FileFollower {
             do { signalFD = try Signals.signalFD(stopSignals) } catch { throw IceboxError("set up signals", error) }
         }
         defer { if signalFD >= 0 { close(signalFD) } }
-        let follower = try FileFollower(path: path, startAtEnd: false, follow: follow, missingIsEmpty: missingIsEmpty)
-        follower.readLines(emit)
+        // With -n the current file is read backwards from its end as it is now, and the
+        // follow goes on from there.
+        let follower = try FileFollower(path: path, startAtEnd: lines != nil, follow: follow, missingIsEmpty: missingIsEmpty)
+        var out = OutputBatch()
+        let older = follower.openOlderGenerations()
+        defer { for fd in older { close(fd) } }
+        if let lines {
+            var newestFirst: [String] = []
+            func enough(_ line: UnsafeRawBufferPointer) -> Bool {
+                if let text = select(line) { newestFirst.append(text) }
+                return newestFirst.count < lines
+            }
+            var more = lines > 0
+            if more, follower.descriptor >= 0 { more = LogLines.backward(fd: follower.descriptor, end: follower.startOffset, enough) }
+            for fd in older.reversed() where more { more = LogLines.backward(fd: fd, end: Int64(lseek(fd, 0, SEEK_END)), enough) }
+            for text in newestFirst.reversed() { out.add(text) }
+        } else {
+            func add(_ line: UnsafeRawBufferPointer) { if let text = select(line) { out.add(text) } }
+            for fd in older { _ = (mapped ? LogLines.forwardMapped(fd: fd, from: 0, add) : nil) ?? LogLines.forward(fd: fd, from: 0, add) }
+            follower.readLineBytes(mapped: mapped, add)
+        }
+        out.flush()
         caughtUp()
         guard follow else { return 0 }
         // stdout is watched for POLLERR: a pipe whose reader has gone reports it (for a file
         // or a terminal, with no events asked for, poll reports nothing).
         var stops = [pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
         if fcntl(1, F_GETFD) >= 0 { stops.append(pollfd(fd: 1, events: 0, revents: 0)) }
-        switch try follower.follow(stopOn: stops, emit) {
+        let stopped = try follower.follow(stopOn: stops) { line in
+            var line = line
+            if let text = line.withUTF8({ select(UnsafeRawBufferPointer($0)) }) { Output.out(text) }
+        }
+        switch stopped {
         case 0?: return 128 + (Signals.drain(signalFD: signalFD).first ?? SIGTERM)
         default: return 0
         }

@@ -32,6 +32,8 @@ public final class Daemon {
         /// A file kept fresh with the metrics for node_exporter's textfile collector (see
         /// Daemon+Metrics); nil: none.
         public var metricsFile: String?
+        /// When the event log and the apps' output logs rotate (Daemon+Logs).
+        public var logRotation = LogRotation()
 
         public init(paths: IceboxPaths, cgroupRootOverride: String?) {
             self.paths = paths
@@ -48,6 +50,7 @@ public final class Daemon {
         case probe(String)
         case cgroupEvents(String)
         case pressure
+        case appLogs
     }
 
     struct Waiter {
@@ -59,6 +62,8 @@ public final class Daemon {
     let config: Configuration
     let facts: HostFacts
     let epoll: Epoll
+    let eventLog: EventLog
+    var appLogs: AppLogRotator?
     var sources: [UInt64: Source] = [:]
     var tokensByFD: [Int32: UInt64] = [:]
     var nextToken: UInt64 = 1
@@ -98,6 +103,7 @@ public final class Daemon {
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride)
+        eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
         do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
     }
 
@@ -142,6 +148,7 @@ public final class Daemon {
         }
         loadRegistry()
         loadPolicy()
+        startAppLogRotation()
         signalReady()
         log(
             Event(
@@ -246,7 +253,7 @@ public final class Daemon {
     /// How long the loop may sleep: until the earliest deadline of any app, client or timer
     /// (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
-        let timers = [policyCheckAt, acceptResumeAt].compactMap { $0 }
+        let timers = [policyCheckAt, acceptResumeAt, appLogs?.nextDeadline].compactMap { $0 }
         var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + timers).min()
         next = [next, metricsFileDue].compactMap { $0 }.min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
@@ -266,6 +273,7 @@ public final class Daemon {
         case .cgroupEvents(let name): if let app = apps[name] { cgroupChanged(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
         case .pressure: pressureFired(events: events)
+        case .appLogs: appLogsChanged()
         }
     }
 
@@ -290,6 +298,7 @@ public final class Daemon {
             enforcePolicy()
         }
         if let d = metricsFileDue, d <= now { writeMetricsFile(now: now) }
+        if let d = appLogs?.nextDeadline, d <= now { stepAppLogs(now: now) }
         for app in Array(apps.values) {
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
@@ -365,7 +374,7 @@ public final class Daemon {
     // MARK: Events and registry
 
     func log(_ event: Event) {
-        try? FileIO.appendLine(config.paths.eventLog, JSONLines.encode(event))
+        try? eventLog.append(JSONLines.encode(event))
         recordMetrics(event)
         if let app = apps[event.app], let fd = app.attachedClient {
             var reply = ControlReply(kind: .event)

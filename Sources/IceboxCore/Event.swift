@@ -87,6 +87,16 @@ public struct Event: Codable, Sendable, Equatable {
         self.detail = detail
     }
 
+    /// An event as read back from the log, without reading a clock: the other fields are
+    /// nil until set (`icebox log` sets those it prints).
+    package init(time: String, monotonicNanos: UInt64, app: String, kind: EventKind, detail: String) {
+        self.time = time
+        self.monotonicNanos = monotonicNanos
+        self.app = app
+        self.kind = kind
+        self.detail = detail
+    }
+
     /// The aligned human form: "08:09:23.123456  web  active → background  SIGUSR1 sent".
     public var humanLine: String {
         let clock = time.split(separator: "T").last.map { String($0.dropLast()) } ?? time

@@ -1,16 +1,24 @@
 import Glibc
 import IceboxSystem
 
-/// Reads a file line by line and, when following, waits for more through inotify on its
+/// Reads a log line by line and, when following, waits for more through inotify on its
 /// directory (so a file that does not exist yet is picked up when it appears): no polling
-/// on a timer. `icebox log --follow`, `icebox logs --follow` and `IceboxClient.events(for:)`
-/// share it. Used by one thread at a time.
+/// on a timer. It follows a rotation: when the file is renamed away (to PATH.1, see
+/// `LogGenerations`) the rest of it is read, then any newer generation it missed, then the
+/// new file; when the file is truncated in place (an app log's copy-truncate) reading starts
+/// again from its beginning. `icebox log --follow`, `icebox logs --follow` and
+/// `IceboxClient.events(for:)` share it. Used by one thread at a time.
 package final class FileFollower {
     package let path: String
-    private let directory: String
+    private let generations: LogGenerations
     private let fileName: String
     private var fd: Int32 = -1
-    private var pending: [UInt8] = []
+    /// The inode of `fd`'s file, to tell a rotated or replaced file from the one we read.
+    private var inode: UInt64?
+    /// Where the next read starts: after the last complete line read.
+    private var offset: Int64 = 0
+    /// Where reading started when the file was opened (its end, with `startAtEnd`).
+    package private(set) var startOffset: Int64 = 0
     private let inotify: Inotify?
 
     /// Opens `path`. With `startAtEnd` only lines appended from now on are read. With
@@ -18,10 +26,9 @@ package final class FileFollower {
     /// between is missed.
     package init(path: String, startAtEnd: Bool, follow: Bool, missingIsEmpty: Bool) throws(IceboxError) {
         self.path = path
-        let slash = path.lastIndex(of: "/")
-        let dir = slash.map { String(path[..<$0]) } ?? "."
-        directory = dir.isEmpty ? "/" : dir
-        fileName = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        generations = LogGenerations(path: path)
+        fileName = generations.fileName
+        let directory = generations.directory
         if follow {
             // The state directory may not exist before the first daemon ran: make it, as the daemon would.
             try? FileIO.makeDirectories(directory, mode: 0o700)
@@ -37,36 +44,46 @@ package final class FileFollower {
         } else {
             inotify = nil
         }
-        fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
-        if fd < 0 && !(missingIsEmpty && errno == ENOENT) {
+        if !openCurrent() && !(missingIsEmpty && errno == ENOENT) {
             throw IceboxError("read", SystemError("open", path: path))
         }
         // The writers append whole lines in one write(2) (O_APPEND): the end is a line boundary.
-        if startAtEnd && fd >= 0 { lseek(fd, 0, SEEK_END) }
+        if startAtEnd && fd >= 0 { offset = Int64(lseek(fd, 0, SEEK_END)) }
+        startOffset = offset
     }
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Hands every complete line the file holds now (past what was read before) to `emit`.
-    package func readLines(_ emit: (String) -> Void) {
-        if fd < 0 {
-            fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
-            if fd < 0 { return }
-        }
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { buf in retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) } }
-            if n <= 0 { break }
-            pending.append(contentsOf: chunk[0..<n])
-            while let newline = pending.firstIndex(of: 10) {
-                emit(String(decoding: pending[..<newline], as: UTF8.self))
-                pending.removeSubrange(...newline)
-            }
+    /// The file being read, for a caller that reads it backwards from `startOffset`; -1 if
+    /// it did not exist when opened.
+    package var descriptor: Int32 { fd }
+
+    /// The older generations, oldest first, opened now and each file once (not the one this
+    /// follower holds, should it have been rotated since): the caller reads and closes them.
+    package func openOlderGenerations() -> [Int32] {
+        generations.openOlder(seen: inode.map { [$0] } ?? [])
+    }
+
+    /// Hands every complete line the file holds now (past what was read before) to `emit`,
+    /// as bytes valid during the call. `mapped`: through a mapping, for a log that is never
+    /// truncated (see `LogLines.forwardMapped`).
+    package func readLineBytes(mapped: Bool = false, _ emit: (UnsafeRawBufferPointer) -> Void) {
+        if fd < 0 && !openCurrent() { return }
+        offset = (mapped ? LogLines.forwardMapped(fd: fd, from: offset, emit) : nil) ?? LogLines.forward(fd: fd, from: offset, emit)
+        // Shorter than what was read: truncated in place (copy-truncate). Start again.
+        var st = stat()
+        if fstat(fd, &st) == 0, Int64(st.st_size) < offset {
+            offset = LogLines.forward(fd: fd, from: 0, emit)
         }
     }
 
+    /// As `readLineBytes`, as text.
+    package func readLines(_ emit: (String) -> Void) {
+        readLineBytes { emit(String(decoding: $0, as: UTF8.self)) }
+    }
+
     /// Emits the lines there are, then every line appended later, until `stop` is signalled
-    /// or the file or its directory is removed or renamed. Needs `follow` at init.
+    /// or the file or its directory is removed. Needs `follow` at init.
     package func follow(stop: Wakeup?, _ emit: (String) -> Void) throws(IceboxError) {
         let stops = stop.map { [pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0)] } ?? []
         _ = try follow(stopOn: stops, emit)
@@ -90,15 +107,69 @@ package final class FileFollower {
                 // The file's own removal counts: while this follower holds it open, the
                 // directory cannot be reported deleted (the open file pins it).
                 let gone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
-                let fileGone = UInt32(IN_DELETE | IN_MOVED_FROM)
-                let events = try inotify.read()
-                if events.contains(where: { $0.mask & gone != 0 || ($0.mask & fileGone != 0 && $0.name == fileName) }) {
-                    readLines(emit)
-                    return nil
+                for event in try inotify.read() {
+                    if event.mask & gone != 0 || (event.mask & UInt32(IN_DELETE) != 0 && event.name == fileName) {
+                        readLines(emit)
+                        return nil
+                    }
+                    guard event.name == fileName else { continue }
+                    if event.mask & UInt32(IN_MOVED_FROM) != 0 {
+                        rotated(emit)
+                    } else if event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, fd >= 0, onDiskInode() != inode {
+                        // Another file put in its place: finish the old one, go on with the new.
+                        readLines(emit)
+                        closeCurrent()
+                    }
                 }
             } catch {
                 throw IceboxError("follow \(path)", error)
             }
         }
+    }
+
+    /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it,
+    /// then the generations newer than it (more than one rotation may have happened since
+    /// the last look), then let the next read open the new file.
+    private func rotated(_ emit: (String) -> Void) {
+        guard fd >= 0 else { return }
+        readLines(emit)
+        let numbers = generations.olderNumbers()
+        var newer: [Int] = []
+        for n in numbers {
+            let candidate = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
+            if candidate < 0 { continue }
+            let same = LogGenerations.inode(candidate) == inode
+            close(candidate)
+            if same { break }
+            newer.append(n)
+        }
+        if newer.count == numbers.count { newer = [] }  // not found among them: moved elsewhere
+        closeCurrent()
+        for n in newer.reversed() {
+            let older = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
+            if older < 0 { continue }
+            _ = LogLines.forward(fd: older, from: 0) { emit(String(decoding: $0, as: UTF8.self)) }
+            close(older)
+        }
+    }
+
+    private func openCurrent() -> Bool {
+        fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { return false }
+        inode = LogGenerations.inode(fd)
+        offset = 0
+        return true
+    }
+
+    private func closeCurrent() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+        inode = nil
+        offset = 0
+    }
+
+    private func onDiskInode() -> UInt64? {
+        var st = stat()
+        return stat(path, &st) == 0 ? UInt64(st.st_ino) : nil
     }
 }

@@ -163,8 +163,8 @@ public struct IceboxClient: Sendable {
     /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze,
     /// thaw, exit, eviction… for the app `name`, or for every app (and the daemon) if nil.
     ///
-    /// The stream follows `$STATE_DIR/events.jsonl` through inotify, from its current end
-    /// (with `replay`, from its beginning), so open it before the calls whose events you
+    /// The stream follows `$STATE_DIR/events.jsonl` through inotify, across its rotations,
+    /// from its current end (with `replay`, from the beginning of its oldest generation), so open it before the calls whose events you
     /// want. It is served by a thread of its own and ends when the consumer stops iterating
     /// (or its task is cancelled), or when the state directory is removed (a ``Supervisor``
     /// that stops). Corresponds to `icebox log [NAME] --follow`.
@@ -184,10 +184,16 @@ public struct IceboxClient: Sendable {
         continuation.onTermination = { _ in stop.signal() }
         do {
             _ = try JoinableThread {
-                try? follower.follow(stop: stop) { line in
+                func deliver(_ line: String) {
                     guard let event = JSONLines.decode(Event.self, line), name == nil || event.app == name else { return }
                     continuation.yield(event)
                 }
+                // A replay starts with the rotated generations, oldest first.
+                for fd in replay ? follower.openOlderGenerations() : [] {
+                    _ = LogLines.forward(fd: fd, from: 0) { deliver(String(decoding: $0, as: UTF8.self)) }
+                    close(fd)
+                }
+                try? follower.follow(stop: stop, deliver)
                 continuation.finish()
             }
         } catch {

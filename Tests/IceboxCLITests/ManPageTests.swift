@@ -44,7 +44,8 @@ struct ManPageTests {
         }
         for variable in [
             "ICEBOX_RUNTIME_DIR", "ICEBOX_STATE_DIR", "ICEBOX_CGROUP_ROOT", "ICEBOX_NO_AUTOSTART",
-            "NOTIFY_SOCKET", "ICEBOX_APP_NAME", "ICEBOX_LAUNCH_REASON", "NO_COLOR", "ICEBOX_METRICS_FILE",
+            "NOTIFY_SOCKET", "ICEBOX_APP_NAME", "ICEBOX_LAUNCH_REASON", "NO_COLOR", "ICEBOX_METRICS_FILE", "ICEBOX_LOG_MAX_SIZE",
+            "ICEBOX_LOG_KEEP",
         ] {
             #expect(man.contains(variable), "\(variable) is not documented")
         }

@@ -1,0 +1,47 @@
+import Glibc
+import IceboxCore
+
+/// Which events `icebox log` prints, and how. A line is looked at as bytes first: the log
+/// writes `{"app":"NAME",...` (keys sorted), so with a NAME most lines are turned away by a
+/// comparison of their first bytes, and only the rest are parsed (EventLineParser, falling
+/// back to JSONDecoder for what it does not handle; a line neither can read is skipped).
+final class EventSelection {
+    let name: String?
+    let since: Int64?
+    let until: Int64?
+    let json: Bool
+    let color: Bool
+    private let canonical = Array(#"{"app":""#.utf8)
+    private let namePrefix: [UInt8]?
+    /// Whether any event of `name` was seen, within the times asked for or not.
+    private(set) var sawApp: Bool
+
+    init(name: String?, since: Int64?, until: Int64?, json: Bool, color: Bool) {
+        self.name = name
+        self.since = since
+        self.until = until
+        self.json = json
+        self.color = color
+        namePrefix = name.map { Array(#"{"app":""#.utf8) + Array($0.utf8) + [UInt8(ascii: "\"")] }
+        sawApp = name == nil
+    }
+
+    /// The text to print for a line of the log, or nil if it is not one of those asked for.
+    func render(_ line: UnsafeRawBufferPointer) -> String? {
+        if let namePrefix, Self.starts(line, with: canonical), !Self.starts(line, with: namePrefix) { return nil }
+        guard let event = EventLineParser.parse(line) ?? JSONLines.decode(Event.self, String(decoding: line, as: UTF8.self))
+        else { return nil }
+        if let name, event.app != name { return nil }
+        sawApp = true
+        if since != nil || until != nil {
+            guard let wall = TimeText.parseTimestamp(event.time, offset: TimeText.localOffset) else { return nil }
+            if let since, wall < since { return nil }
+            if let until, wall > until { return nil }
+        }
+        return json ? String(decoding: line, as: UTF8.self) : EventText.line(event, color: color)
+    }
+
+    static func starts(_ line: UnsafeRawBufferPointer, with prefix: [UInt8]) -> Bool {
+        line.count >= prefix.count && prefix.withUnsafeBytes { memcmp(line.baseAddress!, $0.baseAddress!, prefix.count) == 0 }
+    }
+}

@@ -1,0 +1,166 @@
+import Glibc
+import IceboxSystem
+
+/// Rotates the apps' output logs (`logs/NAME.log`) copy-truncate style, as logrotate's
+/// `copytruncate`: the file is copied to NAME.log.1 (the older ones moving up) and then
+/// truncated to nothing. Why not rename it, as the event log is: the app writes its own
+/// stdout and stderr straight into the file through a descriptor the daemon cannot swap,
+/// and a pipe through the daemon instead would make every app's output depend on the
+/// daemon being there (a stopped or restarting daemon would block apps on a full pipe).
+/// The app opened the file O_APPEND, so after the truncation its writes land at the new
+/// end. The price: lines written between the end of the copy and the truncation (the time
+/// of one rename and one ftruncate, microseconds) are lost.
+///
+/// The daemon never sees those writes, so it watches the directory with inotify
+/// (IN_MODIFY), at most once a second: after a change the descriptor leaves the loop's
+/// epoll set until the check (`armed`), so a chatty app costs one wake-up and one stat a
+/// second, a quiet one nothing. A copy runs in steps of at most `stepBytes` a turn of the
+/// loop, so a large log never holds the loop for long.
+final class AppLogRotator {
+    private struct Copy {
+        var name: String
+        var source: Int32
+        var target: Int32
+        var copied: Int64 = 0
+    }
+
+    let directory: String
+    let rotation: LogRotation
+    private let inotify: Inotify
+    private var schedule = RefreshSchedule(intervalNanos: 1_000_000_000)
+    private var copies: [Copy] = []
+    /// Whether the inotify descriptor belongs in the loop's epoll set: not between a change
+    /// and the check that follows, so the writes in between wake nobody.
+    private(set) var armed = true
+    static let stepBytes = 1 << 20
+
+    init(directory: String, rotation: LogRotation) throws(SystemError) {
+        self.directory = directory
+        self.rotation = rotation
+        inotify = try Inotify()
+        try inotify.addWatch(directory, mask: UInt32(IN_MODIFY))
+    }
+
+    var fd: Int32 { inotify.fd }
+
+    /// When `step` must run next: at once while a copy is under way, else at the check.
+    var nextDeadline: UInt64? { copies.isEmpty ? schedule.due : 0 }
+
+    /// The watched directory changed: check it within the second.
+    func changed(now: UInt64) {
+        armed = false
+        schedule.changed(now: now)
+    }
+
+    /// Runs the check if due, then copies up to `stepBytes`. Returns what failed, by app, for
+    /// the event log.
+    func step(now: UInt64) -> [(app: String, text: String)] {
+        var failures: [(app: String, text: String)] = []
+        if let due = schedule.due, due <= now {
+            schedule.wrote(now: now)
+            armed = true
+            for name in modifiedLogs() where !copies.contains(where: { $0.name == name }) {
+                do { try startIfDue(name) } catch { failures.append((Self.app(name), "cannot rotate its output log: \(error)")) }
+            }
+        }
+        var budget = Self.stepBytes
+        var index = 0
+        while index < copies.count, budget > 0 {
+            let done: Bool
+            do { done = try advance(&copies[index], budget: &budget) } catch {
+                let copy = copies.remove(at: index)
+                failures.append((Self.app(copy.name), "cannot rotate its output log: \(error)"))
+                close(copy.source)
+                close(copy.target)
+                unlink(temporaryPath(copy.name))
+                continue
+            }
+            guard done else {
+                index += 1
+                continue
+            }
+            let copy = copies.remove(at: index)
+            do { try finish(copy) } catch { failures.append((Self.app(copy.name), "cannot rotate its output log: \(error)")) }
+        }
+        return failures
+    }
+
+    /// The app logs written since the last check (all of them if the kernel's queue
+    /// overflowed): NAME.log, never a generation or a copy in progress.
+    private func modifiedLogs() -> Set<String> {
+        let events = (try? inotify.read()) ?? []
+        var names = Set(events.filter { $0.mask & UInt32(IN_MODIFY) != 0 }.map(\.name))
+        if events.contains(where: { $0.mask & UInt32(IN_Q_OVERFLOW) != 0 }) {
+            names = Set((try? FileIO.list(directory)) ?? [])
+        }
+        return names.filter { $0.hasSuffix(".log") && !$0.hasPrefix(".") }
+    }
+
+    private func startIfDue(_ name: String) throws(SystemError) {
+        let path = directory + "/" + name
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, UInt64(st.st_size) >= rotation.maxBytes else { return }
+        // Read and write: the same descriptor truncates the file once copied.
+        let source = try FileIO.openDescriptor(path, flags: O_RDWR)
+        let temporary = temporaryPath(name)
+        let target = retryingOnInterrupt { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+        if target < 0 {
+            let error = SystemError("open", path: temporary)
+            close(source)
+            throw error
+        }
+        // The older generations move up now, so that once the copy has caught up only one
+        // rename separates it from the truncation.
+        if let failure = LogGenerations(path: path).shift(keep: rotation.keep).first {
+            close(source)
+            close(target)
+            throw failure
+        }
+        copies.append(Copy(name: name, source: source, target: target))
+    }
+
+    /// Copies up to `budget` bytes; true once the copy has reached the end of the file.
+    private func advance(_ copy: inout Copy, budget: inout Int) throws(SystemError) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: min(budget, 256 * 1024))
+        while budget > 0 {
+            let want = min(budget, buffer.count)
+            let n = buffer.withUnsafeMutableBytes { b in
+                retryingOnInterrupt { pread(copy.source, b.baseAddress, want, off_t(copy.copied)) }
+            }
+            if n < 0 { throw SystemError("read", path: directory + "/" + copy.name) }
+            if n == 0 { return true }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { b in
+                    retryingOnInterrupt { write(copy.target, b.baseAddress! + written, n - written) }
+                }
+                if w < 0 { throw SystemError("write", path: temporaryPath(copy.name)) }
+                written += w
+            }
+            copy.copied += Int64(n)
+            budget -= n
+        }
+        return false
+    }
+
+    /// The copy holds everything written so far: it becomes NAME.log.1 and the log is
+    /// emptied. A crash between the two leaves the lines in both (nothing lost).
+    private func finish(_ copy: Copy) throws(SystemError) {
+        defer { close(copy.source) }
+        close(copy.target)
+        let path = directory + "/" + copy.name
+        // Not renamed: the log is left whole (never truncated without its copy in place).
+        if rename(temporaryPath(copy.name), LogGenerations(path: path).generation(1)) < 0 {
+            let error = SystemError("rename", path: temporaryPath(copy.name))
+            unlink(temporaryPath(copy.name))
+            throw error
+        }
+        if ftruncate(copy.source, 0) < 0 { throw SystemError("truncate", path: path) }
+    }
+
+    /// The copy in progress: hidden, and not named like a generation, so no reader takes it
+    /// for one; a crash leaves it to be overwritten by the next rotation of that log.
+    private func temporaryPath(_ name: String) -> String { directory + "/." + name + ".rotating" }
+
+    private static func app(_ logName: String) -> String { String(logName.dropLast(4)) }
+}

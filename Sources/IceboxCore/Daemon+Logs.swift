@@ -1,0 +1,40 @@
+import Glibc
+import IceboxSystem
+
+/// The apps' output logs, rotated at the configured size (`AppLogRotator`); the event log
+/// rotates itself as it is written (`EventLog`).
+extension Daemon {
+    /// Starts watching the output log directory; nothing when rotation is off. A failure is
+    /// logged, and the daemon runs on with logs that grow.
+    func startAppLogRotation() {
+        guard config.logRotation.maxBytes > 0 else { return }
+        do {
+            let rotator = try AppLogRotator(directory: config.paths.appLogDir, rotation: config.logRotation)
+            try watch(rotator.fd, .appLogs)
+            appLogs = rotator
+        } catch {
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)"))
+        }
+    }
+
+    /// An app wrote to its log: the descriptor leaves the epoll set until the check (at
+    /// most once a second), so further writes wake nobody.
+    func appLogsChanged() {
+        guard let appLogs else { return }
+        unwatch(appLogs.fd)
+        appLogs.changed(now: Clock.monotonicNanos())
+    }
+
+    func stepAppLogs(now: UInt64) {
+        guard let appLogs else { return }
+        for failure in appLogs.step(now: now) {
+            log(Event(app: failure.app, pid: nil, kind: .error, detail: failure.text))
+        }
+        if appLogs.armed, tokensByFD[appLogs.fd] == nil {
+            do { try watch(appLogs.fd, .appLogs) } catch {
+                log(Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)"))
+                self.appLogs = nil
+            }
+        }
+    }
+}
