@@ -1,12 +1,51 @@
+import Glibc
 import IceboxSystem
 
-/// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json),
-/// each written atomically when that app changes.
+/// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json).
+/// A record is written durably (fsync of the file, rename, fsync of the directory) before the
+/// step it describes is acted on, so a daemon killed at any point leaves its successor a
+/// record of everything it had begun (see Daemon+Adoption and the crash-safety section of
+/// docs/architecture.md).
 public enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
     public static func load(directory: String) -> [AppRecord] {
         let names = ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".json") }
         return names.compactMap { (try? FileIO.read(directory + "/" + $0)).flatMap { JSONLines.decode(AppRecord.self, $0) } }
             .sorted { $0.launchedWall < $1.launchedWall }
+    }
+
+    /// Writes one record durably. The error names what was being recorded, the file and the
+    /// errno's text, and what to do; `done` says what state the app is in all the same (for a
+    /// write that failed after the kernel already acted), nil when nothing was done.
+    public static func write(_ record: AppRecord, directory: String, done: String? = nil) throws(IceboxError) {
+        let path = directory + "/" + record.name + ".json"
+        do {
+            try FileIO.makeDirectories(directory, mode: 0o700)
+            try FileIO.writeAtomically(path, JSONLines.encode(record), mode: 0o600, durable: true)
+        } catch {
+            throw writeFailure(record.name, state: record.state, error, done: done)
+        }
+    }
+
+    /// Removes a record durably (an app that was never started after all).
+    public static func remove(_ name: String, directory: String) throws(IceboxError) {
+        let path = directory + "/" + name + ".json"
+        do throws(SystemError) {
+            if unlink(path) < 0 && errno != ENOENT { throw SystemError("remove", path: path) }
+            try FileIO.syncDirectory(of: path)
+        } catch {
+            throw writeFailure(name, state: nil, error, done: nil)
+        }
+    }
+
+    /// "cannot record web as suspended in the registry: cannot write …: No space left on
+    /// device (nothing was done; free space in … or make it writable, then try again)"
+    static func writeFailure(_ name: String, state: AppState?, _ error: SystemError, done: String?) -> IceboxError {
+        let what = state.map { "\(name) as \($0.rawValue)" } ?? name
+        let dir = error.path.map { path in path.lastIndex(of: "/").map { String(path[..<$0]) } ?? path } ?? "the state directory"
+        let fix = "free space in \(dir) or make it writable, then try again"
+        return IceboxError(
+            .ioError, "cannot record \(what) in the registry: \(error)",
+            hint: done.map { "\($0); \(fix)" } ?? "nothing was done; \(fix)")
     }
 }
