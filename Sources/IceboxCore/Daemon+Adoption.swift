@@ -8,7 +8,7 @@ import IceboxSystem
 /// under way runs to its recorded deadline.
 extension Daemon {
     func adopt(_ saved: AppRecord) {
-        var record = saved
+        let record = saved
         guard isSameProcess(record), let handle = try? ProcessHandle(adopting: record.pid) else {
             recordEndedWhileAway(record)
             return
@@ -16,14 +16,7 @@ extension Daemon {
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
         let notifyPath = config.paths.notifySocket(record.name)
         guard let notifyFD = try? UnixSocket.bindNotify(path: notifyPath) else {
-            log(
-                Event(
-                    app: record.name, pid: record.pid, kind: .error,
-                    detail: "cannot re-adopt: the notify socket \(notifyPath) cannot be bound"))
-            record.state = .exited
-            record.ending = "left running: not re-adopted (notify socket)"
-            ended[record.name] = record
-            return
+            return leaveUnadopted(record, why: "the notify socket \(notifyPath) cannot be bound")
         }
         let app = LiveApp(
             lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroups: cgroups,
@@ -32,8 +25,9 @@ extension Daemon {
             try watch(handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
         } catch {
+            unwatch(handle.pidfd)
             close(notifyFD)
-            return
+            return leaveUnadopted(record, why: "\(error)")
         }
         apps[app.name] = app
         let outcome = reconcile(app, saved: saved)
@@ -41,6 +35,16 @@ extension Daemon {
             Event(
                 app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
                 detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)"))
+    }
+
+    /// An app that runs but cannot be supervised again: said in the log and kept in the
+    /// record (as left running), never dropped without a word.
+    func leaveUnadopted(_ saved: AppRecord, why: String) {
+        var record = saved
+        log(Event(app: record.name, pid: record.pid, kind: .error, detail: "cannot re-adopt: \(why); left running"))
+        record.state = .exited
+        record.ending = "left running: not re-adopted (\(why))"
+        ended[record.name] = record
     }
 
     /// The pid is the app's own process: same start time, and (if it had one) same cgroup.
