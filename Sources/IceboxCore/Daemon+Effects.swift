@@ -11,9 +11,10 @@ extension Daemon {
     /// Intent before action: when a transition changes the record or starts a freeze, the new
     /// record is written (durably) before any effect runs, so a daemon killed at any point
     /// leaves its successor a record at least as far along as the kernel. If that write
-    /// fails, a suspend or resume is refused with nothing done (the lifecycle is a value: the
-    /// old one is kept); anything else (the kernel already acted) goes on, and its waiting
-    /// clients are told the record could not be written (exit 74).
+    /// fails, a client's suspend (or a resume in the grace) is refused with nothing done (the
+    /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
+    /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
+    /// its waiting clients are told the record could not be written (exit 74).
     func apply(_ input: LifecycleInput, to app: LiveApp, now: UInt64 = Clock.monotonicNanos()) {
         var next = app.lifecycle
         var effects = next.handle(input, now: now)
@@ -32,7 +33,14 @@ extension Daemon {
                     return
                 }
                 saveRegistry(app.name)  // tried again on the next turn
-                for case .settle(let waiter, _, _) in effects { report(waiter, line: "icebox: \(error)", failed: error.code) }
+                var told = Set<Int>()
+                for effect in effects {
+                    switch effect {
+                    case .settle(let waiter, _, _), .report(let waiter, _, _):
+                        if told.insert(waiter).inserted { report(waiter, line: "icebox: \(error)", failed: error.code) }
+                    default: break
+                    }
+                }
             }
         }
         app.lifecycle = next

@@ -188,6 +188,32 @@ struct DurabilityTests {
         #expect(Kernel.cgroupFrozen(cgroup))
         let saved = try String(contentsOfFile: box.stateDir + "/registry/steady.json", encoding: .utf8)
         #expect(saved.contains("\"state\":\"suspended\""), "\(saved)")
+
+        // Read-only now: a resume goes ahead (a thaw needs no record first: a daemon killed
+        // now would find the app running and finish the thaw), and says its record is stale.
+        // (A read-only bind mount of the registry alone: the app's log stays open for writing.)
+        let registry = box.stateDir + "/registry"
+        let bind = try box.run("/bin/mount", ["--bind", registry, registry])
+        try #require(bind.status == 0, "cannot bind-mount: \(bind.output)")
+        let ro = try box.run("/bin/mount", ["-o", "remount,bind,ro", registry])
+        try #require(ro.status == 0, "cannot make the bind mount read-only: \(ro.output)")
+        let r = try box.icebox(["resume", "steady"])
+        #expect(r.status == 74, "\(r.output)")
+        #expect(r.output.contains("cannot record steady as active in the registry"), "\(r.output)")
+        #expect(r.output.contains("Read-only file system"), "\(r.output)")
+        #expect(r.output.contains("steady is active all the same"), "\(r.output)")
+        #expect(!Kernel.cgroupFrozen(cgroup))
+        #expect(try box.apps()["steady"]?.state == .active)
+        // And a suspend is refused, with nothing done.
+        let s2 = try box.icebox(["suspend", "steady"])
+        #expect(s2.status == 74, "\(s2.output)")
+        #expect(s2.output.contains("Read-only file system"), "\(s2.output)")
+        #expect(!Kernel.cgroupFrozen(cgroup), "refused, yet frozen")
+        _ = try box.run("/bin/umount", [registry])
+        // Writable again: the stale record is written on the daemon's next turn.
+        _ = try box.icebox(["ps"])
+        let fresh = try String(contentsOfFile: box.stateDir + "/registry/steady.json", encoding: .utf8)
+        #expect(fresh.contains("\"state\":\"active\""), "\(fresh)")
     }
 
     @Test("scripts/faults finds no loss in a quick run (one trial of each fault)")
