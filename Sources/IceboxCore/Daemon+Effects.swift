@@ -9,7 +9,7 @@ extension Daemon {
     /// Feeds one input to the app's lifecycle and carries out the effects it returns.
     ///
     /// Intent before action: when a transition changes the record or starts a freeze, the new
-    /// record is written (durably) before any effect runs, so a daemon killed at any point
+    /// record is written before any effect runs (synced, for a request or a freeze), so a daemon killed at any point
     /// leaves its successor a record at least as far along as the kernel. If that write
     /// fails, a client's suspend (or a resume in the grace) is refused with nothing done (the
     /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
@@ -21,8 +21,10 @@ extension Daemon {
         if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
             let request = Self.refusable(input)
             do throws(IceboxError) {
+                // Before a request is acted on or a freeze begins: a record of intent, synced.
                 try writeRecord(
-                    next.persistentRecord, done: request == nil ? "\(app.name) is \(next.record.state.rawValue) all the same" : nil)
+                    next.persistentRecord, intent: request != nil || effects.contains(where: \.startsFreeze),
+                    done: request == nil ? "\(app.name) is \(next.record.state.rawValue) all the same" : nil)
                 effects.removeAll { $0 == .persist }
             } catch {
                 if let request {

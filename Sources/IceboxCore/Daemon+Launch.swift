@@ -59,8 +59,8 @@ extension Daemon {
     /// killed and its record restored to what it was: a launch that fails leaves nothing.
     ///
     /// Intent before action: the record (state launching, no pid yet, the cgroup paths it is
-    /// about to make) is written durably before the first cgroup is made, and again with the
-    /// pid right after the spawn, before the app is served. A daemon killed in between leaves
+    /// about to make) is written durably (synced) before the first cgroup is made, and again
+    /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
     /// its successor a record to finish the launch from (Daemon+Adoption
     /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
     func start(_ options: LaunchOptions, stdio: [Int32]) throws -> LiveApp {
@@ -81,7 +81,7 @@ extension Daemon {
             launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
             freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
         record.memoryV1 = under(facts.memoryV1Root)
-        try writeRecord(record)
+        try writeRecord(record, intent: true)
         let previous = ended[options.name]
 
         do {

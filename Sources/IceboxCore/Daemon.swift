@@ -395,11 +395,12 @@ public final class Daemon {
         }
     }
 
-    /// Writes one record durably now (Registry.write), and logs a failure (once) or the end of
-    /// one. `done`: what holds all the same when the write fails after the kernel acted.
-    func writeRecord(_ record: AppRecord, done: String? = nil) throws(IceboxError) {
+    /// Writes one record now (Registry.write; `intent`: before the step it records, so
+    /// synced), and logs a failure (once) or the end of one. `done`: what holds all the same
+    /// when the write fails after the kernel acted.
+    func writeRecord(_ record: AppRecord, intent: Bool = false, done: String? = nil) throws(IceboxError) {
         do {
-            try Registry.write(record, directory: config.paths.registryDir, done: done)
+            try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
             dirtyRecords.remove(record.name)
             if registryFailures.removeValue(forKey: record.name) != nil {
                 log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again"))

@@ -1,11 +1,15 @@
 import Glibc
 import IceboxSystem
 
-/// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json).
-/// A record is written durably (fsync of the file, rename, fsync of the directory) before the
-/// step it describes is acted on, so a daemon killed at any point leaves its successor a
-/// record of everything it had begun (see Daemon+Adoption and the crash-safety section of
-/// docs/architecture.md).
+/// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json),
+/// each written atomically (a temporary file renamed over it) before the daemon answers for
+/// the change. A record of intent (written before the step it describes is acted on: a launch
+/// before its cgroups, a suspend before its notice or freeze) is also durable: fsync of the
+/// file and of the directory, so it outlives a power loss as it outlives a daemon killed at
+/// any point (see Daemon+Adoption and the crash-safety section of docs/architecture.md). A
+/// record of what the kernel already did is not synced: a daemon's death keeps the page
+/// cache, and a power loss ends the apps it describes; each fsync costs milliseconds
+/// (benchmarks/soak.md).
 public enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
     public static func load(directory: String) -> [AppRecord] {
@@ -14,14 +18,15 @@ public enum Registry {
             .sorted { $0.launchedWall < $1.launchedWall }
     }
 
-    /// Writes one record durably. The error names what was being recorded, the file and the
-    /// errno's text, and what to do; `done` says what state the app is in all the same (for a
-    /// write that failed after the kernel already acted), nil when nothing was done.
-    public static func write(_ record: AppRecord, directory: String, done: String? = nil) throws(IceboxError) {
+    /// Writes one record (`durable`: synced, for a record of intent). The error names what was
+    /// being recorded, the file and the errno's text, and what to do; `done` says what state
+    /// the app is in all the same (for a write that failed after the kernel already acted),
+    /// nil when nothing was done.
+    public static func write(_ record: AppRecord, directory: String, durable: Bool, done: String? = nil) throws(IceboxError) {
         let path = directory + "/" + record.name + ".json"
         do {
             try FileIO.makeDirectories(directory, mode: 0o700)
-            try FileIO.writeAtomically(path, JSONLines.encode(record), mode: 0o600, durable: true)
+            try FileIO.writeAtomically(path, JSONLines.encode(record), mode: 0o600, durable: durable)
         } catch {
             throw writeFailure(record.name, state: record.state, error, done: done)
         }
