@@ -8,7 +8,7 @@ import IceboxSystem
 /// under way runs to its recorded deadline.
 extension Daemon {
     func adopt(_ saved: AppRecord) {
-        var record = saved
+        let record = saved
         guard isSameProcess(record), let handle = try? ProcessHandle(adopting: record.pid) else {
             recordEndedWhileAway(record)
             return
@@ -20,14 +20,7 @@ extension Daemon {
                 app: record.name, paths: config.paths, runAs: record.options.runAs, existing: notifyPath
             ).fd
         else {
-            log(
-                Event(
-                    app: record.name, pid: record.pid, kind: .error,
-                    detail: "cannot re-adopt: the notify socket \(notifyPath) cannot be bound"))
-            record.state = .exited
-            record.ending = "left running: not re-adopted (notify socket)"
-            ended[record.name] = record
-            return
+            return leaveUnadopted(record, why: "the notify socket \(notifyPath) cannot be bound")
         }
         let app = LiveApp(
             lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroups: cgroups,
@@ -36,8 +29,9 @@ extension Daemon {
             try watch(handle.pidfd, .pidfd(app.name))
             try watch(notifyFD, .notify(app.name))
         } catch {
+            unwatch(handle.pidfd)
             close(notifyFD)
-            return
+            return leaveUnadopted(record, why: "\(error)")
         }
         apps[app.name] = app
         let outcome = reconcile(app, saved: saved)
@@ -45,6 +39,16 @@ extension Daemon {
             Event(
                 app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
                 detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)"))
+    }
+
+    /// An app that runs but cannot be supervised again: said in the log and kept in the
+    /// record (as left running), never dropped without a word.
+    func leaveUnadopted(_ saved: AppRecord, why: String) {
+        var record = saved
+        log(Event(app: record.name, pid: record.pid, kind: .error, detail: "cannot re-adopt: \(why); left running"))
+        record.state = .exited
+        record.ending = "left running: not re-adopted (\(why))"
+        ended[record.name] = record
     }
 
     /// The pid is the app's own process: same start time, and (if it had one) same cgroup.
@@ -60,30 +64,177 @@ extension Daemon {
     }
 
     /// The app ended while no daemon ran: record what can be known and clear its leftovers.
-    /// This runs once, as the daemon starts and before it serves anyone, so the removal of
-    /// what is left may wait (bounded) here.
-    func recordEndedWhileAway(_ saved: AppRecord) {
+    /// `ending` replaces the usual "ended while no daemon ran" (an interrupted launch).
+    func recordEndedWhileAway(_ saved: AppRecord, ending: String = "ended while no daemon ran (exit status unknown)") {
         var record = saved
-        let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
+        let removed = clearLeftovers(AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1))
+        AppNotifySocket.remove(record.notifySocket ?? config.paths.notifySocket(record.name))
+        record.killedWhileSuspended = saved.state == .suspended
+        record.state = .exited
+        record.ending = ending
+        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        ended[record.name] = record
+        log(
+            Event(
+                app: record.name, pid: record.pid == 0 ? nil : record.pid, kind: .exit, from: saved.state, to: .exited,
+                detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)"))
+    }
+
+    /// Kills whatever is left in the cgroups and removes them, saying what it did. This runs
+    /// once, as the daemon starts and before it serves anyone (or when a launch is rolled
+    /// back), so the removal may wait (bounded, 5 s) here.
+    func clearLeftovers(_ cgroups: AppCgroups, mainPID: pid_t? = nil) -> String {
         let start = Clock.monotonicNanos()
-        var progress = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000))
+        var progress = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000), mainPID: mainPID)
         while case .waiting(let at, let watch) = progress {
             let now = Clock.monotonicNanos()
             if at > now { _ = try? Poll.wait(watch ?? -1, events: Int16(POLLPRI), timeoutNanos: at - now) }
             progress = cgroups.stepDestroy(now: Clock.monotonicNanos())
         }
-        var removed = "its cgroup was removed"
-        if case .failed(let problems) = progress { removed = "its cgroup could not be removed: " + problems.joined(separator: "; ") }
-        AppNotifySocket.remove(record.notifySocket ?? config.paths.notifySocket(record.name))
-        record.killedWhileSuspended = saved.state == .suspended
-        record.state = .exited
-        record.ending = "ended while no daemon ran (exit status unknown)"
-        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
-        ended[record.name] = record
-        log(
-            Event(
-                app: record.name, pid: record.pid, kind: .exit, from: saved.state, to: .exited,
-                detail: "found ended after a daemon restart (was \(saved.state.rawValue)); \(removed)"))
+        switch progress {
+        case .done(let leftovers) where leftovers > 0:
+            return "\(leftovers) leftover process\(leftovers == 1 ? " was" : "es were") killed and its cgroup removed"
+        case .failed(let problems): return "its cgroup could not be removed: " + problems.joined(separator: "; ")
+        default: return "its cgroup was removed"
+        }
+    }
+
+    // MARK: Half-done launches and apps without a record
+
+    /// A launch the last daemon recorded (the record comes before the cgroups and the spawn)
+    /// but did not see through: its record has no pid yet. The app is looked for by its marks
+    /// in its cgroups and adopted; if none of it runs, its cgroups are removed (killing marked
+    /// processes whose main one is gone) and the launch is recorded as interrupted. Processes
+    /// there without the marks belong to another daemon sharing the cgroup root: left alone.
+    func finishInterruptedLaunch(_ saved: AppRecord) {
+        let marks = AppMarks(name: saved.name, notifySocket: saved.notifySocket ?? config.paths.notifySocket(saved.name))
+        let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
+        let inside = Array(Set(paths.flatMap(CgroupTree.processes)))
+        let ours = inside.filter(marks.carried(by:))
+        if let main = AppMarks.mainProcess(among: ours) {
+            var record = saved
+            record.pid = main
+            record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
+            adopt(record)
+            return
+        }
+        if ours.isEmpty && !inside.isEmpty {
+            var record = saved
+            record.state = .exited
+            record.ending = "launch interrupted by a daemon restart; never started"
+            ended[record.name] = record
+            log(
+                Event(
+                    app: saved.name, pid: nil, kind: .error,
+                    detail:
+                        "an interrupted launch's cgroup holds \(inside.count) process(es) without this daemon's marks (another daemon's?): left alone"
+                ))
+            return
+        }
+        recordEndedWhileAway(saved, ending: "launch interrupted by a daemon restart" + (ours.isEmpty ? "; never started" : ""))
+    }
+
+    /// Every cgroup under icebox's roots that no app claims, after the registry is loaded: one
+    /// holding processes with an app's marks is adopted (rebuilt from the kernel), or killed
+    /// and reported if it has no main process left; an empty one is a leftover of a crash and
+    /// is removed, but only while no other daemon shares the root (`holdCgroupRoot`): an empty
+    /// cgroup of another daemon's launch in flight must not vanish under it.
+    func adoptUnrecordedCgroups() {
+        let ownsRoot = holdCgroupRoot()
+        var claimed = Set(apps.values.flatMap { [$0.cgroups.v2Path, $0.cgroups.freezerV1Path, $0.cgroups.memoryV1Path] }.compactMap { $0 })
+        let roots = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }
+        for root in roots {
+            for name in (try? FileIO.listDirectories(root)) ?? [] {
+                let path = root + "/" + name
+                if claimed.contains(path) { continue }
+                let inside = CgroupTree.processes(path)
+                if inside.isEmpty {
+                    if ownsRoot && CgroupTree.remove(path).isEmpty {
+                        log(
+                            Event(app: name, pid: nil, kind: .daemon, detail: "removed an empty leftover cgroup \(path) (no app claims it)")
+                        )
+                    }
+                    continue
+                }
+                let marks = AppMarks(name: name, notifySocket: config.paths.notifySocket(name))
+                let ours = inside.filter(marks.carried(by:))
+                if ours.isEmpty { continue }  // another daemon's (same root, its own socket)
+                if apps[name] == nil, (try? AppName.validate(name)) != nil, let main = AppMarks.mainProcess(among: ours) {
+                    let record = rebuiltRecord(name: name, main: main)
+                    adopt(record)
+                    if let app = apps[name] {
+                        claimed.formUnion([app.cgroups.v2Path, app.cgroups.freezerV1Path, app.cgroups.memoryV1Path].compactMap { $0 })
+                        log(
+                            Event(
+                                app: name, pid: main, kind: .adopt, to: app.record.state,
+                                detail:
+                                    "found by its marks without a registry record (cgroup \(path)); adopted as \(app.record.backend.rawValue)"
+                            ))
+                        continue
+                    }
+                }
+                for pid in ours { kill(pid, SIGKILL) }
+                log(
+                    Event(
+                        app: name, pid: nil, kind: .error,
+                        detail:
+                            "\(ours.count) process(es) with this app's marks in \(path) but no record and no main process (or the name is taken): killed"
+                    ))
+            }
+        }
+    }
+
+    /// A record for an app found by its marks, from what the kernel says: its backend from
+    /// its cgroups (a v1 freezer directory: cgroup1; every process stopped: signal; else
+    /// cgroup2 where usable), its state from its freezer (frozen: suspended; a freeze
+    /// requested but not done: background with the grace over, so it is completed; else
+    /// active), its command and environment from /proc. It is never thawed on a guess.
+    func rebuiltRecord(name: String, main: pid_t) -> AppRecord {
+        let v2 = facts.cgroup2Usable ? facts.cgroupRoot.map { $0 + "/" + name }.flatMap { FileIO.isDirectory($0) ? $0 : nil } : nil
+        let freezerV1 = facts.freezerV1Root.map { $0 + "/" + name }.flatMap { FileIO.isDirectory($0) ? $0 : nil }
+        let memoryV1 = facts.memoryV1Root.map { $0 + "/" + name }.flatMap { FileIO.isDirectory($0) ? $0 : nil }
+        let members = CgroupTree.processes(v2 ?? freezerV1 ?? memoryV1 ?? "")
+        let stopped = !members.isEmpty && members.allSatisfy { ProcFS.stat(pid: $0)?.state == "T" }
+        let backend: BackendKind = freezerV1 != nil ? .cgroup1 : stopped || v2 == nil ? .signal : .cgroup2
+        let cgroups = AppCgroups.adopt(v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
+        let freezer = cgroups.freezer(backend: backend) { members }
+        let state: AppState = freezer.isFrozen() ? .suspended : freezer.freezeStarted() ? .background : .active
+        cgroups.close()
+        var options = LaunchOptions(name: name, command: AppMarks.commandLine(of: main))
+        options.environment = (AppMarks.environment(of: main) ?? []).filter {
+            !$0.hasPrefix("ICEBOX_") && !$0.hasPrefix("NOTIFY_SOCKET=") && !$0.hasPrefix("WATCHDOG_")
+        }
+        let now = Clock.monotonicNanos()
+        let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        var record = AppRecord(
+            name: name, options: options, pid: main, state: state, sinceMonotonicNanos: now, sinceWall: wall, launchedWall: wall,
+            backend: backend, cgroup: v2, freezerV1: freezerV1)
+        record.memoryV1 = memoryV1
+        record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
+        record.spawnMethod = "unknown (found without a record)"
+        if state == .background {
+            record.graceStartNanos = now
+            record.graceDeadlineNanos = now
+            record.graceCapNanos = now
+        }
+        return record
+    }
+
+    /// Takes a lock on the cgroup root directory for the daemon's life: exclusive for a moment
+    /// (true: no other daemon shares this root, so an empty cgroup there is a leftover), then
+    /// shared, which keeps any later daemon from taking that root for its own alone.
+    func holdCgroupRoot() -> Bool {
+        guard
+            let root = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root].compactMap({ $0 }).first(
+                where: FileIO.isDirectory)
+        else { return false }
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 { return false }
+        if cgroupRootLockFD >= 0 { close(cgroupRootLockFD) }
+        cgroupRootLockFD = fd
+        let alone = flock(fd, LOCK_EX | LOCK_NB) == 0
+        _ = flock(fd, LOCK_SH)
+        return alone
     }
 
     /// Puts the app in the state the kernel says it is in and gives it a lifecycle that starts

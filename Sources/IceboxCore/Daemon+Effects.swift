@@ -6,9 +6,60 @@ import IceboxSystem
 /// come later (the kernel confirming a freeze, the app's exit, its cgroups removed) come back
 /// as inputs the same way. Nothing here decides a transition.
 extension Daemon {
+    /// Feeds one input to the app's lifecycle and carries out the effects it returns.
+    ///
+    /// Intent before action: when a transition changes the record or starts a freeze, the new
+    /// record is written before any effect runs (synced, for a request or a freeze), so a daemon killed at any point
+    /// leaves its successor a record at least as far along as the kernel. If that write
+    /// fails, a client's suspend (or a resume in the grace) is refused with nothing done (the
+    /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
+    /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
+    /// its waiting clients are told the record could not be written (exit 74).
     func apply(_ input: LifecycleInput, to app: LiveApp, now: UInt64 = Clock.monotonicNanos()) {
-        let effects = app.lifecycle.handle(input, now: now)
+        var next = app.lifecycle
+        var effects = next.handle(input, now: now)
+        if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
+            let request = Self.refusable(input)
+            do throws(IceboxError) {
+                // Before a request is acted on or a freeze begins: a record of intent, synced.
+                try writeRecord(
+                    next.persistentRecord, intent: request != nil || effects.contains(where: \.startsFreeze),
+                    done: request == nil ? "\(app.name) is \(next.record.state.rawValue) all the same" : nil)
+                effects.removeAll { $0 == .persist }
+            } catch {
+                if let request {
+                    if let waiter = request.waiter {
+                        report(waiter, line: "icebox: \(error)", failed: error.code)
+                        settle(waiter, app: app.name, line: nil)
+                    }
+                    return
+                }
+                saveRegistry(app.name)  // tried again on the next turn
+                var told = Set<Int>()
+                for effect in effects {
+                    switch effect {
+                    case .settle(let waiter, _, _), .report(let waiter, _, _):
+                        if told.insert(waiter).inserted { report(waiter, line: "icebox: \(error)", failed: error.code) }
+                    default: break
+                    }
+                }
+            }
+        }
+        app.lifecycle = next
         for effect in effects { perform(effect, for: app) }
+    }
+
+    /// A client's suspend or resume, which is refused (with nothing done) when its record
+    /// cannot be written; nil for any other input, which goes ahead.
+    static func refusable(_ input: LifecycleInput) -> Refusable? {
+        switch input {
+        case .suspend(let waiter, _, _), .resume(let waiter, _): return Refusable(waiter: waiter)
+        default: return nil
+        }
+    }
+
+    struct Refusable {
+        var waiter: Int?
     }
 
     func perform(_ effect: LifecycleEffect, for app: LiveApp) {
@@ -304,5 +355,14 @@ extension Daemon {
 extension FreezeOutcome {
     init(_ report: FreezeReport) {
         self.init(backend: report.backend, durationNanos: report.durationNanos, tasks: report.tasks)
+    }
+}
+
+extension LifecycleEffect {
+    /// A freeze begins: the record must say so first (a daemon killed mid-freeze leaves a
+    /// record its successor completes, rather than one it would thaw).
+    var startsFreeze: Bool {
+        if case .freeze = self { return true }
+        return false
     }
 }

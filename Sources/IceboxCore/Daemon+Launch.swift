@@ -34,9 +34,9 @@ extension Daemon {
                 app.attachedClient = fd
                 send(fd, ControlReply(kind: .line, text: app.name))
             }
-            // Logged once the app is registered, so an attached client sees it too.
+            // Logged once the app is registered, so an attached client sees it too. Its record
+            // is on disk already (start).
             if let event = app.spawnEvent { log(event) }
-            saveRegistry(app.name)
             // A detached launch answers once the app is ready (or gone).
             if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
             switch options.ready {
@@ -54,8 +54,15 @@ extension Daemon {
         }
     }
 
-    /// Creates the app's cgroups and notify socket and spawns it. On any failure everything
-    /// made so far is removed again.
+    /// Records the launch, creates the app's cgroups and notify socket, spawns it and records
+    /// its pid. On any failure everything made so far is undone again, the spawned process
+    /// killed and its record restored to what it was: a launch that fails leaves nothing.
+    ///
+    /// Intent before action: the record (state launching, no pid yet, the cgroup paths it is
+    /// about to make) is written durably (synced) before the first cgroup is made, and again
+    /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
+    /// its successor a record to finish the launch from (Daemon+Adoption
+    /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
     func start(_ options: LaunchOptions, stdio: [Int32]) throws -> LiveApp {
         if let runAs = options.runAs {
             let missing = DaemonCapabilities.missingForUser()
@@ -76,8 +83,25 @@ extension Daemon {
         }
         var cleanup: [() -> Void] = []
         func undo() { for step in cleanup.reversed() { step() } }
+        let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        func under(_ root: String?) -> String? { root.map { $0 + "/" + options.name } }
+        var record = AppRecord(
+            name: options.name, options: options, pid: 0, state: .launching, sinceMonotonicNanos: Clock.monotonicNanos(), sinceWall: wall,
+            launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
+            freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
+        record.memoryV1 = under(facts.memoryV1Root)
+        try writeRecord(record, intent: true)
+        let previous = ended[options.name]
 
         do {
+            cleanup.append { [self] in
+                // What the registry said before (an ended app of that name), or nothing.
+                if let previous {
+                    try? writeRecord(previous)
+                } else {
+                    try? Registry.remove(options.name, directory: config.paths.registryDir)
+                }
+            }
             // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
             // whatever the backend (it is how every process of the app is found, killed and
             // recognised as a notify sender), the v1 freezer one for backend cgroup1, and a
@@ -86,10 +110,7 @@ extension Daemon {
                 name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
                 freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root,
                 backend: backend)
-            cleanup.append {
-                let now = Clock.monotonicNanos()
-                _ = cgroups.beginDestroy(now: now, deadline: now)  // nothing was spawned into them: empty
-            }
+            cleanup.append { [self] in _ = clearLeftovers(cgroups) }  // empty unless the spawn succeeded
             // The app's own state directory survives eviction and relaunch (didEnterBackground
             // saves here).
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
@@ -141,16 +162,21 @@ extension Daemon {
                 }
             }
             let spawnNanos = Clock.monotonicNanos() - launchStart
-            let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
-            var record = AppRecord(
-                name: options.name, options: options, pid: spawned.handle.pid,
-                state: .launching, sinceMonotonicNanos: launchStart, sinceWall: wall,
-                launchedWall: wall, backend: backend, cgroup: cgroups.v2Path, freezerV1: cgroups.freezerV1Path)
+            cleanup.append {
+                // Killed (cgroup.kill; SIGKILL without cgroups) and reaped before the cgroups go.
+                if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
+                _ = try? spawned.handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
+            }
+            record.pid = spawned.handle.pid
+            record.sinceMonotonicNanos = launchStart
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue
+            record.cgroup = cgroups.v2Path
+            record.freezerV1 = cgroups.freezerV1Path
             record.memoryV1 = cgroups.memoryV1Path
             record.runsAs = options.runAs ?? Self.ownIdentity
             record.notifySocket = notifyPath == config.paths.notifySocket(options.name) ? nil : notifyPath
+            try writeRecord(record, done: "the app was stopped again")
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
             let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notifyFD: notifyFD, notifyPath: notifyPath)

@@ -88,6 +88,10 @@ public final class Daemon {
     var dirtyRecords = Set<String>()
     var originalDescriptorLimit: UInt64 = 0
     var registryAllDirty = false
+    /// Apps whose record could not be written (what failed), logged once until a write works.
+    var registryFailures: [String: String] = [:]
+    /// The cgroup root, locked shared for the daemon's life (Daemon+Adoption `holdCgroupRoot`).
+    var cgroupRootLockFD: Int32 = -1
     var metrics = DaemonMetrics()
     /// The metrics file is rewritten at most once a second (Daemon+Metrics).
     var metricsRefresh = RefreshSchedule(intervalNanos: 1_000_000_000)
@@ -120,6 +124,7 @@ public final class Daemon {
         defer {
             close(lockFD)
             if reserveFD >= 0 { close(reserveFD) }
+            if cgroupRootLockFD >= 0 { close(cgroupRootLockFD) }
         }
         // The holder's pid, so a client that finds the lock held but no socket can say who.
         _ = ftruncate(lockFD, 0)
@@ -391,15 +396,35 @@ public final class Daemon {
         if let name { dirtyRecords.insert(name) } else { registryAllDirty = true }
     }
 
+    /// A record that cannot be written stays marked and is tried again on the next turn; the
+    /// failure is logged once (and its end once).
     func flushRegistry() {
         guard registryAllDirty || !dirtyRecords.isEmpty else { return }
         let names = registryAllDirty ? Set(apps.keys).union(ended.keys) : dirtyRecords
         dirtyRecords = []
         registryAllDirty = false
-        try? FileIO.makeDirectories(config.paths.registryDir, mode: 0o700)
         for name in names {
             guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
-            try? FileIO.writeAtomically(config.paths.registryRecord(name), JSONLines.encode(record))
+            do throws(IceboxError) { try writeRecord(record) } catch { dirtyRecords.insert(name) }
+        }
+    }
+
+    /// Writes one record now (Registry.write; `intent`: before the step it records, so
+    /// synced), and logs a failure (once) or the end of one. `done`: what holds all the same
+    /// when the write fails after the kernel acted.
+    func writeRecord(_ record: AppRecord, intent: Bool = false, done: String? = nil) throws(IceboxError) {
+        do {
+            try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
+            dirtyRecords.remove(record.name)
+            if registryFailures.removeValue(forKey: record.name) != nil {
+                log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again"))
+            }
+        } catch {
+            if registryFailures[record.name] == nil {
+                registryFailures[record.name] = error.message
+                log(Event(app: record.name, pid: nil, kind: .error, detail: error.description))
+            }
+            throw error
         }
     }
 
@@ -407,8 +432,15 @@ public final class Daemon {
     /// relaunch; apps that were live are re-adopted if they still run (see Daemon+Adoption).
     func loadRegistry() {
         for record in Registry.load(directory: config.paths.registryDir) {
-            if record.state.isEnded { ended[record.name] = record } else { adopt(record) }
+            if record.state.isEnded {
+                ended[record.name] = record
+            } else if record.pid == 0 {
+                finishInterruptedLaunch(record)
+            } else {
+                adopt(record)
+            }
         }
+        adoptUnrecordedCgroups()
         saveRegistry()
     }
 }

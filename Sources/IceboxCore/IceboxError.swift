@@ -6,6 +6,7 @@ public enum ExitCode: Int32, Sendable, Codable {
     case failure = 1
     case usage = 64
     case unavailable = 69
+    case ioError = 74  // a state file (the registry) could not be written
     case permission = 77
     case notExecutable = 126
     case notFound = 127

@@ -1,12 +1,56 @@
+import Glibc
 import IceboxSystem
 
 /// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json),
-/// each written atomically when that app changes.
+/// each written atomically (a temporary file renamed over it) before the daemon answers for
+/// the change. A record of intent (written before the step it describes is acted on: a launch
+/// before its cgroups, a suspend before its notice or freeze) is also durable: fsync of the
+/// file and of the directory, so it outlives a power loss as it outlives a daemon killed at
+/// any point (see Daemon+Adoption and the crash-safety section of docs/architecture.md). A
+/// record of what the kernel already did is not synced: a daemon's death keeps the page
+/// cache, and a power loss ends the apps it describes; each fsync costs milliseconds
+/// (benchmarks/soak.md).
 public enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
     public static func load(directory: String) -> [AppRecord] {
         let names = ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".json") }
         return names.compactMap { (try? FileIO.read(directory + "/" + $0)).flatMap { JSONLines.decode(AppRecord.self, $0) } }
             .sorted { $0.launchedWall < $1.launchedWall }
+    }
+
+    /// Writes one record (`durable`: synced, for a record of intent). The error names what was
+    /// being recorded, the file and the errno's text, and what to do; `done` says what state
+    /// the app is in all the same (for a write that failed after the kernel already acted),
+    /// nil when nothing was done.
+    public static func write(_ record: AppRecord, directory: String, durable: Bool, done: String? = nil) throws(IceboxError) {
+        let path = directory + "/" + record.name + ".json"
+        do {
+            try FileIO.makeDirectories(directory, mode: 0o700)
+            try FileIO.writeAtomically(path, JSONLines.encode(record), mode: 0o600, durable: durable)
+        } catch {
+            throw writeFailure(record.name, state: record.state, error, done: done)
+        }
+    }
+
+    /// Removes a record durably (an app that was never started after all).
+    public static func remove(_ name: String, directory: String) throws(IceboxError) {
+        let path = directory + "/" + name + ".json"
+        do throws(SystemError) {
+            if unlink(path) < 0 && errno != ENOENT { throw SystemError("remove", path: path) }
+            try FileIO.syncDirectory(of: path)
+        } catch {
+            throw writeFailure(name, state: nil, error, done: nil)
+        }
+    }
+
+    /// "cannot record web as suspended in the registry: cannot write …: No space left on
+    /// device (nothing was done; free space in … or make it writable, then try again)"
+    static func writeFailure(_ name: String, state: AppState?, _ error: SystemError, done: String?) -> IceboxError {
+        let what = state.map { "\(name) as \($0.rawValue)" } ?? name
+        let dir = error.path.map { path in path.lastIndex(of: "/").map { String(path[..<$0]) } ?? path } ?? "the state directory"
+        let fix = "free space in \(dir) or make it writable, then try again"
+        return IceboxError(
+            .ioError, "cannot record \(what) in the registry: \(error)",
+            hint: done.map { "\($0); \(fix)" } ?? "nothing was done; \(fix)")
     }
 }

@@ -69,10 +69,13 @@ public enum FileIO {
     }
 
     /// Writes a file atomically: a temporary file beside it, then rename. Readers and a
-    /// process that crashes see the old file or the new one, never half of one. There is no
-    /// fsync: it would cost milliseconds on every state change, and it only protects against
-    /// power loss, which ends every supervised app anyway.
-    public static func writeAtomically(_ path: String, _ contents: String, mode: mode_t = 0o600) throws(SystemError) {
+    /// process that crashes see the old file or the new one, never half of one. `durable`
+    /// adds fsync of the file before the rename and of its directory after it, so the new
+    /// file survives a power loss too, and a full or failing disk is reported here rather than
+    /// at writeback (the registry's records; other files skip the cost).
+    public static func writeAtomically(
+        _ path: String, _ contents: String, mode: mode_t = 0o600, durable: Bool = false
+    ) throws(SystemError) {
         let tmp = path + ".tmp.\(getpid())"
         let fd = retryingOnInterrupt { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
         if fd < 0 { throw SystemError("create", path: tmp) }
@@ -86,12 +89,23 @@ public enum FileIO {
             if n < 0 { failure = SystemError("write", path: tmp); break }
             written += n
         }
+        if failure == nil && durable && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
         close(fd)
         if failure == nil && rename(tmp, path) < 0 { failure = SystemError("rename to", path: path) }
         if let failure {
             unlink(tmp)
             throw failure
         }
+        if durable { try syncDirectory(of: path) }
+    }
+
+    /// fsync of the directory holding `path`: makes a rename or unlink in it durable.
+    public static func syncDirectory(of path: String) throws(SystemError) {
+        let dir = path.lastIndex(of: "/").map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."
+        let fd = retryingOnInterrupt { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        if fd < 0 { throw SystemError("open the directory", path: dir) }
+        defer { close(fd) }
+        if fsync(fd) < 0 { throw SystemError("fsync the directory", path: dir) }
     }
 
     /// Appends one line with O_APPEND, so concurrent writers never interleave within a line.
