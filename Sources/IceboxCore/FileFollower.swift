@@ -70,9 +70,17 @@ package final class FileFollower {
     package func readLineBytes(mapped: Bool = false, _ emit: (UnsafeRawBufferPointer) -> Void) {
         if fd < 0 && !openCurrent() { return }
         offset = (mapped ? LogLines.forwardMapped(fd: fd, from: offset, emit) : nil) ?? LogLines.forward(fd: fd, from: offset, emit)
-        // Shorter than what was read: truncated in place (copy-truncate). Start again.
+        // Shorter than what was read: truncated in place (copy-truncate). The copy, PATH.1,
+        // holds the old bytes at the same offsets: what was appended after this follower's
+        // last read is read from there, then the new file from its start.
         var st = stat()
         if fstat(fd, &st) == 0, Int64(st.st_size) < offset {
+            let copy = open(generations.generation(1), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if copy >= 0 {
+                var copied = stat()
+                if fstat(copy, &copied) == 0, Int64(copied.st_size) >= offset { _ = LogLines.forward(fd: copy, from: offset, emit) }
+                close(copy)
+            }
             offset = LogLines.forward(fd: fd, from: 0, emit)
         }
     }
