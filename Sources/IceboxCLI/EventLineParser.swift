@@ -22,6 +22,7 @@ enum EventLineParser {
         mutating func event() -> Event? {
             var time: String?, app: String?, kind: EventKind?, detail: String?, monotonic: UInt64?
             var from: AppState?, to: AppState?, pid: Int32?, exitStatus: Int32?
+            var seen: Set<Key> = []
             skipSpace()
             guard take(UInt8(ascii: "{")) else { return nil }
             skipSpace()
@@ -32,7 +33,13 @@ enum EventLineParser {
                     skipSpace()
                     guard take(UInt8(ascii: ":")) else { return nil }
                     skipSpace()
-                    switch Key(key) {
+                    let which = Key(key)
+                    // A key twice: JSON leaves it to the reader which one counts; the fallback decides.
+                    if which != .other {
+                        guard !seen.contains(which) else { return nil }
+                        seen.insert(which)
+                    }
+                    switch which {
                     case .time: guard let v = string() else { return nil }; time = v
                     case .app: guard let v = string() else { return nil }; app = v
                     case .detail: guard let v = string() else { return nil }; detail = v
@@ -146,51 +153,111 @@ enum EventLineParser {
             return .some(n)
         }
 
-        /// A number's text (digits, sign, point, exponent), as JSON writes it.
+        /// A whole number's text as JSON writes one (-?(0|[1-9][0-9]*)); nil for anything
+        /// else, a fraction or an exponent included: the fallback decides those (Swift's own
+        /// integer parsing would take "+5" and "05", which JSON does not).
         mutating func number() -> String? {
             let start = i
-            while let b = current,
-                (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "+")
-                    || b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E")
-            {
-                i += 1
+            _ = take(UInt8(ascii: "-"))
+            guard let first = current, isDigit(first) else { return nil }
+            i += 1
+            if first != UInt8(ascii: "0") { while let b = current, isDigit(b) { i += 1 } }
+            if let b = current, b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") || isDigit(b) {
+                return nil
             }
-            return i > start ? String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self) : nil
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
         }
 
-        /// Skips any value: a string (escapes allowed, as nothing is decoded), a number, a
-        /// literal, or an array or object, however nested.
-        mutating func skipValue() -> Bool {
-            var depth = 0
-            repeat {
+        func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+
+        /// Skips one value of a field that is not printed, checking its syntax as JSON's
+        /// grammar has it (so a line JSONDecoder would reject as malformed is not read here
+        /// either): a string with valid escapes, a number, true/false/null, or an array or
+        /// object nested at most 32 deep. Its type is not checked against Event's.
+        mutating func skipValue(depth: Int = 0) -> Bool {
+            guard depth < 32 else { return false }
+            skipSpace()
+            guard let b = current else { return false }
+            switch b {
+            case UInt8(ascii: "\""): return skipString()
+            case UInt8(ascii: "["):
+                i += 1
                 skipSpace()
-                guard let b = current else { return false }
-                switch b {
-                case UInt8(ascii: "\""):
-                    i += 1
-                    while let c = current, c != UInt8(ascii: "\"") { i += c == UInt8(ascii: "\\") ? 2 : 1 }
-                    guard take(UInt8(ascii: "\"")) else { return false }
-                case UInt8(ascii: "["), UInt8(ascii: "{"):
-                    depth += 1
-                    i += 1
-                case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                    guard depth > 0 else { return false }
-                    depth -= 1
-                    i += 1
-                case UInt8(ascii: ","), UInt8(ascii: ":"):
-                    guard depth > 0 else { return false }
-                    i += 1
-                default:
-                    let start = i
-                    while let c = current, c != UInt8(ascii: ","), c != UInt8(ascii: "]"), c != UInt8(ascii: "}"),
-                        c != UInt8(ascii: " ")
-                    {
+                if take(UInt8(ascii: "]")) { return true }
+                repeat {
+                    guard skipValue(depth: depth + 1) else { return false }
+                    skipSpace()
+                } while take(UInt8(ascii: ","))
+                return take(UInt8(ascii: "]"))
+            case UInt8(ascii: "{"):
+                i += 1
+                skipSpace()
+                if take(UInt8(ascii: "}")) { return true }
+                repeat {
+                    skipSpace()
+                    guard skipString() else { return false }
+                    skipSpace()
+                    guard take(UInt8(ascii: ":")), skipValue(depth: depth + 1) else { return false }
+                    skipSpace()
+                } while take(UInt8(ascii: ","))
+                return take(UInt8(ascii: "}"))
+            case UInt8(ascii: "t"): return skipLiteral("true")
+            case UInt8(ascii: "f"): return skipLiteral("false")
+            case UInt8(ascii: "n"): return skipLiteral("null")
+            default: return skipNumber()
+            }
+        }
+
+        mutating func skipLiteral(_ word: StaticString) -> Bool {
+            let n = word.utf8CodeUnitCount
+            guard i + n <= bytes.count, memcmp(word.utf8Start, bytes.baseAddress! + i, n) == 0 else { return false }
+            i += n
+            return true
+        }
+
+        /// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+        mutating func skipNumber() -> Bool {
+            _ = take(UInt8(ascii: "-"))
+            guard let first = current, isDigit(first) else { return false }
+            i += 1
+            if first != UInt8(ascii: "0") { while let b = current, isDigit(b) { i += 1 } }
+            if take(UInt8(ascii: ".")) {
+                guard let d = current, isDigit(d) else { return false }
+                while let b = current, isDigit(b) { i += 1 }
+            }
+            if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
+                if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
+                guard let d = current, isDigit(d) else { return false }
+                while let b = current, isDigit(b) { i += 1 }
+            }
+            return true
+        }
+
+        /// A string with JSON's escapes (\" \\ \/ \b \f \n \r \t \uXXXX), no raw control bytes.
+        mutating func skipString() -> Bool {
+            guard take(UInt8(ascii: "\"")) else { return false }
+            while let c = current {
+                i += 1
+                if c == UInt8(ascii: "\"") { return true }
+                if c < 0x20 { return false }
+                guard c == UInt8(ascii: "\\") else { continue }
+                guard let e = current else { return false }
+                i += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    continue
+                case UInt8(ascii: "u"):
+                    for _ in 0..<4 {
+                        guard let h = current, isDigit(h) || (h | 0x20 >= UInt8(ascii: "a") && h | 0x20 <= UInt8(ascii: "f")) else {
+                            return false
+                        }
                         i += 1
                     }
-                    guard i > start else { return false }
+                default: return false
                 }
-            } while depth > 0
-            return true
+            }
+            return false
         }
     }
 }

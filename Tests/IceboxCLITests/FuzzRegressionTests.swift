@@ -1,3 +1,4 @@
+import IceboxCore
 import IceboxSystem
 import Testing
 
@@ -31,5 +32,21 @@ struct FuzzRegressionTests {
         #expect(ProcFS.parseKiloBytes("18446744073709551615 kB") == nil)
         #expect(ProcFS.parseKiloBytes("18014398509481983 kB") == UInt64(18_014_398_509_481_983) * 1024)
         #expect(ProcFS.parseKiloBytes("18040 kB") == 18040 * 1024)
+    }
+
+    @Test("event-line: a line JSON rejects (a malformed unprinted number) or leaves open (a printed key twice) goes to JSONDecoder")
+    func eventLinesTheFastParserMustNotRead() {
+        func fast(_ line: String) -> Event? {
+            var bytes = Array(line.utf8)
+            return bytes.withUnsafeMutableBytes { EventLineParser.parse(UnsafeRawBufferPointer($0)) }
+        }
+        let good = #"{"app":"web","detail":"d","event":"notice","grace_ns":5000000000,"monotonic_ns":1,"time":"t"}"#
+        #expect(fast(good)?.app == "web")
+        #expect(fast(good.replacing("5000000000", with: "5000000'00")) == nil)
+        #expect(fast(good.replacing(#""monotonic_ns":1"#, with: #""monotonic_ns":+1"#)) == nil)
+        #expect(fast(good.replacing(#""monotonic_ns":1"#, with: #""monotonic_ns":01"#)) == nil)
+        #expect(fast(good.replacing(#""app":"web","#, with: #""app":"web","app":"db","#)) == nil)
+        #expect(fast(good.replacing(#""grace_ns":5000000000"#, with: #""grace_ns":[1,{"a":"\q"}]"#)) == nil)
+        #expect(fast(good.replacing(#""grace_ns":5000000000"#, with: #""grace_ns":[1,{"a":"\n"}]"#))?.app == "web")
     }
 }
