@@ -319,6 +319,13 @@ int icebox_waitid_all(int options, int *code, int *status, pid_t *pid) {
 int icebox_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 int icebox_set_timer_slack(unsigned long nanos) { return prctl(PR_SET_TIMERSLACK, nanos, 0, 0, 0); }
 
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+int icebox_rename_exchange(const char *a, const char *b) {
+    return (int)syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+}
+
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns) {
 #ifdef SYS_epoll_pwait2
     static int unsupported;

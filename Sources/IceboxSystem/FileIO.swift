@@ -91,7 +91,15 @@ public enum FileIO {
         }
         if failure == nil && durable && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
         close(fd)
-        if failure == nil && rename(tmp, path) < 0 { failure = SystemError("rename to", path: path) }
+        // Without fsync, the new file takes the old one's place by an exchange, not a rename
+        // over it: ext4 (auto_da_alloc) starts writeback of a file renamed over another, in
+        // the rename, which put ~1.4 ms of block I/O into every suspend's registry record.
+        // Either way a reader or a crashed writer sees the old file or the new one whole.
+        if failure == nil && !durable && icebox_rename_exchange(tmp, path) == 0 {
+            unlink(tmp)  // now the old contents
+        } else if failure == nil && rename(tmp, path) < 0 {
+            failure = SystemError("rename to", path: path)
+        }
         if let failure {
             unlink(tmp)
             throw failure

@@ -91,6 +91,8 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
 int icebox_set_timer_slack(unsigned long nanos);
+/* renameat2(RENAME_EXCHANGE) in the current directory's terms: swaps two paths atomically. */
+int icebox_rename_exchange(const char *a, const char *b);
 struct epoll_event;
 /* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
    milliseconds, rounded up, on a kernel without it (before 5.11). */
