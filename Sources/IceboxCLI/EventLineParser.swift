@@ -158,14 +158,18 @@ enum EventLineParser {
         /// integer parsing would take "+5" and "05", which JSON does not).
         mutating func number() -> String? {
             let start = i
+            guard skipInteger() else { return nil }
+            if let b = current, b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") { return nil }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+        }
+
+        /// -?(0|[1-9][0-9]*), and nothing else (a digit after a leading 0 is not JSON).
+        mutating func skipInteger() -> Bool {
             _ = take(UInt8(ascii: "-"))
-            guard let first = current, isDigit(first) else { return nil }
+            guard let first = current, isDigit(first) else { return false }
             i += 1
             if first != UInt8(ascii: "0") { while let b = current, isDigit(b) { i += 1 } }
-            if let b = current, b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") || isDigit(b) {
-                return nil
-            }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+            return !(current.map(isDigit) ?? false)
         }
 
         func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
@@ -217,10 +221,7 @@ enum EventLineParser {
 
         /// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
         mutating func skipNumber() -> Bool {
-            _ = take(UInt8(ascii: "-"))
-            guard let first = current, isDigit(first) else { return false }
-            i += 1
-            if first != UInt8(ascii: "0") { while let b = current, isDigit(b) { i += 1 } }
+            guard skipInteger() else { return false }
             if take(UInt8(ascii: ".")) {
                 guard let d = current, isDigit(d) else { return false }
                 while let b = current, isDigit(b) { i += 1 }
