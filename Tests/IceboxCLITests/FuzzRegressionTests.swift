@@ -49,4 +49,14 @@ struct FuzzRegressionTests {
         #expect(fast(good.replacing(#""grace_ns":5000000000"#, with: #""grace_ns":[1,{"a":"\q"}]"#)) == nil)
         #expect(fast(good.replacing(#""grace_ns":5000000000"#, with: #""grace_ns":[1,{"a":"\n"}]"#))?.app == "web")
     }
+
+    @Test("event-line: a key only reads as a field when it is the key snake_case writes for it")
+    func oneKeyAName() {
+        #expect(JSONKeyStyle.camel("exit_status") == "exitStatus")
+        #expect(JSONKeyStyle.camel("monotonic_ns") == "monotonicNanos")
+        #expect(JSONKeyStyle.camel("freezer_v1") == "freezerV1")
+        for loose in ["exit_status_", "exit__status", "monotonic_nanos", "exit_Status"] { #expect(JSONKeyStyle.camel(loose) == loose) }
+        let line = #"{"app":"web","detail":"d","event":"exit","exit_status_":249,"monotonic_ns":1,"time":"t"}"#
+        #expect(JSONLines.decode(Event.self, line)?.exitStatus == nil)
+    }
 }
