@@ -181,8 +181,7 @@ public final class Daemon {
         while clients.values.contains(where: { $0.pendingOutput > 0 }) {
             let now = Clock.monotonicNanos()
             if now >= deadline { break }
-            let timeout = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
-            for (token, events) in epoll.wait(timeoutMillis: timeout) {
+            for (token, events) in epoll.wait(timeoutNanos: min(deadline - now, 1_000_000_000)) {
                 if case .client(let fd) = sources[token], events & EpollEvents.writable != 0 { flushClient(fd) }
             }
         }

@@ -33,16 +33,15 @@ public enum JSONKeyStyle {
     /// `ps` with 1000 apps converts the same thirty names 1000 times each. Keys being
     /// decoded come from outside, so the memory stops taking new names at a bound.
     public static func converted(_ key: String, by direction: Direction) -> String {
-        if let known = memory.withLock({ $0[direction == .snake ? 0 : 1][key] }) { return known }
+        if let known = memory.withLock({ $0[direction]?[key] }) { return known }
         let value = direction == .snake ? snake(key) : camel(key)
         memory.withLock { tables in
-            let i = direction == .snake ? 0 : 1
-            if tables[i].count < 1024 { tables[i][key] = value }
+            if tables[direction, default: [:]].count < 1024 { tables[direction, default: [:]][key] = value }
         }
         return value
     }
 
-    private static let memory = Mutex<[[String: String]]>([[:], [:]])
+    private static let memory = Mutex<[Direction: [String: String]]>([:])
 
     /// `durationNanos` → `duration_ns`, `freezerV1` → `freezer_v1`, `pid` → `pid`.
     public static func snake(_ name: String) -> String {

@@ -44,16 +44,6 @@ public final class Epoll {
         if n <= 0 { return [] }
         return events[0..<Int(n)].map { ($0.data.u64, $0.events) }
     }
-
-    /// Waits until something is ready or the timeout (ms, -1 forever) passes.
-    public func wait(timeoutMillis: Int32, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
-        var events = [epoll_event](repeating: epoll_event(), count: max)
-        let n = events.withUnsafeMutableBufferPointer { buf in
-            epoll_wait(fd, buf.baseAddress, Int32(max), timeoutMillis)
-        }
-        if n <= 0 { return [] }
-        return events[0..<Int(n)].map { ($0.data.u64, $0.events) }
-    }
 }
 
 public enum EpollEvents {
