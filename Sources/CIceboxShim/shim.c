@@ -1,6 +1,7 @@
 // See icebox_shim.h for why this file exists. Everything the child runs between clone
 // and execve is here and is async-signal-safe: raw syscalls only, no malloc, no locks.
 #include "icebox_shim.h"
+#include "spawn_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,9 @@
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_PARENT
+#define CLONE_PARENT 0x00008000
 #endif
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -172,12 +176,14 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     child_fail(err_fd, STEP_EXEC, errno);
 }
 
-static pid_t clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
+pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
     struct icebox_clone_args args;
     memset(&args, 0, sizeof args);
     args.flags = CLONE_PIDFD | extra_flags;
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    args.exit_signal = SIGCHLD;
+    // With CLONE_PARENT the kernel wants 0 here: the child's exit signal is the caller's own
+    // (SIGCHLD, as the caller was made with it).
+    args.exit_signal = (extra_flags & CLONE_PARENT) ? 0 : SIGCHLD;
     if (extra_flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
     return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
@@ -201,22 +207,40 @@ static int write_pid(int fd, pid_t pid) {
     return pwrite(fd, buf, (size_t)len, 0) < 0 ? errno : 0;
 }
 
+// A child this process may not reap (CLONE_PARENT made it its parent's) is handed over
+// through its pidfd instead: the caller reaps it.
+static void reap_or_hand_over(pid_t pid, int pidfd, int clone_parent, struct icebox_spawn_result *result) {
+    if (clone_parent) {
+        result->pidfd = pidfd;
+        return;
+    }
+    reap(pid);
+    if (pidfd >= 0) close(pidfd);
+    result->pidfd = -1;
+}
+
 int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result) {
+    return icebox_spawn_as(req, result, 0, NULL);
+}
+
+int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_result *result, int clone_parent,
+                    int *err_read) {
+    uint64_t parent_flag = clone_parent ? CLONE_PARENT : 0;
     memset(result, 0, sizeof *result);
     result->pidfd = -1;
     int err_pipe[2] = {-1, -1}, go_pipe[2] = {-1, -1};
     if (pipe2(err_pipe, O_CLOEXEC) < 0) return -1;
     // The child waits on the go pipe until the parent has moved it into a v1 cgroup (or, on
-    // the fallback path, its v2 cgroup), so the program never runs outside them.
-    if (req->v1_procs_fd >= 0 || req->v1_memory_procs_fd >= 0 || req->cgroup_procs_fd >= 0) {
-        if (pipe2(go_pipe, O_CLOEXEC) < 0) return close_pair_and_fail(err_pipe, go_pipe);
-    }
+    // the fallback path, its v2 cgroup), so the program never runs outside them. A child
+    // that clone3 placed in its only cgroup has nothing to wait for: no pipe, no round trip.
+    int v1_moves = req->v1_procs_fd >= 0 || req->v1_memory_procs_fd >= 0;
+    if (v1_moves && pipe2(go_pipe, O_CLOEXEC) < 0) return close_pair_and_fail(err_pipe, go_pipe);
 
     int pidfd = -1;
     pid_t pid = -1;
     int method = 0;
     if (req->cgroup_fd >= 0) {
-        pid = clone3_pidfd(CLONE_INTO_CGROUP, req->cgroup_fd, &pidfd);
+        pid = icebox_clone3_pidfd(CLONE_INTO_CGROUP | parent_flag, req->cgroup_fd, &pidfd);
         method = ICEBOX_SPAWN_CLONE3_INTO_CGROUP;
         // ENOSYS: no clone3 (before 5.3); E2BIG: a kernel that does not know the cgroup
         // field (before 5.7); EINVAL: flag unknown. Then fall back to moving the child.
@@ -224,9 +248,11 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
             return close_pair_and_fail(err_pipe, go_pipe);
     }
     if (pid < 0) {
-        pid = clone3_pidfd(0, -1, &pidfd);
+        if (go_pipe[0] < 0 && req->cgroup_procs_fd >= 0 && pipe2(go_pipe, O_CLOEXEC) < 0)
+            return close_pair_and_fail(err_pipe, go_pipe);
+        pid = icebox_clone3_pidfd(parent_flag, -1, &pidfd);
         method = ICEBOX_SPAWN_CLONE3_THEN_MOVE;
-        if (pid < 0 && errno == ENOSYS) {
+        if (pid < 0 && errno == ENOSYS && !clone_parent) {
             pid = fork();
             method = ICEBOX_SPAWN_FORK_THEN_MOVE;
         }
@@ -254,9 +280,7 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
             kill(pid, SIGKILL);
             close(go_pipe[1]);
             close(err_pipe[0]);
-            reap(pid);
-            if (pidfd >= 0) close(pidfd);
-            result->pidfd = -1;
+            reap_or_hand_over(pid, pidfd, clone_parent, result);
             result->child_errno = move_errno;
             result->failed_step = STEP_CGROUP;
             return 0;
@@ -266,16 +290,31 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
         close(go_pipe[1]);
     }
 
+    if (err_read) {
+        *err_read = err_pipe[0];
+        result->pidfd = pidfd;
+        return 0;
+    }
+    return icebox_spawn_await_exec(err_pipe[0], pidfd, clone_parent, -1, result);
+}
+
+int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t timeout_ns, struct icebox_spawn_result *result) {
+    if (timeout_ns >= 0) {
+        int revents = icebox_poll_ns(err_read, POLLIN, (uint64_t)timeout_ns);
+        if (revents <= 0) {
+            close(err_read);
+            if (revents == 0) errno = ETIMEDOUT;
+            return -1;
+        }
+    }
     int msg[2] = {0, 0};
     ssize_t n;
-    do { n = read(err_pipe[0], msg, sizeof msg); } while (n < 0 && errno == EINTR);
-    close(err_pipe[0]);
+    do { n = read(err_read, msg, sizeof msg); } while (n < 0 && errno == EINTR);
+    close(err_read);
     if (n == (ssize_t)sizeof msg) {
         // The child reported a failure before or at execve and exits 127: reap it now so
         // the caller never sees a launch that "died".
-        reap(pid);
-        if (pidfd >= 0) close(pidfd);
-        result->pidfd = -1;
+        reap_or_hand_over(result->pid, pidfd, clone_parent, result);
         result->failed_step = msg[0];
         result->child_errno = msg[1];
         return 0;

@@ -59,8 +59,13 @@ public final class AppCgroups: Sendable {
     /// sub-cgroups first, and made afresh, never reused: a cgroup that has seen cgroup.kill kills
     /// every task later cloned into it, and a v1 freezer left FROZEN would freeze the new app at
     /// once. On any failure, everything made so far is removed again.
+    ///
+    /// `standIn`: the v1 directories a spawn stand-in sits in (SpawnPool), renamed to the
+    /// app's instead of made (a v1 directory keeps its members across a rename, so the app
+    /// the stand-in clones lands in them). On a failure they get their parked names back.
     public static func create(
-        name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind
+        name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind,
+        standIn: StandInDirectories? = nil
     ) throws(IceboxError) -> AppCgroups {
         try AppName.validate(name)
         let context = "set up the cgroups of \(name)"
@@ -71,6 +76,7 @@ public final class AppCgroups: Sendable {
             throw IceboxError(.unavailable, "\(context): backend cgroup1 needs a v1 freezer hierarchy", hint: "see icebox doctor")
         }
         var made: [String] = []
+        var renamed: [(from: String, to: String)] = []
         do throws(IceboxError) {
             var v2: String?
             if let v2Root {
@@ -82,16 +88,22 @@ public final class AppCgroups: Sendable {
             var freezerV1: String?
             if backend == .cgroup1, let freezerV1Root {
                 let path = freezerV1Root + "/" + name
-                try makeFresh(path, root: freezerV1Root, what: "v1 freezer cgroup", app: name, context: context)
-                made.append(path)
+                let parked = standIn?.freezerV1
+                try makeFresh(path, root: freezerV1Root, what: "v1 freezer cgroup", app: name, context: context, from: parked)
+                if let parked { renamed.append((parked, path)) } else { made.append(path) }
                 freezerV1 = path
             }
             var memoryV1: String?
             if let memoryV1Root {
                 let path = memoryV1Root + "/" + name
-                if (try? makeFresh(path, root: memoryV1Root, what: "v1 memory cgroup", app: name, context: context)) != nil {
-                    made.append(path)
+                let parked = standIn?.memoryV1
+                if (try? makeFresh(path, root: memoryV1Root, what: "v1 memory cgroup", app: name, context: context, from: parked)) != nil {
+                    if let parked { renamed.append((parked, path)) } else { made.append(path) }
                     memoryV1 = path
+                } else if let parked {
+                    // Best effort, as the made one: the stand-in's directory stays the app's
+                    // under its parked name rather than an untracked home for the app.
+                    memoryV1 = parked
                 }
             }
             let cgroups = AppCgroups(name: name, v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
@@ -107,6 +119,7 @@ public final class AppCgroups: Sendable {
             return cgroups
         } catch {
             for path in made.reversed() { _ = CgroupTree.remove(path) }
+            for (from, to) in renamed.reversed() { rename(to, from) }
             throw error
         }
     }
@@ -119,8 +132,11 @@ public final class AppCgroups: Sendable {
             name: path.split(separator: "/").last.map(String.init) ?? "", v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
     }
 
-    /// Makes `path` under `root` (made too if missing), removing a leftover first.
-    private static func makeFresh(_ path: String, root: String, what: String, app: String, context: String) throws(IceboxError) {
+    /// Makes `path` under `root` (made too if missing), removing a leftover first; with
+    /// `from`, renames that directory (under the same root) to `path` instead of a mkdir.
+    private static func makeFresh(
+        _ path: String, root: String, what: String, app: String, context: String, from: String? = nil
+    ) throws(IceboxError) {
         // The root may have been removed by a daemon that shared it and stopped.
         do { try FileIO.makeDirectories(root) } catch { throw IceboxError(context, error) }
         if FileIO.isDirectory(path) {
@@ -142,7 +158,11 @@ public final class AppCgroups: Sendable {
                     hint: "remove it by hand (rmdir, deepest sub-cgroup first) or use another --name; it is never reused")
             }
         }
-        if mkdir(path, 0o755) < 0 { throw IceboxError(context, SystemError("mkdir \(what)", path: path)) }
+        if let from {
+            if rename(from, path) < 0 { throw IceboxError(context, SystemError("rename \(from) to", path: path)) }
+        } else if mkdir(path, 0o755) < 0 {
+            throw IceboxError(context, SystemError("mkdir \(what)", path: path))
+        }
     }
 
     // MARK: Spawning

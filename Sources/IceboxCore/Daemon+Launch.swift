@@ -106,11 +106,21 @@ extension Daemon {
             // whatever the backend (it is how every process of the app is found, killed and
             // recognised as a notify sender), the v1 freezer one for backend cgroup1, and a
             // v1 memory one on hybrid hosts (how its memory is measured there).
-            let cgroups = try AppCgroups.create(
-                name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
-                freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root,
-                backend: backend)
+            // On a host with v1 hierarchies a parked stand-in (SpawnPool) gives its directories
+            // and clones the app into them, so no write to cgroup.procs waits on the launch.
+            let standIn = takeStandIn(for: backend)
+            let cgroups: AppCgroups
+            do {
+                cgroups = try AppCgroups.create(
+                    name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
+                    freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root,
+                    backend: backend, standIn: standIn?.directories)
+            } catch {
+                standIn?.discard()
+                throw error
+            }
             cleanup.append { [self] in _ = clearLeftovers(cgroups) }  // empty unless the spawn succeeded
+            cleanup.append { standIn?.discard() }  // first: a stand-in still in them keeps them busy
             // The app's own state directory survives eviction and relaunch (didEnterBackground
             // saves here).
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
@@ -142,7 +152,7 @@ extension Daemon {
             descriptors.apply(to: &request)
             let launchStart = Clock.monotonicNanos()
             let spawned: SpawnedProcess
-            let outcome = Result { () throws(SpawnError) in try Spawner.spawn(request) }
+            let outcome = try spawn(request, standIn: standIn, app: options.name)
             descriptors.close()  // the child has them (or has failed): ours go now
             switch outcome {
             case .success(let s): spawned = s
@@ -194,6 +204,24 @@ extension Daemon {
             undo()
             throw error
         }
+    }
+
+    /// Spawns through the stand-in when there is one, else (or when it turns out unusable)
+    /// the direct way. A stand-in that timed out may have left a process behind: the launch
+    /// fails, and its undo kills what is in the cgroups.
+    private func spawn(_ request: SpawnRequest, standIn: SpawnPool.Entry?, app: String) throws(IceboxError) -> Result<
+        SpawnedProcess, SpawnError
+    > {
+        if let standIn {
+            switch standIn.standIn.spawn(request, timeoutNanos: config.freezeTimeoutNanos) {
+            case .spawned(let spawned): return .success(spawned)
+            case .failed(let error): return .failure(error)
+            case .unusable(let why) where why.errno == ETIMEDOUT: throw IceboxError("launch \(app)", why)
+            case .unusable(let why):
+                log(Event(app: app, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly"))
+            }
+        }
+        return Result { () throws(SpawnError) in try Spawner.spawn(request) }
     }
 
     /// The ids the daemon runs as: an app launched without --user gets them.

@@ -51,6 +51,7 @@ public final class Daemon {
         case cgroupEvents(String)
         case pressure
         case appLogs
+        case standIn(Int32)
     }
 
     struct Waiter {
@@ -103,11 +104,14 @@ public final class Daemon {
     /// write the event log line that says so.
     var reserveFD: Int32 = -1
     static let acceptBackoffNanos: UInt64 = 100_000_000
+    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs.
+    let spawnPool: SpawnPool
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
+        spawnPool = SpawnPool(freezerRoot: facts.freezerV1Root, memoryRoot: facts.memoryV1Root)
         do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
     }
 
@@ -154,6 +158,7 @@ public final class Daemon {
         loadRegistry()
         loadPolicy()
         startAppLogRotation()
+        startSpawnPool()
         signalReady()
         log(
             Event(
@@ -167,6 +172,7 @@ public final class Daemon {
         // A socket passed by socket activation belongs to the service manager, path and all.
         if config.listenerFD == nil { unlink(config.paths.controlSocket) }
         close(listener)
+        drainSpawnPool()
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
         writeMetricsFile(now: Clock.monotonicNanos())
@@ -278,6 +284,7 @@ public final class Daemon {
         case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
         case .pressure: pressureFired(events: events)
         case .appLogs: appLogsChanged()
+        case .standIn(let fd): standInReadable(fd)
         }
     }
 
@@ -296,6 +303,7 @@ public final class Daemon {
 
     func fireDeadlines(now: UInt64) {
         closeDrainedClients(now: now)
+        if spawnPool.wantsFill && !stopping { fillSpawnPool() }
         if let d = acceptResumeAt, d <= now { resumeAccepting() }
         if let d = policyCheckAt, d <= now {
             policyCheckAt = nil

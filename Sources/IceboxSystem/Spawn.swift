@@ -49,6 +49,9 @@ public enum SpawnMethod: String, Sendable, Codable {
     case clone3IntoCgroup = "clone3(CLONE_INTO_CGROUP)"
     case clone3ThenMove = "clone3 + cgroup.procs"
     case forkThenMove = "fork + cgroup.procs"
+    /// By a stand-in that joined the app's v1 cgroups before the launch (SpawnStandIn).
+    case standInIntoCgroup = "clone3(CLONE_INTO_CGROUP) by a stand-in in its v1 cgroups"
+    case standIn = "clone3 by a stand-in in its v1 cgroups"
 }
 
 public enum SpawnError: Error, CustomStringConvertible, Sendable {
@@ -112,11 +115,18 @@ public enum Spawner {
 
     public static func spawn(_ request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
         var result = icebox_spawn_result()
-        // Everything the child needs for another identity is made here: it may not allocate.
+        let rc = withCRequest(request) { icebox_spawn($0, &result) }
+        if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }
+        return try outcome(result, of: request)
+    }
+
+    /// Calls body with the request as the C layer takes it. Everything the child needs for
+    /// another identity is made here: it may not allocate.
+    static func withCRequest<R>(_ request: SpawnRequest, _ body: (UnsafePointer<icebox_spawn_request>) -> R) -> R {
         let identity = request.identity
         let lastCap = identity == nil ? 0 : Capabilities.lastCap
         let groups = identity?.groups ?? []
-        let rc: Int32 = withCStringArray(request.arguments) { argv in
+        return withCStringArray(request.arguments) { argv in
             withCStringArray(request.environment) { envp in
                 request.executable.withCString { path in
                     withOptionalCString(request.workingDirectory) { cwd in
@@ -131,19 +141,27 @@ public enum Spawner {
                                 uid: identity?.uid ?? 0, gid: identity?.gid ?? 0,
                                 groups: groupList.isEmpty ? nil : groupList.baseAddress, ngroups: groupList.count,
                                 cap_last_cap: lastCap)
-                            return icebox_spawn(&req, &result)
+                            return body(&req)
                         }
                     }
                 }
             }
         }
-        if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }
+    }
+
+    /// The spawned process, or the error of the step the child failed at. A failed child
+    /// handed over through its pidfd (a stand-in's, CLONE_PARENT) is reaped here first.
+    static func outcome(_ result: icebox_spawn_result, of request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
         if result.child_errno != 0 {
+            if result.pidfd >= 0 {
+                let failed = ProcessHandle(pid: result.pid, pidfd: result.pidfd)
+                _ = try? failed.wait(until: Clock.monotonicNanos() &+ 2_000_000_000)  // far from wrapping: ns since boot
+            }
             let step = icebox_spawn_step(rawValue: UInt32(bitPattern: result.failed_step))
             if step == ICEBOX_STEP_CGROUP {
                 throw .system(SystemError("move the new process into its cgroup", errno: result.child_errno))
             }
-            if let identity, let what = identityStep(step, identity) {
+            if let identity = request.identity, let what = identityStep(step, identity) {
                 throw .identityFailed(step: what, errno: result.child_errno)
             }
             let steps = [
@@ -153,9 +171,11 @@ public enum Spawner {
             throw .execFailed(path: request.executable, step: steps[step] ?? "spawn", errno: result.child_errno)
         }
         let method: SpawnMethod =
-            switch result.method {
-            case 1: .clone3IntoCgroup
-            case 2: .clone3ThenMove
+            switch UInt32(bitPattern: result.method) {
+            case ICEBOX_SPAWN_CLONE3_INTO_CGROUP.rawValue: .clone3IntoCgroup
+            case ICEBOX_SPAWN_CLONE3_THEN_MOVE.rawValue: .clone3ThenMove
+            case ICEBOX_SPAWN_STAND_IN_INTO_CGROUP.rawValue: .standInIntoCgroup
+            case ICEBOX_SPAWN_STAND_IN.rawValue: .standIn
             default: .forkThenMove
             }
         return SpawnedProcess(handle: ProcessHandle(pid: result.pid, pidfd: result.pidfd), method: method)

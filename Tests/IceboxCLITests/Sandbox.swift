@@ -149,6 +149,22 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         try? FileManager.default.removeItem(atPath: dir)
     }
 
+    /// The running daemon's pid, from its lock file (nil: none has run yet).
+    var daemonPID: pid_t? {
+        (try? String(contentsOfFile: runtimeDir + "/daemon.lock", encoding: .utf8)).flatMap {
+            pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// The daemon's spawn stand-ins (SpawnPool): its children that sit in a parked
+    /// `.stand-in-*` v1 cgroup.
+    func standIns() -> [pid_t] {
+        guard let daemon = daemonPID else { return [] }
+        return Kernel.children(of: daemon).filter {
+            ((try? String(contentsOfFile: "/proc/\($0)/cgroup", encoding: .utf8)) ?? "").contains("/.stand-in-")
+        }
+    }
+
     static func pids(in cgroup: String) -> [pid_t] {
         ((try? String(contentsOfFile: cgroup + "/cgroup.procs", encoding: .utf8)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
@@ -192,6 +208,17 @@ enum Kernel {
             let close = text.lastIndex(of: ")")
         else { return nil }
         return text[text.index(close, offsetBy: 2)]
+    }
+
+    /// The processes whose parent is `parent`, with their state letter (Z: a zombie).
+    static func children(of parent: pid_t, inState state: Character? = nil) -> [pid_t] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { pid_t($0) }.filter { p in
+            guard let stat = try? String(contentsOfFile: "/proc/\(p)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+                return false
+            }
+            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == parent && (state == nil || fields[0].first == state)
+        }
     }
 
     static func alive(_ pid: pid_t) -> Bool {

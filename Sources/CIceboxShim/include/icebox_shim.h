@@ -25,6 +25,8 @@ enum icebox_spawn_method {
     ICEBOX_SPAWN_CLONE3_INTO_CGROUP = 1, // clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)
     ICEBOX_SPAWN_CLONE3_THEN_MOVE = 2,   // clone3(CLONE_PIDFD), then a write to cgroup.procs
     ICEBOX_SPAWN_FORK_THEN_MOVE = 3,     // fork + pidfd_open, then a write to cgroup.procs
+    ICEBOX_SPAWN_STAND_IN_INTO_CGROUP = 4, // by a stand-in (icebox_stand_in.h), clone3(CLONE_INTO_CGROUP)
+    ICEBOX_SPAWN_STAND_IN = 5,             // by a stand-in, no v2 cgroup: its v1 ones inherited
 };
 
 struct icebox_spawn_request {

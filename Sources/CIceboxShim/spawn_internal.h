@@ -1,0 +1,25 @@
+// What shim.c shares with stand_in.c, not with Swift.
+#ifndef ICEBOX_SPAWN_INTERNAL_H
+#define ICEBOX_SPAWN_INTERNAL_H
+
+#include "icebox_shim.h"
+
+/// clone3 with CLONE_PIDFD (and extra_flags; cgroup_fd for CLONE_INTO_CGROUP), exit signal
+/// SIGCHLD. Returns as fork does.
+pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd);
+
+/// icebox_spawn, and with clone_parent the child is made with CLONE_PARENT: it becomes the
+/// caller's parent's child, so the caller cannot reap it. A child that failed before its
+/// execve is then handed back through result->pidfd (not reaped); only clone3 is tried.
+/// With err_read, it returns once the child is made (result->pid, pidfd and method set),
+/// leaving the wait for its execve to whoever reads *err_read (icebox_spawn_await_exec).
+int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_result *result, int clone_parent,
+                    int *err_read);
+
+/// Waits (up to timeout_ns; < 0: for as long as it takes) until the child result->pid has
+/// run its execve (err_read, the read end of its error pipe, reaches end of file) or
+/// reported the step that failed; closes err_read. A failed child is reaped (clone_parent:
+/// handed over in result->pidfd). Returns 0, or -1 with errno (ETIMEDOUT).
+int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t timeout_ns, struct icebox_spawn_result *result);
+
+#endif

@@ -1,0 +1,47 @@
+import Glibc
+import IceboxSystem
+
+/// The loop's side of the spawn pool (SpawnPool): parking stand-ins, hearing from them, and
+/// handing one to a launch.
+extension Daemon {
+    /// Parks a stand-in for the launches this daemon makes by default.
+    func startSpawnPool() {
+        guard let backend = try? facts.resolve(.auto), let kind = spawnPool.kind(for: backend) else { return }
+        spawnPool.want(kind)
+    }
+
+    func fillSpawnPool() {
+        for change in spawnPool.fill() { follow(change) }
+    }
+
+    func standInReadable(_ fd: Int32) {
+        follow(spawnPool.readable(fd))
+    }
+
+    /// A ready stand-in for a launch with `backend` (no longer watched: the launch owns it
+    /// and discards it), or nil: none is needed, or none is ready (the launch spawns the
+    /// direct way; the pool parks one for the next).
+    func takeStandIn(for backend: BackendKind) -> SpawnPool.Entry? {
+        guard let kind = spawnPool.kind(for: backend), let entry = spawnPool.take(kind) else { return nil }
+        unwatch(entry.standIn.watchDescriptor)
+        return entry
+    }
+
+    /// The daemon stops: every parked stand-in goes, with its directories.
+    func drainSpawnPool() {
+        for entry in spawnPool.drain() { unwatch(entry.standIn.watchDescriptor) }
+    }
+
+    private func follow(_ change: SpawnPool.Change) {
+        switch change {
+        case .none: break
+        case .started(let entry):
+            let fd = entry.standIn.watchDescriptor
+            // Unwatched, it is still found ready when a launch takes it (SpawnPool.take looks).
+            try? watch(fd, .standIn(fd))
+        case .lost(let entry, let reason):
+            if let entry { unwatch(entry.standIn.watchDescriptor) }
+            log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason))
+        }
+    }
+}
