@@ -3,6 +3,7 @@
  * usage: bare [-i US] cgroup2|cgroup1|signal PATH N
  *        bare [-i US] once cgroup2|cgroup1|signal freeze|thaw PATH
  *        bare [-i US] settle PATH
+ *        bare spawn PATH|- PROGRAM [ARG...]
  *
  * Does N freeze/thaw pairs on an existing target and prints one line per operation,
  * "freeze <ns>" and "thaw <ns>", each timed with CLOCK_MONOTONIC from the request to the
@@ -31,6 +32,12 @@
  * until it runs, and a freeze asked for before then completes at once: without settling, a
  * freeze right after a thaw measures nothing. Prints "settle <ns>".
  *
+ * spawn (the baseline of a launch) makes the cgroup v2 directory PATH, starts PROGRAM in it
+ * with clone3(CLONE_INTO_CGROUP) (PATH "-": no cgroup, a plain clone3), and times from the
+ * clone to the end of its execve (a close-on-exec pipe reaches end of file): the kernel's
+ * own spawn → exec, as icebox's spawn event measures it. Prints "spawn <ns>", kills and
+ * reaps the program, removes PATH.
+ *
  * After each thaw the N-pair loop settles (as above) before the next freeze, untimed, and
  * prints "settle <ns>" too.
  *
@@ -51,6 +58,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -313,6 +322,52 @@ static uint64_t settle_dir(const char *path) {
     return settle(procs);
 }
 
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+struct clone_args_v2 {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+static int spawn_once(const char *path, char **program) {
+    int dir = -1;
+    if (strcmp(path, "-") != 0) {
+        if (mkdir(path, 0755) < 0 || (dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            perror(path);
+            return 1;
+        }
+    }
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) return 1;
+    struct clone_args_v2 args = {.exit_signal = SIGCHLD};
+    if (dir >= 0) {
+        args.flags = CLONE_INTO_CGROUP;
+        args.cgroup = (uint64_t)dir;
+    }
+    uint64_t start = now_ns();
+    pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+    if (pid == 0) {
+        execvp(program[0], program);
+        _exit(127);
+    }
+    if (pid < 0) {
+        perror("clone3");
+        return 1;
+    }
+    close(pipefd[1]);
+    char c;
+    while (read(pipefd[0], &c, 1) < 0 && errno == EINTR) {}
+    uint64_t spent = now_ns() - start;
+    printf("spawn %llu\n", (unsigned long long)spent);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (dir >= 0) {
+        close(dir);
+        rmdir(path);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int opt;
     while ((opt = getopt(argc, argv, "i:")) != -1) {
@@ -326,6 +381,7 @@ int main(int argc, char **argv) {
         printf("settle %llu\n", (unsigned long long)settle_dir(argv[optind + 1]));
         return 0;
     }
+    if (argc - optind >= 3 && strcmp(argv[optind], "spawn") == 0) return spawn_once(argv[optind + 1], argv + optind + 2);
     /* once BACKEND OP PATH: the pair loop below, run once, doing only OP */
     int once = argc - optind == 4 && strcmp(argv[optind], "once") == 0;
     if (!once && argc - optind != 3) goto usage;
@@ -367,6 +423,7 @@ int main(int argc, char **argv) {
     return 0;
 usage:
     fprintf(stderr, "usage: bare [-i US] cgroup2|cgroup1|signal PATH N\n"
+                    "       bare spawn PATH|- PROGRAM [ARG...]\n"
                     "       bare [-i US] once cgroup2|cgroup1|signal freeze|thaw PATH\n"
                     "       bare [-i US] settle PATH\n");
     return 64;
