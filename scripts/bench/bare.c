@@ -35,8 +35,8 @@
  * spawn (the baseline of a launch) makes the cgroup v2 directory PATH, starts PROGRAM in it
  * with clone3(CLONE_INTO_CGROUP) (PATH "-": no cgroup, a plain clone3), and times from the
  * clone to the end of its execve (a close-on-exec pipe reaches end of file): the kernel's
- * own spawn → exec, as icebox's spawn event measures it. Prints "spawn <ns>", kills and
- * reaps the program, removes PATH.
+ * own spawn → exec, as icebox's spawn event measures it, after one untimed spawn to warm up.
+ * Prints "spawn <ns>", kills and reaps the program, removes PATH.
  *
  * After each thaw the N-pair loop settles (as above) before the next freeze, untimed, and
  * prints "settle <ns>" too.
@@ -329,7 +329,22 @@ struct clone_args_v2 {
     uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
 };
 
+/* One untimed clone3 + execve first, as a supervisor that has run a while would have done:
+ * a process's first fork and exec pay for page tables and caches its later ones do not. */
+static void spawn_warm_up(char **program) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(program[0], program);
+        _exit(127);
+    }
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
 static int spawn_once(const char *path, char **program) {
+    spawn_warm_up(program);
     int dir = -1;
     if (strcmp(path, "-") != 0) {
         if (mkdir(path, 0755) < 0 || (dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
