@@ -339,13 +339,13 @@ public final class AppCgroups: Sendable {
                         + (stuck.isEmpty ? [] : ["tasks that did not die: " + stuck.joined(separator: "; ")]))
             }
             killAll()
-            return .waiting(recheckAt: destroy.backoff.next(now: now, deadline: destroy.deadline), watch: eventsFile?.watchDescriptor)
+            return .waiting(recheckAt: destroy.backoff.next(afterLookAt: now, deadline: destroy.deadline), watch: eventsFile?.watchDescriptor)
         }
         let problems = removeAll()
         if problems.isEmpty { return .done(leftovers: destroy.leftovers) }
         // EBUSY right after the last task left is a race with the kernel's own teardown: retry.
         if now < destroy.deadline && problems.allSatisfy({ $0.errno == EBUSY }) {
-            return .waiting(recheckAt: destroy.backoff.next(now: now, deadline: destroy.deadline), watch: nil)
+            return .waiting(recheckAt: destroy.backoff.next(afterLookAt: now, deadline: destroy.deadline), watch: nil)
         }
         return .failed(problems.map(\.description))
     }

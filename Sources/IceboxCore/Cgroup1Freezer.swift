@@ -127,7 +127,7 @@ public struct Cgroup1Freezer: Freezer {
                 lastRetry = now
             }
             // No notification exists for freezer.state: only the back-off.
-            return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: nil)
+            return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
         }
 
         func cancel() {

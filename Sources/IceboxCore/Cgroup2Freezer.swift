@@ -91,7 +91,7 @@ public struct Cgroup2Freezer: Freezer {
                 cancel()
                 return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: stuck)))
             }
-            return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: freezer.eventsFile.watchDescriptor)
+            return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: freezer.eventsFile.watchDescriptor)
         }
 
         func cancel() {

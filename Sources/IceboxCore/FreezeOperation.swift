@@ -95,7 +95,8 @@ protocol FreezeSteps: Sendable {
 }
 
 /// When to re-read while the kernel has not confirmed yet: 20 µs after the last look, or 5%
-/// of the time elapsed since the first, whichever is longer, up to a cap. A doubling
+/// of the time elapsed since the first, or four times what the last look cost, whichever is
+/// longest (bare.c's schedule), up to a cap. A doubling
 /// interval would confirm late: the kernel signals cgroup.events at most once per 10 ms, so
 /// a freeze finishing at 440 µs was seen at the 620 µs step; this finds it by ~462 µs at a
 /// cost of about 20·ln(T/20 µs) reads for a wait of T (≈ 90 reads for a 1 s wait).
@@ -105,11 +106,19 @@ public struct Backoff: Sendable {
 
     public init(cap: UInt64) { self.cap = cap }
 
-    /// When to look again (never after the deadline).
-    public mutating func next(now: UInt64, deadline: UInt64) -> UInt64 {
+    /// When to look again (never after the deadline). `lookCost`: what the look just made
+    /// took (the clock now, less `now`). The wait is at least four times that: a look that
+    /// reads many /proc files (the signal backend) would otherwise take the CPU from the very
+    /// tasks that must run to stop, on a machine whose every CPU is busy.
+    public mutating func next(now: UInt64, deadline: UInt64, lookCost: UInt64 = 0) -> UInt64 {
         let first = firstLook ?? now
         firstLook = first
-        let wait = min(max(20_000, now.saturatingSub(first) / 20), cap)
+        let wait = min(max(20_000, now.saturatingSub(first) / 20, lookCost > UInt64.max / 4 ? .max : lookCost * 4), cap)
         return min(now.saturatingAdd(wait), deadline)
+    }
+
+    /// `next`, with the look's cost from the clock: the look began at `now`.
+    public mutating func next(afterLookAt now: UInt64, deadline: UInt64) -> UInt64 {
+        next(now: now, deadline: deadline, lookCost: Clock.monotonicNanos().saturatingSub(now))
     }
 }

@@ -143,7 +143,7 @@ struct SignalFreezeSteps: FreezeSteps {
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
-        return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: nil)
+        return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
     }
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
@@ -192,7 +192,7 @@ struct SignalThawSteps: FreezeSteps {
             let stuck = StuckTask.describe(pids: stillStopped, skippingStopped: false).filter { SignalFreezer.stoppedState($0.state) }
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck, direction: .thaw)))
         }
-        return .waiting(recheckAt: backoff.next(now: now, deadline: deadline), watch: nil)
+        return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
     }
 
     func cancel() {}
