@@ -86,8 +86,9 @@ public struct SignalFreezer: Freezer {
 }
 
 /// A SIGSTOP round in steps. A process whose every thread was seen stopped stays that way (a
-/// stopped thread cannot start another), so it is not read again: each step costs only what
-/// is left to confirm.
+/// stopped thread cannot start another), so it is not read again, and a step ends at the first
+/// process still running: each step costs only what is left to confirm, and little while
+/// nothing has stopped yet.
 struct SignalFreezeSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Stopped by someone else before this freeze: not ours to continue on a rollback.
@@ -132,7 +133,15 @@ struct SignalFreezeSteps: FreezeSteps {
                     break
                 }
             }
-            if stopped { done[pid] = threads } else { allStopped = false }
+            if stopped {
+                done[pid] = threads
+            } else {
+                // A pass ends at the first process still running, as bare.c's does: reading
+                // the rest now would only tell what the next pass reads anyway, and the reads
+                // take the CPU from the tasks that must run to stop.
+                allStopped = false
+                break
+            }
         }
         if allStopped {
             return .confirmed(FreezeReport(backend: .signal, durationNanos: took, tasks: pids.reduce(0) { $0 + (done[$1] ?? 0) }))
