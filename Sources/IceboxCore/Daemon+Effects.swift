@@ -9,8 +9,10 @@ extension Daemon {
     /// Feeds one input to the app's lifecycle and carries out the effects it returns.
     ///
     /// Intent before action: when a transition changes the record or starts a freeze, the new
-    /// record is written before any effect runs (synced, for a request or a freeze), so a daemon killed at any point
-    /// leaves its successor a record at least as far along as the kernel. If that write
+    /// record is written (atomically) before any effect runs, so a daemon killed at any point
+    /// leaves its successor a record at least as far along as the kernel. Not synced: a
+    /// killed daemon leaves the page cache to its successor, and a power loss ends every app
+    /// the record could describe; the fsync of file and directory cost ~1 ms of every suspend. If that write
     /// fails, a client's suspend (or a resume in the grace) is refused with nothing done (the
     /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
     /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
@@ -21,10 +23,9 @@ extension Daemon {
         if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
             let request = Self.refusable(input)
             do throws(IceboxError) {
-                // Before a request is acted on or a freeze begins: a record of intent, synced.
+                // Before a request is acted on or a freeze begins: a record of intent.
                 try writeRecord(
-                    next.persistentRecord, intent: request != nil || effects.contains(where: \.startsFreeze),
-                    done: request == nil ? "\(app.name) is \(next.record.state.rawValue) all the same" : nil)
+                    next.persistentRecord, done: request == nil ? "\(app.name) is \(next.record.state.rawValue) all the same" : nil)
                 effects.removeAll { $0 == .persist }
             } catch {
                 if let request {

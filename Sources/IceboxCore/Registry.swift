@@ -2,14 +2,15 @@ import Glibc
 import IceboxSystem
 
 /// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json),
-/// each written atomically (a temporary file renamed over it) before the daemon answers for
-/// the change. A record of intent (written before the step it describes is acted on: a launch
-/// before its cgroups, a suspend before its notice or freeze) is also durable: fsync of the
-/// file and of the directory, so it outlives a power loss as it outlives a daemon killed at
-/// any point (see Daemon+Adoption and the crash-safety section of docs/architecture.md). A
-/// record of what the kernel already did is not synced: a daemon's death keeps the page
-/// cache, and a power loss ends the apps it describes; each fsync costs milliseconds
-/// (benchmarks/soak.md).
+/// each written atomically (a temporary file put in its place) before the daemon answers for
+/// the change, and records of intent before the step they describe (a launch before its
+/// cgroups, a suspend before its notice or freeze), so a daemon killed at any point leaves
+/// its successor a record at least as far along as the kernel (see Daemon+Adoption and the
+/// crash-safety section of docs/architecture.md). Only a launch's first record is also
+/// durable (fsync of the file and of the directory): it is what tells a later daemon, after
+/// a power loss too, that the launch never finished. The rest are not synced: a daemon's
+/// death keeps the page cache, a power loss ends the apps they describe, and each fsync
+/// costs a millisecond or more (benchmarks/soak.md).
 public enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
     public static func load(directory: String) -> [AppRecord] {
