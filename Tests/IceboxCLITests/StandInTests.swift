@@ -176,8 +176,11 @@ struct StandInTests {
         _ = try box.icebox(["launch", "keep", "--", "sleep", "1000"])
         try #require(eventually { !box.standIns().isEmpty })
         let standIns = box.standIns()
-        let daemon = try #require(box.daemonPID)
-        kill(daemon, SIGKILL)
+        let daemon = try ProcessHandle(adopting: try #require(box.daemonPID))
+        kill(daemon.pid, SIGKILL)
+        // Gone, its files closed (its lock too), before a new daemon is asked for.
+        var pfd = pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&pfd, 1, 5000) == 1, "the daemon did not die")
         #expect(eventually { standIns.allSatisfy { !Kernel.alive($0) } })
         let leftovers = parkedDirectories(box)
         #expect(!leftovers.isEmpty, "the killed daemon's stand-in directories should still be there to clean")
