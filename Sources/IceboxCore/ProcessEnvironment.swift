@@ -14,11 +14,18 @@ package enum ProcessEnvironment {
         return out
     }
 
+    /// The entries by name (a name given twice: the last one). Built from the C strings:
+    /// every command builds it at start-up, and splitting Strings at a Character (grapheme
+    /// breaking) with a growing table cost a one-shot `icebox suspend` ~8% of its CPU time.
     package static var dictionary: [String: String] {
+        var count = 0
+        while environ[count] != nil { count += 1 }
         var d: [String: String] = [:]
-        for entry in current {
-            guard let eq = entry.firstIndex(of: "=") else { continue }
-            d[String(entry[..<eq])] = String(entry[entry.index(after: eq)...])
+        d.reserveCapacity(count)
+        for i in 0..<count {
+            guard let entry = environ[i], let eq = strchr(entry, 0x3D) else { continue }
+            let key = UnsafeRawBufferPointer(start: entry, count: eq - entry)
+            d[String(decoding: key, as: UTF8.self)] = String(cString: eq + 1)
         }
         return d
     }
