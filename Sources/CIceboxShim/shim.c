@@ -10,6 +10,8 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -188,6 +190,71 @@ pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
     return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
+#if defined(__x86_64__)
+// clone3 with CLONE_VM | CLONE_VFORK, as posix_spawn does with clone: no copy of this
+// process's page tables, which for a daemon of tens of MiB cost milliseconds per spawn (and
+// as much again to tear down at the child's execve). The child runs fn(arg) on a stack of
+// its own in this address space; this thread sleeps until the child has run execve or
+// exited. Every signal is blocked across the call (the raw syscall: glibc's wrapper keeps
+// its own signals unblocked), so no handler of this process ever runs on the child's stack;
+// child_main sets every disposition to the default before it unblocks. The child also
+// shares this thread's errno: the parent's is set from the result here, after.
+#define ICEBOX_HAVE_CLONE3_VFORK 1
+static pid_t clone3_vfork(uint64_t flags, int cgroup_fd, int *pidfd, int (*fn)(void *), void *arg) {
+    const size_t size = 256 * 1024;
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    struct icebox_clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = CLONE_PIDFD | CLONE_VM | CLONE_VFORK | flags;
+    args.pidfd = (uint64_t)(uintptr_t)pidfd;
+    args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
+    args.stack = (uint64_t)(uintptr_t)stack; // the kernel starts the child at stack + stack_size
+    args.stack_size = size;
+    if (flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
+    uint64_t all = ~0ULL, old = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
+    long ret;
+    register long fn_reg __asm__("r12") = (long)fn;
+    register long arg_reg __asm__("r13") = (long)arg;
+    __asm__ volatile(
+        "syscall\n\t"
+        "testq %%rax, %%rax\n\t"
+        "jnz 1f\n\t"
+        // The child, on its own stack (16-byte aligned: the call leaves it as the ABI wants).
+        "xorl %%ebp, %%ebp\n\t"
+        "movq %%r13, %%rdi\n\t"
+        "callq *%%r12\n\t"
+        "movl %%eax, %%edi\n\t"
+        "movl $60, %%eax\n\t" // exit(2): fn never returns, but if it did
+        "syscall\n\t"
+        "hlt\n\t"
+        "1:\n\t"
+        : "=a"(ret)
+        : "0"((long)SYS_clone3), "D"(&args), "S"(sizeof args), "r"(fn_reg), "r"(arg_reg)
+        : "rcx", "r11", "memory");
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+    munmap(stack, size); // the child has left it: it ran execve (a new address space) or exited
+    if (ret < 0) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return (pid_t)ret;
+}
+
+struct vfork_child {
+    const struct icebox_spawn_request *req;
+    int err_read, err_write;
+};
+
+static int vfork_child_main(void *p) {
+    struct vfork_child *c = p;
+    close(c->err_read); // the child's own descriptor table: the parent keeps its copy
+    child_main(c->req, c->err_write, -1);
+    return 127;
+}
+#endif
+
 static void reap(pid_t pid) {
     siginfo_t info;
     while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
@@ -239,6 +306,28 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
     int pidfd = -1;
     pid_t pid = -1;
     int method = 0;
+#ifdef ICEBOX_HAVE_CLONE3_VFORK
+    // Nothing to do between the clone and the child's execve (no move): no fork needed.
+    if (!v1_moves && (req->cgroup_fd >= 0 || req->cgroup_procs_fd < 0)) {
+        struct vfork_child child = {.req = req, .err_read = err_pipe[0], .err_write = err_pipe[1]};
+        uint64_t into = req->cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0;
+        pid = clone3_vfork(into | parent_flag, req->cgroup_fd, &pidfd, vfork_child_main, &child);
+        method = into ? ICEBOX_SPAWN_CLONE3_INTO_CGROUP : ICEBOX_SPAWN_CLONE3_THEN_MOVE;
+        if (pid < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+            return close_pair_and_fail(err_pipe, go_pipe);
+        if (pid > 0) {
+            close(err_pipe[1]);
+            result->pid = pid;
+            result->method = method;
+            if (err_read) {
+                *err_read = err_pipe[0];
+                result->pidfd = pidfd;
+                return 0;
+            }
+            return icebox_spawn_await_exec(err_pipe[0], pidfd, clone_parent, -1, result);
+        }
+    }
+#endif
     if (req->cgroup_fd >= 0) {
         pid = icebox_clone3_pidfd(CLONE_INTO_CGROUP | parent_flag, req->cgroup_fd, &pidfd);
         method = ICEBOX_SPAWN_CLONE3_INTO_CGROUP;
