@@ -43,7 +43,7 @@ public struct SignalFreezer: Freezer {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
         stoppedByOthers.set(Set(members().filter { Self.stoppedState(ProcFS.stat(pid: $0)?.state ?? " ") }))
         var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current)
-        steps.stopNewMembers()
+        steps.begin()
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
 
@@ -88,13 +88,19 @@ public struct SignalFreezer: Freezer {
 /// A SIGSTOP round in steps. A process whose every thread was seen stopped stays that way (a
 /// stopped thread cannot start another), so it is not read again, and a step ends at the first
 /// process still running: each step costs only what is left to confirm, and little while
-/// nothing has stopped yet.
+/// nothing has stopped yet. The members are read again only once every process read before is
+/// stopped: a process forked before its parent stopped shows up then (and none can later).
 struct SignalFreezeSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Stopped by someone else before this freeze: not ours to continue on a rollback.
     let keepStopped: Set<pid_t>
     var signaled = Set<pid_t>()
     var done: [pid_t: Int] = [:]  // pid → its thread count, once seen fully stopped
+    /// The members at the last read, and those of them not yet seen stopped, in that order:
+    /// the ones before `next` have been since.
+    var lastMembers: [pid_t] = []
+    var queue: [pid_t] = []
+    var next = 0
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
@@ -104,8 +110,7 @@ struct SignalFreezeSteps: FreezeSteps {
     }
 
     /// SIGSTOP to the members not signalled yet; the members now.
-    @discardableResult
-    mutating func stopNewMembers() -> [pid_t] {
+    private mutating func stopNewMembers() -> [pid_t] {
         let pids = members()
         for pid in pids where !signaled.contains(pid) {
             if kill(pid, SIGSTOP) == 0 { signaled.insert(pid) }
@@ -115,44 +120,58 @@ struct SignalFreezeSteps: FreezeSteps {
 
     mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
         let took = now.saturatingSub(startedAt)
-        let pids = stopNewMembers()
-        if pids.isEmpty {
+        if next >= queue.count && !refill() {
             cancel()
             return .failed(.gone("no processes left to stop"))
         }
-        var allStopped = true
-        for pid in pids where done[pid] == nil {
-            var threads = 0
-            var stopped = true
-            for tid in ProcFS.threads(of: pid) {
-                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
-                if st.state == "Z" || st.state == "X" { continue }
-                threads += 1
-                if !SignalFreezer.stoppedState(st.state) {
-                    stopped = false
-                    break
-                }
+        confirmQueued()
+        if next >= queue.count {
+            guard refill() else {
+                cancel()
+                return .failed(.gone("no processes left to stop"))
             }
-            if stopped {
-                done[pid] = threads
-            } else {
-                // A pass ends at the first process still running, as bare.c's does: reading
-                // the rest now would only tell what the next pass reads anyway, and the reads
-                // take the CPU from the tasks that must run to stop.
-                allStopped = false
-                break
+            if queue.isEmpty {
+                let tasks = lastMembers.reduce(0) { $0 + (done[$1] ?? 0) }
+                return .confirmed(FreezeReport(backend: .signal, durationNanos: took, tasks: tasks))
             }
-        }
-        if allStopped {
-            return .confirmed(FreezeReport(backend: .signal, durationNanos: took, tasks: pids.reduce(0) { $0 + (done[$1] ?? 0) }))
         }
         if now >= deadline {
-            let stuck = StuckTask.describe(pids: pids, skippingStopped: true)
-            SignalFreezer.continueOurs(pids, keeping: keepStopped)
+            let stuck = StuckTask.describe(pids: lastMembers, skippingStopped: true)
+            SignalFreezer.continueOurs(lastMembers, keeping: keepStopped)
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
         return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
+    }
+
+    /// SIGSTOP to every member, queued for the first step.
+    mutating func begin() { _ = refill() }
+
+    /// Reads the members, stops any new one and queues those not seen stopped yet; false
+    /// when there is no member at all.
+    private mutating func refill() -> Bool {
+        lastMembers = stopNewMembers()
+        queue = lastMembers.filter { done[$0] == nil }
+        next = 0
+        return !lastMembers.isEmpty
+    }
+
+    /// Reads the queued processes in order up to the first one still running, as bare.c's
+    /// pass does: reading the rest now would only tell what the next step reads anyway, and
+    /// the reads take the CPU from the tasks that must run to stop.
+    private mutating func confirmQueued() {
+        while next < queue.count {
+            let pid = queue[next]
+            var threads = 0
+            for tid in ProcFS.threads(of: pid) {
+                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
+                if st.state == "Z" || st.state == "X" { continue }
+                threads += 1
+                if !SignalFreezer.stoppedState(st.state) { return }
+            }
+            done[pid] = threads
+            next += 1
+        }
     }
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
