@@ -339,7 +339,8 @@ public final class AppCgroups: Sendable {
                         + (stuck.isEmpty ? [] : ["tasks that did not die: " + stuck.joined(separator: "; ")]))
             }
             killAll()
-            return .waiting(recheckAt: destroy.backoff.next(afterLookAt: now, deadline: destroy.deadline), watch: eventsFile?.watchDescriptor)
+            let recheck = destroy.backoff.next(afterLookAt: now, deadline: destroy.deadline)
+            return .waiting(recheckAt: recheck, watch: eventsFile?.watchDescriptor)
         }
         let problems = removeAll()
         if problems.isEmpty { return .done(leftovers: destroy.leftovers) }
