@@ -41,9 +41,10 @@ public struct SignalFreezer: Freezer {
 
     public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
-        stoppedByOthers.set(Set(members().filter { Self.stoppedState(ProcFS.stat(pid: $0)?.state ?? " ") }))
+        let pids = members()
+        stoppedByOthers.set(Set(pids.filter { Self.stoppedState(ProcFS.stat(pid: $0)?.state ?? " ") }))
         var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current)
-        steps.begin()
+        steps.begin(with: pids)
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
 
@@ -109,9 +110,8 @@ struct SignalFreezeSteps: FreezeSteps {
         self.keepStopped = keepStopped
     }
 
-    /// SIGSTOP to the members not signalled yet; the members now.
-    private mutating func stopNewMembers() -> [pid_t] {
-        let pids = members()
+    /// SIGSTOP to those of `pids` not signalled yet; `pids`.
+    private mutating func stop(_ pids: [pid_t]) -> [pid_t] {
         for pid in pids where !signaled.contains(pid) {
             if kill(pid, SIGSTOP) == 0 { signaled.insert(pid) }
         }
@@ -144,13 +144,13 @@ struct SignalFreezeSteps: FreezeSteps {
         return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
     }
 
-    /// SIGSTOP to every member, queued for the first step.
-    mutating func begin() { _ = refill() }
+    /// SIGSTOP to `pids` (the members, just read), queued for the first step.
+    mutating func begin(with pids: [pid_t]) { _ = refill(pids) }
 
-    /// Reads the members, stops any new one and queues those not seen stopped yet; false
-    /// when there is no member at all.
-    private mutating func refill() -> Bool {
-        lastMembers = stopNewMembers()
+    /// Reads the members (unless given), stops any new one and queues those not seen stopped
+    /// yet; false when there is no member at all.
+    private mutating func refill(_ given: [pid_t]? = nil) -> Bool {
+        lastMembers = stop(given ?? members())
         queue = lastMembers.filter { done[$0] == nil }
         next = 0
         return !lastMembers.isEmpty
