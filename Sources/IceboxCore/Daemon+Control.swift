@@ -217,10 +217,34 @@ extension Daemon {
     }
 
     /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
+    ///
+    /// A line reported while the lifecycle's effects run is held until they are done, and then
+    /// for as long as one of the client's apps waits on the kernel (a freeze or thaw in
+    /// flight): "active → background" then goes out with "background → suspended" rather
+    /// than waking the client in the middle of the freeze, where, on a machine whose CPUs are
+    /// all taken, the client's own work took a CPU from the very tasks that had to run to
+    /// freeze (measured: 10 busy processes froze in 0.29 ms with a client that did not read
+    /// before the end, 0.59 ms with `icebox suspend`).
     func report(_ id: Int, line: String, failed: ExitCode? = nil) {
         guard var waiter = waiters[id] else { return }
-        send(waiter.client, ControlReply(kind: failed == nil ? .line : .warning, text: line))
+        let reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
+        if applyDepth > 0 || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
         if let failed, waiter.code == .success { waiter.code = failed }
+        waiters[id] = waiter
+    }
+
+    /// Sends the held lines of every waiter none of whose apps waits on the kernel.
+    func releaseHeldLines() {
+        for (id, waiter) in waiters where !waiter.held.isEmpty {
+            let waiting = waiter.remaining.contains { name in apps[name].map { $0.operation != nil && $0.operationAside == nil } ?? false }
+            if !waiting { releaseHeldLines(of: id) }
+        }
+    }
+
+    private func releaseHeldLines(of id: Int) {
+        guard var waiter = waiters[id], !waiter.held.isEmpty else { return }
+        for reply in waiter.held { send(waiter.client, reply) }
+        waiter.held = []
         waiters[id] = waiter
     }
 
@@ -231,6 +255,7 @@ extension Daemon {
         waiter.remaining.remove(app)
         waiters[id] = waiter
         if waiter.remaining.isEmpty {
+            releaseHeldLines(of: id)
             waiters.removeValue(forKey: id)
             finish(waiter.client, waiter.code)
         }

@@ -47,7 +47,10 @@ extension Daemon {
             }
         }
         app.lifecycle = next
+        applyDepth += 1
         for effect in effects { perform(effect, for: app) }
+        applyDepth -= 1
+        if applyDepth == 0 { releaseHeldLines() }
     }
 
     /// A client's suspend or resume, which is refused (with nothing done) when its record

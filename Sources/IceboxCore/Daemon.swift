@@ -58,6 +58,8 @@ public final class Daemon {
         var client: Int32
         var remaining: Set<String>
         var code: ExitCode = .success
+        /// Lines reported while one of its apps waits on the kernel (Daemon+Control `report`).
+        var held: [ControlReply] = []
     }
 
     let config: Configuration
@@ -76,6 +78,8 @@ public final class Daemon {
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]
     var nextWaiter = 1
+    /// How deep `apply` is: lines reported inside it wait for its end (Daemon+Control `report`).
+    var applyDepth = 0
     var idleSince: UInt64?
     var stopping = false
     /// Stopping without ending the apps (daemon --stop without --terminate-apps, SIGTERM).
