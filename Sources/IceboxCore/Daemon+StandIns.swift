@@ -4,13 +4,28 @@ import IceboxSystem
 /// The loop's side of the spawn pool (SpawnPool): parking stand-ins, hearing from them, and
 /// handing one to a launch.
 extension Daemon {
+    /// How long the loop waits after the last launch before it parks a stand-in. A stand-in
+    /// joining its cgroups holds the kernel's cgroup_threadgroup_rwsem for writing through an
+    /// RCU grace period, and every fork and clone on the host waits for that: parked between
+    /// two launches of a burst, it would put its grace period into the second one's spawn.
+    /// Within a burst, launches that find no stand-in move their apps themselves, and
+    /// back-to-back writes to cgroup.procs cost little (the kernel stays on its slow path).
+    static let standInQuietNanos: UInt64 = 50_000_000
+
     /// Parks a stand-in for the launches this daemon makes by default.
     func startSpawnPool() {
         guard let backend = try? facts.resolve(.auto), let kind = spawnPool.kind(for: backend) else { return }
         spawnPool.want(kind)
+        deferSpawnPoolFill()
+    }
+
+    /// The next fill, a quiet period from now.
+    func deferSpawnPoolFill() {
+        standInFillAt = spawnPool.wantsFill ? Clock.monotonicNanos().saturatingAdd(Self.standInQuietNanos) : nil
     }
 
     func fillSpawnPool() {
+        standInFillAt = nil
         for change in spawnPool.fill() { follow(change) }
     }
 
@@ -22,8 +37,10 @@ extension Daemon {
     /// and discards it), or nil: none is needed, or none is ready (the launch spawns the
     /// direct way; the pool parks one for the next).
     func takeStandIn(for backend: BackendKind) -> SpawnPool.Entry? {
-        guard let kind = spawnPool.kind(for: backend), let entry = spawnPool.take(kind) else { return nil }
-        unwatch(entry.standIn.watchDescriptor)
+        guard let kind = spawnPool.kind(for: backend) else { return nil }
+        let entry = spawnPool.take(kind)
+        deferSpawnPoolFill()  // a launch, taken a stand-in or not: the quiet period starts again
+        if let entry { unwatch(entry.standIn.watchDescriptor) }
         return entry
     }
 
@@ -42,6 +59,7 @@ extension Daemon {
         case .lost(let entry, let reason):
             if let entry { unwatch(entry.standIn.watchDescriptor) }
             log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason))
+            if standInFillAt == nil { deferSpawnPoolFill() }
         }
     }
 }

@@ -110,6 +110,8 @@ public final class Daemon {
     static let acceptBackoffNanos: UInt64 = 100_000_000
     /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs.
     let spawnPool: SpawnPool
+    /// When the loop parks the stand-ins the pool wants (Daemon+StandIns); nil: none wanted.
+    var standInFillAt: UInt64?
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -267,7 +269,7 @@ public final class Daemon {
     /// How long the loop may sleep: until the earliest deadline of any app, client or timer
     /// (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
-        let timers = [policyCheckAt, acceptResumeAt, appLogs?.nextDeadline].compactMap { $0 }
+        let timers = [policyCheckAt, acceptResumeAt, appLogs?.nextDeadline, stopping ? nil : standInFillAt].compactMap { $0 }
         var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + timers).min()
         next = [next, metricsFileDue].compactMap { $0 }.min()
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
@@ -307,7 +309,7 @@ public final class Daemon {
 
     func fireDeadlines(now: UInt64) {
         closeDrainedClients(now: now)
-        if spawnPool.wantsFill && !stopping { fillSpawnPool() }
+        if let at = standInFillAt, at <= now, !stopping { fillSpawnPool() }
         if let d = acceptResumeAt, d <= now { resumeAccepting() }
         if let d = policyCheckAt, d <= now {
             policyCheckAt = nil
