@@ -335,15 +335,16 @@ def rounds_for(n, mode, scale):
     return max(2, int(round(r * scale)))
 
 
-# icebox's confirmation schedules (Sources/IceboxCore): first check right after the write, then
-# re-reads after sleeping an interval that starts at `first` and doubles up to `cap`.
-# icebox's re-read schedules (first interval, cap), as in Cgroup2.swift, Cgroup1Freezer.swift, SignalFreezer.swift.
+# icebox's re-read schedules (Sources/IceboxCore, FreezeOperation.swift's Backoff): first look right
+# after the write, then the next after `first` (20 µs), 5% of the time elapsed, or four times what the
+# look cost, whichever is longest, up to `cap` (Cgroup2Freezer, Cgroup1Freezer, SignalFreezer).
 BACKOFF = {"cgroup2": (20_000, 10_000_000), "cgroup1": (20_000, 10_000_000), "signal": (20_000, 5_000_000)}
 
 
 def backoff_steps(backend, upto=60_000_000_000):
     """The moments icebox re-reads an operation's state (as FreezeOperation's Backoff does):
-    20 µs after the last look, or 5% of the time elapsed, whichever is longer, up to the cap."""
+    20 µs after the last look, or 5% of the time elapsed, whichever is longer, up to the cap
+    (a look of a few µs: the four-times-its-cost term does not count here)."""
     first, cap = BACKOFF[backend]
     t, out = 0, [0]
     while t < upto:
@@ -354,8 +355,10 @@ def backoff_steps(backend, upto=60_000_000_000):
 
 REASONS = {
     "fixed": "**A fixed cost of a few tens of µs per operation.** The kernel's part is that small here, so what "
-             "the daemon does around it shows: it opens the cgroup (or /proc) files afresh for every operation and "
-             "reads and parses them through Swift strings, where bare keeps one file open and preads it.",
+             "the daemon does around it shows: before the write it reads /proc/PID/cgroup (a main process moved "
+             "out of the app's cgroup must not keep running beside a frozen one), and its first re-read comes 20 µs "
+             "after the first look, through the loop's epoll wait on a vCPU that has gone idle; bare writes, reads "
+             "and sleeps with nothing else to do.",
     "cg2": "**The cgroup2 re-read schedule.** icebox reads cgroup.events right after the write, then waits for "
            "POLLPRI for at most 20 µs, or 5% of the time elapsed (up to 10 ms), between re-reads. The kernel sends at "
            "most one POLLPRI per 10 ms per file, and the previous thaw or freeze was a few ms earlier, so the "
@@ -369,12 +372,13 @@ REASONS = {
                "once, as bare does; the difference is not in the code path. Likely scheduling: the write wakes every "
                "task of the app, and those run before the daemon gets back to its read-back (bare, a fresh "
                "short-lived process, is preempted less). Not confirmed.",
-    "sigfreeze": "**SIGSTOP: confirming means reading /proc for every thread.** Each pass re-lists the app's "
-                 "processes and, for every process not yet seen fully stopped, opens and parses "
-                 "/proc/PID/task/TID/stat per thread (in Swift) until one still runs, then sleeps 20 µs doubling to "
-                 "5 ms. With many threads a pass takes milliseconds, the reads compete with the stopping threads for "
-                 "the CPU and their per-process locks, and the back-off can add up to 5 ms at the end; bare does the "
-                 "same reads in C with a finer schedule.",
+    "sigfreeze": "**SIGSTOP: icebox reads more of /proc than bare.** Before the first SIGSTOP it reads the "
+                 "state of every member (a process stopped by someone else is left stopped on a thaw or a "
+                 "rollback), which bare does not; then, like bare, it reads /proc/PID/task/TID/stat in order up to "
+                 "the first thread still running and waits 20 µs, 5% of the time elapsed or four times what the "
+                 "look cost; once every process read is stopped it lists the members again, for any process forked "
+                 "before its parent stopped (bare never looks again). With busy tasks on every CPU each of those "
+                 "reads competes with the tasks that must run to stop.",
     "sigthaw": "**SIGCONT: the thaw is instant, the confirmation is a scan.** SIGCONT wakes every thread inside "
                "kill(); what remains is reading /proc/PID/task/TID/stat for every thread, which icebox does in "
                "Swift (open, read, parse per thread) about twice as slowly as bare's C.",
