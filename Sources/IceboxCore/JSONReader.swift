@@ -114,7 +114,7 @@ public struct JSONReader {
         guard i < bytes.count else { return nil }
         let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
         i += 1
-        if !escaped { return String(validating: raw, as: UTF8.self) }
+        if !escaped { return Self.text(raw) }
         var out: [UInt8] = []
         out.reserveCapacity(raw.count)
         var j = 0
@@ -150,7 +150,18 @@ public struct JSONReader {
             out.append(b)
             j += 1
         }
-        return String(validating: out, as: UTF8.self)
+        return out.withUnsafeBytes(Self.text)
+    }
+
+    /// The bytes as a String if they are valid UTF-8. ASCII (nearly every string `ps`
+    /// reads) is valid as it is; `String(validating:)` costs several times more.
+    private static func text(_ utf8: UnsafeRawBufferPointer) -> String? {
+        var ascii = true
+        for b in utf8 where b >= 0x80 {
+            ascii = false
+            break
+        }
+        return ascii ? String(decoding: utf8, as: UTF8.self) : String(validating: utf8, as: UTF8.self)
     }
 
     /// Four hex digits at `at` (either case), as `\u` takes them.

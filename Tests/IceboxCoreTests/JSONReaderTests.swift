@@ -15,12 +15,12 @@ struct JSONReaderTests {
     /// and ControlReply are not Equatable). Returns whether the fast path took the line, and
     /// whether JSONDecoder did.
     @discardableResult
-    func expectSameReading<T: Decodable & JSONReadable & Encodable>(
+    func expectSameReading<T: JSONReadable & Encodable & SendableMetatype>(
         _ type: T.Type, _ line: String, _ what: String
     ) -> (fast: Bool, slow: Bool) {
         let fast = JSONReader.read(line) { T(json: &$0) }.map(JSONLines.encode)
-        let slow = (try? JSONLines.decodeWithFoundation(type, line)).map(JSONLines.encode)
-        let decoded = JSONLines.decode(type, line).map(JSONLines.encode)
+        let slow = (try? JSONLines.decodeWithFoundation(T.self, line)).map(JSONLines.encode)
+        let decoded = JSONLines.decode(T.self, line).map(JSONLines.encode)
         if let fast {
             #expect(slow == fast, "\(what): the fast path read \(line) as \(fast), JSONDecoder as \(slow ?? "an error")")
         }
@@ -77,7 +77,7 @@ struct JSONReaderTests {
         for round in 0..<100 {
             // Both or neither: the generator makes some values JSONDecoder refuses too
             // (a ready mode of tcp:0), and the fast path must refuse those, take the rest.
-            func expectBoth<T: Decodable & JSONReadable & Encodable>(_ type: T.Type, _ line: String) {
+            func expectBoth<T: JSONReadable & Encodable & SendableMetatype>(_ type: T.Type, _ line: String) {
                 let took = expectSameReading(type, line, "\(type) \(seed)/\(round)")
                 #expect(took.fast == took.slow, "the fast path gave up on \(line)")
             }
