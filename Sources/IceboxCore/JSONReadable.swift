@@ -1,6 +1,6 @@
 /// A type JSONReader can read from the plain form JSONWriter writes; nil for anything else,
 /// which JSONDecoder then reads (see JSONReader). `JSONLines.decode` tries it first.
-protocol JSONReadable: Decodable {
+public protocol JSONReadable: Decodable {
     init?(json r: inout JSONReader)
 }
 
@@ -26,7 +26,7 @@ extension JSONReader {
 }
 
 extension AppRecord: JSONReadable {
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         var name: String?, options: LaunchOptions?, pid: Int32?, startTicks: UInt64?, state: AppState?
         var sinceMonotonic: UInt64?, sinceWall: String?, launchedWall: String?, backend: BackendKind?, cgroup: String?
         var freezerV1: String?, spawnMethod: String?, coldStart: UInt64?, lastFreeze: UInt64?, lastThaw: UInt64?
@@ -82,7 +82,7 @@ extension AppRecord: JSONReadable {
 }
 
 extension LaunchOptions: JSONReadable {
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         var attached: Bool?, backend: BackendChoice?, backgroundSignal: NoticeSignal?, command: [String]?
         var compactAfter: UInt64?, environment: [String]?, extraEnvironment: [String]?, foregroundSignal: Int32?
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
@@ -137,21 +137,21 @@ extension LaunchOptions: JSONReadable {
 }
 
 extension ReadyMode: JSONReadable {
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         guard let mode = r.string().flatMap(ReadyMode.parse) else { return nil }
         self = mode
     }
 }
 
 extension NoticeSignal: JSONReadable {
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         guard let signal = r.string().flatMap(NoticeSignal.init(stored:)) else { return nil }
         self = signal
     }
 }
 
 extension RunAs: JSONReadable {
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         var gid: UInt32?, group: String?, groups: [UInt32]?, uid: UInt32?, user: String?
         let read = r.object { r, key in
             switch key {
@@ -169,7 +169,7 @@ extension RunAs: JSONReadable {
 }
 
 extension AppSummary: JSONReadable {
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
         var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
         var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
@@ -207,7 +207,7 @@ extension AppSummary: JSONReadable {
 extension ControlReply: JSONReadable {
     /// The replies of `ps`, and the lines and ends of every command; one that carries an
     /// event or a policy (an attached run, a policy command: one at a time) is JSONDecoder's.
-    init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) {
         var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?
         let read = r.object { r, key in
             switch key {
@@ -223,5 +223,62 @@ extension ControlReply: JSONReadable {
         self.init(kind: kind, text: text, code: code)
         self.apps = apps
         self.summaries = summaries
+    }
+}
+
+extension ControlRequest: JSONReadable {
+    /// The requests typed in a shell one after another (ps, suspend, resume, switch, ping);
+    /// the others, and any request in another form, are JSONDecoder's.
+    public init?(json r: inout JSONReader) {
+        var request: ControlRequest?
+        let read = r.object { r, key in
+            guard request == nil else { return false }  // one case a request
+            switch key {
+            case "ping":
+                guard r.object({ _, _ in false }) else { return false }
+                request = .ping
+            case "ps":
+                var all: Bool?, brief: Bool?
+                let read = r.object { r, key in
+                    switch key {
+                    case "all": return r.field(&all)
+                    case "brief": return r.field(&brief)
+                    default: return false
+                    }
+                }
+                guard read, let all, let brief else { return false }
+                request = .ps(all: all, brief: brief)
+            case "suspend":
+                var names: [String]?, grace: UInt64?
+                let read = r.object { r, key in
+                    switch key {
+                    case "grace_ns": return r.field(&grace)
+                    case "names": return r.field(&names)
+                    default: return false
+                    }
+                }
+                guard read, let names else { return false }
+                request = .suspend(names: names, graceNanos: grace)
+            case "resume":
+                var names: [String]?, waitReady: Bool?
+                let read = r.object { r, key in
+                    switch key {
+                    case "names": return r.field(&names)
+                    case "wait_ready": return r.field(&waitReady)
+                    default: return false
+                    }
+                }
+                guard read, let names, let waitReady else { return false }
+                request = .resume(names: names, waitReady: waitReady)
+            case "switch_to":
+                var name: String?
+                guard r.object({ r, key in key == "name" && r.field(&name) }), let name else { return false }
+                request = .switchTo(name: name)
+            default: return false
+            }
+            return true
+        }
+        guard read, let request else { return nil }
+        self = request
     }
 }

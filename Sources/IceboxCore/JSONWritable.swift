@@ -157,3 +157,53 @@ extension ControlReply: JSONWritable {
         }
     }
 }
+
+extension ControlRequest: JSONWritable {
+    /// As Swift's synthesized coding of an enum writes it: `{"case":{"label":value,…}}`,
+    /// `_0` for an unlabeled value, `{}` for a case without one.
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            switch self {
+            case .ping: w.emptyObject("ping")
+            case .launch(let options): w.member("launch") { $0.field("_0", options) }
+            case .ps(let all, let brief):
+                w.member("ps") { w in
+                    w.field("all", all)
+                    w.field("brief", brief)
+                }
+            case .suspend(let names, let grace):
+                w.member("suspend") { w in
+                    w.field("grace_ns", grace)
+                    w.field("names", names)
+                }
+            case .resume(let names, let waitReady):
+                w.member("resume") { w in
+                    w.field("names", names)
+                    w.field("wait_ready", waitReady)
+                }
+            case .switchTo(let name): w.member("switch_to") { $0.field("name", name) }
+            case .terminate(let names, let timeout):
+                w.member("terminate") { w in
+                    w.field("names", names)
+                    w.field("timeout_ns", timeout)
+                }
+            case .evict(let names): w.member("evict") { $0.field("names", names) }
+            case .relaunch(let name): w.member("relaunch") { $0.field("name", name) }
+            case .compact(let names, let mode):
+                w.member("compact") { w in
+                    w.field("mode", mode)
+                    w.field("names", names)
+                }
+            case .policy: w.emptyObject("policy")
+            case .setPolicy(let settings): w.member("set_policy") { $0.field(codable: "_0", settings) }
+            case .stop(let terminateApps, let timeout):
+                w.member("stop") { w in
+                    w.field("terminate_apps", terminateApps)
+                    w.field("timeout_ns", timeout)
+                }
+            case .forget(let names): w.member("forget") { $0.field("names", names) }
+            case .metrics(let format): w.member("metrics") { $0.field("format", format) }
+            }
+        }
+    }
+}

@@ -47,6 +47,15 @@ public struct JSONWriter {
 
     // MARK: Members (an optional that is nil is left out, as encodeIfPresent does)
 
+    /// `"key":{…}`, the object's members written by `body`.
+    public mutating func member(_ name: StaticString, _ body: (inout JSONWriter) -> Void) {
+        key(name)
+        object(body)
+    }
+
+    /// `"key":{}`.
+    public mutating func emptyObject(_ name: StaticString) { member(name) { _ in } }
+
     public mutating func field(_ name: StaticString, _ value: String?) {
         guard let value else { return }
         key(name)

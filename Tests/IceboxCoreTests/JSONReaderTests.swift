@@ -89,6 +89,12 @@ struct JSONReaderTests {
             reply.apps = g.chance() ? (0..<g.below(3)).map { _ in g.record() } : nil
             expectBoth(ControlReply.self, JSONLines.encode(reply))
             expectBoth(ControlReply.self, JSONLines.encode(ControlReply(kind: .done, code: g.integer())))
+            let request = g.request()
+            let took = expectSameReading(ControlRequest.self, JSONLines.encode(request), "ControlRequest \(seed)/\(round)")
+            switch request {
+            case .ping, .ps, .suspend, .resume, .switchTo: #expect(took.fast, "the fast path gave up on \(request)")
+            default: break  // JSONDecoder's
+            }
         }
     }
 
@@ -98,8 +104,9 @@ struct JSONReaderTests {
         var taken = 0
         for round in 0..<400 {
             var line: String
-            switch g.below(3) {
+            switch g.below(4) {
             case 0: line = JSONLines.encode(g.record())
+            case 3: line = JSONLines.encode(g.request())
             case 1: line = JSONLines.encode(g.record().summary)
             default:
                 var reply = ControlReply(kind: .data, text: g.optionalString(), code: g.optional())
@@ -111,6 +118,7 @@ struct JSONReaderTests {
             if expectSameReading(AppRecord.self, line, what).fast { taken += 1 }
             if expectSameReading(AppSummary.self, line, what).fast { taken += 1 }
             if expectSameReading(ControlReply.self, line, what).fast { taken += 1 }
+            if expectSameReading(ControlRequest.self, line, what).fast { taken += 1 }
         }
         // Some mangled lines are still good JSON of the plain form (white space, a changed
         // letter in a string): the fast path must have taken some, or this compared nothing.

@@ -130,6 +130,26 @@ struct JSONWriterTests {
             return e
         }
 
+        mutating func request() -> ControlRequest {
+            switch below(15) {
+            case 0: return .ping
+            case 1: return .launch(options())
+            case 2: return .ps(all: chance(), brief: chance())
+            case 3: return .suspend(names: strings(), graceNanos: optional())
+            case 4: return .resume(names: strings(), waitReady: chance())
+            case 5: return .switchTo(name: string())
+            case 6: return .terminate(names: strings(), timeoutNanos: optional())
+            case 7: return .evict(names: strings())
+            case 8: return .relaunch(name: string())
+            case 9: return .compact(names: strings(), mode: chance() ? .pageout : nil)
+            case 10: return .policy
+            case 11: return .setPolicy([.memoryBudget(optional()), .pressureScope(.apps), .maxSuspended(optional())])
+            case 12: return .stop(terminateApps: chance(), timeoutNanos: optional())
+            case 13: return .forget(names: strings())
+            default: return .metrics(format: pick(MetricsFormat.allCases))
+            }
+        }
+
         mutating func reply() -> ControlReply {
             var r = ControlReply(kind: pick([.line, .warning, .event, .data, .done, .exit]), text: optionalString(), code: optional())
             if chance() { r.event = event() }
@@ -145,7 +165,7 @@ struct JSONWriterTests {
     }
 
     /// Both encoders on the value; on a difference, the first byte where they part.
-    func expectSame<T: Encodable>(_ value: T, _ what: @autoclosure () -> String) {
+    func expectSame<T: JSONWritable>(_ value: T, _ what: @autoclosure () -> String) {
         let fast = JSONLines.encode(value), slow = JSONLines.encodeWithFoundation(value)
         if fast != slow {
             let at = zip(fast.utf8, slow.utf8).prefix { $0 == $1 }.count
@@ -167,6 +187,7 @@ struct JSONWriterTests {
             expectSame(g.record().redacted.summary, "AppSummary, seed \(seed) round \(round)")
             expectSame(g.event(), "Event, seed \(seed) round \(round)")
             expectSame(g.reply(), "ControlReply, seed \(seed) round \(round)")
+            expectSame(g.request(), "ControlRequest, seed \(seed) round \(round)")
             expectSame((0..<g.below(3)).map { _ in g.record() }, "[AppRecord], seed \(seed) round \(round)")
         }
     }
@@ -176,7 +197,7 @@ struct JSONWriterTests {
         var e = Event(app: text, pid: nil, kind: .notify, detail: text, now: 0)
         e.time = text
         expectSame(e, "Event with \(text.unicodeScalars.map { String($0.value, radix: 16) })")
-        expectSame([text], "[String]")
+        expectSame(ControlRequest.suspend(names: [text, text], graceNanos: nil), "a request naming \(text.debugDescription)")
     }
 
     @Test func extremeIntegersEncodeToTheSameBytes() {
