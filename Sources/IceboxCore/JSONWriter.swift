@@ -56,16 +56,10 @@ public struct JSONWriter {
     /// `"key":{}`.
     public mutating func emptyObject(_ name: StaticString) { member(name) { _ in } }
 
-    public mutating func field(_ name: StaticString, _ value: String?) {
-        guard let value else { return }
-        key(name)
-        string(value)
-    }
+    public mutating func field(_ name: StaticString, _ value: String?) { present(name, value) { $0.string($1) } }
 
     public mutating func field<N: FixedWidthInteger>(_ name: StaticString, _ value: N?) {
-        guard let value else { return }
-        key(name)
-        integer(value)
+        present(name, value) { $0.integer($1) }
     }
 
     public mutating func field(_ name: StaticString, _ value: Bool) {
@@ -75,41 +69,31 @@ public struct JSONWriter {
     }
 
     public mutating func field<E: RawRepresentable>(_ name: StaticString, _ value: E?) where E.RawValue == String {
-        guard let value else { return }
-        key(name)
-        string(value.rawValue)
+        present(name, value) { $0.string($1.rawValue) }
     }
 
     public mutating func field(_ name: StaticString, _ value: [String]?) {
-        guard let value else { return }
-        key(name)
-        array(value) { $0.string($1) }
+        present(name, value) { w, strings in w.array(strings) { $0.string($1) } }
     }
 
     public mutating func field<N: FixedWidthInteger>(_ name: StaticString, _ value: [N]?) {
-        guard let value else { return }
-        key(name)
-        array(value) { $0.integer($1) }
+        present(name, value) { w, numbers in w.array(numbers) { $0.integer($1) } }
     }
 
-    public mutating func field<W: JSONWritable>(_ name: StaticString, _ value: W?) {
-        guard let value else { return }
-        key(name)
-        value.writeJSON(to: &self)
-    }
-
-    public mutating func field<W: JSONWritable>(_ name: StaticString, _ value: [W]?) {
-        guard let value else { return }
-        key(name)
-        array(value) { $0.write($1) }
-    }
+    /// A nested object or array with a hand-written form (`[AppRecord]` is one too).
+    public mutating func field<W: JSONWritable>(_ name: StaticString, _ value: W?) { present(name, value) { $0.write($1) } }
 
     /// A value of a type with no hand-written form, through JSONEncoder (the same bytes as
     /// JSONEncoder writes for it nested: its own keys sorted, the same key strategy).
     public mutating func field<T: Encodable>(codable name: StaticString, _ value: T?) {
+        present(name, value) { $0.bytes.append(contentsOf: JSONLines.encodeWithFoundation($1).utf8) }
+    }
+
+    /// The member, unless the value is nil.
+    private mutating func present<T>(_ name: StaticString, _ value: T?, _ write: (inout JSONWriter, T) -> Void) {
         guard let value else { return }
         key(name)
-        bytes.append(contentsOf: JSONLines.encodeWithFoundation(value).utf8)
+        write(&self, value)
     }
 
     // MARK: Values
