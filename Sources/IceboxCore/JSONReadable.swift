@@ -1,5 +1,6 @@
 /// A type JSONReader can read from the plain form JSONWriter writes; nil for anything else,
-/// which JSONDecoder then reads (see JSONReader). `JSONLines.decode` tries it first.
+/// which JSONDecoder then reads (see JSONReader). `JSONLines.decode` and
+/// `decodeOrError` try it first where the type is known to conform (an overload).
 public protocol JSONReadable: Decodable {
     init?(json r: inout JSONReader)
 }

@@ -42,7 +42,8 @@ public struct JSONWriter {
         first = false
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
     }
 
     // MARK: Members (an optional that is nil is left out, as encodeIfPresent does)
@@ -155,7 +156,9 @@ public struct JSONWriter {
 }
 
 /// A type with a hand-written JSON form, byte for byte what JSONEncoder writes for its
-/// Codable form under JSONLines' settings; `JSONLines.encode` takes it when a value has one.
+/// Codable form under JSONLines' settings. `JSONLines.encode` has an overload for these,
+/// chosen where the value's static type conforms (a value passed on as a plain Encodable
+/// goes through JSONEncoder: the same bytes, slower).
 public protocol JSONWritable: Encodable {
     func writeJSON(to writer: inout JSONWriter)
 }
