@@ -126,14 +126,13 @@ public struct AppLifecycle: Sendable {
 
     /// The earliest deadline this app has armed; `handle(.tick)` once it has passed.
     public var nextDeadline: UInt64? {
-        var d: [UInt64?] = [resumeReadyDeadline, watchdogDeadline]
+        let d = resumeReadyDeadline.earlier(watchdogDeadline)
         switch phase {
-        case .launching(let ready): d.append(ready)
-        case .background(let grace): d.append(grace.deadline)
-        case .ending(_, let kill): d.append(kill)
-        default: break
+        case .launching(let ready): return d.earlier(ready)
+        case .background(let grace): return d.earlier(grace.deadline)
+        case .ending(_, let kill): return d.earlier(kill)
+        default: return d
         }
-        return d.compactMap { $0 }.min()
     }
 
     /// The record with the deadlines under way, so a daemon that takes over after a crash

@@ -47,7 +47,10 @@ extension AppRecord {
         return r
     }
 
+    /// The name ends at the first `=` byte, as the kernel and libc read an environment
+    /// entry; a search by Character missed an `=` that a combining mark joins to the next
+    /// character ("K=\u{338}secret") and showed the value whole. Bytes are faster, too.
     static func nameOnly(_ entry: String) -> String {
-        entry.firstIndex(of: "=").map { String(entry[..<$0]) } ?? entry
+        entry.utf8.firstIndex(of: UInt8(ascii: "=")).map { String(Substring(entry.utf8[..<$0])) } ?? entry
     }
 }

@@ -269,9 +269,10 @@ public final class Daemon {
     /// How long the loop may sleep: until the earliest deadline of any app, client or timer
     /// (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
-        let timers = [policyCheckAt, acceptResumeAt, appLogs?.nextDeadline, stopping ? nil : standInFillAt].compactMap { $0 }
-        var next = (apps.values.compactMap(\.nextDeadline) + clients.values.compactMap(\.closeAt) + timers).min()
-        next = [next, metricsFileDue].compactMap { $0 }.min()
+        var next = policyCheckAt.earlier(acceptResumeAt).earlier(appLogs?.nextDeadline).earlier(metricsFileDue)
+        if !stopping { next = next.earlier(standInFillAt) }
+        for app in apps.values { next = next.earlier(app.nextDeadline) }
+        for client in clients.values { next = next.earlier(client.closeAt) }
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
             next = min(next ?? .max, since.saturatingAdd(idle))
         }

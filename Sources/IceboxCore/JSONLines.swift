@@ -6,7 +6,23 @@ import Synchronization
 /// everywhere: snake_case, with durations in nanoseconds ending in `_ns`
 /// (`graceNanos` → `grace_ns`, `memoryBytes` → `memory_bytes`).
 public enum JSONLines {
+    /// The value as one line of JSON, by JSONEncoder. A type with a hand-written form takes
+    /// the overload below instead: chosen by the compiler, not by a cast at run time, since
+    /// a one-shot client's first conformance lookup scans every conformance in the binary.
     public static func encode<T: Encodable>(_ value: T) -> String {
+        encodeWithFoundation(value)
+    }
+
+    /// The hand-written form (`JSONWritable`): JSONEncoder's bytes, several times faster.
+    public static func encode<T: JSONWritable>(_ value: T) -> String {
+        var writer = JSONWriter()
+        value.writeJSON(to: &writer)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// What JSONEncoder writes for the value under these settings: the definition the
+    /// hand-written forms are held to.
+    package static func encodeWithFoundation<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.keyEncodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .snake)) }
@@ -18,7 +34,24 @@ public enum JSONLines {
         try? decodeOrError(type, line)
     }
 
+    /// The value a line holds: read by hand if the line is in the plain form JSONWriter
+    /// writes (JSONReader), else by JSONDecoder, which decides.
+    public static func decode<T: JSONReadable>(_ type: T.Type, _ line: String) -> T? {
+        try? decodeOrError(type, line)
+    }
+
     public static func decodeOrError<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
+        try decodeWithFoundation(type, line)
+    }
+
+    public static func decodeOrError<T: JSONReadable>(_ type: T.Type, _ line: String) throws -> T {
+        if let value = JSONReader.read(line, { T(json: &$0) }) { return value }
+        return try decodeWithFoundation(type, line)
+    }
+
+    /// What JSONDecoder reads from the line under these settings: the definition JSONReader
+    /// is held to.
+    package static func decodeWithFoundation<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .camel)) }
         return try decoder.decode(type, from: Data(line.utf8))

@@ -40,13 +40,19 @@ public enum NoticeSignal: Codable, Sendable, Equatable, CustomStringConvertible 
     // Encoded as its text ("auto", "none", "10"), as the registry has always kept it.
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
+        guard let signal = NoticeSignal(stored: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "bad signal \(text)"))
+        }
+        self = signal
+    }
+
+    /// The notice from its stored text; nil if it names no signal.
+    init?(stored text: String) {
         switch text {
         case "auto": self = .auto
         case "none": self = NoticeSignal.none
         default:
-            guard let n = Int32(text) ?? Signals.number(of: text) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "bad signal \(text)"))
-            }
+            guard let n = Int32(text) ?? Signals.number(of: text) else { return nil }
             self = .signal(n)
         }
     }

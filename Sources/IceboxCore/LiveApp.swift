@@ -90,7 +90,7 @@ final class LiveApp {
 
     /// The earliest moment the loop must wake up for this app.
     var nextDeadline: UInt64? {
-        [lifecycle.nextDeadline, probeAt, operationAt, destroyAt, compactAt, lockCheckAt, notifyDropped > 0 ? notifyDropLogAt : nil]
-            .compactMap { $0 }.min()
+        lifecycle.nextDeadline.earlier(probeAt).earlier(operationAt).earlier(destroyAt).earlier(compactAt)
+            .earlier(lockCheckAt).earlier(notifyDropped > 0 ? notifyDropLogAt : nil)
     }
 }

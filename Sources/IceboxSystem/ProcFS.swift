@@ -5,10 +5,36 @@ import Glibc
 public enum ProcFS {
     /// The value of one "Key:\tvalue" line of /proc/PID/status.
     public static func statusField(_ name: String, in text: String) -> String? {
+        if let found = asciiStatusField(name, in: text) { return found }
         for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
             return line.dropFirst(name.count + 1).trimmingCharacters(in: " \t")
         }
         return nil
+    }
+
+    /// The same search over bytes, for the text /proc gives (ASCII, no CR), where bytes and
+    /// Characters agree: splitting by Character walked the whole of /proc/PID/status on
+    /// every suspend. `.some(nil)` is "not there"; nil leaves other text to the search above.
+    private static func asciiStatusField(_ name: String, in text: String) -> String?? {
+        let key = Array(name.utf8) + [UInt8(ascii: ":")]
+        var text = text
+        return text.withUTF8 { bytes -> String?? in
+            guard !key.contains(where: { $0 >= 0x80 || $0 == 0x0D || $0 == 0x0A }),
+                !bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D })
+            else { return nil }
+            var start = 0
+            while start < bytes.count {
+                let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+                if end - start >= key.count, bytes[start..<(start + key.count)].elementsEqual(key) {
+                    var from = start + key.count, to = end
+                    while from < to, bytes[from] == 0x20 || bytes[from] == 0x09 { from += 1 }
+                    while to > from, bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09 { to -= 1 }
+                    return .some(String(decoding: UnsafeBufferPointer(rebasing: bytes[from..<to]), as: UTF8.self))
+                }
+                start = end + 1
+            }
+            return .some(nil)
+        }
     }
 
     /// Whether bit (signal-1) is set in a hex mask such as SigCgt's "0000000000004a02".

@@ -136,6 +136,18 @@ struct ProtocolCodingTests {
         #expect(r.redacted.options.extraEnvironment == ["DB_PASSWORD"])
     }
 
+    /// The name ends at the first `=` byte even where a combining mark makes `=` part of a
+    /// larger character (a search by Character once showed such a value whole).
+    @Test func psRecordsCutTheNameAtTheFirstEqualsByte() {
+        var o = LaunchOptions(name: "web", command: ["sleep", "1"])
+        o.environment = ["TOKEN=\u{338}s3cret", "\u{600}=x", "NOVALUE", "=lead", "É=1"]
+        let r = AppRecord(
+            name: "web", options: o, pid: 1, state: .active, sinceMonotonicNanos: 0, sinceWall: "", launchedWall: "",
+            backend: .signal)
+        #expect(r.redacted.options.environment == ["TOKEN", "\u{600}", "NOVALUE", "", "É"])
+        #expect(!JSONLines.encode(r.redacted).contains("s3cret"))
+    }
+
     @Test func controlReplyRoundTripsWithAnEvent() throws {
         var reply = ControlReply(kind: .event, text: "hello", code: 3)
         let event = Event(

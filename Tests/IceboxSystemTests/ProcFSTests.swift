@@ -67,6 +67,28 @@ struct ProcFSTests {
         #expect(ProcFS.statusField("SigPnd", in: text) == "0000000000000000")
     }
 
+    /// The byte search /proc text takes finds what a search by lines of Characters finds, over
+    /// random text of the characters that matter (keys, separators, blanks, empty lines) and
+    /// some that send it to the Character search (CR, non-ASCII).
+    @Test func statusFieldReadsAsTheCharacterSearchDoes() {
+        func byCharacters(_ name: String, _ text: String) -> String? {
+            text.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: " \t") }
+        }
+        var state: UInt64 = 7
+        func below(_ n: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(n))
+        }
+        let pieces = ["Sig", "SigCgt", "Name", ":", "\t", " ", "\n", "\n\n", "0a", "x y", "\r\n", "é", ":\u{301}"]
+        for _ in 0..<3000 {
+            let text = (0..<below(14)).map { _ in pieces[below(pieces.count)] }.joined()
+            for name in ["SigCgt", "Sig", "Name", ""] {
+                #expect(ProcFS.statusField(name, in: text) == byCharacters(name, text), "\(name) in \(text.debugDescription)")
+            }
+        }
+    }
+
     @Test func maskHasSignalReadsBitSignalMinusOne() {
         // 0x4a02 = bits 1, 9, 11, 14 → SIGINT(2), SIGUSR1(10), SIGUSR2(12), SIGTERM(15).
         let mask = "0000000000004a02"

@@ -1,0 +1,285 @@
+/// A type JSONReader can read from the plain form JSONWriter writes; nil for anything else,
+/// which JSONDecoder then reads (see JSONReader). `JSONLines.decode` and
+/// `decodeOrError` try it first where the type is known to conform (an overload).
+public protocol JSONReadable: Decodable {
+    init?(json r: inout JSONReader)
+}
+
+extension JSONReader {
+    // One member's value into its variable. `null` leaves it nil, as decodeIfPresent does;
+    // a member that may not be nil is checked once the object is read.
+    mutating func field(_ target: inout String?) -> Bool { value(&target) { $0.string() } }
+    mutating func field(_ target: inout Bool?) -> Bool { value(&target) { $0.bool() } }
+    mutating func field(_ target: inout [String]?) -> Bool { value(&target) { $0.strings() } }
+    mutating func field<N: FixedWidthInteger>(_ target: inout N?) -> Bool { value(&target) { $0.integer() } }
+    mutating func field<N: FixedWidthInteger>(_ target: inout [N]?) -> Bool { value(&target) { $0.array { $0.integer() } } }
+    mutating func field<R: JSONReadable>(_ target: inout R?) -> Bool { value(&target) { R(json: &$0) } }
+    mutating func field<R: JSONReadable>(_ target: inout [R]?) -> Bool { value(&target) { $0.array { R(json: &$0) } } }
+    mutating func field<E: RawRepresentable>(_ target: inout E?) -> Bool where E.RawValue == String {
+        value(&target) { $0.raw() }
+    }
+
+    private mutating func value<T>(_ target: inout T?, _ read: (inout JSONReader) -> T?) -> Bool {
+        if null() { return true }
+        target = read(&self)
+        return target != nil
+    }
+}
+
+extension AppRecord: JSONReadable {
+    public init?(json r: inout JSONReader) {
+        var name: String?, options: LaunchOptions?, pid: Int32?, startTicks: UInt64?, state: AppState?
+        var sinceMonotonic: UInt64?, sinceWall: String?, launchedWall: String?, backend: BackendKind?, cgroup: String?
+        var freezerV1: String?, spawnMethod: String?, coldStart: UInt64?, lastFreeze: UInt64?, lastThaw: UInt64?
+        var statusText: String?, exitStatus: Int32?, ending: String?, memoryBytes: UInt64?, killedWhileSuspended: Bool?
+        var memoryV1: String?, memorySource: String?, lastCompaction: String?, launchStart: UInt64?, graceStart: UInt64?
+        var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?
+        let read = r.object { r, key in
+            switch key {
+            case "backend": return r.field(&backend)
+            case "cgroup": return r.field(&cgroup)
+            case "cold_start_ns": return r.field(&coldStart)
+            case "ending": return r.field(&ending)
+            case "exit_status": return r.field(&exitStatus)
+            case "freezer_v1": return r.field(&freezerV1)
+            case "grace_cap_ns": return r.field(&graceCap)
+            case "grace_deadline_ns": return r.field(&graceDeadline)
+            case "grace_start_ns": return r.field(&graceStart)
+            case "killed_while_suspended": return r.field(&killedWhileSuspended)
+            case "last_compaction": return r.field(&lastCompaction)
+            case "last_freeze_ns": return r.field(&lastFreeze)
+            case "last_thaw_ns": return r.field(&lastThaw)
+            case "launch_start_ns": return r.field(&launchStart)
+            case "launched_wall": return r.field(&launchedWall)
+            case "memory_bytes": return r.field(&memoryBytes)
+            case "memory_source": return r.field(&memorySource)
+            case "memory_v1": return r.field(&memoryV1)
+            case "name": return r.field(&name)
+            case "notify_socket": return r.field(&notifySocket)
+            case "options": return r.field(&options)
+            case "pid": return r.field(&pid)
+            case "runs_as": return r.field(&runsAs)
+            case "since_monotonic_ns": return r.field(&sinceMonotonic)
+            case "since_wall": return r.field(&sinceWall)
+            case "spawn_method": return r.field(&spawnMethod)
+            case "start_ticks": return r.field(&startTicks)
+            case "state": return r.field(&state)
+            case "status_text": return r.field(&statusText)
+            default: return false
+            }
+        }
+        guard read, let name, let options, let pid, let startTicks, let state, let sinceMonotonic, let sinceWall,
+            let launchedWall, let backend, let spawnMethod, let killedWhileSuspended, let launchStart
+        else { return nil }
+        self.init(
+            name: name, options: options, pid: pid, startTicks: startTicks, state: state, sinceMonotonicNanos: sinceMonotonic,
+            sinceWall: sinceWall, launchedWall: launchedWall, backend: backend, cgroup: cgroup, freezerV1: freezerV1,
+            spawnMethod: spawnMethod, coldStartNanos: coldStart, lastFreezeNanos: lastFreeze, lastThawNanos: lastThaw,
+            statusText: statusText, exitStatus: exitStatus, ending: ending, memoryBytes: memoryBytes,
+            killedWhileSuspended: killedWhileSuspended, memoryV1: memoryV1, memorySource: memorySource,
+            lastCompaction: lastCompaction, launchStartNanos: launchStart, graceStartNanos: graceStart,
+            graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, runsAs: runsAs, notifySocket: notifySocket)
+    }
+}
+
+extension LaunchOptions: JSONReadable {
+    public init?(json r: inout JSONReader) {
+        var attached: Bool?, backend: BackendChoice?, backgroundSignal: NoticeSignal?, command: [String]?
+        var compactAfter: UInt64?, environment: [String]?, extraEnvironment: [String]?, foregroundSignal: Int32?
+        var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
+        var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
+        var watchdog: UInt64?, workingDirectory: String?
+        let read = r.object { r, key in
+            switch key {
+            case "attached": return r.field(&attached)
+            case "backend": return r.field(&backend)
+            case "background_signal": return r.field(&backgroundSignal)
+            case "command": return r.field(&command)
+            case "compact_after_ns": return r.field(&compactAfter)
+            case "environment": return r.field(&environment)
+            case "extra_environment": return r.field(&extraEnvironment)
+            case "foreground_signal": return r.field(&foregroundSignal)
+            case "grace_ns": return r.field(&grace)
+            case "max_grace_ns": return r.field(&maxGrace)
+            case "name": return r.field(&name)
+            case "name_is_default": return r.field(&nameIsDefault)
+            case "priority": return r.field(&priority)
+            case "ready": return r.field(&ready)
+            case "ready_timeout_ns": return r.field(&readyTimeout)
+            case "run_as": return r.field(&runAs)
+            case "watchdog_action": return r.field(&watchdogAction)
+            case "watchdog_ns": return r.field(&watchdog)
+            case "working_directory": return r.field(&workingDirectory)
+            default: return false
+            }
+        }
+        guard read, let attached, let backend, let backgroundSignal, let command, let environment, let extraEnvironment,
+            let grace, let maxGrace, let name, let nameIsDefault, let priority, let ready, let readyTimeout
+        else { return nil }
+        self.init(name: name, command: command)
+        self.nameIsDefault = nameIsDefault
+        self.backend = backend
+        self.graceNanos = grace
+        self.maxGraceNanos = maxGrace
+        self.backgroundSignal = backgroundSignal
+        self.foregroundSignal = foregroundSignal
+        self.ready = ready
+        self.readyTimeoutNanos = readyTimeout
+        self.workingDirectory = workingDirectory
+        self.environment = environment
+        self.extraEnvironment = extraEnvironment
+        self.priority = priority
+        self.compactAfterNanos = compactAfter
+        self.attached = attached
+        self.watchdogNanos = watchdog
+        self.watchdogAction = watchdogAction
+        self.runAs = runAs
+    }
+}
+
+extension ReadyMode: JSONReadable {
+    public init?(json r: inout JSONReader) {
+        guard let mode = r.string().flatMap(ReadyMode.parse) else { return nil }
+        self = mode
+    }
+}
+
+extension NoticeSignal: JSONReadable {
+    public init?(json r: inout JSONReader) {
+        guard let signal = r.string().flatMap(NoticeSignal.init(stored:)) else { return nil }
+        self = signal
+    }
+}
+
+extension RunAs: JSONReadable {
+    public init?(json r: inout JSONReader) {
+        var gid: UInt32?, group: String?, groups: [UInt32]?, uid: UInt32?, user: String?
+        let read = r.object { r, key in
+            switch key {
+            case "gid": return r.field(&gid)
+            case "group": return r.field(&group)
+            case "groups": return r.field(&groups)
+            case "uid": return r.field(&uid)
+            case "user": return r.field(&user)
+            default: return false
+            }
+        }
+        guard read, let gid, let groups, let uid else { return nil }
+        self.init(uid: uid, gid: gid, groups: groups, user: user, group: group)
+    }
+}
+
+extension AppSummary: JSONReadable {
+    public init?(json r: inout JSONReader) {
+        var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
+        var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
+        var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
+        var statusText: String?
+        let read = r.object { r, key in
+            switch key {
+            case "backend": return r.field(&backend)
+            case "cgroup": return r.field(&cgroup)
+            case "command": return r.field(&command)
+            case "ending": return r.field(&ending)
+            case "exit_status": return r.field(&exitStatus)
+            case "last_freeze_ns": return r.field(&lastFreeze)
+            case "last_thaw_ns": return r.field(&lastThaw)
+            case "memory_bytes": return r.field(&memoryBytes)
+            case "name": return r.field(&name)
+            case "pid": return r.field(&pid)
+            case "priority": return r.field(&priority)
+            case "runs_as": return r.field(&runsAs)
+            case "since_monotonic_ns": return r.field(&sinceMonotonic)
+            case "since_wall": return r.field(&sinceWall)
+            case "state": return r.field(&state)
+            case "status_text": return r.field(&statusText)
+            default: return false
+            }
+        }
+        guard read, let backend, let command, let name, let pid, let priority, let sinceMonotonic, let sinceWall, let state
+        else { return nil }
+        self.init(
+            name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonic, sinceWall: sinceWall, backend: backend,
+            memoryBytes: memoryBytes, lastFreezeNanos: lastFreeze, lastThawNanos: lastThaw, statusText: statusText,
+            ending: ending, exitStatus: exitStatus, command: command, priority: priority, cgroup: cgroup, runsAs: runsAs)
+    }
+}
+
+extension ControlReply: JSONReadable {
+    /// The replies of `ps`, and the lines and ends of every command; one that carries an
+    /// event or a policy (an attached run, a policy command: one at a time) is JSONDecoder's.
+    public init?(json r: inout JSONReader) {
+        var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?
+        let read = r.object { r, key in
+            switch key {
+            case "apps": return r.field(&apps)
+            case "code": return r.field(&code)
+            case "kind": return r.field(&kind)
+            case "summaries": return r.field(&summaries)
+            case "text": return r.field(&text)
+            default: return false
+            }
+        }
+        guard read, let kind else { return nil }
+        self.init(kind: kind, text: text, code: code)
+        self.apps = apps
+        self.summaries = summaries
+    }
+}
+
+extension ControlRequest: JSONReadable {
+    /// The requests typed in a shell one after another (ps, suspend, resume, switch, ping);
+    /// the others, and any request in another form, are JSONDecoder's.
+    public init?(json r: inout JSONReader) {
+        var request: ControlRequest?
+        let read = r.object { r, key in
+            guard request == nil else { return false }  // one case a request
+            switch key {
+            case "ping":
+                guard r.object({ _, _ in false }) else { return false }
+                request = .ping
+            case "ps":
+                var all: Bool?, brief: Bool?
+                let read = r.object { r, key in
+                    switch key {
+                    case "all": return r.field(&all)
+                    case "brief": return r.field(&brief)
+                    default: return false
+                    }
+                }
+                guard read, let all, let brief else { return false }
+                request = .ps(all: all, brief: brief)
+            case "suspend":
+                var names: [String]?, grace: UInt64?
+                let read = r.object { r, key in
+                    switch key {
+                    case "grace_ns": return r.field(&grace)
+                    case "names": return r.field(&names)
+                    default: return false
+                    }
+                }
+                guard read, let names else { return false }
+                request = .suspend(names: names, graceNanos: grace)
+            case "resume":
+                var names: [String]?, waitReady: Bool?
+                let read = r.object { r, key in
+                    switch key {
+                    case "names": return r.field(&names)
+                    case "wait_ready": return r.field(&waitReady)
+                    default: return false
+                    }
+                }
+                guard read, let names, let waitReady else { return false }
+                request = .resume(names: names, waitReady: waitReady)
+            case "switch_to":
+                var name: String?
+                guard r.object({ r, key in key == "name" && r.field(&name) }), let name else { return false }
+                request = .switchTo(name: name)
+            default: return false
+            }
+            return true
+        }
+        guard read, let request else { return nil }
+        self = request
+    }
+}

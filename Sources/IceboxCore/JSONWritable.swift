@@ -1,0 +1,209 @@
+/// The hand-written JSON forms of what the daemon writes on its hot paths: a registry record
+/// (twice a suspend), an event line (every step), the control replies that carry them, and
+/// the summaries and records of `ps`. Each writes its members in the byte order of the keys
+/// JSONKeyStyle gives its Swift names (`.sortedKeys`), nil optionals left out, so the bytes
+/// are JSONEncoder's (`JSONWriterTests` compares them over many values). A field added to
+/// one of these types must be added here too: the test's every-field values catch a
+/// forgotten one.
+
+extension AppRecord: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("backend", backend)
+            w.field("cgroup", cgroup)
+            w.field("cold_start_ns", coldStartNanos)
+            w.field("ending", ending)
+            w.field("exit_status", exitStatus)
+            w.field("freezer_v1", freezerV1)
+            w.field("grace_cap_ns", graceCapNanos)
+            w.field("grace_deadline_ns", graceDeadlineNanos)
+            w.field("grace_start_ns", graceStartNanos)
+            w.field("killed_while_suspended", killedWhileSuspended)
+            w.field("last_compaction", lastCompaction)
+            w.field("last_freeze_ns", lastFreezeNanos)
+            w.field("last_thaw_ns", lastThawNanos)
+            w.field("launch_start_ns", launchStartNanos)
+            w.field("launched_wall", launchedWall)
+            w.field("memory_bytes", memoryBytes)
+            w.field("memory_source", memorySource)
+            w.field("memory_v1", memoryV1)
+            w.field("name", name)
+            w.field("notify_socket", notifySocket)
+            w.field("options", options)
+            w.field("pid", pid)
+            w.field("runs_as", runsAs)
+            w.field("since_monotonic_ns", sinceMonotonicNanos)
+            w.field("since_wall", sinceWall)
+            w.field("spawn_method", spawnMethod)
+            w.field("start_ticks", startTicks)
+            w.field("state", state)
+            w.field("status_text", statusText)
+        }
+    }
+}
+
+extension LaunchOptions: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("attached", attached)
+            w.field("backend", backend)
+            w.field("background_signal", backgroundSignal)
+            w.field("command", command)
+            w.field("compact_after_ns", compactAfterNanos)
+            w.field("environment", environment)
+            w.field("extra_environment", extraEnvironment)
+            w.field("foreground_signal", foregroundSignal)
+            w.field("grace_ns", graceNanos)
+            w.field("max_grace_ns", maxGraceNanos)
+            w.field("name", name)
+            w.field("name_is_default", nameIsDefault)
+            w.field("priority", priority)
+            w.field("ready", ready)
+            w.field("ready_timeout_ns", readyTimeoutNanos)
+            w.field("run_as", runAs)
+            w.field("watchdog_action", watchdogAction)
+            w.field("watchdog_ns", watchdogNanos)
+            w.field("working_directory", workingDirectory)
+        }
+    }
+}
+
+extension ReadyMode: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) { w.string(description) }
+}
+
+extension NoticeSignal: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        switch self {
+        case .auto: w.string("auto")
+        case .none: w.string("none")
+        case .signal(let n): w.string(String(n))  // the number as text, as the registry has always kept it
+        }
+    }
+}
+
+extension RunAs: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("gid", gid)
+            w.field("group", group)
+            w.field("groups", groups)
+            w.field("uid", uid)
+            w.field("user", user)
+        }
+    }
+}
+
+extension AppSummary: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("backend", backend)
+            w.field("cgroup", cgroup)
+            w.field("command", command)
+            w.field("ending", ending)
+            w.field("exit_status", exitStatus)
+            w.field("last_freeze_ns", lastFreezeNanos)
+            w.field("last_thaw_ns", lastThawNanos)
+            w.field("memory_bytes", memoryBytes)
+            w.field("name", name)
+            w.field("pid", pid)
+            w.field("priority", priority)
+            w.field("runs_as", runsAs)
+            w.field("since_monotonic_ns", sinceMonotonicNanos)
+            w.field("since_wall", sinceWall)
+            w.field("state", state)
+            w.field("status_text", statusText)
+        }
+    }
+}
+
+extension Event: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("app", app)
+            w.field("backend", backend)
+            w.field("band", band)
+            w.field("detail", detail)
+            w.field("duration_ns", durationNanos)
+            w.field("event", kind)
+            w.field("evicted_for", evictedFor)
+            w.field("exit_status", exitStatus)
+            w.field("from", from)
+            w.field("grace_ns", graceNanos)
+            w.field("memory_after_bytes", memoryAfterBytes)
+            w.field("memory_before_bytes", memoryBeforeBytes)
+            w.field("monotonic_ns", monotonicNanos)
+            w.field("pid", pid)
+            w.field("pids", pids)
+            w.field("reason", reason)
+            w.field("tasks", tasks)
+            w.field("time", time)
+            w.field("to", to)
+            w.field("victim_memory_bytes", victimMemoryBytes)
+        }
+    }
+}
+
+extension ControlReply: JSONWritable {
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            w.field("apps", apps)
+            w.field("code", code)
+            w.field("event", event)
+            w.field("kind", kind)
+            w.field(codable: "policy", policy)  // once a policy command: not worth a form of its own
+            w.field("summaries", summaries)
+            w.field("text", text)
+        }
+    }
+}
+
+extension ControlRequest: JSONWritable {
+    /// As Swift's synthesized coding of an enum writes it: `{"case":{"label":value,…}}`,
+    /// `_0` for an unlabeled value, `{}` for a case without one.
+    public func writeJSON(to w: inout JSONWriter) {
+        w.object { w in
+            switch self {
+            case .ping: w.emptyObject("ping")
+            case .launch(let options): w.member("launch") { $0.field("_0", options) }
+            case .ps(let all, let brief):
+                w.member("ps") { w in
+                    w.field("all", all)
+                    w.field("brief", brief)
+                }
+            case .suspend(let names, let grace):
+                w.member("suspend") { w in
+                    w.field("grace_ns", grace)
+                    w.field("names", names)
+                }
+            case .resume(let names, let waitReady):
+                w.member("resume") { w in
+                    w.field("names", names)
+                    w.field("wait_ready", waitReady)
+                }
+            case .switchTo(let name): w.member("switch_to") { $0.field("name", name) }
+            case .terminate(let names, let timeout):
+                w.member("terminate") { w in
+                    w.field("names", names)
+                    w.field("timeout_ns", timeout)
+                }
+            case .evict(let names): w.member("evict") { $0.field("names", names) }
+            case .relaunch(let name): w.member("relaunch") { $0.field("name", name) }
+            case .compact(let names, let mode):
+                w.member("compact") { w in
+                    w.field("mode", mode)
+                    w.field("names", names)
+                }
+            case .policy: w.emptyObject("policy")
+            case .setPolicy(let settings): w.member("set_policy") { $0.field(codable: "_0", settings) }
+            case .stop(let terminateApps, let timeout):
+                w.member("stop") { w in
+                    w.field("terminate_apps", terminateApps)
+                    w.field("timeout_ns", timeout)
+                }
+            case .forget(let names): w.member("forget") { $0.field("names", names) }
+            case .metrics(let format): w.member("metrics") { $0.field("format", format) }
+            }
+        }
+    }
+}
