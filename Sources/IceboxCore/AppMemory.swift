@@ -26,19 +26,21 @@ public struct AppMemoryReading: Codable, Sendable, Equatable {
 
 /// The memory of one app, from the best source the host has.
 public enum AppMemory {
-    /// memory.current of the v2 cgroup when that file exists (the v2 memory controller is
-    /// enabled for it); else memory.usage_in_bytes of the app's v1 memory cgroup; else the Pss
-    /// sum over `pids`. A source that cannot be read falls through to the next. `pids` is
-    /// only listed when it comes to that: listing an app's members walks its cgroup tree, and
-    /// `ps` asks this of every app.
+    /// memory.usage_in_bytes of the app's v1 memory cgroup when it has one: a controller
+    /// belongs to one hierarchy only, so with the memory controller on v1 the v2 cgroup has no
+    /// memory.current (looking there first cost every app of `ps` a failed open on hybrid
+    /// hosts). Else memory.current of the v2 cgroup when that file exists (the v2 memory
+    /// controller is enabled for it); else the Pss sum over `pids`. A source that cannot be
+    /// read falls through to the next. `pids` is only listed when it comes to that: listing
+    /// an app's members walks its cgroup tree, and `ps` asks this of every app.
     public static func read(
         v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc"
     ) -> AppMemoryReading {
-        if let v2Cgroup, let bytes = readCounter(v2Cgroup + "/memory.current") {
-            return AppMemoryReading(bytes: bytes, source: .memoryCurrent)
-        }
         if let v1MemoryCgroup, let bytes = try? MemoryCgroupV1(path: v1MemoryCgroup).usage() {
             return AppMemoryReading(bytes: bytes, source: .v1Usage)
+        }
+        if let v2Cgroup, let bytes = readCounter(v2Cgroup + "/memory.current") {
+            return AppMemoryReading(bytes: bytes, source: .memoryCurrent)
         }
         return AppMemoryReading(bytes: pssSum(pids: pids(), procRoot: procRoot), source: .pssSum)
     }

@@ -65,7 +65,11 @@ struct AppMemoryParsingTests {
         // The v2 cgroup without memory.current (no memory controller, as on this host): v1.
         #expect(AppMemory.read(v2Cgroup: v2, v1MemoryCgroup: v1, pids: []) == AppMemoryReading(bytes: 2048, source: .v1Usage))
         writeFile(v2 + "/memory.current", "1024\n")
-        #expect(AppMemory.read(v2Cgroup: v2, v1MemoryCgroup: v1, pids: []) == AppMemoryReading(bytes: 1024, source: .memoryCurrent))
+        // Without a v1 memory cgroup (the controller on v2): memory.current.
+        #expect(AppMemory.read(v2Cgroup: v2, v1MemoryCgroup: nil, pids: []) == AppMemoryReading(bytes: 1024, source: .memoryCurrent))
+        // A v1 memory cgroup that cannot be read (removed): memory.current next.
+        #expect(
+            AppMemory.read(v2Cgroup: v2, v1MemoryCgroup: dir + "/gone", pids: []) == AppMemoryReading(bytes: 1024, source: .memoryCurrent))
         // Neither cgroup: the Pss of the processes (this test process has some).
         let pss = AppMemory.read(v2Cgroup: nil, v1MemoryCgroup: dir + "/missing", pids: [getpid()])
         #expect(pss.source == .pssSum)
