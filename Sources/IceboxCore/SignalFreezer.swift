@@ -102,6 +102,12 @@ struct SignalFreezeSteps: FreezeSteps {
     var lastMembers: [pid_t] = []
     var queue: [pid_t] = []
     var next = 0
+    /// The threads of `queue[next]` as listed, and how many of them have been seen stopped
+    /// (or gone): a thread seen stopped is not read again, as in bare.c, so confirming a
+    /// process of 10,000 spinning threads reads each stopped one once, not at every step.
+    var threads: [pid_t] = []
+    var threadsSeen = 0
+    var threadsAlive = 0
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
@@ -153,6 +159,9 @@ struct SignalFreezeSteps: FreezeSteps {
         lastMembers = stop(given ?? members())
         queue = lastMembers.filter { done[$0] == nil }
         next = 0
+        threads = []
+        threadsSeen = 0
+        threadsAlive = 0
         return !lastMembers.isEmpty
     }
 
@@ -162,15 +171,27 @@ struct SignalFreezeSteps: FreezeSteps {
     private mutating func confirmQueued() {
         while next < queue.count {
             let pid = queue[next]
-            var threads = 0
-            for tid in ProcFS.threads(of: pid) {
-                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
-                if st.state == "Z" || st.state == "X" { continue }
-                threads += 1
-                if !SignalFreezer.stoppedState(st.state) { return }
+            if threads.isEmpty { threads = ProcFS.threads(of: pid) }
+            while true {
+                while threadsSeen < threads.count {
+                    let tid = threads[threadsSeen]
+                    if let st = ProcFS.threadStat(pid: pid, tid: tid), st.state != "Z" && st.state != "X" {
+                        if !SignalFreezer.stoppedState(st.state) { return }
+                        threadsAlive += 1
+                    }
+                    threadsSeen += 1
+                }
+                // Every thread listed is stopped: any made since (by one not yet stopped then)?
+                let listed = Set(threads)
+                let made = ProcFS.threads(of: pid).filter { !listed.contains($0) }
+                if made.isEmpty { break }
+                threads += made
             }
-            done[pid] = threads
+            done[pid] = threadsAlive
             next += 1
+            threads = []
+            threadsSeen = 0
+            threadsAlive = 0
         }
     }
 
