@@ -160,12 +160,35 @@ struct BenchSession {
 
     func checkInterrupted() throws(IceboxError) { try pause(0) }
 
+    /// Waits until the app is at rest before it is suspended: its cgroup's CPU time grows by
+    /// less than 5% of a 2 ms window, for at most 200 ms. A runtime with background threads
+    /// (node's, the JVM's) is still finishing the cold request's work for a few ms after it
+    /// answered; frozen in the middle, it finishes that after the thaw, and the hot resume
+    /// measured the leftover rather than the resume (node: 5.6–7.3 ms frozen at once, 3.8–4.3
+    /// ms frozen 2–4 ms later). No event says "idle": the CPU time is sampled. Without a v2
+    /// cgroup to read it from, no wait.
+    func waitUntilAtRest() throws(IceboxError) {
+        guard var last = cpu() else { return }
+        let limit = Clock.monotonicNanos().saturatingAdd(Self.restLimitNanos)
+        while Clock.monotonicNanos() < limit {
+            try pause(Self.restWindowNanos)
+            guard let now = cpu() else { return }
+            let grown = now.since(last)
+            if grown.user.saturatingAdd(grown.system) < Self.restWindowNanos / 20 { return }
+            last = now
+        }
+    }
+
+    static let restWindowNanos: UInt64 = 2_000_000
+    static let restLimitNanos: UInt64 = 200_000_000
+
     /// One run: cold launch → ready, suspend, hold, resume → ready, and maybe evict and
     /// relaunch → ready; the app is evicted at the end so the next run starts cold.
     mutating func run(relaunchAfterEviction: Bool) throws(IceboxError) -> Run {
         let cold = try launch()
         let coldCPU = cpu()
         try checkInterrupted()
+        try waitUntilAtRest()
         let beforeSuspend = cpu()
         try suspend()
         let frozen = cpu()

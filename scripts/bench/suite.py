@@ -1096,10 +1096,26 @@ def part_servers(ctx):
     return {"runs": runs, "results": results, "bare": bare}
 
 
+def wait_until_at_rest(cgroup, window_s=0.002, limit_s=0.2):
+    """Until the cgroup's CPU time grows by less than 5% of a 2 ms window (at most 200 ms): what
+    icebox bench waits for before it suspends (BenchSession.waitUntilAtRest), so both sides
+    freeze a server that has finished answering, not one still busy with the request."""
+    def used():
+        stat = read(cgroup + "/cpu.stat", "")
+        return sum(int(l.split()[1]) for l in stat.splitlines() if l.split()[0] in ("user_usec", "system_usec")) * 1000
+    last, limit = used(), mono() + int(limit_s * 1e9)
+    while mono() < limit:
+        time.sleep(window_s)
+        now = used()
+        if now - last < window_s * 1e9 / 20:
+            return
+        last = now
+
+
 class BareServer:
     """A server's cold and hot start with nothing in between, round by round as one run of icebox
     bench: spawn it into a cgroup of the benchmark's own → first GET answered (cold, probed on
-    icebox bench's schedule), freeze with the C one-shot (`bare once cgroup2 freeze`), hold 200 ms
+    icebox bench's schedule), wait until it is at rest (as icebox bench does), freeze with the C one-shot (`bare once cgroup2 freeze`), hold 200 ms
     (icebox bench's --hold), thaw with the C one-shot → a GET answered (hot), kill it. The hot GET
     alternates round by round: sent while frozen, timed from the thaw command's spawn to the answer
     (`hot_pending`), or sent once the thaw command has exited, as icebox bench probes after `resume`
@@ -1124,6 +1140,7 @@ class BareServer:
             try:
                 http_get_when_up(port)
                 self.samples["cold"].append(mono() - t0)
+                wait_until_at_rest(d)  # as icebox bench does before its suspend
                 run_oneshot([bare, "once", "cgroup2", "freeze", d])
                 time.sleep(self.HOLD_S)
                 thaw = [bare, "once", "cgroup2", "thaw", d]
@@ -1416,6 +1433,7 @@ def servers_bare_markdown(results, sv):
     L = ["### The bare baseline: the same servers with nothing in between", "",
          "Each round is one run of icebox bench without icebox: the server spawned directly into a cgroup of the "
          "benchmark's own → first GET answered (cold; probed on icebox bench's schedule, 50 µs doubling to 10 ms); "
+         "once at rest (its CPU time grows by less than 5% of a 2 ms window, as icebox bench waits before its suspend), "
          "frozen by the C one-shot (`bare once cgroup2 freeze`, an exec'd process); held 200 ms (icebox bench's "
          "`--hold`); thawed by `bare once cgroup2 thaw` → a GET answered (hot); killed. The hot GET alternates round "
          "by round: sent while frozen, from the thaw command's spawn to the answer (\"pending\"), or sent once the "
