@@ -315,20 +315,10 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
         method = into ? ICEBOX_SPAWN_CLONE3_INTO_CGROUP : ICEBOX_SPAWN_CLONE3_THEN_MOVE;
         if (pid < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL)
             return close_pair_and_fail(err_pipe, go_pipe);
-        if (pid > 0) {
-            close(err_pipe[1]);
-            result->pid = pid;
-            result->method = method;
-            if (err_read) {
-                *err_read = err_pipe[0];
-                result->pidfd = pidfd;
-                return 0;
-            }
-            return icebox_spawn_await_exec(err_pipe[0], pidfd, clone_parent, -1, result);
-        }
+        // Made: the parent's part below, as for a fork (there is no go pipe).
     }
 #endif
-    if (req->cgroup_fd >= 0) {
+    if (pid < 0 && req->cgroup_fd >= 0) {
         pid = icebox_clone3_pidfd(CLONE_INTO_CGROUP | parent_flag, req->cgroup_fd, &pidfd);
         method = ICEBOX_SPAWN_CLONE3_INTO_CGROUP;
         // ENOSYS: no clone3 (before 5.3); E2BIG: a kernel that does not know the cgroup

@@ -48,6 +48,12 @@ struct reply {
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
+static uint64_t nanos_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)(now.tv_sec - start->tv_sec) * 1000000000ULL + (uint64_t)now.tv_nsec - (uint64_t)start->tv_nsec;
+}
+
 // ---- the daemon's side ----
 
 static size_t count_strings(char *_Nullable const *_Nullable list) {
@@ -155,9 +161,7 @@ int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, stru
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        uint64_t spent = (uint64_t)(now.tv_sec - start.tv_sec) * 1000000000ULL + (uint64_t)now.tv_nsec - (uint64_t)start.tv_nsec;
+        uint64_t spent = nanos_since(&start);
         if (spent >= timeout_ns) {
             errno = ETIMEDOUT;
             return -1;
@@ -181,9 +185,7 @@ int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, stru
     // would, rather than by the stand-in, which saves a wake-up on the way back.
     result->pid = reply.pid;
     result->method = reply.method;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t spent = (uint64_t)(now.tv_sec - start.tv_sec) * 1000000000ULL + (uint64_t)now.tv_nsec - (uint64_t)start.tv_nsec;
+    uint64_t spent = nanos_since(&start);
     int64_t left = spent >= timeout_ns ? 0 : (int64_t)(timeout_ns - spent);
     return icebox_spawn_await_exec(got[1], got[0], 0, left, result);
 }

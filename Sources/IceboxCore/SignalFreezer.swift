@@ -159,9 +159,7 @@ struct SignalFreezeSteps: FreezeSteps {
         lastMembers = stop(given ?? members())
         queue = lastMembers.filter { done[$0] == nil }
         next = 0
-        threads = []
-        threadsSeen = 0
-        threadsAlive = 0
+        startThreadCursor()
         return !lastMembers.isEmpty
     }
 
@@ -189,10 +187,15 @@ struct SignalFreezeSteps: FreezeSteps {
             }
             done[pid] = threadsAlive
             next += 1
-            threads = []
-            threadsSeen = 0
-            threadsAlive = 0
+            startThreadCursor()
         }
+    }
+
+    /// The next process's threads are listed afresh.
+    private mutating func startThreadCursor() {
+        threads = []
+        threadsSeen = 0
+        threadsAlive = 0
     }
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
