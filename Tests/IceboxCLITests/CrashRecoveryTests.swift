@@ -8,19 +8,10 @@ import Testing
 /// every app and shows the truth. Nothing is left half-frozen.
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
 struct CrashRecoveryTests {
-    func daemonPID(_ box: Sandbox) throws -> pid_t {
-        let text = try String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)
-        return try #require(pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)))
-    }
+    func daemonPID(_ box: Sandbox) throws -> pid_t { try #require(box.daemonPID) }
 
     /// SIGKILLs the daemon and waits (through a pidfd) until it is gone.
-    func killDaemon(_ box: Sandbox) throws {
-        let pid = try daemonPID(box)
-        let handle = try ProcessHandle(adopting: pid)
-        kill(pid, SIGKILL)
-        var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&pfd, 1, 5000) == 1, "the daemon did not die")
-    }
+    func killDaemon(_ box: Sandbox) throws { try box.killDaemon() }
 
     @Test("running and frozen apps are re-adopted with their true state", arguments: ["cgroup2", "cgroup1", "signal"])
     func readopt(backend: String) throws {

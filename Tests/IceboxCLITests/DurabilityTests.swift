@@ -9,16 +9,9 @@ import Testing
 /// every app by its marks, record or not, and removes every empty leftover cgroup.
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(3)))
 struct DurabilityTests {
-    /// The daemon's pid, from its lock file (nil: none has run yet).
-    func daemonPID(_ box: Sandbox) -> pid_t? {
-        (try? String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)).flatMap {
-            pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-    }
-
     /// SIGKILLs the running daemon and waits (through a pidfd) until it is gone.
     func killDaemon(_ box: Sandbox) throws {
-        let pid = try #require(daemonPID(box))
+        let pid = try #require(box.daemonPID)
         guard let handle = try? ProcessHandle(adopting: pid) else { return }
         kill(pid, SIGKILL)
         var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)

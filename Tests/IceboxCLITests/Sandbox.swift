@@ -156,6 +156,16 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         }
     }
 
+    /// SIGKILLs the running daemon and waits (through a pidfd) until it is gone, its files
+    /// (its lock too) closed.
+    func killDaemon() throws {
+        let pid = try #require(daemonPID)
+        let handle = try ProcessHandle(adopting: pid)
+        kill(pid, SIGKILL)
+        var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&pfd, 1, 5000) == 1, "the daemon did not die")
+    }
+
     /// The daemon's spawn stand-ins (SpawnPool): its children that sit in a parked
     /// `.stand-in-*` v1 cgroup.
     func standIns() -> [pid_t] {

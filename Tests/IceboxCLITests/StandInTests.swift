@@ -16,15 +16,6 @@ import Testing
         "stand-ins are for hosts with a v1 memory or freezer hierarchy; this one has neither"),
     .timeLimit(.minutes(2)))
 struct StandInTests {
-    func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(5_000)
-        }
-        return true
-    }
-
     /// The `.stand-in-*` directories under every root of the sandbox.
     func parkedDirectories(_ box: Sandbox) -> [String] {
         let memoryRoot = HostFacts.discover(cgroupRootOverride: box.cgroupRoot).memoryV1Root
@@ -57,8 +48,8 @@ struct StandInTests {
         _ = try box.icebox(["launch", "--backend", backend, "first", "--", "sleep", "1000"])
         let daemon = try #require(box.daemonPID)
         // The first launch of a kind asks for a stand-in of that kind; the next one takes it.
-        try #require(eventually { !box.standIns().isEmpty && box.events().contains { $0.app == "first" } })
-        if backend == "cgroup1" { try #require(eventually { box.standIns().count == 2 }, "no cgroup1 stand-in was parked") }
+        try #require(Scenario.eventually { !box.standIns().isEmpty && box.events().contains { $0.app == "first" } })
+        if backend == "cgroup1" { try #require(Scenario.eventually { box.standIns().count == 2 }, "no cgroup1 stand-in was parked") }
         let parked = box.standIns()
         let r = try box.icebox(["launch", "--backend", backend, "second", "--", "sleep", "1000"])
         #expect(r.status == 0, "\(r.output)")
@@ -86,11 +77,11 @@ struct StandInTests {
             #expect(Kernel.freezerState(freezer) == "THAWED")
         }
         // The stand-in that spawned it is gone and reaped; another is parked in its place.
-        #expect(eventually { parked.filter { !Kernel.alive($0) }.count == 1 }, "\(parked) parked before, \(box.standIns()) now")
+        #expect(Scenario.eventually { parked.filter { !Kernel.alive($0) }.count == 1 }, "\(parked) parked before, \(box.standIns()) now")
         #expect(Kernel.children(of: daemon, inState: "Z").isEmpty)
         // Every parked directory holds one process: a parked stand-in.
         #expect(
-            eventually {
+            Scenario.eventually {
                 let standIns = box.standIns()
                 return parkedDirectories(box).allSatisfy { dir in
                     Sandbox.pids(in: dir).count == 1 && standIns.contains(Sandbox.pids(in: dir)[0])
@@ -103,10 +94,10 @@ struct StandInTests {
         let box = Sandbox()
         defer { box.close() }
         _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
-        try #require(eventually { !box.standIns().isEmpty })
+        try #require(Scenario.eventually { !box.standIns().isEmpty })
         let standIn = box.standIns()[0]
         // Past its attach (a write to cgroup.procs), it has closed what it inherited.
-        #expect(eventually { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(standIn)/fd")) ?? []).count == 4 })
+        #expect(Scenario.eventually { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(standIn)/fd")) ?? []).count == 4 })
         let fds = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(standIn)/fd")) ?? []).compactMap { Int($0) }.sorted()
         let targets = fds.map { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(standIn)/fd/\($0)")) ?? "?" }
         #expect(Array(targets.prefix(3)) == ["/dev/null", "/dev/null", "/dev/null"], "\(fds) → \(targets)")
@@ -120,15 +111,16 @@ struct StandInTests {
         _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
         for round in 1...4 {
             try #require(
-                eventually { box.standIns().count == 1 },
+                Scenario.eventually { box.standIns().count == 1 },
                 "round \(round): \(box.standIns()) parked; \(box.events().map(\.detail).suffix(4))")
             let standIn = box.standIns()[0]
-            try #require(eventually { !parkedDirectories(box).isEmpty })
+            try #require(Scenario.eventually { !parkedDirectories(box).isEmpty })
             let dirs = parkedDirectories(box)
             kill(standIn, SIGKILL)
-            try #require(eventually { !Kernel.alive(standIn) && !dirs.contains(where: { FileManager.default.fileExists(atPath: $0) }) })
+            try #require(
+                Scenario.eventually { !Kernel.alive(standIn) && !dirs.contains(where: { FileManager.default.fileExists(atPath: $0) }) })
         }
-        #expect(eventually { box.events().contains { $0.detail.contains("spawn stand-ins (") && $0.detail.contains("given up") } })
+        #expect(Scenario.eventually { box.events().contains { $0.detail.contains("spawn stand-ins (") && $0.detail.contains("given up") } })
         #expect(box.events().filter { $0.detail.contains("exited while parked; another is started") }.count == 3)
         usleep(100_000)
         #expect(box.standIns().isEmpty)
@@ -144,14 +136,14 @@ struct StandInTests {
         defer { box.close() }
         _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
         let daemon = try #require(box.daemonPID)
-        try #require(eventually { !box.standIns().isEmpty })
+        try #require(Scenario.eventually { !box.standIns().isEmpty })
         let r = try box.icebox(["launch", "broken", "--", "/etc/passwd"])
         #expect(r.status == 126, "\(r.output)")
         #expect(r.stderr.contains("Permission denied"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot + "/broken"))
-        #expect(eventually { Kernel.children(of: daemon, inState: "Z").isEmpty })
+        #expect(Scenario.eventually { Kernel.children(of: daemon, inState: "Z").isEmpty })
         // The stand-in it used went; a fresh one is parked for the next launch.
-        #expect(eventually { box.standIns().count == 1 })
+        #expect(Scenario.eventually { box.standIns().count == 1 })
         let ok = try box.icebox(["launch", "fine", "--", "sleep", "1000"])
         #expect(ok.status == 0, "\(ok.output)")
         #expect(spawnDetail(box, "fine").contains("by a stand-in"), "\(spawnDetail(box, "fine"))")
@@ -162,10 +154,10 @@ struct StandInTests {
         let box = Sandbox()
         defer { box.close() }
         _ = try box.icebox(["launch", "--backend", "cgroup1", "one", "--", "sleep", "1000"])
-        try #require(eventually { !box.standIns().isEmpty })
+        try #require(Scenario.eventually { !box.standIns().isEmpty })
         let standIns = box.standIns()
         _ = try box.icebox(["daemon", "--stop", "--terminate-apps"])
-        #expect(eventually { standIns.allSatisfy { !Kernel.alive($0) } })
+        #expect(Scenario.eventually { standIns.allSatisfy { !Kernel.alive($0) } })
         #expect(parkedDirectories(box).isEmpty, "\(parkedDirectories(box))")
     }
 
@@ -174,14 +166,11 @@ struct StandInTests {
         let box = Sandbox()
         defer { box.close() }
         _ = try box.icebox(["launch", "keep", "--", "sleep", "1000"])
-        try #require(eventually { !box.standIns().isEmpty })
+        try #require(Scenario.eventually { !box.standIns().isEmpty })
         let standIns = box.standIns()
-        let daemon = try ProcessHandle(adopting: try #require(box.daemonPID))
-        kill(daemon.pid, SIGKILL)
         // Gone, its files closed (its lock too), before a new daemon is asked for.
-        var pfd = pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&pfd, 1, 5000) == 1, "the daemon did not die")
-        #expect(eventually { standIns.allSatisfy { !Kernel.alive($0) } })
+        try box.killDaemon()
+        #expect(Scenario.eventually { standIns.allSatisfy { !Kernel.alive($0) } })
         let leftovers = parkedDirectories(box)
         #expect(!leftovers.isEmpty, "the killed daemon's stand-in directories should still be there to clean")
         _ = try box.apps()  // a new daemon starts and adopts `keep`
