@@ -5,8 +5,9 @@ import IceboxSystem
 /// icebox bench -- CMD: hot resume against cold start for one program, with hyperfine's
 /// statistics and exports.
 enum BenchCommand: IceboxCommand {
+    static let name = "bench"
     static let spec = CommandSpec(
-        name: "bench", usage: "icebox bench [OPTIONS] [--] CMD [ARG...]",
+        name: name, usage: "icebox bench [OPTIONS] [--] CMD [ARG...]",
         summary: "measure hot resume against cold start (and freeze, thaw, suspend, relaunch) for CMD",
         options: [
             OptionSpec(name: "runs", value: "N", help: "measured runs (default 10)"),

@@ -14,10 +14,11 @@ struct DaemonClient {
     /// What to suggest when no daemon runs and none may be started.
     var noDaemonHint = "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART"
 
-    init(environment: [String: String], autostartFlagOff: Bool, cgroupRoot: String?) {
+    /// `environment` looks up one variable (this process's: `ProcessEnvironment.value`).
+    init(environment: (String) -> String?, autostartFlagOff: Bool, cgroupRoot: String?) {
         paths = IceboxPaths.fromEnvironment(environment)
-        autostart = !autostartFlagOff && environment["ICEBOX_NO_AUTOSTART"].map { $0.isEmpty || $0 == "0" } ?? true
-        self.cgroupRoot = cgroupRoot ?? environment["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+        autostart = !autostartFlagOff && environment("ICEBOX_NO_AUTOSTART").map { $0.isEmpty || $0 == "0" } ?? true
+        self.cgroupRoot = cgroupRoot ?? environment("ICEBOX_CGROUP_ROOT").flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Connects to the daemon, starting one if none runs. Before anything is sent, the

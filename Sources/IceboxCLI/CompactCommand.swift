@@ -2,8 +2,9 @@ import IceboxCore
 
 /// icebox compact NAME...: reclaim suspended apps' memory without killing them.
 enum CompactCommand: IceboxCommand {
+    static let name = "compact"
     static let spec = CommandSpec(
-        name: "compact", usage: "icebox compact NAME... [--mode pageout|cold]",
+        name: name, usage: "icebox compact NAME... [--mode pageout|cold]",
         summary: "reclaim a suspended app's memory without killing it (process_madvise or memory.reclaim)",
         options: [
             OptionSpec(

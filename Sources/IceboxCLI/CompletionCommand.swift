@@ -4,8 +4,9 @@ import IceboxSystem
 /// icebox completion bash|zsh|fish: a completion script generated from the same command
 /// specs as --help; and `--names`, the app names the scripts offer.
 enum CompletionCommand: IceboxCommand {
+    static let name = "completion"
     static let spec = CommandSpec(
-        name: "completion", usage: "icebox completion bash|zsh|fish | --names [--all]",
+        name: name, usage: "icebox completion bash|zsh|fish | --names [--all]",
         summary: "print a completion script for bash, zsh or fish: commands, options, their values, app names",
         options: [
             OptionSpec(
@@ -41,7 +42,7 @@ enum CompletionCommand: IceboxCommand {
     /// one that does not answer within a second), the registry a stopped one left. A
     /// completion must never start a daemon nor hang the shell.
     static func appNames(all: Bool, environment: [String: String]) -> [String] {
-        let client = DaemonClient(environment: environment, autostartFlagOff: true, cgroupRoot: nil)
+        let client = DaemonClient(environment: { environment[$0] }, autostartFlagOff: true, cgroupRoot: nil)
         if let records = askDaemon(client, all: all, timeoutNanos: 1_000_000_000) { return records.map(\.name) }
         return Registry.load(directory: client.paths.registryDir).filter { all || !$0.state.isEnded }.map(\.name)
     }

@@ -4,8 +4,9 @@ import IceboxSystem
 
 /// icebox daemon: the supervisor, normally started on demand.
 enum DaemonCommand: IceboxCommand {
+    static let name = "daemon"
     static let spec = CommandSpec(
-        name: "daemon", usage: "icebox daemon [--foreground] [--stop [--terminate-apps]] [--cgroup-root PATH]",
+        name: name, usage: "icebox daemon [--foreground] [--stop [--terminate-apps]] [--cgroup-root PATH]",
         summary: "run the supervisor (normally started on demand; exits when it has no apps)",
         options: [
             OptionSpec(name: "foreground", value: nil, help: "stay in the foreground (logs to stderr)"),
@@ -23,7 +24,7 @@ enum DaemonCommand: IceboxCommand {
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let env = ProcessEnvironment.dictionary
         if args.flag("stop") {
-            var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: nil)
+            var client = DaemonClient(environment: { env[$0] }, autostartFlagOff: true, cgroupRoot: nil)
             let request = ControlRequest.stop(terminateApps: args.flag("terminate-apps"), timeoutNanos: nil)
             do { return try client.perform(request) } catch  where error.code == .unavailable {
                 Output.out("no icebox daemon is running for \(client.paths.runtimeDir)")
@@ -35,9 +36,9 @@ enum DaemonCommand: IceboxCommand {
         let metricsFile = try MetricsFileOption.path(args, environment: env)
         let logRotation = try LogRotationOptions.rotation(args, environment: env)
         if !args.flag("foreground") {
-            var client = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: cgroupRoot)
+            var client = DaemonClient(environment: { env[$0] }, autostartFlagOff: false, cgroupRoot: cgroupRoot)
             // Someone else's daemon (or a link where the socket should be) is an error, not "running".
-            var probe = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: cgroupRoot)
+            var probe = DaemonClient(environment: { env[$0] }, autostartFlagOff: true, cgroupRoot: cgroupRoot)
             let running: Bool
             do { _ = try probe.connect(); running = true } catch  where error.code == .unavailable { running = false }
             if running {

@@ -7,8 +7,9 @@ import IceboxSystem
 /// judged by the directory it would be made in), and the test spawn goes into doctor's own
 /// cgroup, so there is nothing to clean up.
 enum DoctorCommand: IceboxCommand {
+    static let name = "doctor"
     static let spec = CommandSpec(
-        name: "doctor", usage: "icebox doctor [-j] [--require FEATURE,...] [--cgroup-root PATH]",
+        name: name, usage: "icebox doctor [-j] [--require FEATURE,...] [--cgroup-root PATH]",
         summary: "what works on this host and why: cgroups, freezers, pidfd, clone3, PSI, capabilities",
         options: [
             OptionSpec(name: "json", value: nil, help: "the findings as one JSON object", short: "j"),

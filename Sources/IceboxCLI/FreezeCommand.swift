@@ -79,16 +79,18 @@ enum OneShotFreeze {
 }
 
 enum FreezeCommand: IceboxCommand {
+    static let name = "freeze"
     static let spec = CommandSpec(
-        name: "freeze", usage: "icebox freeze --pid PID | --cgroup PATH [--timeout DUR]",
+        name: name, usage: "icebox freeze --pid PID | --cgroup PATH [--timeout DUR]",
         summary: "freeze a process tree or cgroup now (no daemon) and confirm it", options: OneShotFreeze.options,
         operands: .nothing)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try OneShotFreeze.run(thaw: false, args, spec: spec) }
 }
 
 enum ThawCommand: IceboxCommand {
+    static let name = "thaw"
     static let spec = CommandSpec(
-        name: "thaw", usage: "icebox thaw --pid PID | --cgroup PATH [--timeout DUR]",
+        name: name, usage: "icebox thaw --pid PID | --cgroup PATH [--timeout DUR]",
         summary: "thaw a process tree or cgroup (no daemon) and confirm it", options: OneShotFreeze.options,
         operands: .nothing)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 { try OneShotFreeze.run(thaw: true, args, spec: spec) }

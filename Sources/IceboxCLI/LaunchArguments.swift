@@ -115,7 +115,7 @@ enum LaunchArguments {
 
     static func client(_ args: ParsedArguments) -> DaemonClient {
         DaemonClient(
-            environment: ProcessEnvironment.dictionary, autostartFlagOff: args.flag("no-autostart"),
+            environment: ProcessEnvironment.value, autostartFlagOff: args.flag("no-autostart"),
             cgroupRoot: args.value("cgroup-root"))
     }
 }

@@ -2,8 +2,9 @@ import IceboxCore
 
 /// icebox launch NAME -- CMD: start an app detached; its output goes to a log file.
 enum LaunchCommand: IceboxCommand {
+    static let name = "launch"
     static let spec = CommandSpec(
-        name: "launch", usage: "icebox launch [OPTIONS] NAME [--] CMD [ARG...]",
+        name: name, usage: "icebox launch [OPTIONS] NAME [--] CMD [ARG...]",
         summary: "launch CMD as the app NAME, detached (output: icebox logs NAME)",
         options: LaunchArguments.options, commandAfterPositionals: 1,
         details: "Returns once the app is launched, or ready with --ready. Durations: 250ms, 5s, 1m30s, 100us.")

@@ -20,8 +20,9 @@ enum LifecycleRequest {
 }
 
 enum SuspendCommand: IceboxCommand {
+    static let name = "suspend"
     static let spec = CommandSpec(
-        name: "suspend", usage: "icebox suspend NAME... [--grace DUR]",
+        name: name, usage: "icebox suspend NAME... [--grace DUR]",
         summary: "Active → Background (notice, grace) → Suspended; returns when frozen",
         options: [
             OptionSpec(name: "grace", value: "DUR", help: "this suspend's grace instead of the app's --grace (0: freeze at once)")
@@ -35,8 +36,9 @@ enum SuspendCommand: IceboxCommand {
 }
 
 enum ResumeCommand: IceboxCommand {
+    static let name = "resume"
     static let spec = CommandSpec(
-        name: "resume", usage: "icebox resume NAME... [--wait-ready]",
+        name: name, usage: "icebox resume NAME... [--wait-ready]",
         summary: "Suspended → Active; returns when thawed",
         options: [
             OptionSpec(name: "wait-ready", value: nil, help: "for --ready notify apps: return once the app says READY=1 again")
@@ -48,8 +50,9 @@ enum ResumeCommand: IceboxCommand {
 }
 
 enum SwitchCommand: IceboxCommand {
+    static let name = "switch"
     static let spec = CommandSpec(
-        name: "switch", usage: "icebox switch NAME",
+        name: name, usage: "icebox switch NAME",
         summary: "resume NAME and send the active app(s) to the background", options: LifecycleRequest.common,
         operands: Operands(max: 1, text: "one app name"))
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
@@ -59,8 +62,9 @@ enum SwitchCommand: IceboxCommand {
 }
 
 enum TerminateCommand: IceboxCommand {
+    static let name = "terminate"
     static let spec = CommandSpec(
-        name: "terminate", usage: "icebox terminate NAME... [--timeout DUR]",
+        name: name, usage: "icebox terminate NAME... [--timeout DUR]",
         summary: "SIGTERM (a frozen app is thawed first), SIGKILL after the timeout; reaped",
         options: [OptionSpec(name: "timeout", value: "DUR", help: "time before SIGKILL (default 10s)")] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
@@ -70,8 +74,9 @@ enum TerminateCommand: IceboxCommand {
 }
 
 enum EvictCommand: IceboxCommand {
+    static let name = "evict"
     static let spec = CommandSpec(
-        name: "evict", usage: "icebox evict NAME...",
+        name: name, usage: "icebox evict NAME...",
         summary: "kill without notice (as memory pressure does), reap, record as evicted",
         options: LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
@@ -80,8 +85,9 @@ enum EvictCommand: IceboxCommand {
 }
 
 enum RelaunchCommand: IceboxCommand {
+    static let name = "relaunch"
     static let spec = CommandSpec(
-        name: "relaunch", usage: "icebox relaunch NAME",
+        name: name, usage: "icebox relaunch NAME",
         summary: "start an ended app again with its last command line and options (detached)",
         options: LifecycleRequest.common,
         details: "The app gets ICEBOX_LAUNCH_REASON=restore if it was evicted or killed while suspended, else fresh.",

@@ -4,8 +4,9 @@ import IceboxSystem
 
 /// icebox log [NAME]: the timed event log, read from the state directory (no daemon needed).
 enum LogCommand: IceboxCommand {
+    static let name = "log"
     static let spec = CommandSpec(
-        name: "log", usage: "icebox log [NAME] [-j] [-f] [-n N] [--since WHEN] [--until WHEN]",
+        name: name, usage: "icebox log [NAME] [-j] [-f] [-n N] [--since WHEN] [--until WHEN]",
         summary: "the timed event log, all apps or one",
         options: [
             OptionSpec(name: "json", value: nil, help: "one JSON object a line, with duration_ns", short: "j"),
@@ -31,7 +32,7 @@ enum LogCommand: IceboxCommand {
         if follow && until != nil {
             throw ArgumentParser.usage("--until and --follow together would wait for nothing: give one of them", spec)
         }
-        let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
+        let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.value)
         let selection = EventSelection(name: name, since: since, until: until, json: args.flag("json"), color: Output.colorOut)
         let code = try FileFollower.run(
             path: paths.eventLog, follow: follow, missingIsEmpty: true, mapped: true, lines: lines, select: selection.render,
@@ -71,8 +72,9 @@ enum LogCommand: IceboxCommand {
 
 /// icebox logs NAME: a detached app's own output.
 enum LogsCommand: IceboxCommand {
+    static let name = "logs"
     static let spec = CommandSpec(
-        name: "logs", usage: "icebox logs NAME [-f] [-n N]",
+        name: name, usage: "icebox logs NAME [-f] [-n N]",
         summary: "a detached app's own output (stdout and stderr)",
         options: [
             OptionSpec(name: "follow", value: nil, help: "keep printing new output (Ctrl-C ends it: exit 130)", short: "f"),
@@ -84,7 +86,7 @@ enum LogsCommand: IceboxCommand {
         guard let name = args.positionals.first else { throw ArgumentParser.usage("logs needs an app name", spec) }
         try AppName.validate(name)
         let lines = try LogCommand.count(args.value("lines"), option: "lines")
-        let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.dictionary)
+        let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.value)
         let path = paths.appLog(name)
         if !FileIO.exists(path) {
             throw IceboxError(

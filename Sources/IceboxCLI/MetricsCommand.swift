@@ -4,8 +4,9 @@ import IceboxSystem
 
 /// icebox metrics: the running daemon's metrics in the Prometheus text format.
 enum MetricsCommand: IceboxCommand {
+    static let name = "metrics"
     static let spec = CommandSpec(
-        name: "metrics", usage: "icebox metrics [--openmetrics]",
+        name: name, usage: "icebox metrics [--openmetrics]",
         summary: "the daemon's metrics in the Prometheus text format (apps by state, memory, latency histograms, evictions)",
         options: [
             OptionSpec(name: "openmetrics", value: nil, help: "the OpenMetrics 1.0 text format (ends with # EOF)")
@@ -21,7 +22,7 @@ enum MetricsCommand: IceboxCommand {
         // Through DaemonClient, for its checks (a socket, not a link; this user's daemon; the
         // directories this user's), but never starting a daemon: one started to answer would
         // have counted nothing.
-        var client = DaemonClient(environment: ProcessEnvironment.dictionary, autostartFlagOff: true, cgroupRoot: nil)
+        var client = DaemonClient(environment: ProcessEnvironment.value, autostartFlagOff: true, cgroupRoot: nil)
         client.noDaemonHint = "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
         let paths = client.paths
         let request = ControlRequest.metrics(format: args.flag("openmetrics") ? .openMetrics : .prometheus)

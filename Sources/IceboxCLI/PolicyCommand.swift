@@ -30,8 +30,9 @@ enum PolicyOptions {
 
 /// icebox policy [set ...]: read or change the running daemon's eviction policy.
 enum PolicyCommand: IceboxCommand {
+    static let name = "policy"
     static let spec = CommandSpec(
-        name: "policy", usage: "icebox policy [set [SETTINGS]] [--json]",
+        name: name, usage: "icebox policy [set [SETTINGS]] [--json]",
         summary: "show the eviction policy, or change it on the running daemon",
         options: PolicyOptions.options + [
             OptionSpec(name: "json", value: nil, help: "the policy as JSON", short: "j"),

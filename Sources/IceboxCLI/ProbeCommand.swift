@@ -4,8 +4,9 @@ import IceboxSystem
 /// icebox probe tcp:PORT|http:URL: checks once whether a local server answers, with the
 /// same in-process checks the daemon runs for --ready (here waited on with poll).
 enum ProbeCommand: IceboxCommand {
+    static let name = "probe"
     static let spec = CommandSpec(
-        name: "probe", usage: "icebox probe tcp:PORT|http:URL [--timeout DUR]",
+        name: name, usage: "icebox probe tcp:PORT|http:URL [--timeout DUR]",
         summary: "check once whether a local server answers (exit 0) or not (exit 1)",
         options: [OptionSpec(name: "timeout", value: "DUR", help: "how long the check may take (default 1s)")],
         operands: Operands(max: 1, text: "one target"))

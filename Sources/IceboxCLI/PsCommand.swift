@@ -4,8 +4,9 @@ import IceboxSystem
 
 /// icebox ps: the apps with their state, timings and memory.
 enum PsCommand: IceboxCommand {
+    static let name = "ps"
     static let spec = CommandSpec(
-        name: "ps", usage: "icebox ps [-a] [-q | -j | --format TEMPLATE] [NAME...]",
+        name: name, usage: "icebox ps [-a] [-q | -j | --format TEMPLATE] [NAME...]",
         summary: "list the apps: state, time in state, pid, backend, memory, freeze/thaw latency, status",
         options: [
             OptionSpec(name: "all", value: nil, help: "include ended apps with their exit status or eviction", short: "a"),
@@ -46,7 +47,7 @@ enum PsCommand: IceboxCommand {
         // ps starts a daemon only when the registry says apps were left running (after a
         // daemon crash or --stop): that daemon re-adopts them, so ps shows their true state.
         // Otherwise the registry alone says what ended.
-        let env = ProcessEnvironment.dictionary
+        let env = ProcessEnvironment.value
         let all = args.flag("all") || !patterns.isEmpty
         // Whole records only where they are printed (--json, {{json .}}); a table or names
         // need the summaries, a fraction of the bytes to encode and decode.

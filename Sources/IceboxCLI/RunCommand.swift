@@ -4,8 +4,9 @@ import IceboxSystem
 
 /// icebox run -- CMD: launch an app attached to this terminal and exit with its status.
 enum RunCommand: IceboxCommand {
+    static let name = "run"
     static let spec = CommandSpec(
-        name: "run", usage: "icebox run [OPTIONS] [--] CMD [ARG...]",
+        name: name, usage: "icebox run [OPTIONS] [--] CMD [ARG...]",
         summary: "launch CMD as an app attached to this terminal; exit with its status",
         options: [
             OptionSpec(name: "name", value: "NAME", help: "the app's name (default: the command's base name, made unique)"),

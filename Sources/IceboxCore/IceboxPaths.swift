@@ -17,14 +17,19 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox
     /// (~/.local/state/icebox).
     public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths {
+        fromEnvironment { env[$0] }
+    }
+
+    /// The same, with each variable looked up by `variable` (this process's: getenv).
+    public static func fromEnvironment(_ variable: (String) -> String?) -> IceboxPaths {
         let root = getuid() == 0
-        let home = env["HOME"] ?? "/tmp"
+        let home = variable("HOME") ?? "/tmp"
         let runtime =
-            env["ICEBOX_RUNTIME_DIR"].nonEmpty
-            ?? (root ? "/run/icebox" : (env["XDG_RUNTIME_DIR"].nonEmpty ?? fallbackRuntimeParent) + "/icebox")
+            variable("ICEBOX_RUNTIME_DIR").nonEmpty
+            ?? (root ? "/run/icebox" : (variable("XDG_RUNTIME_DIR").nonEmpty ?? fallbackRuntimeParent) + "/icebox")
         let state =
-            env["ICEBOX_STATE_DIR"].nonEmpty
-            ?? (root ? "/var/lib/icebox" : (env["XDG_STATE_HOME"].nonEmpty ?? home + "/.local/state") + "/icebox")
+            variable("ICEBOX_STATE_DIR").nonEmpty
+            ?? (root ? "/var/lib/icebox" : (variable("XDG_STATE_HOME").nonEmpty ?? home + "/.local/state") + "/icebox")
         return IceboxPaths(runtimeDir: runtime, stateDir: state)
     }
 

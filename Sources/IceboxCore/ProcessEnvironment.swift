@@ -30,6 +30,11 @@ package enum ProcessEnvironment {
         return d
     }
 
+    /// One variable (getenv): what a one-shot command needs, without building the table.
+    package static func value(_ name: String) -> String? {
+        name.withCString { getenv($0) }.map { String(cString: $0) }
+    }
+
     package static var workingDirectory: String? {
         var buf = [CChar](repeating: 0, count: 4096)
         guard getcwd(&buf, 4096) != nil else { return nil }

@@ -107,6 +107,35 @@ public enum FileIO {
         if durable { try syncDirectory(of: path) }
     }
 
+    /// Replaces a small file's contents in place when that keeps `writeAtomically`'s promise
+    /// to a writer that is killed (a reader sees the old contents or the new, whole): `path`
+    /// is a regular file of this user's with one name (not a link, not shared), and the old
+    /// and the new contents both fit in its first page. Then one pwrite at offset 0 puts the
+    /// new contents in, and the kernel does such a write whole or not at all when the writer
+    /// is killed (it checks for a fatal signal before each page it copies, not within one).
+    /// Shorter contents are padded with spaces to the old length (whitespace to a JSON
+    /// reader): a truncate could not be part of the same write.
+    ///
+    /// Returns false, having changed nothing, when any of that does not hold or the write
+    /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
+    /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
+    /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
+    public static func replaceInPlace(_ path: String, _ contents: String) -> Bool {
+        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+        var bytes = Array(contents.utf8)
+        guard bytes.count <= page else { return false }
+        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        if fd < 0 { return false }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == geteuid(),
+            st.st_size <= page
+        else { return false }
+        if bytes.count < Int(st.st_size) { bytes += repeatElement(UInt8(ascii: " "), count: Int(st.st_size) - bytes.count) }
+        let n = bytes.withUnsafeBytes { buf in retryingOnInterrupt { Glibc.pwrite(fd, buf.baseAddress, buf.count, 0) } }
+        return n == bytes.count
+    }
+
     /// fsync of the directory holding `path`: makes a rename or unlink in it durable.
     public static func syncDirectory(of path: String) throws(SystemError) {
         let dir = path.lastIndex(of: "/").map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."

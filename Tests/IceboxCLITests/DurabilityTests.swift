@@ -136,7 +136,11 @@ struct DurabilityTests {
         orphan.waitUntilExit()
     }
 
-    @Test("with the state directory full, launch and suspend fail (exit 74) with nothing done, and ps tells the truth")
+    /// A record that fits in a page is overwritten in place (no new block needed), so a full
+    /// disk stops only what needs a new file: a launch, or a record grown past a page.
+    @Test(
+        "with the state directory full, launch and a suspend whose record needs a new file fail (exit 74) with nothing done, one rewritten in place succeeds, and ps tells the truth"
+    )
     func fullStateDirectory() throws {
         let box = Sandbox()
         defer { box.close() }
@@ -147,9 +151,14 @@ struct DurabilityTests {
             _ = try? box.icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
             _ = try? box.run("/bin/umount", ["-l", box.stateDir])
         }
-        let up = try box.icebox(["launch", "--grace", "0", "steady", "--", "sleep", "1000"])
+        // steady's record is more than a page (its environment), small's is not.
+        let pad = "PAD=" + String(repeating: "x", count: 6000)
+        let up = try box.icebox(["launch", "--grace", "0", "--env", pad, "steady", "--", "sleep", "1000"])
         try #require(up.status == 0, "\(up.output)")
         let steady = try #require(try box.apps()["steady"])
+        let upSmall = try box.icebox(["launch", "--grace", "0", "small", "--", "sleep", "1000"])
+        try #require(upSmall.status == 0, "\(upSmall.output)")
+        let small = try #require(try box.apps()["small"])
         // Fill the file system to the last block.
         let fill = try box.run("/bin/sh", ["-c", "cat /dev/zero > \(box.stateDir)/filler 2>/dev/null; df \(box.stateDir)"])
         #expect(fill.stdout.contains("100%"), "\(fill.output)")
@@ -165,6 +174,13 @@ struct DurabilityTests {
         #expect(((try? String(contentsOfFile: cgroup + "/cgroup.freeze", encoding: .utf8)) ?? "").hasPrefix("0"))
         #expect(try box.apps()["steady"]?.state == .active)
 
+        let sm = try box.icebox(["suspend", "small"])
+        #expect(sm.status == 0, "\(sm.output)")
+        #expect(Kernel.cgroupFrozen(try #require(small.cgroup)))
+        #expect(try box.apps()["small"]?.state == .suspended)
+        let record = try String(contentsOfFile: box.stateDir + "/registry/small.json", encoding: .utf8)
+        #expect(JSONLines.decode(AppRecord.self, record)?.state == .suspended, "\(record)")
+
         let l = try box.icebox(["launch", "--grace", "0", "newcomer", "--", "sleep", "1000"])
         #expect(l.status == 74, "\(l.output)")
         #expect(l.output.contains("cannot record newcomer as launching in the registry"), "\(l.output)")
@@ -172,7 +188,7 @@ struct DurabilityTests {
         #expect(try box.apps()["newcomer"] == nil)
         #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot + "/newcomer"))
         let strays = try box.run("/usr/bin/pgrep", ["-f", "^sleep 1000$"]).stdout.split(separator: "\n").compactMap { pid_t($0) }
-        #expect(strays.filter { $0 != steady.pid }.allSatisfy { !box.inSandboxCgroup($0) })
+        #expect(strays.filter { $0 != steady.pid && $0 != small.pid }.allSatisfy { !box.inSandboxCgroup($0) })
 
         // Space again: everything works, and the app's record is written.
         try FileManager.default.removeItem(atPath: box.stateDir + "/filler")
