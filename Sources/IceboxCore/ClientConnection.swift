@@ -39,11 +39,15 @@ struct ClientConnection {
         case failed(String)  // the connection is broken
     }
 
-    /// Queues a reply and sends what the socket takes now, without waiting.
-    mutating func queue(_ bytes: [UInt8]) -> Queued {
-        if pendingOutput + bytes.count > Self.maxPendingReplyBytes { return .overflow }
+    /// Whether the daemon watches this socket for EPOLLOUT (replies wait for room).
+    var watchingWritable = false
+
+    /// Queues a reply, to go out with the next `flush`; false (nothing queued) when the
+    /// client already has more waiting than it may.
+    mutating func queue(_ bytes: [UInt8]) -> Bool {
+        if pendingOutput + bytes.count > Self.maxPendingReplyBytes { return false }
         output.append(contentsOf: bytes)
-        return flush()
+        return true
     }
 
     /// Sends what the socket takes now (on EPOLLOUT).

@@ -146,20 +146,37 @@ extension Daemon {
     }
 
     func closeClient(_ fd: Int32) {
-        guard clients.removeValue(forKey: fd) != nil else { return }
+        guard var client = clients.removeValue(forKey: fd) else { return }
+        // Replies queued this turn go out if the socket takes them now (a client that
+        // half-closed after its request still reads them); nothing waits for it.
+        if client.pendingOutput > 0 { _ = client.flush() }
+        unflushedClients.remove(fd)
         unwatch(fd)
         close(fd)
         // A descriptor is free again: a listener paused on EMFILE may accept.
         resumeAccepting()
     }
 
-    /// Queues a reply; the loop sends what the client's socket does not take at once when it
-    /// can (EPOLLOUT). Never waits for a client.
+    /// Queues a reply. It goes out at the end of this turn of the loop (`flushReplies`),
+    /// after the registry is flushed, together with whatever else the turn has for the
+    /// client: a suspend's lines and its `done` in one send and one wake-up of the client,
+    /// not three. What the socket does not take then goes when it can (EPOLLOUT). Never
+    /// waits for a client.
     func send(_ fd: Int32, _ reply: ControlReply) {
         guard var client = clients[fd], client.closeAt == nil else { return }
-        let outcome = client.queue(Array((JSONLines.encode(reply) + "\n").utf8))
+        guard client.queue(Array((JSONLines.encode(reply) + "\n").utf8)) else {
+            return settleOutput(fd, .overflow)
+        }
         clients[fd] = client
-        settleOutput(fd, outcome)
+        unflushedClients.insert(fd)
+    }
+
+    /// Sends what this turn of the loop queued for each client.
+    func flushReplies() {
+        guard !unflushedClients.isEmpty else { return }
+        let fds = unflushedClients
+        unflushedClients = []
+        for fd in fds { flushClient(fd) }
     }
 
     func flushClient(_ fd: Int32) {
@@ -185,10 +202,12 @@ extension Daemon {
     }
 
     func setClientEvents(_ fd: Int32, writable: Bool) {
-        guard let token = tokensByFD[fd] else { return }
+        guard let token = tokensByFD[fd], var client = clients[fd], client.watchingWritable != writable else { return }
         var events = EpollEvents.readable | EpollEvents.readHangup
         if writable { events |= EpollEvents.writable }
         try? epoll.modify(fd, events: events, token: token)
+        client.watchingWritable = writable
+        clients[fd] = client
     }
 
     /// Closes finished clients whose last replies were not read in time.

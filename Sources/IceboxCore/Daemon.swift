@@ -74,6 +74,8 @@ public final class Daemon {
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
     var clients: [Int32: ClientConnection] = [:]
+    /// Clients with replies queued in this turn of the loop, sent before it waits again.
+    var unflushedClients: Set<Int32> = []
     var apps: [String: LiveApp] = [:]
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]
@@ -190,6 +192,7 @@ public final class Daemon {
     /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second,
     /// before the process exits and the kernel would drop them.
     func drainClients(until deadline: UInt64) {
+        flushReplies()
         while clients.values.contains(where: { $0.pendingOutput > 0 }) {
             let now = Clock.monotonicNanos()
             if now >= deadline { break }
@@ -245,6 +248,7 @@ public final class Daemon {
             fireDeadlines(now: now)
             if shouldExit(now: Clock.monotonicNanos()) { return }
             flushRegistry()
+            flushReplies()
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             for (token, events) in epoll.wait(timeoutNanos: timeout) {
                 guard let source = sources[token] else { continue }

@@ -15,6 +15,11 @@ struct ClientConnectionTests {
         return (fds[0], fds[1])
     }
 
+    /// What the daemon does within one turn of its loop: queue, then flush.
+    static func send(_ conn: inout ClientConnection, _ bytes: [UInt8]) -> ClientConnection.Queued {
+        conn.queue(bytes) ? conn.flush() : .overflow
+    }
+
     @Test func aClientThatStopsReadingIsCutOffWithoutTheDaemonWaiting() {
         let (d, c) = Self.pair()
         defer { close(d); close(c) }
@@ -23,7 +28,7 @@ struct ClientConnectionTests {
         var outcomes: [ClientConnection.Queued] = []
         let start = Clock.monotonicNanos()
         for _ in 0..<200 {
-            let o = conn.queue(chunk)
+            let o = Self.send(&conn, chunk)
             outcomes.append(o)
             if o == .overflow { break }
         }
@@ -42,7 +47,7 @@ struct ClientConnectionTests {
         var conn = ClientConnection(fd: d)
         let chunk = [UInt8](repeating: 66, count: 64 * 1024)
         var queued = 0
-        while conn.queue(chunk) != .pending { queued += 1 }
+        while Self.send(&conn, chunk) != .pending { queued += 1 }
         queued += 1
         var received = 0
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -60,7 +65,7 @@ struct ClientConnectionTests {
         close(c)
         defer { close(d) }
         var conn = ClientConnection(fd: d)
-        if case .failed = conn.queue(Array("{}\n".utf8)) {} else { Issue.record("a write to a closed peer must fail") }
+        if case .failed = Self.send(&conn, Array("{}\n".utf8)) {} else { Issue.record("a write to a closed peer must fail") }
     }
 
     @Test func requestLinesAreSplitAndBounded() {

@@ -51,7 +51,12 @@ icebox_build_release() {
     # A failed build fails here, even if an older binary is still there.
     local status=0 log
     log=$(mktemp)
-    (cd "$ICEBOX_ROOT" && swift build -c release --static-swift-stdlib -Xswiftc -static-executable --product icebox) \
+    # Concrete types' metadata by accessor calls, not mangled names: a mangled name is
+    # demangled at its first use and its generic requirements checked by scanning every
+    # conformance record of the (static) binary; it cost a one-shot `icebox suspend` ~350 µs
+    # of its ~2.3 ms (benchmarks/RESULTS.md, start-up).
+    (cd "$ICEBOX_ROOT" && swift build -c release --static-swift-stdlib -Xswiftc -static-executable \
+        -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors --product icebox) \
         >"$log" 2>&1 || status=$?
     grep -vE '^(Building|Build (of product .icebox. )?complete|\[[0-9]+/[0-9]+\])|the use of .mktemp. is dangerous|in statically linked applications requires at runtime' \
         "$log" >&2 || true
