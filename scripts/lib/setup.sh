@@ -66,4 +66,13 @@ icebox_build_release() {
         echo "icebox: the release build failed (see above)" >&2
         return 1
     fi
+    # Put a copy in the linker's output's place, as `install` would, once per link. Measured
+    # here: exec of the file as the linker left it (written through mmap) took ~0.2 ms longer
+    # than exec of a copy of the same bytes in the same directory, on every start (a fifth
+    # of `icebox --version`), until the page cache dropped it. An installed icebox, or one
+    # read back from disk, starts as the copy does. The marker keeps the copy to one per link.
+    local marker="$ICEBOX_ROOT/.build/release/.icebox-installed"
+    if [ ! -e "$marker" ] || [ "$ICEBOX_BIN" -nt "$marker" ]; then
+        cp -p "$ICEBOX_BIN" "$ICEBOX_BIN.copy" && mv -f "$ICEBOX_BIN.copy" "$ICEBOX_BIN" && touch "$marker"
+    fi
 }
