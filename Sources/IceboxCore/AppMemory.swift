@@ -33,13 +33,20 @@ public enum AppMemory {
     /// controller is enabled for it); else the Pss sum over `pids`. A source that cannot be
     /// read falls through to the next. `pids` is only listed when it comes to that: listing
     /// an app's members walks its cgroup tree, and `ps` asks this of every app.
+    /// `roots`: directories kept open that the cgroups may lie under; a counter below one is
+    /// opened relative to it (see `DirectoryHandle`).
     public static func read(
-        v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc"
+        v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc",
+        roots: [DirectoryHandle] = []
     ) -> AppMemoryReading {
-        if let v1MemoryCgroup, let bytes = try? MemoryCgroupV1(path: v1MemoryCgroup).usage() {
+        func counter(_ path: String) -> UInt64? {
+            if let root = roots.first(where: { $0.relative(path) != nil }) { return root.readCounter(path) }
+            return FileIO.readCounter(path)
+        }
+        if let v1MemoryCgroup, let bytes = counter(v1MemoryCgroup + "/" + MemoryCgroupV1.usageFile) {
             return AppMemoryReading(bytes: bytes, source: .v1Usage)
         }
-        if let v2Cgroup, let bytes = readCounter(v2Cgroup + "/memory.current") {
+        if let v2Cgroup, let bytes = counter(v2Cgroup + "/memory.current") {
             return AppMemoryReading(bytes: bytes, source: .memoryCurrent)
         }
         return AppMemoryReading(bytes: pssSum(pids: pids(), procRoot: procRoot), source: .pssSum)
@@ -56,13 +63,6 @@ public enum AppMemory {
         pids.reduce(0) { sum, pid in
             sum + ((try? FileIO.read("\(procRoot)/\(pid)/smaps_rollup")).flatMap(pss(smapsRollup:)) ?? 0)
         }
-    }
-
-    /// The file's number, nil if it cannot be read (a v2 cgroup without the memory
-    /// controller has no memory.current: the open fails, with no separate check first).
-    static func readCounter(_ path: String) -> UInt64? {
-        guard let text = try? FileIO.read(path) else { return nil }
-        return UInt64(text.trimmed())
     }
 }
 

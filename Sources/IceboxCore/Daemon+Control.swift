@@ -304,9 +304,10 @@ extension Daemon {
             // A suspended app whose main process was moved out runs: ps must not say otherwise.
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
+            let roots = counterRoots()
             var records = apps.values.map { app -> AppRecord in
                 var r = app.record
-                let memory = app.memory()
+                let memory = app.memory(roots: roots)
                 r.memoryBytes = memory.bytes
                 r.memorySource = memory.source.rawValue
                 return r

@@ -88,7 +88,17 @@ extension Daemon {
         }
     }
 
-    func totalMemory() -> UInt64 { apps.values.reduce(0) { $0 + $1.memory().bytes } }
+    func totalMemory() -> UInt64 {
+        let roots = counterRoots()
+        return apps.values.reduce(0) { $0 + $1.memory(roots: roots).bytes }
+    }
+
+    /// The roots `counterRootHandles` keeps, opened at the first call after they exist.
+    func counterRoots() -> [DirectoryHandle] {
+        let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
+        if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
+        return counterRootHandles
+    }
 
     /// Evicts one victim if a trigger holds. The next one is chosen only after this one is
     /// gone (appExited calls back), measured afresh: the policy stops as soon as the trigger
@@ -131,7 +141,7 @@ extension Daemon {
         let decision = Clock.monotonicNanos() - start
         victim = Victim(
             name: app.name, reason: reason, memoryBefore: policy.memoryBudgetBytes != nil || pressure ? total : nil,
-            victimMemory: app.memory(), decisionNanos: decision,
+            victimMemory: app.memory(roots: counterRoots()), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,

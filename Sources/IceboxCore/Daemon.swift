@@ -76,6 +76,9 @@ public final class Daemon {
     var clients: [Int32: ClientConnection] = [:]
     /// Clients with replies queued in this turn of the loop, sent before it waits again.
     var unflushedClients: Set<Int32> = []
+    /// The cgroup roots (v1 memory, v2) kept open once they exist: apps' memory counters are
+    /// opened relative to them (`DirectoryHandle`).
+    var counterRootHandles: [DirectoryHandle] = []
     var apps: [String: LiveApp] = [:]
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]

@@ -84,8 +84,8 @@ final class LiveApp {
 
     /// The app's memory, from the best source this host has (memory.current, the v1
     /// memory cgroup, or the sum of Pss).
-    func memory() -> AppMemoryReading {
-        AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members())
+    func memory(roots: [DirectoryHandle] = []) -> AppMemoryReading {
+        AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members(), roots: roots)
     }
 
     /// The earliest moment the loop must wake up for this app.

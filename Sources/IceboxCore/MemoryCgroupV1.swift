@@ -6,7 +6,7 @@ import IceboxSystem
 public struct MemoryCgroupV1: Sendable, Equatable {
     public let path: String
 
-    private static let usageFile = "memory.usage_in_bytes"
+    static let usageFile = "memory.usage_in_bytes"
     private static let limitFile = "memory.limit_in_bytes"
     private static let procsFile = "cgroup.procs"
 

@@ -12,6 +12,32 @@ public enum FileIO {
         return try readAll(fd: fd, path: path)
     }
 
+    /// A file holding one decimal number (a cgroup counter such as memory.current), read with
+    /// one openat relative to `directory` (AT_FDCWD: `path` as given) and one read into a
+    /// small buffer: no String, no trimming. nil when it cannot be opened or read, or does not
+    /// start with a number that fits. `ps` reads one per app: with 1000 apps, opening each by
+    /// its full cgroupfs path and reading it into a String was a third of the daemon's time.
+    public static func readCounter(_ path: String, relativeTo directory: Int32 = AT_FDCWD) -> UInt64? {
+        let fd = retryingOnInterrupt { openat(directory, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        if fd < 0 { return nil }
+        defer { close(fd) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buf -> UInt64? in
+            let n = retryingOnInterrupt { Glibc.read(fd, buf.baseAddress, buf.count) }
+            guard n > 0 else { return nil }
+            var value: UInt64 = 0
+            var digits = 0
+            for byte in buf[0..<n] {
+                guard byte >= 48 && byte <= 57 else { break }
+                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = times10.addingReportingOverflow(UInt64(byte - 48))
+                if o1 || o2 { return nil }
+                value = sum
+                digits += 1
+            }
+            return digits > 0 ? value : nil
+        }
+    }
+
     public static func readAll(fd: Int32, path: String) throws(SystemError) -> String {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 8192)

@@ -26,6 +26,51 @@ struct FileIOTests {
         #expect(try FileIO.list(dir) == ["state"])
     }
 
+    @Test func replaceInPlaceOverwritesASmallFileAndPadsWhatIsShorter() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let path = dir + "/r.json"
+        #expect(!FileIO.replaceInPlace(path, "{}"), "no file yet: the caller creates it")
+        writeFile(path, "{\"state\":\"background\"}")
+        #expect(FileIO.replaceInPlace(path, "{\"state\":\"x\"}"))
+        #expect(readFile(path) == "{\"state\":\"x\"}" + String(repeating: " ", count: 9))
+        #expect(FileIO.replaceInPlace(path, "{\"state\":\"suspended!!!\"}"), "longer, within a page")
+        #expect(readFile(path) == "{\"state\":\"suspended!!!\"}")
+        #expect(!FileIO.replaceInPlace(path, String(repeating: "x", count: 5000)), "past a page: not in place")
+        #expect(readFile(path) == "{\"state\":\"suspended!!!\"}", "and nothing changed")
+        // A link, or a file with a second name, is not written through.
+        symlink(path, dir + "/link")
+        #expect(!FileIO.replaceInPlace(dir + "/link", "{}"))
+        link(path, dir + "/second")
+        #expect(!FileIO.replaceInPlace(path, "{}"))
+        #expect(readFile(path) == "{\"state\":\"suspended!!!\"}")
+    }
+
+    @Test func readCounterParsesADecimalFileRelativeToAKeptDirectory() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        mkdir(dir + "/app", 0o755)
+        writeFile(dir + "/app/memory.current", "123456\n")
+        writeFile(dir + "/app/empty", "")
+        writeFile(dir + "/app/words", "max\n")
+        writeFile(dir + "/app/huge", "18446744073709551616\n")
+        writeFile(dir + "/app/largest", "18446744073709551615\n")
+        #expect(FileIO.readCounter(dir + "/app/memory.current") == 123456)
+        #expect(FileIO.readCounter(dir + "/app/empty") == nil)
+        #expect(FileIO.readCounter(dir + "/app/words") == nil)
+        #expect(FileIO.readCounter(dir + "/app/huge") == nil, "past UInt64: nil, not a wrapped number")
+        #expect(FileIO.readCounter(dir + "/app/largest") == UInt64.max)
+        #expect(FileIO.readCounter(dir + "/app/missing") == nil)
+        let root = try #require(DirectoryHandle(dir + "/"))
+        #expect(root.relative(dir + "/app/memory.current") == "app/memory.current")
+        #expect(root.relative("/elsewhere/app/memory.current") == nil)
+        #expect(root.relative(dir + "x/app") == nil, "a sibling with the same prefix is not below it")
+        #expect(root.readCounter(dir + "/app/memory.current") == 123456)
+        symlink(dir + "/app/memory.current", dir + "/app/link")
+        #expect(root.readCounter(dir + "/app/link") == nil, "a link is not followed")
+        #expect(DirectoryHandle(dir + "/app/memory.current") == nil, "not a directory")
+    }
+
     @Test func writeAtomicallyAppliesTheModeAndHandlesEmptyContent() throws {
         let dir = makeTemporaryDirectory("fileio")
         defer { removeTree(dir) }

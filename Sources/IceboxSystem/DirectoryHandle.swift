@@ -1,0 +1,33 @@
+import Glibc
+
+/// A directory kept open so that files under it are opened relative to it: each
+/// open walks only the path below it. In cgroupfs every component of a path is a lookup
+/// with a revalidation, and a daemon reading a counter of each of 1000 apps spent most of
+/// that time walking /sys/fs/cgroup/... again and again.
+public final class DirectoryHandle {
+    public let path: String
+    public let fd: Int32
+
+    /// Opens `path` (a directory, not followed if it is a link); nil if that fails.
+    public init?(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { return nil }
+        self.path = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// `full` relative to this directory, if it lies below it ("a/b" for "<path>/a/b").
+    public func relative(_ full: String) -> String? {
+        guard full.hasPrefix(path + "/") else { return nil }
+        let rest = full.dropFirst(path.count + 1)
+        return rest.isEmpty ? nil : String(rest)
+    }
+
+    /// A counter file under this directory or, if `full` is elsewhere, by its full path.
+    public func readCounter(_ full: String) -> UInt64? {
+        if let rel = relative(full) { return FileIO.readCounter(rel, relativeTo: fd) }
+        return FileIO.readCounter(full)
+    }
+}
