@@ -60,13 +60,15 @@ struct FormatTemplate: Equatable {
     }
 
     func render(_ value: (String) -> String, json: () -> String) -> String {
-        pieces.map { piece in
+        var out = ""
+        for piece in pieces {
             switch piece {
-            case .text(let t): return t
-            case .field(let f): return value(f)
-            case .json: return json()
+            case .text(let t): out += t
+            case .field(let f): out += value(f)
+            case .json: out += json()
             }
-        }.joined()
+        }
+        return out
     }
 
     /// The header row of a `table` template: each field's name in capitals.

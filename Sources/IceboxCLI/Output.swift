@@ -39,15 +39,30 @@ enum Output {
     /// a cell (row 0 is the first row given); the padding is computed on the plain text.
     static func table(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> [String] {
         guard let first = rows.first else { return [] }
+        // Each cell's width counted once, by bytes where it is ASCII (Characters otherwise):
+        // counting Characters twice per cell, joining and trimming Character by Character
+        // were a fifth of `ps`'s client time with 1000 apps.
+        let cellWidths = rows.map { $0.map(displayWidth) }
         var widths = [Int](repeating: 0, count: first.count)
-        for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) } }
-        return rows.enumerated().map { r, row in
-            row.enumerated().map { i, cell in
-                let painted = (color ? style?(r, i) : nil).map { $0.paint(cell, true) } ?? cell
-                return i == row.count - 1
-                    ? painted : painted + String(repeating: " ", count: max(0, widths[min(i, widths.count - 1)] - cell.count))
-            }.joined(separator: "  ").trimmingTrailingSpaces()
+        for row in cellWidths { for (i, w) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], w) } }
+        return rows.indices.map { r in
+            let row = rows[r]
+            var line = ""
+            for (i, cell) in row.enumerated() {
+                if i > 0 { line += "  " }
+                line += (color ? style?(r, i) : nil).map { $0.paint(cell, true) } ?? cell
+                if i < row.count - 1 {
+                    line.append(contentsOf: repeatElement(" ", count: max(0, widths[min(i, widths.count - 1)] - cellWidths[r][i])))
+                }
+            }
+            return line.trimmingTrailingSpaces()
         }
+    }
+
+    /// The columns a cell takes: its Characters (its bytes when they are all ASCII).
+    static func displayWidth(_ cell: String) -> Int {
+        let bytes = cell.utf8
+        return bytes.allSatisfy({ $0 < 0x80 }) ? bytes.count : cell.count
     }
 }
 
@@ -60,8 +75,11 @@ enum Plural {
 
 extension String {
     func trimmingTrailingSpaces() -> String {
-        var s = self
-        while s.last == " " { s.removeLast() }
-        return s
+        var spaces = 0
+        for byte in utf8.reversed() {
+            guard byte == UInt8(ascii: " ") else { break }
+            spaces += 1
+        }
+        return spaces == 0 ? self : String(decoding: utf8.dropLast(spaces), as: UTF8.self)
     }
 }

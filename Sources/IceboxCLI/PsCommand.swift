@@ -99,7 +99,11 @@ enum PsCommand: IceboxCommand {
             return status
         }
         // A table: tab-separated cells aligned in columns, the STATE column coloured.
-        let rows = ([template.header] + lines).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        // Split by bytes (a tab is one): Character-wise splitting of 1000 lines was a tenth of
+        // the client's time.
+        let rows = ([template.header] + lines).map { line in
+            line.utf8.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        }
         let headerCells = rows[0]
         let stateColumn = headerCells.firstIndex(of: "STATE")
         let styled = Output.table(

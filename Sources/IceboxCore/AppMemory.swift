@@ -40,7 +40,7 @@ public enum AppMemory {
         roots: [DirectoryHandle] = []
     ) -> AppMemoryReading {
         func counter(_ path: String) -> UInt64? {
-            if let root = roots.first(where: { $0.relative(path) != nil }) { return root.readCounter(path) }
+            for root in roots { if let rel = root.relative(path) { return FileIO.readCounter(rel, relativeTo: root.fd) } }
             return FileIO.readCounter(path)
         }
         if let v1MemoryCgroup, let bytes = counter(v1MemoryCgroup + "/" + MemoryCgroupV1.usageFile) {

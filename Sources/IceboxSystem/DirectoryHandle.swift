@@ -20,9 +20,12 @@ public final class DirectoryHandle {
 
     /// `full` relative to this directory, if it lies below it ("a/b" for "<path>/a/b").
     public func relative(_ full: String) -> String? {
-        guard full.hasPrefix(path + "/") else { return nil }
-        let rest = full.dropFirst(path.count + 1)
-        return rest.isEmpty ? nil : String(rest)
+        // By bytes: Character-wise prefix tests and offsets were a tenth of `ps`'s time.
+        let whole = full.utf8, root = path.utf8
+        guard whole.count > root.count + 1, whole.starts(with: root),
+            whole[whole.index(whole.startIndex, offsetBy: root.count)] == UInt8(ascii: "/")
+        else { return nil }
+        return String(decoding: whole.dropFirst(root.count + 1), as: UTF8.self)
     }
 
     /// A counter file under this directory or, if `full` is elsewhere, by its full path.
