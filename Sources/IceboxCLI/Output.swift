@@ -52,7 +52,7 @@ enum Output {
                 if i > 0 { line += "  " }
                 line += (color ? style?(r, i) : nil).map { $0.paint(cell, true) } ?? cell
                 if i < row.count - 1 {
-                    line.append(contentsOf: repeatElement(" ", count: max(0, widths[min(i, widths.count - 1)] - cellWidths[r][i])))
+                    line += String(repeating: " ", count: max(0, widths[min(i, widths.count - 1)] - cellWidths[r][i]))
                 }
             }
             return line.trimmingTrailingSpaces()
