@@ -110,9 +110,10 @@ struct DaemonClient {
     /// Sends a request and prints the replies until `done`. Returns the exit code.
     mutating func perform(
         _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil,
-        onSummaries: (([AppSummary]) -> Void)? = nil
+        onSummaries: (([AppSummary]) -> Void)? = nil, rawApps: ((String) -> Void)? = nil
     ) throws(IceboxError) -> Int32 {
         let connection = try connect()
+        connection.rawApps = rawApps
         try connection.send(request)
         do {
             return try connection.replies(until: Self.deadline(for: request), what: request.commandName) { reply in

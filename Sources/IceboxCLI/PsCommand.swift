@@ -55,8 +55,11 @@ enum PsCommand: IceboxCommand {
         var records: [AppRecord] = []
         var summaries: [AppSummary] = []
         let request = ControlRequest.ps(all: all, brief: !whole)
+        // `ps --json` of every app prints the daemon's array as it came (see DaemonConnection.rawApps).
+        var rawJSON: String?
+        let passThrough: ((String) -> Void)? = args.flag("json") && patterns.isEmpty ? { rawJSON = $0 } : nil
         func take(_ client: inout DaemonClient) throws(IceboxError) -> Int32 {
-            try client.perform(request, onData: { records = $0 }, onSummaries: { summaries = $0 })
+            try client.perform(request, onData: { records = $0 }, onSummaries: { summaries = $0 }, rawApps: passThrough)
         }
         var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: args.value("cgroup-root"))
         do {
@@ -83,7 +86,7 @@ enum PsCommand: IceboxCommand {
         defer { for p in unmatched { Output.err("icebox: no app named '\(p)'") } }
         let status: Int32 = unmatched.isEmpty ? 0 : 1
         if args.flag("json") {
-            Output.out(JSONLines.encode(records))
+            Output.out(rawJSON ?? JSONLines.encode(records))
             return status
         }
         if args.flag("quiet") {

@@ -112,14 +112,54 @@ package final class DaemonConnection {
         return found
     }
 
+    /// Set, a `data` reply that holds apps and nothing else is not decoded: the text of its
+    /// array is handed here as it came, and the reply is returned without apps. For `ps
+    /// --json`, which prints that array as it is: decoding 1000 records and encoding them
+    /// again, to the same bytes, was most of its client's time.
+    package var rawApps: ((String) -> Void)?
+
     /// The next buffered reply, if a complete line is there. Lines that do not decode (a
     /// newer daemon's reply kinds) are skipped.
     package func bufferedReply() -> ControlReply? {
         while let newline = nextNewline() {
+            if let rawApps, let span = Self.appsArray(in: buffer[..<newline]) {
+                rawApps(String(decoding: buffer[span], as: UTF8.self))
+                buffer.removeSubrange(...newline)
+                searched = 0
+                return ControlReply(kind: .data)
+            }
             let line = String(decoding: buffer[..<newline], as: UTF8.self)
             buffer.removeSubrange(...newline)
             searched = 0
             if let reply = JSONLines.decode(ControlReply.self, line) { return reply }
+        }
+        return nil
+    }
+
+    /// Where the array is in a line that is exactly `{"apps":[…],"kind":"data"}` (the
+    /// daemon's writer puts members in that order, with no spaces); nil for any other line.
+    /// The array's end is found by bracket depth outside strings, so a line with anything
+    /// more in it is not taken for one.
+    static func appsArray(in line: ArraySlice<UInt8>) -> Range<Int>? {
+        let head = Array(#"{"apps":["#.utf8), tail = Array(#","kind":"data"}"#.utf8)
+        guard line.count >= head.count + tail.count, line.starts(with: head), line.suffix(tail.count).elementsEqual(tail)
+        else { return nil }
+        let start = line.startIndex + head.count - 1  // the [
+        var depth = 0, inString = false, escaped = false
+        var i = start
+        while i < line.endIndex - tail.count {
+            let byte = line[i]
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if byte == UInt8(ascii: "[") || byte == UInt8(ascii: "{") {
+                depth += 1
+            } else if byte == UInt8(ascii: "]") || byte == UInt8(ascii: "}") {
+                depth -= 1
+                if depth == 0 { return i == line.endIndex - tail.count - 1 ? start..<(i + 1) : nil }
+            }
+            i += 1
         }
         return nil
     }
