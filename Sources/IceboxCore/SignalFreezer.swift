@@ -36,13 +36,13 @@ public struct SignalFreezer: Freezer {
     /// after the resume; SIGCONT discards it and leaves the trace stop alone (the kernel's
     /// freezer selftest `ptraced` detaches after the thaw).
     static func continueOurs(_ pids: some Sequence<pid_t>, keeping keep: Set<pid_t>) {
-        for pid in pids where !keep.contains(pid) || ProcFS.stat(pid: pid)?.state == "t" { kill(pid, SIGCONT) }
+        for pid in pids where !keep.contains(pid) || ProcFS.state(pid: pid) == "t" { kill(pid, SIGCONT) }
     }
 
     public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
         let pids = members()
-        stoppedByOthers.set(Set(pids.filter { Self.stoppedState(ProcFS.stat(pid: $0)?.state ?? " ") }))
+        stoppedByOthers.set(Set(pids.filter { Self.stoppedState(ProcFS.state(pid: $0) ?? " ") }))
         var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current)
         steps.begin(with: pids)
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
@@ -61,13 +61,13 @@ public struct SignalFreezer: Freezer {
         let pids = members()
         return !pids.isEmpty
             && pids.allSatisfy { pid in
-                ProcFS.threads(of: pid).allSatisfy { Self.stoppedState(ProcFS.threadStat(pid: pid, tid: $0)?.state ?? "T") }
+                ProcFS.threads(of: pid).allSatisfy { Self.stoppedState(ProcFS.state(pid: pid, tid: $0) ?? "T") }
             }
     }
 
     /// Any process stopped: a SIGSTOP round was under way.
     public func freezeStarted() -> Bool {
-        members().contains { pid in Self.stoppedState(ProcFS.stat(pid: pid)?.state ?? " ") }
+        members().contains { pid in Self.stoppedState(ProcFS.state(pid: pid) ?? " ") }
     }
 
     /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links.
@@ -173,8 +173,8 @@ struct SignalFreezeSteps: FreezeSteps {
             while true {
                 while threadsSeen < threads.count {
                     let tid = threads[threadsSeen]
-                    if let st = ProcFS.threadStat(pid: pid, tid: tid), st.state != "Z" && st.state != "X" {
-                        if !SignalFreezer.stoppedState(st.state) { return }
+                    if let state = ProcFS.state(pid: pid, tid: tid), state != "Z" && state != "X" {
+                        if !SignalFreezer.stoppedState(state) { return }
                         threadsAlive += 1
                     }
                     threadsSeen += 1
@@ -228,9 +228,9 @@ struct SignalThawSteps: FreezeSteps {
             var threads = 0
             var stopped = false
             for tid in ProcFS.threads(of: pid) {
-                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
+                guard let state = ProcFS.state(pid: pid, tid: tid) else { continue }
                 threads += 1
-                if SignalFreezer.stoppedState(st.state) {
+                if SignalFreezer.stoppedState(state) {
                     stopped = true
                     break
                 }

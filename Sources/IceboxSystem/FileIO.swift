@@ -39,27 +39,29 @@ public enum FileIO {
     }
 
     public static func readAll(fd: Int32, path: String) throws(SystemError) -> String {
+        // Read into scratch memory that is never zeroed (a zeroed 8 KiB array per call was a
+        // memset per /proc or cgroup file read).
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { buf in
-                retryingOnInterrupt { Glibc.read(fd, buf.baseAddress, buf.count) }
+        let failed = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { chunk -> Bool in
+            while true {
+                let n = retryingOnInterrupt { Glibc.read(fd, chunk.baseAddress, chunk.count) }
+                if n < 0 { return true }
+                if n == 0 { return false }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[0..<n]))
             }
-            if n < 0 { throw SystemError("read", path: path) }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
         }
+        if failed { throw SystemError("read", path: path) }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads from offset 0 of an open descriptor (for re-reading cgroup.events through the fd we poll).
     public static func pread(fd: Int32, path: String) throws(SystemError) -> String {
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        let n = chunk.withUnsafeMutableBytes { buf in
-            retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, 0) }
+        let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { chunk -> String? in
+            let n = retryingOnInterrupt { Glibc.pread(fd, chunk.baseAddress, chunk.count, 0) }
+            return n < 0 ? nil : String(decoding: UnsafeBufferPointer(rebasing: chunk[0..<n]), as: UTF8.self)
         }
-        if n < 0 { throw SystemError("read", path: path) }
-        return String(decoding: chunk[0..<n], as: UTF8.self)
+        guard let text else { throw SystemError("read", path: path) }
+        return text
     }
 
     /// Opens a file for a descriptor the caller keeps (close-on-exec, never through a symlink:

@@ -22,6 +22,36 @@ struct ProcFSTests {
         #expect(Self.statLine(comm: "cat").split(separator: " ").count == 52)
     }
 
+    @Test func stateIsTheLetterAfterTheLastParenthesis() throws {
+        let root = makeTemporaryDirectory("procfs")
+        defer { removeTree(root) }
+        func put(_ rel: String, _ text: String) {
+            _ = rel.split(separator: "/").dropLast().reduce(root) { dir, part in
+                mkdir(dir + "/" + part, 0o755)
+                return dir + "/" + part
+            }
+            writeFile(root + "/" + rel, text)
+        }
+        put("10/stat", Self.statLine(pid: 10, comm: "sleep", state: "T"))
+        put("11/stat", Self.statLine(pid: 11, comm: "x) R (y", state: "t"))
+        put("11/task/12/stat", Self.statLine(pid: 12, comm: "worker)", state: "Z"))
+        put("13/stat", "13 (no state")
+        #expect(ProcFS.state(pid: 10, procRoot: root) == "T")
+        #expect(ProcFS.state(pid: 11, procRoot: root) == "t", "a name with parentheses and a state letter in it")
+        #expect(ProcFS.state(pid: 11, tid: 12, procRoot: root) == "Z")
+        #expect(ProcFS.state(pid: 13, procRoot: root) == nil)
+        #expect(ProcFS.state(pid: 14, procRoot: root) == nil, "gone")
+        // This thread, reading its own stat, is running (/proc/thread-self is "PID/task/TID").
+        var link = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/thread-self", &link, 63)
+        let tid = try #require(
+            pid_t(
+                String(decoding: link.prefix(max(0, n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    .split(separator: "/").last ?? ""))
+        #expect(ProcFS.state(pid: getpid(), tid: tid) == "R")
+        #expect(ProcFS.state(pid: getpid(), tid: tid) == ProcFS.threadStat(pid: getpid(), tid: tid)?.state)
+    }
+
     @Test func parseStatReadsFieldsAfterASimpleName() throws {
         let stat = try #require(ProcFS.parseStat(Self.statLine(comm: "cat", state: "R", ppid: 5911, pgrp: 5911, session: 5252)))
         #expect(stat == ProcFS.Stat(state: "R", ppid: 5911, pgrp: 5911, session: 5252, startTimeTicks: 64035))
