@@ -1,0 +1,126 @@
+/* tight: process start-up and one-shot commands timed with nothing in between, for
+ * scripts/bench/oneshot-tight (Python's subprocess adds ~0.5 ms and its own noise to every
+ * figure of the suite's one-shot table).
+ *
+ * usage: tight spawn ROUNDS CMD... [:: CMD...]...
+ *          runs the commands in turn, ROUNDS times (interleaved), each by posix_spawn with
+ *          stdout on /dev/null, and prints "median_us p25_us CMD" per command. Leading
+ *          NAME=VALUE words of a command are added to its environment.
+ *        tight rt ROUNDS SOCKET APP [SOCKET APP]...
+ *          sends the daemon's own suspend (grace 0) and resume requests for APP on each
+ *          control SOCKET in turn and times each from connect to the "done" reply: the
+ *          daemon's part of a command, with no client start-up. Prints "SOCKET suspend_us
+ *          resume_us" (medians).
+ * Compile: gcc -O2 -o tight tight.c
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return v[n / 2];
+}
+
+static int spawn_mode(int rounds, int argc, char **argv) {
+    char **cmds[32];
+    int n = 0;
+    cmds[n++] = &argv[0];
+    for (int i = 0; i < argc && n < 32; i++)
+        if (!strcmp(argv[i], "::")) { argv[i] = NULL; cmds[n++] = &argv[i + 1]; }
+    double *t = calloc((size_t)(n * rounds), sizeof *t);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    for (int r = 0; r < rounds; r++)
+        for (int c = 0; c < n; c++) {
+            char **cmd = cmds[c], *env[512];
+            int ne = 0;
+            for (char **e = environ; *e && ne < 480; e++) env[ne++] = *e;
+            while (*cmd && strchr(*cmd, '=') && (*cmd)[0] != '/' && ne < 510) env[ne++] = *cmd++;
+            env[ne] = NULL;
+            pid_t p;
+            int st;
+            double a = now_us();
+            if (posix_spawn(&p, cmd[0], &fa, NULL, cmd, env)) { perror(cmd[0]); return 1; }
+            waitpid(p, &st, 0);
+            t[c * rounds + r] = now_us() - a;
+            if (!WIFEXITED(st) || WEXITSTATUS(st)) { fprintf(stderr, "%s failed\n", cmd[0]); return 1; }
+        }
+    for (int c = 0; c < n; c++) {
+        char **cmd = cmds[c];
+        double *v = t + c * rounds;
+        qsort(v, (size_t)rounds, sizeof *v, cmp);
+        printf("%.0f %.0f", v[rounds / 2], v[rounds / 4]);
+        for (; *cmd; cmd++) if (!strchr(*cmd, '=') || (*cmd)[0] == '/') printf(" %s", *cmd);
+        printf("\n");
+    }
+    return 0;
+}
+
+static double round_trip(const char *path, const char *msg) {
+    double a = now_us();
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    if (fd < 0 || connect(fd, (void *)&sa, sizeof sa)) { perror(path); exit(1); }
+    if (write(fd, msg, strlen(msg)) < 0) { perror("write"); exit(1); }
+    static char buf[65536];
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = read(fd, buf + got, sizeof buf - 1 - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+        buf[got] = 0;
+        if (strstr(buf, "\"kind\":\"done\"")) break;
+    }
+    close(fd);
+    if (!strstr(buf, "\"code\":0")) { fprintf(stderr, "%s: %s\n", path, buf); exit(1); }
+    return now_us() - a;
+}
+
+static int rt_mode(int rounds, int argc, char **argv) {
+    int k = argc / 2;
+    double *s = calloc((size_t)(k * rounds), sizeof *s), *r = calloc((size_t)(k * rounds), sizeof *r);
+    for (int i = 0; i < rounds; i++)
+        for (int j = 0; j < k; j++) {
+            char m1[512], m2[512];
+            snprintf(m1, sizeof m1, "{\"suspend\":{\"grace_ns\":0,\"names\":[\"%s\"]}}\n", argv[2 * j + 1]);
+            snprintf(m2, sizeof m2, "{\"resume\":{\"names\":[\"%s\"],\"wait_ready\":false}}\n", argv[2 * j + 1]);
+            s[j * rounds + i] = round_trip(argv[2 * j], m1);
+            usleep(2000);
+            r[j * rounds + i] = round_trip(argv[2 * j], m2);
+            usleep(2000);
+        }
+    for (int j = 0; j < k; j++)
+        printf("%s %.0f %.0f\n", argv[2 * j], median(s + j * rounds, rounds), median(r + j * rounds, rounds));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 4 && !strcmp(argv[1], "spawn")) return spawn_mode(atoi(argv[2]), argc - 3, argv + 3);
+    if (argc >= 5 && !strcmp(argv[1], "rt") && (argc - 3) % 2 == 0) return rt_mode(atoi(argv[2]), argc - 3, argv + 3);
+    fprintf(stderr, "usage: tight spawn ROUNDS CMD... [:: CMD...]... | tight rt ROUNDS SOCKET APP...\n");
+    return 64;
+}
