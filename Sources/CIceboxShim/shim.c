@@ -10,6 +10,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -399,6 +400,31 @@ int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t t
         return 0;
     }
     result->pidfd = pidfd;
+    return 0;
+}
+
+// PIDFD_GET_INFO (Linux 6.13): what a pidfd's process is, among it the id of its cgroup v2
+// (the inode number of the cgroup's directory). Defined here: the headers glibc 2.36 builds
+// against predate it. The kernel takes any size from the first version's 64 bytes up.
+struct icebox_pidfd_info {
+    uint64_t mask;
+    uint64_t cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define ICEBOX_PIDFD_GET_INFO _IOWR(0xFF, 11, struct icebox_pidfd_info)
+#define ICEBOX_PIDFD_INFO_CGROUPID (1ULL << 2)
+
+int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
+    struct icebox_pidfd_info info;
+    memset(&info, 0, sizeof info);
+    info.mask = ICEBOX_PIDFD_INFO_CGROUPID;
+    if (ioctl(pidfd, ICEBOX_PIDFD_GET_INFO, &info) < 0) return -1;
+    if (!(info.mask & ICEBOX_PIDFD_INFO_CGROUPID)) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    *id = info.cgroupid;
     return 0;
 }
 

@@ -35,10 +35,23 @@ public final class AppCgroups: Sendable {
     private let eventsFile: CgroupFile?
     private let freezeFile: CgroupFile?
     private let destroyState = Mutex<Destroy?>(nil)
+    private let v2IDCache = Mutex<UInt64?>(nil)
 
     public var v2Path: String? { v2?.path }
     public var freezerV1Path: String? { freezerV1?.path }
     public var memoryV1Path: String? { memoryV1?.path }
+
+    /// The v2 directory's inode number, which is the id the kernel gives the cgroup (what
+    /// `ProcessHandle.cgroupID` reports); read once, nil while there is no directory.
+    public var v2DirectoryID: UInt64? {
+        v2IDCache.withLock { id in
+            if id == nil, let path = v2?.path {
+                var st = stat()
+                if lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR { id = UInt64(st.st_ino) }
+            }
+            return id
+        }
+    }
 
     private init(name: String, v2: String?, freezerV1: String?, memoryV1: String?) {
         self.name = name

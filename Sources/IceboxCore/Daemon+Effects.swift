@@ -154,9 +154,11 @@ extension Daemon {
         }
         // An exited process (a zombie until its pidfd is served) left nothing: its end is news
         // for appExited, not a departure.
-        guard let dir, let mount, !app.hasExited(),
-            let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount)
-        else { return nil }
+        guard let dir, let mount, !app.hasExited() else { return nil }
+        // The common case in one ioctl: the main process is in the app's v2 cgroup itself.
+        // Anything else (a sub-cgroup, an older kernel, the v1 freezer) reads /proc/PID/cgroup.
+        if controller == nil, let id = app.cgroups.v2DirectoryID, app.handle.cgroupID() == id { return nil }
+        guard let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount) else { return nil }
         return CgroupMembership.isWithin(now, dir) ? nil : now
     }
 

@@ -51,6 +51,27 @@ struct AppCgroupsTests {
         #expect(AppCgroups.adopt(v2: nil, freezerV1: nil, memoryV1: nil).members() == nil)
     }
 
+    @Test("a pidfd says which v2 cgroup its process is in: the app's directory's inode, until it moves")
+    func pidfdCgroupID() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try Self.create(roots, "web", backend: .cgroup2)
+        let child = try CgroupChild(["sleep 1000"], in: cgroups)
+        let id = try #require(cgroups.v2DirectoryID)
+        var st = stat()
+        try #require(lstat(cgroups.v2Path!, &st) == 0)
+        #expect(id == UInt64(st.st_ino))
+        // PIDFD_GET_INFO came with Linux 6.13: older kernels say nil, and the daemon reads /proc.
+        guard let now = child.handle.cgroupID() else { return }
+        #expect(now == id)
+        let sub = cgroups.v2Path! + "/sub"
+        try FileIO.makeDirectories(sub)
+        try FileIO.write(sub + "/cgroup.procs", String(child.pid))
+        #expect(child.handle.cgroupID() != id, "moved to a sub-cgroup: another id")
+        try #require(lstat(sub, &st) == 0)
+        #expect(child.handle.cgroupID() == UInt64(st.st_ino))
+    }
+
     @Test("a leftover with sub-cgroups (and no process) is removed bottom-up and made afresh")
     func leftoverIsRemadeFresh() throws {
         let roots = CgroupTestRoots()

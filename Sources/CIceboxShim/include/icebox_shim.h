@@ -85,6 +85,10 @@ struct icebox_spawn_result {
 /// the spawn itself failed.
 int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result);
 
+/// The id of the cgroup v2 the pidfd's process is in (the cgroup directory's inode number),
+/// through PIDFD_GET_INFO (Linux 6.13). -1 with errno (ENOTTY, EINVAL: an older kernel; ESRCH:
+/// the process is gone).
+int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
 int icebox_pidfd_send_signal(int pidfd, int sig);
 /// waitid(P_PIDFD, pidfd, ...). options as for waitid. Returns 0 or -1 with errno.
