@@ -46,6 +46,17 @@ public final class CgroupFile: Sendable {
         }
     }
 
+    /// The decimal number the file holds (a counter such as memory.current), read with one
+    /// pread of the kept descriptor. `opening`: open the file now if it is not open yet (and
+    /// keep it); without, nil when it is not open. nil also when it cannot be read.
+    public func readCounter(opening: Bool) -> UInt64? {
+        state.withLock { s -> UInt64? in
+            if case .unopened = s, !opening { return nil }
+            guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
+            return FileIO.preadCounter(fd: fd)
+        }
+    }
+
     /// Writes a value in one pwrite at offset 0, as the kernel expects of a control file.
     public func write(_ value: String) throws(SystemError) {
         try state.withLock { (s: inout State) throws(SystemError) in

@@ -304,10 +304,10 @@ extension Daemon {
             // A suspended app whose main process was moved out runs: ps must not say otherwise.
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
-            let roots = counterRoots()
+            let roots = counterRoots(), keep = memoryCountersMayStayOpen
             var records = apps.values.map { app -> AppRecord in
                 var r = app.record
-                let memory = app.memory(roots: roots)
+                let memory = app.memory(roots: roots, keepOpen: keep)
                 r.memoryBytes = memory.bytes
                 r.memorySource = memory.source.rawValue
                 return r

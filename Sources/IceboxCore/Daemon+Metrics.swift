@@ -15,8 +15,10 @@ extension Daemon {
     /// The metrics now, as text. Reads every app's memory and the daemon's /proc entries: a
     /// few file reads per app, done only when asked (a request, a due refresh of the file).
     func metricsText(_ format: MetricsFormat) -> String {
-        let roots = counterRoots()
-        let snapshots = apps.values.map { AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: $0.memory(roots: roots)) }
+        let roots = counterRoots(), keep = memoryCountersMayStayOpen
+        let snapshots = apps.values.map {
+            AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: $0.memory(roots: roots, keepOpen: keep))
+        }
         return MetricsExposition.render(metrics.families(apps: snapshots, process: ProcessUsage.read()), format: format)
     }
 

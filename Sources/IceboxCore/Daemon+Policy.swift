@@ -89,8 +89,17 @@ extension Daemon {
     }
 
     func totalMemory() -> UInt64 {
-        let roots = counterRoots()
-        return apps.values.reduce(0) { $0 + $1.memory(roots: roots).bytes }
+        let roots = counterRoots(), keep = memoryCountersMayStayOpen
+        return apps.values.reduce(0) { $0 + $1.memory(roots: roots, keepOpen: keep).bytes }
+    }
+
+    /// Whether apps' memory counters may be kept open: while every app holding one more
+    /// descriptor (5 each, with its pidfd, notify socket and two cgroup files) would still
+    /// leave half the limit free. Past that, counters are opened for each read, and the
+    /// descriptors go to apps and clients.
+    var memoryCountersMayStayOpen: Bool {
+        let held: Int = apps.count * 5 + clients.count + 64
+        return UInt64(held) < descriptorLimit / 2
     }
 
     /// The roots `counterRootHandles` keeps, opened at the first call after they exist.
@@ -141,7 +150,7 @@ extension Daemon {
         let decision = Clock.monotonicNanos() - start
         victim = Victim(
             name: app.name, reason: reason, memoryBefore: policy.memoryBudgetBytes != nil || pressure ? total : nil,
-            victimMemory: app.memory(roots: counterRoots()), decisionNanos: decision,
+            victimMemory: app.memory(roots: counterRoots(), keepOpen: memoryCountersMayStayOpen), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,

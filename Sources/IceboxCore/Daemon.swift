@@ -97,6 +97,8 @@ public final class Daemon {
     var victim: Victim?
     var dirtyRecords = Set<String>()
     var originalDescriptorLimit: UInt64 = 0
+    /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`).
+    var descriptorLimit: UInt64 = 1024
     var registryAllDirty = false
     /// Apps whose record could not be written (what failed), logged once until a write works.
     var registryFailures: [String: String] = [:]
@@ -220,10 +222,12 @@ public final class Daemon {
     /// original one (programs using select() rely on staying below 1024).
     func raiseDescriptorLimit() {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        descriptorLimit = UInt64(limit.rlim_cur)
+        guard limit.rlim_cur < limit.rlim_max else { return }
         originalDescriptorLimit = UInt64(limit.rlim_cur)
         limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptorLimit = UInt64(limit.rlim_max) }
     }
 
     /// Tells the client that started this daemon that it listens ("ready"), or that another

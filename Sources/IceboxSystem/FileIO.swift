@@ -23,19 +23,31 @@ public enum FileIO {
         defer { close(fd) }
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buf -> UInt64? in
             let n = retryingOnInterrupt { Glibc.read(fd, buf.baseAddress, buf.count) }
-            guard n > 0 else { return nil }
-            var value: UInt64 = 0
-            var digits = 0
-            for byte in buf[0..<n] {
-                guard byte >= 48 && byte <= 57 else { break }
-                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-                let (sum, o2) = times10.addingReportingOverflow(UInt64(byte - 48))
-                if o1 || o2 { return nil }
-                value = sum
-                digits += 1
-            }
-            return digits > 0 ? value : nil
+            return n > 0 ? parseCounter(UnsafeBufferPointer(rebasing: buf[0..<n])) : nil
         }
+    }
+
+    /// The same from offset 0 of a descriptor kept open (pread: no open, no close).
+    public static func preadCounter(fd: Int32) -> UInt64? {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buf -> UInt64? in
+            let n = retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, 0) }
+            return n > 0 ? parseCounter(UnsafeBufferPointer(rebasing: buf[0..<n])) : nil
+        }
+    }
+
+    /// The decimal number the bytes start with; nil without one, or past UInt64.
+    static func parseCounter(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        var value: UInt64 = 0
+        var digits = 0
+        for byte in bytes {
+            guard byte >= 48 && byte <= 57 else { break }
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(byte - 48))
+            if o1 || o2 { return nil }
+            value = sum
+            digits += 1
+        }
+        return digits > 0 ? value : nil
     }
 
     public static func readAll(fd: Int32, path: String) throws(SystemError) -> String {

@@ -28,6 +28,9 @@ struct HygieneTests {
         let box = Sandbox()
         defer { box.close() }
         _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        // ps keeps each app's memory counter open from then on (while descriptors are plenty):
+        // anchor's is among those held before; each later app's must go with it.
+        _ = try box.icebox(["ps"])
         let pid = try #require(box.daemonPID)
         // The connection of the launch above closes just after its reply: under load the
         // client can read the reply first. Take the snapshot once two reads agree.
@@ -45,6 +48,18 @@ struct HygieneTests {
         let app = box.pythonApp()
         for backend in ["cgroup2", "cgroup1", "signal"] {
             _ = try box.icebox(["launch", "--backend", backend, "--ready", "notify", "tmp", "--", "python3", app])
+            _ = try box.icebox(["ps"])
+            // Where the app has a memory counter, the daemon now holds it open.
+            let counters =
+                try box.apps()["tmp"].map { r in
+                    [r.memoryV1.map { $0 + "/memory.usage_in_bytes" }, r.cgroup.map { $0 + "/memory.current" }].compactMap { $0 }
+                } ?? []
+            if let counter = counters.first(where: { FileManager.default.fileExists(atPath: $0) }) {
+                let held = descriptors(pid).compactMap {
+                    try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+                }
+                #expect(held.contains(counter), "\(counter) not among the daemon's descriptors \(held)")
+            }
             _ = try box.icebox(["suspend", "tmp"])
             _ = try box.icebox(["resume", "tmp"])
             _ = try box.icebox(["evict", "tmp"])
