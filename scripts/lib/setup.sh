@@ -55,9 +55,21 @@ icebox_build_release() {
     # demangled at its first use and its generic requirements checked by scanning every
     # conformance record of the (static) binary; it cost a one-shot `icebox suspend` ~350 µs
     # of its ~2.3 ms (benchmarks/RESULTS.md, start-up).
-    (cd "$ICEBOX_ROOT" && swift build -c release --static-swift-stdlib -Xswiftc -static-executable \
-        -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors --product icebox) \
-        >"$log" 2>&1 || status=$?
+    local flags=(-c release --static-swift-stdlib -Xswiftc -static-executable
+        -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors)
+    # SwiftPM does not rebuild what is up to date when only these flags change: a stamp of
+    # them, and a clean release build when it differs (or a binary is there without one).
+    local stamp="$ICEBOX_ROOT/.build/release-flags" stale=0
+    if [ -f "$stamp" ]; then
+        [ "$(cat "$stamp")" = "${flags[*]}" ] || stale=1
+    elif [ -e "$ICEBOX_ROOT/.build/release/icebox" ]; then
+        stale=1
+    fi
+    if [ "$stale" -eq 1 ]; then
+        rm -rf "$ICEBOX_ROOT/.build/release" "$ICEBOX_ROOT"/.build/*-linux-gnu/release
+    fi
+    (cd "$ICEBOX_ROOT" && swift build "${flags[@]}" --product icebox) >"$log" 2>&1 || status=$?
+    [ "$status" -ne 0 ] || { mkdir -p "$ICEBOX_ROOT/.build" && echo "${flags[*]}" >"$stamp"; }
     grep -vE '^(Building|Build (of product .icebox. )?complete|\[[0-9]+/[0-9]+\])|the use of .mktemp. is dangerous|in statically linked applications requires at runtime' \
         "$log" >&2 || true
     rm -f "$log"
