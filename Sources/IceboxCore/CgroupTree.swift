@@ -20,10 +20,39 @@ public enum CgroupTree {
     }
 
     /// The processes of every cgroup in the subtree (each `cgroup.procs`, read once).
+    /// Called at every confirmed freeze (for its count): no separate check that `root` is a
+    /// directory (listing it fails if not, and so does reading its cgroup.procs), and the
+    /// pids read as bytes.
     public static func processes(_ root: String) -> [pid_t] {
-        directoriesBottomUp(root).reversed().flatMap { dir in
-            ((try? FileIO.read(dir + "/cgroup.procs")) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+        var dirs: [String] = []
+        func visit(_ dir: String) {
+            for name in (try? FileIO.listDirectories(dir)) ?? [] { visit(dir + "/" + name) }
+            dirs.append(dir)
         }
+        visit(root)
+        return dirs.reversed().flatMap { pids(in: (try? FileIO.read($0 + "/cgroup.procs")) ?? "") }
+    }
+
+    /// The pids of a cgroup.procs text, one decimal per line; anything else on a line drops it.
+    static func pids(in text: String) -> [pid_t] {
+        var out: [pid_t] = []
+        var value: Int64 = 0, digits = 0, bad = false
+        func endLine() {
+            if digits > 0 && !bad && value <= Int64(Int32.max) { out.append(pid_t(value)) }
+            (value, digits, bad) = (0, 0, false)
+        }
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\n") {
+                endLine()
+            } else if byte >= 48 && byte <= 57 && digits < 10 {
+                value = value * 10 + Int64(byte - 48)
+                digits += 1
+            } else {
+                bad = true
+            }
+        }
+        endLine()
+        return out
     }
 
     /// Removes the subtree bottom-up (sub-cgroups first). Returns what could not be removed,
