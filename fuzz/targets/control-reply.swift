@@ -2,10 +2,8 @@
 // A reply line as the client reads it: the decoder, and the byte scan that finds the apps
 // array `ps --json` prints as it came. Where the scan takes a line, the line must decode,
 // and the array it found must be the one the decoder read.
-import IceboxCore
-@testable import IceboxSystem
-
 @testable import IceboxCore
+@testable import IceboxSystem
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
