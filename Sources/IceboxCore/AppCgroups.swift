@@ -64,10 +64,8 @@ public final class AppCgroups: Sendable {
         self.memoryV1 = memoryV1.map { MemoryCgroupV1(path: $0) }
         eventsFile = self.v2.map { CgroupFile(path: $0.eventsPath, writable: false) }
         freezeFile = self.v2.map { CgroupFile(path: $0.freezePath, writable: true) }
-        if let v1 = self.memoryV1 {
-            memoryFile = (CgroupFile(path: v1.file(MemoryCgroupV1.usageFile), writable: false), .v1Usage)
-        } else {
-            memoryFile = self.v2.map { (CgroupFile(path: $0.path + "/memory.current", writable: false), .memoryCurrent) }
+        memoryFile = AppMemory.counters(v2Cgroup: v2, v1MemoryCgroup: memoryV1).first.map {
+            (CgroupFile(path: $0.path, writable: false), $0.source)
         }
     }
 

@@ -39,17 +39,20 @@ public enum AppMemory {
         v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc",
         roots: [DirectoryHandle] = []
     ) -> AppMemoryReading {
-        func counter(_ path: String) -> UInt64? {
-            for root in roots { if let rel = root.relative(path) { return FileIO.readCounter(rel, relativeTo: root.fd) } }
-            return FileIO.readCounter(path)
-        }
-        if let v1MemoryCgroup, let bytes = counter(v1MemoryCgroup + "/" + MemoryCgroupV1.usageFile) {
-            return AppMemoryReading(bytes: bytes, source: .v1Usage)
-        }
-        if let v2Cgroup, let bytes = counter(v2Cgroup + "/memory.current") {
-            return AppMemoryReading(bytes: bytes, source: .memoryCurrent)
+        for counter in counters(v2Cgroup: v2Cgroup, v1MemoryCgroup: v1MemoryCgroup) {
+            if let bytes = DirectoryHandle.readCounter(counter.path, under: roots) {
+                return AppMemoryReading(bytes: bytes, source: counter.source)
+            }
         }
         return AppMemoryReading(bytes: pssSum(pids: pids(), procRoot: procRoot), source: .pssSum)
+    }
+
+    /// The counter files `read` tries, in its order (also the one AppCgroups keeps open).
+    public static func counters(v2Cgroup: String?, v1MemoryCgroup: String?) -> [(path: String, source: MemorySource)] {
+        var out: [(path: String, source: MemorySource)] = []
+        if let v1MemoryCgroup { out.append((v1MemoryCgroup + "/" + MemoryCgroupV1.usageFile, .v1Usage)) }
+        if let v2Cgroup { out.append((v2Cgroup + "/memory.current", .memoryCurrent)) }
+        return out
     }
 
     /// The Pss line of /proc/PID/smaps_rollup, in bytes; nil without one (a kernel thread).

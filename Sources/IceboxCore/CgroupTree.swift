@@ -10,6 +10,11 @@ public enum CgroupTree {
     /// the root does not exist. A directory that vanishes during the walk is skipped.
     public static func directoriesBottomUp(_ root: String) -> [String] {
         guard FileIO.isDirectory(root) else { return [] }
+        return walk(root)
+    }
+
+    /// The same without the check that the root exists: the root comes last whatever it is.
+    private static func walk(_ root: String) -> [String] {
         var out: [String] = []
         func visit(_ dir: String) {
             for name in (try? FileIO.listDirectories(dir)) ?? [] { visit(dir + "/" + name) }
@@ -24,13 +29,7 @@ public enum CgroupTree {
     /// directory (listing it fails if not, and so does reading its cgroup.procs), and the
     /// pids read as bytes.
     public static func processes(_ root: String) -> [pid_t] {
-        var dirs: [String] = []
-        func visit(_ dir: String) {
-            for name in (try? FileIO.listDirectories(dir)) ?? [] { visit(dir + "/" + name) }
-            dirs.append(dir)
-        }
-        visit(root)
-        return dirs.reversed().flatMap { pids(in: (try? FileIO.read($0 + "/cgroup.procs")) ?? "") }
+        walk(root).reversed().flatMap { pids(in: (try? FileIO.read($0 + "/cgroup.procs")) ?? "") }
     }
 
     /// The pids of a cgroup.procs text, one decimal per line; anything else on a line drops it.

@@ -304,10 +304,10 @@ extension Daemon {
             // A suspended app whose main process was moved out runs: ps must not say otherwise.
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
-            let roots = counterRoots(), keep = memoryCountersMayStayOpen
+            let readMemory = memoryReader()
             var records = apps.values.map { app -> AppRecord in
                 var r = app.record
-                let memory = app.memory(roots: roots, keepOpen: keep)
+                let memory = readMemory(app)
                 r.memoryBytes = memory.bytes
                 r.memorySource = memory.source.rawValue
                 return r

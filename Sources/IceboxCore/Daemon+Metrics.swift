@@ -15,10 +15,8 @@ extension Daemon {
     /// The metrics now, as text. Reads every app's memory and the daemon's /proc entries: a
     /// few file reads per app, done only when asked (a request, a due refresh of the file).
     func metricsText(_ format: MetricsFormat) -> String {
-        let roots = counterRoots(), keep = memoryCountersMayStayOpen
-        let snapshots = apps.values.map {
-            AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: $0.memory(roots: roots, keepOpen: keep))
-        }
+        let memory = memoryReader()
+        let snapshots = apps.values.map { AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: memory($0)) }
         return MetricsExposition.render(metrics.families(apps: snapshots, process: ProcessUsage.read()), format: format)
     }
 

@@ -89,8 +89,15 @@ extension Daemon {
     }
 
     func totalMemory() -> UInt64 {
+        let memory = memoryReader()
+        return apps.values.reduce(0) { $0 + memory($1).bytes }
+    }
+
+    /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
+    /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
+    func memoryReader() -> (LiveApp) -> AppMemoryReading {
         let roots = counterRoots(), keep = memoryCountersMayStayOpen
-        return apps.values.reduce(0) { $0 + $1.memory(roots: roots, keepOpen: keep).bytes }
+        return { $0.memory(roots: roots, keepOpen: keep) }
     }
 
     /// Whether apps' memory counters may be kept open: while every app holding one more
@@ -150,7 +157,7 @@ extension Daemon {
         let decision = Clock.monotonicNanos() - start
         victim = Victim(
             name: app.name, reason: reason, memoryBefore: policy.memoryBudgetBytes != nil || pressure ? total : nil,
-            victimMemory: app.memory(roots: counterRoots(), keepOpen: memoryCountersMayStayOpen), decisionNanos: decision,
+            victimMemory: memoryReader()(app), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,

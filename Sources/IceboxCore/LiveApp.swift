@@ -85,7 +85,7 @@ final class LiveApp {
     /// The app's memory, from the best source this host has (memory.current, the v1
     /// memory cgroup, or the sum of Pss).
     /// `keepOpen`: the counter's descriptor may be opened and kept (`AppCgroups.memoryReading`).
-    func memory(roots: [DirectoryHandle] = [], keepOpen: Bool = false) -> AppMemoryReading {
+    func memory(roots: [DirectoryHandle], keepOpen: Bool) -> AppMemoryReading {
         if let reading = cgroups.memoryReading(keepOpen: keepOpen) { return reading }
         return AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members(), roots: roots)
     }

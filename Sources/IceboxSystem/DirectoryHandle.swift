@@ -29,8 +29,14 @@ public final class DirectoryHandle {
     }
 
     /// A counter file under this directory or, if `full` is elsewhere, by its full path.
-    public func readCounter(_ full: String) -> UInt64? {
-        if let rel = relative(full) { return FileIO.readCounter(rel, relativeTo: fd) }
+    public func readCounter(_ full: String) -> UInt64? { Self.readCounter(full, under: [self]) }
+
+    /// A counter file, opened relative to the first of `roots` it lies under (one open of it,
+    /// whatever the outcome), else by its full path.
+    public static func readCounter(_ full: String, under roots: [DirectoryHandle]) -> UInt64? {
+        for root in roots {
+            if let rel = root.relative(full) { return FileIO.readCounter(rel, relativeTo: root.fd) }
+        }
         return FileIO.readCounter(full)
     }
 }

@@ -21,10 +21,7 @@ public enum FileIO {
         let fd = retryingOnInterrupt { openat(directory, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { return nil }
         defer { close(fd) }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buf -> UInt64? in
-            let n = retryingOnInterrupt { Glibc.read(fd, buf.baseAddress, buf.count) }
-            return n > 0 ? parseCounter(UnsafeBufferPointer(rebasing: buf[0..<n])) : nil
-        }
+        return preadCounter(fd: fd)
     }
 
     /// The same from offset 0 of a descriptor kept open (pread: no open, no close).

@@ -497,12 +497,6 @@ def one_workload(ctx, sess, kind, n, mode, backend, extra):
         st = row["stats"]
         row["ratio_freeze"] = st["ice_freeze"]["median"] / max(1, st["bare_freeze"]["median"])
         row["ratio_thaw"] = st["ice_thaw"]["median"] / max(1, st["bare_thaw"]["median"])
-        row["flags"] = []
-        for op in ("freeze", "thaw"):
-            ratio = row[f"ratio_{op}"]
-            if misses_target(backend, st[f"bare_{op}"]["median"], st[f"ice_{op}"]["median"]):
-                key, detail = likely_reason(backend, op, st[f"bare_{op}"]["median"], st[f"ice_{op}"]["median"])
-                row["flags"].append({"op": op, "ratio": round(ratio, 3), "reason": key, "detail": detail})
         log(f"{name:24} {row['threads']:>6} tasks  freeze bare {fmt(st['bare_freeze']['median']):>9} icebox "
             f"{fmt(st['ice_freeze']['median']):>9} ({row['ratio_freeze']:.2f}x)   thaw bare {fmt(st['bare_thaw']['median']):>9} "
             f"icebox {fmt(st['ice_thaw']['median']):>9} ({row['ratio_thaw']:.2f}x)   [{rounds} rounds]")
