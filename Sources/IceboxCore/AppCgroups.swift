@@ -23,7 +23,8 @@ public enum DestroyProgress: Sendable, Equatable {
 /// bottom-up without blocking. Nothing else writes cgroup files for an app.
 ///
 /// The descriptors it keeps (cgroup.events, cgroup.freeze, freezer.state) are shared with the
-/// freezer it hands out and stay open until the destroy finishes or `close()`.
+/// freezer it hands out and stay open until the destroy finishes or `close()`, or until
+/// `release()` (they open again at their next use).
 ///
 /// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy
 /// state in a Mutex of its own.
@@ -342,6 +343,15 @@ public final class AppCgroups: Sendable {
         freezeFile?.close()
         memoryFile?.file.close()
         freezerV1?.stateControl.close()
+    }
+
+    /// Closes every descriptor kept here until its next use (a daemon short of descriptors
+    /// keeps none for an app between operations). The caller must not be polling cgroup.events.
+    public func release() {
+        eventsFile?.release()
+        freezeFile?.release()
+        memoryFile?.file.release()
+        freezerV1?.stateControl.release()
     }
 
     private struct Destroy {

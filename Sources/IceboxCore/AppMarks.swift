@@ -9,12 +9,24 @@ import IceboxSystem
 /// daemon sharing the cgroup root can run an app of the same name, with its own socket.
 struct AppMarks {
     let name: String
-    let notifySocket: String
+    /// The NOTIFY_SOCKET values this daemon may have given the app: its own socket's path,
+    /// or the one apps share (NotifyChannel), both under this daemon's runtime directory.
+    let notifySockets: [String]
+
+    init(name: String, ownSocket: String, sharedSocket: String) {
+        self.name = name
+        notifySockets = [ownSocket, sharedSocket]
+    }
 
     /// Whether `pid` carries both marks.
     func carried(by pid: pid_t) -> Bool {
-        guard let env = Self.environment(of: pid) else { return false }
-        return env.contains("ICEBOX_APP_NAME=\(name)") && env.contains("NOTIFY_SOCKET=\(notifySocket)")
+        guard let env = Self.environment(of: pid), env.contains("ICEBOX_APP_NAME=\(name)") else { return false }
+        return notifySockets.contains { env.contains("NOTIFY_SOCKET=\($0)") }
+    }
+
+    /// The NOTIFY_SOCKET in `pid`'s initial environment.
+    static func notifySocket(of pid: pid_t) -> String? {
+        environment(of: pid)?.first { $0.hasPrefix("NOTIFY_SOCKET=") }.map { String($0.dropFirst("NOTIFY_SOCKET=".count)) }
     }
 
     /// The app's main process among its marked processes: one whose parent is not among them

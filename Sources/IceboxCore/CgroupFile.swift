@@ -8,7 +8,8 @@ import Synchronization
 /// loop polls for POLLPRI (reading it is also what re-arms the kernel's notification).
 ///
 /// Opened on first use. `close()` is final: later uses open the file for each call, so a
-/// descriptor number that was closed (and maybe reused by now) is never touched.
+/// descriptor number that was closed (and maybe reused by now) is never touched. `release()`
+/// closes it until the next use, which opens it again.
 ///
 /// Sendable: the descriptor lives in a Mutex, held across each pread/pwrite so that a close on
 /// another thread cannot slip in between.
@@ -78,6 +79,17 @@ public final class CgroupFile: Sendable {
             return s
         }
         // Never retried on EINTR: Linux releases the descriptor either way.
+        if case .open(let fd) = old { Glibc.close(fd) }
+    }
+
+    /// Closes the descriptor but not for good: the next use opens the file again. For a
+    /// daemon short of descriptors, between operations. The caller must not be polling the
+    /// descriptor (`watchDescriptor`): its number may be reused once closed.
+    public func release() {
+        let old = state.withLock { s in
+            defer { if case .open = s { s = .unopened } }
+            return s
+        }
         if case .open(let fd) = old { Glibc.close(fd) }
     }
 

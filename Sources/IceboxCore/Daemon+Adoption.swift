@@ -15,25 +15,35 @@ extension Daemon {
         }
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
         let notifyPath = record.notifySocket ?? config.paths.notifySocket(record.name)
-        guard
-            let notifyFD = try? AppNotifySocket.bind(
-                app: record.name, paths: config.paths, runAs: record.options.runAs, existing: notifyPath
-            ).fd
-        else {
-            return leaveUnadopted(record, why: "the notify socket \(notifyPath) cannot be bound")
+        let notify: NotifyChannel
+        if notifyPath == config.paths.sharedNotifySocket {
+            guard (try? sharedNotifySocket()) != nil else {
+                return leaveUnadopted(record, why: "the shared notify socket \(notifyPath) cannot be bound")
+            }
+            notify = .shared(path: notifyPath)
+        } else {
+            guard
+                let notifyFD = try? AppNotifySocket.bind(
+                    app: record.name, paths: config.paths, runAs: record.options.runAs, existing: notifyPath
+                ).fd
+            else {
+                return leaveUnadopted(record, why: "the notify socket \(notifyPath) cannot be bound")
+            }
+            notify = .own(fd: notifyFD, path: notifyPath)
         }
         let app = LiveApp(
             lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroups: cgroups,
-            notifyFD: notifyFD, notifyPath: notifyPath)
+            notify: notify)
         do {
             try watch(handle.pidfd, .pidfd(app.name))
-            try watch(notifyFD, .notify(app.name))
+            if let fd = notify.ownFD { try watch(fd, .notify(app.name)) }
         } catch {
             unwatch(handle.pidfd)
-            close(notifyFD)
+            if let fd = notify.ownFD { close(fd) }
             return leaveUnadopted(record, why: "\(error)")
         }
         apps[app.name] = app
+        rebalanceDescriptors(adding: app)
         let outcome = reconcile(app, saved: saved)
         log(
             Event(
@@ -68,7 +78,8 @@ extension Daemon {
     func recordEndedWhileAway(_ saved: AppRecord, ending: String = "ended while no daemon ran (exit status unknown)") {
         var record = saved
         let removed = clearLeftovers(AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1))
-        AppNotifySocket.remove(record.notifySocket ?? config.paths.notifySocket(record.name))
+        let notifyPath = record.notifySocket ?? config.paths.notifySocket(record.name)
+        if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
         record.killedWhileSuspended = saved.state == .suspended
         record.state = .exited
         record.ending = ending
@@ -107,7 +118,9 @@ extension Daemon {
     /// processes whose main one is gone) and the launch is recorded as interrupted. Processes
     /// there without the marks belong to another daemon sharing the cgroup root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
-        let marks = AppMarks(name: saved.name, notifySocket: saved.notifySocket ?? config.paths.notifySocket(saved.name))
+        let marks = AppMarks(
+            name: saved.name, ownSocket: saved.notifySocket ?? config.paths.notifySocket(saved.name),
+            sharedSocket: config.paths.sharedNotifySocket)
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
         let inside = Array(Set(paths.flatMap(CgroupTree.processes)))
         let ours = inside.filter(marks.carried(by:))
@@ -115,6 +128,8 @@ extension Daemon {
             var record = saved
             record.pid = main
             record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
+            // The record was written before the launch chose the app's notify socket.
+            if AppMarks.notifySocket(of: main) == config.paths.sharedNotifySocket { record.notifySocket = config.paths.sharedNotifySocket }
             adopt(record)
             return
         }
@@ -156,7 +171,8 @@ extension Daemon {
                     }
                     continue
                 }
-                let marks = AppMarks(name: name, notifySocket: config.paths.notifySocket(name))
+                let marks = AppMarks(
+                    name: name, ownSocket: config.paths.notifySocket(name), sharedSocket: config.paths.sharedNotifySocket)
                 let ours = inside.filter(marks.carried(by:))
                 if ours.isEmpty { continue }  // another daemon's (same root, its own socket)
                 if apps[name] == nil, (try? AppName.validate(name)) != nil, let main = AppMarks.mainProcess(among: ours) {
@@ -212,6 +228,7 @@ extension Daemon {
         record.memoryV1 = memoryV1
         record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
         record.spawnMethod = "unknown (found without a record)"
+        if AppMarks.notifySocket(of: main) == config.paths.sharedNotifySocket { record.notifySocket = config.paths.sharedNotifySocket }
         if state == .background {
             record.graceStartNanos = now
             record.graceDeadlineNanos = now

@@ -114,7 +114,7 @@ extension Daemon {
             schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
         case .frozen:
             afterFreeze(app)
-            watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor)
+            if keepingAppFiles { watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor) }
         case .destroy:
             destroy(app)
         case .ended(let line):
@@ -220,7 +220,13 @@ extension Daemon {
         app.operationAside = nil
         // A suspended app's cgroup.events stays watched: a change (populated 0 when its only
         // process is moved out) is the kernel's word that it may have left (noticeDeparture).
-        if !app.destroying { watchCgroupEvents(app, app.lifecycle.phase == .suspended ? app.cgroups.eventsWatchDescriptor : nil) }
+        // Short of descriptors, nothing stays open between operations (Daemon+Descriptors).
+        if app.destroying {
+        } else if keepingAppFiles {
+            watchCgroupEvents(app, app.lifecycle.phase == .suspended ? app.cgroups.eventsWatchDescriptor : nil)
+        } else {
+            shedDescriptors(app)
+        }
     }
 
     /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI: the kernel's "it
@@ -284,7 +290,7 @@ extension Daemon {
     /// kill what is left and remove its cgroups, bottom-up, as a state of the loop (an
     /// emptying cgroup is waited for through cgroup.events, never inside the loop).
     func destroy(_ app: LiveApp) {
-        unwatch(app.notifyFD)
+        if let fd = app.notify.ownFD { unwatch(fd) }
         app.operation?.cancel()
         app.operation = nil
         app.operationAt = nil
@@ -322,8 +328,10 @@ extension Daemon {
         app.destroyAt = nil
         watchCgroupEvents(app, nil)
         reapChildrenQuietly()
-        close(app.notifyFD)
-        AppNotifySocket.remove(app.notifyPath)
+        if let fd = app.notify.ownFD {
+            close(fd)
+            AppNotifySocket.remove(app.notify.path)
+        }
         apply(.cleanedUp(leftovers: leftovers, problems: problems), to: app)
     }
 
@@ -336,6 +344,7 @@ extension Daemon {
             clientGone(fd, drain: true)
         }
         apps.removeValue(forKey: app.name)
+        rebalanceDescriptors()
         ended[app.name] = app.record
         saveRegistry(app.name)
         victimGone(app)

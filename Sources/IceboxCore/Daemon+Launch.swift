@@ -29,6 +29,7 @@ extension Daemon {
             }
             let app = try start(options, stdio: stdio)
             apps[app.name] = app
+            rebalanceDescriptors(adding: app)
             if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
             if options.attached, let fd {
                 app.attachedClient = fd
@@ -126,10 +127,19 @@ extension Daemon {
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
                 throw IceboxError("launch \(options.name)", error)
             }
-            let (notifyFD, notifyPath) = try AppNotifySocket.bind(app: options.name, paths: config.paths, runAs: options.runAs)
-            cleanup.append {
-                close(notifyFD); AppNotifySocket.remove(notifyPath)
+            // Its own socket while descriptors are plenty, else the shared one; an app run as
+            // another user always gets its own (it cannot reach the runtime directory).
+            let notify: NotifyChannel
+            if nextAppGetsOwnNotifySocket || (options.runAs.map { $0.uid != geteuid() } ?? false) {
+                let (fd, path) = try AppNotifySocket.bind(app: options.name, paths: config.paths, runAs: options.runAs)
+                notify = .own(fd: fd, path: path)
+                cleanup.append {
+                    close(fd); AppNotifySocket.remove(path)
+                }
+            } else {
+                notify = .shared(path: try sharedNotifySocket())
             }
+            let notifyPath = notify.path
 
             var request = SpawnRequest(
                 executable: executable, arguments: options.command,
@@ -189,9 +199,9 @@ extension Daemon {
             try writeRecord(record, done: "the app was stopped again")
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
-            let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notifyFD: notifyFD, notifyPath: notifyPath)
+            let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notify: notify)
             try watch(spawned.handle.pidfd, .pidfd(app.name))
-            try watch(notifyFD, .notify(app.name))
+            if let fd = notify.ownFD { try watch(fd, .notify(app.name)) }
             app.spawnEvent = Event(
                 app: app.name, pid: app.pid, kind: .spawn, to: .launching, durationNanos: spawnNanos,
                 detail:

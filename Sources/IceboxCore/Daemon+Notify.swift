@@ -1,18 +1,20 @@
 import Glibc
 import IceboxSystem
 
-/// The sd_notify protocol on each app's NOTIFY_SOCKET.
+/// The sd_notify protocol on each app's NOTIFY_SOCKET: its own socket, or the one apps share
+/// once the daemon is short of descriptors (NotifyChannel).
 extension Daemon {
-    /// At most this many datagrams are read from one notify socket per turn of the loop: the
+    /// At most this many datagrams are read from one app's socket per turn of the loop: the
     /// socket stays readable (epoll is level-triggered), so the rest wait for the next turn
     /// and one flooded socket cannot starve every other app and client.
     static let notifyDatagramsPerTurn = 64
-    /// Dropped datagrams are logged at most once per this interval per app, with a count.
-    static let notifyDropLogIntervalNanos: UInt64 = 1_000_000_000
+    /// The shared socket serves many apps: more per turn, still bounded.
+    static let sharedNotifyDatagramsPerTurn = 256
 
     func receiveNotify(_ app: LiveApp) {
+        guard let fd = app.notify.ownFD else { return }
         for _ in 0..<Self.notifyDatagramsPerTurn {
-            guard let datagram = UnixSocket.receive(app.notifyFD) else { return }
+            guard let datagram = UnixSocket.receive(fd) else { return }
             // Descriptors are closed after the message is handled: that is how a client's
             // BARRIER=1 (systemd-notify waits for it) learns the message was processed.
             defer { for fd in datagram.fds { close(fd) } }
@@ -24,22 +26,90 @@ extension Daemon {
         }
     }
 
+    /// Datagrams on the shared socket: each goes to the app its sender belongs to (found by
+    /// the sender's cgroup, or its session where apps have no v2 cgroup), if that app was
+    /// given the shared socket; any other is dropped and counted.
+    func receiveSharedNotify() {
+        for _ in 0..<Self.sharedNotifyDatagramsPerTurn {
+            guard sharedNotifyFD >= 0, let datagram = UnixSocket.receive(sharedNotifyFD) else { return }
+            defer { for fd in datagram.fds { close(fd) } }
+            guard datagram.senderPID > 0, let app = sharedNotifySender(datagram.senderPID) else {
+                if sharedNotifyDrops.drop(from: datagram.senderPID, now: Clock.monotonicNanos()) {
+                    logSharedNotifyDrops(now: Clock.monotonicNanos())
+                }
+                continue
+            }
+            apply(.notify(NotifyMessage.parse(datagram.text)), to: app)
+        }
+    }
+
+    /// The app on the shared socket that `pid` belongs to, or nil.
+    func sharedNotifySender(_ pid: pid_t) -> LiveApp? {
+        let candidate: LiveApp?
+        if let root = facts.cgroupRoot, let unified = facts.mounts.unified, facts.cgroup2Usable {
+            // The app's v2 cgroup is <root>/<name>: the first component below the root.
+            guard let path = CgroupMembership.path(of: pid, mount: unified), path.hasPrefix(root + "/") else { return nil }
+            candidate = apps[String(path.dropFirst(root.count + 1).prefix { $0 != "/" })]
+        } else {
+            // No v2 cgroup: an app is a session leader, and its session's id is its pid.
+            guard let session = ProcFS.stat(pid: pid)?.session else { return nil }
+            candidate = apps.values.first { $0.pid == session }
+        }
+        guard let app = candidate, case .shared = app.notify, app.owns(senderPID: pid, unifiedMount: facts.mounts.unified)
+        else { return nil }
+        return app
+    }
+
+    /// The shared socket's path, bound (and watched) at its first use.
+    func sharedNotifySocket() throws(IceboxError) -> String {
+        let path = config.paths.sharedNotifySocket
+        if sharedNotifyFD >= 0 { return path }
+        do throws(SystemError) {
+            let fd = try UnixSocket.bindNotify(path: path)
+            do throws(SystemError) { try watch(fd, .sharedNotify) } catch {
+                close(fd)
+                throw error
+            }
+            sharedNotifyFD = fd
+        } catch {
+            throw IceboxError("bind the shared notify socket", error)
+        }
+        return path
+    }
+
+    /// At the daemon's end: the socket closes; its path stays while apps left running use it
+    /// (the next daemon binds it again when it re-adopts them).
+    func closeSharedNotify() {
+        guard sharedNotifyFD >= 0 else { return }
+        unwatch(sharedNotifyFD)
+        close(sharedNotifyFD)
+        sharedNotifyFD = -1
+        if !apps.values.contains(where: { $0.notify == .shared(path: config.paths.sharedNotifySocket) }) {
+            unlink(config.paths.sharedNotifySocket)
+        }
+    }
+
     /// A message from a process that is not the app's: dropped, and logged at most once a
-    /// second per app with the count since the last line (a flood wrote a line each, 29 MB
-    /// of log in 10 s). What a second holds back is logged when it ends (a loop deadline).
+    /// second per app with the count since the last line. What a second holds back is
+    /// logged when it ends (a loop deadline).
     func droppedNotify(_ app: LiveApp, from pid: pid_t) {
-        app.notifyDropped += 1
-        app.notifyDropSender = pid
-        let now = Clock.monotonicNanos()
-        if now >= app.notifyDropLogAt { logDroppedNotify(app, now: now) }
+        if app.notifyDrops.drop(from: pid, now: Clock.monotonicNanos()) { logDroppedNotify(app, now: Clock.monotonicNanos()) }
     }
 
     func logDroppedNotify(_ app: LiveApp, now: UInt64) {
-        let (n, pid) = (app.notifyDropped, app.notifyDropSender)
-        guard n > 0 else { return }
-        app.notifyDropped = 0
-        app.notifyDropLogAt = now.saturatingAdd(Self.notifyDropLogIntervalNanos)
-        let what = n == 1 ? "a message from pid \(pid)" : "\(n) messages (logged at most once a second; the last from pid \(pid))"
-        log(Event(app: app.name, pid: pid, kind: .notify, detail: "dropped \(what): not a process of \(app.name)"))
+        guard let (n, pid) = app.notifyDrops.take(now: now) else { return }
+        log(
+            Event(
+                app: app.name, pid: pid, kind: .notify,
+                detail: "dropped \(NotifyDrops.describe(n, sender: pid)): not a process of \(app.name)"))
+    }
+
+    func logSharedNotifyDrops(now: UInt64) {
+        guard let (n, pid) = sharedNotifyDrops.take(now: now) else { return }
+        log(
+            Event(
+                app: "-", pid: pid, kind: .notify,
+                detail: "dropped \(NotifyDrops.describe(n, sender: pid)) on the shared notify socket: not a process of an app that uses it"
+            ))
     }
 }

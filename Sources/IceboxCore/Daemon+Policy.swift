@@ -96,17 +96,8 @@ extension Daemon {
     /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
     /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
-        let roots = counterRoots(), keep = memoryCountersMayStayOpen
+        let roots = counterRoots(), keep = keepingAppFiles
         return { $0.memory(roots: roots, keepOpen: keep) }
-    }
-
-    /// Whether apps' memory counters may be kept open: while every app holding one more
-    /// descriptor (5 each, with its pidfd, notify socket and two cgroup files) would still
-    /// leave half the limit free. Past that, counters are opened for each read, and the
-    /// descriptors go to apps and clients.
-    var memoryCountersMayStayOpen: Bool {
-        let held: Int = apps.count * 5 + clients.count + 64
-        return UInt64(held) < descriptorLimit / 2
     }
 
     /// The roots `counterRootHandles` keeps, opened at the first call after they exist.

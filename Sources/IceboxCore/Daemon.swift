@@ -47,6 +47,7 @@ public final class Daemon {
         case client(Int32)
         case pidfd(String)
         case notify(String)
+        case sharedNotify
         case probe(String)
         case cgroupEvents(String)
         case pressure
@@ -97,8 +98,16 @@ public final class Daemon {
     var victim: Victim?
     var dirtyRecords = Set<String>()
     var originalDescriptorLimit: UInt64 = 0
-    /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`).
-    var descriptorLimit: UInt64 = 1024
+    /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`), and
+    /// what that leaves to keep per app.
+    var descriptorBudget = DescriptorBudget(limit: 1024)
+    /// Whether apps keep their cgroup files and memory counters open between operations:
+    /// false once the budget is spent (Daemon+Descriptors).
+    var keepingAppFiles = true
+    /// The notify socket apps share once the budget is spent, bound at its first use.
+    var sharedNotifyFD: Int32 = -1
+    /// Datagrams on the shared socket from processes of no app.
+    var sharedNotifyDrops = NotifyDrops()
     var registryAllDirty = false
     /// Apps whose record could not be written (what failed), logged once until a write works.
     var registryFailures: [String: String] = [:]
@@ -149,8 +158,8 @@ public final class Daemon {
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
             if config.ownsProcess { try Reaper.becomeSubreaper() }
-            // Every app holds a pidfd and a notify socket here: with the usual soft limit of
-            // 1024 descriptors the daemon would stop at about 500 apps.
+            // Every app holds at least its pidfd (DescriptorBudget): with the usual soft limit
+            // of 1024 descriptors the daemon would stop at about 1000 apps.
             raiseDescriptorLimit()
             reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
             // SIGPIPE is blocked on this thread in any case: a client that goes away must not
@@ -186,6 +195,7 @@ public final class Daemon {
         if config.listenerFD == nil { unlink(config.paths.controlSocket) }
         close(listener)
         drainSpawnPool()
+        closeSharedNotify()
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
         writeMetricsFile(now: Clock.monotonicNanos())
@@ -223,11 +233,11 @@ public final class Daemon {
     func raiseDescriptorLimit() {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-        descriptorLimit = UInt64(limit.rlim_cur)
+        descriptorBudget.limit = UInt64(limit.rlim_cur)
         guard limit.rlim_cur < limit.rlim_max else { return }
         originalDescriptorLimit = UInt64(limit.rlim_cur)
         limit.rlim_cur = limit.rlim_max
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptorLimit = UInt64(limit.rlim_max) }
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptorBudget.limit = UInt64(limit.rlim_max) }
     }
 
     /// Tells the client that started this daemon that it listens ("ready"), or that another
@@ -281,6 +291,7 @@ public final class Daemon {
     /// (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
         var next = policyCheckAt.earlier(acceptResumeAt).earlier(appLogs?.nextDeadline).earlier(metricsFileDue)
+            .earlier(sharedNotifyDrops.dueAt)
         if !stopping { next = next.earlier(standInFillAt) }
         for app in apps.values { next = next.earlier(app.nextDeadline) }
         for client in clients.values { next = next.earlier(client.closeAt) }
@@ -298,6 +309,7 @@ public final class Daemon {
         case .client(let fd): clientReady(fd, events: events)
         case .pidfd(let name): if let app = apps[name] { appExited(app) }
         case .notify(let name): if let app = apps[name] { receiveNotify(app) }
+        case .sharedNotify: receiveSharedNotify()
         case .cgroupEvents(let name): if let app = apps[name] { cgroupChanged(app) }
         case .probe(let name): if let app = apps[name] { probeAnswered(app, events: events) }
         case .pressure: pressureFired(events: events)
@@ -328,6 +340,7 @@ public final class Daemon {
             enforcePolicy()
         }
         if let d = metricsFileDue, d <= now { writeMetricsFile(now: now) }
+        if let d = sharedNotifyDrops.dueAt, d <= now { logSharedNotifyDrops(now: now) }
         if let d = appLogs?.nextDeadline, d <= now { stepAppLogs(now: now) }
         for app in Array(apps.values) {
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
@@ -335,7 +348,7 @@ public final class Daemon {
             if let d = app.operationAt, d <= now { stepOperation(app) }
             if let d = app.destroyAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
-            if app.notifyDropped > 0, app.notifyDropLogAt <= now { logDroppedNotify(app, now: now) }
+            if let d = app.notifyDrops.dueAt, d <= now { logDroppedNotify(app, now: now) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
                     _ = compact(app, mode: policy.compactMode)

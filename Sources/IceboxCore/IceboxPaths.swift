@@ -37,6 +37,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     public var lockFile: String { runtimeDir + "/daemon.lock" }
     public var notifyDir: String { runtimeDir + "/notify" }
     public func notifySocket(_ app: String) -> String { notifyDir + "/" + app }
+    /// The notify socket apps share once the daemon is short of descriptors (NotifyChannel).
+    public var sharedNotifySocket: String { runtimeDir + "/notify.sock" }
     public var eventLog: String { stateDir + "/events.jsonl" }
     /// One JSON file per app: a state change rewrites only that app's file.
     public var registryDir: String { stateDir + "/registry" }
@@ -73,8 +75,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// The files icebox makes in those directories, with the kind each must be.
     var files: [(path: String, kind: FileIO.Status.Kind)] {
         [
-            (lockFile, .regular), (controlSocket, .socket), (eventLog, .regular), (daemonLog, .regular),
-            (policyFile, .regular),
+            (lockFile, .regular), (controlSocket, .socket), (sharedNotifySocket, .socket), (eventLog, .regular),
+            (daemonLog, .regular), (policyFile, .regular),
         ]
     }
 

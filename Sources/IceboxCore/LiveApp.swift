@@ -12,8 +12,8 @@ final class LiveApp {
     /// The one owner of the app's cgroups (empty on a host without any).
     let cgroups: AppCgroups
     let freezer: any Freezer
-    let notifyFD: Int32
-    let notifyPath: String
+    /// Where its sd_notify datagrams arrive (chosen at launch, kept for its life).
+    let notify: NotifyChannel
     /// The control connection of `icebox run`, which gets this app's events and its exit.
     var attachedClient: Int32?
     var spawnEvent: Event?
@@ -41,19 +41,14 @@ final class LiveApp {
     var compactAt: UInt64?
     var lockCheckAt: UInt64?
 
-    /// Datagrams on the notify socket from processes outside the app, dropped since the last
-    /// line logged about them, and when the next such line may be written (monotonic ns):
-    /// a flood from outside must not grow the event log without bound.
-    var notifyDropped = 0
-    var notifyDropLogAt: UInt64 = 0
-    var notifyDropSender: pid_t = 0
+    /// Datagrams on its own notify socket from processes outside the app.
+    var notifyDrops = NotifyDrops()
 
-    init(lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups, notifyFD: Int32, notifyPath: String) {
+    init(lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups, notify: NotifyChannel) {
         self.lifecycle = lifecycle
         self.handle = handle
         self.cgroups = cgroups
-        self.notifyFD = notifyFD
-        self.notifyPath = notifyPath
+        self.notify = notify
         let pid = handle.pid
         freezer = cgroups.freezer(backend: lifecycle.record.backend) { ProcFS.pids(inSession: pid) }
     }
@@ -93,6 +88,6 @@ final class LiveApp {
     /// The earliest moment the loop must wake up for this app.
     var nextDeadline: UInt64? {
         lifecycle.nextDeadline.earlier(probeAt).earlier(operationAt).earlier(destroyAt).earlier(compactAt)
-            .earlier(lockCheckAt).earlier(notifyDropped > 0 ? notifyDropLogAt : nil)
+            .earlier(lockCheckAt).earlier(notifyDrops.dueAt)
     }
 }

@@ -23,6 +23,31 @@ struct HostLayoutTests {
     @Test("no cgroups at all: an empty tmpfs over /sys/fs/cgroup")
     func noCgroups() throws { try Self.lifecycle(.none) }
 
+    @Test(
+        "no cgroups, short of descriptors: apps sharing the notify socket are told apart by their session",
+        .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/prlimit"), "prlimit (util-linux) is not installed"))
+    func sharedNotifyWithoutCgroups() throws {
+        let world = try HostLayoutWorld(.none)
+        defer { world.close() }
+        // 128 descriptors: never plenty (DescriptorBudget), so every app shares the socket.
+        #expect(try world.icebox(["daemon"], descriptorLimit: 128).status == 0)
+        for name in ["one", "two"] {
+            let r = try world.icebox([
+                "launch", "--ready", "notify", "--ready-timeout", "20s", name, "--",
+                "sh", "-c", "sleep 0.1; systemd-notify --ready --status=\(name); exec sleep 1000",
+            ])
+            #expect(r.status == 0, "\(r.output)")
+        }
+        let apps = try world.apps()
+        for name in ["one", "two"] {
+            #expect(apps[name]?.statusText == name, "\(name): \(apps[name]?.statusText ?? "no status")")
+            let environ = FileManager.default.contents(atPath: "/proc/\(apps[name]?.pid ?? 0)/environ") ?? Data()
+            #expect(String(decoding: environ, as: UTF8.self).contains("NOTIFY_SOCKET=\(world.box.runtimeDir)/notify.sock\u{0}"))
+        }
+        #expect(try world.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: world.box.runtimeDir + "/notify.sock"), "the shared socket is left behind")
+    }
+
     @Test("a read-only cgroupfs (every cgroup mount remounted ro, as container runtimes do)")
     func readOnly() throws { try Self.lifecycle(.readOnly) }
 
@@ -358,7 +383,9 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     /// delegated subtree's leader cgroup (root moves the shell there before it drops to the
     /// user), or, `inLeader` false, where the test runner is.
     @discardableResult
-    func icebox(_ args: [String], inLeader: Bool = true, timeout: Double = 30) throws -> Sandbox.Result {
+    /// `descriptorLimit`: run under prlimit with that soft and hard limit on open descriptors
+    /// (a daemon this starts keeps it).
+    func icebox(_ args: [String], inLeader: Bool = true, descriptorLimit: Int? = nil, timeout: Double = 30) throws -> Sandbox.Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.nsenter)
         var argv = ["--target", "\(holder.processIdentifier)", "--mount", "--"]
@@ -370,6 +397,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
                 OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups", other.binary,
             ]
         } else {
+            if let descriptorLimit { argv += ["/usr/bin/prlimit", "--nofile=\(descriptorLimit):\(descriptorLimit)"] }
             argv.append(Sandbox.binary)
         }
         p.arguments = argv + args

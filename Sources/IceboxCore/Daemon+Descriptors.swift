@@ -1,0 +1,46 @@
+import Glibc
+import IceboxSystem
+
+/// Keeping descriptors per app while there are plenty, and shedding them when there are not
+/// (DescriptorBudget): how one daemon runs 10,000 apps under a hard limit of 20,000.
+extension Daemon {
+    /// Whether the next app launched gets a notify socket of its own.
+    var nextAppGetsOwnNotifySocket: Bool {
+        descriptorBudget.isPlenty(apps: apps.count + 1, clients: clients.count)
+    }
+
+    /// Looks at the budget again after the number of apps changed (`app`: the one just added).
+    /// Crossing it, every app between operations lets its cgroup files and memory counter go,
+    /// and the event log says so once; back under it, they are kept again as they are used.
+    func rebalanceDescriptors(adding app: LiveApp? = nil) {
+        let plenty = descriptorBudget.isPlenty(apps: apps.count, clients: clients.count)
+        if plenty == keepingAppFiles {
+            if !plenty, let app { shedDescriptors(app) }
+            return
+        }
+        keepingAppFiles = plenty
+        if plenty {
+            log(
+                Event(
+                    app: "-", pid: getpid(), kind: .daemon,
+                    detail: "\(apps.count) apps: descriptors are plenty again; apps keep their cgroup files open between operations"))
+            return
+        }
+        for app in apps.values { shedDescriptors(app) }
+        log(
+            Event(
+                app: "-", pid: getpid(), kind: .daemon,
+                detail:
+                    "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptorBudget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)"
+            ))
+    }
+
+    /// Lets go of what `app` keeps open between operations, unless one is under way (its
+    /// cgroup.events is then polled). A suspended app's cgroup.events is no longer watched:
+    /// a departure from its cgroup is noticed at the next request about it instead.
+    func shedDescriptors(_ app: LiveApp) {
+        guard app.operation == nil, !app.destroying else { return }
+        watchCgroupEvents(app, nil)
+        app.cgroups.release()
+    }
+}
