@@ -8,7 +8,9 @@ struct ClientConnection {
     /// The longest request line accepted (a launch with a large environment is a few hundred
     /// KiB at most).
     static let maxRequestBytes = 1 << 20
-    /// Replies waiting for a client that does not read are kept up to this, then it is cut off.
+    /// Replies a client has left unread are kept up to this, then it is cut off. What one
+    /// turn of the loop answers is taken whole (`ps --json` of 10,000 apps is one line of
+    /// about 9 MiB, then `done`): the bound is on what was still unread after the last send.
     static let maxPendingReplyBytes = 4 << 20
     /// The most descriptors (SCM_RIGHTS) one connection may pass: `icebox run` passes its
     /// stdin, stdout and stderr. More, or any held without a request, would pile up in the
@@ -25,6 +27,8 @@ struct ClientConnection {
     var attachedApp: String?
     private(set) var output: [UInt8] = []
     private var outputStart = 0
+    /// What the client had not taken when replies were last sent (`flush`).
+    private var unreadAfterFlush = 0
     /// Finished: close once the replies are out, or at this deadline (monotonic ns).
     var closeAt: UInt64?
 
@@ -43,15 +47,16 @@ struct ClientConnection {
     var watchingWritable = false
 
     /// Queues a reply, to go out with the next `flush`; false (nothing queued) when the
-    /// client already has more waiting than it may.
+    /// client left more unread at the last send than it may.
     mutating func queue(_ bytes: [UInt8]) -> Bool {
-        if pendingOutput + bytes.count > Self.maxPendingReplyBytes { return false }
+        if unreadAfterFlush >= Self.maxPendingReplyBytes { return false }
         output.append(contentsOf: bytes)
         return true
     }
 
     /// Sends what the socket takes now (on EPOLLOUT).
     mutating func flush() -> Queued {
+        defer { unreadAfterFlush = pendingOutput }
         while pendingOutput > 0 {
             let n: Int
             do { n = try UnixSocket.sendSome(fd, output[outputStart...]) } catch { return .failed(error.description) }

@@ -43,6 +43,7 @@ extension Daemon {
             return leaveUnadopted(record, why: "\(error)")
         }
         apps[app.name] = app
+        appDeadlines.add(app)
         rebalanceDescriptors(adding: app)
         let outcome = reconcile(app, saved: saved)
         log(

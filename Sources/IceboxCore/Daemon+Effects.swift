@@ -344,6 +344,7 @@ extension Daemon {
             clientGone(fd, drain: true)
         }
         apps.removeValue(forKey: app.name)
+        appDeadlines.remove(app)
         rebalanceDescriptors()
         ended[app.name] = app.record
         saveRegistry(app.name)

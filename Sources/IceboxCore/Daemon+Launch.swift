@@ -29,6 +29,7 @@ extension Daemon {
             }
             let app = try start(options, stdio: stdio)
             apps[app.name] = app
+            appDeadlines.add(app)
             rebalanceDescriptors(adding: app)
             if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
             if options.attached, let fd {

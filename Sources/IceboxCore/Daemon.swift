@@ -81,6 +81,8 @@ public final class Daemon {
     /// opened relative to them (`DirectoryHandle`).
     var counterRootHandles: [DirectoryHandle] = []
     var apps: [String: LiveApp] = [:]
+    /// When each app next needs the loop (added and removed with `apps`).
+    let appDeadlines = AppDeadlines()
     var ended: [String: AppRecord] = [:]
     var waiters: [Int: Waiter] = [:]
     var nextWaiter = 1
@@ -293,7 +295,7 @@ public final class Daemon {
         var next = policyCheckAt.earlier(acceptResumeAt).earlier(appLogs?.nextDeadline).earlier(metricsFileDue)
             .earlier(sharedNotifyDrops.dueAt)
         if !stopping { next = next.earlier(standInFillAt) }
-        for app in apps.values { next = next.earlier(app.nextDeadline) }
+        next = next.earlier(appDeadlines.earliest)
         for client in clients.values { next = next.earlier(client.closeAt) }
         if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
             next = min(next ?? .max, since.saturatingAdd(idle))
@@ -342,7 +344,9 @@ public final class Daemon {
         if let d = metricsFileDue, d <= now { writeMetricsFile(now: now) }
         if let d = sharedNotifyDrops.dueAt, d <= now { logSharedNotifyDrops(now: now) }
         if let d = appLogs?.nextDeadline, d <= now { stepAppLogs(now: now) }
-        for app in Array(apps.values) {
+        for name in appDeadlines.takeDue(now: now) {
+            guard let app = apps[name] else { continue }
+            defer { appDeadlines.touch(app) }  // taken off the schedule: its next deadline goes back on
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
             if let d = app.operationAt, d <= now { stepOperation(app) }

@@ -7,7 +7,7 @@ import IceboxSystem
 /// by the daemon's loop thread.
 final class LiveApp {
     /// The state machine: every transition goes through `Daemon.apply(_:to:)`.
-    var lifecycle: AppLifecycle
+    var lifecycle: AppLifecycle { didSet { deadlineMayHaveChanged() } }
     let handle: ProcessHandle
     /// The one owner of the app's cgroups (empty on a host without any).
     let cgroups: AppCgroups
@@ -21,16 +21,16 @@ final class LiveApp {
     // The readiness probe and when its next attempt is due (or, while an attempt is in
     // flight, when that attempt is abandoned).
     var probe: ReadinessProbe?
-    var probeAt: UInt64?
+    var probeAt: UInt64? { didSet { deadlineMayHaveChanged() } }
 
     /// A freeze or thaw the kernel is working on: a state of the loop, never a wait in it.
     var operation: FreezeOperation?
     /// Why that operation runs when the lifecycle does not wait for it (a thaw so a frozen
     /// app can act on SIGTERM, or one a previous daemon began); nil: the lifecycle's own.
     var operationAside: String?
-    var operationAt: UInt64?
+    var operationAt: UInt64? { didSet { deadlineMayHaveChanged() } }
     /// The app's cgroups are being removed (after its main process ended).
-    var destroyAt: UInt64?
+    var destroyAt: UInt64? { didSet { deadlineMayHaveChanged() } }
     var destroying = false
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while one of the above
     /// waits on the kernel, or while the app is suspended (a change may mean its main process
@@ -38,11 +38,19 @@ final class LiveApp {
     var watchedEvents: Int32?
 
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
-    var compactAt: UInt64?
-    var lockCheckAt: UInt64?
+    var compactAt: UInt64? { didSet { deadlineMayHaveChanged() } }
+    var lockCheckAt: UInt64? { didSet { deadlineMayHaveChanged() } }
 
     /// Datagrams on its own notify socket from processes outside the app.
-    var notifyDrops = NotifyDrops()
+    var notifyDrops = NotifyDrops() { didSet { deadlineMayHaveChanged() } }
+
+    /// The daemon's schedule of app deadlines, told whenever one of the properties
+    /// `nextDeadline` is made of is set; nil before the app is added and after it ended.
+    weak var deadlines: AppDeadlines?
+    /// Already waiting in `deadlines` to be looked at again.
+    var deadlineTouched = false
+
+    private func deadlineMayHaveChanged() { deadlines?.touch(self) }
 
     init(lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups, notify: NotifyChannel) {
         self.lifecycle = lifecycle
@@ -85,7 +93,8 @@ final class LiveApp {
         return AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members(), roots: roots)
     }
 
-    /// The earliest moment the loop must wake up for this app.
+    /// The earliest moment the loop must wake up for this app. Made only of properties that
+    /// tell `deadlines` when they are set: a new one must do the same.
     var nextDeadline: UInt64? {
         lifecycle.nextDeadline.earlier(probeAt).earlier(operationAt).earlier(destroyAt).earlier(compactAt)
             .earlier(lockCheckAt).earlier(notifyDrops.dueAt)

@@ -36,9 +36,23 @@ struct ClientConnectionTests {
         #expect(outcomes.first == .sent, "the socket takes the first reply at once")
         #expect(outcomes.contains(.pending), "then replies wait in the buffer")
         #expect(outcomes.last == .overflow, "and past the bound the client is cut off")
-        #expect(conn.pendingOutput <= ClientConnection.maxPendingReplyBytes)
+        #expect(conn.pendingOutput < ClientConnection.maxPendingReplyBytes + chunk.count, "the bound and one reply at most")
         // 200 queue calls with a full socket: no call waited for the client (seconds if it had).
         #expect(took < 2_000_000_000, "queueing took \(took) ns")
+    }
+
+    @Test func oneReplyLargerThanTheBoundIsTakenWhenNothingWaitsBeforeIt() {
+        let (d, c) = Self.pair()
+        defer { close(d); close(c) }
+        var conn = ClientConnection(fd: d)
+        let huge = [UInt8](repeating: 67, count: ClientConnection.maxPendingReplyBytes * 2)
+        let first = conn.queue(huge), second = conn.queue([10])
+        #expect(first, "ps --json of many apps is one line")
+        #expect(second, "and the line after it still goes")
+        let flushed = conn.flush()
+        #expect(flushed == .pending)
+        let more = conn.queue([10])
+        #expect(!more, "a client that does not read is cut off at the next reply")
     }
 
     @Test func pendingRepliesGoOutOnceTheClientReads() {
