@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <nss.h>
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -579,6 +581,14 @@ int icebox_poll_ns(int fd, short events, uint64_t timeout_ns) {
 }
 
 int icebox_pipe_cloexec(int *fds) { return pipe2(fds, O_CLOEXEC); }
+
+int icebox_static_nss_files_only(void) {
+    if (getauxval(AT_BASE) != 0) return 0;
+    __nss_configure_lookup("passwd", "files");
+    __nss_configure_lookup("group", "files");
+    __nss_configure_lookup("initgroups", "files");
+    return 1;
+}
 
 #ifndef SYS_process_madvise
 #define SYS_process_madvise 440

@@ -1,9 +1,19 @@
+import CIceboxShim
 import Glibc
 
 /// The user and group database (passwd, group through NSS): every name lookup icebox makes
 /// is here, so that a static build, where NSS may find nothing, has one place to look at.
 /// Numeric ids never come here.
+///
+/// A static build (the release binary) looks in the files database only, built into libc
+/// (`icebox_static_nss_files_only`: loading the NSS modules nsswitch.conf names crashed it),
+/// and asks getent(1) for what the files do not have (`Getent`): the same answers as NSS,
+/// one process more for a user or group from elsewhere.
 public enum UserAccounts {
+    /// Whether this is a static executable, which asks getent for what the files lack; set
+    /// up (files only) before the first lookup.
+    static let isStatic: Bool = icebox_static_nss_files_only() != 0
+
     public struct User: Sendable, Equatable {
         public var name: String
         public var uid: uid_t
@@ -12,46 +22,66 @@ public enum UserAccounts {
 
     /// getpwnam_r(3).
     public static func user(named name: String) -> User? {
-        withBuffer { buf in
+        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
+        let found = withBuffer { buf in
             var pwd = passwd()
             var result: UnsafeMutablePointer<passwd>?
             let rc = getpwnam_r(name, &pwd, buf.baseAddress!, buf.count, &result)
             return (rc, result == nil ? nil : User(pwd))
         }
+        return found ?? (isStatic ? Getent.entry("passwd", name).flatMap(User.init(entry:)) : nil)
     }
 
     /// getpwuid_r(3).
     public static func user(id: uid_t) -> User? {
-        withBuffer { buf in
+        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
+        let found = withBuffer { buf in
             var pwd = passwd()
             var result: UnsafeMutablePointer<passwd>?
             let rc = getpwuid_r(id, &pwd, buf.baseAddress!, buf.count, &result)
             return (rc, result == nil ? nil : User(pwd))
         }
+        return found ?? (isStatic ? Getent.entry("passwd", String(id)).flatMap(User.init(entry:)) : nil)
     }
 
     /// getgrnam_r(3): the group's id.
     public static func group(named name: String) -> gid_t? {
-        withBuffer { buf in
+        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
+        let found = withBuffer { buf in
             var grp = Glibc.group()
             var result: UnsafeMutablePointer<Glibc.group>?
             let rc = getgrnam_r(name, &grp, buf.baseAddress!, buf.count, &result)
             return (rc, result == nil ? nil : grp.gr_gid)
         }
+        guard found == nil, isStatic, let entry = Getent.entry("group", name), entry.count >= 3 else { return found }
+        return gid_t(entry[2])
     }
 
     /// getgrgid_r(3): the group's name.
     public static func groupName(id: gid_t) -> String? {
-        withBuffer { buf in
+        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
+        let found = withBuffer { buf in
             var grp = Glibc.group()
             var result: UnsafeMutablePointer<Glibc.group>?
             let rc = getgrgid_r(id, &grp, buf.baseAddress!, buf.count, &result)
             return (rc, result == nil ? nil : grp.gr_name.map { String(cString: $0) })
         }
+        guard found == nil, isStatic, let entry = Getent.entry("group", String(id)), !(entry.first ?? "").isEmpty else {
+            return found
+        }
+        return String(entry[0])
     }
 
-    /// getgrouplist(3): the groups `user` belongs to, `gid` first.
+    /// getgrouplist(3): the groups `user` belongs to, `gid` first. A static build adds those
+    /// `getent initgroups` knows from other sources.
     public static func groups(of user: String, gid: gid_t) -> [gid_t] {
+        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
+        let files = groupList(of: user, gid: gid)
+        guard isStatic, let more = Getent.initgroups(user) else { return files }
+        return files + more.filter { !files.contains($0) }
+    }
+
+    private static func groupList(of user: String, gid: gid_t) -> [gid_t] {
         var count: Int32 = 32
         while count <= 65536 {
             var list = [gid_t](repeating: 0, count: Int(count))
@@ -83,5 +113,11 @@ extension UserAccounts.User {
     init?(_ pwd: passwd) {
         guard let name = pwd.pw_name else { return nil }
         self.init(name: String(cString: name), uid: pwd.pw_uid, gid: pwd.pw_gid)
+    }
+
+    /// name:password:uid:gid:gecos:home:shell, as getent prints it.
+    init?(entry: [Substring]) {
+        guard entry.count >= 4, !entry[0].isEmpty, let uid = uid_t(entry[2]), let gid = gid_t(entry[3]) else { return nil }
+        self.init(name: String(entry[0]), uid: uid, gid: gid)
     }
 }

@@ -124,6 +124,13 @@ int icebox_poll_ns(int fd, short events, uint64_t timeout_ns);
 /// pipe2(O_CLOEXEC) (declared only with _GNU_SOURCE).
 int icebox_pipe_cloexec(int *_Nonnull fds);
 
+// In a static executable (no program interpreter), points the passwd, group and initgroups
+// lookups at the files database built into libc and returns 1; elsewhere does nothing and
+// returns 0. A static glibc would otherwise dlopen the NSS modules nsswitch.conf names, with
+// a second libc beside the static one: libnss_systemd crashed in it (SIGSEGV) for any name
+// /etc/passwd lacks.
+int icebox_static_nss_files_only(void);
+
 /// The bits of a sigset_t, for SigCgt comparisons and signalfd masks.
 int icebox_sigset_for(sigset_t *_Nonnull set, const int *_Nonnull signals, int count);
 /// Number of signals (NSIG).

@@ -1,0 +1,59 @@
+import Glibc
+
+/// getent(1), for what a static build of icebox cannot look up itself: in one, lookups use
+/// only the files database (`icebox_static_nss_files_only`), and a user or group that lives
+/// elsewhere (systemd, LDAP, sssd) is asked of getent, a dynamically linked program with the
+/// system's whole NSS. Bounded: an answer that takes more than 5 s (a network directory that
+/// hangs) counts as none, and getent is killed and reaped.
+enum Getent {
+    static let deadlineNanos: UInt64 = 5_000_000_000
+    static let paths = ["/usr/bin/getent", "/bin/getent"]
+
+    /// The fields of the entry getent prints for `key` in `database` (passwd, group), or nil:
+    /// not found, no getent, or no answer in time.
+    static func entry(_ database: String, _ key: String) -> [Substring]? {
+        guard let out = run([database, "--", key]), let line = out.split(separator: "\n").first else { return nil }
+        return line.split(separator: ":", omittingEmptySubsequences: false)
+    }
+
+    /// The groups `getent initgroups` gives `user` (every NSS source's), or nil.
+    static func initgroups(_ user: String) -> [gid_t]? {
+        guard let out = run(["initgroups", "--", user]), let line = out.split(separator: "\n").first else { return nil }
+        return line.split(separator: " ").dropFirst().compactMap { gid_t($0) }
+    }
+
+    /// getent's output when it exits 0.
+    static func run(_ arguments: [String]) -> String? {
+        guard let executable = paths.first(where: { access($0, X_OK) == 0 }),
+            let (readEnd, writeEnd) = try? PipePair.closeOnExec()
+        else { return nil }
+        defer { close(readEnd) }
+        var request = SpawnRequest(
+            executable: executable, arguments: ["getent"] + arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"])
+        request.stdout = writeEnd
+        let spawned = try? Spawner.spawn(request)
+        close(writeEnd)
+        guard let handle = spawned?.handle else { return nil }
+        let start = Clock.monotonicNanos()
+        let deadline = start > .max - deadlineNanos ? .max : start + deadlineNanos
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while output.count < 1 << 20 {
+            let now = Clock.monotonicNanos()
+            guard now < deadline, let ready = try? Poll.wait(readEnd, events: Int16(POLLIN), timeoutNanos: deadline - now), ready != 0
+            else { break }
+            let n = read(readEnd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            output += buffer[0..<n]
+        }
+        // Its output is closed (it is exiting) or the time is up: reaped either way, killed
+        // first if it is still there at the deadline.
+        guard case .exited(0)? = (try? handle.wait(until: deadline)) ?? nil else {
+            _ = try? handle.send(SIGKILL)
+            _ = try? handle.wait(until: Clock.monotonicNanos() + 1_000_000_000)
+            return nil
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
