@@ -4,14 +4,26 @@ import IceboxSystem
 /// The daemon's event log, `events.jsonl`: whole lines appended in one write(2) each, and
 /// rotated by renaming once the file has reached `rotation.maxBytes` (to `events.jsonl.1`,
 /// the older ones moving up; see `LogGenerations`). Only the daemon writes it, so the size
-/// is tracked here rather than asked of the kernel at every line: one fstat when the first
-/// line is written, then a sum. Readers (`icebox log`, `IceboxClient.events`) read across
-/// the generations and follow a rotation.
+/// is tracked here rather than asked of the kernel at every line: one fstat when the file is
+/// opened, then a sum. Readers (`icebox log`, `IceboxClient.events`) read across the
+/// generations and follow a rotation.
+///
+/// The file stays open between lines (a suspend writes two; opening and closing it for each
+/// was two of its three system calls). It is opened again after a rotation, and when the path
+/// no longer names it (removed or renamed by someone else), which is looked at no more than
+/// once a second.
 final class EventLog {
     let generations: LogGenerations
     let rotation: LogRotation
     /// The current file's size as far as this daemon knows; nil until its first append.
     private var size: UInt64?
+    /// The open file (-1: opened at the next append), and its identity, to notice when the
+    /// path names another file.
+    private var fd: Int32 = -1
+    private var identity: (device: UInt64, inode: UInt64) = (0, 0)
+    /// When the path is next compared with the open file (monotonic ns).
+    private var checkPathAt: UInt64 = 0
+    static let pathCheckIntervalNanos: UInt64 = 1_000_000_000
 
     init(path: String, rotation: LogRotation) {
         generations = LogGenerations(path: path)
@@ -23,19 +35,40 @@ final class EventLog {
     /// Appends one line, then rotates if the file has reached its size. Errors are the
     /// caller's to ignore: losing an event line must not stop the daemon.
     func append(_ line: String) throws(SystemError) {
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        if fd < 0 { throw SystemError("append to", path: path) }
-        defer { close(fd) }
-        if size == nil {
+        let now = Clock.monotonicNanos()
+        if fd >= 0, now >= checkPathAt {
+            checkPathAt = now.saturatingAdd(Self.pathCheckIntervalNanos)
             var st = stat()
-            size = fstat(fd, &st) == 0 ? UInt64(st.st_size) : 0
+            if lstat(path, &st) != 0 || (UInt64(st.st_dev), UInt64(st.st_ino)) != identity { closeFile() }
+        }
+        if fd < 0 {
+            let opened = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+            if opened < 0 { throw SystemError("append to", path: path) }
+            var st = stat()
+            let known = fstat(opened, &st) == 0
+            fd = opened
+            size = known ? UInt64(st.st_size) : 0
+            identity = known ? (UInt64(st.st_dev), UInt64(st.st_ino)) : (0, 0)
+            checkPathAt = now.saturatingAdd(Self.pathCheckIntervalNanos)
         }
         let text = line.hasSuffix("\n") ? line : line + "\n"
         let n = text.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
-        if n < 0 { throw SystemError("append to", path: path) }
+        if n < 0 {
+            let error = SystemError("append to", path: path)
+            closeFile()  // opened afresh next time (a full disk may have room by then)
+            throw error
+        }
         size = (size ?? 0).saturatingAdd(UInt64(n))
         if rotation.maxBytes > 0, let size, size >= rotation.maxBytes { rotate() }
     }
+
+    /// Closes the open file; the next append opens the path again.
+    func closeFile() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    deinit { closeFile() }
 
     /// events.jsonl → events.jsonl.1 (after the older ones moved up). The next append
     /// creates a new file. A crash before the rename leaves the file as it was, to be
@@ -46,5 +79,6 @@ final class EventLog {
         // after another maxBytes, not at every line.
         size = 0
         _ = rename(path, generations.generation(1))
+        closeFile()
     }
 }

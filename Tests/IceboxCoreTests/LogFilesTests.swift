@@ -93,6 +93,38 @@ import Testing
         #expect(contents(generations.generation(2))?.split(separator: "\n").first.map { String($0.suffix(3)) } == "011")
     }
 
+    @Test("the event log stays open between lines, and a file removed or replaced behind it is noticed within a second")
+    func eventLogKeptOpen() throws {
+        let dir = makeTemporaryDirectory("eventlog-open")
+        defer { removeTree(dir) }
+        let log = EventLog(path: dir + "/events.jsonl", rotation: LogRotation(maxBytes: 0, keep: 2))
+        func held() -> Int {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0))?.hasPrefix(dir) == true
+            }.count
+        }
+        try log.append("one")
+        try log.append("two")
+        #expect(held() == 1, "one descriptor, kept")
+        #expect(contents(log.path) == "one\ntwo\n")
+        // Removed by someone else: the lines go on to a new file at that path, at the latest
+        // a second later (until then, to the removed one).
+        try FileManager.default.removeItem(atPath: log.path)
+        usleep(UInt32(EventLog.pathCheckIntervalNanos / 1000) + 100_000)
+        try log.append("three")
+        #expect(contents(log.path) == "three\n")
+        #expect(held() == 1, "the removed file was let go")
+        // Replaced by another file of that name: the same.
+        try FileManager.default.moveItem(atPath: log.path, toPath: dir + "/moved")
+        try "other\n".write(toFile: log.path, atomically: false, encoding: .utf8)
+        usleep(UInt32(EventLog.pathCheckIntervalNanos / 1000) + 100_000)
+        try log.append("four")
+        #expect(contents(log.path) == "other\nfour\n")
+        #expect(contents(dir + "/moved") == "three\n")
+        log.closeFile()
+        #expect(held() == 0)
+    }
+
     @Test("the rotation settings refuse sizes below 1K and keeps outside 1...100, naming where the value came from")
     func rotationSettings() throws {
         #expect(try LogRotation.parseMaxBytes("8M", from: "--log-max-size") == 8 << 20)
