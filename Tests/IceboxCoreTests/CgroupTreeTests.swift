@@ -1,3 +1,6 @@
+import Foundation
+import Glibc
+import IceboxSystem
 import Testing
 
 @testable import IceboxCore
@@ -17,5 +20,30 @@ struct CgroupTreeTests {
         #expect(CgroupTree.pids(in: "12 \n-3\nabc\n4x\n+5\n6\n") == [6])
         #expect(CgroupTree.pids(in: "2147483647\n2147483648\n99999999999\n") == [2_147_483_647], "past pid_t")
         #expect(CgroupTree.pids(in: "٣\n9\n") == [9], "digits of other scripts are not pids")
+    }
+
+    /// The walk skips listing a directory whose link count says it has no subdirectory: that
+    /// count must be 2 + subdirectories on cgroupfs (each hierarchy here) and on the temporary
+    /// directory's filesystem, and every directory of a nested tree must be found.
+    @Test(.enabled(if: CgroupTestRoots.hasV2, "needs root and a cgroup2 mount"))
+    func everyDirectoryIsFoundWhereLeavesAreNotListed() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("icebox-tree-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        for root in [roots.v2, roots.freezerV1, roots.memoryV1, temporary].compactMap({ $0 }) {
+            for dir in ["", "/a", "/a/b", "/a/b/c", "/a/d", "/e"] { try FileIO.makeDirectories(root + dir) }
+            let found = CgroupTree.directoriesBottomUp(root)
+            let expected = ["/a/b/c", "/a/b", "/a/d", "/a", "/e", ""].map { root + $0 }
+            #expect(Set(found) == Set(expected), "\(root): \(found)")
+            #expect(found.last == root && found.firstIndex(of: root + "/a/b/c")! < found.firstIndex(of: root + "/a/b")!)
+            for (dir, subdirs) in [("", 2), ("/a", 2), ("/a/b", 1), ("/a/b/c", 0)] {
+                var st = stat()
+                #expect(lstat(root + dir, &st) == 0)
+                #expect(st.st_nlink == nlink_t(2 + subdirs), "\(root + dir): link count \(st.st_nlink)")
+            }
+            #expect(CgroupTree.remove(root).isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: root))
+        }
     }
 }
