@@ -67,8 +67,11 @@ struct StepwiseFreezeTests {
             Issue.record("freeze not confirmed: \(freeze.step(now: Clock.monotonicNanos()))")
             return
         }
-        #expect(Self.kernelSaysFrozen(backend, cgroups, pids: pids))
-        #expect(freezer.isFrozen())
+        // A frozen task that is kicked (here, under load) leaves the freezer for an instant
+        // and enters it again, and cgroup.events may read "frozen 0" in between (seen once in
+        // a full parallel run): frozen at once, or within 2 s, is the kernel's word.
+        #expect(eventually(seconds: 2) { Self.kernelSaysFrozen(backend, cgroups, pids: pids) })
+        #expect(eventually(seconds: 2) { freezer.isFrozen() })
         #expect(freezer.freezeStarted())
         // Processes for the cgroup backends (sub-cgroup included), threads for SIGSTOP.
         #expect(frozen.tasks == 3)
