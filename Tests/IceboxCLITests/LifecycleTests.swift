@@ -113,7 +113,14 @@ struct LifecycleTests {
     func terminateIgnoringApp() throws {
         let box = Sandbox()
         defer { box.close() }
-        _ = try box.icebox(["launch", "stubborn", "--", "sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"])
+        // Ready once the trap is set: ready at exec, a fast terminate could reach the shell
+        // before it ignores SIGTERM (seen against the release binary in CI).
+        let trapped = box.dir + "/trapped"
+        let l = try box.icebox([
+            "launch", "--ready", "cmd:test -e \(trapped)", "stubborn", "--", "sh", "-c",
+            "trap '' TERM; touch \(trapped); while :; do sleep 0.1; done",
+        ])
+        #expect(l.status == 0, "\(l.output)")
         let start = Date()
         let r = try box.icebox(["terminate", "--timeout", "300ms", "stubborn"])
         #expect(r.status == 0, "\(r.output)")
