@@ -46,7 +46,12 @@ struct RunTests {
         defer { box.close() }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Sandbox.binary)
-        p.arguments = ["run", "--name", "graceful", "--", "sh", "-c", "trap 'exit 42' TERM; while :; do sleep 0.05; done"]
+        // Ready once the trap is set (ready at exec, SIGTERM could come before it).
+        let trapped = box.dir + "/trapped"
+        p.arguments = [
+            "run", "--name", "graceful", "--ready", "cmd:test -e \(trapped)", "--", "sh", "-c",
+            "trap 'exit 42' TERM; touch \(trapped); while :; do sleep 0.05; done",
+        ]
         p.environment = box.environment
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
