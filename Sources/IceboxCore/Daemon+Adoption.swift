@@ -14,7 +14,7 @@ extension Daemon {
             return
         }
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
-        let notifyPath = record.notifySocket ?? config.paths.notifySocket(record.name)
+        let notifyPath = notifySocketPath(of: record)
         let notify: NotifyChannel
         if notifyPath == config.paths.sharedNotifySocket {
             guard (try? sharedNotifySocket()) != nil else {
@@ -79,7 +79,7 @@ extension Daemon {
     func recordEndedWhileAway(_ saved: AppRecord, ending: String = "ended while no daemon ran (exit status unknown)") {
         var record = saved
         let removed = clearLeftovers(AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1))
-        let notifyPath = record.notifySocket ?? config.paths.notifySocket(record.name)
+        let notifyPath = notifySocketPath(of: record)
         if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
         record.killedWhileSuspended = saved.state == .suspended
         record.state = .exited
@@ -119,9 +119,7 @@ extension Daemon {
     /// processes whose main one is gone) and the launch is recorded as interrupted. Processes
     /// there without the marks belong to another daemon sharing the cgroup root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
-        let marks = AppMarks(
-            name: saved.name, ownSocket: saved.notifySocket ?? config.paths.notifySocket(saved.name),
-            sharedSocket: config.paths.sharedNotifySocket)
+        let marks = appMarks(saved.name, ownSocket: notifySocketPath(of: saved))
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
         let inside = Array(Set(paths.flatMap(CgroupTree.processes)))
         let ours = inside.filter(marks.carried(by:))
@@ -130,7 +128,7 @@ extension Daemon {
             record.pid = main
             record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
             // The record was written before the launch chose the app's notify socket.
-            if AppMarks.notifySocket(of: main) == config.paths.sharedNotifySocket { record.notifySocket = config.paths.sharedNotifySocket }
+            noteSharedSocket(of: main, in: &record)
             adopt(record)
             return
         }
@@ -172,8 +170,7 @@ extension Daemon {
                     }
                     continue
                 }
-                let marks = AppMarks(
-                    name: name, ownSocket: config.paths.notifySocket(name), sharedSocket: config.paths.sharedNotifySocket)
+                let marks = appMarks(name, ownSocket: config.paths.notifySocket(name))
                 let ours = inside.filter(marks.carried(by:))
                 if ours.isEmpty { continue }  // another daemon's (same root, its own socket)
                 if apps[name] == nil, (try? AppName.validate(name)) != nil, let main = AppMarks.mainProcess(among: ours) {
@@ -229,7 +226,7 @@ extension Daemon {
         record.memoryV1 = memoryV1
         record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
         record.spawnMethod = "unknown (found without a record)"
-        if AppMarks.notifySocket(of: main) == config.paths.sharedNotifySocket { record.notifySocket = config.paths.sharedNotifySocket }
+        noteSharedSocket(of: main, in: &record)
         if state == .background {
             record.graceStartNanos = now
             record.graceDeadlineNanos = now
@@ -316,5 +313,21 @@ extension Daemon {
         if thaw { startOperation(app, .thaw, deadline: now.saturatingAdd(config.freezeTimeoutNanos), aside: "after a daemon restart") }
         if probe { startProbe(app) }
         return outcome
+    }
+
+    // MARK: Notify sockets of recorded apps
+
+    /// The notify socket a recorded app was given: the one its record names, else its own.
+    func notifySocketPath(of record: AppRecord) -> String { record.notifySocket ?? config.paths.notifySocket(record.name) }
+
+    /// This daemon's marks for app `name`: its own socket `ownSocket`, or the shared one.
+    func appMarks(_ name: String, ownSocket: String) -> AppMarks {
+        AppMarks(name: name, ownSocket: ownSocket, sharedSocket: config.paths.sharedNotifySocket)
+    }
+
+    /// Records that `main` was given the shared notify socket when its environment says so:
+    /// a record written before the launch chose a socket, or one rebuilt from the kernel.
+    func noteSharedSocket(of main: pid_t, in record: inout AppRecord) {
+        if AppMarks.notifySocket(of: main) == config.paths.sharedNotifySocket { record.notifySocket = config.paths.sharedNotifySocket }
     }
 }

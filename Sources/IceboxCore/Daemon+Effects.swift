@@ -114,7 +114,7 @@ extension Daemon {
             schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
         case .frozen:
             afterFreeze(app)
-            if keepingAppFiles { watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor) }
+            settleWatch(app)
         case .destroy:
             destroy(app)
         case .ended(let line):
@@ -218,11 +218,16 @@ extension Daemon {
         app.operation = nil
         app.operationAt = nil
         app.operationAside = nil
-        // A suspended app's cgroup.events stays watched: a change (populated 0 when its only
-        // process is moved out) is the kernel's word that it may have left (noticeDeparture).
-        // Short of descriptors, nothing stays open between operations (Daemon+Descriptors).
-        if app.destroying {
-        } else if keepingAppFiles {
+        settleWatch(app)
+    }
+
+    /// What an app keeps watched between operations: a suspended app's cgroup.events (a
+    /// change, populated 0 when its only process is moved out, is the kernel's word that it
+    /// may have left: noticeDeparture), else nothing; short of descriptors, nothing stays open
+    /// at all (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
+    func settleWatch(_ app: LiveApp) {
+        guard app.operation == nil, !app.destroying else { return }
+        if keepingAppFiles {
             watchCgroupEvents(app, app.lifecycle.phase == .suspended ? app.cgroups.eventsWatchDescriptor : nil)
         } else {
             shedDescriptors(app)

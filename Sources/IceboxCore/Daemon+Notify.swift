@@ -34,9 +34,8 @@ extension Daemon {
             guard sharedNotifyFD >= 0, let datagram = UnixSocket.receive(sharedNotifyFD) else { return }
             defer { for fd in datagram.fds { close(fd) } }
             guard datagram.senderPID > 0, let app = sharedNotifySender(datagram.senderPID) else {
-                if sharedNotifyDrops.drop(from: datagram.senderPID, now: Clock.monotonicNanos()) {
-                    logSharedNotifyDrops(now: Clock.monotonicNanos())
-                }
+                let now = Clock.monotonicNanos()
+                if sharedNotifyDrops.drop(from: datagram.senderPID, now: now) { logSharedNotifyDrops(now: now) }
                 continue
             }
             apply(.notify(NotifyMessage.parse(datagram.text)), to: app)
@@ -93,7 +92,8 @@ extension Daemon {
     /// second per app with the count since the last line. What a second holds back is
     /// logged when it ends (a loop deadline).
     func droppedNotify(_ app: LiveApp, from pid: pid_t) {
-        if app.notifyDrops.drop(from: pid, now: Clock.monotonicNanos()) { logDroppedNotify(app, now: Clock.monotonicNanos()) }
+        let now = Clock.monotonicNanos()
+        if app.notifyDrops.drop(from: pid, now: now) { logDroppedNotify(app, now: now) }
     }
 
     func logDroppedNotify(_ app: LiveApp, now: UInt64) {

@@ -10,8 +10,9 @@ import Glibc
 /// and asks getent(1) for what the files do not have (`Getent`): the same answers as NSS,
 /// one process more for a user or group from elsewhere.
 public enum UserAccounts {
-    /// Whether this is a static executable, which asks getent for what the files lack; set
-    /// up (files only) before the first lookup.
+    /// Whether this is a static executable, which asks getent for what the files lack. Its
+    /// first use sets a static build up (files only): `withBuffer` and `groupList`, through
+    /// which every lookup goes, use it before they call NSS.
     static let isStatic: Bool = icebox_static_nss_files_only() != 0
 
     public struct User: Sendable, Equatable {
@@ -22,7 +23,6 @@ public enum UserAccounts {
 
     /// getpwnam_r(3).
     public static func user(named name: String) -> User? {
-        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
         let found = withBuffer { buf in
             var pwd = passwd()
             var result: UnsafeMutablePointer<passwd>?
@@ -34,7 +34,6 @@ public enum UserAccounts {
 
     /// getpwuid_r(3).
     public static func user(id: uid_t) -> User? {
-        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
         let found = withBuffer { buf in
             var pwd = passwd()
             var result: UnsafeMutablePointer<passwd>?
@@ -46,7 +45,6 @@ public enum UserAccounts {
 
     /// getgrnam_r(3): the group's id.
     public static func group(named name: String) -> gid_t? {
-        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
         let found = withBuffer { buf in
             var grp = Glibc.group()
             var result: UnsafeMutablePointer<Glibc.group>?
@@ -59,7 +57,6 @@ public enum UserAccounts {
 
     /// getgrgid_r(3): the group's name.
     public static func groupName(id: gid_t) -> String? {
-        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
         let found = withBuffer { buf in
             var grp = Glibc.group()
             var result: UnsafeMutablePointer<Glibc.group>?
@@ -75,13 +72,13 @@ public enum UserAccounts {
     /// getgrouplist(3): the groups `user` belongs to, `gid` first. A static build adds those
     /// `getent initgroups` knows from other sources.
     public static func groups(of user: String, gid: gid_t) -> [gid_t] {
-        let isStatic = Self.isStatic  // first: a static build is set up before any lookup
         let files = groupList(of: user, gid: gid)
         guard isStatic, let more = Getent.initgroups(user) else { return files }
         return files + more.filter { !files.contains($0) }
     }
 
     private static func groupList(of user: String, gid: gid_t) -> [gid_t] {
+        _ = isStatic  // a static build is set up before its first lookup
         var count: Int32 = 32
         while count <= 65536 {
             var list = [gid_t](repeating: 0, count: Int(count))
@@ -98,6 +95,7 @@ public enum UserAccounts {
     /// Runs a *_r lookup (which converts what it found while the buffer lives) with a
     /// buffer that grows while the call says ERANGE.
     private static func withBuffer<T>(_ call: (UnsafeMutableBufferPointer<CChar>) -> (Int32, T?)) -> T? {
+        _ = isStatic  // a static build is set up before its first lookup
         var size = 1024
         while size <= 1 << 20 {
             var buffer = [CChar](repeating: 0, count: size)
