@@ -43,7 +43,7 @@ enum { HAS_STDIN = 1, HAS_STDOUT = 2, HAS_STDERR = 4, HAS_EXTRA = 8, HAS_CGROUP 
 
 struct reply {
     int32_t status; // 0: result below; else the errno of why the stand-in could not spawn
-    int32_t pid, method, child_errno, failed_step;
+    int32_t pid, method, child_errno, failed_step, vforked;
 };
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -185,6 +185,7 @@ int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, stru
     // would, rather than by the stand-in, which saves a wake-up on the way back.
     result->pid = reply.pid;
     result->method = reply.method;
+    result->vforked = reply.vforked;
     uint64_t spent = nanos_since(&start);
     int64_t left = spent >= timeout_ns ? 0 : (int64_t)(timeout_ns - spent);
     return icebox_spawn_await_exec(got[1], got[0], 0, left, result);
@@ -249,6 +250,7 @@ static void send_reply(int sock, int32_t status, const struct icebox_spawn_resul
     if (!status) {
         reply.pid = result->pid;
         reply.method = result->method;
+        reply.vforked = result->vforked;
     }
     (void)icebox_send_with_fds(sock, &reply, sizeof reply, status ? NULL : fds, status ? 0 : 2);
 }

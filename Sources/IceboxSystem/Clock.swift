@@ -4,12 +4,6 @@ import Glibc
 /// Time in nanoseconds. Monotonic for durations and deadlines (immune to clock changes),
 /// wall-clock only for the human-readable timestamp of an event.
 public enum Clock {
-    /// Asks the kernel to wake this thread within `nanos` of the timeouts it sets (epoll,
-    /// poll) rather than within the default 50 µs of slack: the daemon's loop re-reads a
-    /// freeze's state on a schedule of tens of µs, and 50 µs late on each step adds up.
-    public static func setTimerSlack(nanos: UInt) {
-        _ = icebox_set_timer_slack(nanos)
-    }
 
     public static func monotonicNanos() -> UInt64 {
         var ts = timespec()

@@ -167,6 +167,7 @@ public enum Spawner {
             let steps = [
                 ICEBOX_STEP_CHDIR: "chdir to \(request.workingDirectory ?? "")", ICEBOX_STEP_SETSID: "setsid",
                 ICEBOX_STEP_DUP: "dup2", ICEBOX_STEP_EXEC: "execve",
+                ICEBOX_STEP_AFFINITY: "sched_setaffinity back to the daemon's CPUs",
             ]
             throw .execFailed(path: request.executable, step: steps[step] ?? "spawn", errno: result.child_errno)
         }

@@ -235,4 +235,21 @@ enum Kernel {
         guard let s = processState(pid) else { return false }
         return s != "Z" && s != "X"
     }
+
+    /// How the scheduler treats `pid` ("self" for this process): the CPUs it may run on,
+    /// its timer slack and its EEVDF slice (nil where /proc/PID/sched is not built in).
+    struct Scheduling: Equatable, CustomStringConvertible {
+        var cpus: String?, timerSlack: String?, slice: String?
+        var description: String { "CPUs \(cpus ?? "?"), timer slack \(timerSlack ?? "?") ns, slice \(slice ?? "?") ns" }
+    }
+
+    static func scheduling(_ pid: String) -> Scheduling {
+        func field(_ file: String, _ name: String) -> String? {
+            ((try? String(contentsOfFile: "/proc/\(pid)/\(file)", encoding: .utf8)) ?? "").split(separator: "\n")
+                .first { $0.hasPrefix(name) }.map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) }
+        }
+        let slack = (try? String(contentsOfFile: "/proc/\(pid)/timerslack_ns", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return Scheduling(cpus: field("status", "Cpus_allowed_list:"), timerSlack: slack, slice: field("sched", "se.slice "))
+    }
 }

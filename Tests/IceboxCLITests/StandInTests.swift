@@ -55,6 +55,9 @@ struct StandInTests {
         #expect(r.status == 0, "\(r.output)")
         #expect(spawnDetail(box, "second").contains("by a stand-in"), "\(spawnDetail(box, "second"))")
         let app = try #require(try box.apps()["second"])
+        // Spawned as the daemon was started: the stand-in's pin to its CPU for the clone, and
+        // the daemon's timer slack and slice it inherited, are not the app's.
+        #expect(Kernel.scheduling(String(app.pid)) == Kernel.scheduling("self"), "\(Kernel.scheduling(String(app.pid)))")
 
         // The daemon's own child (CLONE_PARENT), in every cgroup under the app's name.
         let ppid = (try? String(contentsOfFile: "/proc/\(app.pid)/status", encoding: .utf8))?.split(separator: "\n")

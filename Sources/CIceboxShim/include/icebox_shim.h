@@ -70,6 +70,7 @@ enum icebox_spawn_step {
     ICEBOX_STEP_CAPSET = 11,     // capset(2) to empty permitted, effective, inheritable sets
     ICEBOX_STEP_NO_NEW_PRIVS = 12, // prctl(PR_SET_NO_NEW_PRIVS)
     ICEBOX_STEP_VERIFY = 13,     // reading back ids and capabilities found something left
+    ICEBOX_STEP_AFFINITY = 14,   // sched_setaffinity(2) back to the CPUs the spawner may use
 };
 
 struct icebox_spawn_result {
@@ -78,6 +79,10 @@ struct icebox_spawn_result {
     int method;      // enum icebox_spawn_method
     int child_errno; // 0: execve succeeded; else the errno of the step that failed
     int failed_step; // enum icebox_spawn_step
+    // The spawner was a vfork parent: it resumed only once the child had left its address
+    // space, at execve's point of no return or at its exit after reporting a failure. The
+    // error pipe then says at once what happened; nobody waits for its end of file.
+    int vforked;
 };
 
 /// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which
@@ -96,7 +101,10 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
-int icebox_set_timer_slack(unsigned long nanos);
+/* For the daemon: timer slack of timer_slack_ns, and a scheduler slice of slice_ns (EEVDF,
+ * Linux 6.12+; ignored before) so its wake-ups preempt a task with the default slice. Every
+ * child spawned afterwards puts both back before its execve. 0 or -1 with errno. */
+int icebox_set_latency_sensitive(unsigned long timer_slack_ns, uint64_t slice_ns);
 /* renameat2(RENAME_EXCHANGE) in the current directory's terms: swaps two paths atomically. */
 int icebox_rename_exchange(const char *a, const char *b);
 struct epoll_event;

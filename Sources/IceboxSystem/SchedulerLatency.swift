@@ -1,0 +1,21 @@
+import CIceboxShim
+import Glibc
+
+/// How promptly the kernel runs the daemon when something it waits for happens. Both
+/// settings are the daemon's alone: every process it spawns puts them back before its
+/// execve (the shim's child does), so an app starts with what its spawner had.
+public enum SchedulerLatency {
+    /// `timerSlackNanos`: the kernel wakes this thread within that much of the timeouts it
+    /// sets (epoll, poll) rather than within the default 50 µs; the daemon's loop re-reads
+    /// a freeze's state on a schedule of tens of µs, and 50 µs late on each step adds up.
+    ///
+    /// `sliceNanos`: the scheduler slice (EEVDF, Linux 6.12 and later; older kernels ignore
+    /// it). A task with the default slice (~3 ms) keeps its CPU when the daemon wakes; one
+    /// with a shorter slice than the running task's preempts it. Measured here: an app just
+    /// cloned onto the daemon's CPU ran its whole dynamic-linker start (~0.9 ms) before the
+    /// daemon, woken by the app's execve, ran again. Only SCHED_OTHER and SCHED_BATCH have
+    /// a slice: a policy chosen with chrt is left alone.
+    public static func makeLatencySensitive(timerSlackNanos: UInt, sliceNanos: UInt64) {
+        _ = icebox_set_latency_sensitive(timerSlackNanos, sliceNanos)
+    }
+}
