@@ -20,6 +20,15 @@ extension Daemon {
     func apply(_ input: LifecycleInput, to app: LiveApp, now: UInt64 = Clock.monotonicNanos()) {
         var next = app.lifecycle
         var effects = next.handle(input, now: now)
+        // The kernel's confirmation of a freeze changes the record, but the record of intent
+        // written before the freeze began is already as far along as the kernel (a successor
+        // completes a half-done freeze): this one waits for the end of the turn, after the
+        // replies, so a suspend's client is not kept waiting for it. (A thaw writes no record
+        // first: its confirmation's record is the first, and its client hears if it fails.)
+        if case .freezeConfirmed = input, !effects.contains(where: \.startsFreeze), effects.contains(.persist) {
+            effects.removeAll { $0 == .persist }
+            saveRegistry(app.name)
+        }
         if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
             let request = Self.refusable(input)
             do throws(IceboxError) {

@@ -268,8 +268,10 @@ public final class Daemon {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
             if shouldExit(now: Clock.monotonicNanos()) { return }
-            flushRegistry()
+            // Replies first: what the registry still has to record is not what they wait for
+            // (a record a request depends on was written before the request was acted on).
             flushReplies()
+            flushRegistry()
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             for (token, events) in epoll.wait(timeoutNanos: timeout) {
                 guard let source = sources[token] else { continue }

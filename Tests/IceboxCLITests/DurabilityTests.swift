@@ -195,8 +195,11 @@ struct DurabilityTests {
         let again = try box.icebox(["suspend", "steady"])
         #expect(again.status == 0, "\(again.output)")
         #expect(Kernel.cgroupFrozen(cgroup))
-        let saved = try String(contentsOfFile: box.stateDir + "/registry/steady.json", encoding: .utf8)
-        #expect(saved.contains("\"state\":\"suspended\""), "\(saved)")
+        // The confirmed record is written at the end of the daemon's turn, after the reply.
+        let savedPath = box.stateDir + "/registry/steady.json"
+        #expect(
+            Scenario.eventually { ((try? String(contentsOfFile: savedPath, encoding: .utf8)) ?? "").contains("\"state\":\"suspended\"") },
+            "\((try? String(contentsOfFile: savedPath, encoding: .utf8)) ?? "no record")")
 
         // Read-only now: a resume goes ahead (a thaw needs no record first: a daemon killed
         // now would find the app running and finish the thaw), and says its record is stale.
