@@ -99,10 +99,14 @@ public struct Cgroup1Freezer: Freezer {
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
             let took = now.saturatingSub(startedAt)
             let state: String
+            // The look alone, for the back-off: what the loop did before it (a turn with other
+            // work, or time given to the app's busy tasks) is not what a re-read costs.
+            let lookStart = Clock.monotonicNanos()
             do { state = try freezer.state() } catch {
                 cancel()
                 return .failed(.system(error))
             }
+            let lookCost = Clock.monotonicNanos().saturatingSub(lookStart)
             let wanted = direction == .freeze ? "FROZEN" : "THAWED"
             if state == wanted {
                 return .confirmed(FreezeReport(backend: .cgroup1, durationNanos: took, tasks: freezer.subtreeProcs().count))
@@ -127,7 +131,7 @@ public struct Cgroup1Freezer: Freezer {
                 lastRetry = now
             }
             // No notification exists for freezer.state: only the back-off.
-            return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
+            return .waiting(recheckAt: backoff.next(now: now, deadline: deadline, lookCost: lookCost), watch: nil)
         }
 
         func cancel() {

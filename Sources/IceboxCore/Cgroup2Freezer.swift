@@ -69,10 +69,14 @@ public struct Cgroup2Freezer: Freezer {
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
             let took = now.saturatingSub(startedAt)
             let events: CgroupEvents
+            // The look alone, for the back-off: what the loop did before it (a turn with other
+            // work, or time given to the app's busy tasks) is not what a re-read costs.
+            let lookStart = Clock.monotonicNanos()
             do { events = try freezer.events() } catch {
                 cancel()
                 return .failed(.system(error))
             }
+            let lookCost = Clock.monotonicNanos().saturatingSub(lookStart)
             let done = direction == .freeze ? events.frozen || !events.populated : !events.frozen
             if done {
                 return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: took, tasks: freezer.cgroup.subtreeProcs().count))
@@ -91,7 +95,8 @@ public struct Cgroup2Freezer: Freezer {
                 cancel()
                 return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: stuck)))
             }
-            return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: freezer.eventsFile.watchDescriptor)
+            return .waiting(
+                recheckAt: backoff.next(now: now, deadline: deadline, lookCost: lookCost), watch: freezer.eventsFile.watchDescriptor)
         }
 
         func cancel() {
