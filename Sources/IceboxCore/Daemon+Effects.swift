@@ -27,7 +27,7 @@ extension Daemon {
         // first: its confirmation's record is the first, and its client hears if it fails.)
         if case .freezeConfirmed = input, !effects.contains(where: \.startsFreeze), effects.contains(.persist) {
             effects.removeAll { $0 == .persist }
-            saveRegistry(app.name)
+            recordsAfterReplies.insert(app.name)
         }
         if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
             let request = Self.refusable(input)

@@ -99,6 +99,8 @@ public final class Daemon {
     var policyCheckAt: UInt64?
     var victim: Victim?
     var dirtyRecords = Set<String>()
+    /// Records written once this turn's replies are out (a confirmed freeze's: Daemon+Effects).
+    var recordsAfterReplies = Set<String>()
     var originalDescriptorLimit: UInt64 = 0
     /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`), and
     /// what that leaves to keep per app.
@@ -268,10 +270,9 @@ public final class Daemon {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
             if shouldExit(now: Clock.monotonicNanos()) { return }
-            // Replies first: what the registry still has to record is not what they wait for
-            // (a record a request depends on was written before the request was acted on).
-            flushReplies()
             flushRegistry()
+            flushReplies()
+            flushRecordsAfterReplies()
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             for (token, events) in epoll.wait(timeoutNanos: timeout) {
                 guard let source = sources[token] else { continue }
@@ -449,6 +450,20 @@ public final class Daemon {
         let names = registryAllDirty ? Set(apps.keys).union(ended.keys) : dirtyRecords
         dirtyRecords = []
         registryAllDirty = false
+        for name in names {
+            guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
+            do throws(IceboxError) { try writeRecord(record) } catch { dirtyRecords.insert(name) }
+        }
+    }
+
+    /// The records no reply waits for, after the replies: a failure leaves the record marked
+    /// for the next turn's flushRegistry. (Kept apart from flushRegistry rather than flushing
+    /// the whole registry after the replies: in that order a daemon with 10,000 apps measured
+    /// 101 MiB of RSS instead of 71 after the `ps --json` runs of `scripts/bench/apps`.)
+    func flushRecordsAfterReplies() {
+        guard !recordsAfterReplies.isEmpty else { return }
+        let names = recordsAfterReplies
+        recordsAfterReplies = []
         for name in names {
             guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
             do throws(IceboxError) { try writeRecord(record) } catch { dirtyRecords.insert(name) }
