@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
-#include <malloc.h>
 #include <nss.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -562,8 +561,6 @@ int icebox_waitid_all(int options, int *code, int *status, pid_t *pid) {
     *pid = info.si_pid;
     return 0;
 }
-
-int icebox_fix_mmap_threshold(size_t bytes) { return mallopt(M_MMAP_THRESHOLD, (int)bytes) == 1 ? 0 : -1; }
 
 int icebox_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 

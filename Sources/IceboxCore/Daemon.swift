@@ -162,16 +162,6 @@ public final class Daemon {
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
             if config.ownsProcess { try Reaper.becomeSubreaper() }
-            // Large blocks (a `ps --json` reply of 10,000 apps is ~9 MiB, built and copied a
-            // few times) go back to the kernel when freed. glibc raises its mmap threshold to
-            // the largest block freed so far, after which such blocks come from the heap and
-            // stay there whenever anything was allocated above them: the same
-            // `scripts/bench/apps 10000` left the daemon at 70 MiB or 101 MiB, run to run. A
-            // fixed threshold keeps them mapped: 58.7 MiB in each of four runs (at 256 KiB and
-            // 4 MiB alike; 4 MiB leaves the ~1 MiB replies of 1,000 apps on the heap). The
-            // cost: `ps --json` of 10,000 apps took 550-635 ms, not 370-470 (mapping and
-            // trimming per reply). Not for an embedding program (ownsProcess).
-            if config.ownsProcess { LargeAllocations.keepMapped(atLeast: 4 << 20) }
             // Every app holds at least its pidfd (DescriptorBudget): with the usual soft limit
             // of 1024 descriptors the daemon would stop at about 1000 apps.
             raiseDescriptorLimit()

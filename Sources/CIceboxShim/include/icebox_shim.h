@@ -101,9 +101,6 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
-/* mallopt(M_MMAP_THRESHOLD): blocks of `bytes` and more are mapped on their own and unmapped
- * when freed (which also stops glibc from raising the threshold as large blocks are freed). */
-int icebox_fix_mmap_threshold(size_t bytes);
 /* For the daemon: timer slack of timer_slack_ns, and a scheduler slice of slice_ns (EEVDF,
  * Linux 6.12+; ignored before) so its wake-ups preempt a task with the default slice. Every
  * child spawned afterwards puts both back before its execve. 0 or -1 with errno. */
