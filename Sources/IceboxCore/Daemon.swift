@@ -265,7 +265,7 @@ public final class Daemon {
         // 50 µs of timer slack would make each one late by that much. The short slice lets
         // the loop's wake-ups preempt an app's busy start (EEVDF runs a task to its slice
         // otherwise). Apps get neither (the spawn puts them back).
-        SchedulerLatency.makeLatencySensitive(timerSlackNanos: 1, sliceNanos: 100_000)
+        SchedulerLatency.makeLatencySensitive(timerSlackNanos: 1, sliceNanos: 1_000_000)
         while true {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
