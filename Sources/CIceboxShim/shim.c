@@ -8,7 +8,6 @@
 #include <linux/close_range.h>
 #include <nss.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <poll.h>
 #include <sys/epoll.h>

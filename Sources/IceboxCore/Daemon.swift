@@ -450,20 +450,21 @@ public final class Daemon {
         let names = registryAllDirty ? Set(apps.keys).union(ended.keys) : dirtyRecords
         dirtyRecords = []
         registryAllDirty = false
-        for name in names {
-            guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
-            do throws(IceboxError) { try writeRecord(record) } catch { dirtyRecords.insert(name) }
-        }
+        writeRecords(names)
     }
 
-    /// The records no reply waits for, after the replies: a failure leaves the record marked
-    /// for the next turn's flushRegistry. (Kept apart from flushRegistry rather than flushing
-    /// the whole registry after the replies: in that order a daemon with 10,000 apps measured
-    /// 101 MiB of RSS instead of 71 after the `ps --json` runs of `scripts/bench/apps`.)
+    /// The records no reply waits for (a confirmed freeze's), written once the turn's
+    /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
     func flushRecordsAfterReplies() {
         guard !recordsAfterReplies.isEmpty else { return }
         let names = recordsAfterReplies
         recordsAfterReplies = []
+        writeRecords(names)
+    }
+
+    /// Writes the current record of each app (live or ended) named; one that fails is marked
+    /// dirty, for the next turn.
+    private func writeRecords(_ names: Set<String>) {
         for name in names {
             guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
             do throws(IceboxError) { try writeRecord(record) } catch { dirtyRecords.insert(name) }

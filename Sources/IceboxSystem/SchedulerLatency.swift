@@ -10,13 +10,13 @@ public enum SchedulerLatency {
     /// a freeze's state on a schedule of tens of µs, and 50 µs late on each step adds up.
     ///
     /// `sliceNanos`: the scheduler slice (EEVDF, Linux 6.12 and later; older kernels ignore
-    /// it). A task with the default slice (1.4 ms on this 2-CPU host: 0.7 ms × (1 + log2 CPUs))
-    /// keeps its CPU when the daemon wakes; one with a shorter slice than the running task's
-    /// preempts it. (1 ms measured as well as 0.1 ms for spawns, and thawed apps preempt the
-    /// daemon less. On one CPU the default is 0.7 ms and 1 ms no longer preempts.) Measured here: an app just
-    /// cloned onto the daemon's CPU ran its whole dynamic-linker start (~0.9 ms) before the
-    /// daemon, woken by the app's execve, ran again. Only SCHED_OTHER and SCHED_BATCH have
-    /// a slice: a policy chosen with chrt is left alone.
+    /// it). A running task keeps its CPU when the daemon wakes unless its slice is longer
+    /// than the daemon's; the default is 1.4 ms on this 2-CPU host (0.7 ms × (1 + log2 CPUs)),
+    /// so an app on it is preempted by a daemon on 1 ms. Measured here: an app just cloned onto the daemon's CPU ran its whole
+    /// dynamic-linker start (~0.9 ms) before the daemon, woken by the app's execve, ran
+    /// again. 1 ms measured as well as 0.1 ms for spawns, and the apps a thaw wakes preempt
+    /// the daemon less; on one CPU the default is 0.7 ms and 1 ms no longer preempts. Only
+    /// SCHED_OTHER and SCHED_BATCH have a slice: a policy chosen with chrt is left alone.
     public static func makeLatencySensitive(timerSlackNanos: UInt, sliceNanos: UInt64) {
         _ = icebox_set_latency_sensitive(timerSlackNanos, sliceNanos)
     }

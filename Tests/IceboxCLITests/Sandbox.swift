@@ -244,12 +244,12 @@ enum Kernel {
     }
 
     static func scheduling(_ pid: String) -> Scheduling {
-        func field(_ file: String, _ name: String) -> String? {
-            ((try? String(contentsOfFile: "/proc/\(pid)/\(file)", encoding: .utf8)) ?? "").split(separator: "\n")
-                .first { $0.hasPrefix(name) }.map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) }
-        }
-        let slack = (try? String(contentsOfFile: "/proc/\(pid)/timerslack_ns", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return Scheduling(cpus: field("status", "Cpus_allowed_list:"), timerSlack: slack, slice: field("sched", "se.slice "))
+        func read(_ file: String) -> String { (try? String(contentsOfFile: "/proc/\(pid)/\(file)", encoding: .utf8)) ?? "" }
+        // /proc/PID/sched pads its keys ("se.slice      :   1400000"), which statusField does not take.
+        let slice = read("sched").split(separator: "\n").first { $0.hasPrefix("se.slice ") }
+            .map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) }
+        let slack = read("timerslack_ns").trimmingCharacters(in: .whitespacesAndNewlines)
+        return Scheduling(
+            cpus: ProcFS.statusField("Cpus_allowed_list", in: read("status")), timerSlack: slack.isEmpty ? nil : slack, slice: slice)
     }
 }
