@@ -139,7 +139,11 @@ extension FileFollower {
             for text in newestFirst.reversed() { out.add(text) }
         } else {
             func add(_ line: UnsafeRawBufferPointer) { if let text = select(line) { out.add(text) } }
-            for fd in older { _ = (mapped ? LogLines.forwardMapped(fd: fd, from: 0, add) : nil) ?? LogLines.forward(fd: fd, from: 0, add) }
+            for fd in older {
+                _ =
+                    (mapped ? LogLines.forwardMapped(fd: fd, from: 0, end: .final, add) : nil)
+                    ?? LogLines.forward(fd: fd, from: 0, end: .final, add)
+            }
             follower.readLineBytes(mapped: mapped, add)
         }
         out.flush()

@@ -47,8 +47,10 @@ package final class FileFollower {
         if !openCurrent() && !(missingIsEmpty && errno == ENOENT) {
             throw IceboxError("read", SystemError("open", path: path))
         }
-        // The writers append whole lines in one write(2) (O_APPEND): the end is a line boundary.
-        if startAtEnd && fd >= 0 { offset = Int64(lseek(fd, 0, SEEK_END)) }
+        // From the end of the last whole line: an app's output may end mid-line, and that
+        // line is read whole once its newline comes (the event log's writers append whole
+        // lines, so for it this is the end).
+        if startAtEnd && fd >= 0 { offset = LogLines.lastLineEnd(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) }
         startOffset = offset
     }
 
@@ -78,7 +80,9 @@ package final class FileFollower {
             let copy = open(generations.generation(1), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if copy >= 0 {
                 var copied = stat()
-                if fstat(copy, &copied) == 0, Int64(copied.st_size) >= offset { _ = LogLines.forward(fd: copy, from: offset, emit) }
+                if fstat(copy, &copied) == 0, Int64(copied.st_size) >= offset {
+                    _ = LogLines.forward(fd: copy, from: offset, end: .final, emit)
+                }
                 close(copy)
             }
             offset = LogLines.forward(fd: fd, from: 0, emit)
@@ -156,7 +160,7 @@ package final class FileFollower {
         for n in newer.reversed() {
             let older = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
             if older < 0 { continue }
-            _ = LogLines.forward(fd: older, from: 0) { emit(String(decoding: $0, as: UTF8.self)) }
+            _ = LogLines.forward(fd: older, from: 0, end: .final) { emit(String(decoding: $0, as: UTF8.self)) }
             close(older)
         }
     }

@@ -190,7 +190,7 @@ public struct IceboxClient: Sendable {
                 }
                 // A replay starts with the rotated generations, oldest first.
                 for fd in replay ? follower.openOlderGenerations() : [] {
-                    _ = LogLines.forward(fd: fd, from: 0) { deliver(String(decoding: $0, as: UTF8.self)) }
+                    _ = LogLines.forward(fd: fd, from: 0, end: .final) { deliver(String(decoding: $0, as: UTF8.self)) }
                     close(fd)
                 }
                 try? follower.follow(stop: stop, deliver)

@@ -6,13 +6,26 @@ import IceboxSystem
 /// here: callers look at a line's bytes before they pay for decoding it. A line is handed
 /// over without its newline, as a buffer valid only during the call.
 package enum LogLines {
+    /// What the bytes after a file's last newline are.
+    package enum FileEnd {
+        /// A line still being written (the file being appended to): left for a later read.
+        case growing
+        /// A line cut short for good (a rotated generation, which nobody writes again: an
+        /// app's output copied mid-line, or a crash mid-write): handed over as it is, as
+        /// the backward read does, so both directions read the same lines.
+        case final
+    }
+
     /// A line longer than this is dropped (a log line is a few hundred bytes; a hostile or
     /// corrupt file must not make a reader hold it whole).
     package static let maxLineBytes = 16 << 20
 
-    /// Reads `fd` from `offset` to its end, handing over each complete line. Returns the
-    /// offset after the last complete line (where a line still being written begins).
-    package static func forward(fd: Int32, from offset: Int64, _ line: (UnsafeRawBufferPointer) -> Void) -> Int64 {
+    /// Reads `fd` from `offset` to its end, handing over each complete line (and with
+    /// `.final`, the last bytes without a newline too). Returns the offset after the last
+    /// line handed over (where a line still being written begins).
+    package static func forward(
+        fd: Int32, from offset: Int64, end fileEnd: FileEnd = .growing, _ line: (UnsafeRawBufferPointer) -> Void
+    ) -> Int64 {
         var capacity = 1 << 20
         var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)
         defer { buffer.deallocate() }
@@ -37,7 +50,11 @@ package enum LogLines {
             let n = retryingOnInterrupt {
                 pread(fd, buffer.baseAddress! + filled, capacity - filled, off_t(position + Int64(filled)))
             }
-            if n <= 0 { return position }
+            if n <= 0 {
+                guard fileEnd == .final, filled > 0 else { return position }
+                if !skipping { line(UnsafeRawBufferPointer(start: buffer.baseAddress!, count: filled)) }
+                return position + Int64(filled)
+            }
             let base = buffer.baseAddress!
             var start = 0
             var searchFrom = filled
@@ -65,7 +82,9 @@ package enum LogLines {
     /// that is appended to and renamed, never truncated (the event log): a page past a new,
     /// shorter end would raise SIGBUS. nil if the file cannot be mapped (read it with
     /// `forward`).
-    package static func forwardMapped(fd: Int32, from offset: Int64, _ line: (UnsafeRawBufferPointer) -> Void) -> Int64? {
+    package static func forwardMapped(
+        fd: Int32, from offset: Int64, end fileEnd: FileEnd = .growing, _ line: (UnsafeRawBufferPointer) -> Void
+    ) -> Int64? {
         var st = stat()
         guard fstat(fd, &st) == 0 else { return nil }
         let size = Int64(st.st_size)
@@ -80,7 +99,34 @@ package enum LogLines {
             if end - start <= maxLineBytes { line(UnsafeRawBufferPointer(start: base + start, count: end - start)) }
             start = end + 1
         }
+        if fileEnd == .final, start < Int(size) {
+            if Int(size) - start <= maxLineBytes { line(UnsafeRawBufferPointer(start: base + start, count: Int(size) - start)) }
+            start = Int(size)
+        }
         return Int64(start)
+    }
+
+    /// Where the last complete line of `fd` ends, at or before `end`: `end` itself when the
+    /// file ends with a newline, else just after the last newline, so that a line still
+    /// being written is read whole once it is (0 if there is no newline; `end` if none is
+    /// found within `maxLineBytes`, an overlong line being dropped anyway).
+    package static func lastLineEnd(fd: Int32, end: Int64) -> Int64 {
+        let blockSize = 64 * 1024
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 1)
+        defer { buffer.deallocate() }
+        var blockEnd = end
+        while blockEnd > 0, end - blockEnd < Int64(maxLineBytes) {
+            let start = max(0, blockEnd - Int64(blockSize))
+            let count = Int(blockEnd - start)
+            let n = retryingOnInterrupt { pread(fd, buffer.baseAddress!, count, off_t(start)) }
+            if n < count { return end }  // shrank under us: the truncation restarts reading anyway
+            // (memrchr is a GNU extension Swift's Glibc module does not show.)
+            if let hit = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<count]).lastIndex(of: 10) {
+                return start + Int64(hit) + 1
+            }
+            blockEnd = start
+        }
+        return blockEnd == 0 ? 0 : end
     }
 
     /// Reads `fd` backwards from `end` (a line boundary: the end of a file, or where a
@@ -123,8 +169,8 @@ package enum LogLines {
                 lines.append(lineStart..<lineEnd)
                 lineStart = lineEnd + 1
             }
-            // A block that starts the file may end with a line without its newline only
-            // when `end` was not a boundary; it is taken as it is.
+            // Only the first block read can end without a newline: a rotated generation cut
+            // mid-line. That line is handed over, as `forward` does with `.final`.
             if lineStart < count { lines.append(lineStart..<count) }
             for range in lines.reversed() {
                 if !line(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[range])) { return false }

@@ -16,6 +16,21 @@ struct LogRotationTests {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
+    /// Every line of a command's output, empty ones included.
+    static func allLines(_ text: String) -> [String] {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        return lines
+    }
+
+    /// The number of one whole line of the writer app below ("line 00000042 " and 60 x), nil
+    /// for anything else (a piece of a line cut at a rotation).
+    static func writerNumber(_ line: String) -> Int? {
+        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "line", parts[1].count == 8, parts[2] == String(repeating: "x", count: 60) else { return nil }
+        return Int(parts[1])
+    }
+
     static func size(_ path: String) -> Int? {
         (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
     }
@@ -167,8 +182,14 @@ struct LogRotationTests {
         #expect(try box.icebox(["suspend", "writer"]).status == 0)
         let r = try box.icebox(["logs", "writer"])
         #expect(r.status == 0)
-        let numbers = r.stdout.split(separator: "\n").compactMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
-        #expect(numbers.count == r.stdout.split(separator: "\n").count, "only whole lines")
+        let allLines = Self.allLines(r.stdout)
+        let numbers = allLines.compactMap(Self.writerNumber)
+        // A write the rotation's copy caught half done is cut in two, its pieces the end
+        // of one generation and the start of the next (as logrotate's copytruncate cuts it):
+        // at most one line at each of the two generation boundaries.
+        #expect(
+            allLines.count - numbers.count <= 4,
+            "only whole lines, but for a write cut at a rotation: \(allLines.filter { Self.writerNumber($0) == nil })")
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "in order across the generations")
         // Lines lost at a rotation: only those written between the copy's end and the
         // truncation, a handful at most.
@@ -178,15 +199,45 @@ struct LogRotationTests {
         // logs --follow went on through the truncations: the same lines, in order.
         let lastLine = try #require(r.stdout.split(separator: "\n").last.map(String.init))
         let seen = try Self.read(followed, until: lastLine, seconds: 10).split(separator: "\n")
-        let seenNumbers = seen.compactMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
+        let seenNumbers = seen.map(String.init).compactMap(Self.writerNumber)
         #expect(seen.last.map(String.init) == lastLine)
         #expect(zip(seenNumbers, seenNumbers.dropFirst()).allSatisfy { $0 < $1 }, "followed in order")
         #expect((seenNumbers.last ?? 0) - (seenNumbers.first ?? 0) + 1 - seenNumbers.count <= 10, "followed without losing lines")
-        let current = Self.lines(log.path).count
+        // -n reaching back into PATH.1 reads the same lines as the whole read, an empty one
+        // or a cut one included: newline-terminated lines, counted as logs counts them.
+        let current = try String(contentsOfFile: log.path, encoding: .utf8).utf8.filter { $0 == 10 }.count
         let tail = try box.icebox(["logs", "writer", "-n", "\(current + 5)"])
-        let tailLines: [String] = tail.stdout.split(separator: "\n").map(String.init)
-        let allLines: [String] = r.stdout.split(separator: "\n").map(String.init)
-        #expect(tailLines == Array(allLines.suffix(current + 5)))
+        #expect(Self.allLines(tail.stdout) == Array(allLines.suffix(current + 5)))
+    }
+
+    @Test(
+        "an app log cut mid-line at a rotation: logs, logs -n and logs -n -f read the same lines; a line being written waits for its newline"
+    )
+    func appLogCutMidLine() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let logs = box.stateDir + "/logs"
+        try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+        let log = LogGenerations(path: logs + "/cut.log")
+        // The rotation's copy caught a write half done: PATH.1 ends without a newline, the
+        // newline that ended it starts the current file, whose last line is still being written.
+        try "a\nb\nc cut".write(toFile: log.generation(1), atomically: false, encoding: .utf8)
+        try "\nd\npart".write(toFile: log.path, atomically: false, encoding: .utf8)
+        let all = try box.icebox(["logs", "cut"])
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(all.stdout == "a\nb\nc cut\n\nd\n")
+        for n in 1...5 {
+            let tail = try box.icebox(["logs", "cut", "-n", "\(n)"])
+            #expect(tail.stdout == ["a", "b", "c cut", "", "d"].suffix(n).map { $0 + "\n" }.joined(), "-n \(n)")
+        }
+        // Followed from the end of the last whole line: the line being written comes out whole.
+        let (p, out) = try Self.start(box, ["logs", "cut", "-n", "1", "--follow"])
+        defer { p.terminate(); p.waitUntilExit() }
+        #expect(try Self.read(out, until: "d\n", seconds: 10) == "d\n")
+        let fd = open(log.path, O_WRONLY | O_APPEND)
+        #expect(write(fd, "ial\ne\n", 6) == 6)
+        close(fd)
+        #expect(try Self.read(out, until: "e\n", seconds: 10) == "partial\ne\n")
     }
 
     @Test("a truncated or garbled line in a generation is skipped; gaps in the numbers and odd but valid lines are read")

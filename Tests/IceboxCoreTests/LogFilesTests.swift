@@ -78,6 +78,58 @@ import Testing
         #expect(firstFive == Array(lines.suffix(5).reversed()))
     }
 
+    @Test("a generation cut mid-line: forward with .final and backward hand over the same lines, the cut one included")
+    func finalLineBothWays() throws {
+        let dir = makeTemporaryDirectory("final")
+        defer { removeTree(dir) }
+        let path = dir + "/app.log.1"
+        writeFile(path, "one\ntwo\nthree cut short")
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        let size = Int64(lseek(fd, 0, SEEK_END))
+        var growing: [String] = []
+        #expect(LogLines.forward(fd: fd, from: 0) { growing.append(String(decoding: $0, as: UTF8.self)) } == 8)
+        #expect(growing == ["one", "two"], "a file being written: the unfinished line waits")
+        var final: [String] = []
+        #expect(LogLines.forward(fd: fd, from: 0, end: .final) { final.append(String(decoding: $0, as: UTF8.self)) } == size)
+        var mapped: [String] = []
+        #expect(LogLines.forwardMapped(fd: fd, from: 0, end: .final) { mapped.append(String(decoding: $0, as: UTF8.self)) } == size)
+        var backward: [String] = []
+        LogLines.backward(fd: fd, end: size) {
+            backward.append(String(decoding: $0, as: UTF8.self)); return true
+        }
+        #expect(final == ["one", "two", "three cut short"])
+        #expect(mapped == final)
+        #expect(backward.reversed() == final)
+        // A newline alone at the start of the next file (the rest of a write cut by the
+        // rotation) is an empty line both ways too.
+        writeFile(path, "\nfour\n")
+        var lines: [String] = []
+        _ = LogLines.forward(fd: fd, from: 0, end: .final) { lines.append(String(decoding: $0, as: UTF8.self)) }
+        var back: [String] = []
+        LogLines.backward(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) {
+            back.append(String(decoding: $0, as: UTF8.self)); return true
+        }
+        #expect(lines == ["", "four"])
+        #expect(back.reversed() == lines)
+    }
+
+    @Test("lastLineEnd: the end of the last whole line, past a line still being written, across blocks")
+    func lastLineEnd() {
+        let dir = makeTemporaryDirectory("lastline")
+        defer { removeTree(dir) }
+        let path = dir + "/app.log"
+        let long = String(repeating: "y", count: 200_000)  // more than one 64 KiB block back
+        for (text, expected) in [
+            ("", 0), ("no newline", 0), ("a\n", 2), ("a\nb", 2), ("a\n" + long, 2), ("a\n" + long + "\n", 200_003),
+        ] {
+            writeFile(path, text)
+            let fd = open(path, O_RDONLY)
+            #expect(LogLines.lastLineEnd(fd: fd, end: Int64(text.utf8.count)) == Int64(expected), "\(text.prefix(12))")
+            close(fd)
+        }
+    }
+
     @Test("the event log rotates after the line that reaches the size, keeping N generations, losing no line")
     func eventLogRotates() throws {
         let dir = makeTemporaryDirectory("eventlog")

@@ -190,7 +190,13 @@ struct StepwiseFreezeTests {
         #expect(!freezer.freezeStarted())
         // Released, the app runs on: not stopped, not frozen.
         try FileIO.write(trap + "/memory.limit_in_bytes", "-1")
-        #expect(eventually { ProcFS.stat(pid: child.pid)?.state == "S" }, "the child runs again once released")
+        #expect(
+            eventually { ProcFS.stat(pid: child.pid)?.state == "S" },
+            """
+            the child runs again once released: state \(ProcFS.stat(pid: child.pid).map { String($0.state) } ?? "gone"), \
+            threads \(ProcFS.threads(of: child.pid).map { "\($0):\(ProcFS.state(pid: child.pid, tid: $0).map(String.init) ?? "?")" }), \
+            \(readFile(trap + "/memory.oom_control")?.split(separator: "\n").joined(separator: ", ") ?? "no oom_control")
+            """)
         #expect(!freezer.isFrozen())
     }
 
