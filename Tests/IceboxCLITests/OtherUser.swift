@@ -26,11 +26,43 @@ final class OtherUser: @unchecked Sendable {  // used by one test at a time, lik
         dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         chmod(dir, 0o755)
         binary = dir + "/icebox"
-        try FileManager.default.copyItem(atPath: Sandbox.binary, toPath: binary)
-        chmod(binary, 0o755)
         home = dir + "/home"
+        try Self.copyExecutable(Sandbox.binary, to: binary)
         mkdir(home, 0o700)
         chown(home, Self.uid, Self.uid)
+        try waitUntilExecutable()
+    }
+
+    /// Copies through a descriptor opened O_CLOEXEC: a process another test forks while the
+    /// copy is open inherits it only until its exec, never for its whole life.
+    static func copyExecutable(_ source: String, to target: String) throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+        let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        defer { Glibc.close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+            guard n > 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            written += n
+        }
+        fchmod(fd, 0o755)
+    }
+
+    /// execve refuses a file that any process has open for writing (ETXTBSY). Until the
+    /// processes forked while the copy was open have exec'd (and so closed it), running the
+    /// copy fails: a test once saw "Text file busy" in a full parallel run. Wait for a clean
+    /// start here, at most 10 s, so that no test's first command meets it.
+    private func waitUntilExecutable() throws {
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            let r = try icebox(["--version"], environment: [:])
+            if r.status == 0 { return }
+            guard r.stderr.contains("Text file busy"), Date() < deadline else {
+                throw POSIXError(.ETXTBSY, userInfo: [NSLocalizedDescriptionKey: "the copy of icebox will not run: \(r.stderr)"])
+            }
+            usleep(10_000)
+        }
     }
 
     func close() { try? FileManager.default.removeItem(atPath: dir) }
