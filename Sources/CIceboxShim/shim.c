@@ -116,9 +116,9 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
 }
 
 // Runs in the child only. Never returns.
-// The daemon's scheduling settings (icebox_set_latency_sensitive) are its own: fork and
-// exec keep timer slack and a custom slice, so the child puts back what the daemon had
-// before it changed them, and the app starts with what it would have had from its spawner.
+// The daemon's scheduling setting (icebox_set_latency_sensitive) is its own: fork and exec
+// keep a custom slice, so the child puts back the default the daemon had before, and the
+// app starts with what it would have had from its spawner.
 struct sched_attr_v1 {
     uint32_t size, sched_policy;
     uint64_t sched_flags;
@@ -127,9 +127,8 @@ struct sched_attr_v1 {
     uint64_t sched_runtime, sched_deadline, sched_period;
 };
 #define ICEBOX_SCHED_FLAG_RESET_ON_FORK 0x01
-static int latency_changed;         // set once, before any spawn; read by children only
-static long original_timer_slack;   // PR_GET_TIMERSLACK before the change
-static int original_slice_default;  // the daemon had no custom slice (its slice was changed)
+static int original_slice_default; // the daemon had no custom slice (its slice was changed);
+                                   // set once, before any spawn; read by children only
 
 static int sched_attr_get(struct sched_attr_v1 *attr) {
     memset(attr, 0, sizeof *attr);
@@ -147,18 +146,14 @@ static int sched_slice_set(uint64_t slice_ns) {
     return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
-int icebox_set_latency_sensitive(unsigned long timer_slack_ns, uint64_t slice_ns) {
-    original_timer_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-    if (prctl(PR_SET_TIMERSLACK, timer_slack_ns, 0, 0, 0) < 0) return -1;
-    latency_changed = 1;
+int icebox_set_latency_sensitive(uint64_t slice_ns) {
     // Before 6.12 the kernel ignores sched_runtime for these policies: nothing changes.
-    original_slice_default = sched_slice_set(slice_ns) == 0;
+    if (sched_slice_set(slice_ns) < 0) return -1;
+    original_slice_default = 1;
     return 0;
 }
 
 static void restore_scheduling(void) {
-    if (!latency_changed) return;
-    if (original_timer_slack > 0) prctl(PR_SET_TIMERSLACK, (unsigned long)original_timer_slack, 0, 0, 0);
     if (original_slice_default) sched_slice_set(0);
 }
 

@@ -261,11 +261,10 @@ public final class Daemon {
     // MARK: The loop
 
     func loop() {
-        // Deadlines here are tens of µs apart while a freeze is confirmed; the default
-        // 50 µs of timer slack would make each one late by that much. The short slice lets
-        // the loop's wake-ups preempt an app's busy start (EEVDF runs a task to its slice
-        // otherwise). Apps get neither (the spawn puts them back).
-        SchedulerLatency.makeLatencySensitive(timerSlackNanos: 1, sliceNanos: 1_000_000)
+        // The short slice lets the loop's wake-ups preempt an app's busy start (EEVDF runs
+        // a task to its slice otherwise); apps do not get it (the spawn puts it back). The
+        // timer slack stays the kernel's: see SchedulerLatency.
+        SchedulerLatency.makeLatencySensitive(sliceNanos: 1_000_000)
         while true {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)

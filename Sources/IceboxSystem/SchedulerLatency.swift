@@ -1,23 +1,25 @@
 import CIceboxShim
 import Glibc
 
-/// How promptly the kernel runs the daemon when something it waits for happens. Both
-/// settings are the daemon's alone: every process it spawns puts them back before its
-/// execve (the shim's child does), so an app starts with what its spawner had.
+/// How promptly the kernel runs the daemon when something it waits for happens. The
+/// setting is the daemon's alone: every process it spawns puts it back before its execve
+/// (the shim's child does), so an app starts with what its spawner had.
 public enum SchedulerLatency {
-    /// `timerSlackNanos`: the kernel wakes this thread within that much of the timeouts it
-    /// sets (epoll, poll) rather than within the default 50 µs; the daemon's loop re-reads
-    /// a freeze's state on a schedule of tens of µs, and 50 µs late on each step adds up.
-    ///
     /// `sliceNanos`: the scheduler slice (EEVDF, Linux 6.12 and later; older kernels ignore
     /// it). A running task keeps its CPU when the daemon wakes unless its slice is longer
-    /// than the daemon's; the default is 1.4 ms on this 2-CPU host (0.7 ms × (1 + log2 CPUs)),
-    /// so an app on it is preempted by a daemon on 1 ms. Measured here: an app just cloned onto the daemon's CPU ran its whole
-    /// dynamic-linker start (~0.9 ms) before the daemon, woken by the app's execve, ran
-    /// again. 1 ms measured as well as 0.1 ms for spawns, and the apps a thaw wakes preempt
-    /// the daemon less; on one CPU the default is 0.7 ms and 1 ms no longer preempts. Only
-    /// SCHED_OTHER and SCHED_BATCH have a slice: a policy chosen with chrt is left alone.
-    public static func makeLatencySensitive(timerSlackNanos: UInt, sliceNanos: UInt64) {
-        _ = icebox_set_latency_sensitive(timerSlackNanos, sliceNanos)
+    /// than the daemon's; the default is 1.4 ms on this 2-CPU host (0.7 ms × (1 + log2
+    /// CPUs)), so an app on it is preempted by a daemon on 1 ms. Measured here: an app just
+    /// cloned onto the daemon's CPU ran its whole dynamic-linker start (~0.9 ms) before the
+    /// daemon, woken by the app's execve, ran again. 1 ms measured as well as 0.1 ms for
+    /// spawns, and the apps a thaw wakes preempt the daemon less; on one CPU the default is
+    /// 0.7 ms and 1 ms no longer preempts. Only SCHED_OTHER and SCHED_BATCH have a slice: a
+    /// policy chosen with chrt is left alone.
+    ///
+    /// The timer slack stays the kernel's (50 µs). With 1 ns, the daemon's re-reads of a
+    /// freeze in progress came on the dot every 20 µs, and each took a CPU from the tasks
+    /// that had to run to freeze: busy 10-task freezes took 2.5-3x bare's time, against
+    /// about 1.1x with the default, measured side by side (benchmarks/RESULTS.md).
+    public static func makeLatencySensitive(sliceNanos: UInt64) {
+        _ = icebox_set_latency_sensitive(sliceNanos)
     }
 }

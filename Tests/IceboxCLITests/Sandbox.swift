@@ -243,6 +243,16 @@ enum Kernel {
         var description: String { "CPUs \(cpus ?? "?"), timer slack \(timerSlack ?? "?") ns, slice \(slice ?? "?") ns" }
     }
 
+    /// Whether the kernel takes a custom EEVDF slice for SCHED_OTHER (sched_runtime, Linux
+    /// 6.12 and later; older kernels ignore it).
+    static var customSlices: Bool {
+        var u = utsname()
+        uname(&u)
+        let release = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        return parts.count == 2 && (parts[0], parts[1]) >= (6, 12)
+    }
+
     static func scheduling(_ pid: String) -> Scheduling {
         func read(_ file: String) -> String { (try? String(contentsOfFile: "/proc/\(pid)/\(file)", encoding: .utf8)) ?? "" }
         // /proc/PID/sched pads its keys ("se.slice      :   1400000"), which statusField does not take.

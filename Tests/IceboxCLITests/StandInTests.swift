@@ -56,7 +56,7 @@ struct StandInTests {
         #expect(spawnDetail(box, "second").contains("by a stand-in"), "\(spawnDetail(box, "second"))")
         let app = try #require(try box.apps()["second"])
         // Spawned as the daemon was started: the stand-in's pin to its CPU for the clone, and
-        // the daemon's timer slack and slice it inherited, are not the app's.
+        // the daemon's slice it inherited, are not the app's.
         #expect(Kernel.scheduling(String(app.pid)) == Kernel.scheduling("self"), "\(Kernel.scheduling(String(app.pid)))")
 
         // The daemon's own child (CLONE_PARENT), in every cgroup under the app's name.

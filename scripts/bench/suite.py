@@ -366,8 +366,9 @@ REASONS = {
            "POLLPRI for at most 20 µs, or 5% of the time elapsed (up to 10 ms), between re-reads. The kernel sends at "
            "most one POLLPRI per 10 ms per file, and the previous thaw or freeze was a few ms earlier, so the "
            "wake-up is usually the timeout: the confirmation lands on the next step of the schedule after the "
-           "kernel is done, as bare's does. The daemon's loop sleeps with 1 ns of timer slack to the nanosecond "
-           "(epoll_pwait2); what remains is the time this VM takes to wake an idle vCPU.",
+           "kernel is done, as bare's does. Both sleep with the kernel's default 50 µs of timer slack (the daemon "
+           "had 1 ns until its re-reads, on the dot every 20 µs, were measured taking CPUs from the busy tasks "
+           "that had to run to freeze); what remains is the time this VM takes to wake an idle vCPU.",
     "cg1": "**The v1 freezer's read-back schedule.** v1 has no change notification: icebox re-reads freezer.state "
            "20 µs after the last look, or after 5% of the time elapsed (up to 10 ms), so a freeze the kernel "
            "finishes in 0.4 ms is confirmed by about 0.42 ms (plus the vCPU wake-up on each sleep).",

@@ -101,10 +101,10 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
-/* For the daemon: timer slack of timer_slack_ns, and a scheduler slice of slice_ns (EEVDF,
- * Linux 6.12+; ignored before) so its wake-ups preempt a task with the default slice. Every
- * child spawned afterwards puts both back before its execve. 0 or -1 with errno. */
-int icebox_set_latency_sensitive(unsigned long timer_slack_ns, uint64_t slice_ns);
+/* For the daemon: a scheduler slice of slice_ns (EEVDF, Linux 6.12+; ignored before) so its
+ * wake-ups preempt a task with the default slice. Every child spawned afterwards puts the
+ * default back before its execve. 0, or -1 with errno (a policy without a slice: left alone). */
+int icebox_set_latency_sensitive(uint64_t slice_ns);
 /* renameat2(RENAME_EXCHANGE) in the current directory's terms: swaps two paths atomically. */
 int icebox_rename_exchange(const char *a, const char *b);
 struct epoll_event;
