@@ -3,6 +3,9 @@ import IceboxSystem
 
 /// The control socket: accept, authenticate, read one JSON request, answer.
 extension Daemon {
+    /// The daemon's user, read once (it never changes its ids; its children do, after the clone).
+    static let ownUID = getuid()
+
     func acceptClients() {
         while true {
             guard let fd = UnixSocket.accept(listener) else {
@@ -12,9 +15,9 @@ extension Daemon {
             }
             acceptLimitLogged = false
             // Only our own user (or root) may control our apps.
-            guard let peer = UnixSocket.peerCredentials(fd), peer.uid == getuid() || peer.uid == 0 else {
+            guard let peer = UnixSocket.peerCredentials(fd), peer.uid == Self.ownUID || peer.uid == 0 else {
                 var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
-                reply.text = "icebox: permission denied: this daemon belongs to uid \(getuid()); run your own with ICEBOX_RUNTIME_DIR"
+                reply.text = "icebox: permission denied: this daemon belongs to uid \(Self.ownUID); run your own with ICEBOX_RUNTIME_DIR"
                 // One non-blocking try: a refused client gets no buffer of ours.
                 _ = try? UnixSocket.sendSome(fd, ArraySlice(Array((JSONLines.encode(reply) + "\n").utf8)))
                 close(fd)
@@ -85,6 +88,9 @@ extension Daemon {
                 if chunk.bytes.isEmpty { closed = true; break }
                 client.input.append(contentsOf: chunk.bytes)
                 if client.inputOverflowed { break }
+                // A whole request line is here: no read only to hear EAGAIN. More, or the
+                // peer's hangup, wakes the loop again (the descriptor is level-triggered).
+                if chunk.bytes.contains(UInt8(ascii: "\n")) { break }
             } catch {
                 closed = true
                 break

@@ -157,6 +157,10 @@ public enum FileIO {
     /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
     /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
     /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
+    /// This process's effective uid, read once: the daemon writes records with it at every
+    /// state change and never changes it (a spawned child sets its ids after the clone).
+    private static let effectiveUID = geteuid()
+
     public static func replaceInPlace(_ path: String, _ contents: String) -> Bool {
         let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
         var bytes = Array(contents.utf8)
@@ -165,7 +169,7 @@ public enum FileIO {
         if fd < 0 { return false }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == geteuid(),
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == effectiveUID,
             st.st_size <= page
         else { return false }
         if bytes.count < Int(st.st_size) { bytes += repeatElement(UInt8(ascii: " "), count: Int(st.st_size) - bytes.count) }

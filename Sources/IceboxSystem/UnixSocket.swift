@@ -100,19 +100,22 @@ public enum UnixSocket {
     /// Receives bytes and any descriptors on a stream socket (non-blocking). nil: would block.
     /// An empty byte array means the peer closed.
     public static func receiveStream(_ fd: Int32) throws(SystemError) -> (bytes: [UInt8], fds: [Int32])? {
-        var buffer = [UInt8](repeating: 0, count: 65536)
         var fds = [Int32](repeating: -1, count: 16)
         var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
-        let n = buffer.withUnsafeMutableBytes { buf in
-            fds.withUnsafeMutableBufferPointer { fdbuf in
+        var n = 0
+        // Not zeroed first (a request is a few dozen bytes of a 64 KiB buffer): the bytes
+        // kept are the ones the kernel wrote.
+        let bytes = [UInt8](unsafeUninitializedCapacity: 65536) { buf, count in
+            n = fds.withUnsafeMutableBufferPointer { fdbuf in
                 icebox_recv_with_fds_creds(fd, buf.baseAddress!, buf.count, fdbuf.baseAddress, 16, &nfds, &pid, &uid)
             }
+            count = max(n, 0)
         }
         if n < 0 {
             if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
             throw SystemError("read from a client connection")
         }
-        return (Array(buffer[0..<n]), Array(fds[0..<Int(nfds)]))
+        return (bytes, Array(fds[0..<Int(nfds)]))
     }
 
     /// Sends all bytes, with descriptors attached to the first chunk.
