@@ -115,7 +115,6 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
     if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
 }
 
-// Runs in the child only. Never returns.
 // The daemon's scheduling setting (icebox_set_latency_sensitive) is its own: fork and exec
 // keep a custom slice, so the child puts back the default the daemon had before, and the
 // app starts with what it would have had from its spawner.
@@ -165,6 +164,7 @@ struct affinity_restore {
     cpu_set_t pinned, restore;
 };
 
+// Runs in the child only. Never returns.
 static void child_main(const struct icebox_spawn_request *req, int err_fd, int go_fd,
                        const struct affinity_restore *affinity) {
     // Keep the error pipe out of the way of 0..3, which are about to be overwritten.

@@ -144,6 +144,10 @@ public enum FileIO {
         if durable { try syncDirectory(of: path) }
     }
 
+    /// This process's effective uid, read once: the daemon writes records with it at every
+    /// state change and never changes it (a spawned child sets its ids after the clone).
+    private static let effectiveUID = geteuid()
+
     /// Replaces a small file's contents in place when that keeps `writeAtomically`'s promise
     /// to a writer that is killed (a reader sees the old contents or the new, whole): `path`
     /// is a regular file of this user's with one name (not a link, not shared), and the old
@@ -157,10 +161,6 @@ public enum FileIO {
     /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
     /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
     /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
-    /// This process's effective uid, read once: the daemon writes records with it at every
-    /// state change and never changes it (a spawned child sets its ids after the clone).
-    private static let effectiveUID = geteuid()
-
     public static func replaceInPlace(_ path: String, _ contents: String) -> Bool {
         let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
         var bytes = Array(contents.utf8)
