@@ -2,10 +2,14 @@
  * scripts/bench/oneshot-tight (Python's subprocess adds ~0.5 ms and its own noise to every
  * figure of the suite's one-shot table).
  *
- * usage: tight spawn ROUNDS CMD... [:: CMD...]...
+ * usage: tight spawn ROUNDS CMD... [:: CMD...]... [::: CMD... [:: CMD...]...]...
  *          runs the commands in turn, ROUNDS times (interleaved), each by posix_spawn with
  *          stdout on /dev/null, and prints "median_us p25_us CMD" per command. Leading
- *          NAME=VALUE words of a command are added to its environment.
+ *          NAME=VALUE words of a command are added to its environment. ":::" ends a group
+ *          (commands that must run in their order, such as a suspend and its resume): each
+ *          round starts one group later than the one before, so that no command always
+ *          comes first or always follows the same one (where a command sits in the round
+ *          moved medians by ~0.2 ms on the 2-vCPU VM).
  *        tight rt ROUNDS SOCKET APP [SOCKET APP]...
  *          sends the daemon's own suspend (grace 0) and resume requests for APP on each
  *          control SOCKET in turn and times each from connect to the "done" reply: the
@@ -45,16 +49,25 @@ static double median(double *v, int n) {
 
 static int spawn_mode(int rounds, int argc, char **argv) {
     char **cmds[32];
-    int n = 0;
+    int n = 0, groups = 1, group_start[33] = {0};
     cmds[n++] = &argv[0];
-    for (int i = 0; i < argc && n < 32; i++)
-        if (!strcmp(argv[i], "::")) { argv[i] = NULL; cmds[n++] = &argv[i + 1]; }
+    for (int i = 0; i < argc && n < 32; i++) {
+        int ends_group = !strcmp(argv[i], ":::");
+        if (!ends_group && strcmp(argv[i], "::")) continue;
+        argv[i] = NULL;
+        if (ends_group) group_start[groups++] = n;
+        cmds[n++] = &argv[i + 1];
+    }
+    group_start[groups] = n;
     double *t = calloc((size_t)(n * rounds), sizeof *t);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     for (int r = 0; r < rounds; r++)
-        for (int c = 0; c < n; c++) {
+        for (int k = 0; k < n; k++) {
+            /* the k-th command of this round: groups from (r mod groups) on, wrapping */
+            int g = r % groups, c = group_start[g] + k;
+            if (c >= n) c -= n;
             char **cmd = cmds[c], *env[512];
             int ne = 0;
             for (char **e = environ; *e && ne < 480; e++) env[ne++] = *e;
