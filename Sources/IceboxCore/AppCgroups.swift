@@ -22,7 +22,7 @@ public enum DestroyProgress: Sendable, Equatable {
 /// spawn descriptors and the freezer, lists and kills the members, and removes everything
 /// bottom-up without blocking. Nothing else writes cgroup files for an app.
 ///
-/// The descriptors it keeps (cgroup.events, cgroup.freeze, freezer.state) are shared with the
+/// The descriptors it keeps (cgroup.events, cgroup.freeze, cgroup.procs, freezer.state) are shared with the
 /// freezer it hands out and stay open until the destroy finishes or `close()`, or until
 /// `release()` (they open again at their next use).
 ///
@@ -35,6 +35,9 @@ public final class AppCgroups: Sendable {
     public let memoryV1: MemoryCgroupV1?
     private let eventsFile: CgroupFile?
     private let freezeFile: CgroupFile?
+    /// The v2 cgroup.procs: what a confirmed freeze counts and how the members are found (v2
+    /// lists the tasks afresh at every read from offset 0; see Cgroup1Freezer for v1).
+    private let procsFile: CgroupFile?
     /// The app's memory counter: memory.usage_in_bytes of its v1 memory cgroup, else
     /// memory.current of its v2 one. Kept open only while the daemon has descriptors to spare
     /// (`memoryReading(keepOpen:)`).
@@ -65,6 +68,7 @@ public final class AppCgroups: Sendable {
         self.memoryV1 = memoryV1.map { MemoryCgroupV1(path: $0) }
         eventsFile = self.v2.map { CgroupFile(path: $0.eventsPath, writable: false) }
         freezeFile = self.v2.map { CgroupFile(path: $0.freezePath, writable: true) }
+        procsFile = self.v2.map { CgroupFile(path: $0.procsPath, writable: false) }
         memoryFile = AppMemory.counters(v2Cgroup: v2, v1MemoryCgroup: memoryV1).first.map {
             (CgroupFile(path: $0.path, writable: false), $0.source)
         }
@@ -227,7 +231,7 @@ public final class AppCgroups: Sendable {
     /// subtree, else the v1 memory subtree. nil when the app has none of them (the caller
     /// falls back to the session).
     public func members() -> [pid_t]? {
-        if let v2 { return v2.subtreeProcs() }
+        if let v2 { return CgroupTree.processes(v2.path, rootProcs: procsFile) }
         if let freezerV1 { return freezerV1.subtreeProcs() }
         if let memoryV1 { return memoryV1.subtreeProcs() }
         return nil
@@ -258,8 +262,8 @@ public final class AppCgroups: Sendable {
     public func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
         switch backend {
         case .cgroup2:
-            if let v2, let freezeFile, let eventsFile {
-                return Cgroup2Freezer(cgroup: v2, freezeFile: freezeFile, eventsFile: eventsFile)
+            if let v2, let freezeFile, let eventsFile, let procsFile {
+                return Cgroup2Freezer(cgroup: v2, freezeFile: freezeFile, eventsFile: eventsFile, procsFile: procsFile)
             }
         case .cgroup1:
             if let freezerV1 { return freezerV1 }
@@ -341,6 +345,7 @@ public final class AppCgroups: Sendable {
     public func close() {
         eventsFile?.close()
         freezeFile?.close()
+        procsFile?.close()
         memoryFile?.file.close()
         freezerV1?.stateControl.close()
     }
@@ -350,6 +355,7 @@ public final class AppCgroups: Sendable {
     public func release() {
         eventsFile?.release()
         freezeFile?.release()
+        procsFile?.release()
         memoryFile?.file.release()
         freezerV1?.stateControl.release()
     }

@@ -9,7 +9,10 @@ import IceboxSystem
 /// hierarchical: sub-cgroups freeze with their parent, and the report counts their processes.
 ///
 /// `freezer.state` stays open for the freezer's life (shared with the app's `AppCgroups`
-/// when it comes from there), read and written with pread/pwrite.
+/// when it comes from there), read and written with pread/pwrite. Its cgroup.procs is opened
+/// for each read: v1 caches the pid list of an open file (pidlist_array_load) and hands the
+/// cached list to a pread from 0 within a second of the last read, so a kept descriptor
+/// would count processes that are gone.
 public struct Cgroup1Freezer: Freezer {
     public let path: String
     let stateControl: CgroupFile

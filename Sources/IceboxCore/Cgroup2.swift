@@ -57,6 +57,7 @@ public struct Cgroup2: Sendable, Equatable {
     /// Removes this cgroup and its sub-cgroups, deepest first; what could not be removed.
     public func removeSubtree() -> [SystemError] { CgroupTree.remove(path) }
 
+    var procsPath: String { file(Self.procsFile) }
     var eventsPath: String { file(Self.eventsFile) }
     var freezePath: String { file(Self.freezeFile) }
     var killPath: String { file(Self.killFile) }

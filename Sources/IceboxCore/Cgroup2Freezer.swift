@@ -1,3 +1,4 @@
+import Glibc
 import IceboxSystem
 
 /// Freezing through cgroup v2: write `cgroup.freeze`, then read `cgroup.events` until it says
@@ -6,26 +7,33 @@ import IceboxSystem
 /// half-way, is rolled back: `cgroup.freeze` goes back to 0 (runc#5325 is what happens when
 /// it does not: an app left frozen after the freeze was reported as failed).
 ///
-/// Both files stay open for the freezer's life (shared with the app's `AppCgroups` when it
+/// The files stay open for the freezer's life (shared with the app's `AppCgroups` when it
 /// comes from there), read and written with pread/pwrite; `cgroup.events` is the descriptor
-/// an event loop polls for POLLPRI.
+/// an event loop polls for POLLPRI, `cgroup.procs` what a confirmed freeze counts.
 public struct Cgroup2Freezer: Freezer {
     public let cgroup: Cgroup2
     let freezeFile: CgroupFile
     let eventsFile: CgroupFile
+    let procsFile: CgroupFile
     public var kind: BackendKind { .cgroup2 }
 
     public init(cgroup: Cgroup2) {
         self.init(
             cgroup: cgroup, freezeFile: CgroupFile(path: cgroup.freezePath, writable: true),
-            eventsFile: CgroupFile(path: cgroup.eventsPath, writable: false))
+            eventsFile: CgroupFile(path: cgroup.eventsPath, writable: false),
+            procsFile: CgroupFile(path: cgroup.procsPath, writable: false))
     }
 
-    init(cgroup: Cgroup2, freezeFile: CgroupFile, eventsFile: CgroupFile) {
+    init(cgroup: Cgroup2, freezeFile: CgroupFile, eventsFile: CgroupFile, procsFile: CgroupFile) {
         self.cgroup = cgroup
         self.freezeFile = freezeFile
         self.eventsFile = eventsFile
+        self.procsFile = procsFile
     }
+
+    /// The processes of the cgroup and its sub-cgroups, the cgroup's own read on the kept
+    /// descriptor.
+    func subtreeProcs() -> [pid_t] { CgroupTree.processes(cgroup.path, rootProcs: procsFile) }
 
     public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
@@ -79,7 +87,7 @@ public struct Cgroup2Freezer: Freezer {
             let lookCost = Clock.monotonicNanos().saturatingSub(lookStart)
             let done = direction == .freeze ? events.frozen || !events.populated : !events.frozen
             if done {
-                return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: took, tasks: freezer.cgroup.subtreeProcs().count))
+                return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: took, tasks: freezer.subtreeProcs().count))
             }
             // A frozen ancestor keeps this cgroup frozen however long we wait: say so now
             // rather than wait out the deadline.
@@ -91,7 +99,7 @@ public struct Cgroup2Freezer: Freezer {
                     return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: [], direction: .thaw)))
                 }
                 // Named before the rollback: once thawed, every task looks alike again.
-                let stuck = StuckTask.describe(pids: freezer.cgroup.subtreeProcs(), skippingStopped: false, skippingFrozen: true)
+                let stuck = StuckTask.describe(pids: freezer.subtreeProcs(), skippingStopped: false, skippingFrozen: true)
                 cancel()
                 return .failed(.timeout(FreezeTimeout(backend: .cgroup2, waitedNanos: took, stuck: stuck)))
             }

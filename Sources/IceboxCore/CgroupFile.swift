@@ -2,7 +2,7 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state) held open for the
+/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs) held open for the
 /// life of its owner and read and written at offset 0 with pread/pwrite: a freeze that re-reads
 /// the state a few hundred times costs no open/close, and the descriptor read is the one the
 /// loop polls for POLLPRI (reading it is also what re-arms the kernel's notification).
@@ -44,6 +44,15 @@ public final class CgroupFile: Sendable {
         try state.withLock { (s: inout State) throws(SystemError) -> String in
             guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
             return try FileIO.pread(fd: fd, path: path)
+        }
+    }
+
+    /// The whole file, however long (cgroup.procs), read from offset 0 of the kept descriptor
+    /// until pread says 0.
+    public func readAll() throws(SystemError) -> String {
+        try state.withLock { (s: inout State) throws(SystemError) -> String in
+            guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
+            return try FileIO.preadAll(fd: fd, path: path)
         }
     }
 

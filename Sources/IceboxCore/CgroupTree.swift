@@ -35,9 +35,13 @@ public enum CgroupTree {
     /// The processes of every cgroup in the subtree (each `cgroup.procs`, read once).
     /// Called at every confirmed freeze (for its count): no separate check that `root` is a
     /// directory (listing it fails if not, and so does reading its cgroup.procs), and the
-    /// pids read as bytes.
-    public static func processes(_ root: String) -> [pid_t] {
-        walk(root).reversed().flatMap { pids(in: (try? FileIO.read($0 + "/cgroup.procs")) ?? "") }
+    /// pids read as bytes. `rootProcs`: the root's cgroup.procs held open by its owner, read
+    /// with pread (two calls for a small file, against open, two reads and close).
+    public static func processes(_ root: String, rootProcs: CgroupFile? = nil) -> [pid_t] {
+        walk(root).reversed().flatMap { dir in
+            let text = dir == root && rootProcs != nil ? try? rootProcs?.readAll() : try? FileIO.read(dir + "/cgroup.procs")
+            return pids(in: text ?? "")
+        }
     }
 
     /// The pids of a cgroup.procs text, one decimal per line; anything else on a line drops it.

@@ -121,7 +121,7 @@ extension Daemon {
     func finishInterruptedLaunch(_ saved: AppRecord) {
         let marks = appMarks(saved.name, ownSocket: notifySocketPath(of: saved))
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
-        let inside = Array(Set(paths.flatMap(CgroupTree.processes)))
+        let inside = Array(Set(paths.flatMap { CgroupTree.processes($0) }))
         let ours = inside.filter(marks.carried(by:))
         if let main = AppMarks.mainProcess(among: ours) {
             var record = saved

@@ -6,29 +6,30 @@ extension Daemon {
     /// The daemon's user, read once (it never changes its ids; its children do, after the clone).
     static let ownUID = getuid()
 
+    /// Accepts one connection a turn: the listener is level-triggered, so the loop comes back
+    /// at once for the next one, after what else is ready (a burst of connections takes
+    /// turns with the apps), and a lone client costs no accept4 that only hears EAGAIN.
     func acceptClients() {
-        while true {
-            guard let fd = UnixSocket.accept(listener) else {
-                let e = errno
-                if e == EMFILE || e == ENFILE { pauseAccepting(errno: e) }
-                return
-            }
-            acceptLimitLogged = false
-            // Only our own user (or root) may control our apps.
-            guard let peer = UnixSocket.peerCredentials(fd), peer.uid == Self.ownUID || peer.uid == 0 else {
-                var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
-                reply.text = "icebox: permission denied: this daemon belongs to uid \(Self.ownUID); run your own with ICEBOX_RUNTIME_DIR"
-                // One non-blocking try: a refused client gets no buffer of ours.
-                _ = try? UnixSocket.sendSome(fd, ArraySlice(Array((JSONLines.encode(reply) + "\n").utf8)))
-                close(fd)
-                continue
-            }
-            do {
-                try watch(fd, .client(fd), events: EpollEvents.readable | EpollEvents.readHangup)
-                clients[fd] = ClientConnection(fd: fd)
-            } catch {
-                close(fd)
-            }
+        guard let fd = UnixSocket.accept(listener) else {
+            let e = errno
+            if e == EMFILE || e == ENFILE { pauseAccepting(errno: e) }
+            return
+        }
+        acceptLimitLogged = false
+        // Only our own user (or root) may control our apps.
+        guard let peer = UnixSocket.peerCredentials(fd), peer.uid == Self.ownUID || peer.uid == 0 else {
+            var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
+            reply.text = "icebox: permission denied: this daemon belongs to uid \(Self.ownUID); run your own with ICEBOX_RUNTIME_DIR"
+            // One non-blocking try: a refused client gets no buffer of ours.
+            _ = try? UnixSocket.sendSome(fd, ArraySlice(Array((JSONLines.encode(reply) + "\n").utf8)))
+            close(fd)
+            return
+        }
+        do {
+            try watch(fd, .client(fd), events: EpollEvents.readable | EpollEvents.readHangup)
+            clients[fd] = ClientConnection(fd: fd)
+        } catch {
+            close(fd)
         }
     }
 
@@ -157,7 +158,7 @@ extension Daemon {
         // half-closed after its request still reads them); nothing waits for it.
         if client.pendingOutput > 0 { _ = client.flush() }
         unflushedClients.remove(fd)
-        unwatch(fd)
+        forgetWatch(fd)
         close(fd)
         // A descriptor is free again: a listener paused on EMFILE may accept.
         resumeAccepting()

@@ -161,12 +161,14 @@ extension Daemon {
         case .cgroup1: (dir, mount, controller) = (app.cgroups.freezerV1Path, facts.mounts.freezerV1, "freezer")
         case .signal: return nil
         }
-        // An exited process (a zombie until its pidfd is served) left nothing: its end is news
-        // for appExited, not a departure.
-        guard let dir, let mount, !app.hasExited() else { return nil }
+        guard let dir, let mount else { return nil }
         // The common case in one ioctl: the main process is in the app's v2 cgroup itself.
-        // Anything else (a sub-cgroup, an older kernel, the v1 freezer) reads /proc/PID/cgroup.
+        // Asked first, since its answer is nil either way: alive or a zombie, it is inside.
         if controller == nil, let id = app.cgroups.v2DirectoryID, app.handle.cgroupID() == id { return nil }
+        // An exited process (a zombie until its pidfd is served) left nothing: its end is news
+        // for appExited, not a departure. Anything else (a sub-cgroup, an older kernel, the v1
+        // freezer) reads /proc/PID/cgroup.
+        guard !app.hasExited() else { return nil }
         guard let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount) else { return nil }
         return CgroupMembership.isWithin(now, dir) ? nil : now
     }

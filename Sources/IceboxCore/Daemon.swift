@@ -334,6 +334,14 @@ public final class Daemon {
 
     func unwatch(_ fd: Int32) {
         epoll.remove(fd)
+        forgetWatch(fd)
+    }
+
+    /// Forgets the watch of a descriptor the caller closes next, without EPOLL_CTL_DEL: the
+    /// close removes it from the epoll set (a client's socket, one per request, is never
+    /// duplicated). Should a copy outlive it, its events carry a token no source has, and the
+    /// loop skips them.
+    func forgetWatch(_ fd: Int32) {
         if let token = tokensByFD.removeValue(forKey: fd) { sources.removeValue(forKey: token) }
     }
 

@@ -47,13 +47,30 @@ public enum FileIO {
         return digits > 0 ? value : nil
     }
 
+    /// Everything from the descriptor's position to the end of the file.
     public static func readAll(fd: Int32, path: String) throws(SystemError) -> String {
+        try readToEnd(fd: fd, path: path, positioned: false)
+    }
+
+    /// Everything from offset 0 to the end, with pread: a descriptor kept open (a cgroup's
+    /// cgroup.procs) is read again and again with no open, no close and no seek. Reads until
+    /// pread says 0: a seq_file hands out at most its buffer's worth per call, so a short
+    /// read is not the end.
+    public static func preadAll(fd: Int32, path: String) throws(SystemError) -> String {
+        try readToEnd(fd: fd, path: path, positioned: true)
+    }
+
+    private static func readToEnd(fd: Int32, path: String, positioned: Bool) throws(SystemError) -> String {
         // Read into scratch memory that is never zeroed (a zeroed 8 KiB array per call was a
         // memset per /proc or cgroup file read).
         var bytes: [UInt8] = []
         let failed = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { chunk -> Bool in
             while true {
-                let n = retryingOnInterrupt { Glibc.read(fd, chunk.baseAddress, chunk.count) }
+                let n = retryingOnInterrupt {
+                    positioned
+                        ? Glibc.pread(fd, chunk.baseAddress, chunk.count, off_t(bytes.count))
+                        : Glibc.read(fd, chunk.baseAddress, chunk.count)
+                }
                 if n < 0 { return true }
                 if n == 0 { return false }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[0..<n]))

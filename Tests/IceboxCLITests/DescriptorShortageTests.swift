@@ -16,7 +16,7 @@ struct DescriptorShortageTests {
     static func held(_ pid: pid_t) -> (all: Int, cgroupFiles: [String]) {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         let targets = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
-        let files = ["cgroup.events", "cgroup.freeze", "freezer.state", "memory.current", "memory.usage_in_bytes"]
+        let files = ["cgroup.events", "cgroup.freeze", "cgroup.procs", "freezer.state", "memory.current", "memory.usage_in_bytes"]
         return (fds.count, targets.filter { t in files.contains { t.hasSuffix("/" + $0) } })
     }
 
@@ -34,7 +34,7 @@ struct DescriptorShortageTests {
         let box = Sandbox("fdshort")
         defer { box.close() }
         // The first command starts the daemon, which inherits its limit (soft and hard: it
-        // cannot raise it). 5 kept per app + 64 + clients < 128: about a dozen apps keep theirs.
+        // cannot raise it). 6 kept per app + 64 + clients < 128: about ten apps keep theirs.
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         p.arguments = ["--nofile=256:256", Sandbox.binary, "launch", "--grace", "0", "a0", "--", "sleep", "1000"]

@@ -51,6 +51,24 @@ struct AppCgroupsTests {
         #expect(AppCgroups.adopt(v2: nil, freezerV1: nil, memoryV1: nil).members() == nil)
     }
 
+    @Test("members() reads the kept cgroup.procs afresh each time: a process just gone is not listed")
+    func keptProcsIsFresh() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try Self.create(roots, "web")
+        let child = try CgroupChild(["sleep 1000 & sleep 1000 & wait"], in: cgroups)
+        // Read again and again through the kept descriptor while the sleeps start.
+        try #require(eventually { cgroups.processCount() == 3 })
+        let sleepers = (cgroups.members() ?? []).filter { $0 != child.pid }
+        try #require(sleepers.count == 2)
+        kill(sleepers[0], SIGKILL)
+        try #require(eventually { !FileIO.exists("/proc/\(sleepers[0])") }, "the shell reaps the killed sleep")
+        // At once, not a second later: v1's cgroup.procs would hand a kept descriptor the
+        // list it cached at the last read (see Cgroup1Freezer).
+        #expect(Set(cgroups.members() ?? []) == [child.pid, sleepers[1]])
+        #expect(cgroups.processCount() == 2)
+    }
+
     @Test("a pidfd says which v2 cgroup its process is in: the app's directory's inode, until it moves")
     func pidfdCgroupID() throws {
         let roots = CgroupTestRoots()
