@@ -276,6 +276,16 @@ struct IceboxMainTests {
         #expect(IceboxMain.main(["icebox", "version"]) == 0)
     }
 
+    @Test func everyCommandIsFoundByItsName() {
+        for c in IceboxMain.commands {
+            let found = IceboxMain.command(named: c.name)
+            #expect(found.map(ObjectIdentifier.init) == ObjectIdentifier(c), "\(c.name) finds \(String(describing: found))")
+            #expect(c.spec.name == c.name)
+        }
+        #expect(IceboxMain.command(named: "nope") == nil)
+        #expect(IceboxMain.command(named: "") == nil)
+    }
+
     @Test func anUnknownCommandIsAUsageError() {
         #expect(IceboxMain.main(["icebox", "nosuchcommand"]) == 64)
     }
