@@ -122,6 +122,32 @@ def cpu_pressure():
     return "n/a"
 
 
+def cpu_stall_us():
+    """The CPU pressure's "some" total (µs that some task waited for a CPU), or None."""
+    for line in read("/proc/pressure/cpu", "").splitlines():
+        if line.startswith("some") and "total=" in line:
+            return int(line.split("total=")[1].split()[0])
+    return None
+
+
+def settle_cpus(limit_s=60):
+    """Waits, at most limit_s, until the CPUs are quiet again: less than 2% of a second spent
+    waiting for a CPU, and the 10 s average under 10%. A part that ends with thousands of tasks
+    exiting (the 10000-thread rows) leaves the next part's first minute contended: the one-shot
+    part measured at 80% CPU pressure moved its ratios by up to 0.4 from run to run. Returns the
+    seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        a = cpu_stall_us()
+        if a is None:
+            break
+        time.sleep(1)
+        b = cpu_stall_us()
+        if b - a < 20_000 and pressure(cpu_pressure()) < 10:
+            break
+    return round(time.monotonic() - t0, 1)
+
+
 def proc_stat(pid):
     text = read(f"/proc/{pid}/stat")
     fields = text[text.rindex(")") + 2:].split()
@@ -1428,6 +1454,12 @@ def pressure(text):
         return 0.0
 
 
+def settled(results, part):
+    """", after N s waiting for the CPUs to settle" when the run waited before the part."""
+    waited = part_meta(results, part).get("settle_s", {}).get(part)
+    return f", after {waited:.0f} s waiting for the CPUs to settle" if waited and waited >= 2 else ""
+
+
 def part_meta(results, part):
     """The meta of the run that measured a part: a later --only run's, or the report's own."""
     return results["meta"].get("later_runs", {}).get(part, results["meta"])
@@ -1499,7 +1531,8 @@ def oneshot_markdown(results, pngs):
           f"was not frozen); \"thaw → GET\" is from the thaw command's spawn to the complete answer. Ratios are "
           f"against the C one-shot on cgroup2 (medians; **bold** > 1.5×); p95 in brackets. Load average "
           f"{os_['load_start']} at the start of this part, {os_['load_end']} at its end; CPU pressure (some, avg10) "
-          f"{os_['cpu_pressure_start']} at its start." + LOADED_NOTE * (pressure(os_['cpu_pressure_start']) > 20), ""]
+          f"{os_['cpu_pressure_start']} at its start{settled(results, 'oneshot')}."
+          + LOADED_NOTE * (pressure(os_['cpu_pressure_start']) > 20), ""]
     used = {t: freezers[t] for t in ("lxc", "runc") if t in freezers}
     how = {"lxc": "LXC, with its own layout (`lxc.payload.NAME` in every hierarchy)",
            "runc": "runc, with its default cgroupfs driver (a `cgroupsPath`, no `--systemd-cgroup`)"}
@@ -1791,12 +1824,15 @@ def main():
         "python": platform.python_version()}}
     log(f"icebox benchmarks: {version}, kernel {platform.release()}, {os.cpu_count()} CPUs, parts {', '.join(parts)}")
     ok = True
+    results["meta"]["settle_s"] = {}
     try:
         for part, fn in (("freeze", part_freeze), ("cli", part_cli), ("oneshot", part_oneshot), ("servers", part_servers),
                          ("scale", part_scale)):
             if part not in parts:
                 continue
-            log(f"== {part}")
+            waited = settle_cpus()
+            results["meta"]["settle_s"][part] = waited
+            log(f"== {part} (after {waited:.0f} s for the CPUs to settle)")
             t = time.monotonic()
             try:
                 results[part] = fn(ctx)
