@@ -22,9 +22,9 @@ public enum DestroyProgress: Sendable, Equatable {
 /// spawn descriptors and the freezer, lists and kills the members, and removes everything
 /// bottom-up without blocking. Nothing else writes cgroup files for an app.
 ///
-/// The descriptors it keeps (cgroup.events, cgroup.freeze, cgroup.procs, freezer.state) are shared with the
-/// freezer it hands out and stay open until the destroy finishes or `close()`, or until
-/// `release()` (they open again at their next use).
+/// The descriptors it keeps (cgroup.events, cgroup.freeze, cgroup.procs, freezer.state) are
+/// shared with the freezer it hands out and stay open until the destroy finishes or
+/// `close()`, or until `release()` (they open again at their next use).
 ///
 /// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy
 /// state in a Mutex of its own.

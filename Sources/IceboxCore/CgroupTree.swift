@@ -39,7 +39,7 @@ public enum CgroupTree {
     /// with pread (two calls for a small file, against open, two reads and close).
     public static func processes(_ root: String, rootProcs: CgroupFile? = nil) -> [pid_t] {
         walk(root).reversed().flatMap { dir in
-            let text = dir == root && rootProcs != nil ? try? rootProcs?.readAll() : try? FileIO.read(dir + "/cgroup.procs")
+            let text = if dir == root, let rootProcs { try? rootProcs.readAll() } else { try? FileIO.read(dir + "/cgroup.procs") }
             return pids(in: text ?? "")
         }
     }

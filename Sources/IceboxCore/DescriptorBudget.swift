@@ -5,9 +5,9 @@
 /// Every app holds its pidfd: that is how its exit is seen, and how it is signalled without
 /// a pid that may have been reused. While descriptors are plenty, an app also keeps its own
 /// notify socket, its cgroup.events, cgroup.freeze (or freezer.state), its v2 cgroup.procs
-/// and its memory counter open (`keptPerApp` in all): a freeze or a `ps` then opens nothing. Plenty means every app
-/// keeping that many would still leave half the limit free for clients, probes and what an
-/// operation opens. Past that the daemon sheds: apps launched from then on share its notify
+/// and its memory counter open (`keptPerApp` in all): a freeze or a `ps` then opens
+/// nothing. Plenty means every app keeping that many would still leave half the limit free
+/// for clients, probes and what an operation opens. Past that the daemon sheds: apps launched from then on share its notify
 /// socket (`NotifyChannel.shared`), and every app's cgroup files are opened for an operation
 /// and closed after it.
 struct DescriptorBudget: Equatable {
