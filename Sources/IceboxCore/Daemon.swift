@@ -132,12 +132,16 @@ public final class Daemon {
     let spawnPool: SpawnPool
     /// When the loop parks the stand-ins the pool wants (Daemon+StandIns); nil: none wanted.
     var standInFillAt: UInt64?
+    /// Held while an app is on the v1 freezer (FreezerKeyHold says why); nil without one.
+    let freezerKeyHold: FreezerKeyHold?
+    var freezerKeyHoldLogged = false
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
         spawnPool = SpawnPool(freezerRoot: facts.freezerV1Root, memoryRoot: facts.memoryV1Root)
+        freezerKeyHold = facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
         do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
     }
 
@@ -182,6 +186,8 @@ public final class Daemon {
             throw IceboxError("start the daemon", error)
         }
         loadRegistry()
+        // After the leftovers are cleared (a hold is an empty cgroup no app claims).
+        if apps.values.contains(where: { $0.record.backend == .cgroup1 }) { holdFreezerKey() }
         loadPolicy()
         startAppLogRotation()
         startSpawnPool()
@@ -200,6 +206,7 @@ public final class Daemon {
         close(listener)
         drainSpawnPool()
         closeSharedNotify()
+        freezerKeyHold?.release()
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
         writeMetricsFile(now: Clock.monotonicNanos())
@@ -220,6 +227,17 @@ public final class Daemon {
             }
         }
         for fd in Array(clients.keys) { closeClient(fd) }
+    }
+
+    /// Keeps the v1 freezer's static key on while an app uses the v1 freezer (FreezerKeyHold).
+    /// A failure costs only speed: logged once, and tried again at the next such app.
+    func holdFreezerKey() {
+        guard let hold = freezerKeyHold, let error = hold.acquire(), !freezerKeyHoldLogged else { return }
+        freezerKeyHoldLogged = true
+        log(
+            Event(
+                app: "-", pid: nil, kind: .daemon,
+                detail: "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key"))
     }
 
     /// With no app left, the directories this daemon's apps lived under go too, if empty (a
