@@ -312,18 +312,31 @@ extension Daemon {
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
             let readMemory = memoryReader()
-            var records = apps.values.map { app -> AppRecord in
-                var r = app.record
-                let memory = readMemory(app)
-                r.memoryBytes = memory.bytes
-                r.memorySource = memory.source.rawValue
-                return r
+            // Sorted as small rows, not as records: a record is a few hundred bytes with a score
+            // of reference-counted fields, and a stable sort moving a thousand of them was a
+            // quarter of the daemon's time for `ps` with 1000 apps.
+            var rows: [(wall: String, app: LiveApp?, ended: String)] = apps.values.map { ($0.lifecycle.record.launchedWall, $0, "") }
+            if all { rows += ended.values.filter { apps[$0.name] == nil }.map { ($0.launchedWall, nil, $0.name) } }
+            rows.sort { $0.wall < $1.wall }
+            if brief {
+                reply.summaries = rows.compactMap { row in
+                    guard let app = row.app else { return ended[row.ended]?.summary }
+                    var summary = app.lifecycle.record.summary
+                    summary.memoryBytes = readMemory(app).bytes
+                    return summary
+                }
+            } else {
+                // What leaves the daemon names the environment's variables, never their values:
+                // a token in the caller's environment must not end up in a terminal or a CI log.
+                reply.apps = rows.compactMap { row in
+                    guard let app = row.app else { return ended[row.ended]?.redacted }
+                    var record = app.lifecycle.record.redacted
+                    let memory = readMemory(app)
+                    record.memoryBytes = memory.bytes
+                    record.memorySource = memory.source.rawValue
+                    return record
+                }
             }
-            if all { records.append(contentsOf: ended.values.filter { apps[$0.name] == nil }) }
-            // What leaves the daemon names the environment's variables, never their values:
-            // a token in the caller's environment must not end up in a terminal or a CI log.
-            records.sort { $0.launchedWall < $1.launchedWall }
-            if brief { reply.summaries = records.map(\.summary) } else { reply.apps = records.map(\.redacted) }
             send(fd, reply)
             finish(fd, .success)
         case .stop(let terminateApps, let timeout):

@@ -109,6 +109,27 @@ struct LifecycleTests {
         #expect(!FileManager.default.fileExists(atPath: cgroup))
     }
 
+    @Test("ps lists the apps oldest launch first, an ended one (--all) in its place, the live ones with their memory")
+    func psOrder() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        for name in ["first", "second", "third", "fourth"] {
+            let r = try box.icebox(["launch", name, "--", "sleep", "1000"])
+            try #require(r.status == 0, "\(r.output)")
+        }
+        _ = try box.icebox(["terminate", "second"])
+        let table = try box.icebox(["ps", "--all", "--format", "{{.Name}} {{.State}} {{.MemoryBytes}}"])
+        let rows = table.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(rows.map { $0[0] } == ["first", "second", "third", "fourth"], "\(table.stdout)")
+        for row in rows where row[0] != "second" { #expect((UInt64(row[2]) ?? 0) > 0, "no memory for \(row[0]): \(table.stdout)") }
+        #expect(rows.first { $0[0] == "second" }?[1] == "terminated")
+        #expect(try box.icebox(["ps", "--quiet"]).stdout == "first\nthird\nfourth\n")
+        let json = try box.icebox(["ps", "--all", "--json"])
+        let records = try #require(JSONLines.decode([AppRecord].self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(records.map(\.name) == ["first", "second", "third", "fourth"])
+        #expect(records.filter { $0.name != "second" }.allSatisfy { ($0.memoryBytes ?? 0) > 0 && $0.memorySource != nil })
+    }
+
     @Test("an app that ignores SIGTERM is killed after the timeout")
     func terminateIgnoringApp() throws {
         let box = Sandbox()
