@@ -1546,6 +1546,10 @@ def oneshot_markdown(results, pngs):
             text += (" LXC's v1 freeze (5.0) writes FROZEN, reads freezer.state and, while the kernel still says "
                      "FREEZING, sleeps one second before reading it again (seen with strace): its freeze is a few ms, "
                      "or just over 1 s (see the p95s).")
+        if any(f.startswith("v1") for f in used.values()):
+            text += (" The icebox daemon of this part has an app on the v1 freezer, so it holds an empty v1 freezer "
+                     "cgroup frozen throughout (`FreezerKeyHold.swift`): no tool's v1 freeze or thaw flips the "
+                     "kernel's `freezer_active` static key here, which is kernel-wide.")
         L += [text, ""]
     for tool, why in os_.get("missing", {}).items():
         L += [f"**{tool} not measured:** {why}.", ""]
@@ -1624,7 +1628,11 @@ def markdown(results, pngs):
               f"(the kernel confirms a thaw when the tasks are woken, not when they have run; an upper bound, as it "
               f"includes reading /proc for every thread, about 0.3 s for 10000). The host is a "
               f"2-vCPU microVM: waking an idle vCPU goes through the hypervisor, which makes sub-millisecond "
-              f"figures jumpy from one round to the next (min, max, p95 and every sample are in results.json).", ""]
+              f"figures jumpy from one round to the next (min, max, p95 and every sample are in results.json). "
+              f"The v1 rows run while the daemon holds an empty v1 freezer cgroup of its own frozen, as it does "
+              f"whenever it has an app on the v1 freezer (`FreezerKeyHold.swift`): neither icebox's write nor bare's "
+              f"then flips the kernel's `freezer_active` static key, which otherwise patches kernel text with an "
+              f"interrupt to every CPU at a first freeze and a last thaw (150–200 µs of each write here).", ""]
         L += ["| workload | mode | backend | tasks | rounds | bare freeze | icebox freeze | ratio | bare thaw | icebox thaw | ratio | CLI suspend | CLI resume | all threads ran again |",
               "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         flags = []
