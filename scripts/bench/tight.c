@@ -7,9 +7,11 @@
  *          stdout on /dev/null, and prints "median_us p25_us CMD" per command. Leading
  *          NAME=VALUE words of a command are added to its environment. ":::" ends a group
  *          (commands that must run in their order, such as a suspend and its resume): each
- *          round starts one group later than the one before, so that no command always
- *          comes first or always follows the same one (where a command sits in the round
- *          moved medians by ~0.2 ms on the 2-vCPU VM).
+ *          round runs the groups in a new random order (the same for a given ROUNDS), so
+ *          that no command always comes first or always follows the same one. Where a command
+ *          sat in the round moved medians by ~0.2 ms on the 2-vCPU VM; with the groups only
+ *          rotated, the command after another build's suspend and resume was ~0.05 ms slower,
+ *          whichever build it was.
  *        tight rt ROUNDS SOCKET APP [SOCKET APP]...
  *          sends the daemon's own suspend (grace 0) and resume requests for APP on each
  *          control SOCKET in turn and times each from connect to the "done" reply: the
@@ -63,11 +65,22 @@ static int spawn_mode(int rounds, int argc, char **argv) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < n; k++) {
-            /* the k-th command of this round: groups from (r mod groups) on, wrapping */
-            int g = r % groups, c = group_start[g] + k;
-            if (c >= n) c -= n;
+    /* The order of the commands in each round: the groups shuffled (Fisher-Yates, xorshift64
+       with a fixed seed), each group's commands in their order. */
+    int order[32], perm[33];
+    unsigned long long seed = 0x9E3779B97F4A7C15ull;
+    for (int r = 0; r < rounds; r++) {
+        for (int g = 0; g < groups; g++) perm[g] = g;
+        for (int g = groups - 1; g > 0; g--) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            int j = (int)(seed % (unsigned long long)(g + 1)), x = perm[g];
+            perm[g] = perm[j], perm[j] = x;
+        }
+        int k = 0;
+        for (int g = 0; g < groups; g++)
+            for (int c = group_start[perm[g]]; c < group_start[perm[g] + 1]; c++) order[k++] = c;
+        for (k = 0; k < n; k++) {
+            int c = order[k];
             char **cmd = cmds[c], *env[512];
             int ne = 0;
             for (char **e = environ; *e && ne < 480; e++) env[ne++] = *e;
@@ -81,6 +94,7 @@ static int spawn_mode(int rounds, int argc, char **argv) {
             t[c * rounds + r] = now_us() - a;
             if (!WIFEXITED(st) || WEXITSTATUS(st)) { fprintf(stderr, "%s failed\n", cmd[0]); return 1; }
         }
+    }
     for (int c = 0; c < n; c++) {
         char **cmd = cmds[c];
         double *v = t + c * rounds;
