@@ -8,10 +8,11 @@ import IceboxSystem
 /// last one thaws; each flip rewrites kernel code and interrupts every CPU to do it
 /// (`static_key_slow_inc/dec` → `text_poke`, with IPIs, seen with perf under the write to
 /// freezer.state). Measured on a 2-vCPU VM with no other cgroup frozen: the flip was 150–200 µs
-/// of each write, a freeze of one idle process took ~170–400 µs and its thaw ~130–170 µs;
-/// with one cgroup held frozen the same freeze took ~10 µs and the thaw ~5 µs, for any v1
-/// freezer user on the host. Keeping the key on costs the kernel a cgroup lookup in its
-/// `freezing()` checks, which it pays anyway while any app is suspended.
+/// of each write; a freeze of one process asleep in nanosleep took ~170–400 µs and its thaw
+/// ~130–170 µs, against ~10 µs and ~5 µs with one cgroup held frozen (benchmarks/RESULTS.md
+/// has the suite's rows), for any v1 freezer user on the host. Keeping the key on costs the
+/// kernel a cgroup lookup in its `freezing()` checks, which it pays anyway while any app is
+/// suspended.
 ///
 /// The only writer of `<v1 freezer root>/.freezer-hold-<daemon pid>`. No task is ever put in
 /// it (only whoever may write the root's cgroup.procs could); an empty cgroup is FROZEN as
