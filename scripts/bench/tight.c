@@ -83,8 +83,18 @@ static int spawn_mode(int rounds, int argc, char **argv) {
             int c = order[k];
             char **cmd = cmds[c], *env[512];
             int ne = 0;
-            for (char **e = environ; *e && ne < 480; e++) env[ne++] = *e;
-            while (*cmd && strchr(*cmd, '=') && (*cmd)[0] != '/' && ne < 510) env[ne++] = *cmd++;
+            /* The command's NAME=VALUE words replace the same names inherited: appended after
+               them, getenv would find the inherited ones first (a caller with its own
+               ICEBOX_RUNTIME_DIR had every build's commands talk to its daemon). */
+            char **words = cmd;
+            while (*cmd && strchr(*cmd, '=') && (*cmd)[0] != '/' && ne < 30) env[ne++] = *cmd++;
+            for (char **e = environ; *e && ne < 510; e++) {
+                size_t len = (size_t)(strchrnul(*e, '=') - *e);
+                int replaced = 0;
+                for (char **w = words; w < cmd; w++)
+                    if (!strncmp(*w, *e, len) && (*w)[len] == '=') replaced = 1;
+                if (!replaced) env[ne++] = *e;
+            }
             env[ne] = NULL;
             pid_t p;
             int st;
