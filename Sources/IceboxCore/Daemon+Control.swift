@@ -315,12 +315,12 @@ extension Daemon {
             // Sorted as small rows, not as records: a record is a few hundred bytes with a score
             // of reference-counted fields, and a stable sort moving a thousand of them was a
             // quarter of the daemon's time for `ps` with 1000 apps.
-            var rows: [(wall: String, app: LiveApp?, ended: String)] = apps.values.map { ($0.lifecycle.record.launchedWall, $0, "") }
-            if all { rows += ended.values.filter { apps[$0.name] == nil }.map { ($0.launchedWall, nil, $0.name) } }
+            var rows: [(wall: String, name: String, app: LiveApp?)] = apps.values.map { ($0.lifecycle.record.launchedWall, $0.name, $0) }
+            if all { rows += ended.values.filter { apps[$0.name] == nil }.map { ($0.launchedWall, $0.name, nil) } }
             rows.sort { $0.wall < $1.wall }
             if brief {
                 reply.summaries = rows.compactMap { row in
-                    guard let app = row.app else { return ended[row.ended]?.summary }
+                    guard let app = row.app else { return ended[row.name]?.summary }
                     var summary = app.lifecycle.record.summary
                     summary.memoryBytes = readMemory(app).bytes
                     return summary
@@ -329,7 +329,7 @@ extension Daemon {
                 // What leaves the daemon names the environment's variables, never their values:
                 // a token in the caller's environment must not end up in a terminal or a CI log.
                 reply.apps = rows.compactMap { row in
-                    guard let app = row.app else { return ended[row.ended]?.redacted }
+                    guard let app = row.app else { return ended[row.name]?.redacted }
                     var record = app.lifecycle.record.redacted
                     let memory = readMemory(app)
                     record.memoryBytes = memory.bytes

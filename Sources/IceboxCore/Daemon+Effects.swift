@@ -362,9 +362,7 @@ extension Daemon {
         apps.removeValue(forKey: app.name)
         appDeadlines.remove(app)
         rebalanceDescriptors()
-        if app.record.backend == .cgroup1 && !apps.values.contains(where: { $0.record.backend == .cgroup1 }) {
-            freezerKeyHold?.release()
-        }
+        if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
         ended[app.name] = app.record
         saveRegistry(app.name)
         victimGone(app)

@@ -31,7 +31,7 @@ extension Daemon {
             apps[app.name] = app
             appDeadlines.add(app)
             rebalanceDescriptors(adding: app)
-            if app.record.backend == .cgroup1 { holdFreezerKey() }
+            if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
             if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
             if options.attached, let fd {
                 app.attachedClient = fd

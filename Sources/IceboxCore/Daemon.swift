@@ -187,7 +187,7 @@ public final class Daemon {
         }
         loadRegistry()
         // After the leftovers are cleared (a hold is an empty cgroup no app claims).
-        if apps.values.contains(where: { $0.record.backend == .cgroup1 }) { holdFreezerKey() }
+        updateFreezerKeyHold()
         loadPolicy()
         startAppLogRotation()
         startSpawnPool()
@@ -229,10 +229,13 @@ public final class Daemon {
         for fd in Array(clients.keys) { closeClient(fd) }
     }
 
-    /// Keeps the v1 freezer's static key on while an app uses the v1 freezer (FreezerKeyHold).
-    /// A failure costs only speed: logged once, and tried again at the next such app.
-    func holdFreezerKey() {
-        guard let hold = freezerKeyHold, let error = hold.acquire(), !freezerKeyHoldLogged else { return }
+    /// Keeps the v1 freezer's static key on while an app uses the v1 freezer, and lets it go
+    /// once none does (FreezerKeyHold). Called when an app on the v1 freezer comes or goes. A
+    /// failure to hold it costs only speed: logged once, and tried again at the next such app.
+    func updateFreezerKeyHold() {
+        guard let hold = freezerKeyHold else { return }
+        guard apps.values.contains(where: { $0.lifecycle.record.backend == .cgroup1 }) else { return hold.release() }
+        guard let error = hold.acquire(), !freezerKeyHoldLogged else { return }
         freezerKeyHoldLogged = true
         log(
             Event(

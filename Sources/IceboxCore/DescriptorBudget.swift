@@ -7,9 +7,9 @@
 /// notify socket, its cgroup.events, cgroup.freeze (or freezer.state), its v2 cgroup.procs
 /// and its memory counter open (`keptPerApp` in all): a freeze or a `ps` then opens
 /// nothing. Plenty means every app keeping that many would still leave half the limit free
-/// for clients, probes and what an operation opens. Past that the daemon sheds: apps launched from then on share its notify
-/// socket (`NotifyChannel.shared`), and every app's cgroup files are opened for an operation
-/// and closed after it.
+/// for clients, probes and what an operation opens. Past that the daemon sheds: apps
+/// launched from then on share its notify socket (`NotifyChannel.shared`), and every app's
+/// cgroup files are opened for an operation and closed after it.
 struct DescriptorBudget: Equatable {
     /// pidfd, notify socket, cgroup.events, cgroup.freeze or freezer.state, cgroup.procs,
     /// memory counter.

@@ -20,7 +20,7 @@ import IceboxSystem
 /// the root removes it with the other empty leftovers (adoptUnrecordedCgroups).
 final class FreezerKeyHold {
     let path: String
-    private(set) var held = false
+    private var held = false
 
     init(root: String, daemon: pid_t = getpid()) {
         path = root + "/.freezer-hold-\(daemon)"
