@@ -114,36 +114,34 @@ def task_headroom():
     return min(limits)
 
 
-def cpu_pressure():
-    text = read("/proc/pressure/cpu", "")
-    for line in text.splitlines():
-        if line.startswith("some"):
-            return line.split()[1].split("=")[1] + "%"
-    return "n/a"
-
-
-def cpu_stall_us():
-    """The CPU pressure's "some" total (µs that some task waited for a CPU), or None."""
+def cpu_pressure_some():
+    """The "some" line of /proc/pressure/cpu as its fields ({"avg10": "1.22", ..., "total":
+    "123"}); {} where the kernel has no PSI."""
     for line in read("/proc/pressure/cpu", "").splitlines():
-        if line.startswith("some") and "total=" in line:
-            return int(line.split("total=")[1].split()[0])
-    return None
+        if line.startswith("some"):
+            return dict(field.split("=", 1) for field in line.split()[1:] if "=" in field)
+    return {}
+
+
+def cpu_pressure():
+    avg10 = cpu_pressure_some().get("avg10")
+    return avg10 + "%" if avg10 is not None else "n/a"
 
 
 def settle_cpus(limit_s=60):
     """Waits, at most limit_s, until the CPUs are quiet again: less than 2% of a second spent
-    waiting for a CPU, and the 10 s average under 10%. A part that ends with thousands of tasks
-    exiting (the 10000-thread rows) leaves the next part's first minute contended: the one-shot
-    part measured at 80% CPU pressure moved its ratios by up to 0.4 from run to run. Returns the
-    seconds waited."""
+    waiting for a CPU (the "some" total, in µs), and the 10 s average under 10%. A part that ends
+    with thousands of tasks exiting (the 10000-thread rows) leaves the next part's first minute
+    contended: the one-shot part measured at 80% CPU pressure moved its ratios by up to 0.4 from
+    run to run. Returns the seconds waited."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit_s:
-        a = cpu_stall_us()
-        if a is None:
+        a = cpu_pressure_some()
+        if "total" not in a:
             break
         time.sleep(1)
-        b = cpu_stall_us()
-        if b - a < 20_000 and pressure(cpu_pressure()) < 10:
+        b = cpu_pressure_some()
+        if int(b["total"]) - int(a["total"]) < 20_000 and float(b["avg10"]) < 10:
             break
     return round(time.monotonic() - t0, 1)
 
