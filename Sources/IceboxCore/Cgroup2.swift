@@ -6,13 +6,24 @@ public struct CgroupEvents: Equatable, Sendable {
     public var populated: Bool
     public var frozen: Bool
 
+    /// "populated 1\nfrozen 0\n": a key and a value per line; other keys and malformed lines
+    /// are skipped. Walked as bytes: it is read at every look of every freeze, and splitting
+    /// it into substrings took ~8 µs of each `icebox suspend`.
     public static func parse(_ text: String) -> CgroupEvents {
         var e = CgroupEvents(populated: false, frozen: false)
-        for line in text.split(separator: "\n") {
-            let kv = line.split(separator: " ")
-            guard kv.count == 2 else { continue }
-            if kv[0] == "populated" { e.populated = kv[1] == "1" }
-            if kv[0] == "frozen" { e.frozen = kv[1] == "1" }
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            while start < bytes.count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                let line = bytes[start..<end]
+                start = end + 1
+                guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { continue }
+                let key = line[..<space], value = line[(space + 1)...]
+                guard value.count == 1, let digit = value.first, digit == UInt8(ascii: "0") || digit == UInt8(ascii: "1") else { continue }
+                if key.elementsEqual("populated".utf8) { e.populated = digit == UInt8(ascii: "1") }
+                if key.elementsEqual("frozen".utf8) { e.frozen = digit == UInt8(ascii: "1") }
+            }
         }
         return e
     }

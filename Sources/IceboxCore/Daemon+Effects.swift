@@ -132,7 +132,7 @@ extension Daemon {
     }
 
     /// The background notice to send, if any. `auto` sends SIGUSR1 only if the app's main
-    /// process has a handler for it (SigCgt), so a naive program is never killed by it.
+    /// process has a handler for it (sigcatch in /proc/PID/stat), so a naive program is never killed by it.
     func notice(for app: LiveApp) -> LifecycleInput.Notice? {
         switch app.record.options.backgroundSignal {
         case .none: return nil
@@ -205,7 +205,10 @@ extension Daemon {
             watchCgroupEvents(app, watch)
         case .confirmed(let report):
             let aside = app.operationAside
-            endOperation(app)
+            // The watch is settled once the lifecycle has taken the confirmation: settled
+            // before, a freeze's watch was dropped (the app not suspended yet) and added back
+            // at once, two epoll_ctl calls in every suspend.
+            endOperation(app, settlingWatch: false)
             if let aside {
                 log(
                     Event(
@@ -214,6 +217,7 @@ extension Daemon {
             } else {
                 apply(op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app)
             }
+            if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
             let aside = app.operationAside
             endOperation(app)
@@ -225,11 +229,11 @@ extension Daemon {
         }
     }
 
-    func endOperation(_ app: LiveApp) {
+    func endOperation(_ app: LiveApp, settlingWatch: Bool = true) {
         app.operation = nil
         app.operationAt = nil
         app.operationAside = nil
-        settleWatch(app)
+        if settlingWatch { settleWatch(app) }
     }
 
     /// What an app keeps watched between operations: a suspended app's cgroup.events (a

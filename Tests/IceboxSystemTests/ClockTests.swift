@@ -27,6 +27,12 @@ struct ClockTests {
         #expect(Clock.rfc3339(wallNanos: 946_684_799_000_000_000) == "1999-12-31T23:59:59.000000Z")
     }
 
+    @Test func beforeTheEpochIsTheEpochAndTheLastNanosecondIsIn2262() {
+        #expect(Clock.rfc3339(wallNanos: -1) == "1970-01-01T00:00:00.000000Z")
+        #expect(Clock.rfc3339(wallNanos: .min) == "1970-01-01T00:00:00.000000Z")
+        #expect(Clock.rfc3339(wallNanos: .max) == "2262-04-11T23:47:16.854775Z")
+    }
+
     @Test func monotonicClockDoesNotGoBackwards() {
         let a = Clock.monotonicNanos()
         let b = Clock.monotonicNanos()

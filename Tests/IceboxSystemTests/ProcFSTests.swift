@@ -10,10 +10,10 @@ struct ProcFSTests {
     /// name replaced. Field 22 (start time) is 64035.
     static func statLine(
         pid: Int = 1234, comm: String, state: String = "S", ppid: Int = 1,
-        pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035
+        pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035, sigcatch: String = "0"
     ) -> String {
         "\(pid) (\(comm)) \(state) \(ppid) \(pgrp) \(session) 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 \(start) "
-            + "3133440 410 18446744073709551615 94341676216320 94341676236201 140727661987568 0 0 0 0 0 0 0 0 0 "
+            + "3133440 410 18446744073709551615 94341676216320 94341676236201 140727661987568 0 0 0 0 0 \(sigcatch) 0 0 0 "
             + "17 1 0 0 0 0 0 94341676252208 94341676253824 94341735981056 140727661988558 140727661988578 "
             + "140727661988578 140727661989867 0\n"
     }
@@ -121,21 +121,19 @@ struct ProcFSTests {
 
     @Test func maskHasSignalReadsBitSignalMinusOne() {
         // 0x4a02 = bits 1, 9, 11, 14 → SIGINT(2), SIGUSR1(10), SIGUSR2(12), SIGTERM(15).
-        let mask = "0000000000004a02"
+        let mask: UInt64 = 0x4a02
         for sig: Int32 in [2, 10, 12, 15] { #expect(ProcFS.maskHasSignal(mask, sig), "signal \(sig)") }
         for sig: Int32 in [1, 3, 9, 11, 13, 14, 16, 64] { #expect(!ProcFS.maskHasSignal(mask, sig), "signal \(sig)") }
-        #expect(ProcFS.maskHasSignal("0000000000000200", SIGUSR1))
-        #expect(!ProcFS.maskHasSignal("0000000000000200", SIGUSR2))
+        #expect(ProcFS.maskHasSignal(0x200, SIGUSR1))
+        #expect(!ProcFS.maskHasSignal(0x200, SIGUSR2))
     }
 
-    @Test func maskHasSignalHandlesTheTopBitAndBadInput() {
-        #expect(ProcFS.maskHasSignal("8000000000000000", 64))
-        #expect(!ProcFS.maskHasSignal("8000000000000000", 63))
-        #expect(!ProcFS.maskHasSignal("ffffffffffffffff", 0))
-        #expect(!ProcFS.maskHasSignal("ffffffffffffffff", 65))
-        #expect(!ProcFS.maskHasSignal("ffffffffffffffff", -1))
-        #expect(!ProcFS.maskHasSignal("not hex", 10))
-        #expect(!ProcFS.maskHasSignal("", 10))
+    @Test func maskHasSignalHandlesTheTopBitAndBadSignals() {
+        #expect(ProcFS.maskHasSignal(1 << 63, 64))
+        #expect(!ProcFS.maskHasSignal(1 << 63, 63))
+        #expect(!ProcFS.maskHasSignal(.max, 0))
+        #expect(!ProcFS.maskHasSignal(.max, 65))
+        #expect(!ProcFS.maskHasSignal(.max, -1))
     }
 
     @Test func unifiedCgroupPicksTheV2LineOfAHybridHost() {
@@ -164,23 +162,45 @@ struct ProcFSTests {
         #expect(ProcFS.parseKiloBytes("") == nil)
     }
 
-    @Test func catchesSignalReadsSigCgtFromAFakeProcRoot() {
+    @Test func catchesSignalReadsSigcatchFromAFakeProcRoot() {
         let root = makeTemporaryDirectory("proc")
         defer { removeTree(root) }
         mkdir(root + "/4242", 0o755)
-        writeFile(root + "/4242/status", "Name:\tapp\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000001000\nSigCgt:\t0000000000000200\n")
+        // SIGUSR1 (10) caught: bit 9, 512; the name holds spaces and a ")".
+        writeFile(root + "/4242/stat", Self.statLine(pid: 4242, comm: "a) b 1 2", sigcatch: "512"))
         #expect(ProcFS.catchesSignal(pid: 4242, SIGUSR1, procRoot: root))
         #expect(!ProcFS.catchesSignal(pid: 4242, SIGUSR2, procRoot: root))
-        #expect(!ProcFS.catchesSignal(pid: 4242, SIGPIPE, procRoot: root), "ignored is not caught")
         #expect(!ProcFS.catchesSignal(pid: 4243, SIGUSR1, procRoot: root), "no such pid")
+        mkdir(root + "/9", 0o755)
+        writeFile(root + "/9/stat", Self.statLine(pid: 9, comm: "top", sigcatch: "9223372036854775808"))
+        #expect(ProcFS.catchesSignal(pid: 9, 64, procRoot: root))
+        #expect(!ProcFS.catchesSignal(pid: 9, SIGUSR1, procRoot: root))
     }
 
-    @Test func catchesSignalIsFalseWithoutASigCgtLine() {
+    @Test func catchesSignalIsFalseForAnUnreadableSigcatch() {
         let root = makeTemporaryDirectory("proc")
         defer { removeTree(root) }
-        mkdir(root + "/7", 0o755)
-        writeFile(root + "/7/status", "Name:\tkthread\n")
-        #expect(!ProcFS.catchesSignal(pid: 7, SIGUSR1, procRoot: root))
+        for (pid, line) in [
+            (7, Self.statLine(pid: 7, comm: "big", sigcatch: "18446744073709551616")),  // 2^64: does not fit
+            (8, Self.statLine(pid: 8, comm: "word", sigcatch: "x512")),
+            (11, "11 (short) S 1 2 3\n"),
+            (12, "no name here\n"),
+        ] {
+            mkdir(root + "/\(pid)", 0o755)
+            writeFile(root + "/\(pid)/stat", line)
+            #expect(!ProcFS.catchesSignal(pid: pid_t(pid), SIGUSR1, procRoot: root), "\(line)")
+        }
+    }
+
+    @Test func catchesSignalSeesARealHandler() {
+        // This test process: SIGWINCH (ignored by default, so harmless if it comes) handled
+        // while the check runs, then as it was.
+        var handler = sigaction(), old = sigaction()
+        handler.__sigaction_handler.sa_handler = { _ in }
+        sigaction(SIGWINCH, &handler, &old)
+        defer { sigaction(SIGWINCH, &old, nil) }
+        #expect(ProcFS.catchesSignal(pid: getpid(), SIGWINCH))
+        #expect(!ProcFS.catchesSignal(pid: getpid(), SIGTTOU), "nothing here handles SIGTTOU")
     }
 
     @Test func statReadsAFakeProcRoot() {
