@@ -30,7 +30,11 @@ extension Daemon {
             clients[fd] = ClientConnection(fd: fd)
         } catch {
             close(fd)
+            return
         }
+        // A client sends its request right after connecting: it is usually here already, and
+        // reading it now (non-blocking; EAGAIN leaves it to epoll) saves a turn of the loop.
+        readClient(fd, events: 0)
     }
 
     /// Out of descriptors: the pending connection stays queued and the listener stays

@@ -28,10 +28,11 @@ public enum Registry {
     public static func write(_ record: AppRecord, directory: String, durable: Bool, done: String? = nil) throws(IceboxError) {
         let path = directory + "/" + record.name + ".json"
         do {
-            let text = JSONLines.encode(record)
-            if !durable && FileIO.replaceInPlace(path, text) { return }
+            // A record is 2–3 KB (most of it the launch options and their environment).
+            let bytes = JSONLines.encodedBytes(record, capacity: 4096)
+            if !durable && FileIO.replaceInPlace(path, bytes) { return }
             try FileIO.makeDirectories(directory, mode: 0o700)
-            try FileIO.writeAtomically(path, text, mode: 0o600, durable: durable)
+            try FileIO.writeAtomically(path, String(decoding: bytes, as: UTF8.self), mode: 0o600, durable: durable)
         } catch {
             throw writeFailure(record.name, state: record.state, error, done: done)
         }

@@ -178,9 +178,9 @@ public enum FileIO {
     /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
     /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
     /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
-    public static func replaceInPlace(_ path: String, _ contents: String) -> Bool {
+    public static func replaceInPlace(_ path: String, _ contents: [UInt8]) -> Bool {
         let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
-        var bytes = Array(contents.utf8)
+        var bytes = contents
         guard bytes.count <= page else { return false }
         let fd = retryingOnInterrupt { open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 { return false }

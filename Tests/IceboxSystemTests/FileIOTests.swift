@@ -30,19 +30,19 @@ struct FileIOTests {
         let dir = makeTemporaryDirectory("fileio")
         defer { removeTree(dir) }
         let path = dir + "/r.json"
-        #expect(!FileIO.replaceInPlace(path, "{}"), "no file yet: the caller creates it")
+        #expect(!FileIO.replaceInPlace(path, Array("{}".utf8)), "no file yet: the caller creates it")
         writeFile(path, "{\"state\":\"background\"}")
-        #expect(FileIO.replaceInPlace(path, "{\"state\":\"x\"}"))
+        #expect(FileIO.replaceInPlace(path, Array("{\"state\":\"x\"}".utf8)))
         #expect(readFile(path) == "{\"state\":\"x\"}" + String(repeating: " ", count: 9))
-        #expect(FileIO.replaceInPlace(path, "{\"state\":\"suspended!!!\"}"), "longer, within a page")
+        #expect(FileIO.replaceInPlace(path, Array("{\"state\":\"suspended!!!\"}".utf8)), "longer, within a page")
         #expect(readFile(path) == "{\"state\":\"suspended!!!\"}")
-        #expect(!FileIO.replaceInPlace(path, String(repeating: "x", count: 5000)), "past a page: not in place")
+        #expect(!FileIO.replaceInPlace(path, Array(repeating: UInt8(ascii: "x"), count: 5000)), "past a page: not in place")
         #expect(readFile(path) == "{\"state\":\"suspended!!!\"}", "and nothing changed")
         // A link, or a file with a second name, is not written through.
         symlink(path, dir + "/link")
-        #expect(!FileIO.replaceInPlace(dir + "/link", "{}"))
+        #expect(!FileIO.replaceInPlace(dir + "/link", Array("{}".utf8)))
         link(path, dir + "/second")
-        #expect(!FileIO.replaceInPlace(path, "{}"))
+        #expect(!FileIO.replaceInPlace(path, Array("{}".utf8)))
         #expect(readFile(path) == "{\"state\":\"suspended!!!\"}")
     }
 
