@@ -56,29 +56,45 @@ public enum ProcFS {
     /// The sigcatch mask of /proc/PID/stat (field 34), nil when the process is gone or the
     /// field is not a decimal that fits 64 bits.
     static func caughtSignals(pid: pid_t, procRoot: String) -> UInt64? {
-        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree -> UInt64? in
-            // Field 34 is 31 single spaces after field 3.
-            var at = fieldThree, spaces = 0
-            while at < line.count && spaces < 31 {
-                if line[at] == UInt8(ascii: " ") { spaces += 1 }
-                at += 1
-            }
-            var value: UInt64 = 0, digits = 0
-            while at < line.count, line[at] >= 48, line[at] <= 57 {
-                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-                let (sum, o2) = times10.addingReportingOverflow(UInt64(line[at] - 48))
-                if o1 || o2 { return nil }
-                value = sum
-                digits += 1
-                at += 1
-            }
-            return digits > 0 ? value : nil
+        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: UnsafeBufferPointer(line), fieldThree: fieldThree) }
+    }
+
+    /// The same from a stat line's text (for the parser's own tests and fuzzing).
+    public static func caughtSignals(inStatLine text: String) -> UInt64? {
+        var text = text
+        return text.withUTF8 { line in fieldThree(in: line).flatMap { sigcatch(in: line, fieldThree: $0) } }
+    }
+
+    /// Field 34 of a stat line, 31 single spaces after field 3, as a decimal of 64 bits.
+    private static func sigcatch(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> UInt64? {
+        var at = fieldThree, spaces = 0
+        while at < line.count && spaces < 31 {
+            if line[at] == UInt8(ascii: " ") { spaces += 1 }
+            at += 1
         }
+        var value: UInt64 = 0, digits = 0
+        while at < line.count, line[at] >= 48, line[at] <= 57 {
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(line[at] - 48))
+            if o1 || o2 { return nil }
+            value = sum
+            digits += 1
+            at += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
+    /// Where field 3 of a stat line starts: after the last ")" and a space (the command
+    /// name before it may hold spaces and parentheses); nil when the line has none.
+    private static func fieldThree(in line: UnsafeBufferPointer<UInt8>) -> Int? {
+        var close = line.count - 1
+        while close >= 0 && line[close] != UInt8(ascii: ")") { close -= 1 }
+        guard close >= 0, close + 2 < line.count, line[close + 1] == UInt8(ascii: " ") else { return nil }
+        return close + 2
     }
 
     /// Reads a stat line (of a process or a thread) into a small stack buffer with one open
-    /// and one read, and hands `body` the bytes and where field 3 starts (after the last
-    /// ")": the command name before it may hold spaces and parentheses). nil when the
+    /// and one read, and hands `body` the bytes and where field 3 starts. nil when the
     /// process is gone or the line is not a stat line.
     private static func withStatLine<T>(_ path: String, _ body: (UnsafeMutableBufferPointer<UInt8>, Int) -> T?) -> T? {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
@@ -88,10 +104,9 @@ public enum ProcFS {
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2048) { buf -> T? in
             let n = retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) }
             guard n > 0 else { return nil }
-            var close = n - 1
-            while close >= 0 && buf[close] != UInt8(ascii: ")") { close -= 1 }
-            guard close >= 0, close + 2 < n, buf[close + 1] == UInt8(ascii: " ") else { return nil }
-            return body(UnsafeMutableBufferPointer(rebasing: buf[..<n]), close + 2)
+            let line = UnsafeMutableBufferPointer(rebasing: buf[..<n])
+            guard let three = fieldThree(in: UnsafeBufferPointer(line)) else { return nil }
+            return body(line, three)
         }
     }
 

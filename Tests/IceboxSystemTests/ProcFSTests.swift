@@ -192,6 +192,15 @@ struct ProcFSTests {
         }
     }
 
+    @Test func caughtSignalsReadsField34OfALine() {
+        #expect(ProcFS.caughtSignals(inStatLine: Self.statLine(comm: "x) (y", sigcatch: "512")) == 512)
+        #expect(ProcFS.caughtSignals(inStatLine: Self.statLine(comm: "max", sigcatch: "18446744073709551615")) == .max)
+        #expect(ProcFS.caughtSignals(inStatLine: Self.statLine(comm: "over", sigcatch: "18446744073709551616")) == nil)
+        #expect(ProcFS.caughtSignals(inStatLine: "1 (a) S 1 1 1") == nil, "too short")
+        #expect(ProcFS.caughtSignals(inStatLine: "") == nil)
+        #expect(ProcFS.caughtSignals(inStatLine: ")") == nil)
+    }
+
     @Test func catchesSignalSeesARealHandler() {
         // This test process: SIGWINCH (ignored by default, so harmless if it comes) handled
         // while the check runs, then as it was.
