@@ -7,8 +7,21 @@
 /// forgotten one.
 
 extension AppRecord: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
+    public func writeJSON(to w: inout JSONWriter) { w.object { w in writeMembers(to: &w, .all) } }
+
+    /// Which of a record's members to write: all of them, the ones its lifecycle changes, or
+    /// the two it keeps from launch to end (the launch options, most of a record's bytes with
+    /// their environment, and the identity it runs as), which `Registry` keeps apart at the
+    /// end of the file.
+    enum Members {
+        case all, changing, launchTime
+    }
+
+    /// The chosen members in key order (the order JSONEncoder writes), inside an object the
+    /// caller opened.
+    func writeMembers(to w: inout JSONWriter, _ which: Members) {
+        let changing = which != .launchTime, launchTime = which != .changing
+        if changing {
             w.field("backend", backend)
             w.field("cgroup", cgroup)
             w.field("cold_start_ns", coldStartNanos)
@@ -29,9 +42,11 @@ extension AppRecord: JSONWritable {
             w.field("memory_v1", memoryV1)
             w.field("name", name)
             w.field("notify_socket", notifySocket)
-            w.field("options", options)
-            w.field("pid", pid)
-            w.field("runs_as", runsAs)
+        }
+        if launchTime { w.field("options", options) }
+        if changing { w.field("pid", pid) }
+        if launchTime { w.field("runs_as", runsAs) }
+        if changing {
             w.field("since_monotonic_ns", sinceMonotonicNanos)
             w.field("since_wall", sinceWall)
             w.field("spawn_method", spawnMethod)

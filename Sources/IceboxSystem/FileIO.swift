@@ -165,31 +165,38 @@ public enum FileIO {
     /// state change and never changes it (a spawned child sets its ids after the clone).
     private static let effectiveUID = geteuid()
 
-    /// Replaces a small file's contents in place when that keeps `writeAtomically`'s promise
-    /// to a writer that is killed (a reader sees the old contents or the new, whole): `path`
-    /// is a regular file of this user's with one name (not a link, not shared), and the old
-    /// and the new contents both fit in its first page. Then one pwrite at offset 0 puts the
-    /// new contents in, and the kernel does such a write whole or not at all when the writer
-    /// is killed (it checks for a fatal signal before each page it copies, not within one).
-    /// Shorter contents are padded with spaces to the old length (whitespace to a JSON
-    /// reader): a truncate could not be part of the same write.
+    /// How much of a file's start `replaceHead` may rewrite: its first page, which a write
+    /// puts in whole or not at all.
+    public static let headLimit = 4096
+
+    /// Rewrites the start of a file whose end stays as it is, in place, when that keeps
+    /// `writeAtomically`'s promise to a writer that is killed (a reader sees the old contents
+    /// or the new, whole): `path` is a regular file of this user's with one name (not a
+    /// link, not shared) that ends with exactly `tail`, and what comes before the tail fits in
+    /// its first page (`headLimit`) and has room for `head`. Then one pwrite at offset 0 puts
+    /// `head` in, padded with spaces up to the tail, and the kernel does such a write whole or
+    /// not at all when the writer is killed (it checks for a fatal signal before each page it
+    /// copies, not within one). The tail is read back and compared, so a file changed by
+    /// anyone else is never patched.
     ///
     /// Returns false, having changed nothing, when any of that does not hold or the write
     /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
     /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
     /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
-    public static func replaceInPlace(_ path: String, _ contents: [UInt8]) -> Bool {
-        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
-        var bytes = contents
-        guard bytes.count <= page else { return false }
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+    public static func replaceHead(_ path: String, head: [UInt8], tail: [UInt8]) -> Bool {
+        let fd = retryingOnInterrupt { open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 { return false }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == effectiveUID,
-            st.st_size <= page
-        else { return false }
-        if bytes.count < Int(st.st_size) { bytes += repeatElement(UInt8(ascii: " "), count: Int(st.st_size) - bytes.count) }
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == effectiveUID else { return false }
+        let region = Int(st.st_size) - tail.count
+        guard region >= head.count, region <= headLimit, region > 0 else { return false }
+        var onDisk = [UInt8](repeating: 0, count: tail.count)
+        let got = onDisk.withUnsafeMutableBytes { buf in
+            retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, off_t(region)) }
+        }
+        guard got == tail.count, onDisk == tail else { return false }
+        let bytes = head + repeatElement(UInt8(ascii: " "), count: region - head.count)
         let n = bytes.withUnsafeBytes { buf in retryingOnInterrupt { Glibc.pwrite(fd, buf.baseAddress, buf.count, 0) } }
         return n == bytes.count
     }

@@ -25,15 +25,20 @@ public enum UnixSocket {
         }
     }
 
-    /// A listening stream socket at path (an old socket file there is replaced), mode 0600.
+    /// A listening stream socket at path (an old socket file there is replaced), mode 0600,
+    /// set by chmod before it listens. Not by narrowing the umask around bind: the umask is
+    /// the whole process's, and a directory another thread made meanwhile got it too (in the
+    /// test process, other users' directories went 0700 and they could not reach them).
+    /// Until the chmod, no one can connect: the socket does not listen yet; and nothing can
+    /// swap the file in between, in a runtime directory that is the user's own, 0700
+    /// (`IceboxPaths.verify`).
     public static func listen(path: String) throws(SystemError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         unlink(path)
-        let old = umask(0o177)
         let rc = try withAddress(path) { bind(fd, $0, $1) }
-        umask(old)
         if rc < 0 { let e = SystemError("bind the control socket", path: path); close(fd); throw e }
+        if chmod(path, 0o600) < 0 { let e = SystemError("chmod 0600", path: path); close(fd); throw e }
         if Glibc.listen(fd, 128) < 0 { let e = SystemError("listen on", path: path); close(fd); throw e }
         return fd
     }

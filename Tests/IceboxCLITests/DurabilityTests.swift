@@ -136,8 +136,9 @@ struct DurabilityTests {
         orphan.waitUntilExit()
     }
 
-    /// A record that fits in a page is overwritten in place (no new block needed), so a full
-    /// disk stops only what needs a new file: a launch, or a record grown past a page.
+    /// A record whose file already ends with its launch-time part gets its head rewritten in
+    /// place (no new block needed), so a full disk stops only what needs a new file: a launch,
+    /// or a record whose file is not in that form (one an older icebox wrote, or edited by hand).
     @Test(
         "with the state directory full, launch and a suspend whose record needs a new file fail (exit 74) with nothing done, one rewritten in place succeeds, and ps tells the truth"
     )
@@ -151,13 +152,18 @@ struct DurabilityTests {
             _ = try? box.icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
             _ = try? box.run("/bin/umount", ["-l", box.stateDir])
         }
-        // steady's record is more than a page (its environment), small's is not.
+        // steady's record is more than a page (its environment), small's is not; both are
+        // rewritten in place from now on, as long as their files keep the daemon's form.
         let pad = "PAD=" + String(repeating: "x", count: 6000)
         let up = try box.icebox(["launch", "--grace", "0", "--env", pad, "steady", "--", "sleep", "1000"])
         try #require(up.status == 0, "\(up.output)")
         let steady = try #require(try box.apps()["steady"])
         let upSmall = try box.icebox(["launch", "--grace", "0", "small", "--", "sleep", "1000"])
         try #require(upSmall.status == 0, "\(upSmall.output)")
+        // steady's file as an older icebox wrote it (the plain JSON line): its next record needs a new file.
+        let steadyPath = box.stateDir + "/registry/steady.json"
+        let saved = try #require(JSONLines.decode(AppRecord.self, try String(contentsOfFile: steadyPath, encoding: .utf8)))
+        try JSONLines.encode(saved).write(toFile: steadyPath, atomically: true, encoding: .utf8)
         let small = try #require(try box.apps()["small"])
         // Fill the file system to the last block.
         let fill = try box.run("/bin/sh", ["-c", "cat /dev/zero > \(box.stateDir)/filler 2>/dev/null; df \(box.stateDir)"])

@@ -26,24 +26,41 @@ struct FileIOTests {
         #expect(try FileIO.list(dir) == ["state"])
     }
 
-    @Test func replaceInPlaceOverwritesASmallFileAndPadsWhatIsShorter() throws {
+    @Test func replaceHeadRewritesTheStartOfAFileWhoseTailIsUnchanged() throws {
         let dir = makeTemporaryDirectory("fileio")
         defer { removeTree(dir) }
         let path = dir + "/r.json"
-        #expect(!FileIO.replaceInPlace(path, Array("{}".utf8)), "no file yet: the caller creates it")
-        writeFile(path, "{\"state\":\"background\"}")
-        #expect(FileIO.replaceInPlace(path, Array("{\"state\":\"x\"}".utf8)))
-        #expect(readFile(path) == "{\"state\":\"x\"}" + String(repeating: " ", count: 9))
-        #expect(FileIO.replaceInPlace(path, Array("{\"state\":\"suspended!!!\"}".utf8)), "longer, within a page")
-        #expect(readFile(path) == "{\"state\":\"suspended!!!\"}")
-        #expect(!FileIO.replaceInPlace(path, Array(repeating: UInt8(ascii: "x"), count: 5000)), "past a page: not in place")
-        #expect(readFile(path) == "{\"state\":\"suspended!!!\"}", "and nothing changed")
+        let tail = Array(#""options":{"env":"x"}}"#.utf8)
+        func head(_ state: String) -> [UInt8] { Array(#"{"state":"\#(state)","#.utf8) }
+        #expect(!FileIO.replaceHead(path, head: head("a"), tail: tail), "no file yet: the caller creates it")
+        writeFile(path, #"{"state":"background",      "options":{"env":"x"}}"#)
+        var before = stat()
+        stat(path, &before)
+        let region = 28  // what comes before the tail: {"state":"background", and six spaces
+        #expect(FileIO.replaceHead(path, head: head("x"), tail: tail))
+        #expect(
+            readFile(path) == #"{"state":"x","# + String(repeating: " ", count: region - 13) + #""options":{"env":"x"}}"#,
+            "padded up to the tail")
+        var after = stat()
+        stat(path, &after)
+        #expect(after.st_ino == before.st_ino, "the same file, written in place")
+        #expect(FileIO.replaceHead(path, head: head("suspended1234567"), tail: tail), "longer, up to the tail")
+        #expect(readFile(path) == #"{"state":"suspended1234567","options":{"env":"x"}}"#)
+        let unchanged = readFile(path)
+        #expect(!FileIO.replaceHead(path, head: head("suspended12345678"), tail: tail), "no room before the tail")
+        #expect(!FileIO.replaceHead(path, head: head("x"), tail: Array(#""options":{"env":"y"}}"#.utf8)), "another tail")
+        #expect(readFile(path) == unchanged, "and nothing changed")
+        // A head region past the first page is not written in place: the kernel could stop
+        // such a write between its pages.
+        let big = dir + "/big.json"
+        writeFile(big, #"{"state":"a","# + String(repeating: " ", count: FileIO.headLimit) + String(decoding: tail, as: UTF8.self))
+        #expect(!FileIO.replaceHead(big, head: head("b"), tail: tail))
         // A link, or a file with a second name, is not written through.
         symlink(path, dir + "/link")
-        #expect(!FileIO.replaceInPlace(dir + "/link", Array("{}".utf8)))
+        #expect(!FileIO.replaceHead(dir + "/link", head: head("x"), tail: tail))
         link(path, dir + "/second")
-        #expect(!FileIO.replaceInPlace(path, Array("{}".utf8)))
-        #expect(readFile(path) == "{\"state\":\"suspended!!!\"}")
+        #expect(!FileIO.replaceHead(path, head: head("x"), tail: tail))
+        #expect(readFile(path) == unchanged)
     }
 
     @Test func readCounterParsesADecimalFileRelativeToAKeptDirectory() throws {
