@@ -176,8 +176,9 @@ public enum FileIO {
     /// its first page (`headLimit`) and has room for `head`. Then one pwrite at offset 0 puts
     /// `head` in, padded with spaces up to the tail, and the kernel does such a write whole or
     /// not at all when the writer is killed (it checks for a fatal signal before each page it
-    /// copies, not within one). The tail is read back and compared, so a file changed by
-    /// anyone else is never patched.
+    /// copies, not within one). Past the first page the tail is read back and compared, so a
+    /// file changed by anyone else is never patched; a file all in the first page is written
+    /// whole, the tail too, at the same length.
     ///
     /// Returns false, having changed nothing, when any of that does not hold or the write
     /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
@@ -189,14 +190,21 @@ public enum FileIO {
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == effectiveUID else { return false }
-        let region = Int(st.st_size) - tail.count
+        let size = Int(st.st_size), region = size - tail.count
         guard region >= head.count, region <= headLimit, region > 0 else { return false }
-        var onDisk = [UInt8](repeating: 0, count: tail.count)
-        let got = onDisk.withUnsafeMutableBytes { buf in
-            retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, off_t(region)) }
+        var bytes = head
+        bytes += repeatElement(UInt8(ascii: " "), count: region - head.count)
+        if size <= headLimit {
+            // The whole file is in the first page: written whole, tail and all, with no need
+            // to read what is there.
+            bytes += tail
+        } else {
+            var onDisk = [UInt8](repeating: 0, count: tail.count)
+            let got = onDisk.withUnsafeMutableBytes { buf in
+                retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, off_t(region)) }
+            }
+            guard got == tail.count, onDisk == tail else { return false }
         }
-        guard got == tail.count, onDisk == tail else { return false }
-        let bytes = head + repeatElement(UInt8(ascii: " "), count: region - head.count)
         let n = bytes.withUnsafeBytes { buf in retryingOnInterrupt { Glibc.pwrite(fd, buf.baseAddress, buf.count, 0) } }
         return n == bytes.count
     }

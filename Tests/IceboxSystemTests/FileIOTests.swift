@@ -46,20 +46,33 @@ struct FileIOTests {
         #expect(after.st_ino == before.st_ino, "the same file, written in place")
         #expect(FileIO.replaceHead(path, head: head("suspended1234567"), tail: tail), "longer, up to the tail")
         #expect(readFile(path) == #"{"state":"suspended1234567","options":{"env":"x"}}"#)
-        let unchanged = readFile(path)
         #expect(!FileIO.replaceHead(path, head: head("suspended12345678"), tail: tail), "no room before the tail")
-        #expect(!FileIO.replaceHead(path, head: head("x"), tail: Array(#""options":{"env":"y"}}"#.utf8)), "another tail")
-        #expect(readFile(path) == unchanged, "and nothing changed")
+        #expect(readFile(path) == #"{"state":"suspended1234567","options":{"env":"x"}}"#, "and nothing changed")
+        // A file all in the first page is written whole, at the same length: another tail too.
+        let other = Array(#""options":{"env":"y"}}"#.utf8)
+        #expect(FileIO.replaceHead(path, head: head("x"), tail: other))
+        #expect(readFile(path) == #"{"state":"x","# + String(repeating: " ", count: region - 13) + #""options":{"env":"y"}}"#)
+        let unchanged = readFile(path)
+        // Past the first page only the head is written, and only when the tail is there.
+        let big = dir + "/big.json"
+        let bigTail = Array((#""options":{"env":""# + String(repeating: "x", count: 5000) + #""}}"#).utf8)
+        writeFile(big, #"{"state":"a","# + String(decoding: bigTail, as: UTF8.self))
+        #expect(FileIO.replaceHead(big, head: head("b"), tail: bigTail))
+        #expect(readFile(big) == #"{"state":"b","# + String(decoding: bigTail, as: UTF8.self))
+        var changed = bigTail
+        changed[changed.count - 4] = UInt8(ascii: "y")
+        #expect(!FileIO.replaceHead(big, head: head("c"), tail: changed), "another tail")
+        #expect(readFile(big) == #"{"state":"b","# + String(decoding: bigTail, as: UTF8.self), "and nothing changed")
         // A head region past the first page is not written in place: the kernel could stop
         // such a write between its pages.
-        let big = dir + "/big.json"
-        writeFile(big, #"{"state":"a","# + String(repeating: " ", count: FileIO.headLimit) + String(decoding: tail, as: UTF8.self))
-        #expect(!FileIO.replaceHead(big, head: head("b"), tail: tail))
+        let wide = dir + "/wide.json"
+        writeFile(wide, #"{"state":"a","# + String(repeating: " ", count: FileIO.headLimit) + String(decoding: tail, as: UTF8.self))
+        #expect(!FileIO.replaceHead(wide, head: head("b"), tail: tail))
         // A link, or a file with a second name, is not written through.
         symlink(path, dir + "/link")
-        #expect(!FileIO.replaceHead(dir + "/link", head: head("x"), tail: tail))
+        #expect(!FileIO.replaceHead(dir + "/link", head: head("x"), tail: other))
         link(path, dir + "/second")
-        #expect(!FileIO.replaceHead(path, head: head("x"), tail: tail))
+        #expect(!FileIO.replaceHead(path, head: head("z"), tail: other))
         #expect(readFile(path) == unchanged)
     }
 
