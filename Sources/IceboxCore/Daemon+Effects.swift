@@ -132,7 +132,8 @@ extension Daemon {
     }
 
     /// The background notice to send, if any. `auto` sends SIGUSR1 only if the app's main
-    /// process has a handler for it (sigcatch in /proc/PID/stat), so a naive program is never killed by it.
+    /// process has a handler for it (sigcatch in /proc/PID/stat), so a naive program is
+    /// never killed by it.
     func notice(for app: LiveApp) -> LifecycleInput.Notice? {
         switch app.record.options.backgroundSignal {
         case .none: return nil

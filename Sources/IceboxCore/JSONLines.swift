@@ -15,16 +15,9 @@ public enum JSONLines {
 
     /// The hand-written form (`JSONWritable`): JSONEncoder's bytes, several times faster.
     public static func encode<T: JSONWritable>(_ value: T) -> String {
-        String(decoding: encodedBytes(value), as: UTF8.self)
-    }
-
-    /// The same bytes, without a String made of them (and checked as UTF-8) for a caller
-    /// that writes them out. `capacity`: what the writer reserves, so that a value of
-    /// about that size is written without its buffer growing.
-    public static func encodedBytes<T: JSONWritable>(_ value: T, capacity: Int = 512) -> [UInt8] {
-        var writer = JSONWriter(capacity: capacity)
+        var writer = JSONWriter()
         value.writeJSON(to: &writer)
-        return writer.bytes
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// What JSONEncoder writes for the value under these settings: the definition the

@@ -15,7 +15,8 @@ public enum WatchdogAction: String, Codable, Sendable, CaseIterable {
 
 /// `--background-signal`: the notice an app gets when it goes to the background
 /// (didEnterBackground). `auto` sends SIGUSR1 only if the app's main process handles it
-/// (sigcatch in /proc/PID/stat), so a program that does not listen is never killed by the notice.
+/// (sigcatch in /proc/PID/stat), so a program that does not listen is never killed by the
+/// notice.
 public enum NoticeSignal: Codable, Sendable, Equatable, CustomStringConvertible {
     case auto
     case none

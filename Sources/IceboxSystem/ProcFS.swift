@@ -56,7 +56,7 @@ public enum ProcFS {
     /// The sigcatch mask of /proc/PID/stat (field 34), nil when the process is gone or the
     /// field is not a decimal that fits 64 bits.
     static func caughtSignals(pid: pid_t, procRoot: String) -> UInt64? {
-        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: UnsafeBufferPointer(line), fieldThree: fieldThree) }
+        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
     }
 
     /// The same from a stat line's text (for the parser's own tests and fuzzing).
@@ -96,7 +96,7 @@ public enum ProcFS {
     /// Reads a stat line (of a process or a thread) into a small stack buffer with one open
     /// and one read, and hands `body` the bytes and where field 3 starts. nil when the
     /// process is gone or the line is not a stat line.
-    private static func withStatLine<T>(_ path: String, _ body: (UnsafeMutableBufferPointer<UInt8>, Int) -> T?) -> T? {
+    private static func withStatLine<T>(_ path: String, _ body: (UnsafeBufferPointer<UInt8>, Int) -> T?) -> T? {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
         if fd < 0 { return nil }
         defer { close(fd) }
@@ -104,8 +104,8 @@ public enum ProcFS {
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2048) { buf -> T? in
             let n = retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) }
             guard n > 0 else { return nil }
-            let line = UnsafeMutableBufferPointer(rebasing: buf[..<n])
-            guard let three = fieldThree(in: UnsafeBufferPointer(line)) else { return nil }
+            let line = UnsafeBufferPointer(rebasing: buf[..<n])
+            guard let three = fieldThree(in: line) else { return nil }
             return body(line, three)
         }
     }
