@@ -38,6 +38,8 @@ public final class AppCgroups: Sendable {
     /// The v2 cgroup.procs: what a confirmed freeze counts and how the members are found (v2
     /// lists the tasks afresh at every read from offset 0; see Cgroup1Freezer for v1).
     private let procsFile: CgroupFile?
+    /// The v2 cgroup's directory, for its link count (sub-cgroups or none).
+    private let directoryFile: CgroupFile?
     /// The app's memory counter: memory.usage_in_bytes of its v1 memory cgroup, else
     /// memory.current of its v2 one. Kept open only while the daemon has descriptors to spare
     /// (`memoryReading(keepOpen:)`).
@@ -69,6 +71,7 @@ public final class AppCgroups: Sendable {
         eventsFile = self.v2.map { CgroupFile(path: $0.eventsPath, writable: false) }
         freezeFile = self.v2.map { CgroupFile(path: $0.freezePath, writable: true) }
         procsFile = self.v2.map { CgroupFile(path: $0.procsPath, writable: false) }
+        directoryFile = self.v2.map { CgroupFile(path: $0.path, writable: false) }
         memoryFile = AppMemory.counters(v2Cgroup: v2, v1MemoryCgroup: memoryV1).first.map {
             (CgroupFile(path: $0.path, writable: false), $0.source)
         }
@@ -231,7 +234,7 @@ public final class AppCgroups: Sendable {
     /// subtree, else the v1 memory subtree. nil when the app has none of them (the caller
     /// falls back to the session).
     public func members() -> [pid_t]? {
-        if let v2 { return CgroupTree.processes(v2.path, rootProcs: procsFile) }
+        if let v2 { return CgroupTree.processes(v2.path, rootProcs: procsFile, rootDirectory: directoryFile) }
         if let freezerV1 { return freezerV1.subtreeProcs() }
         if let memoryV1 { return memoryV1.subtreeProcs() }
         return nil
@@ -262,8 +265,9 @@ public final class AppCgroups: Sendable {
     public func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
         switch backend {
         case .cgroup2:
-            if let v2, let freezeFile, let eventsFile, let procsFile {
-                return Cgroup2Freezer(cgroup: v2, freezeFile: freezeFile, eventsFile: eventsFile, procsFile: procsFile)
+            if let v2, let freezeFile, let eventsFile, let procsFile, let directoryFile {
+                return Cgroup2Freezer(
+                    cgroup: v2, freezeFile: freezeFile, eventsFile: eventsFile, procsFile: procsFile, directory: directoryFile)
             }
         case .cgroup1:
             if let freezerV1 { return freezerV1 }
@@ -346,6 +350,7 @@ public final class AppCgroups: Sendable {
         eventsFile?.close()
         freezeFile?.close()
         procsFile?.close()
+        directoryFile?.close()
         memoryFile?.file.close()
         freezerV1?.stateControl.close()
     }
@@ -356,6 +361,7 @@ public final class AppCgroups: Sendable {
         eventsFile?.release()
         freezeFile?.release()
         procsFile?.release()
+        directoryFile?.release()
         memoryFile?.file.release()
         freezerV1?.stateControl.release()
     }

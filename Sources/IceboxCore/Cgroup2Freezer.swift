@@ -15,25 +15,29 @@ public struct Cgroup2Freezer: Freezer {
     let freezeFile: CgroupFile
     let eventsFile: CgroupFile
     let procsFile: CgroupFile
+    /// The cgroup's directory, for the link count that says whether it has sub-cgroups.
+    let directory: CgroupFile
     public var kind: BackendKind { .cgroup2 }
 
     public init(cgroup: Cgroup2) {
         self.init(
             cgroup: cgroup, freezeFile: CgroupFile(path: cgroup.freezePath, writable: true),
             eventsFile: CgroupFile(path: cgroup.eventsPath, writable: false),
-            procsFile: CgroupFile(path: cgroup.procsPath, writable: false))
+            procsFile: CgroupFile(path: cgroup.procsPath, writable: false),
+            directory: CgroupFile(path: cgroup.path, writable: false))
     }
 
-    init(cgroup: Cgroup2, freezeFile: CgroupFile, eventsFile: CgroupFile, procsFile: CgroupFile) {
+    init(cgroup: Cgroup2, freezeFile: CgroupFile, eventsFile: CgroupFile, procsFile: CgroupFile, directory: CgroupFile) {
         self.cgroup = cgroup
         self.freezeFile = freezeFile
         self.eventsFile = eventsFile
         self.procsFile = procsFile
+        self.directory = directory
     }
 
     /// The processes of the cgroup and its sub-cgroups, the cgroup's own read on the kept
-    /// descriptor.
-    func subtreeProcs() -> [pid_t] { CgroupTree.processes(cgroup.path, rootProcs: procsFile) }
+    /// descriptor, and whether it has sub-cgroups told by the kept directory's link count.
+    func subtreeProcs() -> [pid_t] { CgroupTree.processes(cgroup.path, rootProcs: procsFile, rootDirectory: directory) }
 
     public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?

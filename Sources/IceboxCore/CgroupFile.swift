@@ -2,11 +2,11 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs) held
-/// open for the life of its owner and read and written at offset 0 with pread/pwrite: a
-/// freeze that re-reads the state a few hundred times costs no open/close, and the
-/// descriptor read is the one the loop polls for POLLPRI (reading it is also what re-arms
-/// the kernel's notification).
+/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs), a
+/// cgroup's directory (for its link count) or an app's /proc/PID/stat, held open for the life of its owner and read and
+/// written at offset 0 with pread/pwrite: a freeze that re-reads the state a few hundred
+/// times costs no open/close, and the descriptor read is the one the loop polls for POLLPRI
+/// (reading it is also what re-arms the kernel's notification).
 ///
 /// Opened on first use. `close()` is final: later uses open the file for each call, so a
 /// descriptor number that was closed (and maybe reused by now) is never touched. `release()`
@@ -80,6 +80,28 @@ public final class CgroupFile: Sendable {
     /// or when the file cannot be opened. It belongs to this object: never close it yourself.
     public var watchDescriptor: Int32? {
         state.withLock { s in try? Self.descriptor(&s, path, writable) }
+    }
+
+    /// The file's status from the kept descriptor (fstat; opened on first use), or from
+    /// its path (lstat) once closed; nil when neither works. For a cgroup's directory, whose
+    /// link count says whether it has sub-cgroups.
+    public func status() -> stat? {
+        state.withLock { s -> stat? in
+            var st = stat()
+            if let fd = try? Self.descriptor(&s, path, writable) {
+                return fstat(fd, &st) == 0 ? st : nil
+            }
+            return lstat(path, &st) == 0 ? st : nil
+        }
+    }
+
+    /// `body` with the kept descriptor (opened on first use), under the lock, so a close
+    /// cannot slip in; nil when the file is closed for good or cannot be opened.
+    public func withDescriptor<T>(_ body: (Int32) -> T?) -> T? {
+        state.withLock { s -> T? in
+            guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
+            return body(fd)
+        }
     }
 
     /// Closes the descriptor for good (closing also removes it from any epoll set).

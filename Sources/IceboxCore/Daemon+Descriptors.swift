@@ -42,5 +42,6 @@ extension Daemon {
         guard app.operation == nil, !app.destroying else { return }
         watchCgroupEvents(app, nil)
         app.cgroups.release()
+        app.statFile.release()
     }
 }

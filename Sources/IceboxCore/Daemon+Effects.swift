@@ -138,7 +138,9 @@ extension Daemon {
         switch app.record.options.backgroundSignal {
         case .none: return nil
         case .auto:
-            return ProcFS.catchesSignal(pid: app.pid, SIGUSR1) ? .init(signal: SIGUSR1, why: "the app handles it") : nil
+            let caught = app.statFile.withDescriptor { ProcFS.caughtSignals(statFD: $0) }
+            let handles = caught.map { ProcFS.maskHasSignal($0, SIGUSR1) } ?? ProcFS.catchesSignal(pid: app.pid, SIGUSR1)
+            return handles ? .init(signal: SIGUSR1, why: "the app handles it") : nil
         case .signal(let n): return .init(signal: n, why: "as configured")
         }
     }

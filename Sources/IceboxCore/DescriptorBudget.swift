@@ -5,15 +5,16 @@
 /// Every app holds its pidfd: that is how its exit is seen, and how it is signalled without
 /// a pid that may have been reused. While descriptors are plenty, an app also keeps its own
 /// notify socket, its cgroup.events, cgroup.freeze (or freezer.state), its v2 cgroup.procs
-/// and its memory counter open (`keptPerApp` in all): a freeze or a `ps` then opens
+/// and cgroup directory, its memory counter and its main process's /proc/PID/stat open
+/// (`keptPerApp` in all): a freeze or a `ps` then opens
 /// nothing. Plenty means every app keeping that many would still leave half the limit free
 /// for clients, probes and what an operation opens. Past that the daemon sheds: apps
 /// launched from then on share its notify socket (`NotifyChannel.shared`), and every app's
 /// cgroup files are opened for an operation and closed after it.
 struct DescriptorBudget: Equatable {
     /// pidfd, notify socket, cgroup.events, cgroup.freeze or freezer.state, cgroup.procs,
-    /// memory counter.
-    static let keptPerApp = 6
+    /// the cgroup's directory, memory counter, /proc/PID/stat.
+    static let keptPerApp = 8
     /// What the daemon holds whatever its apps: listener, epoll, signalfd, locks, event log,
     /// stand-ins, kept cgroup roots, a pressure trigger.
     static let reserve = 64

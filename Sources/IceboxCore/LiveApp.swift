@@ -14,6 +14,9 @@ final class LiveApp {
     let freezer: any Freezer
     /// Where its sd_notify datagrams arrive (chosen at launch, kept for its life).
     let notify: NotifyChannel
+    /// Its main process's /proc/PID/stat, kept open for the background notice's look at
+    /// the signals it catches (`--background-signal auto`); the descriptor stays that process.
+    let statFile: CgroupFile
     /// The control connection of `icebox run`, which gets this app's events and its exit.
     var attachedClient: Int32?
     var spawnEvent: Event?
@@ -58,6 +61,7 @@ final class LiveApp {
         self.cgroups = cgroups
         self.notify = notify
         let pid = handle.pid
+        statFile = CgroupFile(path: "/proc/\(pid)/stat", writable: false)
         freezer = cgroups.freezer(backend: lifecycle.record.backend) { ProcFS.pids(inSession: pid) }
     }
 

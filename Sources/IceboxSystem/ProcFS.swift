@@ -59,6 +59,14 @@ public enum ProcFS {
         withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
     }
 
+    /// The same from a descriptor of /proc/PID/stat kept open, read from offset 0: no open
+    /// and close per look (17 of the 37 µs the look took in a traced suspend). The kept
+    /// descriptor stays the process it was opened for: once that one has exited, reads fail
+    /// (nil) whoever has its pid by then.
+    public static func caughtSignals(statFD fd: Int32) -> UInt64? {
+        withStatLine(fd: fd) { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
+    }
+
     /// The same from a stat line's text (for the parser's own tests and fuzzing).
     public static func caughtSignals(inStatLine text: String) -> UInt64? {
         var text = text
@@ -100,9 +108,14 @@ public enum ProcFS {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
         if fd < 0 { return nil }
         defer { close(fd) }
+        return withStatLine(fd: fd, body)
+    }
+
+    /// The same from an open descriptor, read with one pread at offset 0.
+    private static func withStatLine<T>(fd: Int32, _ body: (UnsafeBufferPointer<UInt8>, Int) -> T?) -> T? {
         // 52 fields of at most 20 digits and a 16-byte name fit.
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2048) { buf -> T? in
-            let n = retryingOnInterrupt { read(fd, buf.baseAddress, buf.count) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2048) { buf -> T? in
+            let n = retryingOnInterrupt { pread(fd, buf.baseAddress, buf.count, 0) }
             guard n > 0 else { return nil }
             let line = UnsafeBufferPointer(rebasing: buf[..<n])
             guard let three = fieldThree(in: line) else { return nil }

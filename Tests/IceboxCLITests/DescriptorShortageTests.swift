@@ -34,7 +34,7 @@ struct DescriptorShortageTests {
         let box = Sandbox("fdshort")
         defer { box.close() }
         // The first command starts the daemon, which inherits its limit (soft and hard: it
-        // cannot raise it). 6 kept per app + 64 + clients < 128: about ten apps keep theirs.
+        // cannot raise it). 8 kept per app + 64 + clients < 128: about seven apps keep theirs.
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         p.arguments = ["--nofile=256:256", Sandbox.binary, "launch", "--grace", "0", "a0", "--", "sleep", "1000"]

@@ -46,4 +46,32 @@ struct CgroupTreeTests {
             #expect(!FileManager.default.fileExists(atPath: root))
         }
     }
+
+    /// A confirmed freeze counts the processes of the app's cgroup with its directory held
+    /// open (its link count by fstat): a sub-cgroup made after the directory was opened,
+    /// and the process in it, are found all the same, and gone once the sub-cgroup is.
+    @Test(.enabled(if: CgroupTestRoots.hasV2, "needs root and a cgroup2 mount"))
+    func aKeptDirectorySeesSubCgroupsMadeLater() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let root = roots.v2
+        try FileIO.makeDirectories(root)
+        let directory = CgroupFile(path: root, writable: false)
+        defer { directory.close() }
+        #expect(directory.status()?.st_nlink == 2)
+        #expect(CgroupTree.processes(root, rootDirectory: directory).isEmpty)
+        let sleeper = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: [])).handle
+        defer {
+            _ = try? sleeper.send(SIGKILL)
+            _ = try? sleeper.wait(until: Clock.monotonicNanos() + 10_000_000_000)
+        }
+        try FileIO.makeDirectories(root + "/sub")
+        try FileIO.write(root + "/sub/cgroup.procs", "\(sleeper.pid)")
+        #expect(directory.status()?.st_nlink == 3)
+        #expect(CgroupTree.processes(root, rootDirectory: directory) == [sleeper.pid])
+        try FileIO.write(root + "/cgroup.procs", "\(sleeper.pid)")
+        #expect(rmdir(root + "/sub") == 0)
+        #expect(directory.status()?.st_nlink == 2)
+        #expect(CgroupTree.processes(root, rootDirectory: directory) == [sleeper.pid])
+    }
 }

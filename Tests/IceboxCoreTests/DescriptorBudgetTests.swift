@@ -6,12 +6,13 @@ import Testing
 
 /// What the daemon keeps open per app, and what it lets go of when descriptors run short.
 struct DescriptorBudgetTests {
-    @Test func plentyWhileEveryAppKeepingSixLeavesHalfTheLimitFree() {
+    @Test func plentyWhileEveryAppKeepingEightLeavesHalfTheLimitFree() {
         let budget = DescriptorBudget(limit: 20_000)
-        // 64 reserved + 6 per app + clients < 10,000
+        // 64 reserved + 8 per app + clients < 10,000
         #expect(budget.isPlenty(apps: 1_000, clients: 0))
-        #expect(budget.isPlenty(apps: 1_655, clients: 5))
-        #expect(!budget.isPlenty(apps: 1_655, clients: 6), "6 × 1655 + 6 + 64 = 10,000 is not below half")
+        #expect(!budget.isPlenty(apps: 1_242, clients: 0), "8 × 1242 + 64 = 10,000 is not below half")
+        #expect(budget.isPlenty(apps: 1_241, clients: 7))
+        #expect(!budget.isPlenty(apps: 1_241, clients: 8), "8 × 1241 + 8 + 64 = 10,000 is not below half")
         #expect(!budget.isPlenty(apps: 10_000, clients: 0))
     }
 

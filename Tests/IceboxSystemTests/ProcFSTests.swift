@@ -212,6 +212,32 @@ struct ProcFSTests {
         #expect(!ProcFS.catchesSignal(pid: getpid(), SIGTTOU), "nothing here handles SIGTTOU")
     }
 
+    /// The daemon keeps each app's /proc/PID/stat open: a kept descriptor reads the mask as
+    /// it is now, again and again, and nothing once its process has exited, even while the
+    /// pid is unused or reused.
+    @Test func aKeptStatDescriptorReadsTheMaskNowAndNothingAfterExit() throws {
+        var handler = sigaction(), old = sigaction()
+        handler.__sigaction_handler.sa_handler = { _ in }
+        let own = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)
+        try #require(own >= 0)
+        defer { close(own) }
+        let before = try #require(ProcFS.caughtSignals(statFD: own))
+        sigaction(SIGWINCH, &handler, &old)
+        let during = try #require(ProcFS.caughtSignals(statFD: own))
+        sigaction(SIGWINCH, &old, nil)
+        #expect(!ProcFS.maskHasSignal(before, SIGWINCH) && ProcFS.maskHasSignal(during, SIGWINCH))
+        #expect(ProcFS.caughtSignals(statFD: own) == before, "read again from offset 0")
+
+        let child = try Spawner.spawn(SpawnRequest(executable: "/bin/true", arguments: ["true"], environment: [])).handle
+        let fd = open("/proc/\(child.pid)/stat", O_RDONLY | O_CLOEXEC)
+        _ = try child.wait(until: Clock.monotonicNanos() + 10_000_000_000)
+        if fd >= 0 {
+            defer { close(fd) }
+            #expect(ProcFS.caughtSignals(statFD: fd) == nil, "the process is gone: ESRCH")
+        }
+        #expect(ProcFS.caughtSignals(statFD: -1) == nil)
+    }
+
     @Test func statReadsAFakeProcRoot() {
         let root = makeTemporaryDirectory("proc")
         defer { removeTree(root) }
