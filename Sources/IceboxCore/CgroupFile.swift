@@ -3,10 +3,11 @@ import IceboxSystem
 import Synchronization
 
 /// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs), a
-/// cgroup's directory (for its link count) or an app's /proc/PID/stat, held open for the life of its owner and read and
-/// written at offset 0 with pread/pwrite: a freeze that re-reads the state a few hundred
-/// times costs no open/close, and the descriptor read is the one the loop polls for POLLPRI
-/// (reading it is also what re-arms the kernel's notification).
+/// cgroup's directory (for its link count) or an app's /proc/PID/stat, held open for the
+/// life of its owner and read and written at offset 0 with pread/pwrite: a freeze that
+/// re-reads the state a few hundred times costs no open/close, and the descriptor read is
+/// the one the loop polls for POLLPRI (reading it is also what re-arms the kernel's
+/// notification).
 ///
 /// Opened on first use. `close()` is final: later uses open the file for each call, so a
 /// descriptor number that was closed (and maybe reused by now) is never touched. `release()`

@@ -6,9 +6,9 @@
 /// a pid that may have been reused. While descriptors are plenty, an app also keeps its own
 /// notify socket, its cgroup.events, cgroup.freeze (or freezer.state), its v2 cgroup.procs
 /// and cgroup directory, its memory counter and its main process's /proc/PID/stat open
-/// (`keptPerApp` in all): a freeze or a `ps` then opens
-/// nothing. Plenty means every app keeping that many would still leave half the limit free
-/// for clients, probes and what an operation opens. Past that the daemon sheds: apps
+/// (`keptPerApp` in all): a freeze, a notice or a `ps` then opens nothing. Plenty means
+/// every app keeping that many would still leave half the limit free for clients, probes
+/// and what an operation opens. Past that the daemon sheds: apps
 /// launched from then on share its notify socket (`NotifyChannel.shared`), and every app's
 /// cgroup files are opened for an operation and closed after it.
 struct DescriptorBudget: Equatable {
