@@ -141,11 +141,9 @@ extension Daemon {
             // Through the kept descriptor, which stays the process it was opened for (a read
             // after that process has gone says nothing, whoever has its pid by then); by the
             // pid only when the file cannot be held open.
-            let kept: UInt64?? = app.statFile.withDescriptor { fd in .some(ProcFS.caughtSignals(statFD: fd)) }
             let handles =
-                if let mask = kept { mask.map { ProcFS.maskHasSignal($0, SIGUSR1) } ?? false } else {
-                    ProcFS.catchesSignal(pid: app.pid, SIGUSR1)
-                }
+                app.statFile.withDescriptor { ProcFS.catchesSignal(statFD: $0, SIGUSR1) }
+                ?? ProcFS.catchesSignal(pid: app.pid, SIGUSR1)
             return handles ? .init(signal: SIGUSR1, why: "the app handles it") : nil
         case .signal(let n): return .init(signal: n, why: "as configured")
         }

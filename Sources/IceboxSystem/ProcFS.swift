@@ -53,6 +53,12 @@ public enum ProcFS {
         caughtSignals(pid: pid, procRoot: procRoot).map { maskHasSignal($0, signal) } ?? false
     }
 
+    /// `catchesSignal` through a descriptor of /proc/PID/stat kept open (`caughtSignals(statFD:)`):
+    /// false once the process it was opened for has gone, whoever has its pid by then.
+    public static func catchesSignal(statFD fd: Int32, _ signal: Int32) -> Bool {
+        caughtSignals(statFD: fd).map { maskHasSignal($0, signal) } ?? false
+    }
+
     /// The sigcatch mask of /proc/PID/stat (field 34), nil when the process is gone or the
     /// field is not a decimal that fits 64 bits.
     static func caughtSignals(pid: pid_t, procRoot: String) -> UInt64? {

@@ -224,7 +224,9 @@ struct ProcFSTests {
         let before = try #require(ProcFS.caughtSignals(statFD: own))
         sigaction(SIGWINCH, &handler, &old)
         let during = try #require(ProcFS.caughtSignals(statFD: own))
+        #expect(ProcFS.catchesSignal(statFD: own, SIGWINCH))
         sigaction(SIGWINCH, &old, nil)
+        #expect(!ProcFS.catchesSignal(statFD: own, SIGWINCH))
         #expect(!ProcFS.maskHasSignal(before, SIGWINCH) && ProcFS.maskHasSignal(during, SIGWINCH))
         #expect(ProcFS.caughtSignals(statFD: own) == before, "read again from offset 0")
 
@@ -234,6 +236,7 @@ struct ProcFSTests {
         if fd >= 0 {
             defer { close(fd) }
             #expect(ProcFS.caughtSignals(statFD: fd) == nil, "the process is gone: ESRCH")
+            #expect(!ProcFS.catchesSignal(statFD: fd, SIGUSR1))
         }
         #expect(ProcFS.caughtSignals(statFD: -1) == nil)
     }
