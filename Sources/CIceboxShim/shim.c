@@ -125,6 +125,7 @@ struct sched_attr_v1 {
     uint32_t sched_priority;
     uint64_t sched_runtime, sched_deadline, sched_period;
 };
+_Static_assert(sizeof(struct sched_attr_v1) == sizeof(struct icebox_scheduling), "the header's copy of sched_attr");
 #define ICEBOX_SCHED_FLAG_RESET_ON_FORK 0x01
 static int original_slice_default; // the daemon had no custom slice (its slice was changed);
                                    // set once, before any spawn; read by children only
@@ -150,6 +151,32 @@ int icebox_set_latency_sensitive(uint64_t slice_ns) {
     if (sched_slice_set(slice_ns) < 0) return -1;
     original_slice_default = 1;
     return 0;
+}
+
+int icebox_preemption_off(struct icebox_scheduling *saved) {
+    if (sched_attr_get((struct sched_attr_v1 *)saved) < 0) return -1;
+    if (saved->policy != SCHED_OTHER && saved->policy != SCHED_BATCH) {
+        errno = EINVAL; // a policy chosen with chrt (real-time, deadline, idle) is left alone
+        return -1;
+    }
+    struct sched_attr_v1 attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.sched_policy = SCHED_FIFO;
+    attr.sched_priority = 1;
+    attr.sched_flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK; // never inherited, whatever happens
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
+int icebox_preemption_on(const struct icebox_scheduling *saved) {
+    struct sched_attr_v1 attr;
+    memcpy(&attr, saved, sizeof attr);
+    attr.size = sizeof attr;
+    attr.sched_flags &= ICEBOX_SCHED_FLAG_RESET_ON_FORK; // as it was; change nothing else
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0) return 0;
+    // Never left real-time: leaving it is always allowed, if not with the old attributes.
+    struct sched_param normal = {0};
+    return sched_setscheduler(0, SCHED_OTHER, &normal);
 }
 
 static void restore_scheduling(void) {

@@ -194,18 +194,32 @@ extension Daemon {
     /// `aside`: an operation the lifecycle does not wait for (why, for the log).
     func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: String? = nil) {
         app.operation?.cancel()
-        let now = Clock.monotonicNanos()
-        app.operation =
-            direction == .freeze
-            ? app.freezer.beginFreeze(now: now, deadline: deadline) : app.freezer.beginThaw(now: now, deadline: deadline)
+        let freezer = app.freezer
+        func begin() -> (FreezeOperation, FreezeProgress) {
+            let now = Clock.monotonicNanos()
+            var op =
+                direction == .freeze ? freezer.beginFreeze(now: now, deadline: deadline) : freezer.beginThaw(now: now, deadline: deadline)
+            return (op, op.step(now: Clock.monotonicNanos()))
+        }
+        // A cgroup thaw is one write the kernel completes before it returns, and one read that
+        // says so, with no preemption between (PreemptionGuard). Not a freeze: the tasks on the
+        // daemon's CPU must run to freeze. Not SIGCONT: a signal per member and a read of each.
+        let (op, progress) = direction == .thaw && freezer.kind != .signal ? thawGuard.run(begin) : begin()
+        app.operation = op
         app.operationAside = aside
-        stepOperation(app)
+        advance(app, op, progress)
     }
 
     func stepOperation(_ app: LiveApp) {
         guard var op = app.operation else { return }
         let progress = op.step(now: Clock.monotonicNanos())
         app.operation = op
+        advance(app, op, progress)
+    }
+
+    /// What a step of an operation leads to: a wait for the kernel, or its outcome fed to the
+    /// app's lifecycle.
+    func advance(_ app: LiveApp, _ op: FreezeOperation, _ progress: FreezeProgress) {
         switch progress {
         case .waiting(let at, let watch):
             app.operationAt = at

@@ -101,6 +101,8 @@ public final class Daemon {
     var dirtyRecords = Set<String>()
     /// Records written once this turn's replies are out (a confirmed freeze's: Daemon+Effects).
     var recordsAfterReplies = Set<String>()
+    /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back.
+    var thawGuard = PreemptionGuard()
     var originalDescriptorLimit: UInt64 = 0
     /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`), and
     /// what that leaves to keep per app.

@@ -149,6 +149,13 @@ struct HostLayoutTests {
         #expect(resumed.status == 0, "\(resumed.output)")
         #expect(resumed.stdout.contains("thawed in"), "\(resumed.stdout)")
         #expect(running(), "the kernel does not report web running")
+        // The thaw ran at SCHED_FIFO (PreemptionGuard) only until it was read back: the daemon
+        // is back on its own policy and slice.
+        if let daemon = world.box.daemonPID {
+            let after = Kernel.scheduling(String(daemon))
+            #expect(after.policy == ours.policy, "daemon after a thaw: \(after); test: \(ours)")
+            if Kernel.customSlices && ours.slice != nil { #expect(after.slice == "1000000", "\(after)") }
+        }
 
         #expect(try world.icebox(["suspend", "web"]).status == 0)
         let evicted = try world.icebox(["evict", "web"])

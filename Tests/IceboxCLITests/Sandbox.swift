@@ -240,7 +240,11 @@ enum Kernel {
     /// its timer slack and its EEVDF slice (nil where /proc/PID/sched is not built in).
     struct Scheduling: Equatable, CustomStringConvertible {
         var cpus: String?, timerSlack: String?, slice: String?
-        var description: String { "CPUs \(cpus ?? "?"), timer slack \(timerSlack ?? "?") ns, slice \(slice ?? "?") ns" }
+        /// The policy's number (0 SCHED_OTHER, 1 SCHED_FIFO, 3 SCHED_BATCH, 5 SCHED_IDLE).
+        var policy: String?
+        var description: String {
+            "CPUs \(cpus ?? "?"), timer slack \(timerSlack ?? "?") ns, slice \(slice ?? "?") ns, policy \(policy ?? "?")"
+        }
     }
 
     /// Whether the kernel takes a custom EEVDF slice for SCHED_OTHER (sched_runtime, Linux
@@ -256,10 +260,13 @@ enum Kernel {
     static func scheduling(_ pid: String) -> Scheduling {
         func read(_ file: String) -> String { (try? String(contentsOfFile: "/proc/\(pid)/\(file)", encoding: .utf8)) ?? "" }
         // /proc/PID/sched pads its keys ("se.slice      :   1400000"), which statusField does not take.
-        let slice = read("sched").split(separator: "\n").first { $0.hasPrefix("se.slice ") }
-            .map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) }
+        let sched = read("sched").split(separator: "\n")
+        func field(_ key: String) -> String? {
+            sched.first { $0.hasPrefix(key + " ") }.map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) }
+        }
         let slack = read("timerslack_ns").trimmingCharacters(in: .whitespacesAndNewlines)
         return Scheduling(
-            cpus: ProcFS.statusField("Cpus_allowed_list", in: read("status")), timerSlack: slack.isEmpty ? nil : slack, slice: slice)
+            cpus: ProcFS.statusField("Cpus_allowed_list", in: read("status")), timerSlack: slack.isEmpty ? nil : slack,
+            slice: field("se.slice"), policy: field("policy"))
     }
 }

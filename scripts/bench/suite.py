@@ -464,8 +464,8 @@ def part_freeze(ctx):
         busy_args = ["-I"]
     busy_args += ["-y", "50"]
     rows = []
-    for mode in ("idle", "busy"):
-        for kind, n in WORKLOADS:
+    for mode in ctx.modes:
+        for kind, n in ctx.workloads:
             need = n + 50
             room, limit = task_headroom()
             if room < need:
@@ -1788,6 +1788,10 @@ def main():
     ap.add_argument("--only", default=",".join(PARTS), help="comma-separated parts: " + ",".join(PARTS))
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the round counts (e.g. 0.3 for a quick try)")
     ap.add_argument("--interval-us", type=int, default=20, help="bare's re-read interval (µs)")
+    ap.add_argument("--workloads", help="freeze part only: KIND:N,... of " + ",".join(f"{k}:{n}" for k, n in WORKLOADS)
+                    + " (default all), for a quick look at some rows")
+    ap.add_argument("--modes", default="idle,busy", help="freeze part only: idle, busy or both (default)")
+    ap.add_argument("--backends", help="freeze part only: comma-separated backends (default every one the host has)")
     ap.add_argument("--report-only", action="store_true",
                     help="measure nothing: redraw the plots and rewrite RESULTS.md from --out's results.json")
     args = ap.parse_args()
@@ -1823,6 +1827,15 @@ def main():
     check_stop_flag(ctx.icebox)
     ctx.sessions, ctx.cleanups = [], []
     ctx.backends = ["cgroup2", "cgroup1", "signal"] if FREEZER else ["cgroup2", "signal"]
+    if args.backends:
+        ctx.backends = [b for b in ctx.backends if b in args.backends.split(",")]
+    ctx.workloads = WORKLOADS
+    if args.workloads:
+        wanted = args.workloads.split(",")
+        ctx.workloads = [(k, n) for k, n in WORKLOADS if f"{k}:{n}" in wanted]
+        if len(ctx.workloads) != len(wanted):
+            sys.exit(f"suite.py: --workloads {args.workloads}: each must be one of " + ",".join(f"{k}:{n}" for k, n in WORKLOADS))
+    ctx.modes = [m for m in args.modes.split(",") if m in ("idle", "busy")]
     version = subprocess.run([ctx.icebox, "--version"], capture_output=True, text=True).stdout.strip()
     cpu_model = next((l.split(":", 1)[1].strip() for l in read("/proc/cpuinfo").splitlines() if l.startswith("model name")), "?")
     results = {"meta": {

@@ -105,6 +105,22 @@ int icebox_set_child_subreaper(void);
  * wake-ups preempt a task with the default slice. Every child spawned afterwards puts the
  * default back before its execve. 0, or -1 with errno (a policy without a slice: left alone). */
 int icebox_set_latency_sensitive(uint64_t slice_ns);
+/* A thread's scheduling attributes (the kernel's struct sched_attr, SCHED_ATTR_SIZE_VER0). */
+struct icebox_scheduling {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+};
+/* For the daemon, around a thaw's write and its first read: the calling thread at SCHED_FIFO 1
+ * (reset on fork), so no task the write wakes preempts it in between; what it ran before goes
+ * in *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO; EINVAL when
+ * the thread runs a policy other than SCHED_OTHER or SCHED_BATCH, left alone).
+ * icebox_preemption_on puts back the policy, nice and slice in *saved (or, should the kernel
+ * refuse them, plain SCHED_OTHER): only after an _off that returned 0. */
+int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
+int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
 /* renameat2(RENAME_EXCHANGE) in the current directory's terms: swaps two paths atomically. */
 int icebox_rename_exchange(const char *a, const char *b);
 struct epoll_event;
