@@ -5,11 +5,13 @@ import IceboxSystem
 /// takes: `{{.Name}}\t{{.State}}`. `\t`, `\n` and `\\` in the text are a tab, a newline and a
 /// backslash; `{{json .}}` is the whole record as JSON; a leading `table ` prints a header row
 /// (the field names in capitals, LAST_FREEZE for .LastFreeze) and aligns the tab-separated
-/// columns (`table` alone is the usual table). Unknown fields are refused before anything runs.
-struct FormatTemplate: Equatable {
+/// columns (`table` alone is the usual table). Unknown fields are refused before anything runs;
+/// a known one is its `Field` from then on, so rendering a thousand lines switches on an enum,
+/// not on the field's name.
+struct FormatTemplate<Field: TemplateField>: Equatable {
     enum Piece: Equatable {
         case text(String)
-        case field(String)
+        case field(Field)
         case json
     }
 
@@ -18,7 +20,8 @@ struct FormatTemplate: Equatable {
     /// Whether `{{json .}}` appears: rendering then needs the whole record.
     var usesJSON: Bool { pieces.contains(.json) }
 
-    static func parse(_ source: String, fields: [String]) throws(IceboxError) -> FormatTemplate {
+    static func parse(_ source: String) throws(IceboxError) -> FormatTemplate {
+        let fields = Field.allCases.map(\.rawValue)
         var text = Substring(source)
         var table = false
         if text == "table" || text.hasPrefix("table ") {
@@ -37,8 +40,8 @@ struct FormatTemplate: Equatable {
                 if !literal.isEmpty { pieces.append(.text(literal)); literal = "" }
                 if action == "json ." {
                     pieces.append(.json)
-                } else if action.hasPrefix("."), fields.contains(String(action.dropFirst())) {
-                    pieces.append(.field(String(action.dropFirst())))
+                } else if action.hasPrefix("."), let field = Field(rawValue: String(action.dropFirst())) {
+                    pieces.append(.field(field))
                 } else {
                     let typed = action.hasPrefix(".") ? String(action.dropFirst()) : action
                     let near = Suggestions.closest(to: typed, among: fields)
@@ -59,7 +62,7 @@ struct FormatTemplate: Equatable {
         return FormatTemplate(pieces: pieces, table: table)
     }
 
-    func render(_ value: (String) -> String, json: () -> String) -> String {
+    func render(_ value: (Field) -> String, json: () -> String) -> String {
         var out = ""
         for piece in pieces {
             switch piece {
@@ -72,7 +75,7 @@ struct FormatTemplate: Equatable {
     }
 
     /// The header row of a `table` template: each field's name in capitals.
-    var header: String { render({ Self.headerName($0) }, json: { "JSON" }) }
+    var header: String { render({ Self.headerName($0.rawValue) }, json: { "JSON" }) }
 
     /// LastFreeze → LAST_FREEZE, PID → PID, MemoryBytes → MEMORY_BYTES.
     static func headerName(_ field: String) -> String {
@@ -86,3 +89,6 @@ struct FormatTemplate: Equatable {
         return out
     }
 }
+
+/// What a template's `{{.Field}}` may name: an enum whose raw values are the field names.
+protocol TemplateField: RawRepresentable, CaseIterable, Equatable where RawValue == String {}

@@ -26,14 +26,11 @@ enum PsCommand: IceboxCommand {
             """)
 
     /// The fields of `--format`, in the order the man page lists them.
-    static let fields = [
-        "Name", "PID", "State", "Since", "Backend", "Memory", "MemoryBytes", "LastFreeze", "LastThaw", "Status", "Command",
-        "Priority", "ExitStatus", "Cgroup", "User",
-    ]
+    static let fields = PsField.allCases.map(\.rawValue)
     /// What `ps` prints without --format (and with --format table).
     static let defaultTable =
         "table "
-        + ["Name", "PID", "State", "Since", "Backend", "Memory", "LastFreeze", "LastThaw", "Status"].map { "{{.\($0)}}" }
+        + ([.name, .pid, .state, .since, .backend, .memory, .lastFreeze, .lastThaw, .status] as [PsField]).map { "{{.\($0.rawValue)}}" }
         .joined(separator: "\\t")
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
@@ -42,7 +39,7 @@ enum PsCommand: IceboxCommand {
             throw ArgumentParser.usage("--\(modes[0]) and --\(modes[1]) cannot be combined: give one output form", spec)
         }
         let source = args.value("format") ?? "table"
-        let template = try FormatTemplate.parse(source == "table" ? defaultTable : source, fields: fields)
+        let template = try FormatTemplate<PsField>.parse(source == "table" ? defaultTable : source)
         let patterns = args.positionals
         // ps starts a daemon only when the registry says apps were left running (after a
         // daemon crash or --stop): that daemon re-adopts them, so ps shows their true state.
@@ -95,7 +92,7 @@ enum PsCommand: IceboxCommand {
         }
         let now = Clock.monotonicNanos(), wall = Clock.wallNanos()
         let lines = summaries.indices.map { i in
-            template.render({ field(summaries[i], $0, now: now, wall: wall) }, json: { JSONLines.encode(records[i]) })
+            template.render({ $0.text(of: summaries[i], now: now, wall: wall) }, json: { JSONLines.encode(records[i]) })
         }
         if !template.table {
             for line in lines { Output.out(line) }
@@ -109,7 +106,7 @@ enum PsCommand: IceboxCommand {
         }
         let headerCells = rows[0]
         let stateColumn = headerCells.firstIndex(of: "STATE")
-        let styled = Output.table(
+        let table = Output.tableText(
             rows,
             style: { row, column in
                 guard row > 0, column == stateColumn else { return nil }
@@ -117,37 +114,7 @@ enum PsCommand: IceboxCommand {
                 return Style.of(r.state, exitStatus: r.exitStatus)
             }, color: Output.colorOut)
         // One write for the whole table (1000 apps: one system call, not 1001), still whole lines.
-        Output.out(styled.joined(separator: "\n"))
+        Output.out(table)
         return status
-    }
-
-    /// One field of a record as text; "–" where there is no value.
-    static func field(_ r: AppSummary, _ name: String, now: UInt64, wall: Int64) -> String {
-        switch name {
-        case "Name": return r.name
-        case "PID": return String(r.pid)
-        case "State": return r.state.rawValue
-        case "Since": return since(r, now: now, wall: wall)
-        case "Backend": return r.backend.rawValue
-        case "Memory": return r.memoryBytes.map(SizeText.format) ?? "–"
-        case "MemoryBytes": return r.memoryBytes.map { String($0) } ?? "–"
-        case "LastFreeze": return r.lastFreezeNanos.map(DurationText.format) ?? "–"
-        case "LastThaw": return r.lastThawNanos.map(DurationText.format) ?? "–"
-        case "Status": return (r.state.isEnded ? r.ending : r.statusText) ?? ""
-        case "Command": return r.command.joined(separator: " ")
-        case "Priority": return r.priority.rawValue
-        case "ExitStatus": return r.exitStatus.map { String($0) } ?? "–"
-        case "Cgroup": return r.cgroup ?? "–"
-        case "User": return r.runsAs?.short ?? "–"
-        default: return ""
-        }
-    }
-
-    /// How long the app has been in its state, as an age: from the daemon's monotonic clock
-    /// for a live app, from the recorded wall time for an ended one (which may predate a reboot).
-    static func since(_ r: AppSummary, now: UInt64, wall: Int64) -> String {
-        if !r.state.isEnded { return TimeText.age(now > r.sinceMonotonicNanos ? now - r.sinceMonotonicNanos : 0) }
-        guard let then = TimeText.parseTimestamp(r.sinceWall, offset: TimeText.localOffset) else { return "–" }
-        return TimeText.age(UInt64(max(0, wall - then)))
     }
 }

@@ -137,42 +137,42 @@ private func expectParseError(
 
 @Suite("ps --format templates")
 struct FormatTemplateTests {
-    let fields = PsCommand.fields
+    typealias Template = FormatTemplate<PsField>
 
     @Test func fieldsAndEscapes() throws {
-        let t = try FormatTemplate.parse("{{.Name}}\\t{{ .State }}\\n", fields: fields)
+        let t = try Template.parse("{{.Name}}\\t{{ .State }}\\n")
         #expect(!t.table)
-        #expect(t.pieces == [.field("Name"), .text("\t"), .field("State"), .text("\n")])
-        #expect(t.render({ $0 == "Name" ? "web" : "active" }, json: { "" }) == "web\tactive\n")
+        #expect(t.pieces == [.field(.name), .text("\t"), .field(.state), .text("\n")])
+        #expect(t.render({ $0 == .name ? "web" : "active" }, json: { "" }) == "web\tactive\n")
     }
 
     @Test func literalTextAndJSON() throws {
-        let t = try FormatTemplate.parse("app={{.Name}} {{json .}} \\\\", fields: fields)
+        let t = try Template.parse("app={{.Name}} {{json .}} \\\\")
         #expect(t.render({ _ in "web" }, json: { "{}" }) == "app=web {} \\")
     }
 
     @Test func tableHeader() throws {
-        let t = try FormatTemplate.parse("table {{.Name}}\\t{{.LastFreeze}}\\t{{.PID}}\\t{{.MemoryBytes}}", fields: fields)
+        let t = try Template.parse("table {{.Name}}\\t{{.LastFreeze}}\\t{{.PID}}\\t{{.MemoryBytes}}")
         #expect(t.table)
         #expect(t.header == "NAME\tLAST_FREEZE\tPID\tMEMORY_BYTES")
     }
 
     @Test func theDefaultTableHasSingleTokenHeaders() throws {
-        let header = try FormatTemplate.parse(PsCommand.defaultTable, fields: fields).header
+        let header = try Template.parse(PsCommand.defaultTable).header
         #expect(header == "NAME\tPID\tSTATE\tSINCE\tBACKEND\tMEMORY\tLAST_FREEZE\tLAST_THAW\tSTATUS")
     }
 
     @Test func unknownFieldsAreRefusedWithASuggestion() {
         do {
-            _ = try FormatTemplate.parse("{{.Nmae}}", fields: fields)
+            _ = try Template.parse("{{.Nmae}}")
             Issue.record("accepted an unknown field")
         } catch {
             #expect(error.code == .usage)
             #expect(error.message.contains("did you mean '{{.Name}}'"), "\(error.message)")
             #expect(error.hint?.contains(".LastThaw") == true)
         }
-        #expect(throws: IceboxError.self) { try FormatTemplate.parse("{{.Name", fields: fields) }
-        #expect(throws: IceboxError.self) { try FormatTemplate.parse("{{Name}}", fields: fields) }
+        #expect(throws: IceboxError.self) { try Template.parse("{{.Name") }
+        #expect(throws: IceboxError.self) { try Template.parse("{{Name}}") }
     }
 
     @Test func everyFieldRenders() throws {
@@ -182,11 +182,11 @@ struct FormatTemplateTests {
             backend: .cgroup2)
         record.lastFreezeNanos = 212_000
         record.memoryBytes = 2048
-        for f in fields { #expect(PsCommand.field(record.summary, f, now: 1, wall: 0) != "" || f == "Status", "\(f)") }
-        #expect(PsCommand.field(record.summary, "Command", now: 1, wall: 0) == "sleep 9")
-        #expect(PsCommand.field(record.summary, "LastFreeze", now: 1, wall: 0) == "212 µs")
-        #expect(PsCommand.field(record.summary, "LastThaw", now: 1, wall: 0) == "–")
-        #expect(PsCommand.field(record.summary, "MemoryBytes", now: 1, wall: 0) == "2048")
+        for f in PsField.allCases { #expect(f.text(of: record.summary, now: 1, wall: 0) != "" || f == .status, "\(f)") }
+        #expect(PsField.command.text(of: record.summary, now: 1, wall: 0) == "sleep 9")
+        #expect(PsField.lastFreeze.text(of: record.summary, now: 1, wall: 0) == "212 µs")
+        #expect(PsField.lastThaw.text(of: record.summary, now: 1, wall: 0) == "–")
+        #expect(PsField.memoryBytes.text(of: record.summary, now: 1, wall: 0) == "2048")
     }
 }
 
