@@ -132,4 +132,19 @@ struct JSONReaderTests {
         #expect(JSONReader.read(line) { ControlReply(json: &$0) } == nil)
         #expect((try? JSONLines.decodeWithFoundation(ControlReply.self, line)).map(JSONLines.encode) != #"{"code":1,"kind":"done"}"#)
     }
+
+    /// Keys are compared as bytes on the fast path, so a key spelled with an escape is left
+    /// to JSONDecoder: `"n\u0061me"` is `"name"`, twice over when both are there.
+    @Test func keysWithEscapesAreJSONDecodersToRead() {
+        let plain = #"{"kind":"done","code":3}"#
+        let escaped = #"{"kind":"done","c\u006fde":3}"#
+        let twice = #"{"kind":"done","code":3,"c\u006fde":4}"#
+        #expect(JSONReader.read(plain) { ControlReply(json: &$0) }?.code == 3)
+        #expect(JSONReader.read(escaped) { ControlReply(json: &$0) } == nil, "the fast path gives up on an escaped key")
+        #expect(JSONLines.decode(ControlReply.self, escaped)?.code == 3, "and JSONDecoder reads it")
+        #expect(JSONReader.read(twice) { ControlReply(json: &$0) } == nil)
+        expectSameReading(ControlReply.self, twice, "a key twice, once escaped")
+        expectSameReading(ControlReply.self, #"{"kind":"done","code":3,"code":4}"#, "a key twice")
+        #expect(JSONReader.read(#"{"kind":"done","code":3,"code":4}"#) { ControlReply(json: &$0) } == nil)
+    }
 }
