@@ -202,8 +202,9 @@ extension Daemon {
             return (op, op.step(now: Clock.monotonicNanos()))
         }
         // A cgroup thaw is one write the kernel completes before it returns, and one read that
-        // says so, with no preemption between (PreemptionGuard). Not a freeze: the tasks on the
-        // daemon's CPU must run to freeze. Not SIGCONT: a signal per member and a read of each.
+        // says so (and a count for the report), with no preemption between (PreemptionGuard).
+        // Not a freeze: the tasks on the daemon's CPU must run to freeze. Not SIGCONT: a
+        // signal per member and a read of each.
         let (op, progress) = direction == .thaw && freezer.kind != .signal ? thawGuard.run(begin) : begin()
         app.operation = op
         app.operationAside = aside
