@@ -26,7 +26,7 @@ public enum DaemonCapabilities {
         Kept(
             name: "cap_sys_ptrace",
             why: "/proc/PID/smaps_rollup and process_madvise on apps of another user or with more capabilities than the daemon"),
-        Kept(name: "cap_sys_nice", why: "process_madvise (compaction) on another process"),
+        Kept(name: "cap_sys_nice", why: "process_madvise (compaction) on another process, and SCHED_FIFO for a thaw's write and read-back"),
         Kept(name: "cap_sys_resource", why: "PSI triggers with windows that are not multiples of 2 s"),
     ]
 
