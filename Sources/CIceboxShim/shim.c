@@ -118,31 +118,33 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
 // The daemon's scheduling setting (icebox_set_latency_sensitive) is its own: fork and exec
 // keep a custom slice, so the child puts back the default the daemon had before, and the
 // app starts with what it would have had from its spawner.
-struct sched_attr_v1 {
-    uint32_t size, sched_policy;
-    uint64_t sched_flags;
-    int32_t sched_nice;
-    uint32_t sched_priority;
-    uint64_t sched_runtime, sched_deadline, sched_period;
-};
-_Static_assert(sizeof(struct sched_attr_v1) == sizeof(struct icebox_scheduling), "the header's copy of sched_attr");
 #define ICEBOX_SCHED_FLAG_RESET_ON_FORK 0x01
 static int original_slice_default; // the daemon had no custom slice (its slice was changed);
                                    // set once, before any spawn; read by children only
 
-static int sched_attr_get(struct sched_attr_v1 *attr) {
+static int sched_attr_get(struct icebox_scheduling *attr) {
     memset(attr, 0, sizeof *attr);
     return (int)syscall(SYS_sched_getattr, 0, attr, sizeof *attr, 0);
 }
 
-// Only SCHED_OTHER and SCHED_BATCH have a slice to set: anything a user chose with chrt
-// (real-time, deadline, idle) is left alone.
+// The thread's attributes when its policy is SCHED_OTHER or SCHED_BATCH, the ones with a
+// slice and the only ones icebox changes: anything a user chose with chrt (real-time,
+// deadline, idle) is left alone (-1, EINVAL).
+static int sched_attr_get_fair(struct icebox_scheduling *attr) {
+    if (sched_attr_get(attr) < 0) return -1;
+    if (attr->policy != SCHED_OTHER && attr->policy != SCHED_BATCH) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
 static int sched_slice_set(uint64_t slice_ns) {
-    struct sched_attr_v1 attr;
-    if (sched_attr_get(&attr) < 0 || (attr.sched_policy != SCHED_OTHER && attr.sched_policy != SCHED_BATCH)) return -1;
+    struct icebox_scheduling attr;
+    if (sched_attr_get_fair(&attr) < 0) return -1;
     attr.size = sizeof attr;
-    attr.sched_flags &= ICEBOX_SCHED_FLAG_RESET_ON_FORK; // the same nice and policy: no privilege needed
-    attr.sched_runtime = slice_ns;                     // 0: the kernel's default slice
+    attr.flags &= ICEBOX_SCHED_FLAG_RESET_ON_FORK; // the same nice and policy: no privilege needed
+    attr.runtime = slice_ns;                       // 0: the kernel's default slice
     return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
@@ -154,25 +156,20 @@ int icebox_set_latency_sensitive(uint64_t slice_ns) {
 }
 
 int icebox_preemption_off(struct icebox_scheduling *saved) {
-    if (sched_attr_get((struct sched_attr_v1 *)saved) < 0) return -1;
-    if (saved->policy != SCHED_OTHER && saved->policy != SCHED_BATCH) {
-        errno = EINVAL; // a policy chosen with chrt (real-time, deadline, idle) is left alone
-        return -1;
-    }
-    struct sched_attr_v1 attr;
+    if (sched_attr_get_fair(saved) < 0) return -1;
+    struct icebox_scheduling attr;
     memset(&attr, 0, sizeof attr);
     attr.size = sizeof attr;
-    attr.sched_policy = SCHED_FIFO;
-    attr.sched_priority = 1;
-    attr.sched_flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK; // never inherited, whatever happens
+    attr.policy = SCHED_FIFO;
+    attr.priority = 1;
+    attr.flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK; // never inherited, whatever happens
     return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 int icebox_preemption_on(const struct icebox_scheduling *saved) {
-    struct sched_attr_v1 attr;
-    memcpy(&attr, saved, sizeof attr);
+    struct icebox_scheduling attr = *saved;
     attr.size = sizeof attr;
-    attr.sched_flags &= ICEBOX_SCHED_FLAG_RESET_ON_FORK; // as it was; change nothing else
+    attr.flags &= ICEBOX_SCHED_FLAG_RESET_ON_FORK; // as it was; change nothing else
     if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0) return 0;
     // Never left real-time: leaving it is always allowed, if not with the old attributes.
     struct sched_param normal = {0};

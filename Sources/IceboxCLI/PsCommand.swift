@@ -25,8 +25,6 @@ enum PsCommand: IceboxCommand {
             .ExitStatus .Cgroup .User, and {{json .}}; '\\t' is a tab.
             """)
 
-    /// The fields of `--format`, in the order the man page lists them.
-    static let fields = PsField.allCases.map(\.rawValue)
     /// What `ps` prints without --format (and with --format table).
     static let defaultTable =
         "table "
