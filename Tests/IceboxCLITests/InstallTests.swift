@@ -40,7 +40,9 @@ struct InstallTests {
         for f in files { #expect(FileManager.default.fileExists(atPath: prefix + "/" + f), "\(f) is missing") }
         #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/icebox"))
         // Copied with one write (scripts/lib/setup.sh, icebox_write_whole): every byte, no temporary left beside it.
-        #expect(FileManager.default.contentsEqual(atPath: prefix + "/bin/icebox", andPath: Sandbox.binary), "bin/icebox differs from \(Sandbox.binary)")
+        #expect(
+            FileManager.default.contentsEqual(atPath: prefix + "/bin/icebox", andPath: Sandbox.binary),
+            "bin/icebox differs from \(Sandbox.binary)")
         #expect(!FileManager.default.fileExists(atPath: prefix + "/bin/icebox.new"))
         let manifest = try String(contentsOfFile: prefix + "/share/icebox/install-manifest", encoding: .utf8)
         #expect(
