@@ -72,11 +72,11 @@ icebox_build_release() {
         # Each segment starts on a 2 MiB boundary, in the file as in memory, so the kernel
         # can map 2 MiB of the program's code or read-only data with one page-table entry
         # when the page cache holds that stretch of the file in one 2 MiB folio (as it does
-        # after icebox_write_whole wrote the file). `icebox --version` then took 46 page
-        # faults and 0.66 ms against 72 and 0.86 ms (the hot functions sit in the first
-        # 2 MiB of code), a suspend 1.32 against 1.63 ms. From a page cache that readahead
-        # filled (after a reboot) both layouts start alike, 0.98 ms. The file grows by the
-        # padding, about 5 MiB.
+        # after icebox_write_whole wrote the file). Both layouts written that way:
+        # `icebox --version` took 46 page faults and 0.66 ms against 75 and 0.73 ms (the hot
+        # functions sit in the first 2 MiB of code), a suspend 1.45 against 1.54 ms. From a
+        # page cache that readahead filled (after a reboot) both start alike, 0.98 ms. The
+        # file grows by the padding, about 5 MiB.
         flags+=(-Xlinker -z -Xlinker max-page-size=0x200000 -Xlinker -z -Xlinker separate-loadable-segments)
     fi
     # SwiftPM does not rebuild what is up to date when only these flags (or the order) change:
@@ -117,9 +117,9 @@ icebox_build_release() {
 # than the file). The page cache then holds the new file in the largest folios the
 # filesystem makes (2 MiB on ext4 here), and every process that maps a 2 MiB-aligned stretch
 # of it gets one page-table entry for it instead of 512: fewer page faults at each start and
-# fewer TLB misses after. The file as the linker left it (written through mmap), or a copy
-# made by cp or install (in 64 KiB pieces), starts `icebox --version` in 0.86 and 0.76 ms
-# against 0.66 ms (benchmarks/RESULTS.md, start-up).
+# fewer TLB misses after. The file as the linker left it (written through mmap, a page at a
+# time) started `icebox --version` in 0.96 ms, a copy made by cp or install (in 64 KiB
+# pieces) in 0.76-0.80 ms, one written this way in 0.66 ms (benchmarks/RESULTS.md, session 23).
 icebox_write_whole() {
     local size
     size=$(stat -c %s "$1") || return 1
