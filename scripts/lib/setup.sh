@@ -108,13 +108,13 @@ icebox_build_release() {
     # output. The marker keeps the copy to one per link.
     local marker="$ICEBOX_ROOT/.build/release/.icebox-installed"
     if [ ! -e "$marker" ] || [ "$ICEBOX_BIN" -nt "$marker" ]; then
-        icebox_write_whole "$ICEBOX_BIN" "$ICEBOX_BIN.copy" && chmod --reference="$ICEBOX_BIN" "$ICEBOX_BIN.copy" &&
-            touch -r "$ICEBOX_BIN" "$ICEBOX_BIN.copy" && mv -f "$ICEBOX_BIN.copy" "$ICEBOX_BIN" && touch "$marker"
+        icebox_write_whole "$ICEBOX_BIN" "$ICEBOX_BIN.copy" && touch -r "$ICEBOX_BIN" "$ICEBOX_BIN.copy" &&
+            mv -f "$ICEBOX_BIN.copy" "$ICEBOX_BIN" && touch "$marker"
     fi
 }
 
-# Copies the file SRC to DST with a single write() of all of it (dd with one block larger
-# than the file). The page cache then holds the new file in the largest folios the
+# Copies the file SRC to DST, with SRC's mode, in a single write() of all of it (dd with one
+# block larger than the file). The page cache then holds the new file in the largest folios the
 # filesystem makes (2 MiB on ext4 here), and every process that maps a 2 MiB-aligned stretch
 # of it gets one page-table entry for it instead of 512: fewer page faults at each start and
 # fewer TLB misses after. The file as the linker left it (written through mmap, a page at a
@@ -123,5 +123,5 @@ icebox_build_release() {
 icebox_write_whole() {
     local size
     size=$(stat -c %s "$1") || return 1
-    dd if="$1" of="$2" bs=$((size + 4096)) count=1 iflag=fullblock status=none
+    dd if="$1" of="$2" bs=$((size + 4096)) count=1 iflag=fullblock status=none && chmod --reference="$1" "$2"
 }
