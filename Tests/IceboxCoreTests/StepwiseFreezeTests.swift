@@ -163,6 +163,11 @@ struct StepwiseFreezeTests {
                 "\(backend.rawValue), attempt \(attempt): \(outcome) after \(DurationText.format(elapsed)), \(stepper.steps) steps, "
                     + "longest \(DurationText.format(stepper.longestStepNanos))")
             if case .confirmed = outcome { continue }
+            // A step or the start held up for hundreds of ms (seen twice in runs of the whole
+            // suite, signal backend, never alone: other tests' cgroup work running beside this
+            // one) leaves no time for the loop to wait in: try again; a step that blocks on the
+            // app every time still fails the expectations below.
+            if stepper.waits <= 5 || stepper.longestStepNanos >= Self.stepBudget(deadline: timeout) { continue }
             break
         } while attempt < 4
         guard case .failed(.timeout(let timedOut)) = outcome else {
