@@ -60,10 +60,12 @@ icebox_build_release() {
     # of its ~2.3 ms (benchmarks/RESULTS.md, start-up).
     local flags=(-c release --static-swift-stdlib -Xswiftc -static-executable
         -Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors)
-    # The functions a one-shot command runs, laid out together (scripts/link-order made the
-    # list): each function in a section of its own, and lld (the toolchain's) ordering them.
-    # `icebox --version` took 95 page faults, 70 so; `icebox suspend` 1.62x the C one-shot,
-    # 1.53x so (benchmarks/RESULTS.md). Without lld in the toolchain, the default linker.
+    # The functions a one-shot command runs, and then the data it touches, laid out together
+    # (scripts/link-order made the list): each function in a section of its own, and lld (the
+    # toolchain's) ordering them and the data sections of the libraries that have one per
+    # variable. `icebox --version` took 95 page faults, 70 so; `icebox suspend` 1.62x the C
+    # one-shot, 1.53x so; with the data gathered too, 75 faults against 56 and 1.50 against
+    # 1.41 ms (benchmarks/RESULTS.md). Without lld in the toolchain, the default linker.
     local order="$ICEBOX_ROOT/scripts/lib/link-order.txt" lld
     lld=$(dirname "$(readlink -f "$(command -v swiftc)")")/ld.lld
     if [ -x "$lld" ] && [ -f "$order" ]; then
