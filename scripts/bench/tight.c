@@ -20,6 +20,11 @@
  *          control SOCKET in turn and times each from connect to the "done" reply: the
  *          daemon's part of a command, with no client start-up. Prints "SOCKET suspend_us
  *          resume_us" (medians).
+ *        tight request SOCKET suspend|resume APP
+ *          sends that one request and exits 0 on a "done" reply with code 0 (else prints it
+ *          and exits 1): the floor of a one-shot icebox command, a client with nothing but
+ *          the protocol in it (built with -static, its start is a static C program's), spawned
+ *          by `tight spawn` beside icebox's own client against the same daemon.
  * Compile: gcc -O2 -o tight tight.c
  */
 #define _GNU_SOURCE
@@ -145,14 +150,22 @@ static double round_trip(const char *path, const char *msg) {
     return now_us() - a;
 }
 
+/* The same requests as rt_mode, so the floor and the daemon's part measure the same work. */
+static void request_text(char *out, size_t size, const char *what, const char *app) {
+    if (!strcmp(what, "suspend"))
+        snprintf(out, size, "{\"suspend\":{\"grace_ns\":0,\"names\":[\"%s\"]}}\n", app);
+    else
+        snprintf(out, size, "{\"resume\":{\"names\":[\"%s\"],\"wait_ready\":false}}\n", app);
+}
+
 static int rt_mode(int rounds, int argc, char **argv) {
     int k = argc / 2;
     double *s = calloc((size_t)(k * rounds), sizeof *s), *r = calloc((size_t)(k * rounds), sizeof *r);
     for (int i = 0; i < rounds; i++)
         for (int j = 0; j < k; j++) {
             char m1[512], m2[512];
-            snprintf(m1, sizeof m1, "{\"suspend\":{\"grace_ns\":0,\"names\":[\"%s\"]}}\n", argv[2 * j + 1]);
-            snprintf(m2, sizeof m2, "{\"resume\":{\"names\":[\"%s\"],\"wait_ready\":false}}\n", argv[2 * j + 1]);
+            request_text(m1, sizeof m1, "suspend", argv[2 * j + 1]);
+            request_text(m2, sizeof m2, "resume", argv[2 * j + 1]);
             s[j * rounds + i] = round_trip(argv[2 * j], m1);
             usleep(2000);
             r[j * rounds + i] = round_trip(argv[2 * j], m2);
@@ -166,6 +179,12 @@ static int rt_mode(int rounds, int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "spawn")) return spawn_mode(atoi(argv[2]), argc - 3, argv + 3);
     if (argc >= 5 && !strcmp(argv[1], "rt") && (argc - 3) % 2 == 0) return rt_mode(atoi(argv[2]), argc - 3, argv + 3);
-    fprintf(stderr, "usage: tight spawn ROUNDS CMD... [:: CMD...]... | tight rt ROUNDS SOCKET APP...\n");
+    if (argc == 5 && !strcmp(argv[1], "request") && (!strcmp(argv[3], "suspend") || !strcmp(argv[3], "resume"))) {
+        char msg[512];
+        request_text(msg, sizeof msg, argv[3], argv[4]);
+        round_trip(argv[2], msg);
+        return 0;
+    }
+    fprintf(stderr, "usage: tight spawn ROUNDS CMD... [:: CMD...]... | tight rt ROUNDS SOCKET APP... | tight request SOCKET suspend|resume APP\n");
     return 64;
 }
