@@ -14,7 +14,9 @@
  *          that no command always comes first or always follows the same one. Where a command
  *          sat in the round moved medians by ~0.2 ms on the 2-vCPU VM; with the groups only
  *          rotated, the command after another build's suspend and resume was ~0.05 ms slower,
- *          whichever build it was.
+ *          whichever build it was. With TIGHT_PAUSE_US set, each command is spawned after
+ *          that long a pause (nanosleep): as a command typed in a shell comes after the CPU
+ *          has idled, its caches cooled by other tenants.
  *        tight rt ROUNDS SOCKET APP [SOCKET APP]...
  *          sends the daemon's own suspend (grace 0) and resume requests for APP on each
  *          control SOCKET in turn and times each from connect to the "done" reply: the
@@ -72,6 +74,9 @@ static int spawn_mode(int rounds, int argc, char **argv) {
     group_start[groups] = n;
     double *t = calloc((size_t)(n * rounds), sizeof *t);
     double *cpu = calloc((size_t)(n * rounds), sizeof *cpu);
+    const char *pause_text = getenv("TIGHT_PAUSE_US");
+    long pause_us = pause_text ? atol(pause_text) : 0;
+    struct timespec pause = {pause_us / 1000000, (pause_us % 1000000) * 1000};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -109,6 +114,7 @@ static int spawn_mode(int rounds, int argc, char **argv) {
             pid_t p;
             int st;
             struct rusage ru;
+            if (pause_us > 0) nanosleep(&pause, NULL);
             double a = now_us();
             if (posix_spawn(&p, cmd[0], &fa, NULL, cmd, env)) { perror(cmd[0]); return 1; }
             wait4(p, &st, 0, &ru);
