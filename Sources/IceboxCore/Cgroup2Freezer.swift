@@ -115,6 +115,8 @@ public struct Cgroup2Freezer: Freezer {
             if direction == .freeze { try? freezer.freezeFile.write("0") }
         }
 
+        mutating func expectPromptNotification() { backoff.raiseFloor(to: Backoff.safetyNet) }
+
         /// The nearest ancestor whose cgroup.freeze reads 1, walking up while there is one
         /// (the root cgroup has no cgroup.freeze).
         static func frozenAncestor(of path: String) -> String? {

@@ -121,6 +121,7 @@ extension Daemon {
             saveRegistry(app.name)
         case .launched:
             schedulePolicyCheck(after: 100_000_000)  // a new app's memory counts against the budget
+            settleWatch(app)
         case .frozen:
             afterFreeze(app)
             settleWatch(app)
@@ -199,6 +200,7 @@ extension Daemon {
             let now = Clock.monotonicNanos()
             var op =
                 direction == .freeze ? freezer.beginFreeze(now: now, deadline: deadline) : freezer.beginThaw(now: now, deadline: deadline)
+            if direction == .freeze, notificationWillBePrompt(app, now: now) { op.expectPromptNotification() }
             return (op, op.step(now: Clock.monotonicNanos()))
         }
         // A cgroup thaw is one write the kernel completes before it returns, and one read that
@@ -209,6 +211,14 @@ extension Daemon {
         app.operation = op
         app.operationAside = aside
         advance(app, op, progress)
+    }
+
+    /// Whether the kernel will announce a change to the app's cgroup.events as soon as it
+    /// happens: the daemon has watched the file without a change for longer than the kernel's
+    /// rate limit, so no notification is held back.
+    func notificationWillBePrompt(_ app: LiveApp, now: UInt64) -> Bool {
+        guard app.watchedEvents != nil, let changed = app.eventsChangedAt else { return false }
+        return now.saturatingSub(changed) >= FreezeOperation.notificationQuietNanos
     }
 
     func stepOperation(_ app: LiveApp) {
@@ -226,6 +236,8 @@ extension Daemon {
             app.operationAt = at
             watchCgroupEvents(app, watch)
         case .confirmed(let report):
+            // The kernel announces the change now, or when its rate limit lets it.
+            app.eventsChangedAt = Clock.monotonicNanos()
             let aside = app.operationAside
             // The watch is settled once the lifecycle has taken the confirmation: settled
             // before, a freeze's watch was dropped (the app not suspended yet) and added back
@@ -258,22 +270,24 @@ extension Daemon {
         if settlingWatch { settleWatch(app) }
     }
 
-    /// What an app keeps watched between operations: a suspended app's cgroup.events (a
-    /// change, populated 0 when its only process is moved out, is the kernel's word that it
-    /// may have left: noticeDeparture), else nothing; short of descriptors, nothing stays open
-    /// at all (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
+    /// What an app keeps watched between operations: its cgroup.events. For a suspended app a
+    /// change (populated 0 when its only process is moved out) is the kernel's word that it
+    /// may have left (noticeDeparture); for any app, the time of the last change says whether
+    /// the next freeze's notification will be prompt (`eventsChangedAt`: a change made by
+    /// someone else, such as a thaw by hand, holds the next one back for 10 ms). Short of
+    /// descriptors, nothing stays open at all (Daemon+Descriptors). An operation or a removal
+    /// under way keeps its own watch.
     func settleWatch(_ app: LiveApp) {
         guard app.operation == nil, !app.destroying else { return }
         if keepingAppFiles {
-            watchCgroupEvents(app, app.lifecycle.phase == .suspended ? app.cgroups.eventsWatchDescriptor : nil)
+            watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor)
         } else {
             shedDescriptors(app)
         }
     }
 
     /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI: the kernel's "it
-    /// changed") while a freeze, thaw or removal waits on it; the descriptor stays the
-    /// cgroups' own.
+    /// changed"); the descriptor stays the cgroups' own.
     func watchCgroupEvents(_ app: LiveApp, _ fd: Int32?) {
         guard app.watchedEvents != fd else { return }
         if let old = app.watchedEvents { unwatch(old) }
@@ -282,13 +296,16 @@ extension Daemon {
         do {
             try watch(fd, .cgroupEvents(app.name), events: EpollEvents.priority)
             app.watchedEvents = fd
+            // A change just before the watch went unseen: count from now.
+            app.eventsChangedAt = Clock.monotonicNanos()
         } catch {
             // The re-check time still brings the loop back: only the early wake-up is lost.
         }
     }
 
-    /// The app's cgroup.events changed, or a re-check time came: look again at what waits.
+    /// The app's cgroup.events changed: look again at what waits.
     func cgroupChanged(_ app: LiveApp) {
+        app.eventsChangedAt = Clock.monotonicNanos()
         if app.operation != nil { stepOperation(app) }
         if app.destroying { stepDestroy(app) }
         if app.operation == nil && !app.destroying {

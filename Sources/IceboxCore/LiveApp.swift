@@ -35,10 +35,16 @@ final class LiveApp {
     /// The app's cgroups are being removed (after its main process ended).
     var destroyAt: UInt64? { didSet { deadlineMayHaveChanged() } }
     var destroying = false
-    /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while one of the above
-    /// waits on the kernel, or while the app is suspended (a change may mean its main process
-    /// was moved out); owned by `cgroups`, never closed here.
+    /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while the daemon keeps
+    /// the app's files open: an operation or a removal waits on it, a change to a suspended
+    /// app may mean its main process was moved out, and every change is timed
+    /// (`eventsChangedAt`); owned by `cgroups`, never closed here.
     var watchedEvents: Int32?
+    /// When cgroup.events last changed, as far as the daemon can tell (monotonic ns): a
+    /// notification taken, an operation of its own confirmed, or the watch begun (what came
+    /// before it went unseen). nil: not known. A freeze started well after it can wait on
+    /// the kernel's notification instead of re-reading (`FreezeOperation.expectPromptNotification`).
+    var eventsChangedAt: UInt64?
 
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
     var compactAt: UInt64? { didSet { deadlineMayHaveChanged() } }
