@@ -125,8 +125,8 @@ public struct Backoff: Sendable {
     /// The floor where the kernel's notification will come as soon as it is done (nothing
     /// changed the file in the last 10 ms): a re-read only guards against a notification
     /// lost, and each one taken from a busy CPU delays the tasks that must run to freeze.
-    /// 100 busy processes froze in 0.51-0.57 ms with it against 0.68-0.74 ms with 20 µs
-    /// (bare.c: 0.56-0.58 ms), four runs alternating (benchmarks/RESULTS.md, session 24).
+    /// 100 busy processes froze in 0.65 ms with it against 0.79-0.82 ms with 20 µs (bare.c:
+    /// 0.66-0.75 ms), blocks of 25 freezes alternating (benchmarks/RESULTS.md, session 24).
     public static let safetyNet: UInt64 = 1_000_000
     public let cap: UInt64
     public private(set) var floor: UInt64
