@@ -395,7 +395,10 @@ REASONS = {
            "wake-up is usually the timeout: the confirmation lands on the next step of the schedule after the "
            "kernel is done, as bare's does. Both sleep with the kernel's default 50 µs of timer slack (the daemon "
            "had 1 ns until its re-reads, on the dot every 20 µs, were measured taking CPUs from the busy tasks "
-           "that had to run to freeze); what remains is the time this VM takes to wake an idle vCPU.",
+           "that had to run to freeze); what remains is the time this VM takes to wake an idle vCPU. Each "
+           "re-read also takes the CPU from those tasks, which is why a freeze begun 20 ms or more after the "
+           "file's last change (as a user's suspend is) waits on the notification instead and re-reads only as a "
+           "safety net; here each freeze comes 9–15 ms after a thaw, so the 20 µs schedule applies.",
     "cg1": "**The v1 freezer's read-back schedule.** v1 has no change notification: icebox re-reads freezer.state "
            "20 µs after the last look, or after 5% of the time elapsed (up to 10 ms), so a freeze the kernel "
            "finishes in 0.4 ms is confirmed by about 0.42 ms (plus the vCPU wake-up on each sleep).",
