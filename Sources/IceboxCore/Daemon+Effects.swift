@@ -239,9 +239,8 @@ extension Daemon {
             // The kernel announces the change now, or when its rate limit lets it.
             app.eventsChangedAt = Clock.monotonicNanos()
             let aside = app.operationAside
-            // The watch is settled once the lifecycle has taken the confirmation: settled
-            // before, a freeze's watch was dropped (the app not suspended yet) and added back
-            // at once, two epoll_ctl calls in every suspend.
+            // The watch is settled once the lifecycle has taken the confirmation, and only if
+            // the app is still there: the lifecycle may have ended it.
             endOperation(app, settlingWatch: false)
             if let aside {
                 log(
@@ -274,7 +273,8 @@ extension Daemon {
     /// change (populated 0 when its only process is moved out) is the kernel's word that it
     /// may have left (noticeDeparture); for any app, the time of the last change says whether
     /// the next freeze's notification will be prompt (`eventsChangedAt`: a change made by
-    /// someone else, such as a thaw by hand, holds the next one back for 10 ms). Short of
+    /// someone else, such as a thaw by hand, holds the next one back by the kernel's rate
+    /// limit). Short of
     /// descriptors, nothing stays open at all (Daemon+Descriptors). An operation or a removal
     /// under way keeps its own watch.
     func settleWatch(_ app: LiveApp) {

@@ -78,7 +78,8 @@ public struct FreezeOperation: Sendable {
 
     /// How long cgroup.events must have been unchanged for its next notification to come at
     /// once: the kernel sends at most one per file per 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV,
-    /// in jiffies, rounded up), and a change within that time is announced when it ends.
+    /// in jiffies, rounded up: 12-16 ms at HZ=250), and a change within that time is announced
+    /// when it ends.
     public static let notificationQuietNanos: UInt64 = 20_000_000
 
     /// Steps until done, sleeping in between: in poll(2) on the watch descriptor (POLLPRI)
@@ -123,7 +124,8 @@ public struct Backoff: Sendable {
     /// The shortest wait: 20 µs, or `Backoff.safetyNet` where a notification is due anyway.
     public static let reread: UInt64 = 20_000
     /// The floor where the kernel's notification will come as soon as it is done (nothing
-    /// changed the file in the last 10 ms): a re-read only guards against a notification
+    /// changed the file within its rate limit, `FreezeOperation.notificationQuietNanos`): a
+    /// re-read only guards against a notification
     /// lost, and each one taken from a busy CPU delays the tasks that must run to freeze.
     /// 100 busy processes froze in 0.65 ms with it against 0.79-0.82 ms with 20 µs (bare.c:
     /// 0.66-0.75 ms), blocks of 25 freezes alternating (benchmarks/RESULTS.md, session 24).
@@ -132,9 +134,9 @@ public struct Backoff: Sendable {
     public private(set) var floor: UInt64
     private var firstLook: UInt64?
 
-    public init(cap: UInt64, floor: UInt64 = Backoff.reread) {
+    public init(cap: UInt64) {
         self.cap = cap
-        self.floor = floor
+        self.floor = Backoff.reread
     }
 
     /// The wait's floor from now on (the schedule's other terms stay).

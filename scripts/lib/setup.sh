@@ -64,8 +64,8 @@ icebox_build_release() {
     # (scripts/link-order made the list): each function in a section of its own, and lld (the
     # toolchain's) ordering them and the data sections of the libraries that have one per
     # variable. `icebox --version` took 95 page faults, 70 so; `icebox suspend` 1.62x the C
-    # one-shot, 1.53x so; with the data gathered too, 75 faults against 56 and 1.50 against
-    # 1.41 ms (benchmarks/RESULTS.md). Without lld in the toolchain, the default linker.
+    # one-shot, 1.53x so; with the data gathered too, 58 faults against 75 and 1.41 against
+    # 1.50 ms (benchmarks/RESULTS.md). Without lld in the toolchain, the default linker.
     local order="$ICEBOX_ROOT/scripts/lib/link-order.txt" lld
     lld=$(dirname "$(readlink -f "$(command -v swiftc)")")/ld.lld
     if [ -x "$lld" ] && [ -f "$order" ]; then
