@@ -88,7 +88,8 @@ public final class Daemon {
     var nextWaiter = 1
     /// How deep `apply` is: lines reported inside it wait for its end (Daemon+Control `report`).
     var applyDepth = 0
-    var idleSince: UInt64?
+    /// Idle exit, asked with whether the daemon is idle at the moment of asking (IdleExit).
+    var idleExit: IdleExit
     var stopping = false
     /// Stopping without ending the apps (daemon --stop without --terminate-apps, SIGTERM).
     var leavingApps = false
@@ -141,6 +142,7 @@ public final class Daemon {
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride)
+        idleExit = IdleExit(afterNanos: config.idleExitNanos)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
         spawnPool = SpawnPool(freezerRoot: facts.freezerV1Root, memoryRoot: facts.memoryV1Root)
         freezerKeyHold = facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
@@ -199,7 +201,7 @@ public final class Daemon {
                 app: "-", pid: getpid(), kind: .daemon,
                 detail:
                     "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"))
-        idleSince = Clock.monotonicNanos()
+        _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
         config.serviceNotifier?.notify("STOPPING=1")
         flushRegistry()
@@ -305,15 +307,13 @@ public final class Daemon {
 
     func shouldExit(now: UInt64) -> Bool {
         if stopping && leavingApps { return true }
-        guard apps.isEmpty, clients.keys.allSatisfy(stopRequesters.contains) else {
-            idleSince = nil
-            return false
-        }
-        if stopping { return true }
-        let since = idleSince ?? now
-        idleSince = since
-        guard let idle = config.idleExitNanos else { return false }
-        return now.saturatingSub(since) >= idle
+        if stopping && isIdle { return true }
+        return idleExit.isDue(idle: isIdle, now: now)
+    }
+
+    /// No app, and no client but those waiting for the daemon's stop.
+    var isIdle: Bool {
+        apps.isEmpty && clients.keys.allSatisfy(stopRequesters.contains)
     }
 
     /// How long the loop may sleep: until the earliest deadline of any app, client or timer
@@ -324,9 +324,11 @@ public final class Daemon {
         if !stopping { next = next.earlier(standInFillAt) }
         next = next.earlier(appDeadlines.earliest)
         for client in clients.values { next = next.earlier(client.closeAt) }
-        if apps.isEmpty && clients.isEmpty, let since = idleSince, let idle = config.idleExitNanos {
-            next = min(next ?? .max, since.saturatingAdd(idle))
-        }
+        // Asked again here, after this turn's replies went out: a client closed by them may
+        // have made the daemon idle since the exit check (IdleExit), and a stopping daemon
+        // then leaves at once.
+        if stopping && isIdle { return 0 }
+        next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
         guard let next else { return nil }
         return min(next.saturatingSub(now), 60_000_000_000)
     }

@@ -97,7 +97,15 @@ struct HygieneTests {
         _ = try box.icebox(["terminate", "brief"])
         // Wait on the daemon's pidfd (it is not our child: poll for its exit).
         var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&pfd, 1, 10_000) == 1, "the daemon did not exit within 10 s of its last app ending")
+        let exited = poll(&pfd, 1, 10_000) == 1
+        // What the daemon was doing is what a failure needs: its events and what it holds.
+        #expect(
+            exited,
+            """
+            the daemon did not exit within 10 s of its last app ending; its events: \
+            \(box.events().map { "\($0.kind) \($0.app): \($0.detail)" }); its descriptors: \
+            \(descriptors(pid).compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") })
+            """)
     }
 
     @Test("hot start: READY=1 after a resume is logged as resume → ready")
