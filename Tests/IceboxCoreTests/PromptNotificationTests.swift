@@ -1,6 +1,7 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 /// A cgroup2 freeze told that the kernel's notification will be prompt (cgroup.events unchanged
@@ -9,18 +10,36 @@ import Testing
 /// (benchmarks/RESULTS.md), not checked here. Real processes, real cgroups.
 @Suite(.enabled(if: CgroupTestRoots.hasV2, "needs root and cgroup2"), .timeLimit(.minutes(1)))
 struct PromptNotificationTests {
-    @Test("after a quiet spell, the safety re-read waits 1 ms and the kernel's notification confirms the freeze")
+    @Test(
+        "after a quiet spell, the safety re-read waits 1 ms and the kernel's notification confirms the freeze",
+        .enabled(
+            if: CgroupTestRoots.hasMemoryV1 && ScriptChild.available,
+            "needs a cgroup v1 memory hierarchy (its OOM wait holds a task unfrozen) and python3"))
     func quietFreezeIsConfirmedByTheNotification() throws {
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
+        let trap = try roots.oomTrap()
         let cgroups = try AppCgroups.create(name: "app", v2Root: roots.v2, freezerV1Root: nil, memoryV1Root: nil, backend: .cgroup2)
-        let child = try CgroupChild(["exec sleep 1000"], in: cgroups)
+        let trapProcs = try FileIO.openDescriptor(trap + "/cgroup.procs", flags: O_WRONLY)
+        defer { close(trapProcs) }
+        // The task waits in the memory cgroup's OOM wait (state D), where no freezer reaches
+        // it: the freeze is still under way at the first look, however late a loaded machine
+        // makes that look (an idle task froze before it in every try of a CI run), and it
+        // ends when the test lifts the limit.
+        let child = try CgroupChild(
+            [
+                ScriptChild.python, "-c",
+                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nimport time; time.sleep(3600)",
+            ], in: cgroups, v1MemoryProcsFD: trapProcs)
         defer { withExtendedLifetime(child) {} }  // killed and reaped (deinit) when the test ends
         let freezer = Cgroup2Freezer(cgroup: Cgroup2(path: try #require(cgroups.v2Path)))
-        // Up to four tries: a freeze the kernel finishes before the first read has nothing to
-        // wait for.
-        var waited = 0
-        for _ in 0..<4 where waited == 0 {
+        var waited = false
+        for _ in 0..<4 where !waited {
+            try #require(
+                eventually {
+                    readFile(trap + "/memory.oom_control")?.contains("under_oom 1") == true && ProcFS.stat(pid: child.pid)?.state == "D"
+                },
+                "the child never got stuck in the OOM wait (D state)")
             // The quiet spell: the last change (the spawn, or the last try's thaw, whose own
             // notification may have been held back up to 16 ms) ended 30 ms ago.
             usleep(30_000)
@@ -28,22 +47,29 @@ struct PromptNotificationTests {
             var op = freezer.beginFreeze(now: Clock.monotonicNanos(), deadline: deadline)
             op.expectPromptNotification()
             let firstLook = Clock.monotonicNanos()
-            if case .waiting(let recheckAt, let watch) = op.step(now: firstLook) {
-                waited += 1
-                #expect(recheckAt >= firstLook + Backoff.safetyNet, "the re-read is only a safety net")
-                let fd = try #require(watch, "a cgroup2 freeze waits on cgroup.events")
-                // The first look re-armed the notification: POLLPRI now means a change since.
-                let revents = FileIO.poll(fd: fd, events: Int16(POLLPRI), timeoutNanos: 2_000_000_000)
-                #expect(revents & Int16(POLLPRI) != 0, "the kernel announced the freeze")
-                guard case .confirmed = op.step(now: Clock.monotonicNanos()) else {
-                    Issue.record("not confirmed after the kernel's notification")
-                    return
-                }
+            guard case .waiting(let recheckAt, let watch) = op.step(now: firstLook) else {
+                // The OOM wait can end on its own (memory uncharged elsewhere in the trap wakes
+                // the waiter, which passes the freezer's trap on its way): thaw, let it fall
+                // back into the wait, and try again.
+                _ = try op.wait()
+                _ = try freezer.thaw(deadline: Clock.monotonicNanos() + 5_000_000_000)
+                continue
             }
-            _ = try op.wait()
+            waited = true
+            #expect(recheckAt >= firstLook + Backoff.safetyNet, "the re-read is only a safety net")
+            let fd = try #require(watch, "a cgroup2 freeze waits on cgroup.events")
+            // Let the task go: it freezes on its way back to user space. The first look
+            // re-armed the notification, so POLLPRI now means a change since.
+            try FileIO.write(trap + "/memory.limit_in_bytes", "-1")
+            let revents = FileIO.poll(fd: fd, events: Int16(POLLPRI), timeoutNanos: 5_000_000_000)
+            #expect(revents & Int16(POLLPRI) != 0, "the kernel announced the freeze")
+            guard case .confirmed = op.step(now: Clock.monotonicNanos()) else {
+                Issue.record("not confirmed after the kernel's notification")
+                return
+            }
             _ = try freezer.thaw(deadline: Clock.monotonicNanos() + 5_000_000_000)
         }
-        #expect(waited == 1, "every freeze was done before the first read")
+        #expect(waited, "the task left the OOM wait on its own in every try")
     }
 
     @Test("a raised floor spaces the re-reads; the schedule's other terms stay")
