@@ -180,6 +180,7 @@ public struct AppLifecycle: Sendable {
         case .cleanedUp(let leftovers, let problems): cleanedUp(leftovers, problems, now, &fx)
         case .compacted: if case .suspended = phase { compactedWhileSuspended = true }
         case .leftCgroup(let to): leftCgroup(to, now, &fx)
+        case .thawedOutside(let how): thawedOutside(how, now, &fx)
         }
         return fx
     }
@@ -395,6 +396,22 @@ public struct AppLifecycle: Sendable {
         default:
             break
         }
+    }
+
+    /// Thawed by someone else (a write to cgroup.freeze or freezer.state, SIGCONT): the app
+    /// runs, so it is active, and told so as a resume would (its foreground signal); only a
+    /// suspended app can be, since an operation under way reads the kernel itself. Left as
+    /// "suspended", a later suspend would answer "nothing to do" while it ran.
+    private mutating func thawedOutside(_ how: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .suspended = phase else { return }
+        phase = .active
+        setState(.active, now)
+        armWatchdog(now)
+        let fg = foregroundSignal(&fx)
+        var e = event(.thaw, from: .suspended, to: .active, "thawed outside icebox (\(how)): the app runs\(fg)", now)
+        e.reason = "outside"
+        fx.append(.log(e))
+        fx.append(.persist)
     }
 
     // Back to Active.

@@ -420,7 +420,12 @@ extension Daemon {
         case .suspend(let names, let grace):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { apply(.suspend(waiter: id, notice: notice(for: app), grace: grace), to: app) }
+            for app in targets {
+                // One recorded as suspended may have been thawed by someone else since: then it
+                // is frozen again, not "already suspended" while it runs.
+                noticeOutsideThaw(app)
+                apply(.suspend(waiter: id, notice: notice(for: app), grace: grace), to: app)
+            }
         case .resume(let names, let waitReady):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)

@@ -189,6 +189,27 @@ extension Daemon {
         apply(.leftCgroup(to: outside), to: app)
     }
 
+    /// A suspended app whose freezer the kernel shows undone, with no operation of ours under
+    /// way, was thawed by someone else: the lifecycle makes it active (it runs). Asked when
+    /// cgroup.events changes (cgroup2: at once) and before a suspend of an app recorded as
+    /// suspended (every backend; the v1 freezer and SIGSTOP have no notification).
+    func noticeOutsideThaw(_ app: LiveApp) {
+        guard app.lifecycle.phase == .suspended, app.operation == nil, !app.destroying else { return }
+        // The request, not the frozen state: a task moved into a frozen cgroup makes it read
+        // "frozen 0" until the kernel has frozen that task too.
+        guard !app.freezer.freezeStarted() else { return }
+        // An app whose main process has just ended shows no freeze either: its pidfd says so
+        // on this turn of the loop, and it ends rather than becoming active.
+        guard !app.hasExited() else { return }
+        let how: String
+        switch app.freezer.kind {
+        case .cgroup2: how = "its cgroup.freeze reads 0"
+        case .cgroup1: how = "its v1 freezer.state reads THAWED"
+        case .signal: how = "none of its processes is stopped any more"
+        }
+        apply(.thawedOutside(how: how), to: app)
+    }
+
     /// Writes the request to the kernel and looks once; what is not confirmed at once is
     /// looked at again when cgroup.events changes or at the re-check time, on later turns of
     /// the loop. Nothing here waits, so a freeze stuck on a task in D state holds up no one.
@@ -312,6 +333,7 @@ extension Daemon {
             // Read on the watched descriptor: that is what re-arms the kernel's notification.
             _ = app.cgroups.events()
             noticeDeparture(app)
+            noticeOutsideThaw(app)
         }
     }
 

@@ -36,6 +36,9 @@ public enum LifecycleInput: Sendable, Equatable {
     /// `to`. The kernel thaws a task moved to a cgroup that is not frozen, so a suspended app
     /// runs again; and freezing the app's cgroup would not freeze it.
     case leftCgroup(to: String)
+    /// The kernel says a suspended app is no longer frozen, and icebox did not thaw it:
+    /// someone wrote its freezer (`how`: what the kernel shows, for the log). It runs.
+    case thawedOutside(how: String)
 
     /// The background notice to send, and why that one.
     public struct Notice: Sendable, Equatable {

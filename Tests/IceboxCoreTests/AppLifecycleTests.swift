@@ -94,6 +94,7 @@ struct AppLifecycleTests {
         ("cleanedUp", .cleanedUp(leftovers: 0, problems: [])),
         ("tick", .tick),
         ("leftCgroup", .leftCgroup(to: "/sys/fs/cgroup/elsewhere")),
+        ("thawedOutside", .thawedOutside(how: "its cgroup.freeze reads 0")),
     ]
 
     /// Where each phase goes on each input (phase, input) → phase. What is not listed stays.
@@ -114,7 +115,7 @@ struct AppLifecycleTests {
         ],
         .suspended: [
             "resume": .thawing, "terminate": .terminating, "evict": .evicting, "victim": .evicting, "exited": .cleaningUp,
-            "leftCgroup": .active,
+            "leftCgroup": .active, "thawedOutside": .active,
         ],
         .thawing: [
             "terminate": .terminating, "evict": .evicting, "victim": .evicting, "thawConfirmed": .active, "thawFailed": .suspended,
@@ -418,6 +419,29 @@ struct AppLifecycleTests {
             var l = Self.lifecycle(in: named)
             let before = l.phase
             #expect(l.handle(.leftCgroup(to: "/elsewhere"), now: 9_000).isEmpty, "\(named)")
+            #expect(l.phase == before)
+        }
+    }
+
+    @Test func aSuspendedAppThawedOutsideIsActiveToldAndCanBeSuspendedAgain() {
+        var l = Self.lifecycle(in: .suspended)
+        l.update { $0.options.foregroundSignal = SIGUSR2 }
+        let fx = l.handle(.thawedOutside(how: "its cgroup.freeze reads 0"), now: 5_000)
+        #expect(l.state == .active && l.phase == .active)
+        #expect(l.record.sinceMonotonicNanos == 5_000)
+        #expect(fx.contains(.signal(SIGUSR2)), "told it is in the foreground, as a resume would: \(fx)")
+        #expect(fx.contains(.persist))
+        let event = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
+        #expect(event?.kind == .thaw && event?.from == .suspended && event?.to == .active && event?.reason == "outside")
+        #expect(event?.detail.contains("thawed outside icebox (its cgroup.freeze reads 0)") == true, "\(String(describing: event))")
+        #expect(l.handle(.suspend(waiter: 1, notice: nil, grace: 0), now: 6_000).contains(.freeze(deadline: 6_000 + l.freezeTimeout)))
+    }
+
+    @Test func anOutsideThawChangesNothingButASuspendedApp() {
+        for named in Named.allCases where named != .suspended {
+            var l = Self.lifecycle(in: named)
+            let before = l.phase
+            #expect(l.handle(.thawedOutside(how: "x"), now: 9_000).isEmpty, "\(named)")
             #expect(l.phase == before)
         }
     }

@@ -1,0 +1,44 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+extension KernelScenarios {
+    /// A suspended app thawed by someone else (a write to its freezer, or SIGCONT) runs: icebox
+    /// must say so, and freeze it again when asked, rather than answer "already suspended".
+    @Suite(
+        .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
+        .timeLimit(.minutes(2)))
+    struct OutsideThawTests {
+        @Test(
+            "a suspended app thawed outside icebox is active again, and a suspend freezes it",
+            arguments: PeerRegressionTests.everyBackend)
+        func thawedOutside(backend: BackendKind) throws {
+            let box = Sandbox("outthaw\(backend)")
+            defer { box.close() }
+            let app = try ScenarioApp(box, "thawed", backend: backend, ["spawn", "1"], processes: 2)
+            try app.suspend()
+            #expect(app.kernelFrozen)
+            if let dir = app.freezerDir {
+                try Scenario.setFrozen(dir, backend, false)
+                #expect(Scenario.waitFrozen(dir, backend, false), "the kernel did not thaw it")
+            } else {
+                for pid in app.members { kill(pid, SIGCONT) }
+            }
+            #expect(Scenario.eventually { app.kernelThawed }, "the app does not run again")
+            if backend == .cgroup2 {
+                // The daemon watches cgroup.events: ps follows without a request about the app.
+                #expect(Scenario.eventually { app.state == .active }, "ps says \(String(describing: app.state))")
+            }
+            let r = try app.suspend()
+            #expect(!r.output.contains("nothing to do"), "\(r.output)")
+            #expect(app.kernelFrozen, "not frozen again")
+            #expect(app.state == .suspended)
+            let outside = box.events(app.name).filter { $0.kind == .thaw && $0.reason == "outside" }
+            #expect(outside.count == 1, "\(box.events(app.name).map(\.detail))")
+            try app.resume()
+            #expect(app.kernelThawed)
+        }
+    }
+}
