@@ -1,6 +1,7 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 
 /// Uniquely named cgroup roots for one test, one per hierarchy this host has
 /// (`<cgroup2 mount>/icebox-test-<pid>-<random>`, the same under the v1 freezer and memory
@@ -34,6 +35,27 @@ final class CgroupTestRoots {
         try FileIO.write(dir + "/memory.limit_in_bytes", limit)
         try FileIO.write(dir + "/memory.oom_control", "1")
         return dir
+    }
+
+    /// A python3 child in `cgroups` and in the OOM trap (`oomTrap()`), touching 64 MiB page by
+    /// page against its 16 MiB: it waits in the memory cgroup's OOM wait (state D) until the
+    /// trap's limit is raised (`trap` + "/memory.limit_in_bytes" to -1).
+    func childInOOMWait(in cgroups: AppCgroups) throws -> (child: CgroupChild, trap: String) {
+        let trap = try oomTrap()
+        let trapProcs = try FileIO.openDescriptor(trap + "/cgroup.procs", flags: O_WRONLY)
+        defer { close(trapProcs) }
+        let child = try CgroupChild(
+            [
+                ScriptChild.python, "-c",
+                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nimport time; time.sleep(3600)",
+            ], in: cgroups, v1MemoryProcsFD: trapProcs)
+        return (child, trap)
+    }
+
+    /// Whether the child waits in the trap's OOM wait now: the trap under OOM and the child in
+    /// D (a D alone may be a page-in during start-up).
+    static func waitsInOOM(_ child: CgroupChild, trap: String) -> Bool {
+        readFile(trap + "/memory.oom_control")?.contains("under_oom 1") == true && ProcFS.stat(pid: child.pid)?.state == "D"
     }
 
     func cleanup() {

@@ -1,7 +1,6 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
-import IceboxTestSupport
 import Testing
 
 /// A cgroup2 freeze told that the kernel's notification will be prompt (cgroup.events unchanged
@@ -18,28 +17,18 @@ struct PromptNotificationTests {
     func quietFreezeIsConfirmedByTheNotification() throws {
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
-        let trap = try roots.oomTrap()
         let cgroups = try AppCgroups.create(name: "app", v2Root: roots.v2, freezerV1Root: nil, memoryV1Root: nil, backend: .cgroup2)
-        let trapProcs = try FileIO.openDescriptor(trap + "/cgroup.procs", flags: O_WRONLY)
-        defer { close(trapProcs) }
         // The task waits in the memory cgroup's OOM wait (state D), where no freezer reaches
         // it: the freeze is still under way at the first look, however late a loaded machine
         // makes that look (an idle task froze before it in every try of a CI run), and it
         // ends when the test lifts the limit.
-        let child = try CgroupChild(
-            [
-                ScriptChild.python, "-c",
-                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nimport time; time.sleep(3600)",
-            ], in: cgroups, v1MemoryProcsFD: trapProcs)
+        let (child, trap) = try roots.childInOOMWait(in: cgroups)
         defer { withExtendedLifetime(child) {} }  // killed and reaped (deinit) when the test ends
         let freezer = Cgroup2Freezer(cgroup: Cgroup2(path: try #require(cgroups.v2Path)))
         var waited = false
         for _ in 0..<4 where !waited {
             try #require(
-                eventually {
-                    readFile(trap + "/memory.oom_control")?.contains("under_oom 1") == true && ProcFS.stat(pid: child.pid)?.state == "D"
-                },
-                "the child never got stuck in the OOM wait (D state)")
+                eventually { CgroupTestRoots.waitsInOOM(child, trap: trap) }, "the child never got stuck in the OOM wait (D state)")
             // The quiet spell: the last change (the spawn, or the last try's thaw, whose own
             // notification may have been held back up to 16 ms) ended 30 ms ago.
             usleep(30_000)

@@ -116,27 +116,15 @@ struct StepwiseFreezeTests {
         }
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
-        let trap = try roots.oomTrap()
         let cgroups = try AppCgroups.create(
             name: "stuck", v2Root: roots.v2, freezerV1Root: roots.freezerV1, memoryV1Root: nil, backend: backend)
-        let trapProcs = try FileIO.openDescriptor(trap + "/cgroup.procs", flags: O_WRONLY)
-        defer { close(trapProcs) }
-        // 64 MiB touched page by page against a 16 MiB limit with the OOM killer off: the task
-        // waits in the memory cgroup's OOM wait (state D) until the limit is raised.
-        let child = try CgroupChild(
-            [
-                ScriptChild.python, "-c",
-                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nimport time; time.sleep(3600)",
-            ], in: cgroups, v1MemoryProcsFD: trapProcs)
+        // Waits in the memory cgroup's OOM wait (state D) until the trap's limit is raised.
+        let (child, trap) = try roots.childInOOMWait(in: cgroups)
         // A second process that freezes fine: it must not be named among the stuck.
         let bystander = try CgroupChild(["exec sleep 1000"], in: cgroups)
         _ = bystander
         // Waiting for the OOM itself: a D seen earlier may be a page-in during start-up.
-        try #require(
-            eventually {
-                readFile(trap + "/memory.oom_control")?.contains("under_oom 1") == true && ProcFS.stat(pid: child.pid)?.state == "D"
-            },
-            "the child never got stuck in the OOM wait (D state)")
+        try #require(eventually { CgroupTestRoots.waitsInOOM(child, trap: trap) }, "the child never got stuck in the OOM wait (D state)")
 
         let freezer = cgroups.freezer(backend: backend, fallbackMembers: { [] })
         let timeout: UInt64 = 300_000_000
