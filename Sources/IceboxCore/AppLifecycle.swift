@@ -181,6 +181,7 @@ public struct AppLifecycle: Sendable {
         case .compacted: if case .suspended = phase { compactedWhileSuspended = true }
         case .leftCgroup(let to): leftCgroup(to, now, &fx)
         case .thawedOutside(let how): thawedOutside(how, now, &fx)
+        case .frozenOutside(let how): frozenOutside(how, now, &fx)
         }
         return fx
     }
@@ -412,6 +413,22 @@ public struct AppLifecycle: Sendable {
         e.reason = "outside"
         fx.append(.log(e))
         fx.append(.persist)
+    }
+
+    /// Frozen by someone else (a write to the app's own cgroup.freeze or freezer.state): an
+    /// active app no longer runs, so it is suspended, as if icebox had frozen it with no
+    /// notice, and the policy's follow-ups apply; `icebox resume` thaws it. Left as "active",
+    /// a resume would answer "nothing to do" while it stayed frozen.
+    private mutating func frozenOutside(_ how: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .active = phase else { return }
+        phase = .suspended
+        watchdogDeadline = nil  // paused, as in a suspend
+        setState(.suspended, now)
+        var e = event(.freeze, from: .active, to: .suspended, "frozen outside icebox (\(how)): it was not told", now)
+        e.reason = "outside"
+        fx.append(.log(e))
+        fx.append(.persist)
+        fx.append(.frozen)
     }
 
     // Back to Active.

@@ -429,7 +429,12 @@ extension Daemon {
         case .resume(let names, let waitReady):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
-            for app in targets { apply(.resume(waiter: id, waitReady: waitReady), to: app) }
+            for app in targets {
+                // One recorded as active may have been frozen by someone else since: then it
+                // is thawed, not "already active" while it stays frozen.
+                noticeOutsideFreeze(app)
+                apply(.resume(waiter: id, waitReady: waitReady), to: app)
+            }
         case .switchTo(let name):
             guard let target = liveApps([name], for: request, client: fd)?.first else { return }
             let previous = apps.values.filter { $0 !== target && ($0.record.state == .active || $0.record.state == .launching) }

@@ -210,6 +210,20 @@ extension Daemon {
         apply(.thawedOutside(how: how), to: app)
     }
 
+    /// An active app whose own freezer the kernel shows asked for and done, with no operation
+    /// of ours under way, was frozen by someone else: the lifecycle makes it suspended. Asked
+    /// when cgroup.events changes (cgroup2: at once) and before a resume of an app recorded
+    /// as active. Not for SIGSTOP: a process stopped by someone else (a terminal's ^Z) is
+    /// theirs to continue, and the signal backend leaves it stopped (SignalFreezer).
+    func noticeOutsideFreeze(_ app: LiveApp) {
+        guard app.lifecycle.phase == .active, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
+        // Both: the request (not only an ancestor's freeze, which no resume of ours undoes)
+        // and the kernel's confirmation (not a freeze still under way).
+        guard app.freezer.freezeStarted(), app.freezer.isFrozen() else { return }
+        let how = app.freezer.kind == .cgroup2 ? "its cgroup.freeze reads 1" : "its v1 freezer.state reads FROZEN"
+        apply(.frozenOutside(how: how), to: app)
+    }
+
     /// Writes the request to the kernel and looks once; what is not confirmed at once is
     /// looked at again when cgroup.events changes or at the re-check time, on later turns of
     /// the loop. Nothing here waits, so a freeze stuck on a task in D state holds up no one.
@@ -334,6 +348,7 @@ extension Daemon {
             _ = app.cgroups.events()
             noticeDeparture(app)
             noticeOutsideThaw(app)
+            noticeOutsideFreeze(app)
         }
     }
 

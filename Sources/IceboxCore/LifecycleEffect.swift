@@ -39,6 +39,9 @@ public enum LifecycleInput: Sendable, Equatable {
     /// The kernel says a suspended app is no longer frozen, and icebox did not thaw it:
     /// someone wrote its freezer (`how`: what the kernel shows, for the log). It runs.
     case thawedOutside(how: String)
+    /// The kernel says an active app is frozen by a write to its freezer that icebox did not
+    /// make (`how`: what the kernel shows, for the log). It no longer runs.
+    case frozenOutside(how: String)
 
     /// The background notice to send, and why that one.
     public struct Notice: Sendable, Equatable {

@@ -95,6 +95,7 @@ struct AppLifecycleTests {
         ("tick", .tick),
         ("leftCgroup", .leftCgroup(to: "/sys/fs/cgroup/elsewhere")),
         ("thawedOutside", .thawedOutside(how: "its cgroup.freeze reads 0")),
+        ("frozenOutside", .frozenOutside(how: "its cgroup.freeze reads 1")),
     ]
 
     /// Where each phase goes on each input (phase, input) → phase. What is not listed stays.
@@ -105,6 +106,7 @@ struct AppLifecycleTests {
         ],
         .active: [
             "suspend": .background, "terminate": .terminating, "evict": .evicting, "victim": .background, "exited": .cleaningUp,
+            "frozenOutside": .suspended,
         ],
         .background: [
             "READY=1": .freezing, "resume": .active, "terminate": .terminating, "evict": .evicting, "exited": .cleaningUp,
@@ -437,12 +439,28 @@ struct AppLifecycleTests {
         #expect(l.handle(.suspend(waiter: 1, notice: nil, grace: 0), now: 6_000).contains(.freeze(deadline: 6_000 + l.freezeTimeout)))
     }
 
-    @Test func anOutsideThawChangesNothingButASuspendedApp() {
-        for named in Named.allCases where named != .suspended {
-            var l = Self.lifecycle(in: named)
-            let before = l.phase
-            #expect(l.handle(.thawedOutside(how: "x"), now: 9_000).isEmpty, "\(named)")
-            #expect(l.phase == before)
+    @Test func anActiveAppFrozenOutsideIsSuspendedUntoldAndResumeThawsIt() {
+        var l = Self.lifecycle(in: .active)
+        let fx = l.handle(.frozenOutside(how: "its cgroup.freeze reads 1"), now: 5_000)
+        #expect(l.state == .suspended && l.phase == .suspended)
+        #expect(l.record.sinceMonotonicNanos == 5_000)
+        #expect(!fx.contains { if case .signal = $0 { return true } else { return false } }, "a frozen app cannot be told")
+        #expect(fx.contains(.persist) && fx.contains(.frozen), "\(fx)")
+        let event = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
+        #expect(event?.kind == .freeze && event?.from == .active && event?.to == .suspended && event?.reason == "outside")
+        #expect(l.handle(.resume(waiter: 1), now: 6_000).contains(.thaw(deadline: 6_000 + l.freezeTimeout)))
+    }
+
+    /// An outside freeze acts on an active app only, an outside thaw on a suspended one: in any
+    /// other phase an operation of icebox's reads the kernel itself, or the app is going.
+    @Test func aFreezerWrittenOutsideDoesNothingInAnyOtherPhase() {
+        for (input, phase) in [(LifecycleInput.frozenOutside(how: "x"), Named.active), (.thawedOutside(how: "x"), .suspended)] {
+            for named in Named.allCases where named != phase {
+                var l = Self.lifecycle(in: named)
+                let before = l.phase
+                #expect(l.handle(input, now: 9_000).isEmpty, "\(input) in \(named)")
+                #expect(l.phase == before)
+            }
         }
     }
 

@@ -5,12 +5,14 @@ import IceboxSystem
 import Testing
 
 extension KernelScenarios {
-    /// A suspended app thawed by someone else (a write to its freezer, or SIGCONT) runs: icebox
-    /// must say so, and freeze it again when asked, rather than answer "already suspended".
+    /// An app's freezer written by someone else: a suspended app thawed (a write to its
+    /// freezer, or SIGCONT) runs, and an active app frozen (a write to its cgroup freezer) does
+    /// not. icebox must say so, and do what is asked of it next, rather than answer "already
+    /// suspended" or "already active".
     @Suite(
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
         .timeLimit(.minutes(2)))
-    struct OutsideThawTests {
+    struct FreezerWrittenOutsideTests {
         @Test(
             "a suspended app thawed outside icebox is active again, and a suspend freezes it",
             arguments: PeerRegressionTests.everyBackend)
@@ -39,6 +41,32 @@ extension KernelScenarios {
             #expect(outside.count == 1, "\(box.events(app.name).map(\.detail))")
             try app.resume()
             #expect(app.kernelThawed)
+        }
+
+        /// SIGSTOP is left out: a process stopped by someone else (a terminal's ^Z) is theirs
+        /// to continue, and the signal backend leaves it stopped.
+        @Test(
+            "an active app frozen outside icebox is suspended, and a resume thaws it",
+            arguments: [BackendKind.cgroup2, .cgroup1])
+        func frozenOutside(backend: BackendKind) throws {
+            let box = Sandbox("outfreeze\(backend)")
+            defer { box.close() }
+            let app = try ScenarioApp(box, "frozen", backend: backend, ["spawn", "1"], processes: 2)
+            let dir = try #require(app.freezerDir)
+            try Scenario.setFrozen(dir, backend, true)
+            #expect(Scenario.waitFrozen(dir, backend, true), "the kernel did not freeze it")
+            if backend == .cgroup2 {
+                // The daemon watches cgroup.events: ps follows without a request about the app.
+                #expect(Scenario.eventually { app.state == .suspended }, "ps says \(String(describing: app.state))")
+            }
+            let r = try app.resume()
+            #expect(!r.output.contains("nothing to do"), "\(r.output)")
+            #expect(app.kernelThawed, "still frozen")
+            #expect(app.state == .active)
+            let outside = box.events(app.name).filter { $0.kind == .freeze && $0.reason == "outside" }
+            #expect(outside.count == 1, "\(box.events(app.name).map(\.detail))")
+            try app.suspend()
+            #expect(app.kernelFrozen)
         }
     }
 }
