@@ -156,13 +156,13 @@ public final class Daemon {
         lockFD = try config.paths.openLockFile()
         if flock(lockFD, LOCK_EX | LOCK_NB) < 0 {
             close(lockFD)
+            lockFD = -1
             signalReady(busy: true)
             return false
         }
         defer {
-            close(lockFD)
+            releaseLocks()
             if reserveFD >= 0 { close(reserveFD) }
-            if cgroupRootLockFD >= 0 { close(cgroupRootLockFD) }
         }
         // The holder's pid, so a client that finds the lock held but no socket can say who.
         _ = ftruncate(lockFD, 0)
@@ -214,9 +214,22 @@ public final class Daemon {
         if apps.isEmpty { removeEmptyRoots() }
         log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
         writeMetricsFile(now: Clock.monotonicNanos())
+        // Everything is written: the runtime directory and the cgroup root are free before the
+        // stop requesters hear "done". A command run right after `daemon --stop` starts the
+        // next daemon, which must not find them held while this process drains its last
+        // replies (up to a second) and exits; it did, under load, and said "busy".
+        releaseLocks()
         for fd in stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         return true
+    }
+
+    /// Lets go of the runtime directory's lock and the cgroup root's: another daemon may start.
+    func releaseLocks() {
+        if lockFD >= 0 { close(lockFD) }
+        lockFD = -1
+        if cgroupRootLockFD >= 0 { close(cgroupRootLockFD) }
+        cgroupRootLockFD = -1
     }
 
     /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second,

@@ -135,4 +135,23 @@ struct CrashRecoveryTests {
         #expect(!Kernel.alive(pid))
         #expect(try box.apps()["keep"]?.state == .terminated)
     }
+
+    /// When `daemon --stop` returns, the runtime directory's lock is free: the next command
+    /// starts the next daemon at once. (Held until the old process exited, a `ps` right after
+    /// the stop found it held with the socket gone, and failed: "busy", under load in CI.)
+    @Test("the lock is free when daemon --stop returns")
+    func lockFreeAfterStop() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "kept", "--", "sleep", "1000"])
+        for round in 0..<5 {
+            let stop = try box.icebox(["daemon", "--stop"])
+            #expect(stop.status == 0, "\(stop.output)")
+            let fd = open(box.runtimeDir + "/daemon.lock", O_RDONLY | O_CLOEXEC)
+            #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "round \(round): still locked after the stop returned")
+            close(fd)
+            let ps = try box.icebox(["ps"])  // starts the next daemon, which re-adopts the app
+            #expect(ps.status == 0 && ps.stdout.contains("kept"), "round \(round): \(ps.output)")
+        }
+    }
 }
