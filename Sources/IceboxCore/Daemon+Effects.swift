@@ -212,9 +212,12 @@ extension Daemon {
 
     /// An active app whose own freezer the kernel shows asked for and done, with no operation
     /// of ours under way, was frozen by someone else: the lifecycle makes it suspended. Asked
-    /// when cgroup.events changes (cgroup2: at once) and before a resume of an app recorded
-    /// as active. Not for SIGSTOP: a process stopped by someone else (a terminal's ^Z) is
-    /// theirs to continue, and the signal backend leaves it stopped (SignalFreezer).
+    /// before a resume of an app recorded as active, not on every change of cgroup.events: a
+    /// tool that freezes and thaws the app's cgroup itself (the benchmark's bare.c, between
+    /// icebox's own rounds) would have the daemon log, persist and run the policy's
+    /// follow-ups in the middle of its freezes. Not for SIGSTOP: a process stopped by someone
+    /// else (a terminal's ^Z) is theirs to continue, and the signal backend leaves it stopped
+    /// (SignalFreezer).
     func noticeOutsideFreeze(_ app: LiveApp) {
         guard app.lifecycle.phase == .active, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
         // Both: the request (not only an ancestor's freeze, which no resume of ours undoes)
@@ -348,7 +351,6 @@ extension Daemon {
             _ = app.cgroups.events()
             noticeDeparture(app)
             noticeOutsideThaw(app)
-            noticeOutsideFreeze(app)
         }
     }
 

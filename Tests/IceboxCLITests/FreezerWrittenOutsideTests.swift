@@ -55,10 +55,6 @@ extension KernelScenarios {
             let dir = try #require(app.freezerDir)
             try Scenario.setFrozen(dir, backend, true)
             #expect(Scenario.waitFrozen(dir, backend, true), "the kernel did not freeze it")
-            if backend == .cgroup2 {
-                // The daemon watches cgroup.events: ps follows without a request about the app.
-                #expect(Scenario.eventually { app.state == .suspended }, "ps says \(String(describing: app.state))")
-            }
             let r = try app.resume()
             #expect(!r.output.contains("nothing to do"), "\(r.output)")
             #expect(app.kernelThawed, "still frozen")
