@@ -306,10 +306,14 @@ public final class Daemon {
         while true {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
-            if shouldExit(now: Clock.monotonicNanos()) { return }
             flushRegistry()
             flushReplies()
             flushRecordsAfterReplies()
+            // Last before the sleep: a client whose final reply went out just above has had
+            // its connection closed, and may have left the daemon idle (or a stopping daemon
+            // done). Checked before the flushes, that went unseen and the loop slept without
+            // the idle deadline, until something else woke it.
+            if shouldExit(now: Clock.monotonicNanos()) { return }
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             for (token, events) in epoll.wait(timeoutNanos: timeout) {
                 guard let source = sources[token] else { continue }
@@ -337,10 +341,6 @@ public final class Daemon {
         if !stopping { next = next.earlier(standInFillAt) }
         next = next.earlier(appDeadlines.earliest)
         for client in clients.values { next = next.earlier(client.closeAt) }
-        // Asked again here, after this turn's replies went out: a client closed by them may
-        // have made the daemon idle since the exit check (IdleExit), and a stopping daemon
-        // then leaves at once.
-        if stopping && isIdle { return 0 }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
         guard let next else { return nil }
         return min(next.saturatingSub(now), 60_000_000_000)

@@ -1,20 +1,16 @@
 /// When a daemon with nothing to do goes away: once it has had no app and no client (other
 /// than those waiting for its stop) for `afterNanos` in a row.
 ///
-/// Every question takes whether the daemon is idle *now*, so the answer cannot go stale
-/// within a turn of the loop: a client whose last reply goes out (and whose connection
-/// closes) after the exit check of that turn still starts the count before the loop sleeps.
-/// With the idleness remembered from the check instead, such a turn slept without a
-/// deadline, and the daemon stayed until something else woke it.
+/// Every question takes whether the daemon is idle *now*: the count starts at the first
+/// question that finds it idle, and any that finds it busy ends the count.
 struct IdleExit {
     /// nil: the daemon never leaves on its own (a supervisor's engine).
     let afterNanos: UInt64?
     /// Since when the daemon has been idle without a break; nil while busy.
     private(set) var since: UInt64?
 
-    init(afterNanos: UInt64?, since: UInt64? = nil) {
+    init(afterNanos: UInt64?) {
         self.afterNanos = afterNanos
-        self.since = since
     }
 
     /// When the daemon leaves if it stays idle; nil while busy or when it never leaves.

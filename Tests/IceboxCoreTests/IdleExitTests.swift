@@ -2,8 +2,7 @@ import Testing
 
 @testable import IceboxCore
 
-/// The daemon's idle exit: counted from the first moment it is idle, reset by any work, and
-/// never lost when the daemon became idle between the exit check and the sleep.
+/// The daemon's idle exit: counted from the first moment it is idle, reset by any work.
 struct IdleExitTests {
     @Test func theCountStartsAtTheFirstIdleMomentAndWorkResetsIt() {
         var exit = IdleExit(afterNanos: 1_000)
@@ -22,9 +21,9 @@ struct IdleExitTests {
         #expect(second == 7_000, "a new idle spell counts from its own start")
     }
 
-    /// A turn of the loop: the exit check sees the last client, then that client's final reply
-    /// goes out and its connection closes, then the loop asks how long it may sleep. The sleep
-    /// must end at the idle deadline; before IdleExit it had none and the daemon stayed.
+    /// Busy at one question (the last client still connected), idle at the next (its final
+    /// reply went out and its connection closed): the next gives the whole deadline, counted
+    /// from then. The daemon's loop asks right before it sleeps, after the turn's replies.
     @Test func becomingIdleAfterTheExitCheckStillGivesTheSleepADeadline() {
         var exit = IdleExit(afterNanos: 1_000_000_000)
         let checked = exit.isDue(idle: false, now: 100)  // a client is still connected
