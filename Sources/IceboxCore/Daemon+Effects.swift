@@ -308,13 +308,12 @@ extension Daemon {
     }
 
     /// What an app keeps watched between operations: its cgroup.events. For a suspended app a
-    /// change (populated 0 when its only process is moved out) is the kernel's word that it
-    /// may have left (noticeDeparture); for any app, the time of the last change says whether
-    /// the next freeze's notification will be prompt (`eventsChangedAt`: a change made by
-    /// someone else, such as a thaw by hand, holds the next one back by the kernel's rate
-    /// limit). Short of
-    /// descriptors, nothing stays open at all (Daemon+Descriptors). An operation or a removal
-    /// under way keeps its own watch.
+    /// change is the kernel's word that it may have left (populated 0 when its only process
+    /// is moved out: noticeDeparture) or been thawed by someone else (noticeOutsideThaw); for
+    /// any app, the time of the last change says whether the next freeze's notification will
+    /// be prompt (`eventsChangedAt`: a change made by someone else holds the next one back by
+    /// the kernel's rate limit). Short of descriptors, nothing stays open at all
+    /// (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
     func settleWatch(_ app: LiveApp) {
         guard app.operation == nil, !app.destroying else { return }
         if keepingAppFiles {
