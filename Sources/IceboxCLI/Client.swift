@@ -83,7 +83,9 @@ struct DaemonClient {
         var buffer = [UInt8](repeating: 0, count: 16)
         var pfd = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
         let n = poll(&pfd, 1, 10_000) > 0 ? read(pipeFDs[0], &buffer, 16) : 0
-        if n > 0 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("busy") {
+        // "busy" with the socket in place: another command started a daemon at the same
+        // moment, and that one serves; connect() goes on to it.
+        if n > 0 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("busy") && !FileIO.exists(paths.controlSocket) {
             let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
             throw IceboxError(
                 .unavailable,
@@ -112,9 +114,27 @@ struct DaemonClient {
         _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil,
         onSummaries: (([AppSummary]) -> Void)? = nil, rawApps: ((String) -> Void)? = nil
     ) throws(IceboxError) -> Int32 {
-        let connection = try connect()
-        connection.rawApps = rawApps
-        try connection.send(request)
+        var connection = try connect()
+        var resent = false
+        while true {
+            connection.rawApps = rawApps
+            do {
+                try connection.send(request)
+                return try replies(to: request, on: connection, onData: onData, onPolicy: onPolicy, onSummaries: onSummaries)
+            } catch  where !resent && connection.resetUnanswered {
+                // No daemon read it (DaemonConnection.resetUnanswered): one on its way out
+                // closed its listener between our connect and its accept. Once more, to
+                // the next daemon, started if need be.
+                resent = true
+                connection = try connect()
+            }
+        }
+    }
+
+    private func replies(
+        to request: ControlRequest, on connection: DaemonConnection, onData: (([AppRecord]) -> Void)?,
+        onPolicy: ((EvictionPolicy) -> Void)?, onSummaries: (([AppSummary]) -> Void)?
+    ) throws(IceboxError) -> Int32 {
         do {
             return try connection.replies(until: Self.deadline(for: request), what: request.commandName) { reply in
                 switch reply.kind {

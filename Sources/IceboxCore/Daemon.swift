@@ -154,7 +154,7 @@ public final class Daemon {
     public func run() throws(IceboxError) -> Bool {
         try config.paths.prepare()
         lockFD = try config.paths.openLockFile()
-        if flock(lockFD, LOCK_EX | LOCK_NB) < 0 {
+        if !Self.takeLock(lockFD, path: config.paths.lockFile, socket: config.paths.controlSocket) {
             close(lockFD)
             lockFD = -1
             signalReady(busy: true)
@@ -222,6 +222,35 @@ public final class Daemon {
         for fd in stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         return true
+    }
+
+    /// How long a starting daemon waits for the lock of one on its way out (its control socket
+    /// already removed). Such a daemon lets go within milliseconds: its last writes, the
+    /// removal of its empty cgroups. One that holds on longer is stuck, and is named.
+    package static let lockHandOverNanos: UInt64 = 2_000_000_000
+
+    /// Takes the runtime directory's lock (flock on `fd`), at once or, when its holder has
+    /// already removed its control socket, as soon as the holder lets go (within `wait`). A
+    /// daemon exiting idle removes its socket a few milliseconds before its lock, and a
+    /// command arriving then started the next daemon, which found the lock held and said
+    /// "busy". A holder whose socket is in place serves, and this daemon is not needed. The
+    /// wait is on inotify: the holder's close of the lock file (or its exit, which closes it)
+    /// is an IN_CLOSE_WRITE, and every close is followed by another try.
+    static func takeLock(_ fd: Int32, path: String, socket: String, wait: UInt64 = lockHandOverNanos) -> Bool {
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+        guard errno == EWOULDBLOCK, !FileIO.exists(socket) else { return false }
+        let deadline = Clock.monotonicNanos().saturatingAdd(wait)
+        guard let watcher = try? Inotify(),
+            (try? watcher.addWatch(path, mask: UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE_SELF))) != nil
+        else { return false }
+        while true {
+            // Tried after the watch is in place, so a close in between is not missed.
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            let now = Clock.monotonicNanos()
+            guard errno == EWOULDBLOCK, now < deadline else { return false }
+            _ = FileIO.poll(fd: watcher.fd, events: Int16(POLLIN), timeoutNanos: deadline - now)
+            _ = try? watcher.read()
+        }
     }
 
     /// Lets go of the runtime directory's lock and the cgroup root's: another daemon may start.

@@ -15,6 +15,18 @@ package final class DaemonConnection {
     /// Where each read lands: allocated once and never zeroed (a zeroed 64 KiB array per read
     /// was a tenth of a one-shot client's CPU time, memset and first-touch page faults).
     private var readRoom: UnsafeMutableRawBufferPointer?
+    /// Whether anything has come from the daemon on this connection.
+    private var received = false
+    /// The daemon reset the connection (or had closed it when the request was sent).
+    private var reset = false
+
+    /// The request never reached a daemon that read it: the connection was reset (or found
+    /// closed at the send) before a byte of answer. A daemon does that only to a connection
+    /// it never accepted, when it closes its listener on its way out (exiting idle between a
+    /// client's connect and its accept, or killed); one that accepted and read the whole
+    /// request leaves nothing unread, and its close reads as an end of file. Sending the
+    /// request again, to the next daemon, cannot make it happen twice.
+    package var resetUnanswered: Bool { reset && !received }
 
     /// Connects to the socket at `path`. The error is the system's, so a caller can tell "no
     /// daemon" (ENOENT, ECONNREFUSED) from other failures. The corresponding C function is `connect`.
@@ -74,6 +86,7 @@ package final class DaemonConnection {
     /// is the error, not the broken pipe.
     package func send(_ request: ControlRequest, fds: [Int32] = []) throws(IceboxError) {
         do { try UnixSocket.send(fd, Array((JSONLines.encode(request) + "\n").utf8), fds: fds) } catch {
+            if error.errno == EPIPE || error.errno == ECONNRESET { reset = true }
             if let said = finalReplyAfterClose() {
                 let text = said.text.map { $0.hasPrefix("icebox: ") ? String($0.dropFirst(8)) : $0 }
                 throw IceboxError(
@@ -177,10 +190,14 @@ package final class DaemonConnection {
         readRoom = chunk
         let n = retryingOnInterrupt { read(fd, chunk.baseAddress, chunk.count) }
         if n < 0 {
-            if errno == ECONNRESET { return false }
+            if errno == ECONNRESET {
+                reset = true
+                return false
+            }
             throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(SystemError("read from the control socket"))")
         }
         if n == 0 { return false }
+        received = true
         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
         return true
     }

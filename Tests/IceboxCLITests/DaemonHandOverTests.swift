@@ -1,0 +1,107 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// A command that arrives while the last daemon is on its way out: between removing its
+/// control socket (or closing its listener) and letting go of its lock, a daemon exiting idle
+/// still holds the runtime directory. The command must reach the next daemon, not fail.
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"))
+struct DaemonHandOverTests {
+    /// The runtime directory as a daemon leaves it once it has stopped: the directories
+    /// there, no socket. (`ps` with no daemon starts none, so they are made here.)
+    func stoppedDaemon(_ box: Sandbox) throws {
+        for dir in [box.dir, box.runtimeDir, box.stateDir] where !FileManager.default.fileExists(atPath: dir) {
+            try #require(mkdir(dir, 0o700) == 0, "mkdir \(dir)")
+        }
+    }
+
+    /// The lock file held as an exiting daemon holds it: flock, its pid inside, no socket.
+    func holdLock(_ box: Sandbox) throws -> Int32 {
+        let fd = open(box.runtimeDir + "/daemon.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0, "the lock is not free")
+        _ = ftruncate(fd, 0)
+        _ = "\(getpid())\n".withCString { pwrite(fd, $0, strlen($0), 0) }
+        return fd
+    }
+
+    /// Processes other than this one with `path` open.
+    static func openers(of path: String) -> [pid_t] {
+        let me = getpid()
+        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+            guard let pid = pid_t(entry), pid != me else { return nil }
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            let holds = fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == path }
+            return holds ? pid : nil
+        }
+    }
+
+    /// Runs `icebox ARGS` on another thread; the returned function waits for its result.
+    func inBackground(_ box: Sandbox, _ args: [String]) -> () -> Sandbox.Result? {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Sandbox.Result?  // written before the signal, read after the wait
+        DispatchQueue.global().async {
+            result = try? box.icebox(args)
+            done.signal()
+        }
+        return {
+            done.wait()
+            return result
+        }
+    }
+
+    @Test("a command that finds the last daemon's lock still held, its socket gone, waits for it and starts the next")
+    func waitsForExitingHolder() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        try stoppedDaemon(box)
+        let lock = try holdLock(box)
+        let launch = inBackground(box, ["launch", "next", "--", "sleep", "1000"])
+        // The next daemon has opened the lock file: it is about to take the lock, or waiting.
+        let lockPath = box.runtimeDir + "/daemon.lock"
+        let reached = Scenario.eventually { !Self.openers(of: lockPath).isEmpty }
+        #expect(reached, "no daemon opened \(lockPath)")
+        usleep(100_000)  // as a daemon's last writes would hold it a little longer
+        close(lock)
+        let result = try #require(launch())
+        #expect(result.status == 0, "\(result.output)")
+        #expect(try box.apps()["next"]?.state == .active)
+        #expect(box.daemonPID != getpid(), "the next daemon should hold the lock now")
+    }
+
+    @Test("a lock holder that never lets go, its socket gone, is named after the hand-over time")
+    func namesStuckHolder() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        try stoppedDaemon(box)
+        let lock = try holdLock(box)
+        defer { close(lock) }
+        let start = Clock.monotonicNanos()
+        let result = try box.icebox(["launch", "never", "--", "sleep", "1000"])
+        let waited = Clock.monotonicNanos() - start
+        #expect(result.status == ExitCode.unavailable.rawValue, "\(result.output)")
+        #expect(result.stderr.contains("pid \(getpid())") && result.stderr.contains("control socket"), "\(result.stderr)")
+        #expect(waited >= Daemon.lockHandOverNanos, "gave up after \(waited) ns")
+    }
+
+    @Test("a request whose connection is reset before any answer goes to the next daemon")
+    func resendsAfterReset() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        try stoppedDaemon(box)
+        // A listener that never accepts, then closes: a daemon exiting between a client's
+        // connect and its accept. Its socket file stays behind, as a killed daemon's would.
+        let socketPath = box.runtimeDir + "/icebox.sock"
+        let listener = try UnixSocket.listen(path: socketPath)
+        let launch = inBackground(box, ["launch", "once", "--", "sleep", "1000"])
+        var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&pfd, 1, 10_000) == 1, "the client did not connect")
+        close(listener)
+        let result = try #require(launch())
+        #expect(result.status == 0, "\(result.output)")
+        #expect(box.daemonPID != nil, "a daemon should have started")
+        let apps = try box.apps()
+        #expect(apps.count == 1 && apps["once"]?.state == .active, "\(apps)")  // sent again, launched once
+    }
+}
