@@ -40,9 +40,21 @@ enum RunCommand: IceboxCommand {
         do { sigFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP, SIGTSTP]) } catch { throw IceboxError("set up signals", error) }
 
         var client = LaunchArguments.client(args)
-        let connection = try client.connect()
+        var connection = try client.connect()
         let request = ControlRequest.launch(options)
-        try connection.send(request, fds: [0, 1, 2])
+        // Reset before a word of answer, the request was never read (DaemonConnection.
+        // resetUnanswered): it goes once more to the next daemon, at the send or the first read.
+        var resent = false
+        func sendAgainIfUnread() throws(IceboxError) -> Bool {
+            guard !resent, connection.resetUnanswered else { return false }
+            resent = true
+            connection = try client.connect()
+            try connection.send(request, fds: [0, 1, 2])
+            return true
+        }
+        do { try connection.send(request, fds: [0, 1, 2]) } catch {
+            guard try sendAgainIfUnread() else { throw error }
+        }
 
         var appName: String?
         var interrupts = 0
@@ -94,6 +106,7 @@ enum RunCommand: IceboxCommand {
                 }
                 if pfds[0].revents == 0 { continue }
                 if try !connection.readAvailable() {
+                    if try sendAgainIfUnread() { continue }
                     throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
                 }
             }

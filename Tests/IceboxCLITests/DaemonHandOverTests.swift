@@ -85,23 +85,37 @@ struct DaemonHandOverTests {
         #expect(waited >= Daemon.lockHandOverNanos, "gave up after \(waited) ns")
     }
 
-    @Test("a request whose connection is reset before any answer goes to the next daemon")
-    func resendsAfterReset() throws {
-        let box = Sandbox()
-        defer { box.close() }
+    /// A listener at the control socket's path that never accepts, then closes: a daemon
+    /// exiting between a client's connect and its accept. Its socket file stays behind, as
+    /// a killed daemon's would. Returns what `icebox ARGS` printed and its status.
+    func resetBeforeAccept(_ box: Sandbox, _ args: [String]) throws -> Sandbox.Result {
         try stoppedDaemon(box)
-        // A listener that never accepts, then closes: a daemon exiting between a client's
-        // connect and its accept. Its socket file stays behind, as a killed daemon's would.
-        let socketPath = box.runtimeDir + "/icebox.sock"
-        let listener = try UnixSocket.listen(path: socketPath)
-        let launch = inBackground(box, ["launch", "once", "--", "sleep", "1000"])
+        let listener = try UnixSocket.listen(path: box.runtimeDir + "/icebox.sock")
+        let command = inBackground(box, args)
         var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
         #expect(poll(&pfd, 1, 10_000) == 1, "the client did not connect")
         close(listener)
-        let result = try #require(launch())
+        return try #require(command())
+    }
+
+    @Test("a launch whose connection is reset before any answer goes to the next daemon, once")
+    func resendsLaunchAfterReset() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let result = try resetBeforeAccept(box, ["launch", "once", "--", "sleep", "1000"])
         #expect(result.status == 0, "\(result.output)")
         #expect(box.daemonPID != nil, "a daemon should have started")
         let apps = try box.apps()
-        #expect(apps.count == 1 && apps["once"]?.state == .active, "\(apps)")  // sent again, launched once
+        #expect(apps.count == 1 && apps["once"]?.state == .active, "\(apps)")
+    }
+
+    @Test("icebox run, its connection reset before any answer, runs the app on the next daemon")
+    func resendsRunAfterReset() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let result = try resetBeforeAccept(box, ["run", "--name", "attached", "--", "sh", "-c", "echo from-the-app; exit 3"])
+        #expect(result.status == 3, "\(result.output)")
+        #expect(result.output.contains("from-the-app"), "\(result.output)")
+        #expect(try box.apps()["attached"] != nil)
     }
 }
