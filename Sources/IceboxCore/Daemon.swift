@@ -336,9 +336,8 @@ public final class Daemon {
             let now = Clock.monotonicNanos()
             fireDeadlines(now: now)
             flushRegistry()
-            let answered = !unflushedClients.isEmpty
             flushReplies()
-            flushRecordsAfterReplies(yieldingFirst: answered)
+            flushRecordsAfterReplies()
             // Last before the sleep: a client whose final reply went out just above has had
             // its connection closed, and may have left the daemon idle (or a stopping daemon
             // done). Checked before the flushes, that went unseen and the loop slept without
@@ -530,18 +529,8 @@ public final class Daemon {
 
     /// The records no reply waits for (a confirmed freeze's), written once the turn's
     /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
-    ///
-    /// `yieldingFirst`: this turn sent replies, so the CPU is offered to their readers first
-    /// (sched_yield). A client's request wakes the daemon on the client's own CPU (a unix
-    /// socket's wake-up is synchronous) and preempts it before it sleeps in poll, so the
-    /// client waits runnable behind the whole turn: in a perf trace (which slows every step),
-    /// a suspend's client sat 0.57 ms behind the turn, this write and a kworker, while the
-    /// other CPU idled. With the yield,
-    /// `oneshot-tight` suspends took 1.20/1.21/1.38 ms against 1.24/1.25/1.39 ms in three
-    /// interleaved runs of both builds; a daemon alone on its CPU gets it back at once.
-    func flushRecordsAfterReplies(yieldingFirst: Bool = false) {
+    func flushRecordsAfterReplies() {
         guard !recordsAfterReplies.isEmpty else { return }
-        if yieldingFirst { sched_yield() }
         let names = recordsAfterReplies
         recordsAfterReplies = []
         writeRecords(names)
