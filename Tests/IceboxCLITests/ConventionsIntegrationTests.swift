@@ -11,12 +11,7 @@ struct ConventionsIntegrationTests {
     /// Waits (at most `seconds`) until the condition holds; returns whether it did.
     @discardableResult
     func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(20_000)
-        }
-        return try condition()
+        try Scenario.eventually(seconds: seconds, condition)
     }
 
     /// Whether a following `log -f` is in its wait: it has its inotify descriptor (made after

@@ -147,13 +147,13 @@ enum Scenario {
 
     /// Checks `condition` every 2 ms until it holds or `seconds` pass: for what the kernel
     /// gives no notification of (a process count, a thread's state, freezer.state).
-    static func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    static func eventually(seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Clock.monotonicNanos() + UInt64(seconds * 1e9)
         while Clock.monotonicNanos() < deadline {
-            if condition() { return true }
+            if try condition() { return true }
             usleep(2_000)
         }
-        return condition()
+        return try condition()
     }
 
     /// The app's frozen time so far in µs (`frozen_usec` in cgroup.stat.local, Linux 6.17),

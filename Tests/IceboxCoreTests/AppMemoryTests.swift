@@ -151,7 +151,7 @@ struct MemoryCgroupV1Tests {
         #expect(try cg.limit() == nil)
 
         child.kill()
-        #expect(ScriptChild.eventually { cg.procs().isEmpty })
+        #expect(eventually { cg.procs().isEmpty })
         try cg.remove()
         #expect(!cg.exists)
     }
@@ -178,6 +178,6 @@ struct MemoryCgroupV1Tests {
         print("v1 usage after a late addProcess: \(SizeText.format(usage))")
         #expect(usage < 32 * ScriptChild.mebibyte)
         child.kill()
-        #expect(ScriptChild.eventually { cg.procs().isEmpty })
+        #expect(eventually { cg.procs().isEmpty })
     }
 }

@@ -126,7 +126,7 @@ struct FileLocksIntegrationTests {
         defer { waiter.kill() }
         try #require(waiter.waitForLine("taking"))
         var hits: [(holder: FileLock, waiters: [FileLock])] = []
-        let seen = ScriptChild.eventually {
+        let seen = eventually {
             hits = FileLocks.contended(heldBy: [holder.pid], in: (try? FileLocks.read()) ?? [])
             return !hits.isEmpty
         }

@@ -106,7 +106,7 @@ struct ReadinessProbeTests {
         #expect(probe.watchedFD != nil)
         probe.cancel()
         #expect(probe.watchedFD == nil && probe.attemptDeadline == nil)
-        let closed = ScriptChild.eventually {
+        let closed = eventually {
             server.pump()
             return server.closedByClient == 1
         }
@@ -152,7 +152,7 @@ struct ReadinessProbeTests {
         // Our own pidfd on it stands in for the daemon's SIGCHLD handling.
         let reaper = try ProcessHandle(adopting: pid)
         #expect(Self.holdsPidfd(pidfd, of: pid))
-        #expect(ScriptChild.eventually { ProcFS.pids(inSession: pid).count == 2 }, "both sleeps should be running")
+        #expect(eventually { ProcFS.pids(inSession: pid).count == 2 }, "both sleeps should be running")
         let group = ProcFS.pids(inSession: pid)
 
         let start = Clock.monotonicNanos()
@@ -168,7 +168,7 @@ struct ReadinessProbeTests {
         #expect(ProcFS.stat(pid: pid) == nil, "reaped: no zombie left")
         // The background sleep went with the group (reparented, it is gone or its new parent's zombie).
         for other in group where other != pid {
-            #expect(ScriptChild.eventually { (ProcFS.stat(pid: other)?.state ?? "Z") == "Z" }, "pid \(other) survived")
+            #expect(eventually { (ProcFS.stat(pid: other)?.state ?? "Z") == "Z" }, "pid \(other) survived")
         }
     }
 }

@@ -77,15 +77,5 @@ final class ScriptChild {
         close(stdoutFD)
     }
 
-    /// Waits (bounded) until `condition` holds, re-checking every millisecond.
-    static func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Clock.monotonicNanos() + UInt64(seconds * 1e9)
-        while Clock.monotonicNanos() < deadline {
-            if condition() { return true }
-            usleep(1_000)
-        }
-        return condition()
-    }
-
     static let mebibyte: UInt64 = 1 << 20
 }
