@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <link.h>
 #include <nss.h>
 #include <stdio.h>
 #include <string.h>
@@ -713,4 +714,39 @@ int icebox_static_nss_files_only(void) {
 
 ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice) {
     return (ssize_t)syscall(SYS_process_madvise, pidfd, iov, n, advice, 0U);
+}
+
+/* The program's own loadable segments, locked in memory (see icebox_lock_program_image). */
+struct icebox_image_lock {
+    size_t locked;
+    int err;
+};
+
+static int icebox_lock_segments(struct dl_phdr_info *info, size_t size, void *data) {
+    struct icebox_image_lock *state = data;
+    (void)size;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || ph->p_memsz == 0) continue;
+        uintptr_t start = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+        uintptr_t end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
+        if (mlock((void *)start, end - start) != 0) {
+            state->err = errno;
+            return 1;
+        }
+        state->locked += end - start;
+    }
+    return 1; /* the first object is the program itself: stop there */
+}
+
+long long icebox_lock_program_image(void) {
+    struct icebox_image_lock state = {0, 0};
+    dl_iterate_phdr(icebox_lock_segments, &state);
+    if (state.err != 0) {
+        munlockall(); /* nothing else of ours is locked: no half-locked image */
+        errno = state.err;
+        return -1;
+    }
+    return (long long)state.locked;
 }

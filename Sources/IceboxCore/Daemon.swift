@@ -201,6 +201,7 @@ public final class Daemon {
                 app: "-", pid: getpid(), kind: .daemon,
                 detail:
                     "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"))
+        if config.ownsProcess { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
         config.serviceNotifier?.notify("STOPPING=1")
@@ -222,6 +223,28 @@ public final class Daemon {
         for fd in stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         return true
+    }
+
+    /// Keeps the daemon's own code and data in memory (ProgramImage.lockInMemory says why),
+    /// once it has said it is ready: a first command does not wait for the faulting in. A
+    /// daemon that may not lock that much runs all the same, and says so once.
+    func lockProgramImage() {
+        let start = Clock.monotonicNanos()
+        do throws(SystemError) {
+            let bytes = try ProgramImage.lockInMemory()
+            let took = DurationText.format(Clock.monotonicNanos().saturatingSub(start))
+            log(
+                Event(
+                    app: "-", pid: getpid(), kind: .daemon,
+                    detail: "program image locked in memory: \(bytes / 1024) KiB, in \(took)"))
+        } catch {
+            log(
+                Event(
+                    app: "-", pid: getpid(), kind: .daemon,
+                    detail:
+                        "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it"
+                ))
+        }
     }
 
     /// How long a starting daemon waits for the lock of one on its way out (its control socket

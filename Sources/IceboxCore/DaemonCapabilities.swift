@@ -28,6 +28,7 @@ public enum DaemonCapabilities {
             why: "/proc/PID/smaps_rollup and process_madvise on apps of another user or with more capabilities than the daemon"),
         Kept(name: "cap_sys_nice", why: "process_madvise (compaction) on another process, and SCHED_FIFO for a thaw's write and read-back"),
         Kept(name: "cap_sys_resource", why: "PSI triggers with windows that are not multiples of 2 s"),
+        Kept(name: "cap_ipc_lock", why: "locking the daemon's own program image in memory (mlock) past RLIMIT_MEMLOCK"),
     ]
 
     /// What `--user` needs the daemon to have in its effective set.

@@ -169,5 +169,10 @@ int icebox_sigrtmax(void);
 /// asked when it stopped early), or -1 with errno when the first range already failed.
 ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 
+/// Locks the program's own loadable segments (its code, read-only data, data and bss) in
+/// memory with mlock(2), faulting them in: the bytes locked, or -1 with errno (EPERM or
+/// ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK; nothing stays locked then).
+long long icebox_lock_program_image(void);
+
 #pragma clang assume_nonnull end
 #endif
