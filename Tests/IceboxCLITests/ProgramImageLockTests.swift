@@ -14,13 +14,18 @@ struct ProgramImageLockTests {
         return UInt64(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
     }
 
-    /// The size of the binary's loadable segments as the kernel maps them, in KiB, from
-    /// its program headers (readelf is not needed: the running daemon's maps say it).
+    /// How much of the binary the daemon maps, in KiB: its mappings of that file (matched by
+    /// inode, as the path may name it through a symbolic link), from /proc/PID/maps.
     static func mappedImageKiB(_ pid: pid_t, binary: String) -> UInt64 {
+        var st = stat()
+        guard stat(binary, &st) == 0 else { return 0 }
         let maps = (try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)) ?? ""
         var total: UInt64 = 0
-        for line in maps.split(separator: "\n") where line.hasSuffix(binary) {
-            let range = line.split(separator: " ")[0].split(separator: "-")
+        for line in maps.split(separator: "\n") {
+            // address perms offset dev inode path
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, UInt64(fields[4]) == UInt64(st.st_ino) else { continue }
+            let range = fields[0].split(separator: "-")
             if let a = UInt64(range[0], radix: 16), let b = UInt64(range[1], radix: 16) { total += (b - a) / 1024 }
         }
         return total
