@@ -343,13 +343,16 @@ extension Daemon {
     /// The app's cgroup.events changed: look again at what waits.
     func cgroupChanged(_ app: LiveApp) {
         app.eventsChangedAt = Clock.monotonicNanos()
-        if app.operation != nil { stepOperation(app) }
+        let stepped = app.operation != nil
+        if stepped { stepOperation(app) }
         if app.destroying { stepDestroy(app) }
         if app.operation == nil && !app.destroying {
             // Read on the watched descriptor: that is what re-arms the kernel's notification.
             _ = app.cgroups.events()
             noticeDeparture(app)
-            noticeOutsideThaw(app)
+            // Not when this change ended an operation of ours: the step has just read the
+            // kernel, and a freeze's client would wait for one more read before its reply.
+            if !stepped { noticeOutsideThaw(app) }
         }
     }
 
