@@ -260,17 +260,20 @@ public final class Daemon {
     /// wait is on inotify: the holder's close of the lock file (or its exit, which closes it)
     /// is an IN_CLOSE_WRITE, and every close is followed by another try.
     static func takeLock(_ fd: Int32, path: String, socket: String, wait: UInt64 = lockHandOverNanos) -> Bool {
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
-        guard errno == EWOULDBLOCK, !FileIO.exists(socket) else { return false }
+        func tryLock() -> Int32 { flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno }
+        let first = tryLock()
+        if first == 0 { return true }
+        guard first == EWOULDBLOCK, !FileIO.exists(socket) else { return false }
         let deadline = Clock.monotonicNanos().saturatingAdd(wait)
         guard let watcher = try? Inotify(),
             (try? watcher.addWatch(path, mask: UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE_SELF))) != nil
         else { return false }
         while true {
             // Tried after the watch is in place, so a close in between is not missed.
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            let failed = tryLock()
+            if failed == 0 { return true }
             let now = Clock.monotonicNanos()
-            guard errno == EWOULDBLOCK, now < deadline else { return false }
+            guard failed == EWOULDBLOCK, now < deadline else { return false }
             _ = FileIO.poll(fd: watcher.fd, events: Int16(POLLIN), timeoutNanos: deadline - now)
             _ = try? watcher.read()
         }
