@@ -30,10 +30,8 @@ struct DaemonHandOverTests {
     static func openers(of path: String) -> [pid_t] {
         let me = getpid()
         return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
-            guard let pid = pid_t(entry), pid != me else { return nil }
-            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-            let holds = fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == path }
-            return holds ? pid : nil
+            guard let pid = pid_t(entry), pid != me, Kernel.descriptorTargets(pid).contains(path) else { return nil }
+            return pid
         }
     }
 

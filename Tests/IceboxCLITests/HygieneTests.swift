@@ -12,11 +12,6 @@ struct HygieneTests {
         Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [])
     }
 
-    /// What each of the process's descriptors names (a path, "socket:[N]", "anon_inode:...").
-    func descriptorTargets(_ pid: pid_t) -> [String] {
-        descriptors(pid).compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
-    }
-
     @Test("an app inherits only its standard input, output and error")
     func noDescriptorLeaksIntoApps() throws {
         let box = Sandbox()
@@ -60,7 +55,7 @@ struct HygieneTests {
                     [r.memoryV1.map { $0 + "/memory.usage_in_bytes" }, r.cgroup.map { $0 + "/memory.current" }].compactMap { $0 }
                 } ?? []
             if let counter = counters.first(where: { FileManager.default.fileExists(atPath: $0) }) {
-                let held = descriptorTargets(pid)
+                let held = Kernel.descriptorTargets(pid)
                 #expect(held.contains(counter), "\(counter) not among the daemon's descriptors \(held)")
             }
             _ = try box.icebox(["suspend", "tmp"])
@@ -107,7 +102,7 @@ struct HygieneTests {
             """
             the daemon did not exit within 10 s of its last app ending; its events: \
             \(box.events().map { "\($0.kind) \($0.app): \($0.detail)" }); its descriptors: \
-            \(descriptorTargets(pid))
+            \(Kernel.descriptorTargets(pid))
             """)
     }
 

@@ -1,17 +1,17 @@
 import Foundation
 import Glibc
 import IceboxCore
+import IceboxSystem
 import Testing
 
 /// The daemon keeps its own program image in memory (mlock), and runs all the same, saying
 /// so, where it may not.
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"))
 struct ProgramImageLockTests {
-    /// A field of /proc/PID/status, in kB.
+    /// A field of /proc/PID/status in kB ("VmLck:  4476 kB"), as KiB.
     static func statusKiB(_ pid: pid_t, _ key: String) -> UInt64? {
         let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return nil }
-        return UInt64(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        return ProcFS.statusField(key, in: text).flatMap(ProcFS.parseKiloBytes).map { $0 / 1024 }
     }
 
     /// How much of the binary the daemon maps, in KiB: its mappings of that file (matched by

@@ -213,6 +213,13 @@ enum Kernel {
         ((try? String(contentsOfFile: path + "/freezer.state", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// What each of the process's descriptors names (a path, "socket:[N]", "anon_inode:...").
+    static func descriptorTargets(_ pid: pid_t) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+        }
+    }
+
     static func processState(_ pid: pid_t) -> Character? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
