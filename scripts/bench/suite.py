@@ -669,15 +669,15 @@ def pending_get(port, hold_s=0.005):
     return s, bool(select.select([s], [], [], hold_s)[0])
 
 
-
 def run_captured(argv, env=None, timeout=120, pending=None):
     """Runs `argv` with stdin from /dev/null and stdout and stderr captured, as a script would;
     returns (CompletedProcess with text output, CLOCK_MONOTONIC ns just before the spawn and
-    at the exit, ns until the pending GET was answered or None). Everything within `timeout` s (killed past
-    it). The exit is waited for on a pidfd, not with Popen.communicate/wait(timeout=), which
-    poll with sleeps of 0.5, 1, 2 ms: a program preempted between closing its output and its
-    exit was timed 0.5-1.5 ms late, and only programs that print (icebox --version: 1.71 ms
-    against 0.69 ms checked side by side; /bin/kill and /bin/true print nothing)."""
+    at the exit, ns until the pending GET was answered or None). Everything within `timeout`
+    s (killed past it). The exit is waited for on a pidfd, not with
+    Popen.communicate/wait(timeout=), which poll with sleeps of 0.5, 1, 2 ms: a program
+    preempted between closing its output and its exit was timed 0.5-1.5 ms late, and only
+    programs that print (icebox --version: 1.71 ms against 0.69 ms checked side by side;
+    /bin/kill and /bin/true print nothing)."""
     deadline = time.monotonic() + timeout
     t0 = mono()
     p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -716,7 +716,14 @@ def run_captured(argv, env=None, timeout=120, pending=None):
     finally:
         p.stdout.close()
         p.stderr.close()
+        if p.returncode is None:  # something above failed: the command still ends, and is reaped
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
     return subprocess.CompletedProcess(argv, p.returncode, out, err), t0, t1, got
+
 
 def run_oneshot(argv, env=None, pending=None):
     """Runs one command as a script would; returns (wall ns, ns until the pending GET was answered
