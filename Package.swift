@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "IceboxSystem", dependencies: ["CIceboxShim", "CLibcap"], swiftSettings: strict),
         .target(name: "IceboxCore", dependencies: ["IceboxSystem"], swiftSettings: strict),
         .target(name: "IceboxCLI", dependencies: ["IceboxCore"], swiftSettings: strict),
-        .executableTarget(name: "icebox", dependencies: ["IceboxCLI"], swiftSettings: strict),
+        .executableTarget(name: "icebox", dependencies: ["IceboxCLI", "IceboxSystem"], swiftSettings: strict),
         .target(name: "IceboxTestSupport", path: "Sources/IceboxTestSupport"),
         .testTarget(name: "IceboxSystemTests", dependencies: ["IceboxSystem", "IceboxTestSupport"]),
         .testTarget(name: "IceboxCoreTests", dependencies: ["IceboxCore", "IceboxTestSupport"]),

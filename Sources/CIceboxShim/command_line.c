@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "icebox_shim.h"
+
 static char **captured_argv;
 static int captured_argc;
 static char **override_argv;
@@ -49,4 +51,8 @@ char **_swift_stdlib_getUnsafeArgvArgc(int *outArgLen) {
 void _swift_stdlib_overrideUnsafeArgvArgc(char **argv, int argc) {
     override_argv = argv;
     override_argc = argc;
+}
+
+char *const *icebox_process_arguments(int *count) {
+    return _swift_stdlib_getUnsafeArgvArgc(count);
 }

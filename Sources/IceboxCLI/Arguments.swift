@@ -67,16 +67,43 @@ struct CommandSpec: Sendable {
 }
 
 /// What the parser found.
+///
+/// Kept in arrays of String, searched in order (a command has a handful of options): a
+/// dictionary and a set here cost every one-shot command the instantiation of two more
+/// families of generic type metadata at run time, page faults on the runtime's caches
+/// included, where `[String]` is there already for the arguments themselves.
 struct ParsedArguments {
-    var values: [String: [String]] = [:]
-    var flags: Set<String> = []
+    /// Every option value given, as (name, value) in the order given: `valueNames[i]`'s.
+    private(set) var valueNames: [String] = []
+    private(set) var valueTexts: [String] = []
+    /// The flags given, each once.
+    private(set) var flags: [String] = []
     var positionals: [String] = []
     var command: [String] = []
     var helpRequested = false
 
-    func value(_ name: String) -> String? { values[name]?.last }
-    func all(_ name: String) -> [String] { values[name] ?? [] }
+    /// The last value given for `name`.
+    func value(_ name: String) -> String? {
+        valueNames.lastIndex(of: name).map { valueTexts[$0] }
+    }
+
+    /// Every value given for `name`, in order.
+    func all(_ name: String) -> [String] {
+        var out: [String] = []
+        for (i, n) in valueNames.enumerated() where n == name { out.append(valueTexts[i]) }
+        return out
+    }
+
     func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    mutating func add(_ value: String, for name: String) {
+        valueNames.append(name)
+        valueTexts.append(value)
+    }
+
+    mutating func set(flag name: String) {
+        if !flags.contains(name) { flags.append(name) }
+    }
 }
 
 enum ArgumentParser {
@@ -91,7 +118,7 @@ enum ArgumentParser {
         func record(_ option: OptionSpec, as shown: String, inline: String?) throws(IceboxError) {
             guard let placeholder = option.value else {
                 if inline != nil { throw usage("\(shown) takes no value", spec) }
-                out.flags.insert(option.name)
+                out.set(flag: option.name)
                 return
             }
             let value: String
@@ -102,8 +129,8 @@ enum ArgumentParser {
                 value = args[i]
                 i += 1
             }
-            if !option.repeatable && out.values[option.name] != nil { throw usage("\(shown) given twice", spec) }
-            out.values[option.name, default: []].append(value)
+            if !option.repeatable && out.value(option.name) != nil { throw usage("\(shown) given twice", spec) }
+            out.add(value, for: option.name)
         }
 
         while i < args.count {

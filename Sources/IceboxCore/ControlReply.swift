@@ -8,6 +8,21 @@ public struct ControlReply: Codable, Sendable {
         case data  // a JSON payload (ps)
         case done  // the end: code is the exit code
         case exit  // an attached app ended: code is its status
+
+        /// Written out: the synthesized one looks the text up in a static array of
+        /// StaticString, whose first use cost every one-shot command the instantiation of
+        /// that array's type metadata.
+        public init?(rawValue: String) {
+            switch rawValue {
+            case "line": self = .line
+            case "warning": self = .warning
+            case "event": self = .event
+            case "data": self = .data
+            case "done": self = .done
+            case "exit": self = .exit
+            default: return nil
+            }
+        }
     }
 
     public var kind: Kind

@@ -104,8 +104,7 @@ package final class DaemonConnection {
             while let reply = bufferedReply() {
                 if reply.kind == .done || reply.kind == .exit { return reply }
             }
-            var pfd = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard (try? Poll.wait(&pfd, until: deadline)) ?? 0 > 0, (try? readAvailable()) == true else { return nil }
+            guard (try? Poll.wait(fd, events: Int16(POLLIN), until: deadline)) ?? 0 != 0, (try? readAvailable()) == true else { return nil }
         }
     }
 
@@ -207,9 +206,8 @@ package final class DaemonConnection {
     package func next(until deadline: UInt64, what: String) throws(IceboxError) -> ControlReply? {
         while true {
             if let reply = bufferedReply() { return reply }
-            var pfd = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            let ready: Int
-            do { ready = try Poll.wait(&pfd, until: deadline) } catch {
+            let ready: Int16
+            do { ready = try Poll.wait(fd, events: Int16(POLLIN), until: deadline) } catch {
                 throw IceboxError(.failure, "wait for the icebox daemon: \(error)")
             }
             if ready == 0 {

@@ -9,16 +9,31 @@ public enum Poll {
     /// the deadline passed first. The corresponding C function is `poll`.
     public static func wait(_ fds: inout [pollfd], until deadline: UInt64?) throws(SystemError) -> Int {
         while true {
-            var timeout: Int32 = -1
-            if let deadline {
-                let now = Clock.monotonicNanos()
-                // Rounded up, so the wait never ends a little before the deadline.
-                timeout = now >= deadline ? 0 : Int32(min((deadline - now + 999_999) / 1_000_000, UInt64(Int32.max)))
-            }
-            let n = poll(&fds, nfds_t(fds.count), timeout)
+            let n = poll(&fds, nfds_t(fds.count), milliseconds(until: deadline))
             if n >= 0 { return Int(n) }
             if errno != EINTR { throw SystemError("poll") }
         }
+    }
+
+    /// Waits until `fd` reports one of `events` (or an error or hang-up) or the deadline
+    /// (monotonic ns; nil: none) passes. Returns the events that happened, 0 if the deadline
+    /// passed first. For one descriptor, as a one-shot client waits for its reply: an array
+    /// of pollfd cost that command the instantiation of its type metadata.
+    public static func wait(_ fd: Int32, events: Int16, until deadline: UInt64?) throws(SystemError) -> Int16 {
+        var pfd = pollfd(fd: fd, events: events, revents: 0)
+        while true {
+            let n = poll(&pfd, 1, milliseconds(until: deadline))
+            if n >= 0 { return n == 0 ? 0 : pfd.revents }
+            if errno != EINTR { throw SystemError("poll") }
+        }
+    }
+
+    /// poll's time-out for a deadline: -1 for none, rounded up so the wait never ends a
+    /// little before the deadline.
+    private static func milliseconds(until deadline: UInt64?) -> Int32 {
+        guard let deadline else { return -1 }
+        let now = Clock.monotonicNanos()
+        return now >= deadline ? 0 : Int32(min((deadline - now + 999_999) / 1_000_000, UInt64(Int32.max)))
     }
 
     /// Waits up to `timeoutNanos` (0: just look) for `events` on `fd`. Returns the events

@@ -25,7 +25,10 @@ public struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
 
 /// Runs a system call that reports failure as -1 and errno, retrying on EINTR.
 /// The corresponding C idiom is `do { rc = f(); } while (rc < 0 && errno == EINTR)`.
-@inline(__always)
+/// Inlinable, so callers in other modules get it specialized for their integer type: called
+/// generically, each first call looked up BinaryInteger's witness tables at run time, which
+/// a one-shot command paid in page faults on the runtime's caches.
+@inlinable @inline(__always)
 public func retryingOnInterrupt<T: BinaryInteger>(_ body: () -> T) -> T {
     while true {
         let rc = body()

@@ -27,7 +27,7 @@ struct ArgumentParserTests {
         let p = try ArgumentParser.parse(["python3", "-m", "http.server"], spec: RunCommand.spec)
         #expect(p.command == ["python3", "-m", "http.server"])
         #expect(p.positionals.isEmpty)
-        #expect(p.values.isEmpty && p.flags.isEmpty && !p.helpRequested)
+        #expect(p.valueNames.isEmpty && p.flags.isEmpty && !p.helpRequested)
     }
 
     @Test func runOptionsThenDoubleDash() throws {
