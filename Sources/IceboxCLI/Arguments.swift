@@ -108,10 +108,18 @@ struct ParsedArguments {
 
 enum ArgumentParser {
     static func parse(_ args: [String], spec: CommandSpec) throws(IceboxError) -> ParsedArguments {
-        let options = spec.options + CommandSpec.globalOptions
+        // The command's options, then the global ones, searched in place: the two joined
+        // into a new array cost a one-shot command the run-time metadata of [OptionSpec].
+        func option(where matches: (OptionSpec) -> Bool) -> OptionSpec? {
+            for o in spec.options where matches(o) { return o }
+            for o in CommandSpec.globalOptions where matches(o) { return o }
+            return nil
+        }
         // For the suggestions of an error only: built on every parse, it was a fifth of the
         // parse of a one-shot command.
-        var longNames: [String] { (options + [CommandSpec.helpOption]).flatMap { [$0.name] + $0.aliases }.map { "--" + $0 } }
+        var longNames: [String] {
+            (spec.options + CommandSpec.globalOptions + [CommandSpec.helpOption]).flatMap { [$0.name] + $0.aliases }.map { "--" + $0 }
+        }
         var out = ParsedArguments()
         var i = 0
 
@@ -148,7 +156,7 @@ enum ArgumentParser {
                     inline = String(name[name.index(after: eq)...])
                     name = String(name[..<eq])
                 }
-                guard let option = options.first(where: { $0.name == name || $0.aliases.contains(name) }) else {
+                guard let option = option(where: { $0.name == name || $0.aliases.contains(name) }) else {
                     throw usage("unknown option --\(name) for '\(spec.name)'" + Suggestions.didYouMean("--" + name, among: longNames), spec)
                 }
                 try record(option, as: "--\(name)", inline: inline)
@@ -160,7 +168,7 @@ enum ArgumentParser {
                 while let letter = rest.first {
                     rest = rest.dropFirst()
                     if letter == "h" { out.helpRequested = true; continue }
-                    guard let option = options.first(where: { $0.short == letter }) else {
+                    guard let option = option(where: { $0.short == letter }) else {
                         // "-all" is more likely a long option with one dash than -a -l -l.
                         let long = "--" + arg.dropFirst()
                         let hint =

@@ -140,10 +140,14 @@ package final class DaemonConnection {
                 searched = 0
                 return ControlReply(kind: .data)
             }
-            let line = String(decoding: buffer[..<newline], as: UTF8.self)
+            // Read from the buffer as it is; a String of the line only for JSONDecoder, when
+            // the line is not in the plain form (JSONLines.decode).
+            let reply =
+                buffer.withUnsafeBytes { JSONReader.read(UnsafeRawBufferPointer(rebasing: $0[..<newline])) { ControlReply(json: &$0) } }
+                ?? JSONLines.decode(ControlReply.self, String(decoding: buffer[..<newline], as: UTF8.self))
             buffer.removeSubrange(...newline)
             searched = 0
-            if let reply = JSONLines.decode(ControlReply.self, line) { return reply }
+            if let reply { return reply }
         }
         return nil
     }
@@ -206,24 +210,44 @@ package final class DaemonConnection {
     package func next(until deadline: UInt64, what: String) throws(IceboxError) -> ControlReply? {
         while true {
             if let reply = bufferedReply() { return reply }
-            let ready: Int16
-            do { ready = try Poll.wait(fd, events: Int16(POLLIN), until: deadline) } catch {
-                throw IceboxError(.failure, "wait for the icebox daemon: \(error)")
-            }
-            if ready == 0 {
-                throw IceboxError(
-                    .unavailable, "the icebox daemon did not finish \(what) in time",
-                    hint: "it may still be working on it; its event log says what it did")
-            }
-            if try !readAvailable() { return nil }
+            if try !readMore(until: deadline, what: what) { return nil }
         }
+    }
+
+    /// `next` with the connection's end thrown rather than returned as nil: for `replies`,
+    /// whose loop over an optional reply had the compiler destroy it through the run-time
+    /// type metadata of ControlReply?, instantiated on every one-shot command for that.
+    /// (Nor is bufferedReply asked before a line is there: its nil was destroyed the same way.)
+    private func nextOrClosed(until deadline: UInt64, what: String) throws(IceboxError) -> ControlReply {
+        while true {
+            if hasBufferedLine, let reply = bufferedReply() { return reply }
+            if try !readMore(until: deadline, what: what) {
+                throw IceboxError(.failure, "the icebox daemon closed the connection before it finished \(what)")
+            }
+        }
+    }
+
+    /// Waits until the daemon sends more (or `deadline` passes: thrown) and reads it; false
+    /// when the daemon closed the connection.
+    private func readMore(until deadline: UInt64, what: String) throws(IceboxError) -> Bool {
+        let ready: Int16
+        do { ready = try Poll.wait(fd, events: Int16(POLLIN), until: deadline) } catch {
+            throw IceboxError(.failure, "wait for the icebox daemon: \(error)")
+        }
+        if ready == 0 {
+            throw IceboxError(
+                .unavailable, "the icebox daemon did not finish \(what) in time",
+                hint: "it may still be working on it; its event log says what it did")
+        }
+        return try readAvailable()
     }
 
     /// Reads replies until `done` or `exit`, handing every other reply to `handle`; returns
     /// the final reply's code (1 if it has none). Throws if the daemon closes the connection
     /// first or the deadline passes.
     package func replies(until deadline: UInt64, what: String, _ handle: (ControlReply) -> Void) throws(IceboxError) -> Int32 {
-        while let reply = try next(until: deadline, what: what) {
+        while true {
+            let reply = try nextOrClosed(until: deadline, what: what)
             switch reply.kind {
             case .done, .exit:
                 // A refusal comes as a `done` with its reason: the reason is for the user.
@@ -232,7 +256,6 @@ package final class DaemonConnection {
             case .line, .warning, .event, .data: handle(reply)
             }
         }
-        throw IceboxError(.failure, "the icebox daemon closed the connection before it finished \(what)")
     }
 
     /// How long a request may take: `base`, plus the time-outs the request itself carries

@@ -18,12 +18,16 @@ public struct JSONReader {
     /// white space after it.
     static func read<T>(_ text: String, _ read: (inout JSONReader) -> T?) -> T? {
         var text = text
-        return text.withUTF8 { utf8 in
-            var reader = JSONReader(UnsafeRawBufferPointer(utf8))
-            guard let value = read(&reader) else { return nil }
-            reader.skipSpace()
-            return reader.i == reader.bytes.count ? value : nil
-        }
+        return text.withUTF8 { Self.read(UnsafeRawBufferPointer($0), read) }
+    }
+
+    /// The same over bytes, for a reader that has the line in a buffer: no String of it is
+    /// made (and freed) unless the bytes are not in the plain form.
+    static func read<T>(_ bytes: UnsafeRawBufferPointer, _ read: (inout JSONReader) -> T?) -> T? {
+        var reader = JSONReader(bytes)
+        guard let value = read(&reader) else { return nil }
+        reader.skipSpace()
+        return reader.i == reader.bytes.count ? value : nil
     }
 
     // MARK: Structure
