@@ -1,5 +1,6 @@
 import Glibc
 import IceboxCore
+import Synchronization
 
 /// Writing to the terminal. stdout carries results, stderr carries errors and event logs.
 enum Output {
@@ -7,7 +8,7 @@ enum Output {
     nonisolated(unsafe) static var colorOut = false  // written once in main before anything else runs; no thread exists yet
     nonisolated(unsafe) static var colorErr = false  // likewise
 
-    static func out(_ line: String) { writeAll(1, line + "\n") }
+    static func out(_ line: String) { writeLine(1, line) }
 
     /// A line for stderr. An error line ("icebox: ...", ours or the daemon's) gets its
     /// prefix in red when stderr has colour.
@@ -15,8 +16,37 @@ enum Output {
         if colorErr, line.hasPrefix("icebox: ") {
             writeAll(2, Style.error.paint("icebox:", colorErr) + line.dropFirst(7) + "\n")
         } else {
-            writeAll(2, line + "\n")
+            writeLine(2, line)
         }
+    }
+
+    /// `line` and a newline in one write, without a String of the two: see `keepAlive`.
+    private static func writeLine(_ fd: Int32, _ line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(10)
+        writeAll(fd, bytes)
+        keepAlive(line)
+    }
+
+    /// Keeps the first few long lines written alive until the process exits. A one-shot
+    /// command exits right after it prints, and the first String of 64 bytes or more a
+    /// process frees costs it ~35 µs here: that String's storage has room for breadcrumbs,
+    /// and the standard library resolves their type by its mangled name on that first free
+    /// (uprobes on __StringStorage's deinit in `icebox suspend`'s client; later frees take
+    /// ~3 µs). A daemon's reply line that is printed and kept is not freed before the end.
+    /// Bounded, so a command that prints for long (an attached run's events) keeps nothing
+    /// more: past `keptLines` the lines are freed as usual (and the cost is paid once).
+    private static func keepAlive(_ line: String) {
+        guard line.utf8.count >= 64, keptCount.add(1, ordering: .relaxed).newValue <= keptLines else { return }
+        _ = Unmanaged.passRetained(KeptLine(line))
+    }
+
+    private static let keptLines = 8
+    private static let keptCount = Atomic<Int>(0)
+
+    private final class KeptLine {
+        let line: String
+        init(_ line: String) { self.line = line }
     }
 
     /// "icebox bench: warning: ...", with "warning:" in yellow when stderr has colour.
@@ -26,8 +56,10 @@ enum Output {
 
     /// Unbuffered, whole-line writes: output interleaves correctly with the daemon's and the
     /// app's on a shared terminal, and nothing is lost if icebox exits right after.
-    static func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
+    static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
+
+    static func writeAll(_ fd: Int32, _ text: [UInt8]) {
+        var bytes = text[...]
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             if n < 0 { if errno == EINTR { continue }; return }

@@ -11,7 +11,7 @@ struct OutputBatch {
 
     mutating func flush() {
         guard !bytes.isEmpty else { return }
-        Output.writeAll(1, String(decoding: bytes, as: UTF8.self))
+        Output.writeAll(1, bytes)
         bytes.removeAll(keepingCapacity: true)
     }
 }

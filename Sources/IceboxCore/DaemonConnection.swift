@@ -12,8 +12,9 @@ package final class DaemonConnection {
     /// apps is one line of 1.6 MB arriving in 64 KiB reads, and searching it from the start
     /// after each read took a fifth of the client's time.
     private var searched = 0
-    /// Where each read lands: allocated once and never zeroed (a zeroed 64 KiB array per read
-    /// was a tenth of a one-shot client's CPU time, memset and first-touch page faults).
+    /// Where each read lands: allocated once (grown once, see readAvailable) and never zeroed
+    /// (a zeroed 64 KiB array per read was a tenth of a one-shot client's CPU time, memset
+    /// and first-touch page faults).
     private var readRoom: UnsafeMutableRawBufferPointer?
     /// Whether anything has come from the daemon on this connection.
     private var received = false
@@ -189,7 +190,7 @@ package final class DaemonConnection {
     /// Reads what the socket holds; call it once poll said it is readable, or it blocks.
     /// Returns false when the daemon closed the connection.
     package func readAvailable() throws(IceboxError) -> Bool {
-        let chunk = readRoom ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
+        let chunk = readRoom ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
         readRoom = chunk
         let n = retryingOnInterrupt { read(fd, chunk.baseAddress, chunk.count) }
         if n < 0 {
@@ -202,6 +203,13 @@ package final class DaemonConnection {
         if n == 0 { return false }
         received = true
         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
+        // 4 KiB holds a one-shot command's replies: a 64 KiB chunk grew the heap (brk) on
+        // the first read and shrank it again when freed, two system calls of every command.
+        // A read that fills it means a long reply (ps of many apps): the next ones take 64 KiB.
+        if n == chunk.count, chunk.count < 65536 {
+            chunk.deallocate()
+            readRoom = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
+        }
         return true
     }
 
