@@ -1,5 +1,6 @@
 import Glibc
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 @testable import IceboxCore
@@ -9,14 +10,8 @@ import Testing
 /// connection's end before `done`.
 @Suite struct DaemonConnectionReadTests {
     func withServer(_ body: (DaemonConnection, Int32) throws -> Void) throws {
-        var template = Array("/tmp/icebox-replies-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        try #require(made != nil)
-        let dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        defer {
-            unlink(dir + "/s.sock")
-            rmdir(dir)
-        }
+        let dir = makeTemporaryDirectory("replies")
+        defer { removeTree(dir) }
         let listener = try UnixSocket.listen(path: dir + "/s.sock")
         defer { close(listener) }
         let connection = try DaemonConnection(socket: dir + "/s.sock")

@@ -1,5 +1,6 @@
 import Glibc
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 @testable import IceboxCore
@@ -54,14 +55,8 @@ import Testing
         #"{"kind":"done","code":77,"text":"icebox: permission denied: this daemon belongs to uid 0; run your own with ICEBOX_RUNTIME_DIR"}"#
 
     func withTemporaryDirectory(_ body: (String) throws -> Void) throws {
-        var template = Array("/tmp/icebox-trust-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        try #require(made != nil)
-        let dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        defer {
-            unlink(dir + "/s.sock")
-            rmdir(dir)
-        }
+        let dir = makeTemporaryDirectory("trust")
+        defer { removeTree(dir) }
         try body(dir)
     }
 
