@@ -16,14 +16,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         String(decoding: $0, as: UTF8.self)
     }
     guard let parsed = try? ArgumentParser.parse(args, spec: spec) else { return 0 }
-    for (name, values) in parsed.values {
-        for value in values {
-            _ = try? ArgumentParser.duration(value, option: name, default: 0)
-            _ = try? BenchCommand.count(parsed, name, default: 1, minimum: 0)
-            _ = try? LogCommand.count(value, option: name)
-            _ = TimeText.parseBound(value, nowWallNanos: 1_800_000_000_000_000_000, offset: { _ in 3600 })
-            _ = try? ArgumentParser.choice(value, option: name, among: ["auto", "always", "never"])
-        }
+    for (name, value) in zip(parsed.valueNames, parsed.valueTexts) {
+        _ = try? ArgumentParser.duration(value, option: name, default: 0)
+        _ = try? BenchCommand.count(parsed, name, default: 1, minimum: 0)
+        _ = try? LogCommand.count(value, option: name)
+        _ = TimeText.parseBound(value, nowWallNanos: 1_800_000_000_000_000_000, offset: { _ in 3600 })
+        _ = try? ArgumentParser.choice(value, option: name, among: ["auto", "always", "never"])
     }
     return 0
 }
