@@ -77,6 +77,13 @@ CPU_V1 = mount_of("cgroup", "cpu")
 PIDS_V1 = mount_of("cgroup", "pids")
 
 
+def daemon_cpu_ns(env):
+    """The CPU time (ns, /proc/PID/schedstat) of the daemon serving env's ICEBOX_RUNTIME_DIR: steadier
+    than a wall clock on a busy machine, for the benchmarks that charge a command's daemon work."""
+    pid = open(env["ICEBOX_RUNTIME_DIR"] + "/daemon.lock").read().split()[0]
+    return int(open(f"/proc/{pid}/schedstat").read().split()[0])
+
+
 def read(path, default=None):
     try:
         with open(path) as f:
