@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,21 @@ static void close_all_but(const int *keep, int n) {
     }
 }
 
+// Moves this stand-in off the CPU its app has just started on (the clone ran there, see
+// clone3_vfork), to any other it may use. Its last steps (a wake-up by the daemon, its
+// exit) then run beside the app: woken on the app's CPU, it waited there behind the app's
+// start-up (~0.8 ms for /bin/sleep) while the daemon, which reaps it before it reports the
+// launch, waited on it and the other CPU idled. Nothing to do with one CPU.
+static void leave_the_app_alone(void) {
+    cpu_set_t allowed;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof allowed, &allowed) < 0 || !CPU_ISSET(cpu, &allowed) ||
+        CPU_COUNT(&allowed) < 2)
+        return;
+    CPU_CLR(cpu, &allowed);
+    (void)sched_setaffinity(0, sizeof allowed, &allowed);
+}
+
 __attribute__((noreturn)) static void stand_in_main(int sock, const int *procs_fds, int nprocs, pid_t parent) {
     // It must not outlive the daemon: an idle stand-in holds cgroups nobody would remove.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent || nprocs > 7) _exit(1);
@@ -336,7 +352,14 @@ __attribute__((noreturn)) static void stand_in_main(int sock, const int *procs_f
     // A move that failed (the fallback without CLONE_INTO_CGROUP) left no error pipe: a
     // status then, the child killed already and the daemon's to reap when it sees it.
     if (rc == 0 && result.child_errno) rc = -1, errno = result.child_errno;
+    if (rc == 0) leave_the_app_alone();
     send_reply(sock, rc < 0 ? (errno ? errno : EIO) : 0, &result, err_read);
+    // Exiting tears down this copy of the daemon's address space, ~150 µs here. Right now
+    // that would run ahead of the app, on the CPU the app shares with us (the vfork woke us
+    // at the start of its execve, and a woken task preempts), and delay the rest of its
+    // execve. So wait for the daemon, which shuts the socket down once it has seen the exec
+    // (SpawnStandIn.spawn); bounded, and a daemon that dies kills us (PR_SET_PDEATHSIG).
+    if (rc == 0) (void)icebox_poll_ns(sock, POLLIN, 5000000000ULL);
     _exit(0);
 }
 

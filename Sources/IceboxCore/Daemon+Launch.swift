@@ -183,7 +183,7 @@ extension Daemon {
                 case .system(let e): throw IceboxError("launch \(options.name)", e)
                 }
             }
-            let spawnNanos = Clock.monotonicNanos() - launchStart
+            let spawnNanos = spawned.execConfirmedNanos.saturatingSub(launchStart)
             cleanup.append {
                 // Killed (cgroup.kill; SIGKILL without cgroups) and reaped before the cgroups go.
                 if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
@@ -199,6 +199,9 @@ extension Daemon {
             record.runsAs = options.runAs ?? Self.ownIdentity
             record.notifySocket = notifyPath == config.paths.notifySocket(options.name) ? nil : notifyPath
             try writeRecord(record, done: "the app was stopped again")
+            // The stand-in was let go at the exec and has been exiting meanwhile: gone (from
+            // the app's v1 cgroups) before the app can be counted, frozen or reported.
+            standIn?.discard()
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
             let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notify: notify)

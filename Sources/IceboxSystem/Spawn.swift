@@ -86,6 +86,10 @@ public enum SpawnError: Error, CustomStringConvertible, Sendable {
 public struct SpawnedProcess {
     public var handle: ProcessHandle
     public var method: SpawnMethod
+    /// When (CLOCK_MONOTONIC ns) the spawner knew the program was running: the child's
+    /// execve had closed the error pipe. What a spawn's "spawn → exec" ends with; the work a
+    /// spawner does after that (reaping a stand-in) is not the app's.
+    public var execConfirmedNanos: UInt64
 }
 
 public enum Spawner {
@@ -117,7 +121,7 @@ public enum Spawner {
         var result = icebox_spawn_result()
         let rc = withCRequest(request) { icebox_spawn($0, &result) }
         if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }
-        return try outcome(result, of: request)
+        return try outcome(result, of: request, confirmedAt: Clock.monotonicNanos())
     }
 
     /// Calls body with the request as the C layer takes it. Everything the child needs for
@@ -151,7 +155,9 @@ public enum Spawner {
 
     /// The spawned process, or the error of the step the child failed at. A failed child
     /// handed over through its pidfd (a stand-in's, CLONE_PARENT) is reaped here first.
-    static func outcome(_ result: icebox_spawn_result, of request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
+    static func outcome(_ result: icebox_spawn_result, of request: SpawnRequest, confirmedAt: UInt64) throws(SpawnError)
+        -> SpawnedProcess
+    {
         if result.child_errno != 0 {
             if result.pidfd >= 0 {
                 let failed = ProcessHandle(pid: result.pid, pidfd: result.pidfd)
@@ -179,7 +185,8 @@ public enum Spawner {
             case ICEBOX_SPAWN_STAND_IN.rawValue: .standIn
             default: .forkThenMove
             }
-        return SpawnedProcess(handle: ProcessHandle(pid: result.pid, pidfd: result.pidfd), method: method)
+        return SpawnedProcess(
+            handle: ProcessHandle(pid: result.pid, pidfd: result.pidfd), method: method, execConfirmedNanos: confirmedAt)
     }
 
     /// What the child was doing when a step of its change of identity failed.

@@ -13,6 +13,7 @@ public final class SpawnStandIn {
     public let handle: ProcessHandle
     private let socket: Int32
     public private(set) var isReady = false
+    private var dismissed = false
 
     /// Starts one that joins each cgroup.procs of `procsFDs` (opened for writing; the caller
     /// keeps and closes its own copies).
@@ -45,21 +46,39 @@ public final class SpawnStandIn {
 
     /// Has it spawn `request` (its v1 descriptors are not used: the stand-in is in those
     /// cgroups). `.unusable` when the stand-in could not spawn at all (gone, timed out, no
-    /// clone3 here): the caller spawns the direct way instead. The stand-in has exited (and
-    /// is reaped) when this returns.
+    /// clone3 here): the caller spawns the direct way instead.
+    ///
+    /// After `.spawned` the stand-in has been let go but may still be exiting, still in the
+    /// app's v1 cgroups: `dismiss` before anything counts, freezes or reports the app. It
+    /// waited for the let-go so that its exit (a copy of this process's address space torn
+    /// down) comes after the app's execve rather than in the middle of it, and the caller's
+    /// work can overlap that exit. After anything else it has exited and is reaped.
     public func spawn(_ request: SpawnRequest, timeoutNanos: UInt64) -> StandInOutcome {
         var result = icebox_spawn_result()
         let rc = Spawner.withCRequest(request) { icebox_stand_in_spawn(socket, $0, &result, timeoutNanos) }
-        let failure = rc < 0 ? SystemError("spawn through the stand-in pid \(handle.pid)") : nil
-        dismiss()
-        if let failure { return .unusable(failure) }
-        do { return .spawned(try Spawner.outcome(result, of: request)) } catch { return .failed(error) }
+        let confirmed = Clock.monotonicNanos()
+        if rc < 0 {
+            let failure = SystemError("spawn through the stand-in pid \(handle.pid)")
+            dismiss()
+            return .unusable(failure)
+        }
+        letGo()
+        do { return .spawned(try Spawner.outcome(result, of: request, confirmedAt: confirmed)) } catch {
+            dismiss()
+            return .failed(error)
+        }
     }
 
-    /// Lets it go: its socket closes, so it exits; it is killed when it has not within
-    /// `deadline` (monotonic ns; default: 1 s), and reaped either way.
+    /// Tells it to go without waiting: its socket shuts down, and a parked stand-in, or one
+    /// that has spawned, exits.
+    public func letGo() { shutdown(socket, Int32(SHUT_RDWR)) }
+
+    /// Lets it go and reaps it: it is killed when it has not exited within `deadline`
+    /// (monotonic ns; default: 1 s). Once only; later calls return at once.
     public func dismiss(deadline: UInt64? = nil) {
-        shutdown(socket, Int32(SHUT_RDWR))
+        if dismissed { return }
+        dismissed = true
+        letGo()
         let until = deadline ?? Clock.monotonicNanos() &+ 1_000_000_000  // far from wrapping: ns since boot
         if (try? handle.wait(until: until)) == nil {
             _ = try? handle.send(SIGKILL)
