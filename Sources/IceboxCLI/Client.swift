@@ -114,12 +114,13 @@ struct DaemonClient {
         _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil,
         onSummaries: (([AppSummary]) -> Void)? = nil, rawApps: ((String) -> Void)? = nil
     ) throws(IceboxError) -> Int32 {
+        let line = DaemonConnection.Line(request)  // before the connect: see Line
         var connection = try connect()
         var resent = false
         while true {
             connection.rawApps = rawApps
             do {
-                try connection.send(request)
+                try connection.send(line)
                 return try replies(to: request, on: connection, onData: onData, onPolicy: onPolicy, onSummaries: onSummaries)
             } catch  where !resent && connection.resetUnanswered {
                 // No daemon read it (DaemonConnection.resetUnanswered): one on its way out

@@ -212,8 +212,9 @@ public struct IceboxClient: Sendable {
 
     /// Connects, sends the request and reads the replies until `done`, with a deadline.
     func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
+        let line = DaemonConnection.Line(request)  // before the connect: see Line
         let connection = try connect()
-        try connection.send(request)
+        try connection.send(line)
         let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
         var result = Exchange()
         let code = try connection.replies(until: deadline, what: request.commandName) { reply in
