@@ -32,7 +32,9 @@ int icebox_stand_in_ready(int sock, int *attach_errno);
 /// as icebox_spawn does, except that a child that failed before its execve is not reaped:
 /// its pidfd is in result->pidfd for the caller to reap (it is the caller's child). Returns
 /// -1 with errno when the stand-in could not spawn at all: EPIPE (it is gone), ETIMEDOUT,
-/// ENOSYS (no clone3 here), or another errno of its clone3; the stand-in then exits.
+/// ENOSYS (no clone3 here), or another errno of its clone3; the stand-in then exits. After
+/// a spawn it waits, off the app's CPU, until the caller shuts `sock` down (at most 5 s)
+/// before it exits, so its exit does not run in the middle of the app's execve.
 int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, struct icebox_spawn_result *result,
                           uint64_t timeout_ns);
 
