@@ -53,7 +53,7 @@ struct NotifyTests {
     func readyTCP() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = 20000 + Int(getpid() % 20000)
+        let port = try #require(Sandbox.freeLoopbackPort())
         let r = try box.icebox([
             "launch", "--ready", "tcp:\(port)", "--ready-timeout", "20s", "http", "--",
             "python3", "-c",
@@ -69,7 +69,7 @@ struct NotifyTests {
     func readyHTTP() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Self.freePort())
+        let port = try #require(Sandbox.freeLoopbackPort())
         let url = "http://127.0.0.1:\(port)/"
         let r = try box.icebox([
             "launch", "--ready", "http:\(url)", "--ready-timeout", "20s", "--cwd", box.dir, "web", "--",
@@ -94,7 +94,7 @@ struct NotifyTests {
     func readyHTTPSilentFirst() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Self.freePort())
+        let port = try #require(Sandbox.freeLoopbackPort())
         let server = """
             import socket
             s = socket.socket()
@@ -117,20 +117,6 @@ struct NotifyTests {
         // Ready only after the first attempt's deadline (5 s), not stuck on it until the ready timeout.
         let cold = record.coldStartNanos ?? 0
         #expect(cold >= 5_000_000_000 && cold < 15_000_000_000, "\(DurationText.format(cold))")
-    }
-
-    /// A loopback port nothing listens on: bound, then released.
-    static func freePort() -> UInt16? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        return bound ? UInt16(bigEndian: addr.sin_port) : nil
     }
 
     @Test("--ready cmd:PROBE waits until the probe exits 0; a timeout terminates the app")

@@ -27,8 +27,18 @@ enum ScenarioProgram {
 
     static var path: String { (try? binary.get()) ?? "/nonexistent" }
 
+    /// Where the program was compiled: removed when the test process exits (one directory
+    /// was left in /tmp per test run).
+    nonisolated(unsafe) private static var directory: String?
+
     private static func compile() -> Result<String, CompileError> {
         let dir = Sandbox.temporaryDirectory("icebox-scenario")
+        directory = dir
+        atexit {
+            guard let dir = ScenarioProgram.directory else { return }
+            for name in ["scenario", "scenario.c"] { unlink(dir + "/" + name) }
+            rmdir(dir)
+        }
         let source = dir + "/scenario.c", output = dir + "/scenario"
         do { try code.write(toFile: source, atomically: true, encoding: .utf8) } catch {
             return .failure(CompileError(description: "cannot write \(source): \(error)"))
