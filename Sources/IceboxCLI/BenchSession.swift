@@ -76,10 +76,10 @@ struct BenchSession {
         return elapsed
     }
 
-    /// The live apps, as `ps` lists them.
-    mutating func records() throws(IceboxError) -> [AppRecord] {
+    /// The live apps, as `ps` lists them (`all`: the ended ones too, as `ps --all`).
+    mutating func records(all: Bool = false) throws(IceboxError) -> [AppRecord] {
         let connection = try client.connect()
-        let request = ControlRequest.ps(all: false)
+        let request = ControlRequest.ps(all: all)
         try connection.send(request)
         var records: [AppRecord] = []
         let code = try connection.replies(until: DaemonClient.deadline(for: request), what: "ps") { reply in
@@ -109,12 +109,19 @@ struct BenchSession {
         return Clock.monotonicNanos() - start
     }
 
+    /// How long the readiness check runs before it first asks the daemon whether the app still
+    /// runs, and how often after that: an app that ended (a bad command, a port already taken)
+    /// fails the benchmark then, not at --ready-timeout. Not sooner: the question is a round
+    /// trip to the daemon that would land inside a cold start's timing.
+    static let livenessCheckNanos: UInt64 = 1_000_000_000
+
     /// Polls the app with the readiness check until it answers. A server's port has no event
     /// to wait on, so failed attempts are retried after a deliberate back-off that starts at
     /// 50 µs (a thawed server answers at once) and grows to 10 ms.
-    func waitUntilReady(since start: UInt64, what: String) throws(IceboxError) {
-        let deadline = start + options.readyTimeoutNanos
+    mutating func waitUntilReady(since start: UInt64, what: String) throws(IceboxError) {
+        let deadline = start.saturatingAdd(options.readyTimeoutNanos)
         var backoff: UInt64 = 50_000
+        var livenessAt = start.saturatingAdd(Self.livenessCheckNanos)
         while true {
             let now = Clock.monotonicNanos()
             let attemptDeadline = min(deadline, now + 1_000_000_000)
@@ -126,6 +133,10 @@ struct BenchSession {
             case .command(let text): ready = runProbe(text, deadline: attemptDeadline)
             }
             if ready { return }
+            if Clock.monotonicNanos() >= livenessAt {
+                livenessAt = Clock.monotonicNanos().saturatingAdd(Self.livenessCheckNanos)
+                try requireRunning(what: what)
+            }
             if Clock.monotonicNanos() >= deadline {
                 throw IceboxError(
                     .failure,
@@ -135,6 +146,16 @@ struct BenchSession {
             try pause(backoff)
             backoff = min(backoff * 2, 10_000_000)
         }
+    }
+
+    /// Throws when the app is no longer running (it exited, or was ended), with how it ended.
+    mutating func requireRunning(what: String) throws(IceboxError) {
+        guard let record = try records(all: true).last(where: { $0.name == options.name }), record.state.isEnded else { return }
+        appLive = false
+        let how = record.exitStatus.map { "exit status \($0)" } ?? record.state.rawValue
+        throw IceboxError(
+            .failure, "\(options.name) ended (\(how)) before it was ready (\(options.ready)) after its \(what)",
+            hint: "see 'icebox logs \(options.name)' for what it printed")
     }
 
     func runProbe(_ text: String, deadline: UInt64) -> Bool {

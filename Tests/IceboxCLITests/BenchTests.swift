@@ -98,7 +98,7 @@ struct BenchTests {
     func tcpServer() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = 21000 + Int(getpid() % 20000)
+        let port = try #require(Sandbox.freeLoopbackPort())
         let json = box.dir + "/bench.json", csv = box.dir + "/bench.csv", md = box.dir + "/bench.md"
         // A comma and quotes in the command line, for the CSV to quote.
         let server = "exec python3 -m http.server \(port) --bind 127.0.0.1 # \"quoted\", comma"
@@ -120,6 +120,25 @@ struct BenchTests {
         // Nothing of the benchmark's app runs any more, and it left no record in ps --all.
         let apps = try box.apps()
         #expect(apps.isEmpty, "\(apps.keys)")
+    }
+
+    @Test("bench of an app that ends before it is ready fails then, naming how it ended, not at --ready-timeout")
+    func appEndsBeforeReady() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let port = try #require(Sandbox.freeLoopbackPort())
+        let started = Date()
+        let r = try box.icebox(
+            [
+                "bench", "--grace", "0", "--ready", "tcp:\(port)", "--ready-timeout", "100s", "--runs", "1", "--warmup", "0",
+                "--", "sh", "-c", "echo cannot start; exit 3",
+            ], timeout: 90)
+        #expect(r.status == 1, "\(r.output)")
+        #expect(r.stderr.contains("ended (exit status 3) before it was ready (tcp:\(port)) after its launch"), "\(r.stderr)")
+        #expect(r.stderr.contains("icebox logs"), "\(r.stderr)")
+        // Far from the 100 s it would have waited for: the check comes each second.
+        #expect(Date().timeIntervalSince(started) < 60, "\(Date().timeIntervalSince(started)) s")
+        #expect(try box.apps().isEmpty)
     }
 
     @Test("--quiet prints the results only, --style none nothing; a second bench reuses the name")
