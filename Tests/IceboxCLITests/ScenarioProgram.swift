@@ -34,11 +34,7 @@ enum ScenarioProgram {
     private static func compile() -> Result<String, CompileError> {
         let dir = Sandbox.temporaryDirectory("icebox-scenario")
         directory = dir
-        atexit {
-            guard let dir = ScenarioProgram.directory else { return }
-            for name in ["scenario", "scenario.c"] { unlink(dir + "/" + name) }
-            rmdir(dir)
-        }
+        atexit { ScenarioProgram.directory.map { _ = try? FileManager.default.removeItem(atPath: $0) } }
         let source = dir + "/scenario.c", output = dir + "/scenario"
         do { try code.write(toFile: source, atomically: true, encoding: .utf8) } catch {
             return .failure(CompileError(description: "cannot write \(source): \(error)"))
