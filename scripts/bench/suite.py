@@ -27,6 +27,7 @@ import json
 import math
 import os
 import platform
+import random
 import select
 import shutil
 import signal
@@ -1127,9 +1128,13 @@ def part_oneshot(ctx):
                     for op, text in (("op_freeze", fo), ("op_thaw", to)):
                         if text.split()[:1] in (["freeze"], ["thaw"]):
                             s[op].append(int(text.split()[1]))
-            # a warm-up round (not recorded), then the rounds, each tool once per round in a rotating order
+            # A warm-up round (not recorded), then the rounds, each tool once per round in a new random
+            # order (the same for a given round: seeded with its number). Rotated by one each round, as
+            # until session 29, every tool came right after the same neighbour in all but one round of
+            # N: icebox's cgroup2 app after runc, a Go program whose threads ran on both CPUs, `kill`
+            # after a small C one-shot, icebox's cgroup1 app right after a request to the same daemon.
             for i in range(rounds + 1):
-                order = active[i % len(active):] + active[:i % len(active)]
+                order = random.Random(i).sample(active, len(active))
                 for t in order:
                     try:
                         one(*t, record=i > 0)
@@ -1645,7 +1650,7 @@ def oneshot_markdown(results, pngs):
           "--background-signal none`, cgroup2 and cgroup1 backends; `suspend --grace 0`, `resume`). "
           f"Versions: lxc {v['lxc']}, {v['runc']}, {v['busybox'].split(' multi-call')[0]}, {v['python']}, {v['icebox']}.", "",
           f"Each round runs every tool once (freeze, then thaw, then `bare settle` until every thread has run again), "
-          f"in an order that rotates by one each round; one warm-up round is not counted. On the HTTP workload a GET "
+          f"in a new random order each round; one warm-up round is not counted. On the HTTP workload a GET "
           f"is sent after the freeze command returns (and 5 ms are given for an answer that would show the server "
           f"was not frozen); \"thaw → GET\" is from the thaw command's spawn to the complete answer. Ratios are "
           f"against the C one-shot on cgroup2 (medians; **bold** > 1.5×); p95 in brackets. Load average "
