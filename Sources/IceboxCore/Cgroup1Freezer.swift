@@ -140,7 +140,5 @@ public struct Cgroup1Freezer: Freezer {
         func cancel() {
             if direction == .freeze { try? freezer.setThawed() }
         }
-
-        mutating func holdOff(until time: UInt64) { backoff.holdOff(until: time) }
     }
 }

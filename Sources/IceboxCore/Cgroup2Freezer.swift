@@ -117,8 +117,6 @@ public struct Cgroup2Freezer: Freezer {
 
         mutating func expectPromptNotification() { backoff.raiseFloor(to: Backoff.safetyNet) }
 
-        mutating func holdOff(until time: UInt64) { backoff.holdOff(until: time) }
-
         /// The nearest ancestor whose cgroup.freeze reads 1, walking up while there is one
         /// (the root cgroup has no cgroup.freeze).
         static func frozenAncestor(of path: String) -> String? {

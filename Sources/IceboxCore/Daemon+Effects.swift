@@ -238,10 +238,7 @@ extension Daemon {
             let now = Clock.monotonicNanos()
             var op =
                 direction == .freeze ? freezer.beginFreeze(now: now, deadline: deadline) : freezer.beginThaw(now: now, deadline: deadline)
-            if direction == .freeze {
-                if notificationWillBePrompt(app, now: now) { op.expectPromptNotification() }
-                if let holdOff = app.freezeHistory.holdOff { op.expectDuration(atLeast: holdOff) }
-            }
+            if direction == .freeze, notificationWillBePrompt(app, now: now) { op.expectPromptNotification() }
             return (op, op.step(now: Clock.monotonicNanos()))
         }
         // A cgroup thaw is one write the kernel completes before it returns, and one read that
@@ -279,7 +276,6 @@ extension Daemon {
         case .confirmed(let report):
             // The kernel announces the change now, or when its rate limit lets it.
             app.eventsChangedAt = Clock.monotonicNanos()
-            if op.direction == .freeze { app.freezeHistory.record(report.durationNanos) }
             let aside = app.operationAside
             // The watch is settled once the lifecycle has taken the confirmation, and only if
             // the app is still there: the lifecycle may have ended it.

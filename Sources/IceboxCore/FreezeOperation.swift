@@ -76,13 +76,6 @@ public struct FreezeOperation: Sendable {
     /// backends have no notification and keep their schedule.
     public mutating func expectPromptNotification() { steps.expectPromptNotification() }
 
-    /// Tells the backend that the kernel will not be done before `nanos` after the request
-    /// (three quarters of the app's fastest recent freeze, `FreezeHistory`): it looks once
-    /// right after the write, then not again before that. Its notification, where it has
-    /// one, is still waited on. Call before the first step; the signal backend keeps its
-    /// schedule.
-    public mutating func expectDuration(atLeast nanos: UInt64) { steps.holdOff(until: startedAt.saturatingAdd(nanos)) }
-
     /// How long cgroup.events must have been unchanged for its next notification to come at
     /// once: the kernel sends at most one per file per 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV,
     /// in jiffies, rounded up: 12-16 ms at HZ=250), and a change within that time is announced
@@ -114,15 +107,11 @@ protocol FreezeSteps: Sendable {
     mutating func cancel()
     /// See `FreezeOperation.expectPromptNotification()`.
     mutating func expectPromptNotification()
-    /// See `FreezeOperation.expectDuration(atLeast:)`: no re-read before `time` (monotonic ns).
-    mutating func holdOff(until time: UInt64)
 }
 
 extension FreezeSteps {
     /// No notification to wait on: the schedule stays.
     mutating func expectPromptNotification() {}
-    /// The schedule stays.
-    mutating func holdOff(until time: UInt64) {}
 }
 
 /// When to re-read while the kernel has not confirmed yet: `floor` (20 µs) after the last
@@ -144,8 +133,6 @@ public struct Backoff: Sendable {
     public let cap: UInt64
     public private(set) var floor: UInt64
     private var firstLook: UInt64?
-    /// No re-read before this (monotonic ns): `holdOff(until:)`.
-    public private(set) var notBefore: UInt64 = 0
 
     public init(cap: UInt64) {
         self.cap = cap
@@ -155,10 +142,6 @@ public struct Backoff: Sendable {
     /// The wait's floor from now on (the schedule's other terms stay).
     public mutating func raiseFloor(to floor: UInt64) { self.floor = max(self.floor, floor) }
 
-    /// No re-read before `time` (monotonic ns), where the kernel is known not to be done
-    /// sooner; the schedule resumes after it.
-    public mutating func holdOff(until time: UInt64) { notBefore = max(notBefore, time) }
-
     /// When to look again (never after the deadline). `lookCost`: what the look just made
     /// took (the clock now, less `now`). The wait is at least four times that: a look that
     /// reads many /proc files (the signal backend) would otherwise take the CPU from the very
@@ -167,7 +150,7 @@ public struct Backoff: Sendable {
         let first = firstLook ?? now
         firstLook = first
         let wait = min(max(floor, now.saturatingSub(first) / 20, lookCost > UInt64.max / 4 ? .max : lookCost * 4), cap)
-        return min(max(now.saturatingAdd(wait), notBefore), deadline)
+        return min(now.saturatingAdd(wait), deadline)
     }
 
     /// `next`, with the look's cost from the clock: the look began at `now`.

@@ -45,8 +45,6 @@ final class LiveApp {
     /// before it went unseen). nil: not known. A freeze started well after it can wait on
     /// the kernel's notification instead of re-reading (`FreezeOperation.expectPromptNotification`).
     var eventsChangedAt: UInt64?
-    /// Its last few confirmed freezes, for the next one's first wait.
-    var freezeHistory = FreezeHistory()
 
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
     var compactAt: UInt64? { didSet { deadlineMayHaveChanged() } }
