@@ -316,6 +316,32 @@ def check_stop_flag(icebox):
     STOP_TERMINATES_FLAG[icebox] = "--terminate-apps" in r.stdout + r.stderr
 
 
+def wait_until_empty(cgroup_dir, timeout=10.0):
+    """Waits until a cgroup2 directory holds no process (cgroup.events says "populated 0"), on
+    the kernel's notification (POLLPRI), at most `timeout` s; returns whether it emptied. A
+    cgroup.kill only sends SIGKILL: the processes are still exiting when the write returns."""
+    events = cgroup_dir + "/cgroup.events"
+    try:
+        fd = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLPRI)
+        deadline = time.monotonic() + timeout
+        while True:
+            if b"populated 0" in os.pread(fd, 4096, 0):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            # The read above re-armed the notification; the kernel holds one back for up to
+            # ~16 ms after the last, so wait no longer than that before reading again.
+            poller.poll(min(left, 0.02) * 1000)
+    finally:
+        os.close(fd)
+
+
 def remove_cgroup_tree(path):
     """Thaws and kills whatever is left in a cgroup tree (there should be nothing), then removes it."""
     if not os.path.isdir(path):
@@ -894,6 +920,10 @@ class OneshotSetup:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 log(f"oneshot: plain {self.key} (pid {p.pid}) still runs")
+            # Its other processes (the workload's children) are still exiting: removed before
+            # they are gone, the tree's removal found them and said so ("processes left").
+            if not wait_until_empty(dirs[0]):
+                log(f"oneshot: {dirs[0]} still holds processes 10 s after cgroup.kill")
             for d in dirs:
                 remove_cgroup_tree(d)
         peer = self.peer("plain", p.pid, port, (dirs[1] if base_v1 else None, dirs[0]))
