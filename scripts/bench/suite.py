@@ -317,18 +317,23 @@ def check_stop_flag(icebox):
 
 
 def wait_until_empty(cgroup_dir, timeout=10.0):
-    """Waits until a cgroup2 directory holds no process (cgroup.events says "populated 0"), on
-    the kernel's notification (POLLPRI), at most `timeout` s; returns whether it emptied. A
-    cgroup.kill only sends SIGKILL: the processes are still exiting when the write returns."""
+    """Waits until a cgroup directory holds no process, at most `timeout` s; returns whether it
+    emptied. A cgroup2 directory on the kernel's notification (POLLPRI on cgroup.events, until
+    "populated 0"); a v1 one, which has none, by re-reading its cgroup.procs every 50 ms. A kill
+    only sends SIGKILL: the processes are still exiting when it returns."""
     events = cgroup_dir + "/cgroup.events"
+    deadline = time.monotonic() + timeout
     try:
         fd = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
+        while pids_of(cgroup_dir):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
         return True
     try:
         poller = select.poll()
         poller.register(fd, select.POLLPRI)
-        deadline = time.monotonic() + timeout
         while True:
             if b"populated 0" in os.pread(fd, 4096, 0):
                 return True
@@ -363,10 +368,7 @@ def remove_cgroup_tree(path):
                     os.kill(p, sig)
                 except OSError:
                     pass
-        for _ in range(100):
-            if not pids_of(path):
-                break
-            time.sleep(0.05)
+        wait_until_empty(path, timeout=5.0)
     for _ in range(50):
         try:
             os.rmdir(path)
