@@ -153,7 +153,7 @@ struct BenchSession {
         guard let record = try records(all: true).last(where: { $0.name == options.name }), record.state.isEnded else { return }
         appLive = false
         // Worded as `icebox launch` words it ("ended before it was ready: exited with status 3").
-        let how = record.ending ?? record.exitStatus.map { "exited with status \($0)" } ?? record.state.rawValue
+        let how = record.ending ?? record.state.rawValue
         throw IceboxError(
             .failure, "\(options.name) ended before it was ready (\(options.ready)) after its \(what): \(how)",
             hint: "see 'icebox logs \(options.name)' for what it printed")
