@@ -53,7 +53,10 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
 
     /// The runtime directory's parent when neither ICEBOX_RUNTIME_DIR nor XDG_RUNTIME_DIR is
     /// set (a user other than root): icebox makes it, so it is checked as the rest.
-    public static var fallbackRuntimeParent: String { "/tmp/icebox-\(geteuid())" }
+    public static var fallbackRuntimeParent: String { fallbackRuntimeParent(uid: geteuid()) }
+
+    /// `fallbackRuntimeParent` as it is for the user `uid`.
+    public static func fallbackRuntimeParent(uid: uid_t) -> String { "/tmp/icebox-\(uid)" }
 
     /// The directories icebox makes and uses, each with what it is called in an error and
     /// the variable that moves it.

@@ -56,11 +56,13 @@ struct TrustTests {
 
     @Test(
         "without XDG_RUNTIME_DIR, a /tmp/icebox-UID made first by someone else is refused",
-        .enabled(if: !FileManager.default.fileExists(atPath: "/tmp/icebox-\(OtherUser.uid)"), "/tmp/icebox-65534 exists already"))
+        .enabled(
+            if: !FileManager.default.fileExists(atPath: IceboxPaths.fallbackRuntimeParent(uid: OtherUser.uid)),
+            "\(IceboxPaths.fallbackRuntimeParent(uid: OtherUser.uid)) exists already"))
     func squattedFallback() throws {
         let other = try OtherUser()
         defer { other.close() }
-        let squatted = "/tmp/icebox-\(OtherUser.uid)"
+        let squatted = IceboxPaths.fallbackRuntimeParent(uid: OtherUser.uid)
         mkdir(squatted, 0o755)  // root's, made before nobody's first icebox command
         defer { rmdir(squatted) }
         let env = ["PATH": "/usr/bin:/bin", "HOME": other.home]
