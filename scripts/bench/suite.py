@@ -646,6 +646,30 @@ def one_workload(ctx, sess, kind, n, mode, backend, extra):
 # ---------------------------------------------------------------------------------------------
 # part 3: the CLI end to end
 
+# The phases of an icebox suspend and resume, from the daemon's event timestamps (the same
+# CLOCK_MONOTONIC as the harness's): as the CLI part splits them, so the two harnesses' phases
+# compare where their walls differ.
+PHASES = ("s_client_to_daemon", "s_daemon_before_freeze", "ice_freeze", "s_reply_and_exit",
+          "r_client_to_thaw", "ice_thaw", "r_reply_and_exit")
+
+
+def phases_of(events, name, suspend, resume):
+    """{phase: ns} of one suspend (spawn, exit) and the resume after it, from the app's events
+    since; {} where an event is missing."""
+    evs = {e["event"]: e for e in events if e.get("app") == name}
+    fz, th, notice = evs.get("freeze"), evs.get("thaw"), evs.get("notice")
+    if not fz or not th:
+        return {}
+    out = {"ice_freeze": fz["duration_ns"], "ice_thaw": th["duration_ns"],
+           "s_reply_and_exit": suspend[1] - fz["monotonic_ns"],
+           "r_client_to_thaw": th["monotonic_ns"] - th["duration_ns"] - resume[0],
+           "r_reply_and_exit": resume[1] - th["monotonic_ns"]}
+    if notice:
+        out["s_client_to_daemon"] = notice["monotonic_ns"] - suspend[0]
+        out["s_daemon_before_freeze"] = fz["monotonic_ns"] - fz["duration_ns"] - notice["monotonic_ns"]
+    return out
+
+
 def timed(argv, env=None):
     r, t0, t1, _ = run_captured(argv, env=env, timeout=60)
     if r.returncode != 0:
@@ -664,26 +688,18 @@ def part_cli(ctx):
                  ctx.tools + "/workload", "procs", "1", "idle")
         pid = sess.ps()[name]["pid"]
         sess.new_events()
-        keys = ("suspend_wall", "resume_wall", "ice_freeze", "ice_thaw", "kill_stop_wall", "kill_cont_wall",
-                "s_client_to_daemon", "s_daemon_before_freeze", "s_reply_and_exit",
-                "r_client_to_thaw", "r_reply_and_exit")
+        keys = ("suspend_wall", "resume_wall", "kill_stop_wall", "kill_cont_wall") + PHASES
         s = {k: [] for k in keys}
         for _ in range(rounds):
             _, a, b = sess.run("suspend", name)
             _, _, c = sess.run("resume", name)
-            evs = {e["event"]: e for e in sess.new_events() if e.get("app") == name}
-            fz, th, notice = evs["freeze"], evs["thaw"], evs.get("notice")
+            phases = phases_of(sess.new_events(), name, (a, b), (b, c))
+            if not phases:
+                raise RuntimeError(f"cli {backend}: the daemon logged no freeze or thaw event for a suspend and resume")
             s["suspend_wall"].append(b - a)
             s["resume_wall"].append(c - b)
-            s["ice_freeze"].append(fz["duration_ns"])
-            s["ice_thaw"].append(th["duration_ns"])
-            freeze_start = fz["monotonic_ns"] - fz["duration_ns"]
-            if notice:
-                s["s_client_to_daemon"].append(notice["monotonic_ns"] - a)
-                s["s_daemon_before_freeze"].append(freeze_start - notice["monotonic_ns"])
-            s["s_reply_and_exit"].append(b - fz["monotonic_ns"])
-            s["r_client_to_thaw"].append(th["monotonic_ns"] - th["duration_ns"] - b)
-            s["r_reply_and_exit"].append(c - th["monotonic_ns"])
+            for k, v in phases.items():
+                s[k].append(v)
             s["kill_stop_wall"].append(timed(["/bin/kill", "-STOP", str(pid)]))
             s["kill_cont_wall"].append(timed(["/bin/kill", "-CONT", str(pid)]))
         st = {k: stats(v) for k, v in s.items()}
@@ -824,13 +840,16 @@ def run_captured(argv, env=None, timeout=120, pending=None):
     return subprocess.CompletedProcess(argv, p.returncode, out, err), t0, t1, got
 
 
-def run_oneshot(argv, env=None, pending=None):
+def run_oneshot(argv, env=None, pending=None, span=None):
     """Runs one command as a script would; returns (wall ns, ns until the pending GET was answered
-    or None, stdout). Both from just before the spawn."""
+    or None, stdout). Both from just before the spawn. `span`, a list, gets (spawn ns, exit ns)."""
     r, t0, t1, got = run_captured(argv, env=env, timeout=120, pending=pending)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:6])}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[:300]}")
+    if span is not None:
+        span[:] = [t0, t1]
     return t1 - t0, got, r.stdout
+
 
 
 def cgroups_of(pid):
@@ -1140,16 +1159,18 @@ def part_oneshot(ctx):
                         out["start"][tool[6:]].append(wall)
                     return
                 s = row["tools"][tool]
-                fw, _, fo = run_oneshot(fz, env)
+                fspan, tspan = [], []
+                fw, _, fo = run_oneshot(fz, env, span=fspan)
                 if tool not in row["freezer"]:
                     row["freezer"][tool] = freezer_state(peer)
                 sock, early = pending_get(peer["port"]) if w[2] is None else (None, False)
                 try:
-                    tw, got, to = run_oneshot(th, env, pending=sock)
+                    tw, got, to = run_oneshot(th, env, pending=sock, span=tspan)
                 finally:
                     if sock:
                         sock.close()
                 settle = run_bare(ctx.tools + "/bare", "settle", peer["dir"])["settle"]
+                phases = phases_of(sess.new_events(), peer["name"], fspan, tspan) if tool.startswith("icebox") else {}
                 if record:
                     s["freeze"].append(fw)
                     s["thaw"].append(tw)
@@ -1157,6 +1178,8 @@ def part_oneshot(ctx):
                     if got is not None:
                         s["get"].append(got)
                     s["answered_while_frozen"] += early
+                    for k, v in phases.items():
+                        s.setdefault(k, []).append(v)
                     for op, text in (("op_freeze", fo), ("op_thaw", to)):
                         if text.split()[:1] in (["freeze"], ["thaw"]):
                             s[op].append(int(text.split()[1]))
@@ -1751,6 +1774,21 @@ def oneshot_markdown(results, pngs):
                   f"which starting a process (`/bin/true`) is {fmt(tv)}. Beyond start-up: icebox "
                   f"{signed(ice['freeze']['median'] - iv)} / {signed(ice['thaw']['median'] - iv)}, the C one-shot "
                   f"{signed(c2['freeze']['median'] - tv)} / {signed(c2['thaw']['median'] - tv)} (differences of medians).", ""]
+    split = [(w, tool) for w in os_["workloads"] for tool in ("icebox2", "icebox1")
+             if w.get("stats", {}).get(tool, {}).get("s_client_to_daemon") and "kill" in w["stats"]]
+    if split:
+        L += ["icebox's suspend in this table, split with the daemon's event timestamps as the CLI table's is (medians; "
+              "`kill -STOP` from the same rounds). Where the walls of the two tables differ, this says which part "
+              "differs:", "",
+              "| workload | icebox app | suspend wall | → daemon | daemon before freeze | freeze | reply + exit | kill -STOP wall |",
+              "|---|---|--:|--:|--:|--:|--:|--:|"]
+        for w, tool in split:
+            st = w["stats"][tool]
+            L.append(f"| {w['label']} | {'cgroup2' if tool == 'icebox2' else 'cgroup1'} | {fmt(st['freeze']['median'])} | "
+                     + " | ".join(fmt(st[k]["median"]) for k in ("s_client_to_daemon", "s_daemon_before_freeze", "ice_freeze",
+                                                                  "s_reply_and_exit"))
+                     + f" | {fmt(w['stats']['kill']['freeze']['median'])} |")
+        L += [""]
     L += [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs if "oneshot" in p] + [""]
     return L
 
