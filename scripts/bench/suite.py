@@ -851,7 +851,6 @@ def run_oneshot(argv, env=None, pending=None, span=None):
     return t1 - t0, got, r.stdout
 
 
-
 def cgroups_of(pid):
     """The v1 freezer and the cgroup2 directories of a process (None where it sits at the root)."""
     v1 = v2 = None
