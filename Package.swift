@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "IceboxTestSupport", path: "Sources/IceboxTestSupport"),
         .testTarget(name: "IceboxSystemTests", dependencies: ["IceboxSystem", "IceboxTestSupport"]),
         .testTarget(name: "IceboxCoreTests", dependencies: ["IceboxCore", "IceboxTestSupport"]),
-        .testTarget(name: "IceboxCLITests", dependencies: ["IceboxCLI", "icebox"]),
+        .testTarget(name: "IceboxCLITests", dependencies: ["IceboxCLI", "icebox", "IceboxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

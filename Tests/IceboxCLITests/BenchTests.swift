@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import IceboxCore
+import IceboxTestSupport
 import Testing
 
 /// icebox bench on a real server, with real exports read by the tools people read them with.
@@ -98,7 +99,7 @@ struct BenchTests {
     func tcpServer() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Sandbox.freeLoopbackPort())
+        let port = try #require(freeLoopbackPort())
         let json = box.dir + "/bench.json", csv = box.dir + "/bench.csv", md = box.dir + "/bench.md"
         // A comma and quotes in the command line, for the CSV to quote.
         let server = "exec python3 -m http.server \(port) --bind 127.0.0.1 # \"quoted\", comma"
@@ -126,7 +127,7 @@ struct BenchTests {
     func appEndsBeforeReady() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Sandbox.freeLoopbackPort())
+        let port = try #require(freeLoopbackPort())
         let started = Date()
         let r = try box.icebox(
             [

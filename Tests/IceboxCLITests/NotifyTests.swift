@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
@@ -53,7 +54,7 @@ struct NotifyTests {
     func readyTCP() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Sandbox.freeLoopbackPort())
+        let port = try #require(freeLoopbackPort())
         let r = try box.icebox([
             "launch", "--ready", "tcp:\(port)", "--ready-timeout", "20s", "http", "--",
             "python3", "-c",
@@ -69,7 +70,7 @@ struct NotifyTests {
     func readyHTTP() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Sandbox.freeLoopbackPort())
+        let port = try #require(freeLoopbackPort())
         let url = "http://127.0.0.1:\(port)/"
         let r = try box.icebox([
             "launch", "--ready", "http:\(url)", "--ready-timeout", "20s", "--cwd", box.dir, "web", "--",
@@ -94,7 +95,7 @@ struct NotifyTests {
     func readyHTTPSilentFirst() throws {
         let box = Sandbox()
         defer { box.close() }
-        let port = try #require(Sandbox.freeLoopbackPort())
+        let port = try #require(freeLoopbackPort())
         let server = """
             import socket
             s = socket.socket()

@@ -39,14 +39,6 @@ final class LoopbackServer {
         for fd in connections.keys { close(fd) }
     }
 
-    /// A loopback port with nothing listening (bound, then released).
-    static func freePort() -> UInt16? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        guard bindLoopback(fd, ipv6: false) else { return nil }
-        return localPort(fd)
-    }
-
     /// The descriptors to poll for reading alongside the probe's.
     var pollDescriptors: [pollfd] {
         [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]

@@ -121,7 +121,7 @@ struct ReadinessProbeTests {
 
     @Test("nothing listening: tcp and http are not ready")
     func nothingListening() throws {
-        let port = try #require(LoopbackServer.freePort())
+        let port = try #require(freeLoopbackPort())
         #expect(Self.attempt(ReadinessProbe(mode: .tcp(port))) == .notReady)
         #expect(Self.attempt(ReadinessProbe(mode: .http("http://127.0.0.1:\(port)/"))) == .notReady)
         #expect(Self.attempt(ReadinessProbe(mode: .http("http://localhost:\(port)/"))) == .notReady)
