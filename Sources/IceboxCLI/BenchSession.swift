@@ -133,11 +133,13 @@ struct BenchSession {
             case .command(let text): ready = runProbe(text, deadline: attemptDeadline)
             }
             if ready { return }
-            if Clock.monotonicNanos() >= livenessAt {
-                livenessAt = Clock.monotonicNanos().saturatingAdd(Self.livenessCheckNanos)
+            var after = Clock.monotonicNanos()
+            if after >= livenessAt {
+                livenessAt = after.saturatingAdd(Self.livenessCheckNanos)
                 try requireRunning(what: what)
+                after = Clock.monotonicNanos()  // the question was a round trip to the daemon
             }
-            if Clock.monotonicNanos() >= deadline {
+            if after >= deadline {
                 throw IceboxError(
                     .failure,
                     "\(options.name) was not ready (\(options.ready)) within \(DurationText.format(options.readyTimeoutNanos)) of its \(what)",
