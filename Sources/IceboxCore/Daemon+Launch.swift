@@ -11,8 +11,9 @@ extension Daemon {
     }
 
     /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog
-    /// restart), which then logs what a client would have been told.
-    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?) {
+    /// restart, `restarts`: the restart times it carries for its start limit), which then
+    /// logs what a client would have been told.
+    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?, restarts: [UInt64] = []) {
         var options = requested
         defer { for extra in stdio { close(extra) } }
         do {
@@ -27,7 +28,7 @@ extension Daemon {
             if options.attached && stdio.count != 3 {
                 throw IceboxError(.usage, "icebox run must pass its standard input, output and error")
             }
-            let app = try start(options, stdio: stdio)
+            let app = try start(options, stdio: stdio, restarts: restarts)
             apps[app.name] = app
             appDeadlines.add(app)
             rebalanceDescriptors(adding: app)
@@ -66,7 +67,7 @@ extension Daemon {
     /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
     /// its successor a record to finish the launch from (Daemon+Adoption
     /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
-    func start(_ options: LaunchOptions, stdio: [Int32]) throws -> LiveApp {
+    func start(_ options: LaunchOptions, stdio: [Int32], restarts: [UInt64] = []) throws -> LiveApp {
         if let runAs = options.runAs {
             let missing = DaemonCapabilities.missingForUser()
             if !missing.isEmpty {
@@ -93,6 +94,7 @@ extension Daemon {
             launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
             freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
         record.memoryV1 = under(facts.memoryV1Root)
+        record.restartTimesNanos = restarts.isEmpty ? nil : restarts
         try writeRecord(record, intent: true)
         let previous = ended[options.name]
 
