@@ -90,6 +90,25 @@ struct PolicyTests {
         #expect(try box.apps()["stubborn"]?.state == .evicted)
     }
 
+    @Test("a victim resumed during its eviction grace no longer holds up the policy: the next app is evicted")
+    func resumedVictimIsWithdrawn() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // It handles the notice and never says READY=1: its 5 s eviction grace runs on.
+        #expect(try box.icebox(["launch", "--ready", "notify", "first", "--", "python3", box.pythonApp(onNotice: "pass")]).status == 0)
+        let set = try box.icebox(["policy", "set", "--memory-budget", "1M", "--protect-active", "no", "--eviction-grace", "5s"])
+        #expect(set.status == 0, "\(set.output)")
+        try waitFor("first chosen") { victims(box) == ["first"] }
+        // Another app, suspended while first is in flight (one eviction at a time: it waits).
+        #expect(try box.icebox(["launch", "second", "--", "sleep", "1000"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "second"]).status == 0)
+        #expect(try box.icebox(["resume", "first"]).status == 0)
+        // Before: first stayed the victim in flight while it lived, and nothing else was evicted.
+        try waitFor("second evicted", timeout: 5) { evicted(box).contains("second") }
+        #expect(box.events("first").contains { $0.detail.hasPrefix("eviction withdrawn: resumed before it was frozen") })
+        #expect(try box.apps()["second"]?.state == .evicted)
+    }
+
     @Test("--max-suspended evicts the longest-suspended app beyond the cap")
     func countCap() throws {
         let box = Sandbox()
