@@ -663,6 +663,7 @@ public struct AppLifecycle: Sendable {
     private mutating func policyVictim(
         _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: UInt64, _ fx: inout [LifecycleEffect]
     ) {
+        victimExtensionsRefused = 0  // chosen anew (after a resume withdrew it): said again
         switch phase {
         case .suspended, .thawing:
             evict(nil, now, &fx)

@@ -137,7 +137,7 @@ final class AppLogRotator {
         copies.append(
             Copy(
                 name: name, source: source, target: target, start: start, copied: start,
-                limit: start.addingReportingOverflow(bound).partialValue))
+                limit: start > Int64.max - bound ? Int64.max : start + bound))
     }
 
     /// Copies up to `budget` bytes; true once the copy has reached the end of the file, or
