@@ -62,16 +62,16 @@ extension Daemon {
         ended[record.name] = record
     }
 
-    /// The pid is the app's own process: same start time, and (if it had one) same cgroup.
+    /// The pid is the app's own process: same start time, and (if it had one) inside its v2
+    /// cgroup, in a sub-cgroup of its own making too (a service manager or container runtime
+    /// inside the app does that), as the freeze path accepts (`mainProcessOutside`).
     func isSameProcess(_ record: AppRecord) -> Bool {
         guard record.startTicks != 0, let stat = ProcFS.stat(pid: record.pid), stat.startTimeTicks == record.startTicks,
             stat.state != "Z", stat.state != "X"
         else { return false }
         guard let cgroup = record.cgroup, let unified = facts.mounts.unified else { return true }
-        guard let text = try? FileIO.read("/proc/\(record.pid)/cgroup"), let relative = ProcFS.unifiedCgroup(in: text) else {
-            return false
-        }
-        return unified + relative == cgroup
+        guard let now = CgroupMembership.path(of: record.pid, mount: unified) else { return false }
+        return CgroupMembership.isWithin(now, cgroup)
     }
 
     /// The app ended while no daemon ran: record what can be known and clear its leftovers.
