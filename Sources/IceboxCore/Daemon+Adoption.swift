@@ -115,7 +115,8 @@ extension Daemon {
 
     /// A launch the last daemon recorded (the record comes before the cgroups and the spawn)
     /// but did not see through: its record has no pid yet. The app is looked for by its marks
-    /// in its cgroups and adopted; if none of it runs, its cgroups are removed (killing marked
+    /// in its cgroups (the notify socket the record names: an app run as another user has its
+    /// own under /tmp, named before the spawn) and adopted; if none of it runs, its cgroups are removed (killing marked
     /// processes whose main one is gone) and the launch is recorded as interrupted. Processes
     /// there without the marks belong to another daemon sharing the cgroup root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
@@ -133,6 +134,10 @@ extension Daemon {
             return
         }
         if ours.isEmpty && !inside.isEmpty {
+            // The socket the launch named is this daemon's (a private directory, made only by
+            // the launch that recorded it): no app of ours will use it.
+            let notifyPath = notifySocketPath(of: saved)
+            if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
             var record = saved
             record.state = .exited
             record.ending = "launch interrupted by a daemon restart; never started"
