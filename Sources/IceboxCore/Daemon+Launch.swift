@@ -309,7 +309,9 @@ extension Daemon {
         let env = environment(for: app.record.options)
         followProbe(
             app,
-            probe.start(environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity))
+            probe.start(
+                environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
+                cgroups: app.cgroups.isEmpty ? nil : app.cgroups))
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {
