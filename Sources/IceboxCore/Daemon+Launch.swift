@@ -306,6 +306,13 @@ extension Daemon {
             probeFailedAttempt(app)
             return
         }
+        // A probe goes into the app's cgroups, and one cloned into a frozen cgroup stops
+        // before its execve, which the spawn waits for: while the app is frozen or freezing
+        // (a suspend, or a freeze from outside), the attempt waits for the next back-off.
+        if case .command = probe.mode, app.freezer.freezeStarted() || app.freezer.isFrozen() || app.cgroups.events()?.frozen == true {
+            probeFailedAttempt(app)
+            return
+        }
         let env = environment(for: app.record.options)
         followProbe(
             app,

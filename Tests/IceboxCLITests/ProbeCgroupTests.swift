@@ -50,6 +50,46 @@ struct ProbeCgroupTests {
         #expect(!FileManager.default.fileExists(atPath: cgroup))
     }
 
+    @Test(
+        "no probe attempt while the app's cgroup is frozen from outside: one cloned into it would stop before its exec, the daemon waiting")
+    func frozenWhileLaunching() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let go = box.dir + "/go"
+        let launch = Process()
+        launch.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        launch.arguments = [
+            "launch", "--grace", "0", "--ready", "cmd:echo >> \(box.dir)/attempts; test -e \(go)", "--ready-timeout", "20s", "slow", "--",
+            "sleep", "1000",
+        ]
+        launch.environment = box.environment
+        launch.standardOutput = FileHandle.nullDevice
+        launch.standardError = FileHandle.nullDevice
+        try launch.run()
+        defer {
+            if launch.isRunning { kill(launch.processIdentifier, SIGKILL) }
+            launch.waitUntilExit()
+        }
+        let cgroup = box.cgroupRoot + "/slow"
+        let deadline = Date().addingTimeInterval(10)
+        // Five attempts made: the back-off is at 160 ms, so the freeze does not land in the
+        // middle of a probe's spawn (the freeze from outside this guards against is rare; one
+        // that lands in a spawn holds the daemon until the thaw, as the app's own spawn would).
+        func attempts() -> Int { ((try? String(contentsOfFile: box.dir + "/attempts", encoding: .utf8)) ?? "").count }
+        while attempts() < 5 && Date() < deadline { usleep(2_000) }
+        try "1".write(toFile: cgroup + "/cgroup.freeze", atomically: false, encoding: .utf8)
+        defer { try? "0".write(toFile: cgroup + "/cgroup.freeze", atomically: false, encoding: .utf8) }
+        while !Kernel.cgroupFrozen(cgroup) && Date() < deadline { usleep(2_000) }
+        usleep(600_000)  // the back-off (10 ms doubling to 200 ms): several attempts are due meanwhile
+        let ps = try box.icebox(["ps", "--all"], timeout: 5)
+        #expect(ps.status == 0 && ps.stdout.contains("slow"), "the daemon stopped answering: \(ps.output)")
+        try "0".write(toFile: cgroup + "/cgroup.freeze", atomically: false, encoding: .utf8)
+        #expect(FileManager.default.createFile(atPath: go, contents: nil))
+        launch.waitUntilExit()
+        #expect(launch.terminationStatus == 0)
+        #expect(try box.apps()["slow"]?.state == .active)
+    }
+
     @Test("cgroup2: what a cmd: probe leaves running is in the app's cgroup, frozen with it, gone after evict")
     func cgroup2() throws { try leftBehind(backend: "cgroup2") }
 
