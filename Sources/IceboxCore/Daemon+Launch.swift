@@ -318,7 +318,7 @@ extension Daemon {
             app,
             probe.start(
                 environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
-                cgroups: app.cgroups.isEmpty ? nil : app.cgroups))
+                cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit))
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {

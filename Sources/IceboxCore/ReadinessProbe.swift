@@ -66,8 +66,12 @@ final class ReadinessProbe {
     /// app's --user), so the caller's command never gets more than the app has, and inside
     /// `cgroups` (the app's, cloned straight into them as the app was): whatever it leaves
     /// behind is the app's, frozen, counted and killed with it. A probe that cannot be put
-    /// there is not run outside: the attempt fails.
-    func start(environment: [String], cwd: String?, identity: SpawnIdentity? = nil, cgroups: AppCgroups? = nil) -> ProbeStep {
+    /// there is not run outside: the attempt fails. `descriptorSoftLimit`: the one the app
+    /// got (0: this process's own, which the daemon raises).
+    func start(
+        environment: [String], cwd: String?, identity: SpawnIdentity? = nil, cgroups: AppCgroups? = nil,
+        descriptorSoftLimit: UInt64 = 0
+    ) -> ProbeStep {
         cancel()
         attempts += 1
         attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
@@ -86,6 +90,7 @@ final class ReadinessProbe {
             var request = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
             request.workingDirectory = cwd
             request.identity = identity
+            request.descriptorSoftLimit = descriptorSoftLimit
             // Its own session and process group, so cancel() can kill whatever it started.
             request.newSession = true
             let spawned: SpawnedProcess?

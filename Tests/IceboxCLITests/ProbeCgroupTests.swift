@@ -90,6 +90,21 @@ struct ProbeCgroupTests {
         #expect(try box.apps()["slow"]?.state == .active)
     }
 
+    @Test("a cmd: probe starts with the descriptor limit the app gets, not the daemon's raised one")
+    func descriptorLimit() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // The daemon this launch starts inherits a soft limit of 1024 and raises its own.
+        let r = try box.run(
+            "/bin/sh",
+            [
+                "-c", "ulimit -Sn 1024 && exec \"$0\" \"$@\"", Sandbox.binary, "launch", "--grace", "0", "--ready",
+                "cmd:test \"$(ulimit -n)\" = 1024", "--ready-timeout", "3s", "lim", "--", "sleep", "1000",
+            ])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(try box.apps()["lim"]?.state == .active)
+    }
+
     @Test("cgroup2: what a cmd: probe leaves running is in the app's cgroup, frozen with it, gone after evict")
     func cgroup2() throws { try leftBehind(backend: "cgroup2") }
 
