@@ -57,6 +57,7 @@ struct UserLaunchCrashTests {
         let name = "u\(iteration)"
         // A daemon first, so the fault lands in the launch, not in the daemon's start.
         try #require(try box.icebox(["launch", "--grace", "0", "keep", "--", "sleep", "1000"]).status == 0)
+        let usesStandIn = Sandbox.mounts.freezerV1 != nil || Sandbox.mounts.memoryV1 != nil
         let fifo = box.stateDir + "/logs/\(name).log"
         var launchArgs = ["launch", "--no-autostart", "--user", "nobody", "--cwd", "/", "--grace", "20s"]
         switch point {
@@ -65,6 +66,13 @@ struct UserLaunchCrashTests {
         case .duringSpawn:
             // The keeper goes first: a frozen root freezes it too.
             #expect(try box.icebox(["terminate", "keep"]).status == 0)
+            // Where the host has v1 hierarchies, a parked spawn stand-in clones the app (the
+            // keeper took the first): the app's child then outlives the daemon and execs. (One
+            // the daemon clones itself runs in the daemon's address space until its execve,
+            // and was seen to die with it: then there is nothing to adopt, only to clear.)
+            if usesStandIn {
+                #expect(eventually { !box.standIns().isEmpty }, "no spawn stand-in was parked")
+            }
             try "1".write(toFile: box.cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
         case .waitingReady:
             launchArgs += ["--ready", "notify", "--ready-timeout", "60s"]
@@ -108,15 +116,17 @@ struct UserLaunchCrashTests {
         if point == .duringSpawn {
             // Let it exec (its parent, the daemon, is gone): it runs, marked, before the next daemon looks.
             try "0".write(toFile: box.cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
-            #expect(
-                eventually { Sandbox.pids(in: cgroup).contains { Self.commandLine($0).first == "/usr/bin/python3" } },
-                "\(Sandbox.pids(in: cgroup).map { ($0, Self.commandLine($0), Kernel.processState($0) ?? "?") })")
+            let execed = eventually {
+                let pids = Sandbox.pids(in: cgroup)
+                return pids.contains { Self.commandLine($0).first == "/usr/bin/python3" } || (!usesStandIn && pids.isEmpty)
+            }
+            #expect(execed, "\(Sandbox.pids(in: cgroup).map { ($0, Self.commandLine($0), Kernel.processState($0) ?? "?") })")
         }
         let appPID = Sandbox.pids(in: cgroup).first { Self.commandLine($0).first == "/usr/bin/python3" }
         // Its handlers in place (SIGUSR1 and SIGUSR2 caught), or a signal would kill it.
         if let appPID { #expect(eventually { Self.catches(appPID, [SIGUSR1, SIGUSR2]) }, "the app never set its handlers") }
         if let appPID, let socket = Self.notifySocket(of: appPID) { privateDir = String(socket.dropLast("/notify".count)) }
-        if point != .beforeSpawn { #expect(appPID != nil, "no app in \(cgroup)") }
+        if point != .beforeSpawn && (point != .duringSpawn || usesStandIn) { #expect(appPID != nil, "no app in \(cgroup)") }
 
         var problems: [String] = []
         let apps = try box.apps()  // a new daemon, which adopts or clears
