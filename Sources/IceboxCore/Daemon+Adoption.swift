@@ -116,9 +116,10 @@ extension Daemon {
     /// A launch the last daemon recorded (the record comes before the cgroups and the spawn)
     /// but did not see through: its record has no pid yet. The app is looked for by its marks
     /// in its cgroups (the notify socket the record names: an app run as another user has its
-    /// own under /tmp, named before the spawn) and adopted; if none of it runs, its cgroups are removed (killing marked
-    /// processes whose main one is gone) and the launch is recorded as interrupted. Processes
-    /// there without the marks belong to another daemon sharing the cgroup root: left alone.
+    /// own under /tmp, named before the spawn) and adopted; if none of it runs, its cgroups
+    /// are removed (killing marked processes whose main one is gone) and the launch is
+    /// recorded as interrupted. Processes there without the marks belong to another daemon
+    /// sharing the cgroup root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
         let marks = appMarks(saved.name, ownSocket: notifySocketPath(of: saved))
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }

@@ -92,7 +92,6 @@ extension Daemon {
             name: options.name, options: options, pid: 0, state: .launching, sinceMonotonicNanos: Clock.monotonicNanos(), sinceWall: wall,
             launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
             freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
-        record.memoryV1 = under(facts.memoryV1Root)
         // The ready deadline of a launch its successor takes over runs from here (0 would
         // have made it long past: the adopted launch terminated at once as never ready).
         record.launchStartNanos = record.sinceMonotonicNanos
@@ -101,6 +100,7 @@ extension Daemon {
         // app by it (its NOTIFY_SOCKET, AppMarks) or removes it.
         let privateSocket = AppNotifySocket.needsPrivate(options.runAs) ? AppNotifySocket.privatePath() : nil
         record.notifySocket = privateSocket
+        record.memoryV1 = under(facts.memoryV1Root)
         try writeRecord(record, intent: true)
         let previous = ended[options.name]
 
