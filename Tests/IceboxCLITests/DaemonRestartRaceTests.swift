@@ -1,0 +1,125 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// Many commands at once while the daemon is SIGKILLed (and its successor too): every one of
+/// them must reach the next daemon within its deadline, never exit 69 "cannot be reached".
+/// A read-only one (ps) is answered; a suspend or resume the dying daemon may have carried
+/// out is not sent again, so each has its effect at most once, and ps agrees with the kernel.
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct DaemonRestartRaceTests {
+    /// One client of a round: its arguments, and for a suspend or resume the app and the
+    /// state it asks for.
+    struct Client {
+        var args: [String]
+        var app: String?
+        var wantsFrozen = false
+    }
+
+    /// Runs every client at once (one shell, each in the background); client i leaves its
+    /// exit status in rc.i and its stderr in err.i under `dir`. The shell does not wait for
+    /// them: it inherits this process's blocked signals (SIGCHLD among them), and its `wait`
+    /// never returned; `finished` counts the statuses written.
+    func startClients(_ box: Sandbox, _ clients: [Client], in dir: String) throws -> Process {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var script = ""
+        for (i, client) in clients.enumerated() {
+            let args = client.args.map { "'\($0)'" }.joined(separator: " ")
+            script += "(\"$ICEBOX\" \(args) >/dev/null 2>\(dir)/err.\(i); echo $? >\(dir)/tmp.\(i); mv \(dir)/tmp.\(i) \(dir)/rc.\(i)) &\n"
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", script]
+        p.environment = box.environment.merging(["ICEBOX": Sandbox.binary]) { $1 }
+        try p.run()
+        return p
+    }
+
+    /// SIGKILLs the daemon holding the lock now, if it is one (not a pid reused since).
+    /// Returns its pid.
+    func killCurrentDaemon(_ box: Sandbox) -> pid_t? {
+        guard let pid = box.daemonPID, Kernel.alive(pid),
+            let cmdline = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8), cmdline.contains("daemon"),
+            let handle = try? ProcessHandle(adopting: pid)
+        else { return nil }
+        _ = try? handle.send(SIGKILL)
+        var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&pfd, 1, 5000)
+        return pid
+    }
+
+    /// How many clients have written their exit status.
+    func finished(_ dir: String) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasPrefix("rc.") }.count
+    }
+
+    func count(_ box: Sandbox, _ app: String) -> Int {
+        box.events(app).filter { [.freeze, .thaw, .resume].contains($0.kind) }.count
+    }
+
+    @Test("commands racing SIGKILLs of the daemon reach the next one; suspends and resumes act at most once")
+    func ridesOverRestarts() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let names = (0..<12).map { "r\($0)" }
+        for name in names {
+            let r = try box.icebox(["launch", "--backend", "cgroup2", name, "--", "sleep", "1000"])
+            try #require(r.status == 0, "\(r.output)")
+        }
+        let cgroups = try box.apps().mapValues { try #require($0.cgroup) }
+        var failures: [String] = []
+        for round in 0..<4 {
+            // One suspend or resume per app (towards the state it is not in), among many ps
+            // and log clients.
+            var clients: [Client] = []
+            for name in names {
+                let frozen = Kernel.cgroupFrozen(try #require(cgroups[name]))
+                clients.append(
+                    Client(args: frozen ? ["resume", name] : ["suspend", "--grace", "0", name], app: name, wantsFrozen: !frozen))
+            }
+            for i in 0..<138 { clients.append(Client(args: i % 6 == 5 ? ["log", "-n", "1"] : ["ps"])) }
+            clients.shuffle()
+            let before = Dictionary(uniqueKeysWithValues: names.map { ($0, count(box, $0)) })
+            let dir = box.dir + "/round\(round)"
+            let shell = try startClients(box, clients, in: dir)
+            defer { shell.waitUntilExit() }
+            // Killed up to five times a round, 20-80 ms after each daemon is up, while the
+            // clients arrive: the running daemon, then each one the clients started.
+            var killed: pid_t?
+            var kills = 0
+            for _ in 0..<5 where finished(dir) < clients.count {
+                guard Scenario.eventually(seconds: 5, { box.daemonPID.map { $0 != killed && Kernel.alive($0) } ?? false }) else { break }
+                usleep(UInt32.random(in: 20_000...80_000))
+                if let pid = killCurrentDaemon(box) {
+                    killed = pid
+                    kills += 1
+                }
+            }
+            #expect(kills >= 2, "round \(round): the daemon was killed only \(kills) times while the clients ran")
+            let all = Scenario.eventually(seconds: 40) { finished(dir) == clients.count }
+            #expect(all, "round \(round): \(clients.count - finished(dir)) clients did not finish")
+            // The next daemon (ps starts it) has adopted every app: the record and the kernel agree.
+            let after = try box.apps()
+            for (i, client) in clients.enumerated() {
+                let rc = Int32(((try? String(contentsOfFile: "\(dir)/rc.\(i)", encoding: .utf8)) ?? "").trimmed()) ?? -1
+                let err = (try? String(contentsOfFile: "\(dir)/err.\(i)", encoding: .utf8)) ?? ""
+                let what = "round \(round): icebox \(client.args.joined(separator: " ")) exited \(rc): \(err)"
+                // A suspend or resume the dying daemon may have carried out fails, saying so.
+                let saysSo = client.app != nil && rc == ExitCode.failure.rawValue && err.contains("may or may not have been done")
+                if rc != 0 && !saysSo { failures.append(what) }
+                guard let app = client.app, let cgroup = cgroups[app] else { continue }
+                let frozen = Kernel.cgroupFrozen(cgroup)
+                if rc == 0 && frozen != client.wantsFrozen { failures.append("\(what), yet the cgroup is frozen: \(frozen)") }
+                if (after[app]?.state == .suspended) != frozen {
+                    failures.append(
+                        "round \(round): ps says \(app) is \(after[app]?.state.rawValue ?? "gone"), the kernel frozen: \(frozen)")
+                }
+                let acted = count(box, app) - (before[app] ?? 0)
+                if acted > 1 { failures.append("\(what), and \(app) was frozen or thawed \(acted) times") }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) failures:\n\(failures.prefix(20).joined(separator: "\n"))")
+    }
+}
