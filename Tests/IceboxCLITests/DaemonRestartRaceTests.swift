@@ -122,4 +122,71 @@ struct DaemonRestartRaceTests {
         }
         #expect(failures.isEmpty, "\(failures.count) failures:\n\(failures.prefix(20).joined(separator: "\n"))")
     }
+
+    /// A daemon that reads the request on its first connection and dies (closes everything,
+    /// its socket file left, as SIGKILL leaves it), standing in for the real one at the
+    /// moment no test can time: between its read and its answer. Further connections on the
+    /// same listener are answered `done` (what the next daemon would say to `ps`). Returns
+    /// what `icebox ARGS` printed and its status, and how many connections came.
+    func daemonDyingAfterRead(_ box: Sandbox, _ args: [String]) throws -> (Sandbox.Result, Int) {
+        for dir in [box.dir, box.runtimeDir, box.stateDir] where !FileManager.default.fileExists(atPath: dir) {
+            try #require(mkdir(dir, 0o700) == 0, "mkdir \(dir)")
+        }
+        let listener = try UnixSocket.listen(path: box.runtimeDir + "/icebox.sock")
+        defer { close(listener) }
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Sandbox.Result?  // written before the signal, read after the wait
+        DispatchQueue.global().async {
+            result = try? box.icebox(args)
+            done.signal()
+        }
+        /// Accepts the next connection (within 10 s) and reads its request line.
+        func acceptAndRead() -> Int32? {
+            var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 10_000) == 1, let fd = UnixSocket.accept(listener) else { return nil }
+            var line: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while !line.contains(10) {
+                var cfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&cfd, 1, 10_000) == 1 else { break }
+                let n = read(fd, &chunk, chunk.count)
+                if n <= 0 { break }
+                line += chunk[0..<n]
+            }
+            return fd
+        }
+        var connections = 0
+        if let first = acceptAndRead() {
+            connections += 1
+            close(first)  // read whole, then gone: the client sees an end of file, not a reset
+        }
+        // A resend arrives within the second; none must come for a request that changes something.
+        var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        if poll(&pfd, 1, 1_000) == 1, let again = acceptAndRead() {
+            connections += 1
+            _ = #"{"code":0,"kind":"done"}\#n"#.withCString { write(again, $0, strlen($0)) }
+            close(again)
+        }
+        done.wait()
+        return (try #require(result), connections)
+    }
+
+    @Test("a suspend the dying daemon read is not sent again, and the client says it may or may not have been done")
+    func noResendOfReadSuspend() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let (result, connections) = try daemonDyingAfterRead(box, ["suspend", "--grace", "0", "someapp"])
+        #expect(connections == 1, "the suspend was sent \(connections) times")
+        #expect(result.status == ExitCode.failure.rawValue, "\(result.output)")
+        #expect(result.stderr.contains("may or may not have been done"), "\(result.stderr)")
+    }
+
+    @Test("ps, whose daemon died after reading it and before answering, is asked again and answered")
+    func resendsReadOnlyRequest() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let (result, connections) = try daemonDyingAfterRead(box, ["ps"])
+        #expect(connections == 2, "ps was sent \(connections) times")
+        #expect(result.status == 0, "\(result.output)")
+    }
 }
