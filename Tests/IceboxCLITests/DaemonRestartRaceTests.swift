@@ -189,4 +189,62 @@ struct DaemonRestartRaceTests {
         #expect(connections == 2, "ps was sent \(connections) times")
         #expect(result.status == 0, "\(result.output)")
     }
+
+    @Test("icebox run whose daemon is killed says its app is left running, detached, and the next daemon adopts it")
+    func runLosesItsDaemon() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // Its output to files: the app holds the same descriptors, so pipes would not end.
+        let err = box.dir + "/run.err"
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        run.arguments = ["run", "--name", "attached", "--", "sleep", "1000"]
+        run.environment = box.environment
+        run.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        run.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        run.standardError = FileHandle(forWritingAtPath: err)
+        try run.run()
+        defer {
+            if run.isRunning { kill(run.processIdentifier, SIGKILL) }
+            run.waitUntilExit()
+        }
+        let up = Scenario.eventually { (try? box.apps()["attached"]?.state) == .active }
+        try #require(up, "the attached app did not start")
+        let pid = try #require(try box.apps()["attached"]?.pid)
+        try box.killDaemon()
+        let ended = Scenario.eventually { !run.isRunning }
+        try #require(ended, "icebox run did not end when its daemon was killed")
+        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(run.terminationStatus == ExitCode.failure.rawValue, "\(stderr)")
+        #expect(stderr.contains("attached is left running"), "\(stderr)")
+        #expect(Kernel.alive(pid))
+        #expect(try box.apps()["attached"]?.state == .active, "the next daemon should have adopted it")
+    }
+
+    @Test("log -f follows the event log across a daemon restart")
+    func logFollowsAcrossRestart() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "before", "--", "sleep", "1000"])
+        let out = box.dir + "/follow.out"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let follow = Process()
+        follow.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        follow.arguments = ["log", "-f", "-n", "0"]
+        follow.environment = box.environment
+        follow.standardOutput = FileHandle(forWritingAtPath: out)
+        try follow.run()
+        defer {
+            kill(follow.processIdentifier, SIGKILL)
+            follow.waitUntilExit()
+        }
+        try box.killDaemon()
+        let launched = try box.icebox(["launch", "after", "--", "sleep", "1000"])  // starts the next daemon
+        #expect(launched.status == 0, "\(launched.output)")
+        let seen = Scenario.eventually {
+            ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("after")
+        }
+        #expect(seen, "log -f printed: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
+    }
 }
