@@ -153,7 +153,8 @@ struct DaemonClient {
     /// the next daemon. It does when no daemon read it (DaemonConnection.resetUnanswered: one
     /// on its way out, or killed, closed its listener between our connect and its accept),
     /// and, for a request that changes nothing (ControlRequest.isReadOnly), whenever the
-    /// daemon went away before any reply of it was handed on (nothing printed). A request that
+    /// daemon went away before a byte of answer (DaemonConnection.endedBeforeAnyReply:
+    /// nothing printed, and no refusal, which would only be refused again). A request that
     /// changes something and was read may have been carried out: it is not sent again (a
     /// second suspend could undo a resume another command made since), and fails saying so.
     /// Every resend is within the reach deadline (DaemonReach), set here if no connect set it.

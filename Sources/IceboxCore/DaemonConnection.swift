@@ -22,8 +22,6 @@ package final class DaemonConnection {
     private var reset = false
     /// The daemon closed the connection (an end of file) or reset it.
     package private(set) var ended = false
-    /// Whether `replies` has handed a reply on (something may have been printed).
-    private var handedOut = false
 
     /// The request never reached a daemon that read it: the connection was reset (or found
     /// closed at the send) before a byte of answer. A daemon does that only to a connection
@@ -33,11 +31,12 @@ package final class DaemonConnection {
     /// request again, to the next daemon, cannot make it happen twice.
     package var resetUnanswered: Bool { reset && !received }
 
-    /// The daemon went away (closed or reset the connection) before `replies` handed on a
-    /// single reply: nothing of the answer was printed. Whether the daemon had read the
-    /// request is not known (it had if it closed rather than reset): only a request that
-    /// changes nothing (`ControlRequest.isReadOnly`) may then go to the next daemon.
-    package var endedBeforeAnyReply: Bool { ended && !handedOut }
+    /// The daemon went away (closed or reset the connection) before a byte of answer: nothing
+    /// of it was printed, and it was no refusal (a refusal is a `done` reply, sent before the
+    /// close). Whether the daemon had read the request is not known (it had if it closed
+    /// rather than reset): only a request that changes nothing (`ControlRequest.isReadOnly`)
+    /// may then go to the next daemon.
+    package var endedBeforeAnyReply: Bool { ended && !received }
 
     /// Connects to the socket at `path`. The error is the system's, so a caller can tell "no
     /// daemon" (ENOENT, ECONNREFUSED) from other failures. The corresponding C function is `connect`.
@@ -296,9 +295,7 @@ package final class DaemonConnection {
                 // A refusal comes as a `done` with its reason: the reason is for the user.
                 if let text = reply.text, reply.code ?? 1 != 0 { handle(ControlReply(kind: .warning, text: text)) }
                 return reply.code ?? 1
-            case .line, .warning, .event, .data:
-                handedOut = true
-                handle(reply)
+            case .line, .warning, .event, .data: handle(reply)
             }
         }
     }
