@@ -66,6 +66,11 @@ extension DaemonClient {
         /// is not watched again, whose pidfd would wake the wait at once every time.
         var endedHolders: Set<pid_t> = []
         var backoff: UInt64 = 1_000_000
+        /// Not before then is another daemon started, once one of ours did not serve: the gap
+        /// (25 ms, doubling to a second) keeps a command whose look at the lock finds no
+        /// holder where there is one (see lockHolder) from starting daemon after daemon.
+        var nextStart: UInt64 = 0
+        var startGap: UInt64 = 25_000_000
         defer { if let ours { close(ours.readyFD) } }
         while true {
             tries.connects += 1
@@ -79,7 +84,7 @@ extension DaemonClient {
             // one, the holder is on its way out (or between the two steps): a daemon of ours
             // waits for its lock (Daemon.takeLock) and serves.
             let socketLeft = tries.lastError?.errno == ECONNREFUSED
-            if holderPID == nil || !socketLeft, ours == nil, oursExiting == nil {
+            if holderPID == nil || !socketLeft, ours == nil, oursExiting == nil, now >= nextStart {
                 let starting = try spawnDaemon()
                 ours = starting
                 startedDaemon = starting.process
@@ -119,7 +124,11 @@ extension DaemonClient {
                     tries.lastStart = said.map { "said \($0)" } ?? "ended before it said whether it serves"
                     // One that serves needs no more watching here; one that will not (busy),
                     // or said nothing, is waited for.
-                    if said != "ready" { oursExiting = starting.process }
+                    if said != "ready" {
+                        oursExiting = starting.process
+                        nextStart = Clock.monotonicNanos().saturatingAdd(startGap)
+                        startGap = min(startGap * 2, 1_000_000_000)
+                    }
                 } else if let exiting = oursExiting, let end = try? exiting.reapIfExited() {
                     oursExiting = nil
                     if startedDaemon === exiting { startedDaemon = nil }
@@ -163,7 +172,10 @@ extension DaemonClient {
     /// The process holding the daemon lock (flock on `path`), from /proc/locks; nil when
     /// none does (or the file or /proc/locks cannot be read); 0 for a process outside this
     /// pid namespace. The kernel's word, where the pid in the file is the last holder's,
-    /// dead or alive.
+    /// dead or alive. Where /proc/locks names another device and inode than stat(2) does
+    /// (overlayfs names its upper layer's), no holder is found: a command then starts a
+    /// daemon whenever none of its own is on its way, spaced by `nextStart`, each started
+    /// in vain saying "busy": more processes, the same outcome.
     static func lockHolder(_ path: String) -> pid_t? {
         var status = stat()
         guard stat(path, &status) == 0, let locks = try? FileLocks.read() else { return nil }
