@@ -4,6 +4,8 @@ import IceboxCore
 import IceboxSystem
 import Testing
 
+@testable import IceboxCLI
+
 /// Many commands at once while the daemon is SIGKILLed (and its successor too): every one of
 /// them must reach the next daemon within its deadline, never exit 69 "cannot be reached".
 /// A read-only one (ps) is answered; a suspend or resume the dying daemon may have carried
@@ -246,5 +248,20 @@ struct DaemonRestartRaceTests {
             ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("after")
         }
         #expect(seen, "log -f printed: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
+    }
+
+    /// The client waits for a starting daemon rather than start another only if it sees the
+    /// lock's holder: /proc/locks must name it for the lock file as stat(2) names the file.
+    @Test("the lock's holder is found in /proc/locks, and none once it lets go")
+    func lockHolderFromProcLocks() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        try #require(mkdir(box.runtimeDir, 0o700) == 0 || errno == EEXIST)
+        let path = box.runtimeDir + "/daemon.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+        #expect(DaemonClient.lockHolder(path) == getpid())
+        close(fd)
+        #expect(DaemonClient.lockHolder(path) == nil)
     }
 }
