@@ -57,18 +57,18 @@ extension DaemonClient {
         if let w = watcher, (try? w.addWatch(paths.runtimeDir, mask: UInt32(IN_CREATE | IN_MOVED_TO))) == nil { watcher = nil }
         var tries = ReachTries()
         var ours: StartingDaemon?
-        /// Ours once it has closed its pipe without "ready": its exit tells a start that
-        /// failed (a status) from a daemon killed in a restart (a signal).
+        // Ours once it has closed its pipe without "ready": its exit tells a start that
+        // failed (a status) from a daemon killed in a restart (a signal).
         var oursExiting: ProcessHandle?
         var said: String?
         var holder: ProcessHandle?
-        /// Holders seen to end: one still listed (another process shares its lock's open file)
-        /// is not watched again, whose pidfd would wake the wait at once every time.
+        // Holders seen to end: one still listed (another process shares its lock's open file)
+        // is not watched again, whose pidfd would wake the wait at once every time.
         var endedHolders: Set<pid_t> = []
         var backoff: UInt64 = 1_000_000
-        /// Not before then is another daemon started, once one of ours did not serve: the gap
-        /// (25 ms, doubling to a second) keeps a command whose look at the lock finds no
-        /// holder where there is one (see lockHolder) from starting daemon after daemon.
+        // Not before then is another daemon started, once one of ours did not serve: the gap
+        // (25 ms, doubling to a second) keeps a command whose look at the lock finds no
+        // holder where there is one (see lockHolder) from starting daemon after daemon.
         var nextStart: UInt64 = 0
         var startGap: UInt64 = 25_000_000
         defer { if let ours { close(ours.readyFD) } }
@@ -129,13 +129,17 @@ extension DaemonClient {
                         nextStart = Clock.monotonicNanos().saturatingAdd(startGap)
                         startGap = min(startGap * 2, 1_000_000_000)
                     }
-                } else if let exiting = oursExiting, let end = try? exiting.reapIfExited() {
+                } else if let exiting = oursExiting {
+                    // Its pidfd says it ended: no longer watched, even if it cannot be reaped
+                    // here (its readable pidfd would end every wait at once).
                     oursExiting = nil
                     if startedDaemon === exiting { startedDaemon = nil }
+                    let end: Termination?
+                    do { end = try exiting.reapIfExited() } catch { end = nil }
                     // Exited with a status before a word: it could not start (its log says
                     // why), and another would fare no better.
-                    if said == nil, case .exited = end { throw didNotStart() }
-                    if said == nil { tries.lastStart = "was \(end) before it said whether it serves" }
+                    if said == nil, case .exited? = end { throw didNotStart() }
+                    if said == nil, let end { tries.lastStart = "was \(end) before it said whether it serves" }
                 }
             }
             if let at = holderAt, let pid = holder?.pid, pfds[at].revents != 0 {
