@@ -69,4 +69,29 @@ struct TerminalEscapeTests {
         let logJSON = try box.icebox(["log", "--json", "evil"])
         #expect(logJSON.stdout.contains("\\u001b]0;pwned\\u0007"), "log --json stays exact: \(logJSON.stdout)")
     }
+
+    @Test(
+        "icebox logs escapes an app's output on a terminal (a pty) and copies it exactly to a pipe",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script (util-linux) for a pty"))
+    func logsOnATerminal() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let r = try box.icebox(["launch", "loud", "--", "printf", "%s\\tok\\n", Self.hostile])
+        #expect(r.status == 0, "\(r.output)")
+        let piped = try box.icebox(["logs", "loud"])
+        #expect(piped.stdout == Self.hostile + "\tok\n", "piped: exact")
+
+        // The same command with a pty as its standard output.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        p.arguments = ["-qec", "'\(Sandbox.binary)' logs loud", "/dev/null"]
+        p.environment = box.environment
+        let shown = try Sandbox.runToEnd(p, timeout: 20, what: "script")
+        #expect(shown.status == 0, "\(shown.output)")
+        // The pty turns \n into \r\n: those are the terminal's own.
+        let text = shown.stdout.replacingOccurrences(of: "\r\n", with: "\n")
+        #expect(text.contains("\\x1B]0;pwned\\x07"), "\(text)")
+        #expect(text.contains("\tok"), "a tab of the output stays")
+        #expect(Self.controls(text, allowTabs: true).isEmpty, "logs on a terminal printed \(Self.controls(text))")
+    }
 }
