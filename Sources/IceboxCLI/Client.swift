@@ -173,8 +173,9 @@ struct DaemonClient {
         do {
             return try connection.replies(until: Self.deadline(for: request), what: request.commandName) { reply in
                 switch reply.kind {
-                case .line: if let t = reply.text { Output.out(t) }
-                case .warning: if let t = reply.text { Output.err(t) }
+                // The daemon's lines may quote what an app or another user supplied.
+                case .line: if let t = reply.text { Output.out(TerminalText.escaped(t, keepingLayout: true)) }
+                case .warning: if let t = reply.text { Output.err(TerminalText.escaped(t, keepingLayout: true)) }
                 case .event: if let e = reply.event { Output.err(e.humanLine) }
                 case .data:
                     if let policy = reply.policy {
