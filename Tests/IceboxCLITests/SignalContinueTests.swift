@@ -11,11 +11,15 @@ struct SignalContinueTests {
     /// Two processes that continue each other in a loop, with 50 sleepers between them in
     /// the app (so the SIGSTOP round reaches the second well after the first), the second at
     /// SCHED_FIFO so that it runs, whatever else the host runs, while the first is stopped.
+    /// Both share one CPU (the last): the other stays free for the tests that run beside
+    /// this one for its 10 s, and a stopped peer lets the other run there at once.
     static let app = """
         import os, signal, sys, time
+        cpu = max(os.sched_getaffinity(0))
         r, w = os.pipe()
         first = os.fork()
         if first == 0:
+            os.sched_setaffinity(0, {cpu})
             peer = int(os.read(r, 32))
             while True:
                 os.kill(peer, signal.SIGCONT)
@@ -25,6 +29,7 @@ struct SignalContinueTests {
                     time.sleep(1000)
         second = os.fork()
         if second == 0:
+            os.sched_setaffinity(0, {cpu})
             try:
                 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
             except OSError:
