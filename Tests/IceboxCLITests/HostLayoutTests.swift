@@ -82,8 +82,12 @@ struct HostLayoutTests {
         let app = world.box.pythonApp()
         let launched = try world.icebox(["launch", "--ready", "notify", "--ready-timeout", "15s", "ready", "--", "/usr/bin/python3", app])
         #expect(launched.status == 0, "\(launched.output)")
-        let record = try #require(try world.apps()["ready"])
-        #expect(record.state == .active && record.statusText == "serving", "\(record.state) \(record.statusText ?? "")")
+        let ready = try #require(try world.apps()["ready"])
+        #expect(ready.state == .active && ready.statusText == "serving", "\(ready.state) \(ready.statusText ?? "")")
+        #expect(try world.icebox(["terminate", "ready"]).status == 0)
+
+        #expect(try world.icebox(["launch", "--grace", "0", "kept", "--", "sleep", "1000"]).status == 0)
+        let record = try #require(try world.apps()["kept"])
         #expect(record.backend == layout.backend)
         func frozen() -> Bool {
             switch layout.backend {
@@ -92,26 +96,26 @@ struct HostLayoutTests {
             case .signal: return Kernel.processState(record.pid) == "T"
             }
         }
-        let suspended = try world.icebox(["suspend", "ready"])
+        let suspended = try world.icebox(["suspend", "kept"])
         #expect(suspended.status == 0 && suspended.stdout.contains("frozen in"), "\(suspended.output)")
-        #expect(frozen(), "the host does not see ready frozen")
+        #expect(frozen(), "the host does not see kept frozen")
 
         // The daemon dies; the next one (started by the next command) keeps the app as it is.
         try world.box.killDaemon()
-        let after = try #require(try world.apps()["ready"])
+        let after = try #require(try world.apps()["kept"])
         #expect(after.state == .suspended && after.pid == record.pid, "\(after.state) \(after.ending ?? "")")
         #expect(Kernel.alive(record.pid), "the restarted daemon killed the suspended app")
-        #expect(frozen(), "the host does not see ready frozen after the restart")
-        let adopted = world.events().last { $0.app == "ready" && $0.kind == .adopt }?.detail ?? ""
+        #expect(frozen(), "the host does not see kept frozen after the restart")
+        let adopted = world.events().last { $0.app == "kept" && $0.kind == .adopt }?.detail ?? ""
         #expect(adopted.contains("re-adopted"), "\(adopted)")
 
-        let resumed = try world.icebox(["resume", "ready"])
+        let resumed = try world.icebox(["resume", "kept"])
         #expect(resumed.status == 0 && resumed.stdout.contains("thawed in"), "\(resumed.output)")
         #expect(!frozen())
-        let terminated = try world.icebox(["terminate", "ready"])
+        let terminated = try world.icebox(["terminate", "kept"])
         #expect(terminated.status == 0, "\(terminated.output)")
-        #expect(!Kernel.alive(record.pid), "ready survived its termination")
-        for path in [record.cgroup, record.freezerV1, record.memoryV1].compactMap({ $0 }) {
+        #expect(!Kernel.alive(record.pid), "kept survived its termination")
+        for path in [ready.cgroup, ready.freezerV1, ready.memoryV1, record.cgroup, record.freezerV1, record.memoryV1].compactMap({ $0 }) {
             #expect(!FileManager.default.fileExists(atPath: world.seen(path)), "\(path) is left behind")
         }
         #expect(try world.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
