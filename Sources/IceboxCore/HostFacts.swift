@@ -86,7 +86,9 @@ public struct HostFacts: Sendable {
             var relative = "/icebox"
             if let root = facts.cgroupRoot, let unified = mounts.unified, root.hasPrefix(unified + "/") {
                 relative = String(root.dropFirst(unified.count))
-            } else if mounts.unified == nil, let root = cgroupRootOverride {
+            } else if let root = cgroupRootOverride {
+                // Asked for outside the cgroup2 mount: the freezer directory is the root itself
+                // when it is in the v1 hierarchy, else there is none (not /icebox in its place).
                 relative = root.hasPrefix(freezer + "/") ? String(root.dropFirst(freezer.count)) : ""
             }
             let dir = freezer + relative

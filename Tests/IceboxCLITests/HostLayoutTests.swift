@@ -58,7 +58,8 @@ struct HostLayoutTests {
 
     @Test(
         "a container in the host's cgroup namespace, v1 (runc, Kubernetes on v1 nodes): freezer and memory mounted at the container's cgroup, no cgroup2",
-        .enabled(if: Sandbox.mounts.freezerV1 != nil && Sandbox.mounts.memoryV1 != nil, "this host has no v1 freezer and memory hierarchies"))
+        .enabled(
+            if: Sandbox.mounts.freezerV1 != nil && Sandbox.mounts.memoryV1 != nil, "this host has no v1 freezer and memory hierarchies"))
     func hostNamespaceV1() throws { try Self.container(.hostNamespaceV1) }
 
     @Test("a container in the host's cgroup namespace, v2 (--cgroupns=host): cgroup2 mounted at the container's cgroup")
@@ -267,7 +268,9 @@ struct HostLayoutTests {
         #expect(r.stderr.contains("backend cgroup2 is unavailable") && r.stderr.contains(containment), "\(r.stderr)")
         let auto = try world.icebox(["launch", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
         #expect(auto.status == 77, "\(auto.output)")
-        #expect(auto.stderr.contains("the cgroup root \(world.cgroupRoot) cannot be used") && auto.stderr.contains(containment), "\(auto.stderr)")
+        #expect(
+            auto.stderr.contains("the cgroup root \(world.cgroupRoot) cannot be used") && auto.stderr.contains(containment),
+            "\(auto.stderr)")
         #expect(try world.icebox(["daemon", "--stop"], inLeader: false).status == 0)
     }
 
@@ -620,9 +623,10 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     /// bottom-up, waiting (bounded) for each directory to empty.
     static func removeTree(_ root: String) {
         guard FileManager.default.fileExists(atPath: root) else { return }
-        let dirs = ((FileManager.default.subpaths(atPath: root) ?? []).map { root + "/" + $0 }.filter {
-            FileManager.default.fileExists(atPath: $0 + "/cgroup.procs")
-        } + [root]).sorted { $0.count > $1.count }
+        let dirs =
+            ((FileManager.default.subpaths(atPath: root) ?? []).map { root + "/" + $0 }.filter {
+                FileManager.default.fileExists(atPath: $0 + "/cgroup.procs")
+            } + [root]).sorted { $0.count > $1.count }
         for dir in dirs {
             _ = try? FileIO.write(dir + "/freezer.state", "THAWED")
             _ = try? FileIO.write(dir + "/cgroup.freeze", "0")
