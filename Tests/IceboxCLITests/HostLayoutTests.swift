@@ -54,6 +54,31 @@ struct HostLayoutTests {
     @Test("an unprivileged user with a delegated cgroup2 subtree", .enabled(if: OtherUser.available, "setpriv is missing"))
     func delegated() throws { try Self.lifecycle(.delegated) }
 
+    /// The first cgroup2 mount read-only, a second one writable (as a runtime may give a
+    /// container its own beside the host's): a root asked for on the second is used there.
+    @Test("a cgroup root on a second, writable cgroup2 mount while the first is read-only")
+    func secondCgroup2Mount() throws {
+        let world = try HostLayoutWorld(.secondCgroup2)
+        defer { world.close() }
+        let doctor = try world.icebox(["doctor", "--color", "never"])
+        #expect(doctor.status == 0, "\(doctor.output)")
+        #expect(doctor.stdout.contains(world.cgroupRoot + ": writable, freezer present"), "\(doctor.stdout)")
+        let launched = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "web", "--", "sleep", "1000"])
+        #expect(launched.status == 0, "\(launched.output)")
+        let record = try #require(try world.apps()["web"])
+        #expect(record.cgroup == world.cgroupRoot + "/web")
+        // The same cgroup, as the host has it (the second mount shows the whole hierarchy).
+        let host = world.box.cgroupRoot + "/web"
+        #expect(Set(Sandbox.pids(in: host)) == [record.pid])
+        #expect(try world.icebox(["suspend", "web"]).status == 0)
+        #expect(Kernel.cgroupFrozen(host), "the host does not see web frozen")
+        #expect(try world.icebox(["resume", "web"]).status == 0)
+        #expect(!Kernel.cgroupFrozen(host))
+        #expect(try world.icebox(["terminate", "web"]).status == 0)
+        #expect(!Kernel.alive(record.pid) && !FileManager.default.fileExists(atPath: host))
+        #expect(try world.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
+    }
+
     // Container layouts (issue 33): what a container runtime gives a process inside it.
 
     @Test(
@@ -287,10 +312,13 @@ enum HostLayout {
     /// Containers: the host's cgroup namespace with mounts whose root (mountinfo field 4) is
     /// the container's cgroup, not `/`; a private cgroup namespace with cgroup2 alone.
     case hostNamespaceV1, hostNamespaceV2, privateNamespace, privateNamespaceReadOnly
+    /// The host's cgroup2 mount read-only, the same hierarchy mounted again, writable, at a
+    /// scratch directory.
+    case secondCgroup2
 
     var backend: BackendKind {
         switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace: .cgroup2
+        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: .cgroup2
         case .v1Only, .hostNamespaceV1: .cgroup1
         case .none, .readOnly, .privateNamespaceReadOnly: .signal
         }
@@ -310,8 +338,10 @@ enum HostLayout {
 
     /// The shell commands, run as root in the new namespace, that make the layout.
     /// `container`: the host directories of the container's cgroups (`containerCgroups`).
-    func setup(container: [String]) -> String {
+    func setup(container: [String], scratch: String) -> String {
         switch self {
+        case .secondCgroup2:
+            "mount -o remount,bind,ro \(Sandbox.mounts.unified!) && mount -t cgroup2 cgroup2 \(scratch)"
         case .hostNamespaceV1:
             // Each v1 hierarchy shows the container's cgroup at its mount point (runc's
             // layout); no cgroup2 (hidden, as on a v1-only node).
@@ -355,6 +385,7 @@ enum HostLayout {
             // doctor's own cgroup found through the mount's root: its test spawn goes there.
             ["pure cgroup v2", "clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) works (tried into /sys/fs/cgroup/leader)"]
         case .privateNamespaceReadOnly: ["pure cgroup v2", "is mounted read-only"]
+        case .secondCgroup2: ["writable, freezer present"]
         }
     }
 
@@ -365,7 +396,7 @@ enum HostLayout {
         let readOnly = "is mounted read-only"
         let noFreezer = "no cgroup v1 freezer hierarchy is mounted"
         return switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace: "cgroup2"
+        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup2"
         case .v1Only, .hostNamespaceV1: "cgroup1 (cgroup2: \(none))"
         case .privateNamespaceReadOnly: "signal (cgroup2: the cgroup filesystem at /sys/fs/cgroup \(readOnly); cgroup1: \(noFreezer))"
         case .none: "signal (cgroup2: \(none); cgroup1: \(noFreezer))"
@@ -378,7 +409,7 @@ enum HostLayout {
     /// A feature doctor --require must find missing here.
     var missingFeature: String {
         switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace: "cgroup1"
+        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup1"
         case .v1Only, .readOnly, .hostNamespaceV1, .privateNamespaceReadOnly: "cgroup2"
         case .none: "cgroup1"
         }
@@ -387,7 +418,8 @@ enum HostLayout {
     /// A backend asked for by name that the layout cannot give: the exit status and the why.
     var refusal: (backend: String, status: Int32, why: String) {
         switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace: ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
+        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2:
+            ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
         case .v1Only, .hostNamespaceV1: ("cgroup2", 69, "no cgroup2 filesystem is mounted")
         case .privateNamespaceReadOnly: ("cgroup2", 69, "is mounted read-only")
         case .none: ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
@@ -428,7 +460,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     let cgroupRoot: String
     var roots: [String] {
         switch layout {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace: [cgroupRoot]
+        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: [cgroupRoot]
         case .v1Only, .hostNamespaceV1: [cgroupRoot]
         case .none, .readOnly, .privateNamespaceReadOnly: []
         }
@@ -458,6 +490,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         case .hostNamespaceV1: cgroupRoot = Sandbox.mounts.freezerV1! + "/apps"
         case .hostNamespaceV2, .privateNamespace: cgroupRoot = "/sys/fs/cgroup/apps"
         case .privateNamespaceReadOnly: cgroupRoot = "/sys/fs/cgroup/icebox"  // the default: nothing is asked for
+        case .secondCgroup2: cgroupRoot = box.dir + "/cg2/" + unique
         }
         switch layout {
         case .hostNamespaceV1: containerCgroups = [Sandbox.mounts.freezerV1!, Sandbox.mounts.memoryV1!].map { $0 + "/" + unique }
@@ -499,7 +532,9 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
                 let leader = containerCgroups[0] + "/leader"
                 guard mkdir(leader, 0o755) == 0 else { throw LayoutError(message: "mkdir \(leader): \(String(cString: strerror(errno)))") }
             }
-            let inner = "exec 2>\"$0\"; " + layout.setup(container: containerCgroups) + " && echo ready && exec cat"
+            if layout == .secondCgroup2 { try FileIO.makeDirectories(box.dir + "/cg2") }
+            let inner =
+                "exec 2>\"$0\"; " + layout.setup(container: containerCgroups, scratch: box.dir + "/cg2") + " && echo ready && exec cat"
             if layout.privateCgroupNamespace {
                 // Into the container's cgroup first: unshare makes the cgroup it is in the
                 // namespace's root.
