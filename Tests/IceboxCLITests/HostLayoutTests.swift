@@ -81,6 +81,56 @@ struct HostLayoutTests {
 
     // Container layouts (issue 33): what a container runtime gives a process inside it.
 
+    /// `icebox daemon --foreground` as a container's init: PID 1 of a PID namespace of its
+    /// own. It serves commands from outside the namespace, freezes and thaws (seen in the
+    /// host's cgroup files), reaps the orphans that land on it, and its stop ends the
+    /// namespace with nothing left on the host.
+    @Test("icebox daemon --foreground as PID 1 of a PID namespace")
+    func daemonAsPID1() throws {
+        let box = Sandbox("pid1")
+        defer { box.close() }
+        let initProcess = Process()
+        initProcess.executableURL = URL(fileURLWithPath: HostLayoutWorld.unshare)
+        initProcess.arguments = [
+            "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", "--", Sandbox.binary, "daemon", "--foreground",
+        ]
+        initProcess.environment = box.environment
+        try initProcess.run()
+        defer {
+            if initProcess.isRunning { kill(initProcess.processIdentifier, SIGKILL) }
+            initProcess.waitUntilExit()
+        }
+        // Serving once its socket is there (a command before that would start a daemon of its own).
+        #expect(Scenario.eventually(seconds: 10) { FileManager.default.fileExists(atPath: box.runtimeDir + "/icebox.sock") })
+        let daemon = try #require(Kernel.children(of: initProcess.processIdentifier).first)
+        let lock = try String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)
+        #expect(lock.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "the daemon is not PID 1 of its namespace: \(lock)")
+
+        // An app whose shell leaves an orphan that exits: the orphan lands on PID 1, the daemon.
+        let launched = try box.icebox([
+            "launch", "--grace", "0", "web", "--", "sh", "-c", "(sleep 0.2 &); sleep 1000 & exec sleep 1001",
+        ])
+        #expect(launched.status == 0, "\(launched.output)")
+        let record = try #require(try box.apps()["web"])
+        let cgroup = try #require(record.cgroup)
+        #expect(Scenario.eventually(seconds: 5) { Sandbox.pids(in: cgroup).count == 2 }, "\(Sandbox.pids(in: cgroup))")
+        #expect(
+            Scenario.eventually(seconds: 5) { Kernel.children(of: daemon, inState: "Z").isEmpty },
+            "zombies left on PID 1: \(Kernel.children(of: daemon, inState: "Z"))")
+
+        #expect(try box.icebox(["suspend", "web"]).status == 0)
+        #expect(Kernel.cgroupFrozen(cgroup), "the host does not see web frozen")
+        #expect(try box.icebox(["resume", "web"]).status == 0)
+        #expect(!Kernel.cgroupFrozen(cgroup))
+        let terminated = try box.icebox(["terminate", "web"])
+        #expect(terminated.status == 0, "\(terminated.output)")
+        #expect(!FileManager.default.fileExists(atPath: cgroup), "\(cgroup) is left behind")
+
+        #expect(try box.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
+        #expect(Scenario.eventually(seconds: 10) { !initProcess.isRunning }, "PID 1 did not end")
+        #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot), "\(box.cgroupRoot) is left behind")
+    }
+
     @Test(
         "a container in the host's cgroup namespace, v1 (runc, Kubernetes on v1 nodes): freezer and memory mounted at the container's cgroup, no cgroup2",
         .enabled(
