@@ -54,6 +54,13 @@ struct HostLayoutTests {
     @Test("an unprivileged user with a delegated cgroup2 subtree", .enabled(if: OtherUser.available, "setpriv is missing"))
     func delegated() throws { try Self.lifecycle(.delegated) }
 
+    /// A rootless container: the unprivileged user becomes root in a user namespace of its
+    /// own (`unshare --user --map-root-user`), with the subtree delegated to its host uid.
+    @Test(
+        "root in a user namespace with a cgroup2 subtree delegated to its host uid",
+        .enabled(if: OtherUser.available, "setpriv is missing"))
+    func userNamespace() throws { try Self.lifecycle(.userNamespace) }
+
     /// The first cgroup2 mount read-only, a second one writable (as a runtime may give a
     /// container its own beside the host's): a root asked for on the second is used there.
     @Test("a cgroup root on a second, writable cgroup2 mount while the first is read-only")
@@ -359,6 +366,8 @@ struct HostLayoutTests {
 /// A host layout made in a mount namespace, and what icebox should make of it.
 enum HostLayout {
     case pureV2, v1Only, none, readOnly, delegated
+    /// `.delegated`, the user being root in a user namespace of its own.
+    case userNamespace
     /// Containers: the host's cgroup namespace with mounts whose root (mountinfo field 4) is
     /// the container's cgroup, not `/`; a private cgroup namespace with cgroup2 alone.
     case hostNamespaceV1, hostNamespaceV2, privateNamespace, privateNamespaceReadOnly
@@ -368,7 +377,7 @@ enum HostLayout {
 
     var backend: BackendKind {
         switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: .cgroup2
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: .cgroup2
         case .v1Only, .hostNamespaceV1: .cgroup1
         case .none, .readOnly, .privateNamespaceReadOnly: .signal
         }
@@ -405,7 +414,7 @@ enum HostLayout {
             // before unshare); the holder then leaves it for the leader leaf.
             "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && echo $$ > /sys/fs/cgroup/leader/cgroup.procs"
                 + (self == .privateNamespaceReadOnly ? " && mount -o remount,bind,ro /sys/fs/cgroup" : "")
-        case .pureV2, .delegated:
+        case .pureV2, .delegated, .userNamespace:
             // As on a systemd host: the whole v1 tree gone, cgroup2 alone in its place.
             "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup"
         case .v1Only:
@@ -428,6 +437,12 @@ enum HostLayout {
         case .readOnly:
             [Sandbox.mounts.mode, "is mounted read-only", "sum of Pss from smaps_rollup", "not used (apps get no v2 cgroup here)"]
         case .delegated: ["pure cgroup v2", "the cgroup root is writable by uid \(OtherUser.uid)"]
+        case .userNamespace:
+            [
+                "pure cgroup v2",
+                "root inside a user namespace (uid_map 0 \(OtherUser.uid) 1: host uid \(OtherUser.uid)), not the host's root: "
+                    + "the cgroup root is writable here",
+            ]
         case .hostNamespaceV1:
             // The daemon's own memory cgroup is the mount point: the apps' go under it.
             ["legacy (cgroup v1 only)", "usable (--backend cgroup1)", "a v1 memory cgroup per app under \(Sandbox.mounts.memoryV1!)/apps"]
@@ -446,7 +461,7 @@ enum HostLayout {
         let readOnly = "is mounted read-only"
         let noFreezer = "no cgroup v1 freezer hierarchy is mounted"
         return switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup2"
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup2"
         case .v1Only, .hostNamespaceV1: "cgroup1 (cgroup2: \(none))"
         case .privateNamespaceReadOnly: "signal (cgroup2: the cgroup filesystem at /sys/fs/cgroup \(readOnly); cgroup1: \(noFreezer))"
         case .none: "signal (cgroup2: \(none); cgroup1: \(noFreezer))"
@@ -459,7 +474,7 @@ enum HostLayout {
     /// A feature doctor --require must find missing here.
     var missingFeature: String {
         switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup1"
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup1"
         case .v1Only, .readOnly, .hostNamespaceV1, .privateNamespaceReadOnly: "cgroup2"
         case .none: "cgroup1"
         }
@@ -468,7 +483,7 @@ enum HostLayout {
     /// A backend asked for by name that the layout cannot give: the exit status and the why.
     var refusal: (backend: String, status: Int32, why: String) {
         switch self {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2:
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2:
             ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
         case .v1Only, .hostNamespaceV1: ("cgroup2", 69, "no cgroup2 filesystem is mounted")
         case .privateNamespaceReadOnly: ("cgroup2", 69, "is mounted read-only")
@@ -510,7 +525,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     let cgroupRoot: String
     var roots: [String] {
         switch layout {
-        case .pureV2, .delegated, .hostNamespaceV2, .privateNamespace, .secondCgroup2: [cgroupRoot]
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: [cgroupRoot]
         case .v1Only, .hostNamespaceV1: [cgroupRoot]
         case .none, .readOnly, .privateNamespaceReadOnly: []
         }
@@ -536,7 +551,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         case .pureV2: cgroupRoot = "/sys/fs/cgroup/" + unique
         case .v1Only: cgroupRoot = box.freezerRoot!
         case .none, .readOnly: cgroupRoot = box.cgroupRoot
-        case .delegated: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
+        case .delegated, .userNamespace: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
         case .hostNamespaceV1: cgroupRoot = Sandbox.mounts.freezerV1! + "/apps"
         case .hostNamespaceV2, .privateNamespace: cgroupRoot = "/sys/fs/cgroup/apps"
         case .privateNamespaceReadOnly: cgroupRoot = "/sys/fs/cgroup/icebox"  // the default: nothing is asked for
@@ -547,7 +562,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         case .hostNamespaceV2, .privateNamespace, .privateNamespaceReadOnly: containerCgroups = [Sandbox.mounts.unified! + "/" + unique]
         default: containerCgroups = []
         }
-        if layout == .delegated {
+        if layout == .delegated || layout == .userNamespace {
             let other: OtherUser
             do { other = try OtherUser() } catch {
                 box.close()
@@ -660,8 +675,11 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
             let leader = inLeader ? "/sys/fs/cgroup/\(unique)/leader/cgroup.procs" : "/dev/null"
             argv += [
                 "/bin/sh", "-c", #"echo $$ > "$0" && exec "$@""#, leader,
-                OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups", other.binary,
+                OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups",
             ]
+            // Root in a user namespace of its own, mapped to the user's uid.
+            if layout == .userNamespace { argv += [Self.unshare, "--user", "--map-root-user", "--"] }
+            argv.append(other.binary)
         } else {
             if let descriptorLimit { argv += ["/usr/bin/prlimit", "--nofile=\(descriptorLimit):\(descriptorLimit)"] }
             argv.append(Sandbox.binary)
