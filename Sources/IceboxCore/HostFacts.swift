@@ -31,7 +31,7 @@ public struct HostFacts: Sendable {
     /// the roots (`createRoots`); `icebox doctor` must change nothing, and judges a root that
     /// does not exist yet by the nearest directory above it.
     public static func discover(
-        cgroupRootOverride: String?, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
+        cgroupRootOverride: String?, explicit: Bool = true, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
     ) -> HostFacts {
         var mounts = CgroupMounts.read(path: mountinfo)
         // A root asked for on another cgroup2 mount than the first (a container's own one
@@ -44,7 +44,7 @@ public struct HostFacts: Sendable {
             mounts.useUnified(chosen)
         }
         var facts = HostFacts(mounts: mounts)
-        facts.explicitCgroupRoot = cgroupRootOverride
+        facts.explicitCgroupRoot = explicit ? cgroupRootOverride : nil
         if let unified = mounts.unified {
             let root = cgroupRootOverride ?? unified + "/icebox"
             facts.cgroupRoot = root
