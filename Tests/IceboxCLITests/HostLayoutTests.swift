@@ -58,7 +58,8 @@ struct HostLayoutTests {
     /// own (`unshare --user --map-root-user`), with the subtree delegated to its host uid.
     @Test(
         "root in a user namespace with a cgroup2 subtree delegated to its host uid",
-        .enabled(if: OtherUser.available, "setpriv is missing"))
+        .enabled(if: OtherUser.available, "setpriv is missing"),
+        .enabled(if: OtherUser.userNamespaceRefusal == nil, "\(OtherUser.userNamespaceRefusal ?? "")"))
     func userNamespace() throws { try Self.lifecycle(.userNamespace) }
 
     /// The first cgroup2 mount read-only, a second one writable (as a runtime may give a
@@ -147,10 +148,14 @@ struct HostLayoutTests {
     @Test("a container in the host's cgroup namespace, v2 (--cgroupns=host): cgroup2 mounted at the container's cgroup")
     func hostNamespaceV2() throws { try Self.container(.hostNamespaceV2) }
 
-    @Test("a container with a private cgroup namespace and only cgroup2 mounted, read-write")
+    @Test(
+        "a container with a private cgroup namespace and only cgroup2 mounted, read-write",
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/ns/cgroup"), "this kernel has no cgroup namespaces (Linux 4.6)"))
     func privateNamespace() throws { try Self.container(.privateNamespace) }
 
-    @Test("a container with a private cgroup namespace and only cgroup2 mounted, read-only")
+    @Test(
+        "a container with a private cgroup namespace and only cgroup2 mounted, read-only",
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/ns/cgroup"), "this kernel has no cgroup namespaces (Linux 4.6)"))
     func privateNamespaceReadOnly() throws { try Self.container(.privateNamespaceReadOnly) }
 
     /// The whole lifecycle, then what a container adds: an app ready by sd_notify (its
