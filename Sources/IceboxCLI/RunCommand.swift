@@ -43,11 +43,10 @@ enum RunCommand: IceboxCommand {
         var connection = try client.connect()
         let request = ControlRequest.launch(options)
         // Reset before a word of answer, the request was never read (DaemonConnection.
-        // resetUnanswered): it goes once more to the next daemon, at the send or the first read.
-        var resent = false
+        // resetUnanswered): it goes once more to the next daemon, at the send or the first
+        // read, within the client's reach deadline (DaemonClient.mayResend).
         func sendAgainIfUnread() throws(IceboxError) -> Bool {
-            guard !resent, connection.resetUnanswered else { return false }
-            resent = true
+            guard client.mayResend(request, after: connection) else { return false }
             connection = try client.connect()
             try connection.send(request, fds: [0, 1, 2])
             return true
@@ -107,7 +106,15 @@ enum RunCommand: IceboxCommand {
                 if pfds[0].revents == 0 { continue }
                 if try !connection.readAvailable() {
                     if try sendAgainIfUnread() { continue }
-                    throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
+                    // No request re-attaches a terminal to a running app: the next daemon adopts
+                    // the app as a detached one, and this command can only say so.
+                    guard let appName else {
+                        throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
+                    }
+                    throw IceboxError(
+                        .failure,
+                        "lost the connection to the icebox daemon (it ended or was killed): \(appName) is left running, detached from this terminal; the next daemon adopts it",
+                        hint: "icebox ps shows it, icebox terminate \(appName) ends it; see \(client.paths.daemonLog)")
                 }
             }
             if let code = handleBuffered() { return code }

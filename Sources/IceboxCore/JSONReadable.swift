@@ -33,7 +33,7 @@ extension AppRecord: JSONReadable {
         var freezerV1: String?, spawnMethod: String?, coldStart: UInt64?, lastFreeze: UInt64?, lastThaw: UInt64?
         var statusText: String?, exitStatus: Int32?, ending: String?, memoryBytes: UInt64?, killedWhileSuspended: Bool?
         var memoryV1: String?, memorySource: String?, lastCompaction: String?, launchStart: UInt64?, graceStart: UInt64?
-        var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?
+        var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?, restartTimes: [UInt64]?
         let read = r.object { r, key in
             switch key {
             case "backend": return r.field(&backend)
@@ -58,6 +58,7 @@ extension AppRecord: JSONReadable {
             case "notify_socket": return r.field(&notifySocket)
             case "options": return r.field(&options)
             case "pid": return r.field(&pid)
+            case "restart_times_ns": return r.field(&restartTimes)
             case "runs_as": return r.field(&runsAs)
             case "since_monotonic_ns": return r.field(&sinceMonotonic)
             case "since_wall": return r.field(&sinceWall)
@@ -78,7 +79,8 @@ extension AppRecord: JSONReadable {
             statusText: statusText, exitStatus: exitStatus, ending: ending, memoryBytes: memoryBytes,
             killedWhileSuspended: killedWhileSuspended, memoryV1: memoryV1, memorySource: memorySource,
             lastCompaction: lastCompaction, launchStartNanos: launchStart, graceStartNanos: graceStart,
-            graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, runsAs: runsAs, notifySocket: notifySocket)
+            graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, runsAs: runsAs, notifySocket: notifySocket,
+            restartTimesNanos: restartTimes)
     }
 }
 
@@ -88,7 +90,7 @@ extension LaunchOptions: JSONReadable {
         var compactAfter: UInt64?, environment: [String]?, extraEnvironment: [String]?, foregroundSignal: Int32?
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
         var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
-        var watchdog: UInt64?, workingDirectory: String?
+        var watchdog: UInt64?, workingDirectory: String?, startLimitBurst: Int?, startLimitInterval: UInt64?
         let read = r.object { r, key in
             switch key {
             case "attached": return r.field(&attached)
@@ -107,6 +109,8 @@ extension LaunchOptions: JSONReadable {
             case "ready": return r.field(&ready)
             case "ready_timeout_ns": return r.field(&readyTimeout)
             case "run_as": return r.field(&runAs)
+            case "start_limit_burst": return r.field(&startLimitBurst)
+            case "start_limit_interval_ns": return r.field(&startLimitInterval)
             case "watchdog_action": return r.field(&watchdogAction)
             case "watchdog_ns": return r.field(&watchdog)
             case "working_directory": return r.field(&workingDirectory)
@@ -133,6 +137,8 @@ extension LaunchOptions: JSONReadable {
         self.attached = attached
         self.watchdogNanos = watchdog
         self.watchdogAction = watchdogAction
+        self.startLimitBurst = startLimitBurst
+        self.startLimitIntervalNanos = startLimitInterval
         self.runAs = runAs
     }
 }
