@@ -217,7 +217,9 @@ enum DoctorCommand: IceboxCommand {
                     ? "apps can run as another user, with no capabilities and no_new_privs"
                     : "unavailable: a daemon started by this user lacks " + missing.joined(separator: ", ")))
         let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
-        if let pid = Int32(holder), let status = try? FileIO.read("/proc/\(pid)/status"),
+        // The lock file holds the daemon's pid in its own PID namespace (1 for a container's
+        // init): believed only if that process here holds the lock file open.
+        if let pid = Int32(holder), holdsOpen(pid: pid, path: paths.lockFile), let status = try? FileIO.read("/proc/\(pid)/status"),
             let hex = ProcFS.statusField("CapEff", in: status), let mask = UInt64(hex, radix: 16)
         {
             let names = Capabilities.allNames.enumerated().filter { mask & (1 << UInt64($0.offset)) != 0 }.map(\.element)
@@ -227,6 +229,17 @@ enum DoctorCommand: IceboxCommand {
                     detail: "pid \(pid) has " + (names.isEmpty ? "no capabilities" : names.joined(separator: " "))))
         }
         return f
+    }
+
+    /// Whether process `pid` (in this PID namespace) has `path` open.
+    static func holdsOpen(pid: Int32, path: String) -> Bool {
+        let dir = "/proc/\(pid)/fd"
+        for fd in (try? FileIO.list(dir)) ?? [] {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            let n = readlink(dir + "/" + fd, &buffer, buffer.count - 1)
+            if n > 0, String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) == path { return true }
+        }
+        return false
     }
 
     /// Spawns /bin/true with clone3(CLONE_INTO_CGROUP) into the cgroup doctor already runs

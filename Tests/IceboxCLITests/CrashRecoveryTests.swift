@@ -31,6 +31,9 @@ struct CrashRecoveryTests {
         #expect(started.status == 0, "\(started.output)")
         let daemon = try daemonPID(box)
         #expect(Sandbox.pids(in: cgroup).contains(daemon), "the daemon is not in \(cgroup)")
+        // doctor finds the daemon by its lock file (which it holds open) and reads its capabilities.
+        let doctor = try box.icebox(["doctor", "--color", "never"])
+        #expect(doctor.stdout.contains("pid \(daemon) has"), "\(doctor.stdout)")
         let apps = try box.apps()
         #expect(apps["web"] == nil, "the daemon adopted its own cgroup as web: \(apps["web"].map { "pid \($0.pid)" } ?? "")")
         if apps["web"] == nil {  // else a suspend would freeze the daemon itself

@@ -113,6 +113,9 @@ struct HostLayoutTests {
         let daemon = try #require(Kernel.children(of: initProcess.processIdentifier).first)
         let lock = try String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)
         #expect(lock.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "the daemon is not PID 1 of its namespace: \(lock)")
+        // doctor does not take pid 1 here (the host's init) for the daemon.
+        let doctor = try box.icebox(["doctor", "--color", "never"])
+        #expect(!doctor.stdout.contains("pid 1 has"), "\(doctor.stdout)")
 
         // An app whose shell leaves an orphan that exits: the orphan lands on PID 1, the daemon.
         let launched = try box.icebox([
