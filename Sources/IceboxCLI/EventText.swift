@@ -26,7 +26,8 @@ enum EventText {
         }
         // The detail may quote what an app said or answered: escaped for the terminal.
         let app = TerminalText.escaped(event.app)
-        return "\(stamp)  \(pad(app, 12)) \(painted)\(spaces(26 - transition.count)) \(TerminalText.escaped(event.detail))"
+        return
+            "\(stamp)  \(pad(app, 12)) \(painted)\(spaces(26 - transition.count)) \(TerminalText.escaped(event.detail, keepingTab: true))"
     }
 
     static func pad(_ s: String, _ width: Int) -> String { s + spaces(width - s.count) }

@@ -104,7 +104,7 @@ public struct Event: Codable, Sendable, Equatable {
         if let from, let to { transition = "\(from.rawValue) → \(to.rawValue)" } else if let to { transition = "→ \(to.rawValue)" }
         // The detail may quote what an app said or answered: escaped for a terminal.
         return
-            "\(TerminalText.escaped(clock))  \(pad(TerminalText.escaped(app), 12)) \(pad(transition, 26)) \(TerminalText.escaped(detail))"
+            "\(TerminalText.escaped(clock))  \(pad(TerminalText.escaped(app), 12)) \(pad(transition, 26)) \(TerminalText.escaped(detail, keepingTab: true))"
     }
 
     func pad(_ s: String, _ width: Int) -> String {

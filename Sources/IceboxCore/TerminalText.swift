@@ -14,15 +14,17 @@
 /// cover the C0 controls.
 public enum TerminalText {
     /// `text` with the characters above escaped; `keepingLayout`: tab and newline stay (a
-    /// whole reply line or message whose layout they are).
-    public static func escaped(_ text: String, keepingLayout: Bool = false) -> String {
+    /// whole reply line or message whose layout they are); `keepingTab`: tab stays (the last
+    /// field of a line, as an event's detail, where it moves nothing that follows, while a
+    /// newline would start what looks like another event).
+    public static func escaped(_ text: String, keepingLayout: Bool = false, keepingTab: Bool = false) -> String {
         // Printable ASCII only (nearly every field): the same String back, nothing allocated.
         if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
             let v = scalar.value
-            if keepingLayout && (v == 0x09 || v == 0x0A) {
+            if (keepingLayout || keepingTab) && v == 0x09 || keepingLayout && v == 0x0A {
                 out.unicodeScalars.append(scalar)
             } else if v < 0x20 || v == 0x7F {
                 out += "\\x" + hex(v, digits: 2)

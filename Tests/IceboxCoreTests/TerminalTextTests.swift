@@ -19,6 +19,9 @@ struct TerminalTextTests {
         #expect(TerminalText.escaped("a\u{0}b\u{8}c\u{7F}") == "a\\x00b\\x08c\\x7F")
         #expect(TerminalText.escaped("one\ntwo\tthree") == "one\\x0Atwo\\x09three")
         #expect(TerminalText.escaped("one\ntwo\tthree\u{1B}", keepingLayout: true) == "one\ntwo\tthree\\x1B")
+        #expect(
+            TerminalText.escaped("one\ntwo\tthree", keepingTab: true) == "one\\x0Atwo\tthree",
+            "a tab at the end of a line stays; a newline never")
     }
 
     @Test func osc52ClipboardWriteIsDefused() {
