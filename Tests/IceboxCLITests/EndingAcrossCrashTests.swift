@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// Deadlines that must survive a daemon crash (issue 33: "a terminate in flight is forgotten
+/// by a crash: the SIGKILL deadline lives only in memory, so an app that ignores SIGTERM
+/// stays active and is never killed"). The daemon is SIGKILLed while the deadline runs; the
+/// next one, started by any command, must keep it. Judged from the kernel (the process's
+/// pidfd, the cgroup's cgroup.procs) and the registry.
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+struct EndingAcrossCrashTests {
+    /// Seconds until `pid` has ended (polled on its pidfd), nil if it still runs after `limit`.
+    static func secondsUntilGone(_ pid: pid_t, limit: Double) -> Double? {
+        let start = Date()
+        guard let handle = try? ProcessHandle(adopting: pid) else { return 0 }
+        var pfd = pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)
+        return poll(&pfd, 1, Int32(limit * 1000)) == 1 ? Date().timeIntervalSince(start) : nil
+    }
+
+    @Test("a terminate in flight when the daemon is killed: the next daemon SIGKILLs the app at the recorded deadline")
+    func terminateAcrossACrash() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // It ignores SIGTERM (so does its sleep: an ignored signal stays ignored across exec).
+        let launch = try box.icebox(["launch", "stubborn", "--", "sh", "-c", "trap '' TERM; sleep 1000"])
+        #expect(launch.status == 0, "\(launch.output)")
+        let record = try #require(try box.apps()["stubborn"])
+        let cgroup = try #require(record.cgroup)
+        let sandbox = box
+        let asked = Date()
+        Thread { _ = try? sandbox.icebox(["terminate", "--timeout", "4s", "stubborn"], timeout: 20) }.start()
+        #expect(
+            Scenario.eventually { box.events("stubborn").contains { $0.kind == .terminate && $0.detail.contains("SIGTERM sent") } },
+            "the terminate never began")
+        try box.killDaemon()
+        #expect(Date().timeIntervalSince(asked) < 3, "the daemon died too late for the test to mean anything")
+        #expect(Kernel.alive(record.pid), "SIGTERM is ignored: the app runs on")
+
+        // Any command starts the next daemon, which re-adopts the app with its terminate.
+        let after = try #require(try box.apps()["stubborn"])
+        #expect(after.pid == record.pid)
+        #expect(
+            box.events("stubborn").contains { $0.kind == .adopt && $0.detail.contains("a terminate under way") },
+            "\(box.events("stubborn").map(\.detail))")
+        #expect(Self.secondsUntilGone(record.pid, limit: 10) != nil, "the app was never killed")
+        let killedAt = Date().timeIntervalSince(asked)
+        // At the deadline the first daemon set (4 s after the request), not at once and not
+        // after a fresh time-out.
+        #expect(killedAt >= 3.5 && killedAt < 6.5, "killed \(killedAt) s after the terminate")
+        #expect(Scenario.eventually { Sandbox.pids(in: cgroup).isEmpty }, "cgroup.procs still lists \(Sandbox.pids(in: cgroup))")
+        #expect(try Scenario.eventually { try box.apps()["stubborn"]?.state == .terminated })
+    }
+
+    @Test("a launch under way when the daemon is killed keeps its ready deadline under the next daemon")
+    func readyDeadlineAcrossACrash() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let sandbox = box
+        let launched = Date()
+        Thread {
+            _ = try? sandbox.icebox(
+                ["launch", "--ready", "notify", "--ready-timeout", "6s", "slowstart", "--", "sleep", "1000"], timeout: 20)
+        }.start()
+        #expect(try Scenario.eventually { try box.apps()["slowstart"]?.state == .launching })
+        let record = try #require(try box.apps()["slowstart"])
+        try box.killDaemon()
+        // The next daemon adopts it still launching, its deadline 6 s after the launch: not
+        // over at once (a deadline counted from 0), not 6 s from the adoption.
+        #expect(try box.apps()["slowstart"]?.state == .launching)
+        #expect(Kernel.alive(record.pid))
+        #expect(Self.secondsUntilGone(record.pid, limit: 15) != nil, "the app was never terminated")
+        let endedAt = Date().timeIntervalSince(launched)
+        #expect(endedAt >= 5.5 && endedAt < 9.5, "terminated \(endedAt) s after the launch")
+        #expect(try Scenario.eventually { try box.apps()["slowstart"]?.state == .terminated })
+        #expect(box.events("slowstart").contains { $0.kind == .error && $0.detail.contains("was not ready (notify)") })
+    }
+}
