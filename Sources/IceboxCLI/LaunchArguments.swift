@@ -20,6 +20,10 @@ enum LaunchArguments {
         OptionSpec(name: "watchdog", value: "DUR", help: "an active app must send WATCHDOG=1 this often (paused while suspended)"),
         OptionSpec(name: "watchdog-action", value: "log|kill|restart", help: "what a missed WATCHDOG=1 does (default log)"),
         OptionSpec(
+            name: "start-limit-burst", value: "N", help: "restart launches the app again at most N times within the interval (default 5)"),
+        OptionSpec(
+            name: "start-limit-interval", value: "DUR", help: "the interval of --start-limit-burst (default 10s; 0: no limit)"),
+        OptionSpec(
             name: "user", value: "USER[:GROUP]",
             help: "run the app as this user and group (names or ids), with no capabilities and no_new_privs"),
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
@@ -97,7 +101,11 @@ enum LaunchArguments {
         if let c = args.value("compact-after") { o.compactAfterNanos = try ArgumentParser.duration(c, option: "compact-after", default: 0) }
         if let w = args.value("watchdog") {
             let nanos = try ArgumentParser.duration(w, option: "watchdog", default: 0)
-            guard nanos > 0 else { throw IceboxError(.usage, "--watchdog must be longer than 0", hint: "give a duration like 5s") }
+            guard nanos >= LaunchOptions.leastWatchdogNanos else {
+                throw IceboxError(
+                    .usage, "--watchdog must be at least \(DurationText.format(LaunchOptions.leastWatchdogNanos))",
+                    hint: "give a duration like 5s")
+            }
             o.watchdogNanos = nanos
         }
         if let a = args.value("watchdog-action") {
@@ -106,6 +114,19 @@ enum LaunchArguments {
             }
             guard o.watchdogNanos != nil else { throw IceboxError(.usage, "--watchdog-action needs --watchdog DUR") }
             o.watchdogAction = action
+        }
+        if let b = args.value("start-limit-burst") {
+            guard let n = Int(b), n >= 1, n <= LaunchOptions.maxStartLimitBurst else {
+                throw IceboxError(
+                    .usage, "invalid --start-limit-burst '\(b)'", hint: "give a count from 1 to \(LaunchOptions.maxStartLimitBurst)")
+            }
+            o.startLimitBurst = n
+        }
+        if let i = args.value("start-limit-interval") {
+            o.startLimitIntervalNanos = try ArgumentParser.duration(i, option: "start-limit-interval", default: 0)
+        }
+        if (o.startLimitBurst != nil || o.startLimitIntervalNanos != nil) && o.watchdogAction != .restart {
+            throw IceboxError(.usage, "--start-limit-burst and --start-limit-interval need --watchdog-action restart")
         }
         if let user = args.value("user") { o.runAs = try RunAs.resolve(user) }
         o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }

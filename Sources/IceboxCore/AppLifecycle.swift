@@ -49,6 +49,8 @@ public struct AppLifecycle: Sendable {
     private var stateBeforeEnd: AppState?
     /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
     public private(set) var pendingEviction = false
+    /// EXTEND_TIMEOUT_USEC messages a policy victim sent, all refused (the first is logged).
+    private var victimExtensionsRefused = 0
     /// When the last thaw began, until the app says READY=1 again (resume → ready).
     public private(set) var resumedAt: UInt64?
     public private(set) var resumeReadyDeadline: UInt64?
@@ -60,6 +62,12 @@ public struct AppLifecycle: Sendable {
     public private(set) var watchdogInterval: UInt64?
     /// Killed by its watchdog with `--watchdog-action restart`: launch it again once it ended.
     public private(set) var restartWhenEnded = false
+    /// The restart times the relaunch carries (`StartLimit`), this restart's last.
+    public private(set) var restartTimes: [UInt64] = []
+    /// Why a restart was refused ("start limit hit: 5 restarts in 10 s"), for the record's end.
+    private var startLimitHit: String?
+    /// What the app's own repeated messages may write (lines a second, record writes).
+    private var repeats = NotifyRepeats()
 
     // Clients waiting for this app to reach a state.
     public private(set) var launchWaiters: [Int] = []
@@ -75,7 +83,7 @@ public struct AppLifecycle: Sendable {
         self.record = record
         self.launchStart = launchStart
         self.adopted = false
-        watchdogInterval = record.options.watchdogNanos
+        watchdogInterval = record.options.watchdogNanos.map { max($0, LaunchOptions.leastWatchdogNanos) }
         let ready = record.options.ready == .exec ? nil : launchStart.saturatingAdd(record.options.readyTimeoutNanos)
         phase = .launching(readyDeadline: ready)
     }
@@ -86,7 +94,7 @@ public struct AppLifecycle: Sendable {
         self.record = record
         self.adopted = true
         self.launchStart = record.launchStartNanos
-        watchdogInterval = record.options.watchdogNanos
+        watchdogInterval = record.options.watchdogNanos.map { max($0, LaunchOptions.leastWatchdogNanos) }
         if let how = record.endIntent {
             // A terminate or eviction the last daemon began: it goes on to its recorded kill
             // deadline (an eviction's is at once); `.resumeEnding` does what may be undone.
@@ -135,7 +143,7 @@ public struct AppLifecycle: Sendable {
 
     /// The earliest deadline this app has armed; `handle(.tick)` once it has passed.
     public var nextDeadline: UInt64? {
-        let d = resumeReadyDeadline.earlier(watchdogDeadline)
+        let d = resumeReadyDeadline.earlier(watchdogDeadline).earlier(repeats.dueAt)
         switch phase {
         case .launching(let ready): return d.earlier(ready)
         case .background(let grace): return d.earlier(grace.deadline)
@@ -209,6 +217,8 @@ public struct AppLifecycle: Sendable {
         case .frozenOutside(let how): frozenOutside(how, now, &fx)
         case .resumeEnding(let frozen): resumeEnding(frozen, now, &fx)
         }
+        // A record change the app made that waited for its write goes with this one.
+        if fx.contains(.persist) { repeats.recordWritten() }
         return fx
     }
 
@@ -251,27 +261,47 @@ public struct AppLifecycle: Sendable {
     }
 
     private mutating func notify(_ message: NotifyMessage, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        // What an app can repeat without end writes a line at most once a second and its
+        // record at most every 250 ms (NotifyRepeats); the rest is counted, then summarised.
         if let status = message.status {
             record.statusText = status
-            fx.append(.persist)
+            if repeats.recordChanged(now: now, status: true) { fx.append(.persist) }
         }
-        if message.stopping { fx.append(.log(event(.notify, "STOPPING=1", now))) }
+        if message.stopping, repeats.line(.stopping, now: now) { fx.append(.log(event(.notify, "STOPPING=1", now))) }
         if let interval = message.watchdogNanos, interval > 0 {
-            watchdogInterval = interval
+            // 1 µs would have the watchdog fire on every turn of the loop.
+            watchdogInterval = max(interval, LaunchOptions.leastWatchdogNanos)
+            if interval < LaunchOptions.leastWatchdogNanos, repeats.line(.watchdogInterval, now: now) {
+                let asked = DurationText.format(interval), least = DurationText.format(LaunchOptions.leastWatchdogNanos)
+                fx.append(.log(event(.watchdog, "WATCHDOG_USEC asks for \(asked), below the least interval: \(least) it is", now)))
+            }
             if case .active = phase { armWatchdog(now) }
         }
         if message.watchdogPing, case .active = phase { armWatchdog(now) }
         if message.watchdogTrigger, case .active = phase { watchdogFired(now, &fx, triggered: true) }
-        if let extra = message.extendNanos, case .background(var grace) = phase {
+        if message.extendNanos != nil, case .background(let grace) = phase, pendingEviction {
+            // The policy's victim: its grace is --eviction-grace and no more (the cut also
+            // lowered its cap), or it could hold off its own eviction, and every other one
+            // behind it, up to --max-grace. Said once.
+            victimExtensionsRefused += 1
+            if victimExtensionsRefused == 1 {
+                let left = DurationText.format(grace.deadline.saturatingSub(now))
+                var e = event(.grace, "EXTEND_TIMEOUT_USEC ignored: chosen for eviction, the grace ends in \(left) as it was", now)
+                e.graceNanos = grace.length
+                fx.append(.log(e))
+            }
+        } else if let extra = message.extendNanos, case .background(var grace) = phase {
             let capped = grace.extend(by: extra, now: now)
             phase = .background(grace)
-            fx.append(.persist)
-            var e = event(
-                .grace,
-                "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(grace.length)) in all\(capped ? " (capped by --max-grace)" : "")",
-                now)
-            e.graceNanos = grace.length
-            fx.append(.log(e))
+            if repeats.recordChanged(now: now, status: false) { fx.append(.persist) }
+            if repeats.line(.extend, now: now) {
+                var e = event(
+                    .grace,
+                    "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(grace.length)) in all\(capped ? " (capped by --max-grace)" : "")",
+                    now)
+                e.graceNanos = grace.length
+                fx.append(.log(e))
+            }
         }
         guard message.ready else { return }
         switch phase {
@@ -324,7 +354,8 @@ public struct AppLifecycle: Sendable {
             // background time; Android freezes a cached app after a fixed delay, unannounced):
             // only its length decides, and --grace 0 freezes at once.
             let length = min(cap ?? .max, asked ?? record.options.graceNanos)
-            let grace = Grace(now: now, length: length, maxLength: record.options.maxGraceNanos)
+            // A grace cut by the policy (`cap`) is not extended past its cut.
+            let grace = Grace(now: now, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
             phase = .background(grace)
             let told: String
             if let notice {
@@ -582,20 +613,50 @@ public struct AppLifecycle: Sendable {
             ? "the app sent WATCHDOG=trigger"
             : "no WATCHDOG=1 for \(DurationText.format(watchdogInterval ?? 0)) (--watchdog)"
         let what: String
+        var restart = false
         switch action {
         case .log: what = "logged only (--watchdog-action log)"
         case .kill: what = "killing it (--watchdog-action kill)"
-        case .restart: what = "killing it and launching it again (--watchdog-action restart)"
+        case .restart:
+            switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now, limit: record.options.startLimit) {
+            case .restart(let times):
+                restart = true
+                restartTimes = times
+                what = "killing it and launching it again (--watchdog-action restart)"
+            case .hit(let text):
+                startLimitHit = text
+                what = "killing it; \(text), so it is not launched again (--start-limit-burst, --start-limit-interval)"
+            }
         }
-        var e = event(.watchdog, "\(why): \(what)", now)
-        e.reason = triggered ? "WATCHDOG=trigger" : "timeout"
-        fx.append(.log(e))
+        // Logged only, it can fire again at once (WATCHDOG=trigger in a loop, or a ping
+        // followed by a missed one): a line a second at most.
+        if action != .log || repeats.line(.watchdog, now: now) {
+            var e = event(.watchdog, "\(why): \(what)", now)
+            e.reason = triggered ? "WATCHDOG=trigger" : "timeout"
+            fx.append(.log(e))
+        }
         guard action != .log else { return }
-        restartWhenEnded = action == .restart
+        restartWhenEnded = restart
         _ = leaveForEnding(now, &fx)
         endStart = now
         phase = .ending(.terminate, killDeadline: nil)
         fx.append(.killAll)
+    }
+
+    /// The summary lines of what the app's repeated messages held back, for each kind whose
+    /// second has ended by `upTo`.
+    private mutating func summariseRepeats(upTo: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        for (kind, count) in repeats.take(now: upTo) {
+            let logged: EventKind
+            switch kind {
+            case .watchdog, .watchdogInterval: logged = .watchdog
+            case .extend: logged = .grace
+            case .stopping, .status: logged = .notify
+            }
+            var e = event(logged, NotifyRepeats.describe(kind, count), now)
+            e.reason = "repeated"
+            fx.append(.log(e))
+        }
     }
 
     // The ways out.
@@ -684,6 +745,7 @@ public struct AppLifecycle: Sendable {
     private mutating func policyVictim(
         _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: UInt64, _ fx: inout [LifecycleEffect]
     ) {
+        victimExtensionsRefused = 0  // chosen anew (after a resume withdrew it): said again
         switch phase {
         case .suspended, .thawing:
             evict(nil, now, &fx)
@@ -708,6 +770,8 @@ public struct AppLifecycle: Sendable {
     }
 
     private mutating func tick(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        summariseRepeats(upTo: now, now, &fx)
+        if repeats.recordWrite(now: now) { fx.append(.persist) }
         if let d = watchdogDeadline, d <= now, case .active = phase { watchdogFired(now, &fx, triggered: false) }
         if let d = resumeReadyDeadline, d <= now {
             resumeReadyDeadline = nil
@@ -773,7 +837,7 @@ public struct AppLifecycle: Sendable {
         phase = .ended
         setState(final, now)
         record.exitStatus = termination?.shellStatus
-        record.ending = how
+        record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
         record.killedWhileSuspended = (stateBeforeEnd ?? from) == .suspended && termination == .signaled(SIGKILL)
         var detail: String
         switch final {
@@ -782,6 +846,8 @@ public struct AppLifecycle: Sendable {
         default: detail = "\(how) after \(DurationText.format(now.saturatingSub(launchStart)))"
         }
         if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
+        if let hit = startLimitHit { detail += "; \(hit), not restarted" }
+        summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
         if !problems.isEmpty { detail += "; cleanup: " + problems.joined(separator: "; ") }
         var e = event(
             final == .evicted ? .evict : .exit, from: from, to: final,

@@ -16,12 +16,23 @@ import IceboxSystem
 /// epoll set until the check (`armed`), so a chatty app costs one wake-up and one stat a
 /// second, a quiet one nothing. A copy runs in steps of at most `stepBytes` a turn of the
 /// loop, so a large log never holds the loop for long.
+///
+/// A generation holds at most twice `maxBytes`, the newest: an app that writes faster than
+/// its log is rotated (once a second) grows the file far past the size, and a copy of all
+/// of it chases a writer it may not catch (`yes` wrote 940 MB in 2 s under the 8 MiB
+/// default, and a generation of 940 MB was kept). Past that, the copy starts `maxBytes`
+/// from the end and stops at the bound; what it leaves out is dropped with the truncation
+/// and said in the event log.
 final class AppLogRotator {
     private struct Copy {
         var name: String
         var source: Int32
         var target: Int32
+        /// Where the copy began (bytes before it are dropped) and how far it has read.
+        var start: Int64 = 0
         var copied: Int64 = 0
+        /// Where it stops, whatever the app writes meanwhile.
+        var limit: Int64
     }
 
     let directory: String
@@ -80,7 +91,11 @@ final class AppLogRotator {
                 continue
             }
             let copy = copies.remove(at: index)
-            do { try finish(copy) } catch { failures.append((Self.app(copy.name), "cannot rotate its output log: \(error)")) }
+            do {
+                if let dropped = try finish(copy) { failures.append((Self.app(copy.name), dropped)) }
+            } catch {
+                failures.append((Self.app(copy.name), "cannot rotate its output log: \(error)"))
+            }
         }
         return failures
     }
@@ -116,14 +131,22 @@ final class AppLogRotator {
             close(target)
             throw failure
         }
-        copies.append(Copy(name: name, source: source, target: target))
+        // More than the bound already: only the newest `maxBytes` are kept.
+        let size = Int64(st.st_size), bound = Int64(clamping: rotation.maxBytes.saturatingAdd(rotation.maxBytes))
+        let start = size > bound ? size - Int64(clamping: rotation.maxBytes) : 0
+        copies.append(
+            Copy(
+                name: name, source: source, target: target, start: start, copied: start,
+                limit: start > Int64.max - bound ? Int64.max : start + bound))
     }
 
-    /// Copies up to `budget` bytes; true once the copy has reached the end of the file.
+    /// Copies up to `budget` bytes; true once the copy has reached the end of the file, or
+    /// its limit.
     private func advance(_ copy: inout Copy, budget: inout Int) throws(SystemError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: min(budget, 256 * 1024))
         while budget > 0 {
-            let want = min(budget, buffer.count)
+            guard copy.copied < copy.limit else { return true }
+            let want = Int(min(Int64(min(budget, buffer.count)), copy.limit - copy.copied))
             let n = buffer.withUnsafeMutableBytes { b in
                 retryingOnInterrupt { pread(copy.source, b.baseAddress, want, off_t(copy.copied)) }
             }
@@ -143,9 +166,10 @@ final class AppLogRotator {
         return false
     }
 
-    /// The copy holds everything written so far: it becomes NAME.log.1 and the log is
-    /// emptied. A crash between the two leaves the lines in both (nothing lost).
-    private func finish(_ copy: Copy) throws(SystemError) {
+    /// The copy holds everything written so far (or all the bound keeps): it becomes
+    /// NAME.log.1 and the log is emptied. A crash between the two leaves the lines in both
+    /// (nothing lost). Returns what the bound dropped, for the event log; nil: nothing.
+    private func finish(_ copy: Copy) throws(SystemError) -> String? {
         defer { close(copy.source) }
         close(copy.target)
         let path = directory + "/" + copy.name
@@ -155,7 +179,14 @@ final class AppLogRotator {
             unlink(temporaryPath(copy.name))
             throw error
         }
+        var st = stat()
+        let size = fstat(copy.source, &st) == 0 ? Int64(st.st_size) : copy.copied
         if ftruncate(copy.source, 0) < 0 { throw SystemError("truncate", path: path) }
+        let dropped = copy.start + max(0, size - copy.copied)
+        guard dropped > 0, copy.start > 0 || copy.copied >= copy.limit else { return nil }
+        let kept = SizeText.format(UInt64(copy.copied - copy.start)), lost = SizeText.format(UInt64(dropped))
+        return
+            "its output log grew faster than it is rotated: kept the newest \(kept) as \(copy.name).1, dropped \(lost) (a generation holds at most twice --log-max-size)"
     }
 
     /// The copy in progress: hidden, and not named like a generation, so no reader takes it

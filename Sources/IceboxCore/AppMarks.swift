@@ -4,13 +4,14 @@ import IceboxSystem
 /// How a daemon recognises its own app's processes without a record (a record lost, or a
 /// daemon killed between the spawn and writing the pid): the app's cgroup is named after it
 /// under icebox's root, and its processes carry ICEBOX_APP_NAME=NAME and the NOTIFY_SOCKET
-/// this daemon gave it (under this daemon's runtime directory) in their initial environment
+/// this daemon gave it (under this daemon's runtime directory, or for an app run as another
+/// user the private one under /tmp that its record names) in their initial environment
 /// (/proc/PID/environ, which a later setenv does not change). Both marks are needed: another
 /// daemon sharing the cgroup root can run an app of the same name, with its own socket.
 struct AppMarks {
     let name: String
-    /// The NOTIFY_SOCKET values this daemon may have given the app: its own socket's path,
-    /// or the one apps share (NotifyChannel), both under this daemon's runtime directory.
+    /// The NOTIFY_SOCKET values this daemon may have given the app: its own socket's path (in
+    /// the runtime directory, or recorded), or the one apps share (NotifyChannel).
     let notifySockets: [String]
 
     init(name: String, ownSocket: String, sharedSocket: String) {

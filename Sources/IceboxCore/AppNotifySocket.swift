@@ -9,7 +9,10 @@ import IceboxSystem
 /// own under /tmp, made by mkdtemp (a name no one can guess or take first), owned by the
 /// daemon and mode 0711 (others may pass through it, not list or write it), and the socket
 /// in it belongs to the app's user with mode 0600: only that user, and the daemon, can send
-/// to it. A path, not an inherited descriptor, because sd_notify clients (libsystemd,
+/// to it. The directory's name is chosen (`privatePath`) before the launch's first registry
+/// record, which names it, and only then made (mkdir, exclusive): a daemon killed at any
+/// point of the launch leaves its successor the path to recognise the app by (AppMarks) or
+/// to remove. A path, not an inherited descriptor, because sd_notify clients (libsystemd,
 /// systemd-notify, a two-line script) take NOTIFY_SOCKET as a path; not an abstract socket,
 /// which anyone could reach and which plain sendto() clients cannot address. As for every
 /// app, a message counts only when its sender is a process in the app's cgroup.
@@ -18,11 +21,25 @@ enum AppNotifySocket {
     static let privatePrefix = "icebox-notify-"
     static let privateName = "notify"
 
-    /// Binds the app's socket (at `existing` when re-adopting an app that has one elsewhere)
-    /// and returns its descriptor and path.
-    static func bind(app: String, paths: IceboxPaths, runAs: RunAs?, existing: String? = nil) throws(IceboxError) -> (
-        fd: Int32, path: String
-    ) {
+    /// Whether an app run as `runAs` gets a socket in a directory of its own under /tmp.
+    static func needsPrivate(_ runAs: RunAs?) -> Bool { runAs.map { $0.uid != geteuid() } ?? false }
+
+    /// A fresh path for a private socket, its directory not made yet: 16 characters from
+    /// getrandom (95 bits; mkdtemp's six give 35), so no one can guess the name and make it first
+    /// (and if someone does, `bind`'s exclusive mkdir refuses it).
+    static func privatePath() -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        var random = SystemRandomNumberGenerator()
+        let tag = String((0..<16).map { _ in alphabet[Int(random.next(upperBound: UInt64(alphabet.count)))] })
+        return "\(privateParent)/\(privatePrefix)\(tag)/\(privateName)"
+    }
+
+    /// Binds the app's socket and returns its descriptor and path: at `existing` when
+    /// re-adopting an app that has one, else for an app run as another user at `planned` (from
+    /// `privatePath`, already in its record), its directory made here.
+    static func bind(app: String, paths: IceboxPaths, runAs: RunAs?, existing: String? = nil, planned: String? = nil)
+        throws(IceboxError) -> (fd: Int32, path: String)
+    {
         guard let runAs, runAs.uid != geteuid() else {
             let path = existing ?? paths.notifySocket(app)
             do { return (try UnixSocket.bindNotify(path: path), path) } catch { throw IceboxError("launch \(app)", error) }
@@ -30,14 +47,13 @@ enum AppNotifySocket {
         let dir: String
         if let existing {
             dir = String(existing.dropLast(privateName.count + 1))
+            // Gone (a /tmp cleaner, or a launch killed before it made it): made again at the
+            // name the app knows, exclusively, so a directory someone else put there is refused.
+            if (try? FileIO.linkStatus(dir)) == .some(nil) { try makePrivate(dir, app: app) }
             try checkPrivate(dir, existing: existing)
         } else {
-            var template = Array("\(privateParent)/\(privatePrefix)XXXXXX".utf8CString)
-            guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-                throw IceboxError("launch \(app)", SystemError("make a notify directory in", path: privateParent))
-            }
-            dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            chmod(dir, 0o711)
+            dir = String((planned ?? privatePath()).dropLast(privateName.count + 1))
+            try makePrivate(dir, app: app)
         }
         let path = dir + "/" + privateName
         let fd: Int32
@@ -55,6 +71,13 @@ enum AppNotifySocket {
         return (fd, path)
     }
 
+    /// Makes `dir`, exclusively as mkdtemp does (EEXIST, a link included, fails), the
+    /// daemon's and 0711.
+    static func makePrivate(_ dir: String, app: String) throws(IceboxError) {
+        if mkdir(dir, 0o700) != 0 { throw IceboxError("launch \(app)", SystemError("make the notify directory", path: dir)) }
+        chmod(dir, 0o711)
+    }
+
     /// A directory made by `bind` for an app being re-adopted: still the daemon's, 0711, no link.
     static func checkPrivate(_ dir: String, existing: String) throws(IceboxError) {
         let base = dir.split(separator: "/").last.map(String.init) ?? ""
@@ -66,10 +89,21 @@ enum AppNotifySocket {
         }
     }
 
-    /// Removes the socket, and its directory if it had one of its own.
+    /// Removes the socket, and its directory if it had one of its own. A private directory
+    /// is touched only while it is still one icebox made (a directory, not a link, the
+    /// daemon's, writable by no one else; 0700 still if the daemon died before its chmod): a
+    /// recorded path whose directory was never made (a launch cut short) or is someone
+    /// else's is left alone.
     static func remove(_ path: String) {
-        unlink(path)
+        guard path.hasPrefix(privateParent + "/" + privatePrefix), path.hasSuffix("/" + privateName) else {
+            unlink(path)
+            return
+        }
         let dir = String(path.dropLast(privateName.count + 1))
-        if path.hasPrefix(privateParent + "/" + privatePrefix), path.hasSuffix("/" + privateName) { rmdir(dir) }
+        guard !dir.dropFirst(privateParent.count + 1).contains("/"), let status = try? FileIO.linkStatus(dir),
+            status.kind == .directory, status.owner == geteuid(), status.permissions & 0o022 == 0
+        else { return }
+        unlink(path)
+        rmdir(dir)
     }
 }

@@ -40,6 +40,9 @@ public struct AppRecord: Codable, Sendable {
     /// The app's NOTIFY_SOCKET when it is not the notify directory's (an app run as another
     /// user gets one it can reach; see AppNotifySocket).
     public var notifySocket: String?
+    /// When `--watchdog-action restart` launched it again (monotonic ns): the restarts within
+    /// its start limit's interval, this launch's last; nil for a launch of its own.
+    public var restartTimesNanos: [UInt64]?
 }
 
 extension AppRecord {

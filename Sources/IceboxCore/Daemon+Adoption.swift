@@ -62,16 +62,16 @@ extension Daemon {
         ended[record.name] = record
     }
 
-    /// The pid is the app's own process: same start time, and (if it had one) same cgroup.
+    /// The pid is the app's own process: same start time, and (if it had one) inside its v2
+    /// cgroup, in a sub-cgroup of its own making too (a service manager or container runtime
+    /// inside the app does that), as the freeze path accepts (`mainProcessOutside`).
     func isSameProcess(_ record: AppRecord) -> Bool {
         guard record.startTicks != 0, let stat = ProcFS.stat(pid: record.pid), stat.startTimeTicks == record.startTicks,
             stat.state != "Z", stat.state != "X"
         else { return false }
         guard let cgroup = record.cgroup, let unified = facts.mounts.unified else { return true }
-        guard let text = try? FileIO.read("/proc/\(record.pid)/cgroup"), let relative = ProcFS.unifiedCgroup(in: text) else {
-            return false
-        }
-        return unified + relative == cgroup
+        guard let now = CgroupMembership.path(of: record.pid, mount: unified) else { return false }
+        return CgroupMembership.isWithin(now, cgroup)
     }
 
     /// The app ended while no daemon ran: record what can be known and clear its leftovers.
@@ -119,9 +119,11 @@ extension Daemon {
 
     /// A launch the last daemon recorded (the record comes before the cgroups and the spawn)
     /// but did not see through: its record has no pid yet. The app is looked for by its marks
-    /// in its cgroups and adopted; if none of it runs, its cgroups are removed (killing marked
-    /// processes whose main one is gone) and the launch is recorded as interrupted. Processes
-    /// there without the marks belong to another daemon sharing the cgroup root: left alone.
+    /// in its cgroups (the notify socket the record names: an app run as another user has its
+    /// own under /tmp, named before the spawn) and adopted; if none of it runs, its cgroups
+    /// are removed (killing marked processes whose main one is gone) and the launch is
+    /// recorded as interrupted. Processes there without the marks belong to another daemon
+    /// sharing the cgroup root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
         let marks = appMarks(saved.name, ownSocket: notifySocketPath(of: saved))
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
@@ -137,6 +139,10 @@ extension Daemon {
             return
         }
         if ours.isEmpty && !inside.isEmpty {
+            // The socket the launch named is this daemon's (a private directory, made only by
+            // the launch that recorded it): no app of ours will use it.
+            let notifyPath = notifySocketPath(of: saved)
+            if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
             var record = saved
             record.state = .exited
             record.ending = "launch interrupted by a daemon restart; never started"

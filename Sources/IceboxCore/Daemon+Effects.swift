@@ -458,7 +458,7 @@ extension Daemon {
             var options = app.record.options
             options.attached = false
             options.nameIsDefault = false
-            launch(options, stdio: [], client: nil)
+            launch(options, stdio: [], client: nil, restarts: app.lifecycle.restartTimes)
         }
     }
 

@@ -11,8 +11,9 @@ extension Daemon {
     }
 
     /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog
-    /// restart), which then logs what a client would have been told.
-    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?) {
+    /// restart, `restarts`: the restart times it carries for its start limit), which then
+    /// logs what a client would have been told.
+    func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?, restarts: [UInt64] = []) {
         var options = requested
         defer { for extra in stdio { close(extra) } }
         do {
@@ -27,7 +28,7 @@ extension Daemon {
             if options.attached && stdio.count != 3 {
                 throw IceboxError(.usage, "icebox run must pass its standard input, output and error")
             }
-            let app = try start(options, stdio: stdio)
+            let app = try start(options, stdio: stdio, restarts: restarts)
             apps[app.name] = app
             appDeadlines.add(app)
             rebalanceDescriptors(adding: app)
@@ -66,7 +67,7 @@ extension Daemon {
     /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
     /// its successor a record to finish the launch from (Daemon+Adoption
     /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
-    func start(_ options: LaunchOptions, stdio: [Int32]) throws -> LiveApp {
+    func start(_ options: LaunchOptions, stdio: [Int32], restarts: [UInt64] = []) throws -> LiveApp {
         if let runAs = options.runAs {
             let missing = DaemonCapabilities.missingForUser()
             if !missing.isEmpty {
@@ -92,7 +93,16 @@ extension Daemon {
             name: options.name, options: options, pid: 0, state: .launching, sinceMonotonicNanos: Clock.monotonicNanos(), sinceWall: wall,
             launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
             freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
+        // The ready deadline of a launch its successor takes over runs from here (0 would
+        // have made it long past: the adopted launch terminated at once as never ready).
+        record.launchStartNanos = record.sinceMonotonicNanos
+        // An app run as another user gets a socket in a directory of its own under /tmp, named
+        // here so that the intent names it: whoever finds this launch cut short recognises the
+        // app by it (its NOTIFY_SOCKET, AppMarks) or removes it.
+        let privateSocket = AppNotifySocket.needsPrivate(options.runAs) ? AppNotifySocket.privatePath() : nil
+        record.notifySocket = privateSocket
         record.memoryV1 = under(facts.memoryV1Root)
+        record.restartTimesNanos = restarts.isEmpty ? nil : restarts
         try writeRecord(record, intent: true)
         let previous = ended[options.name]
 
@@ -132,8 +142,9 @@ extension Daemon {
             // Its own socket while descriptors are plenty, else the shared one; an app run as
             // another user always gets its own (it cannot reach the runtime directory).
             let notify: NotifyChannel
-            if nextAppGetsOwnNotifySocket || (options.runAs.map { $0.uid != geteuid() } ?? false) {
-                let (fd, path) = try AppNotifySocket.bind(app: options.name, paths: config.paths, runAs: options.runAs)
+            if nextAppGetsOwnNotifySocket || privateSocket != nil {
+                let (fd, path) = try AppNotifySocket.bind(
+                    app: options.name, paths: config.paths, runAs: options.runAs, planned: privateSocket)
                 notify = .own(fd: fd, path: path)
                 cleanup.append {
                     close(fd); AppNotifySocket.remove(path)
@@ -299,10 +310,19 @@ extension Daemon {
             probeFailedAttempt(app)
             return
         }
+        // A probe goes into the app's cgroups, and one cloned into a frozen cgroup stops
+        // before its execve, which the spawn waits for: while the app is frozen or freezing
+        // (a suspend, or a freeze from outside), the attempt waits for the next back-off.
+        if case .command = probe.mode, app.freezer.freezeStarted() || app.freezer.isFrozen() || app.cgroups.events()?.frozen == true {
+            probeFailedAttempt(app)
+            return
+        }
         let env = environment(for: app.record.options)
         followProbe(
             app,
-            probe.start(environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity))
+            probe.start(
+                environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
+                cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit))
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {

@@ -113,6 +113,7 @@ extension Daemon {
     /// pressure goes on.
     func enforcePolicy(pressure: Bool = false) {
         if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
+        withdrawResumedVictim()
         guard victim == nil, !stopping, pressure || policy.memoryBudgetBytes != nil || policy.maxSuspended != nil else { return }
         let start = Clock.monotonicNanos()
         // Measured only for the triggers that are set: a thousand apps' memory is a thousand reads.
@@ -162,6 +163,19 @@ extension Daemon {
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
         apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app)), to: app)
+    }
+
+    /// A victim resumed during its eviction grace (`icebox resume`) is no longer on its way
+    /// out, and never will be: it must not hold up the policy, which evicts one app at a
+    /// time and would otherwise wait for its end for good. Withdrawn, and measured again.
+    func withdrawResumedVictim() {
+        guard let v = victim, let app = apps[v.name], !app.lifecycle.pendingEviction, !app.lifecycle.isEnding else { return }
+        victim = nil
+        var event = Event(
+            app: app.name, pid: app.pid, kind: .policy,
+            detail: "eviction withdrawn: resumed before it was frozen (\(v.reason)); the policy measures again")
+        event.reason = v.reason.description
+        log(event)
     }
 
     /// The victim has gone: log the eviction with its figures, then look again.

@@ -6,7 +6,7 @@ public struct Grace: Sendable, Equatable, Codable {
     public let start: UInt64
     public private(set) var deadline: UInt64
     /// No extension goes past this.
-    public let cap: UInt64
+    public private(set) var cap: UInt64
     public private(set) var extensions = 0
 
     /// A grace of `length` from `now`, extensible up to `maxLength` from `now`.
@@ -33,8 +33,13 @@ public struct Grace: Sendable, Equatable, Codable {
         return wanted > cap
     }
 
-    /// Cuts the grace to end by `latest` at most (the policy does this to a victim).
-    public mutating func cut(to latest: UInt64) { deadline = min(deadline, latest) }
+    /// Cuts the grace to end by `latest` at most, for good: the cap comes down to the new
+    /// deadline, so no EXTEND_TIMEOUT_USEC takes it back (the policy does this to a victim,
+    /// whose extensions would hold off every eviction behind its own).
+    public mutating func cut(to latest: UInt64) {
+        deadline = min(deadline, latest)
+        cap = deadline
+    }
 
     /// How long the grace lasts in all, as granted so far.
     public var length: UInt64 { deadline.saturatingSub(start) }

@@ -33,7 +33,7 @@ extension AppRecord: JSONReadable {
         var freezerV1: String?, spawnMethod: String?, coldStart: UInt64?, lastFreeze: UInt64?, lastThaw: UInt64?
         var statusText: String?, exitStatus: Int32?, ending: String?, memoryBytes: UInt64?, killedWhileSuspended: Bool?
         var memoryV1: String?, memorySource: String?, lastCompaction: String?, launchStart: UInt64?, graceStart: UInt64?
-        var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?
+        var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?, restartTimes: [UInt64]?
         var endIntent: AppLifecycle.Ending?, endStart: UInt64?, killDeadline: UInt64?
         let read = r.object { r, key in
             switch key {
@@ -62,6 +62,7 @@ extension AppRecord: JSONReadable {
             case "notify_socket": return r.field(&notifySocket)
             case "options": return r.field(&options)
             case "pid": return r.field(&pid)
+            case "restart_times_ns": return r.field(&restartTimes)
             case "runs_as": return r.field(&runsAs)
             case "since_monotonic_ns": return r.field(&sinceMonotonic)
             case "since_wall": return r.field(&sinceWall)
@@ -83,7 +84,7 @@ extension AppRecord: JSONReadable {
             killedWhileSuspended: killedWhileSuspended, memoryV1: memoryV1, memorySource: memorySource,
             lastCompaction: lastCompaction, launchStartNanos: launchStart, graceStartNanos: graceStart,
             graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, endIntent: endIntent, endStartNanos: endStart,
-            killDeadlineNanos: killDeadline, runsAs: runsAs, notifySocket: notifySocket)
+            killDeadlineNanos: killDeadline, runsAs: runsAs, notifySocket: notifySocket, restartTimesNanos: restartTimes)
     }
 }
 
@@ -93,7 +94,7 @@ extension LaunchOptions: JSONReadable {
         var compactAfter: UInt64?, environment: [String]?, extraEnvironment: [String]?, foregroundSignal: Int32?
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
         var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
-        var watchdog: UInt64?, workingDirectory: String?
+        var watchdog: UInt64?, workingDirectory: String?, startLimitBurst: Int?, startLimitInterval: UInt64?
         let read = r.object { r, key in
             switch key {
             case "attached": return r.field(&attached)
@@ -112,6 +113,8 @@ extension LaunchOptions: JSONReadable {
             case "ready": return r.field(&ready)
             case "ready_timeout_ns": return r.field(&readyTimeout)
             case "run_as": return r.field(&runAs)
+            case "start_limit_burst": return r.field(&startLimitBurst)
+            case "start_limit_interval_ns": return r.field(&startLimitInterval)
             case "watchdog_action": return r.field(&watchdogAction)
             case "watchdog_ns": return r.field(&watchdog)
             case "working_directory": return r.field(&workingDirectory)
@@ -138,6 +141,8 @@ extension LaunchOptions: JSONReadable {
         self.attached = attached
         self.watchdogNanos = watchdog
         self.watchdogAction = watchdogAction
+        self.startLimitBurst = startLimitBurst
+        self.startLimitIntervalNanos = startLimitInterval
         self.runAs = runAs
     }
 }

@@ -47,7 +47,10 @@ extension AppRecord: JSONWritable {
             w.field("notify_socket", notifySocket)
         }
         if launchTime { w.field("options", options) }
-        if changing { w.field("pid", pid) }
+        if changing {
+            w.field("pid", pid)
+            w.field("restart_times_ns", restartTimesNanos)
+        }
         if launchTime { w.field("runs_as", runsAs) }
         if changing {
             w.field("since_monotonic_ns", sinceMonotonicNanos)
@@ -79,6 +82,8 @@ extension LaunchOptions: JSONWritable {
             w.field("ready", ready)
             w.field("ready_timeout_ns", readyTimeoutNanos)
             w.field("run_as", runAs)
+            w.field("start_limit_burst", startLimitBurst)
+            w.field("start_limit_interval_ns", startLimitIntervalNanos)
             w.field("watchdog_action", watchdogAction)
             w.field("watchdog_ns", watchdogNanos)
             w.field("working_directory", workingDirectory)

@@ -76,9 +76,31 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     /// its environment); paused while it is in the background or suspended.
     public var watchdogNanos: UInt64?
     public var watchdogAction: WatchdogAction?  // nil: log
+    /// `--start-limit-burst`, `--start-limit-interval`: `--watchdog-action restart` launches
+    /// the app again at most this many times within the interval (systemd's StartLimitBurst=
+    /// and StartLimitIntervalSec=, with its defaults); past that it stays ended. An interval
+    /// of 0 turns the limit off. nil: the defaults.
+    public var startLimitBurst: Int?
+    public var startLimitIntervalNanos: UInt64?
     /// `--user`: the uid, gid and groups the app runs as, with no capability and
     /// no_new_privs (nil: as the daemon's user).
     public var runAs: RunAs?
+
+    /// The least watchdog interval: `--watchdog` refuses less, and an app's WATCHDOG_USEC=
+    /// below it is raised to it (1 µs had the watchdog fire, and a restart follow, on every
+    /// turn of the loop).
+    public static let leastWatchdogNanos: UInt64 = 100_000_000
+    public static let defaultStartLimitBurst = 5
+    public static let defaultStartLimitIntervalNanos: UInt64 = 10_000_000_000
+    /// The most `--start-limit-burst` takes (the registry keeps one time per restart).
+    public static let maxStartLimitBurst = 1000
+
+    /// The start limit in force: restarts allowed within the interval (nil: no limit).
+    public var startLimit: (burst: Int, intervalNanos: UInt64)? {
+        let interval = startLimitIntervalNanos ?? Self.defaultStartLimitIntervalNanos
+        guard interval > 0 else { return nil }
+        return (min(max(startLimitBurst ?? Self.defaultStartLimitBurst, 1), Self.maxStartLimitBurst), interval)
+    }
 
     public init(name: String, command: [String]) {
         self.name = name

@@ -63,8 +63,15 @@ final class ReadinessProbe {
     deinit { cancel() }
 
     /// Starts one attempt (abandoning one in flight). A `cmd:` probe runs as `identity` (the
-    /// app's --user), so the caller's command never gets more than the app has.
-    func start(environment: [String], cwd: String?, identity: SpawnIdentity? = nil) -> ProbeStep {
+    /// app's --user), so the caller's command never gets more than the app has, and inside
+    /// `cgroups` (the app's, cloned straight into them as the app was): whatever it leaves
+    /// behind is the app's, frozen, counted and killed with it. A probe that cannot be put
+    /// there is not run outside: the attempt fails. `descriptorSoftLimit`: the one the app
+    /// got (0: this process's own, which the daemon raises).
+    func start(
+        environment: [String], cwd: String?, identity: SpawnIdentity? = nil, cgroups: AppCgroups? = nil,
+        descriptorSoftLimit: UInt64 = 0
+    ) -> ProbeStep {
         cancel()
         attempts += 1
         attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
@@ -83,9 +90,19 @@ final class ReadinessProbe {
             var request = SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", text], environment: environment)
             request.workingDirectory = cwd
             request.identity = identity
+            request.descriptorSoftLimit = descriptorSoftLimit
             // Its own session and process group, so cancel() can kill whatever it started.
             request.newSession = true
-            guard let spawned = try? Spawner.spawn(request) else { return settle(.notReady) }
+            let spawned: SpawnedProcess?
+            if let cgroups {
+                guard let descriptors = try? cgroups.spawnDescriptors() else { return settle(.notReady) }
+                descriptors.apply(to: &request)
+                spawned = try? Spawner.spawn(request)
+                descriptors.close()  // the child has them (or has failed): ours go now
+            } else {
+                spawned = try? Spawner.spawn(request)
+            }
+            guard let spawned else { return settle(.notReady) }
             attempt = .running(spawned.handle)
             return .wait(fd: spawned.handle.pidfd, events: EpollEvents.readable)
         case .exec:

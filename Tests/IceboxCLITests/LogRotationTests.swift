@@ -211,6 +211,33 @@ struct LogRotationTests {
     }
 
     @Test(
+        "an app that writes its output as fast as it can: no generation of its log holds more than twice --log-max-size, and the drop is logged"
+    )
+    func appLogFloodIsBounded() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        #expect(try box.icebox(["daemon", "--log-max-size", "1M", "--log-keep", "2"]).status == 0)
+        // Hundreds of MB a second into its log (before: a 940 MB generation under an 8 MiB size).
+        #expect(try box.icebox(["launch", "firehose", "--", "sh", "-c", "exec yes 0123456789abcdefghijklmnopqrstuvwxyz"]).status == 0)
+        let logs = box.stateDir + "/logs"
+        let log = LogGenerations(path: logs + "/firehose.log")
+        // Watched while it writes: a generation is never more than the bound, at any moment.
+        var largest = 0
+        let until = Date().addingTimeInterval(3)
+        while Date() < until {
+            for n in log.olderNumbers() { largest = max(largest, Self.size(log.generation(n)) ?? 0) }
+            usleep(20_000)
+        }
+        #expect(try box.icebox(["terminate", "firehose"]).status == 0)
+        for n in log.olderNumbers() { largest = max(largest, Self.size(log.generation(n)) ?? 0) }
+        #expect(!log.olderNumbers().isEmpty, "it was rotated")
+        #expect(largest <= 2 << 20, "a generation of \(largest) bytes under --log-max-size 1M")
+        #expect(
+            box.events("firehose").contains { $0.detail.hasPrefix("its output log grew faster than it is rotated: kept the newest") },
+            "\(box.events("firehose").map(\.detail))")
+    }
+
+    @Test(
         "an app log cut mid-line at a rotation: logs, logs -n and logs -n -f read the same lines; a line being written waits for its newline"
     )
     func appLogCutMidLine() throws {

@@ -50,6 +50,81 @@ struct NotifyTests {
         #expect(!events.contains { $0.kind == .ready })
     }
 
+    /// Bytes the process has written through write(2) and its kin (/proc/PID/io wchar): the
+    /// daemon writes nothing but the event log, registry records and the metrics file here.
+    static func bytesWritten(_ pid: pid_t) -> UInt64? {
+        let io = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
+        return io.split(separator: "\n").first { $0.hasPrefix("wchar:") }.flatMap {
+            UInt64($0.dropFirst(6).trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    @Test(
+        "an app's own flood of STATUS=, STOPPING=1 and WATCHDOG=trigger writes a bounded log and registry, and ps shows the latest STATUS"
+    )
+    func ownFloodIsBounded() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // As nobody, two seconds of sendto in a loop, each kind in turn, a STATUS of 3 KB (a
+        // record write each was ~4 KB); then one last STATUS, with the number sent.
+        let flood = """
+            import os, socket, time
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            addr = os.environ['NOTIFY_SOCKET']
+            s.sendto(b'READY=1', addr)
+            pad = 'x' * 3000
+            end = time.time() + 2
+            i = 0
+            while time.time() < end:
+                i += 1
+                k = i % 3
+                msg = f'STATUS=step {i} {pad}' if k == 0 else ('STOPPING=1' if k == 1 else 'WATCHDOG=trigger')
+                s.sendto(msg.encode(), addr)
+            s.sendto(f'STATUS=final {i}'.encode(), addr)
+            while True: time.sleep(1)
+            """
+        #expect(try box.icebox(["launch", "calm", "--", "sleep", "1000"]).status == 0)  // starts the daemon
+        let daemon = try #require(box.daemonPID)
+        let linesBefore = box.events().count
+        let writtenBefore = try #require(Self.bytesWritten(daemon))
+        let r = try box.icebox([
+            "launch", "--user", "nobody", "--cwd", "/", "--ready", "notify", "flood", "--", "/usr/bin/python3", "-c", flood,
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        let deadline = Date().addingTimeInterval(20)
+        var status = ""
+        repeat {
+            usleep(100_000)
+            status = try box.apps()["flood"]?.statusText ?? ""
+        } while !status.hasPrefix("final ") && Date() < deadline
+        let sent = try #require(Int(status.dropFirst(6)), "the app did not finish its flood: \(status.prefix(40))")
+        #expect(sent > 3_000, "the flood was too small to show anything: \(sent) messages")
+        // The last STATUS: ps shows it, and the registry gets it within its interval.
+        let registry = box.stateDir + "/registry/flood.json"
+        var record = ""
+        let written = Date().addingTimeInterval(5)
+        repeat {
+            usleep(100_000)
+            record = (try? String(contentsOfFile: registry, encoding: .utf8)) ?? ""
+        } while !record.contains("final \(sent)") && Date() < written
+        #expect(try box.apps()["flood"]?.statusText == "final \(sent)")
+        #expect(record.contains("\"status_text\":\"final \(sent)\""), "the registry does not hold the last STATUS")
+        usleep(1_200_000)  // the last second's summaries
+        let events = box.events()
+        let lines = events.count - linesBefore
+        let bytes = (Self.bytesWritten(daemon) ?? 0) - writtenBefore
+        print("\(sent) messages from the app in 2 s: \(lines) event lines, \(bytes) bytes written by the daemon")
+        // Each kind: a line a second and a summary a second, over ~2 s; the launch's own lines.
+        #expect(lines < 60, "\(lines) event lines for \(sent) messages")
+        #expect(bytes < 1_000_000, "the daemon wrote \(bytes) bytes for \(sent) messages")
+        let flooded = events.filter { $0.app == "flood" }.map(\.detail)
+        #expect(
+            flooded.contains { $0.hasPrefix("STOPPING=1 sent") && $0.hasSuffix("more times (logged at most once a second)") }, "\(flooded)")
+        #expect(flooded.contains { $0.hasPrefix("the watchdog fired") }, "\(flooded)")
+        #expect(flooded.contains { $0.hasPrefix("STATUS= changed") }, "\(flooded)")
+        #expect(try box.apps()["flood"]?.state == .active)
+    }
+
     @Test("--ready tcp:PORT waits until the port accepts")
     func readyTCP() throws {
         let box = Sandbox()

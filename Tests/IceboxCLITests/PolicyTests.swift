@@ -61,6 +61,54 @@ struct PolicyTests {
         #expect(result?.detail.contains("→") == true && result?.durationNanos != nil)
     }
 
+    @Test("a policy victim cannot put off its eviction with EXTEND_TIMEOUT_USEC: it goes within its eviction grace")
+    func victimCannotExtendItsGrace() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // On the notice it asks for 60 s more, every 100 ms (before: granted up to --max-grace).
+        let app = box.pythonApp(
+            onNotice: "threading.Thread(target=extend, daemon=True).start()",
+            extra: """
+                import threading
+                def extend():
+                    while True:
+                        notify('EXTEND_TIMEOUT_USEC=60000000')
+                        time.sleep(0.1)
+                """)
+        let r = try box.icebox(["launch", "--ready", "notify", "--max-grace", "60s", "stubborn", "--", "python3", app])
+        #expect(r.status == 0, "\(r.output)")
+        let set = try box.icebox(["policy", "set", "--memory-budget", "1M", "--protect-active", "no", "--eviction-grace", "1s"])
+        #expect(set.status == 0, "\(set.output)")
+        try waitFor("the eviction", timeout: 15) { evicted(box).contains("stubborn") }
+        let events = box.events("stubborn")
+        let chosen = try #require(events.first { $0.kind == .policy && $0.detail.hasPrefix("chosen for eviction") })
+        let gone = try #require(events.first { $0.kind == .policy && $0.detail.hasPrefix("evicted for") })
+        let took = gone.monotonicNanos.saturatingSub(chosen.monotonicNanos)
+        #expect(took < 4_000_000_000, "evicted \(DurationText.format(took)) after it was chosen; its eviction grace is 1 s")
+        #expect(events.filter { $0.detail.hasPrefix("EXTEND_TIMEOUT_USEC ignored: chosen for eviction") }.count == 1)
+        #expect(!events.contains { $0.detail.hasPrefix("EXTEND_TIMEOUT_USEC: grace extended") })
+        #expect(try box.apps()["stubborn"]?.state == .evicted)
+    }
+
+    @Test("a victim resumed during its eviction grace no longer holds up the policy: the next app is evicted")
+    func resumedVictimIsWithdrawn() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // It handles the notice and never says READY=1: its 5 s eviction grace runs on.
+        #expect(try box.icebox(["launch", "--ready", "notify", "first", "--", "python3", box.pythonApp(onNotice: "pass")]).status == 0)
+        let set = try box.icebox(["policy", "set", "--memory-budget", "1M", "--protect-active", "no", "--eviction-grace", "5s"])
+        #expect(set.status == 0, "\(set.output)")
+        try waitFor("first chosen") { victims(box) == ["first"] }
+        // Another app, suspended while first is in flight (one eviction at a time: it waits).
+        #expect(try box.icebox(["launch", "second", "--", "sleep", "1000"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "second"]).status == 0)
+        #expect(try box.icebox(["resume", "first"]).status == 0)
+        // Before: first stayed the victim in flight while it lived, and nothing else was evicted.
+        try waitFor("second evicted", timeout: 5) { evicted(box).contains("second") }
+        #expect(box.events("first").contains { $0.detail.hasPrefix("eviction withdrawn: resumed before it was frozen") })
+        #expect(try box.apps()["second"]?.state == .evicted)
+    }
+
     @Test("--max-suspended evicts the longest-suspended app beyond the cap")
     func countCap() throws {
         let box = Sandbox()

@@ -67,6 +67,51 @@ struct WatchdogTests {
         #expect(box.events("flaky").contains { $0.kind == .watchdog && $0.detail.contains("launching it again") })
     }
 
+    @Test(
+        "--watchdog-action restart stops at the start limit: an app that sets WATCHDOG_USEC=1 is relaunched at most the burst, then ends with the reason"
+    )
+    func restartStartLimit() throws {
+        let box = Sandbox("wdlimit")
+        defer { box.close() }
+        // Asks for a 1 µs watchdog and never pings: before, relaunched ~18 times a second for good.
+        let app = box.pythonApp(extra: "notify('WATCHDOG_USEC=1')")
+        let r = try box.icebox([
+            "launch", "--ready", "notify", "--watchdog", "1s", "--watchdog-action", "restart", "hasty", "--", "python3", app,
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(
+            try waitFor("the start limit", 15) {
+                guard let now = try box.apps()["hasty"] else { return false }
+                return now.state.isEnded && now.ending?.contains("start limit hit") == true
+            })
+        let ps = try box.icebox(["ps", "-a", "-j"])
+        let record = try #require(
+            JSONLines.decode([AppRecord].self, ps.stdout.trimmingCharacters(in: .whitespacesAndNewlines))?.first { $0.name == "hasty" })
+        // The defaults, systemd's: 5 restarts in 10 s.
+        #expect(record.ending?.hasSuffix("start limit hit: 5 restarts in 10 s, not restarted") == true, "\(record.ending ?? "")")
+        usleep(1_000_000)  // nothing comes back
+        #expect(try box.apps()["hasty"]?.state.isEnded == true)
+        let events = box.events("hasty")
+        #expect(events.filter { $0.kind == .watchdog && $0.detail.contains("launching it again") }.count == 5)
+        #expect(events.contains { $0.kind == .watchdog && $0.detail.contains("below the least interval") })
+        #expect(events.contains { $0.kind == .watchdog && $0.detail.contains("start limit hit: 5 restarts in 10 s") })
+        #expect(events.contains { $0.kind == .exit && $0.detail.contains("start limit hit") })
+    }
+
+    @Test("--start-limit-burst and --start-limit-interval are kept with the launch options, across a daemon restart")
+    func startLimitOptionsKept() throws {
+        let box = Sandbox("wdkept")
+        defer { box.close() }
+        let r = try box.icebox([
+            "launch", "--watchdog", "10s", "--watchdog-action", "restart", "--start-limit-burst", "3", "--start-limit-interval", "30s",
+            "kept", "--", "sleep", "1000",
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        try box.killDaemon()
+        let options = try #require(try box.apps()["kept"]?.options, "re-adopted by the next daemon")
+        #expect(options.startLimitBurst == 3 && options.startLimitIntervalNanos == 30_000_000_000)
+    }
+
     @Test("--watchdog-action needs --watchdog; bad values exit 64")
     func usage() throws {
         let box = Sandbox("wdusage")
@@ -74,5 +119,13 @@ struct WatchdogTests {
         #expect(try box.icebox(["launch", "--watchdog-action", "kill", "x", "--", "true"]).status == 64)
         #expect(try box.icebox(["launch", "--watchdog", "1s", "--watchdog-action", "reboot", "x", "--", "true"]).status == 64)
         #expect(try box.icebox(["launch", "--watchdog", "0", "x", "--", "true"]).status == 64)
+        #expect(try box.icebox(["launch", "--watchdog", "1us", "x", "--", "true"]).status == 64, "below the least interval")
+        #expect(try box.icebox(["launch", "--watchdog", "1s", "--start-limit-burst", "3", "x", "--", "true"]).status == 64)
+        for burst in ["0", "-1", "1001", "many"] {
+            let r = try box.icebox([
+                "launch", "--watchdog", "1s", "--watchdog-action", "restart", "--start-limit-burst", burst, "x", "--", "true",
+            ])
+            #expect(r.status == 64, "--start-limit-burst \(burst)")
+        }
     }
 }

@@ -193,16 +193,16 @@ struct AppLifecycleTests {
         #expect(l.nextDeadline == 2_500_000_000)
         #expect(l.grace?.extensions == 1)
         #expect(fx.contains(.persist))
-        // Past --max-grace: capped, and the log says so.
-        fx = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=60000000")), now: 600_000_000)
+        // Past --max-grace: capped, and the log says so (a second after the last line).
+        fx = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=60000000")), now: 1_600_000_000)
         #expect(l.nextDeadline == 3 * Self.second)
         #expect(fx.contains { if case .log(let e) = $0 { return e.detail.contains("capped by --max-grace") } else { return false } })
         // An extension never shortens the grace.
-        _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=1")), now: 700_000_000)
-        #expect(l.nextDeadline == 3 * Self.second)
+        _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=1")), now: 1_700_000_000)
+        #expect(l.grace?.deadline == 3 * Self.second)
         // A huge one saturates rather than trapping or wrapping.
         _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=18446744073709551615")), now: UInt64.max - 5)
-        #expect(l.nextDeadline == 3 * Self.second)
+        #expect(l.grace?.deadline == 3 * Self.second)
     }
 
     @Test func hugeDurationsSaturate() {
@@ -538,9 +538,12 @@ struct AppLifecycleTests {
         #expect(Grace(now: .max, length: .max, maxLength: 0).cap == .max)
     }
 
+    /// The watchdog interval of `watched`: the least there is.
+    static let w = LaunchOptions.leastWatchdogNanos
+
     static func watched(_ action: WatchdogAction? = nil) -> AppLifecycle {
         var r = record()
-        r.options.watchdogNanos = 100
+        r.options.watchdogNanos = w
         r.options.watchdogAction = action
         var l = AppLifecycle(record: r, launchStart: 0)
         _ = l.handle(.ready, now: 1_000)
@@ -548,15 +551,16 @@ struct AppLifecycleTests {
     }
 
     @Test func watchdogArmsWhenActiveAndPingsPushItBack() {
+        let w = Self.w
         var l = Self.watched()
-        #expect(l.watchdogDeadline == 1_100)
+        #expect(l.watchdogDeadline == 1_000 + w)
         _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG=1")), now: 1_050)
-        #expect(l.watchdogDeadline == 1_150)
-        let fx = l.handle(.tick, now: 1_150)
+        #expect(l.watchdogDeadline == 1_050 + w)
+        let fx = l.handle(.tick, now: 1_050 + w)
         #expect(fx.contains { if case .log(let e) = $0 { return e.kind == .watchdog } else { return false } })
         #expect(l.state == .active && l.watchdogDeadline == nil, "log only, once, until the next ping")
-        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG=1")), now: 1_200)
-        #expect(l.watchdogDeadline == 1_300)
+        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG=1")), now: 1_200 + w)
+        #expect(l.watchdogDeadline == 1_200 + 2 * w)
     }
 
     @Test func watchdogIsPausedFromTheNoticeThroughTheFreezeAndRestartsOnResume() {
@@ -567,15 +571,15 @@ struct AppLifecycleTests {
         _ = l.handle(.freezeConfirmed(Self.frozen), now: 9_000)
         // Suspended far longer than the interval: no watchdog event.
         #expect(l.nextDeadline == nil)
-        #expect(l.handle(.tick, now: 1_000_000).isEmpty)
-        _ = l.handle(.resume(waiter: nil), now: 2_000_000)
-        _ = l.handle(.thawConfirmed(Self.frozen), now: 2_000_010)
-        #expect(l.watchdogDeadline == 2_000_110)
+        #expect(l.handle(.tick, now: 100 * Self.w).isEmpty)
+        _ = l.handle(.resume(waiter: nil), now: 200 * Self.w)
+        _ = l.handle(.thawConfirmed(Self.frozen), now: 200 * Self.w + 10)
+        #expect(l.watchdogDeadline == 201 * Self.w + 10)
     }
 
     @Test func watchdogKillAndRestart() {
         var k = Self.watched(.kill)
-        var fx = k.handle(.tick, now: 1_100)
+        var fx = k.handle(.tick, now: 1_000 + Self.w)
         #expect(fx.last == .killAll && !k.restartWhenEnded)
         _ = k.handle(.exited(.signaled(SIGKILL)), now: 1_200)
         _ = k.handle(.cleanedUp(leftovers: 0, problems: []), now: 1_300)
@@ -585,10 +589,179 @@ struct AppLifecycleTests {
         #expect(fx.last == .killAll && r.restartWhenEnded)
     }
 
-    @Test func watchdogUsecFromTheAppSetsTheInterval() {
+    @Test func watchdogUsecFromTheAppSetsTheIntervalNeverBelowTheLeast() {
         var l = Self.watched()
-        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG_USEC=1")), now: 1_020)
-        #expect(l.watchdogInterval == 1_000 && l.watchdogDeadline == 2_020)
+        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG_USEC=2000000")), now: 1_020)
+        #expect(l.watchdogInterval == 2 * Self.second && l.watchdogDeadline == 1_020 + 2 * Self.second)
+        // 1 µs would fire on every turn of the loop: raised to the least, and said so.
+        let fx = l.handle(.notify(NotifyMessage.parse("WATCHDOG_USEC=1")), now: 2_000)
+        #expect(l.watchdogInterval == LaunchOptions.leastWatchdogNanos)
+        #expect(l.watchdogDeadline == 2_000 + LaunchOptions.leastWatchdogNanos)
+        #expect(Self.lines(fx).contains { $0.contains("below the least interval") })
+        // A --watchdog below the least (a record from a hand-made request) is raised too.
+        var r = Self.record()
+        r.options.watchdogNanos = 1
+        #expect(AppLifecycle(record: r, launchStart: 0).watchdogInterval == LaunchOptions.leastWatchdogNanos)
+    }
+
+    static func lines(_ fx: [LifecycleEffect]) -> [String] {
+        fx.compactMap { if case .log(let e) = $0 { return e.detail } else { return nil } }
+    }
+
+    // MARK: What an app can repeat (NotifyRepeats)
+
+    @Test func repeatedStoppingAndWatchdogTriggerWriteALineASecondThenOneSummary() {
+        var l = Self.lifecycle(in: .active)
+        var logged: [String] = []
+        for i in 0..<1_000 {
+            let fx = l.handle(.notify(NotifyMessage.parse(i % 2 == 0 ? "STOPPING=1" : "WATCHDOG=trigger")), now: 10_000 + UInt64(i))
+            logged += Self.lines(fx)
+        }
+        #expect(logged.count == 2, "\(logged)")
+        #expect(l.state == .active, "--watchdog-action log: the app runs on")
+        let due = try! #require(l.nextDeadline)
+        #expect(due == 10_000 + Self.second, "the summary is a loop deadline, a second after the first line")
+        let summaries = Self.lines(l.handle(.tick, now: due + 1))
+        #expect(summaries.contains("STOPPING=1 sent 499 more times (logged at most once a second)"), "\(summaries)")
+        #expect(summaries.contains("the watchdog fired 499 more times (logged at most once a second)"), "\(summaries)")
+        #expect(l.nextDeadline == nil, "nothing held back any more")
+        // A second later, a message is logged again at once.
+        #expect(Self.lines(l.handle(.notify(NotifyMessage.parse("STOPPING=1")), now: due + Self.second + 2)) == ["STOPPING=1"])
+    }
+
+    @Test func statusIsKeptAtOnceAndWrittenAtABoundedRateTheLatestLast() {
+        var l = Self.lifecycle(in: .active)
+        var persists = 0
+        let start: UInt64 = 10_000
+        for i in 0..<1_000 {
+            let fx = l.handle(.notify(NotifyMessage.parse("STATUS=step \(i)")), now: start + UInt64(i) * 100)
+            persists += fx.filter { $0 == .persist }.count
+            #expect(l.record.statusText == "step \(i)", "ps shows every change at once")
+        }
+        #expect(persists == 1, "the first change is written at once, the rest wait")
+        let due = try! #require(l.nextDeadline)
+        #expect(due == start + NotifyRepeats.recordIntervalNanos)
+        var fx = l.handle(.tick, now: due)
+        #expect(fx.contains(.persist) && l.persistentRecord.statusText == "step 999", "the latest is written when the interval ends")
+        // The flood is said once, when its second ends.
+        let summary = try! #require(l.nextDeadline)
+        #expect(summary == start + 100 + Self.second, "a second after the first change held back")
+        fx = l.handle(.tick, now: summary)
+        #expect(Self.lines(fx).contains { $0.hasPrefix("STATUS= changed 999 times") }, "\(Self.lines(fx))")
+        #expect(!fx.contains(.persist) && l.nextDeadline == nil)
+        // A status now and then is written at once, and logs nothing.
+        fx = l.handle(.notify(NotifyMessage.parse("STATUS=idle")), now: summary + Self.second)
+        #expect(fx == [.persist])
+    }
+
+    @Test func aStatusThatWaitsGoesWithTheNextRecordWrite() {
+        var l = Self.lifecycle(in: .active)
+        _ = l.handle(.notify(NotifyMessage.parse("STATUS=a")), now: 10_000)
+        _ = l.handle(.notify(NotifyMessage.parse("STATUS=b")), now: 10_001)
+        #expect(l.nextDeadline == 10_000 + NotifyRepeats.recordIntervalNanos)
+        let fx = l.handle(.suspend(waiter: nil, notice: Self.usr1), now: 10_002)
+        #expect(fx.contains(.persist) && l.persistentRecord.statusText == "b")
+        #expect(l.nextDeadline == 10_002 + 5 * Self.second, "only the grace is left to wait for")
+    }
+
+    @Test func repeatedExtensionsAreGrantedButLoggedAndWrittenAtABoundedRate() {
+        var l = Self.lifecycle(in: .background)
+        var logged = 0, persists = 0
+        for i in 0..<100 {
+            let fx = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=10000000")), now: 3_000 + UInt64(i))
+            logged += Self.lines(fx).count
+            persists += fx.filter { $0 == .persist }.count
+        }
+        #expect(logged == 1 && persists == 1)
+        #expect(l.grace?.deadline == 3_099 + 10 * Self.second, "every extension counts")
+        let fx = l.handle(.tick, now: 3_000 + NotifyRepeats.recordIntervalNanos)
+        #expect(fx.contains(.persist) && l.persistentRecord.graceDeadlineNanos == 3_099 + 10 * Self.second)
+    }
+
+    @Test func whatWasHeldBackIsSaidBeforeTheEnd() {
+        var l = Self.lifecycle(in: .active)
+        for i in 0..<10 { _ = l.handle(.notify(NotifyMessage.parse("STOPPING=1")), now: 10_000 + UInt64(i)) }
+        _ = l.handle(.exited(.exited(0)), now: 20_000)
+        let lines = Self.lines(l.handle(.cleanedUp(leftovers: 0, problems: []), now: 30_000))
+        #expect(lines.first == "STOPPING=1 sent 9 more times (logged at most once a second)", "\(lines)")
+    }
+
+    // MARK: A policy victim's grace
+
+    @Test func policyVictimCannotExtendItsGrace() {
+        var l = Self.lifecycle(in: .active)
+        _ = l.handle(.policyVictim(grace: Self.second, notice: Self.usr1), now: 10_000)
+        var logged: [String] = []
+        for i in 0..<50 {
+            logged += Self.lines(l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=60000000")), now: 10_100 + UInt64(i)))
+        }
+        #expect(l.nextDeadline == 10_000 + Self.second, "the eviction grace stands")
+        #expect(logged.count == 1 && logged[0].hasPrefix("EXTEND_TIMEOUT_USEC ignored: chosen for eviction"), "\(logged)")
+        _ = l.handle(.tick, now: 10_000 + Self.second)
+        let fx = l.handle(.freezeConfirmed(Self.frozen), now: 10_000 + Self.second + 100)
+        #expect(fx.last == .killAll)
+    }
+
+    @Test func policyVictimInALongGraceHasItCutForGood() {
+        var l = Self.lifecycle(in: .background)  // a client's suspend: grace 5 s, extensible to 30 s
+        _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=20000000")), now: 2_500)
+        _ = l.handle(.policyVictim(grace: Self.second, notice: nil), now: 3_000)
+        #expect(l.nextDeadline == 3_000 + Self.second)
+        _ = l.handle(.notify(NotifyMessage.parse("EXTEND_TIMEOUT_USEC=20000000")), now: 3_500)
+        #expect(l.nextDeadline == 3_000 + Self.second)
+        // The cut is in the record too: a daemon that takes over keeps it.
+        #expect(l.persistentRecord.graceCapNanos == 3_000 + Self.second)
+        var g = Grace(now: 0, length: 10, maxLength: 100)
+        g.cut(to: 5)
+        #expect(!g.extend(by: 50, now: 1) || g.deadline == 5)
+        #expect(g.deadline == 5 && g.cap == 5)
+    }
+
+    // MARK: The start limit of --watchdog-action restart
+
+    @Test func watchdogRestartStopsAtTheStartLimit() {
+        // Five restarts in the last 10 s (the defaults): the sixth is refused.
+        var r = Self.record()
+        r.options.watchdogNanos = Self.second
+        r.options.watchdogAction = .restart
+        let now = 100 * Self.second
+        r.restartTimesNanos = (1...5).map { now - UInt64($0) * Self.second }
+        var l = AppLifecycle(record: r, launchStart: now - 500)
+        _ = l.handle(.ready, now: now - 400)
+        var fx = l.handle(.notify(NotifyMessage.parse("WATCHDOG=trigger")), now: now)
+        #expect(fx.last == .killAll && !l.restartWhenEnded)
+        #expect(Self.lines(fx).contains { $0.contains("start limit hit: 5 restarts in 10 s") }, "\(Self.lines(fx))")
+        _ = l.handle(.exited(.signaled(SIGKILL)), now: now + 10)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: now + 20)
+        #expect(l.record.ending == "killed by SIGKILL; start limit hit: 5 restarts in 10 s, not restarted", "\(l.record.ending ?? "")")
+        #expect(Self.lines(fx).contains { $0.contains("start limit hit") })
+
+        // Older restarts fall out of the interval: one more is allowed, and carried on.
+        r.restartTimesNanos = [now - 30 * Self.second, now - 3 * Self.second]
+        l = AppLifecycle(record: r, launchStart: now - 500)
+        _ = l.handle(.ready, now: now - 400)
+        fx = l.handle(.notify(NotifyMessage.parse("WATCHDOG=trigger")), now: now)
+        #expect(l.restartWhenEnded && l.restartTimes == [now - 3 * Self.second, now])
+
+        // --start-limit-interval 0: no limit, nothing carried.
+        r.options.startLimitIntervalNanos = 0
+        l = AppLifecycle(record: r, launchStart: now - 500)
+        _ = l.handle(.ready, now: now - 400)
+        _ = l.handle(.notify(NotifyMessage.parse("WATCHDOG=trigger")), now: now)
+        #expect(l.restartWhenEnded && l.restartTimes.isEmpty)
+    }
+
+    @Test func startLimitDecisions() {
+        let s = Self.second
+        #expect(StartLimit.decide(previous: [], now: 100 * s, limit: (5, 10 * s)) == .restart(times: [100 * s]))
+        #expect(StartLimit.decide(previous: [95 * s], now: 100 * s, limit: (1, 10 * s)) == .hit("start limit hit: 1 restart in 10 s"))
+        #expect(StartLimit.decide(previous: [90 * s], now: 100 * s, limit: (1, 10 * s)) == .restart(times: [100 * s]))
+        // A time from the future (a corrupt record) is not counted.
+        #expect(StartLimit.decide(previous: [200 * s], now: 100 * s, limit: (1, 10 * s)) == .restart(times: [100 * s]))
+        var o = LaunchOptions(name: "x", command: ["true"])
+        #expect(o.startLimit! == (5, 10 * s))
+        o.startLimitBurst = 1_000_000
+        #expect(o.startLimit!.burst == LaunchOptions.maxStartLimitBurst)
     }
 }
 

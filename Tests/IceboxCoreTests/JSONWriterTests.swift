@@ -79,6 +79,8 @@ struct JSONWriterTests {
             o.attached = chance()
             o.watchdogNanos = optional()
             o.watchdogAction = chance() ? pick(WatchdogAction.allCases) : nil
+            o.startLimitBurst = optional()
+            o.startLimitIntervalNanos = optional()
             o.runAs = runAs()
             return o
         }
@@ -111,6 +113,7 @@ struct JSONWriterTests {
             r.killDeadlineNanos = optional()
             r.runsAs = runAs()
             r.notifySocket = optionalString()
+            r.restartTimesNanos = chance() ? (0..<below(4)).map { _ in integer() } : nil
             return r
         }
 
@@ -244,6 +247,9 @@ struct JSONWriterTests {
         full.options.compactAfterNanos = 9
         full.options.watchdogNanos = 10
         full.options.watchdogAction = .restart
+        full.options.startLimitBurst = 11
+        full.options.startLimitIntervalNanos = 12
+        full.restartTimesNanos = [13, 14]
         full.options.runAs = full.runsAs
         expectSame(full, "AppRecord with every field")
 
