@@ -193,6 +193,7 @@ public final class Daemon {
         // After the leftovers are cleared (a hold is an empty cgroup no app claims).
         updateFreezerKeyHold()
         loadPolicy()
+        rearmFrozenAppTimers()
         startAppLogRotation()
         startSpawnPool()
         signalReady()

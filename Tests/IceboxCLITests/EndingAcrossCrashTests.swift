@@ -77,3 +77,36 @@ struct EndingAcrossCrashTests {
         #expect(box.events("slowstart").contains { $0.kind == .error && $0.detail.contains("was not ready (notify)") })
     }
 }
+
+extension EndingAcrossCrashTests {
+    @Test("a daemon killed in the second after a freeze: the next one still checks the frozen app's locks")
+    func lockCheckAcrossACrash() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let lockFile = box.dir + "/lock"
+        _ = FileManager.default.createFile(atPath: lockFile, contents: nil)
+        let code =
+            "import fcntl, os, socket, time\nf = open('\(lockFile)', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\nwhile True: time.sleep(1)"
+        #expect(try box.icebox(["launch", "--ready", "notify", "holder", "--", "python3", "-c", code]).status == 0)
+        let suspended = Date()
+        #expect(try box.icebox(["suspend", "--grace", "0", "holder"]).status == 0)
+        // Killed before its lock check (one second after the freeze) came due.
+        try box.killDaemon()
+        #expect(Date().timeIntervalSince(suspended) < 1, "the daemon died too late for the test to mean anything")
+        #expect(!box.events("holder").contains { $0.kind == .lock })
+        let waiter = Process()
+        waiter.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        waiter.arguments = [lockFile, "true"]
+        try waiter.run()
+        defer {
+            if waiter.isRunning { kill(waiter.processIdentifier, SIGKILL) }
+            waiter.waitUntilExit()
+        }
+        let cgroup = try #require(try box.apps()["holder"]?.cgroup)  // the next daemon, which re-adopts it frozen
+        #expect(
+            try Scenario.eventually(seconds: 10) { try box.apps()["holder"]?.state == .active },
+            "the frozen holder was never thawed for the process waiting on its lock")
+        #expect(!Kernel.cgroupFrozen(cgroup))
+        #expect(box.events("holder").contains { $0.kind == .lock && $0.detail.contains("thawing") })
+    }
+}
