@@ -179,6 +179,24 @@ struct LaunchingRequestTests {
         try Self.expectGone(box, "lw", pid: record.pid, cgroup: cgroup, as: command == "evict" ? .evicted : .terminated)
     }
 
+    @Test("a daemon stopped leaving its apps tells the launch client, and the next one keeps the launch and its deadline")
+    func stopDuringLaunch() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let launch = Self.launchNeverReady(box, "lw", readyTimeout: "8s")
+        let record = try Self.awaitLaunching(box, "lw")
+        let cgroup = try #require(record.cgroup)
+        #expect(try box.icebox(["daemon", "--stop"]).status == 0)
+        let (result, seconds) = launch.wait()
+        let r = try #require(result)
+        #expect(r.status == ExitCode.unavailable.rawValue, "\(r.output)")
+        #expect(r.output.contains("the daemon stopped while lw was launching; it is left launching"), "\(r.output)")
+        #expect(seconds < 5, "the launch client waited \(seconds) s")
+        // The next daemon (started by ps) adopts it still launching and ends it at its deadline.
+        try Self.expectLaunchingAndRunning(box, "lw", pid: record.pid, cgroup: cgroup)
+        try Self.expectGone(box, "lw", pid: record.pid, cgroup: cgroup, as: .terminated)
+    }
+
     @Test("10 launches racing suspends, resumes, switches, terminates and evicts: every client returns within its deadline")
     func concurrentLaunches() throws {
         let box = Sandbox()
