@@ -23,8 +23,11 @@ struct EndingAcrossCrashTests {
     func terminateAcrossACrash() throws {
         let box = Sandbox()
         defer { box.close() }
-        // It ignores SIGTERM (so does its sleep: an ignored signal stays ignored across exec).
-        let launch = try box.icebox(["launch", "stubborn", "--", "sh", "-c", "trap '' TERM; sleep 1000"])
+        // It ignores SIGTERM, and says it is ready only once it does (a shell's trap, with
+        // --ready exec, could come after the SIGTERM).
+        let code =
+            "import os, signal, socket, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\nwhile True: time.sleep(1)"
+        let launch = try box.icebox(["launch", "--ready", "notify", "stubborn", "--", "python3", "-c", code])
         #expect(launch.status == 0, "\(launch.output)")
         let record = try #require(try box.apps()["stubborn"])
         let cgroup = try #require(record.cgroup)
