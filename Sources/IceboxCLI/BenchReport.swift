@@ -192,7 +192,12 @@ struct BenchReport {
 
     func export(json: String?, csv: String?, markdown: String?) throws(IceboxError) {
         func write(_ path: String, _ text: String) throws(IceboxError) {
-            do { try FileIO.writeAtomically(path, text, mode: 0o644) } catch { throw IceboxError("export", error) }
+            // The directory's links followed once; the file itself is made by an exclusive
+            // create under a random name and renamed into place, never written through a link.
+            guard let resolved = FileIO.resolvingDirectory(path) else {
+                throw IceboxError(.usage, "export \(path): no such directory", hint: "give a file in an existing directory")
+            }
+            do { try FileIO.writeAtomically(resolved, text, mode: 0o644) } catch { throw IceboxError("export", error) }
         }
         if let json { try write(json, jsonText()) }
         if let csv { try write(csv, csvText()) }

@@ -168,7 +168,8 @@ public enum IceboxMain {
     }
 
     static func fail(_ error: IceboxError) -> Int32 {
-        Output.err("icebox: \(error)")
+        // An error may quote the daemon, an app (a probe's answer) or an argument.
+        Output.err("icebox: " + TerminalText.escaped("\(error)", keepingLayout: true))
         return error.code.rawValue
     }
 

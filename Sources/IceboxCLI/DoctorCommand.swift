@@ -78,16 +78,7 @@ enum DoctorCommand: IceboxCommand {
                 check: "cgroup root", ok: facts.cgroup2Usable,
                 detail: (facts.cgroupRoot ?? "none")
                     + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present" + toBeMade)))
-        f.append(
-            Finding(
-                check: "delegation", ok: getuid() == 0 || facts.cgroup2Usable,
-                detail: getuid() == 0
-                    ? "running as root: no delegation needed"
-                    : facts.cgroup2Usable
-                        ? "the cgroup root is writable by uid \(getuid())"
-                        : facts.cgroupRootOutsideSubtree
-                            ? "a delegated subtree, but this process's cgroup is outside it (see the cgroup root)"
-                            : "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"))
+        f.append(delegationFinding(facts))
         // The kernel may have it, but only an app with a v2 cgroup (cgroup2 usable) can use it.
         let cgroupKill = facts.supportsCgroupKill && facts.cgroup2Usable
         f.append(
@@ -135,11 +126,15 @@ enum DoctorCommand: IceboxCommand {
                     ? "memory.current (v2 memory controller)"
                     : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
         let signalWorks = FileIO.exists("/proc/self/stat")
-        let auto = facts.cgroup2Usable ? "cgroup2" : facts.cgroup1Usable ? "cgroup1" : signalWorks ? "signal" : "none"
+        // An explicit root that cannot be used leaves auto nothing: it does not fall back to signal.
+        let auto =
+            facts.cgroup2Usable
+            ? "cgroup2" : facts.cgroup1Usable ? "cgroup1" : facts.explicitRootUnusable ? "none" : signalWorks ? "signal" : "none"
         // The pick, and for a fallback why the better backends are out (read-only, missing...).
         f.append(
             Finding(
-                check: "auto backend", ok: auto != "none", detail: auto == "none" ? "none: /proc is unreadable" : facts.autoBackendChoice))
+                check: "auto backend", ok: auto != "none",
+                detail: auto == "none" && !facts.explicitRootUnusable ? "none: /proc is unreadable" : facts.autoBackendChoice))
 
         let features: [Feature: Bool] = [
             .cgroup2: facts.cgroup2Usable, .cgroup1: facts.cgroup1Usable, .signal: signalWorks, .psi: psi, .pidfd: pidfd,
@@ -162,12 +157,42 @@ enum DoctorCommand: IceboxCommand {
         if !usable {
             Output.err(
                 "icebox: icebox cannot run apps on this host: "
-                    + (pidfd ? "no freeze backend is usable" : "pidfd_open does not work (Linux 5.3 or later is needed)"))
+                    + (!pidfd
+                        ? "pidfd_open does not work (Linux 5.3 or later is needed)"
+                        : facts.explicitRootUnusable
+                            ? "the cgroup root asked for cannot be used (fix it, unset --cgroup-root/ICEBOX_CGROUP_ROOT, or use --backend signal)"
+                            : "no freeze backend is usable"))
         }
         if !missing.isEmpty {
             Output.err("icebox: required but missing: " + missing.map(\.rawValue).joined(separator: ", ") + " (see the findings above)")
         }
         return report.ok ? 0 : ExitCode.failure.rawValue
+    }
+
+    /// Whether icebox needs a delegated subtree here. Root in a user namespace (unshare -U,
+    /// a rootless container) is root there only: the host's cgroups are not its own.
+    static func delegationFinding(_ facts: HostFacts, uid: uid_t = getuid(), namespace: UserNamespace = .current()) -> Finding {
+        let namespacedRoot = uid == 0 ? namespace.rootDescription : nil
+        if uid == 0, namespacedRoot == nil {
+            return Finding(check: "delegation", ok: true, detail: "running as root: no delegation needed")
+        }
+        if let namespacedRoot {
+            return Finding(
+                check: "delegation", ok: facts.cgroup2Usable,
+                detail: facts.cgroup2Usable
+                    ? "\(namespacedRoot): the cgroup root is writable here (a delegated subtree, or a cgroupfs of its own)"
+                    : "\(namespacedRoot): the host's cgroups need delegation (a subtree owned by that uid, "
+                        + "or a runtime that mounts a writable cgroupfs)")
+        }
+        let detail =
+            if facts.cgroup2Usable {
+                "the cgroup root is writable by uid \(uid)"
+            } else if facts.cgroupRootOutsideSubtree {
+                "a delegated subtree, but this process's cgroup is outside it (see the cgroup root)"
+            } else {
+                "not root and no delegated subtree: set ICEBOX_CGROUP_ROOT to a subtree you own"
+            }
+        return Finding(check: "delegation", ok: facts.cgroup2Usable, detail: detail)
     }
 
     /// The capabilities a daemon keeps, each with why, whether this process has it (a daemon
@@ -192,7 +217,9 @@ enum DoctorCommand: IceboxCommand {
                     ? "apps can run as another user, with no capabilities and no_new_privs"
                     : "unavailable: a daemon started by this user lacks " + missing.joined(separator: ", ")))
         let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
-        if let pid = Int32(holder), let status = try? FileIO.read("/proc/\(pid)/status"),
+        // The lock file holds the daemon's pid in its own PID namespace (1 for a container's
+        // init): believed only if that process here holds the lock file open.
+        if let pid = Int32(holder), holdsOpen(pid: pid, path: paths.lockFile), let status = try? FileIO.read("/proc/\(pid)/status"),
             let hex = ProcFS.statusField("CapEff", in: status), let mask = UInt64(hex, radix: 16)
         {
             let names = Capabilities.allNames.enumerated().filter { mask & (1 << UInt64($0.offset)) != 0 }.map(\.element)
@@ -204,16 +231,27 @@ enum DoctorCommand: IceboxCommand {
         return f
     }
 
+    /// Whether process `pid` (in this PID namespace) has `path` open.
+    static func holdsOpen(pid: Int32, path: String) -> Bool {
+        let dir = "/proc/\(pid)/fd"
+        for fd in (try? FileIO.list(dir)) ?? [] {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            let n = readlink(dir + "/" + fd, &buffer, buffer.count - 1)
+            if n > 0, String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) == path { return true }
+        }
+        return false
+    }
+
     /// Spawns /bin/true with clone3(CLONE_INTO_CGROUP) into the cgroup doctor already runs
     /// in, to see which spawn path works here: moving a process to where it already is
     /// changes nothing, and there is no scratch cgroup to remove afterwards.
     static func spawnCheck(_ facts: HostFacts) -> Finding {
-        guard let mount = facts.mounts.unified,
-            let relative = (try? FileIO.read("/proc/self/cgroup")).flatMap(ProcFS.unifiedCgroup(in:))
-        else {
-            return Finding(check: "clone3", ok: false, detail: "not checked: no cgroup2 filesystem, or no v2 cgroup for this process")
+        guard let mount = facts.mounts.unifiedMount, let path = CgroupMembership.path(of: getpid(), mount: mount) else {
+            return Finding(
+                check: "clone3", ok: false,
+                detail: "not checked: no cgroup2 filesystem, or no v2 cgroup for this process that the mount shows")
         }
-        let own = Cgroup2(path: relative == "/" ? mount : mount + relative)
+        let own = Cgroup2(path: path)
         do {
             var req = SpawnRequest(executable: "/bin/true", arguments: ["true"], environment: [])
             req.cgroupDirFD = try own.openDirectory()

@@ -24,7 +24,9 @@ enum EventText {
                 painted = "→ \(target)"
             }
         }
-        return "\(stamp)  \(pad(event.app, 12)) \(painted)\(spaces(26 - transition.count)) \(event.detail)"
+        // The detail may quote what an app said or answered: escaped for the terminal.
+        let app = TerminalText.escaped(event.app)
+        return "\(stamp)  \(pad(app, 12)) \(painted)\(spaces(26 - transition.count)) \(TerminalText.escaped(event.detail))"
     }
 
     static func pad(_ s: String, _ width: Int) -> String { s + spaces(width - s.count) }

@@ -21,9 +21,17 @@ enum OneShotFreeze {
             }
             guard FileIO.exists("/proc/\(pid)") else { throw IceboxError(.failure, "no process with pid \(pid)") }
             if pid == getpid() { throw IceboxError(.usage, "icebox cannot freeze itself") }
+            if SignalFreezer.processTree(root: pid).contains(getpid()) {
+                throw IceboxError(
+                    .usage, "refusing to freeze pid \(pid): icebox itself (pid \(getpid())) is one of its descendants",
+                    hint:
+                        "stopping the tree would stop icebox before it could confirm or roll back; give a pid whose tree does not hold this command"
+                )
+            }
             let threads = { SignalFreezer.processTree(root: pid).reduce(0) { $0 + ProcFS.threads(of: $1).count } }
             return (SignalFreezer { SignalFreezer.processTree(root: pid) }, "pid \(pid)", threads)
         case (nil, let path?):
+            try refuseContainingCaller(path)
             let procs = { ((try? FileIO.read(path + "/cgroup.procs")) ?? "").split(separator: "\n").count }
             if FileIO.exists(path + "/cgroup.freeze") { return (Cgroup2Freezer(cgroup: Cgroup2(path: path)), path, procs) }
             if FileIO.exists(path + "/freezer.state") { return (Cgroup1Freezer(path: path), path, procs) }
@@ -34,6 +42,22 @@ enum OneShotFreeze {
         default:
             throw ArgumentParser.usage("give exactly one of --pid PID or --cgroup PATH", spec)
         }
+    }
+
+    /// A cgroup that holds this process (in it or in a sub-cgroup) would freeze icebox with
+    /// it, before the freeze is confirmed or rolled back: in a container, `--cgroup
+    /// /sys/fs/cgroup` is the whole container, and only a thaw from outside recovers it. The
+    /// kernel's own list of the subtree's processes decides (cgroup.procs, in this pid
+    /// namespace), whatever namespace or mount the path was reached through.
+    static func refuseContainingCaller(_ path: String) throws(IceboxError) {
+        guard FileIO.exists(path + "/cgroup.procs") else { return }
+        let own = getpid()
+        guard CgroupTree.processes(path).contains(own) else { return }
+        throw IceboxError(
+            .usage,
+            "refusing to freeze \(path): it contains icebox itself (pid \(own)), which would freeze with it and could not "
+                + "confirm or roll back",
+            hint: "freeze a cgroup that does not hold this shell, or run icebox from outside it (from the host, for a container's root)")
     }
 
     static func tasks(_ n: Int, _ backend: BackendKind) -> String {
@@ -71,7 +95,8 @@ enum OneShotFreeze {
         } catch {
             if case .system(let e) = error, e.isPermissionDenied {
                 throw IceboxError(
-                    .permission, "\(thaw ? "thaw" : "freeze") \(what): \(e)", hint: "run as root or as the owner of the cgroup")
+                    .permission, "\(thaw ? "thaw" : "freeze") \(what): \(e)",
+                    hint: IceboxError.rootHint("run it as the owner of the cgroup"))
             }
             throw IceboxError(.failure, "\(thaw ? "thaw" : "freeze") \(what): \(error)")
         }

@@ -50,7 +50,7 @@ enum LaunchArguments {
         if command.isEmpty {
             throw IceboxError(.usage, "no command given", hint: "put the command after --, e.g. icebox run -- sleep 60")
         }
-        try AppName.validate(name)
+        try AppName.validateForLaunch(name)
         var o = LaunchOptions(name: name, command: command)
         o.nameIsDefault = nameIsDefault
         o.attached = attached

@@ -93,9 +93,16 @@ enum LogsCommand: IceboxCommand {
                 .failure, "no output recorded for '\(name)' (\(path) does not exist)",
                 hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")
         }
+        // On a terminal the app's output has its control characters escaped (TerminalText,
+        // tabs and newlines kept): an app must not drive the reader's terminal. Piped, it is
+        // exact, for grep and files.
+        let onTerminal = isatty(1) == 1
         return try FileFollower.run(
             path: path, follow: args.flag("follow"), missingIsEmpty: false, mapped: false, lines: lines,
-            select: { String(decoding: $0, as: UTF8.self) }, caughtUp: {})
+            select: {
+                let text = String(decoding: $0, as: UTF8.self)
+                return onTerminal ? TerminalText.escaped(text, keepingLayout: true) : text
+            }, caughtUp: {})
     }
 }
 

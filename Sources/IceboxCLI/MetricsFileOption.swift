@@ -11,7 +11,12 @@ enum MetricsFileOption {
 
     /// The absolute path from the option (relative to the working directory) or the
     /// environment (which must be absolute: a daemon started on demand works in /). The
-    /// directory must exist, since the file is written there through a temporary file.
+    /// directory must exist, since the file is written there through a temporary file; it is
+    /// resolved now (a link the administrator chose is followed once, here), and the daemon
+    /// then opens it never through a link. One that users other than the daemon's (and root)
+    /// can write is warned about: they can replace or remove the metrics (not make the daemon
+    /// write anywhere else: `FileIO.writeAtomically` creates its temporary file exclusively,
+    /// under a random name, and never follows a link).
     static func path(_ args: ParsedArguments, environment: [String: String]) throws(IceboxError) -> String? {
         var path: String
         if let given = args.value("metrics-file") {
@@ -28,11 +33,35 @@ enum MetricsFileOption {
         } else {
             return nil
         }
-        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        guard FileIO.isDirectory(directory.isEmpty ? "/" : directory) else {
-            throw IceboxError(.usage, "metrics file \(path): no directory \(directory.isEmpty ? "/" : directory)")
+        let directory = FileIO.split(path).directory
+        guard FileIO.isDirectory(directory), let resolved = FileIO.resolvingDirectory(path) else {
+            throw IceboxError(
+                .usage, "metrics file \(path): " + (FileIO.isDirectory(directory) ? "no file name" : "no directory \(directory)"),
+                hint: "give a file in an existing directory, such as DIR/icebox.prom")
         }
-        return path
+        let resolvedDirectory = FileIO.split(resolved).directory
+        if let warning = othersCanWrite(resolvedDirectory) { Output.warning("metrics file directory \(resolvedDirectory) \(warning)") }
+        return resolved
+    }
+
+    /// Why users other than this one and root can add, replace and remove files in
+    /// `directory`, or nil: group or world write permission without the sticky bit (which
+    /// keeps others off files they do not own, as in /tmp), or another user's directory.
+    static func othersCanWrite(_ directory: String) -> String? {
+        var st = stat()
+        guard stat(directory, &st) == 0 else { return nil }
+        let mode = st.st_mode & 0o7777
+        let me = geteuid()
+        let octal = "0" + String(mode, radix: 8)
+        if st.st_uid != me && st.st_uid != 0 {
+            return "belongs to uid \(st.st_uid) (mode \(octal)): that user can replace or remove the metrics; "
+                + "icebox still never writes through a link there (give a directory of the daemon's user or root to avoid this warning)"
+        }
+        if mode & 0o022 != 0 && mode & S_ISVTX == 0 {
+            return "can be written by \(mode & 0o002 != 0 ? "every user" : "its group") (mode \(octal)): they can replace or remove "
+                + "the metrics; icebox still never writes through a link there (remove the write permission, or set the sticky bit)"
+        }
+        return nil
     }
 
     /// For a daemon started in the background: it gets the path through its environment.

@@ -27,7 +27,7 @@ enum ProbeCommand: IceboxCommand {
             guard let url = HTTPURL(text) else { throw ArgumentParser.usage("\(text) is not an http:// URL", spec) }
             let outcome = ReadinessCheck.http(url, deadline: deadline)
             if outcome.isReady { return 0 }
-            Output.err("icebox probe: \(text): \(outcome)")
+            Output.err(TerminalText.escaped("icebox probe: \(text): \(outcome)"))  // the answer is the server's
             return 1
         default:
             throw ArgumentParser.usage("probe checks tcp:PORT or http:URL", spec)

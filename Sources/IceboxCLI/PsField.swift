@@ -19,8 +19,14 @@ enum PsField: String, TemplateField {
     case cgroup = "Cgroup"
     case user = "User"
 
-    /// This field of an app as text; "–" where there is no value.
+    /// This field of an app as text; "–" where there is no value. Safe on a terminal: an
+    /// app's STATUS= (and anything else not ours) has its control characters escaped
+    /// (`TerminalText`), so it cannot rewrite the table or the reader's terminal.
     func text(of r: AppSummary, now: UInt64, wall: Int64) -> String {
+        TerminalText.escaped(raw(of: r, now: now, wall: wall))
+    }
+
+    private func raw(of r: AppSummary, now: UInt64, wall: Int64) -> String {
         switch self {
         case .name: return r.name
         case .pid: return String(r.pid)

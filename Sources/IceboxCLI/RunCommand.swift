@@ -29,8 +29,19 @@ enum RunCommand: IceboxCommand {
             command: command, args, attached: true)
         var logFD: Int32 = 2
         if let path = args.value("log") {
-            logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-            if logFD < 0 { throw IceboxError("open --log", SystemError("open", path: path)) }
+            // Never through a link at the file itself (links in its directory are followed):
+            // root running `icebox run --log` in a directory others can write would otherwise
+            // append to whatever file someone linked there.
+            logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            if logFD < 0 {
+                let error = SystemError("open", path: path)
+                if error.errno == ELOOP {
+                    throw IceboxError(
+                        .permission, "--log \(path): it is a symbolic link; icebox does not write through one",
+                        hint: "give the file it points to, or another path")
+                }
+                throw IceboxError("open --log", error)
+            }
         }
         let color = logFD == 2 && Output.colorErr
         // Our own signals arrive through a signalfd: Ctrl-C becomes a graceful terminate, and
@@ -43,11 +54,10 @@ enum RunCommand: IceboxCommand {
         var connection = try client.connect()
         let request = ControlRequest.launch(options)
         // Reset before a word of answer, the request was never read (DaemonConnection.
-        // resetUnanswered): it goes once more to the next daemon, at the send or the first read.
-        var resent = false
+        // resetUnanswered): it goes once more to the next daemon, at the send or the first
+        // read, within the client's reach deadline (DaemonClient.mayResend).
         func sendAgainIfUnread() throws(IceboxError) -> Bool {
-            guard !resent, connection.resetUnanswered else { return false }
-            resent = true
+            guard client.mayResend(request, after: connection) else { return false }
             connection = try client.connect()
             try connection.send(request, fds: [0, 1, 2])
             return true
@@ -62,8 +72,13 @@ enum RunCommand: IceboxCommand {
         func handleBuffered() -> Int32? {
             while let reply = connection.bufferedReply() {
                 switch reply.kind {
-                case .line: if appName == nil { appName = reply.text } else if let t = reply.text { writeLine(logFD, t) }
-                case .warning: if let t = reply.text { Output.err(t) }
+                case .line:
+                    if appName == nil {
+                        appName = reply.text
+                    } else if let t = reply.text {
+                        writeLine(logFD, TerminalText.escaped(t, keepingLayout: true))
+                    }
+                case .warning: if let t = reply.text { Output.err(TerminalText.escaped(t, keepingLayout: true)) }
                 case .event: if let e = reply.event { writeLine(logFD, EventText.line(e, color: color)) }
                 case .data: break
                 case .done, .exit: return reply.code ?? 1
@@ -107,7 +122,15 @@ enum RunCommand: IceboxCommand {
                 if pfds[0].revents == 0 { continue }
                 if try !connection.readAvailable() {
                     if try sendAgainIfUnread() { continue }
-                    throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
+                    // No request re-attaches a terminal to a running app: the next daemon adopts
+                    // the app as a detached one, and this command can only say so.
+                    guard let appName else {
+                        throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
+                    }
+                    throw IceboxError(
+                        .failure,
+                        "lost the connection to the icebox daemon (it ended or was killed): \(appName) is left running, detached from this terminal; the next daemon adopts it",
+                        hint: "icebox ps shows it, icebox terminate \(appName) ends it; see \(client.paths.daemonLog)")
                 }
             }
             if let code = handleBuffered() { return code }

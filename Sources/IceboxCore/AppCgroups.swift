@@ -33,6 +33,9 @@ public final class AppCgroups: Sendable {
     public let v2: Cgroup2?
     public let freezerV1: Cgroup1Freezer?
     public let memoryV1: MemoryCgroupV1?
+    /// Why the v1 memory cgroup could not be made at launch (then the app runs without one:
+    /// its memory is read from the v2 cgroup), for the daemon to report; nil otherwise.
+    public let memoryV1Problem: String?
     private let eventsFile: CgroupFile?
     private let freezeFile: CgroupFile?
     /// The v2 cgroup.procs: what a confirmed freeze counts and how the members are found (v2
@@ -63,8 +66,9 @@ public final class AppCgroups: Sendable {
         }
     }
 
-    private init(name: String, v2: String?, freezerV1: String?, memoryV1: String?) {
+    private init(name: String, v2: String?, freezerV1: String?, memoryV1: String?, memoryV1Problem: String? = nil) {
         self.name = name
+        self.memoryV1Problem = memoryV1Problem
         self.v2 = v2.map { Cgroup2(path: $0) }
         self.freezerV1 = freezerV1.map { Cgroup1Freezer(path: $0) }
         self.memoryV1 = memoryV1.map { MemoryCgroupV1(path: $0) }
@@ -104,7 +108,7 @@ public final class AppCgroups: Sendable {
         name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind,
         standIn: StandInDirectories? = nil
     ) throws(IceboxError) -> AppCgroups {
-        try AppName.validate(name)
+        try AppName.validateForLaunch(name)
         let context = "set up the cgroups of \(name)"
         if backend == .cgroup2 && v2Root == nil {
             throw IceboxError(.unavailable, "\(context): backend cgroup2 needs a cgroup v2 root", hint: "see icebox doctor")
@@ -131,19 +135,26 @@ public final class AppCgroups: Sendable {
                 freezerV1 = path
             }
             var memoryV1: String?
+            var memoryV1Problem: String?
             if let memoryV1Root {
                 let path = memoryV1Root + "/" + name
                 let parked = standIn?.memoryV1
-                if (try? makeFresh(path, root: memoryV1Root, what: "v1 memory cgroup", app: name, context: context, from: parked)) != nil {
+                do throws(IceboxError) {
+                    try makeFresh(path, root: memoryV1Root, what: "v1 memory cgroup", app: name, context: context, from: parked)
                     if let parked { renamed.append((parked, path)) } else { made.append(path) }
                     memoryV1 = path
-                } else if let parked {
-                    // Best effort, as the made one: the stand-in's directory stays the app's
-                    // under its parked name rather than an untracked home for the app.
-                    memoryV1 = parked
+                } catch {
+                    // Best effort (the app runs; only memory precision is lost), but said: the
+                    // daemon reports it to the launching client and in the event log. It was
+                    // once dropped unseen (`try?`), so an app could run without its v1 memory
+                    // cgroup and no one knew.
+                    memoryV1Problem = error.description
+                    // The stand-in's directory stays the app's under its parked name rather
+                    // than an untracked home for the app.
+                    if let parked { memoryV1 = parked }
                 }
             }
-            let cgroups = AppCgroups(name: name, v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
+            let cgroups = AppCgroups(name: name, v2: v2, freezerV1: freezerV1, memoryV1: memoryV1, memoryV1Problem: memoryV1Problem)
             // Opened now, so that a problem shows at launch rather than at the first freeze.
             do {
                 try cgroups.eventsFile?.open()

@@ -17,7 +17,8 @@ import IceboxSystem
 /// second, a quiet one nothing. A copy runs in steps of at most `stepBytes` a turn of the
 /// loop, so a large log never holds the loop for long.
 ///
-/// A generation holds at most twice `maxBytes`, the newest: an app that writes faster than
+/// A generation holds at most `maxBytes` plus the larger of `maxBytes` and 4 MiB
+/// (`floodAllowance`), the newest: an app that writes faster than
 /// its log is rotated (once a second) grows the file far past the size, and a copy of all
 /// of it chases a writer it may not catch (`yes` wrote 940 MB in 2 s under the 8 MiB
 /// default, and a generation of 940 MB was kept). Past that, the copy starts `maxBytes`
@@ -132,13 +133,19 @@ final class AppLogRotator {
             throw failure
         }
         // More than the bound already: only the newest `maxBytes` are kept.
-        let size = Int64(st.st_size), bound = Int64(clamping: rotation.maxBytes.saturatingAdd(rotation.maxBytes))
+        let size = Int64(st.st_size), bound = Int64(clamping: Self.bound(rotation.maxBytes))
         let start = size > bound ? size - Int64(clamping: rotation.maxBytes) : 0
         copies.append(
             Copy(
                 name: name, source: source, target: target, start: start, copied: start,
                 limit: start > Int64.max - bound ? Int64.max : start + bound))
     }
+
+    /// What one generation may hold: twice the size, but never less than the size plus
+    /// 4 MiB, so that an app writing at an ordinary rate (a small size, a check a second
+    /// late under load) loses nothing, while a flood is still cut to megabytes.
+    static let floodAllowance: UInt64 = 4 << 20
+    static func bound(_ maxBytes: UInt64) -> UInt64 { maxBytes.saturatingAdd(max(maxBytes, floodAllowance)) }
 
     /// Copies up to `budget` bytes; true once the copy has reached the end of the file, or
     /// its limit.
@@ -186,7 +193,7 @@ final class AppLogRotator {
         guard dropped > 0, copy.start > 0 || copy.copied >= copy.limit else { return nil }
         let kept = SizeText.format(UInt64(copy.copied - copy.start)), lost = SizeText.format(UInt64(dropped))
         return
-            "its output log grew faster than it is rotated: kept the newest \(kept) as \(copy.name).1, dropped \(lost) (a generation holds at most twice --log-max-size)"
+            "its output log grew faster than it is rotated: kept the newest \(kept) as \(copy.name).1, dropped \(lost) (a generation holds at most --log-max-size plus the larger of it and 4 MiB)"
     }
 
     /// The copy in progress: hidden, and not named like a generation, so no reader takes it

@@ -14,6 +14,49 @@ public enum AppName {
         }
     }
 
+    /// Checks a name for a new app: valid (`validate`), and not the name of a cgroup control
+    /// file. The app's cgroups are directories named after it, beside such files in the cgroup
+    /// root: `mkdir <root>/tasks` fails with EEXIST in every v1 hierarchy (the file `tasks` is
+    /// there), and an app called `memory.high` or `cgroup.procs` would be a file in v2. Names
+    /// that only refer to an app (suspend, ps, log) keep `validate`, so an app launched under
+    /// such a name by an older icebox can still be named.
+    public static func validateForLaunch(_ name: String) throws(IceboxError) {
+        try validate(name)
+        if let file = cgroupFileCollision(name) {
+            throw IceboxError(
+                .usage, "app name '\(name)' cannot be used: \(file), and the app's cgroup directory would be made beside it",
+                hint: "choose another name, such as '\(avoidingCgroupFiles(name))'")
+        }
+    }
+
+    /// The interface files every cgroup directory has in v1 (`tasks`, `notify_on_release`,
+    /// and `release_agent` at a hierarchy's root) without a controller prefix.
+    static let cgroupV1Files: Set<String> = ["tasks", "notify_on_release", "release_agent"]
+
+    /// Controllers (v1 and v2) whose files are named `<controller>.<file>`; `cgroup.` is the
+    /// core's own prefix (v1 and v2), `irq.` the v2 root's pressure file.
+    static let controllerPrefixes: Set<String> = [
+        "cgroup", "memory", "memsw", "cpu", "cpuacct", "cpuset", "freezer", "io", "pids", "hugetlb", "rdma", "misc", "dmem",
+        "blkio", "net_cls", "net_prio", "devices", "perf_event", "debug", "irq",
+    ]
+
+    /// Why `name` is, or may be, a cgroup control file's name; nil when it is not.
+    public static func cgroupFileCollision(_ name: String) -> String? {
+        if cgroupV1Files.contains(name) { return "it is the name of a control file in every v1 cgroup" }
+        if let dot = name.firstIndex(of: "."), controllerPrefixes.contains(String(name[..<dot])) {
+            return "names starting '\(name[..<dot]).' are the cgroup \(name[..<dot] == "cgroup" ? "core's" : "controller's") control files"
+        }
+        return nil
+    }
+
+    /// `name`, or one like it that is no cgroup control file's: dots made dashes, then "-app"
+    /// added if that is not enough ("memory.sh" → "memory-sh", "tasks" → "tasks-app").
+    static func avoidingCgroupFiles(_ name: String) -> String {
+        guard cgroupFileCollision(name) != nil else { return name }
+        let dashed = String(name.map { $0 == "." ? "-" : $0 })
+        return cgroupFileCollision(dashed) == nil ? dashed : String(dashed.prefix(60)) + "-app"
+    }
+
     /// A valid name derived from a command: its base name with anything else replaced by '-'.
     public static func derived(fromCommand command: String) -> String {
         let base = command.split(separator: "/").last.map(String.init) ?? "app"
@@ -24,6 +67,8 @@ public enum AppName {
         }
         while let f = out.first, f == "." || f == "-" || f == "_" { out.removeFirst() }
         if out.isEmpty { out = "app" }
-        return String(out.prefix(56))
+        out = String(out.prefix(56))
+        // `icebox run tasks` or `run memory.sh`: not a cgroup control file's name.
+        return avoidingCgroupFiles(out)
     }
 }

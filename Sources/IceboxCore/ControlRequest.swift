@@ -43,4 +43,15 @@ public enum ControlRequest: Codable, Sendable, Equatable {
         case .metrics: return "metrics"
         }
     }
+
+    /// Whether the request only reads (the daemon's answer changes nothing): sent twice, it
+    /// has no effect the first had not. Such a request goes again to the next daemon when the
+    /// one it went to died before answering (DaemonClient.mayResend); any other goes again
+    /// only if no daemon read it.
+    public var isReadOnly: Bool {
+        switch self {
+        case .ping, .ps, .policy, .metrics: return true
+        default: return false
+        }
+    }
 }

@@ -13,6 +13,7 @@ extension Daemon {
             recordEndedWhileAway(record)
             return
         }
+        if let why = holdsThisDaemon(record) { return leaveUnadopted(record, why: why) }
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
         let notifyPath = notifySocketPath(of: record)
         let notify: NotifyChannel
@@ -62,6 +63,18 @@ extension Daemon {
         ended[record.name] = record
     }
 
+    /// Why an app must not be adopted because this daemon is part of it: its main process, or
+    /// a process in one of its cgroups (a freeze of the app would freeze the daemon, which
+    /// could then neither confirm nor roll it back). nil when the daemon is outside it.
+    func holdsThisDaemon(_ record: AppRecord) -> String? {
+        let own = getpid()
+        if record.pid == own { return "its main process is this daemon (pid \(own))" }
+        for path in [record.cgroup, record.freezerV1].compactMap({ $0 }) where CgroupTree.processes(path).contains(own) {
+            return "its cgroup \(path) holds this daemon (pid \(own)): freezing it would freeze the daemon"
+        }
+        return nil
+    }
+
     /// The pid is the app's own process: same start time, and (if it had one) inside its v2
     /// cgroup, in a sub-cgroup of its own making too (a service manager or container runtime
     /// inside the app does that), as the freeze path accepts (`mainProcessOutside`).
@@ -69,7 +82,7 @@ extension Daemon {
         guard record.startTicks != 0, let stat = ProcFS.stat(pid: record.pid), stat.startTimeTicks == record.startTicks,
             stat.state != "Z", stat.state != "X"
         else { return false }
-        guard let cgroup = record.cgroup, let unified = facts.mounts.unified else { return true }
+        guard let cgroup = record.cgroup, let unified = facts.mounts.unifiedMount else { return true }
         guard let now = CgroupMembership.path(of: record.pid, mount: unified) else { return false }
         return CgroupMembership.isWithin(now, cgroup)
     }
@@ -172,6 +185,9 @@ extension Daemon {
                 let path = root + "/" + name
                 if claimed.contains(path) { continue }
                 let inside = CgroupTree.processes(path)
+                // This daemon started inside an app's cgroup (an app that ran icebox): never
+                // adopted, frozen, killed or removed by the daemon it holds.
+                if inside.contains(getpid()) { continue }
                 if inside.isEmpty {
                     if ownsRoot && CgroupTree.remove(path).isEmpty {
                         log(

@@ -165,10 +165,10 @@ extension Daemon {
     /// the SIGSTOP backend, which freezes no cgroup (a stopped process stays stopped wherever
     /// it is moved).
     func mainProcessOutside(_ app: LiveApp) -> String? {
-        let dir: String?, mount: String?, controller: String?
+        let dir: String?, mount: CgroupMount?, controller: String?
         switch app.record.backend {
-        case .cgroup2: (dir, mount, controller) = (app.cgroups.v2Path, facts.mounts.unified, nil)
-        case .cgroup1: (dir, mount, controller) = (app.cgroups.freezerV1Path, facts.mounts.freezerV1, "freezer")
+        case .cgroup2: (dir, mount, controller) = (app.cgroups.v2Path, facts.mounts.unifiedMount, nil)
+        case .cgroup1: (dir, mount, controller) = (app.cgroups.freezerV1Path, facts.mounts.freezerV1Mount, "freezer")
         case .signal: return nil
         }
         guard let dir, let mount else { return nil }

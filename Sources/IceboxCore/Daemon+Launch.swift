@@ -18,7 +18,7 @@ extension Daemon {
         defer { for extra in stdio { close(extra) } }
         do {
             if options.nameIsDefault { options.name = uniqueName(options.name) }
-            try AppName.validate(options.name)
+            try AppName.validateForLaunch(options.name)
             if let other = apps[options.name] {
                 throw IceboxError(
                     .failure, "an app named '\(options.name)' is already running (pid \(other.pid))",
@@ -41,6 +41,12 @@ extension Daemon {
             // Logged once the app is registered, so an attached client sees it too. Its record
             // is on disk already (start).
             if let event = app.spawnEvent { log(event) }
+            if let problem = app.cgroups.memoryV1Problem {
+                let text =
+                    "no v1 memory cgroup: \(problem); the app runs without one (its memory is read from its v2 cgroup, if that has the memory controller)"
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: text))
+                if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
+            }
             // A detached launch answers once the app is ready (or gone).
             if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
             switch options.ready {
@@ -165,7 +171,8 @@ extension Daemon {
             if options.attached {
                 request.stdin = stdio[0]; request.stdout = stdio[1]; request.stderr = stdio[2]
             } else {
-                let logFD = open(config.paths.appLog(options.name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+                // Never through a link (the logs directory is the daemon's, 0700: defence in depth).
+                let logFD = open(config.paths.appLog(options.name), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
                 if logFD < 0 { throw IceboxError("open the app log", SystemError("open", path: config.paths.appLog(options.name))) }
                 opened.append(logFD)
                 request.stdout = logFD; request.stderr = logFD

@@ -18,7 +18,7 @@ extension Daemon {
             // Descriptors are closed after the message is handled: that is how a client's
             // BARRIER=1 (systemd-notify waits for it) learns the message was processed.
             defer { for fd in datagram.fds { close(fd) } }
-            guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unified) else {
+            guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unifiedMount) else {
                 droppedNotify(app, from: datagram.senderPID)
                 continue
             }
@@ -45,7 +45,7 @@ extension Daemon {
     /// The app on the shared socket that `pid` belongs to, or nil.
     func sharedNotifySender(_ pid: pid_t) -> LiveApp? {
         let candidate: LiveApp?
-        if let root = facts.cgroupRoot, let unified = facts.mounts.unified, facts.cgroup2Usable {
+        if let root = facts.cgroupRoot, let unified = facts.mounts.unifiedMount, facts.cgroup2Usable {
             // The app's v2 cgroup is <root>/<name>: the first component below the root.
             guard let path = CgroupMembership.path(of: pid, mount: unified), path.hasPrefix(root + "/") else { return nil }
             candidate = apps[String(path.dropFirst(root.count + 1).prefix { $0 != "/" })]
@@ -54,7 +54,7 @@ extension Daemon {
             guard let session = ProcFS.stat(pid: pid)?.session else { return nil }
             candidate = apps.values.first { $0.pid == session }
         }
-        guard let app = candidate, case .shared = app.notify, app.owns(senderPID: pid, unifiedMount: facts.mounts.unified)
+        guard let app = candidate, case .shared = app.notify, app.owns(senderPID: pid, unifiedMount: facts.mounts.unifiedMount)
         else { return nil }
         return app
     }

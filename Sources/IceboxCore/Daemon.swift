@@ -14,6 +14,10 @@ public final class Daemon {
     public struct Configuration: Sendable {
         public var paths: IceboxPaths
         public var cgroupRootOverride: String?
+        /// Whether the override was asked for by the user (--cgroup-root, ICEBOX_CGROUP_ROOT):
+        /// then one that cannot be used is an error, not a fall back. An embedding that makes
+        /// up its own root (Supervisor) falls back like the default root.
+        public var cgroupRootIsExplicit = true
         public var readyFD: Int32?  // write "ready" here once listening (autostart)
         /// The control socket, already listening, from socket activation (systemd owns its
         /// path); nil: the daemon makes its own at `paths.controlSocket`.
@@ -141,7 +145,7 @@ public final class Daemon {
 
     public init(config: Configuration) throws(IceboxError) {
         self.config = config
-        self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride)
+        self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride, explicit: config.cgroupRootIsExplicit)
         idleExit = IdleExit(afterNanos: config.idleExitNanos)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
         spawnPool = SpawnPool(freezerRoot: facts.freezerV1Root, memoryRoot: facts.memoryV1Root)

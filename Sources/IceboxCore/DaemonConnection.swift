@@ -20,6 +20,8 @@ package final class DaemonConnection {
     private var received = false
     /// The daemon reset the connection (or had closed it when the request was sent).
     private var reset = false
+    /// The daemon closed the connection (an end of file) or reset it.
+    package private(set) var ended = false
 
     /// The request never reached a daemon that read it: the connection was reset (or found
     /// closed at the send) before a byte of answer. A daemon does that only to a connection
@@ -28,6 +30,13 @@ package final class DaemonConnection {
     /// request leaves nothing unread, and its close reads as an end of file. Sending the
     /// request again, to the next daemon, cannot make it happen twice.
     package var resetUnanswered: Bool { reset && !received }
+
+    /// The daemon went away (closed or reset the connection) before a byte of answer: nothing
+    /// of it was printed, and it was no refusal (a refusal is a `done` reply, sent before the
+    /// close). Whether the daemon had read the request is not known (it had if it closed
+    /// rather than reset): only a request that changes nothing (`ControlRequest.isReadOnly`)
+    /// may then go to the next daemon.
+    package var endedBeforeAnyReply: Bool { ended && !received }
 
     /// Connects to the socket at `path`. The error is the system's, so a caller can tell "no
     /// daemon" (ENOENT, ECONNREFUSED) from other failures. The corresponding C function is `connect`.
@@ -105,7 +114,10 @@ package final class DaemonConnection {
     /// `send` with the line encoded already.
     package func send(_ line: Line, fds: [Int32] = []) throws(IceboxError) {
         do { try UnixSocket.send(fd, line.bytes, fds: fds) } catch {
-            if error.errno == EPIPE || error.errno == ECONNRESET { reset = true }
+            if error.errno == EPIPE || error.errno == ECONNRESET {
+                reset = true
+                ended = true
+            }
             if let said = finalReplyAfterClose() {
                 let text = said.text.map { $0.hasPrefix("icebox: ") ? String($0.dropFirst(8)) : $0 }
                 throw IceboxError(
@@ -214,11 +226,15 @@ package final class DaemonConnection {
         if n < 0 {
             if errno == ECONNRESET {
                 reset = true
+                ended = true
                 return false
             }
             throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(SystemError("read from the control socket"))")
         }
-        if n == 0 { return false }
+        if n == 0 {
+            ended = true
+            return false
+        }
         received = true
         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
         // 4 KiB holds a one-shot command's replies: a 64 KiB chunk grew the heap (brk) on

@@ -102,7 +102,9 @@ public struct Event: Codable, Sendable, Equatable {
         let clock = time.split(separator: "T").last.map { String($0.dropLast()) } ?? time
         var transition = kind.rawValue
         if let from, let to { transition = "\(from.rawValue) → \(to.rawValue)" } else if let to { transition = "→ \(to.rawValue)" }
-        return "\(clock)  \(pad(app, 12)) \(pad(transition, 26)) \(detail)"
+        // The detail may quote what an app said or answered: escaped for a terminal.
+        return
+            "\(TerminalText.escaped(clock))  \(pad(TerminalText.escaped(app), 12)) \(pad(transition, 26)) \(TerminalText.escaped(detail))"
     }
 
     func pad(_ s: String, _ width: Int) -> String {

@@ -23,15 +23,28 @@ public struct HostFacts: Sendable {
     /// create them judges a missing one by the directory it would be created in).
     public var cgroupRootExists = true
     public var freezerV1RootExists = true
+    /// The root was asked for (--cgroup-root, ICEBOX_CGROUP_ROOT): one that cannot be used is
+    /// an error for `auto`, never a silent fall back to `signal`.
+    public var explicitCgroupRoot: String?
 
     /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`. The daemon creates
     /// the roots (`createRoots`); `icebox doctor` must change nothing, and judges a root that
     /// does not exist yet by the nearest directory above it.
     public static func discover(
-        cgroupRootOverride: String?, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
+        cgroupRootOverride: String?, explicit: Bool = true, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
     ) -> HostFacts {
-        let mounts = CgroupMounts.read(path: mountinfo)
+        var mounts = CgroupMounts.read(path: mountinfo)
+        // A root asked for on another cgroup2 mount than the first (a container's own one
+        // beside the host's, a writable one beside a read-only one): that mount is the one.
+        if let override = cgroupRootOverride,
+            let chosen = mounts.unifiedMounts.filter({ CgroupMounts.covers($0.point, override) }).max(by: {
+                $0.point.count < $1.point.count
+            })
+        {
+            mounts.useUnified(chosen)
+        }
         var facts = HostFacts(mounts: mounts)
+        facts.explicitCgroupRoot = explicit ? cgroupRootOverride : nil
         if let unified = mounts.unified {
             let root = cgroupRootOverride ?? unified + "/icebox"
             facts.cgroupRoot = root
@@ -47,7 +60,7 @@ public struct HostFacts: Sendable {
                 } else if let denied = writeProblem(facts.cgroupRootExists ? root + "/cgroup.procs" : probe, probe: probe, mount: unified) {
                     facts.cgroupRootProblem = denied.problem
                     facts.cgroupRootPermissionDenied = !denied.readOnly
-                } else if let outside = containmentProblem(root: root, mount: unified) {
+                } else if let outside = containmentProblem(root: root, mount: mounts.unifiedMount ?? CgroupMount(point: unified)) {
                     facts.cgroupRootProblem = outside
                     facts.cgroupRootPermissionDenied = true
                     facts.cgroupRootOutsideSubtree = true
@@ -73,7 +86,9 @@ public struct HostFacts: Sendable {
             var relative = "/icebox"
             if let root = facts.cgroupRoot, let unified = mounts.unified, root.hasPrefix(unified + "/") {
                 relative = String(root.dropFirst(unified.count))
-            } else if mounts.unified == nil, let root = cgroupRootOverride {
+            } else if let root = cgroupRootOverride {
+                // Asked for outside the cgroup2 mount: the freezer directory is the root itself
+                // when it is in the v1 hierarchy, else there is none (not /icebox in its place).
                 relative = root.hasPrefix(freezer + "/") ? String(root.dropFirst(freezer.count)) : ""
             }
             let dir = freezer + relative
@@ -95,16 +110,15 @@ public struct HostFacts: Sendable {
         }
         // Per-app v1 memory cgroups wherever the v2 tree has no memory controller (hybrid and
         // v1-only hosts), if the daemon may make them.
-        if let memory = mounts.memoryV1, facts.cgroupRoot.map({ !FileIO.exists($0 + "/memory.current") }) ?? true,
-            let own = try? FileIO.read("/proc/self/cgroup")
+        // The daemon's own memory cgroup is found through the mount's root: a mount that shows
+        // only a subtree (a host cgroup namespace) has the daemon's cgroup at its point, or
+        // does not show it at all, and then there is no place under it: no v1 memory cgroups.
+        if let memory = mounts.memoryV1Mount, facts.cgroupRoot.map({ !FileIO.exists($0 + "/memory.current") }) ?? true,
+            let own = CgroupMembership.path(of: getpid(), controller: "memory", mount: memory)
         {
-            let line = own.split(separator: "\n").first {
-                $0.split(separator: ":").dropFirst().first?.split(separator: ",").contains("memory") == true
-            }
-            let path = line.map { String($0.split(separator: ":", maxSplits: 2).last ?? "/") } ?? "/"
             let named = facts.cgroupRoot ?? (facts.freezerV1Problem == nil ? facts.freezerV1Root : nil)
             let base = named?.split(separator: "/").last.map(String.init) ?? "icebox"
-            let root = memory + (path == "/" ? "" : path) + "/" + base
+            let root = (own == "/" ? "" : own) + "/" + base
             if access(nearestExisting(root), W_OK) == 0 { facts.memoryV1Root = root }
         }
         return facts
@@ -122,10 +136,10 @@ public struct HostFacts: Sendable {
     /// the common ancestor of the cgroup it leaves and the one it enters. A user whose own
     /// cgroup (which the daemon it starts inherits) is outside the delegated subtree may make
     /// cgroups there but can put no process in them.
-    static func containmentProblem(root: String, mount: String) -> String? {
-        guard let relative = (try? FileIO.read("/proc/self/cgroup")).flatMap(ProcFS.unifiedCgroup(in:)) else { return nil }
-        let own = relative == "/" ? mount : mount + relative
-        guard FileIO.isDirectory(own) else { return nil }  // another cgroup namespace's view: nothing to judge
+    static func containmentProblem(root: String, mount cgroupMount: CgroupMount) -> String? {
+        let mount = cgroupMount.point
+        // Not shown by the mount (outside its root), or another cgroup namespace's view: nothing to judge.
+        guard let own = CgroupMembership.path(of: getpid(), mount: cgroupMount), FileIO.isDirectory(own) else { return nil }
         var ancestor = own
         while !CgroupMounts.covers(ancestor, root), let slash = ancestor.lastIndex(of: "/"), ancestor != mount {
             ancestor = String(ancestor[..<slash])
@@ -146,11 +160,16 @@ public struct HostFacts: Sendable {
         let v2 = "cgroup2: " + (cgroupRootProblem ?? "unknown")
         if cgroup2Usable { return BackendKind.cgroup2.rawValue }
         if cgroup1Usable { return "\(BackendKind.cgroup1.rawValue) (\(v2))" }
+        if explicitRootUnusable {
+            return "none: the cgroup root \(explicitCgroupRoot ?? "") cannot be used (\(v2); cgroup1: \(freezerV1Problem ?? "unknown"))"
+        }
         return "\(BackendKind.signal.rawValue) (\(v2); cgroup1: \(freezerV1Problem ?? "unknown"))"
     }
 
     public var cgroup2Usable: Bool { cgroupRoot != nil && cgroupRootProblem == nil }
     public var cgroup1Usable: Bool { freezerV1Root != nil && freezerV1Problem == nil }
+    /// A cgroup root was asked for, and neither cgroup backend can use it.
+    public var explicitRootUnusable: Bool { explicitCgroupRoot != nil && !cgroup2Usable && !cgroup1Usable }
 
     /// The backend for a request: `auto` picks cgroup2, else cgroup1, else signal.
     public func resolve(_ requested: BackendChoice) throws(IceboxError) -> BackendKind {
@@ -158,6 +177,14 @@ public struct HostFacts: Sendable {
         case .auto:
             if cgroup2Usable { return .cgroup2 }
             if cgroup1Usable { return .cgroup1 }
+            if explicitRootUnusable, let root = explicitCgroupRoot {
+                let fix = "fix it (see icebox doctor), unset --cgroup-root/ICEBOX_CGROUP_ROOT, or ask for --backend signal"
+                throw IceboxError(
+                    cgroupRootPermissionDenied ? .permission : .unavailable,
+                    "the cgroup root \(root) cannot be used: \(cgroupRootProblem ?? "unknown")"
+                        + (freezerV1Problem.map { "; v1 freezer: \($0)" } ?? ""),
+                    hint: cgroupRootPermissionDenied ? IceboxError.rootHint(fix) : fix)
+            }
             return .signal
         case .cgroup2:
             if cgroup2Usable { return .cgroup2 }
@@ -165,7 +192,7 @@ public struct HostFacts: Sendable {
                 cgroupRootPermissionDenied ? .permission : .unavailable,
                 "backend cgroup2 is unavailable: \(cgroupRootProblem ?? "unknown")",
                 hint: cgroupRootPermissionDenied
-                    ? "run as root or point --cgroup-root at a delegated subtree; see icebox doctor"
+                    ? IceboxError.rootHint("point --cgroup-root at a delegated subtree; see icebox doctor")
                     : "use --backend cgroup1 or signal; see icebox doctor")
         case .cgroup1:
             if cgroup1Usable { return .cgroup1 }

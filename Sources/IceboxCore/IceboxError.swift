@@ -1,3 +1,4 @@
+import Glibc
 import IceboxSystem
 
 /// The documented exit codes (sysexits.h where one fits, the shell's for exec failures).
@@ -32,12 +33,29 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
 
     /// A system error while doing something to an app; permission problems map to 77.
     public init(_ context: String, _ error: SystemError) {
-        if error.isPermissionDenied {
+        if error.operation == "process_madvise" && error.errno == EPERM {
+            // Not a file permission: the kernel's check for advising another process.
             self.init(
                 .permission, "\(context): \(error)",
-                hint: "run as root, or point --cgroup-root at a subtree delegated to you; see icebox doctor")
+                hint: "process_madvise needs CAP_SYS_NICE (and ptrace access to the app) in the daemon: "
+                    + "start it with that capability, or compact with memory.reclaim (a v2 memory controller)")
+        } else if error.isPermissionDenied {
+            self.init(
+                .permission, "\(context): \(error)",
+                hint: Self.rootHint("point --cgroup-root at a subtree delegated to you; see icebox doctor"))
         } else {
             self.init(.failure, "\(context): \(error)")
         }
+    }
+}
+
+extension IceboxError {
+    /// "run as root or `otherwise`", except to root inside a user namespace, who is root
+    /// already but not the host's: what it lacks is a subtree the host delegates.
+    public static func rootHint(
+        _ otherwise: String, namespace: UserNamespace = .current(), euid: UInt32 = UInt32(geteuid())
+    ) -> String {
+        guard euid == 0, let root = namespace.rootDescription else { return "run as root or " + otherwise }
+        return "\(root): the host's cgroups need a subtree delegated to that uid; " + otherwise
     }
 }

@@ -87,7 +87,7 @@ final class LiveApp {
 
     /// Whether a notify sender belongs to this app: in its cgroup (or a sub-cgroup of it), or
     /// in its session.
-    func owns(senderPID: pid_t, unifiedMount: String?) -> Bool {
+    func owns(senderPID: pid_t, unifiedMount: CgroupMount?) -> Bool {
         if let path = cgroups.v2Path, let unifiedMount {
             guard let sender = CgroupMembership.path(of: senderPID, mount: unifiedMount) else { return false }
             return CgroupMembership.isWithin(sender, path)

@@ -6,11 +6,31 @@ public struct CgroupMounts: Equatable, Sendable {
     public var unified: String?  // cgroup2 mount point
     public var freezerV1: String?  // v1 hierarchy with the freezer controller
     public var memoryV1: String?  // v1 hierarchy with the memory controller
+    /// Mountinfo's field 4 for each of the three: the cgroup each mount shows at its point
+    /// (`CgroupMount`). "/" unless the mount shows a subtree (a host cgroup namespace).
+    public var unifiedRoot = "/"
+    public var freezerV1MountRoot = "/"
+    public var memoryV1MountRoot = "/"
+    /// Every reachable cgroup2 mount, in mountinfo's order: `unified` is the first, unless a
+    /// cgroup root was asked for on another one (`HostFacts.discover` picks that one).
+    public var unifiedMounts: [CgroupMount] = []
 
     public init(unified: String? = nil, freezerV1: String? = nil, memoryV1: String? = nil) {
         self.unified = unified
         self.freezerV1 = freezerV1
         self.memoryV1 = memoryV1
+        if let unified { unifiedMounts = [CgroupMount(point: unified)] }
+    }
+
+    /// The hierarchies as `CgroupMount`s, to map /proc/PID/cgroup paths to directories.
+    public var unifiedMount: CgroupMount? { unified.map { CgroupMount(point: $0, root: unifiedRoot) } }
+    public var freezerV1Mount: CgroupMount? { freezerV1.map { CgroupMount(point: $0, root: freezerV1MountRoot) } }
+    public var memoryV1Mount: CgroupMount? { memoryV1.map { CgroupMount(point: $0, root: memoryV1MountRoot) } }
+
+    /// Makes `mount` (one of `unifiedMounts`) the v2 hierarchy icebox uses.
+    public mutating func useUnified(_ mount: CgroupMount) {
+        unified = mount.point
+        unifiedRoot = mount.root
     }
 
     /// pure: only cgroup2; hybrid: cgroup2 beside v1 controllers; legacy: v1 only.
@@ -32,11 +52,21 @@ public struct CgroupMounts: Equatable, Sendable {
         var result = CgroupMounts()
         for entry in entries where entry.fsType == "cgroup2" || entry.fsType == "cgroup" {
             guard !entry.isHidden(among: entries) else { continue }
-            if entry.fsType == "cgroup2", result.unified == nil {
-                result.unified = entry.mountPoint
+            if entry.fsType == "cgroup2" {
+                result.unifiedMounts.append(CgroupMount(point: entry.mountPoint, root: entry.root))
+                if result.unified == nil {
+                    result.unified = entry.mountPoint
+                    result.unifiedRoot = entry.root
+                }
             } else if entry.fsType == "cgroup" {
-                if entry.superOptions.contains("freezer"), result.freezerV1 == nil { result.freezerV1 = entry.mountPoint }
-                if entry.superOptions.contains("memory"), result.memoryV1 == nil { result.memoryV1 = entry.mountPoint }
+                if entry.superOptions.contains("freezer"), result.freezerV1 == nil {
+                    result.freezerV1 = entry.mountPoint
+                    result.freezerV1MountRoot = entry.root
+                }
+                if entry.superOptions.contains("memory"), result.memoryV1 == nil {
+                    result.memoryV1 = entry.mountPoint
+                    result.memoryV1MountRoot = entry.root
+                }
             }
         }
         return result
@@ -46,6 +76,9 @@ public struct CgroupMounts: Equatable, Sendable {
     struct Entry {
         var id: Substring
         var parent: Substring
+        /// The directory of the filesystem shown at the mount point (field 4): for a
+        /// cgroup mount, the cgroup it starts at.
+        var root: String
         var mountPoint: String
         var fsType: Substring
         var superOptions: [Substring]
@@ -55,6 +88,7 @@ public struct CgroupMounts: Equatable, Sendable {
             guard let dash = fields.firstIndex(of: "-"), dash + 3 <= fields.count, fields.count > 4 else { return nil }
             id = fields[0]
             parent = fields[1]
+            root = CgroupMounts.unescape(String(fields[3]))
             mountPoint = CgroupMounts.unescape(String(fields[4]))
             fsType = fields[dash + 1]
             superOptions = fields.count > dash + 3 ? fields[dash + 3].split(separator: ",") : []

@@ -73,11 +73,12 @@ struct NotifyRepeats: Sendable, Equatable {
         }
         recordDue = max(recordAt, now)
         if status {
-            // Folded into a later write: counted, for the line that says a flood came.
             // Folded into a later write: counted within a second, for the line that says a
-            // flood came; a second that ended short of one starts again.
+            // flood came; a second that ended short of one starts again. One that made a
+            // flood is left for `take` to say: under a flood the socket is read before the
+            // loop's deadline work, so a reset here would lose every summary.
             let k = Kind.status.rawValue
-            if now >= lineAt[k] {
+            if now >= lineAt[k] && held[k] < Self.statusFloodCount {
                 held[k] = 0
                 lineAt[k] = now.saturatingAdd(Self.lineIntervalNanos)
             }

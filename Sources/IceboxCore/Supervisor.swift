@@ -108,6 +108,7 @@ public final class Supervisor: Sendable {
             if let memory = facts.memoryV1Root, !FileIO.exists(memory), cgroupRoot == nil { ownedRoots.append(memory) }
 
             var config = Daemon.Configuration(paths: paths, cgroupRootOverride: root)
+            config.cgroupRootIsExplicit = cgroupRoot != nil  // a root made up here may fall back
             config.ownsProcess = false
             config.idleExitNanos = nil
             config.policy = policy

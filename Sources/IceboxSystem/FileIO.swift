@@ -127,12 +127,24 @@ public enum FileIO {
     /// adds fsync of the file before the rename and of its directory after it, so the new
     /// file survives a power loss too, and a full or failing disk is reported here rather than
     /// at writeback (the registry's records; other files skip the cost).
+    ///
+    /// Safe in a directory others can write (a metrics file in node_exporter's textfile
+    /// directory): the directory is opened once (never through a link at its last component)
+    /// and everything after is relative to that descriptor; the temporary file has an
+    /// unpredictable name (`NAME.tmp.` and 16 random hex digits) and is created exclusively,
+    /// never through a link (O_EXCL | O_NOFOLLOW), so a link or file planted beside `path` is
+    /// never opened, let alone truncated, and the rename replaces a link at `path` itself
+    /// rather than writing through it. (The temporary name was once `PATH.tmp.PID`, created
+    /// with O_TRUNC: a symlink planted there made a root daemon overwrite any file.)
     public static func writeAtomically(
         _ path: String, _ contents: String, mode: mode_t = 0o600, durable: Bool = false
     ) throws(SystemError) {
-        let tmp = path + ".tmp.\(getpid())"
-        let fd = retryingOnInterrupt { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
-        if fd < 0 { throw SystemError("create", path: tmp) }
+        let (directory, name) = split(path)
+        let dirFD = retryingOnInterrupt { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        if dirFD < 0 { throw SystemError("open the directory", path: directory) }
+        defer { close(dirFD) }
+        let (fd, tmpName) = try createExclusive(in: dirFD, directory: directory, beside: name, mode: mode)
+        let tmp = directory + "/" + tmpName
         var failure: SystemError?
         let bytes = Array(contents.utf8)
         var written = 0
@@ -149,16 +161,55 @@ public enum FileIO {
         // over it: ext4 (auto_da_alloc) starts writeback of a file renamed over another, in
         // the rename, which put ~1.4 ms of block I/O into every suspend's registry record.
         // Either way a reader or a crashed writer sees the old file or the new one whole.
-        if failure == nil && !durable && icebox_rename_exchange(tmp, path) == 0 {
-            unlink(tmp)  // now the old contents
-        } else if failure == nil && rename(tmp, path) < 0 {
+        if failure == nil && !durable && icebox_rename_exchange_at(dirFD, tmpName, name) == 0 {
+            unlinkat(dirFD, tmpName, 0)  // now the old contents
+        } else if failure == nil && renameat(dirFD, tmpName, dirFD, name) < 0 {
             failure = SystemError("rename to", path: path)
         }
         if let failure {
-            unlink(tmp)
+            unlinkat(dirFD, tmpName, 0)
             throw failure
         }
-        if durable { try syncDirectory(of: path) }
+        if durable && fsync(dirFD) < 0 { throw SystemError("fsync the directory", path: directory) }
+    }
+
+    /// A new file beside `name` in an open directory, made by this call and no one else:
+    /// `NAME.tmp.` and 16 random hex digits, O_CREAT | O_EXCL | O_NOFOLLOW, tried again under
+    /// another name if one is taken (a few times: a name this random is taken only on purpose).
+    static func createExclusive(
+        in dirFD: Int32, directory: String, beside name: String, mode: mode_t
+    ) throws(SystemError) -> (fd: Int32, name: String) {
+        var attempt = 0
+        while true {
+            let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
+            let tmpName = name + ".tmp." + String(repeating: "0", count: 16 - suffix.count) + suffix
+            let fd = retryingOnInterrupt {
+                openat(dirFD, tmpName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            }
+            if fd >= 0 { return (fd, tmpName) }
+            attempt += 1
+            if errno != EEXIST || attempt >= 8 { throw SystemError("create", path: directory + "/" + tmpName) }
+        }
+    }
+
+    /// `path` with its directory resolved (realpath: every link in it followed, now) and its
+    /// last component as given; nil when the directory does not exist or the path names no
+    /// file. For a path a user gives (`--metrics-file`, `--export-json`, `run --log`): the
+    /// links they chose are followed once, here, and the file is then opened relative to the
+    /// directory never through a link (`writeAtomically`, O_NOFOLLOW).
+    public static func resolvingDirectory(_ path: String) -> String? {
+        let (directory, name) = split(path)
+        guard !name.isEmpty, name != ".", name != "..", let real = realpath(directory, nil) else { return nil }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        return (resolved == "/" ? "" : resolved) + "/" + name
+    }
+
+    /// A path's directory ("/" for a file at the root, "." for a bare name) and last component.
+    public static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 
     /// This process's effective uid, read once: the daemon writes records with it at every

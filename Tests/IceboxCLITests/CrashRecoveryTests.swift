@@ -13,6 +13,37 @@ struct CrashRecoveryTests {
     /// SIGKILLs the daemon and waits (through a pidfd) until it is gone.
     func killDaemon(_ box: Sandbox) throws { try box.killDaemon() }
 
+    /// A daemon started from inside an app's cgroup with the app's marks (an app that ran
+    /// icebox, after its own daemon died): adopting that cgroup would make the daemon an app
+    /// of its own, which a suspend would freeze (and nothing would thaw) and a cleanup would
+    /// kill. It leaves that cgroup alone.
+    @Test("a daemon inside a marked app cgroup does not adopt (or kill) itself")
+    func daemonInsideAnAppCgroup() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let cgroup = box.cgroupRoot + "/web"
+        try FileIO.makeDirectories(cgroup)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", #"echo $$ > "$0/cgroup.procs" && exec "$1" daemon"#, cgroup, Sandbox.binary]
+        p.environment = box.environment.merging(["ICEBOX_APP_NAME": "web", "NOTIFY_SOCKET": box.runtimeDir + "/notify.sock"]) { $1 }
+        let started = try Sandbox.runToEnd(p, timeout: 30, what: "icebox daemon from inside \(cgroup)")
+        #expect(started.status == 0, "\(started.output)")
+        let daemon = try daemonPID(box)
+        #expect(Sandbox.pids(in: cgroup).contains(daemon), "the daemon is not in \(cgroup)")
+        // doctor finds the daemon by its lock file (which it holds open) and reads its capabilities.
+        let doctor = try box.icebox(["doctor", "--color", "never"])
+        #expect(doctor.stdout.contains("pid \(daemon) has"), "\(doctor.stdout)")
+        let apps = try box.apps()
+        #expect(apps["web"] == nil, "the daemon adopted its own cgroup as web: \(apps["web"].map { "pid \($0.pid)" } ?? "")")
+        if apps["web"] == nil {  // else a suspend would freeze the daemon itself
+            let suspend = try box.icebox(["suspend", "web"])
+            #expect(suspend.status == 1 && suspend.stderr.contains("no app named 'web'"), "\(suspend.output)")
+        }
+        #expect(Kernel.alive(daemon) && Kernel.processState(daemon) != "T")
+        #expect(try box.icebox(["daemon", "--stop"]).status == 0)
+    }
+
     @Test("running and frozen apps are re-adopted with their true state", arguments: ["cgroup2", "cgroup1", "signal"])
     func readopt(backend: String) throws {
         let box = Sandbox("readopt\(backend)")

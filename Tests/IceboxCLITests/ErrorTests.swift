@@ -96,6 +96,74 @@ struct ErrorTests {
         _ = try? other.icebox(["daemon", "--stop", "--terminate-apps"], environment: env)
     }
 
+    /// A cgroup root asked for (ICEBOX_CGROUP_ROOT) that no cgroup backend can use is an
+    /// error that says why and what to do, not a silent fall back to another place or backend.
+    @Test("an explicit cgroup root that cannot be used exits 69 with why, instead of falling back")
+    func unusableExplicitRoot() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let bad = box.dir + "/not-a-cgroup"
+        let r = try box.icebox(["launch", "--grace", "0", "x", "--", "sleep", "100"], extraEnv: ["ICEBOX_CGROUP_ROOT": bad])
+        #expect(r.status == 69, "\(r.output)")
+        #expect(r.stderr.contains("the cgroup root \(bad) cannot be used: \(bad) is not inside the cgroup2 filesystem"), "\(r.stderr)")
+        #expect(r.stderr.contains("--backend signal"), "\(r.stderr)")
+        #expect(try box.apps()["x"] == nil)
+        let doctor = try box.icebox(["doctor", "--color", "never"], extraEnv: ["ICEBOX_CGROUP_ROOT": bad])
+        #expect(doctor.status == 1 && doctor.stdout.contains("none: the cgroup root \(bad) cannot be used"), "\(doctor.output)")
+        // Asked for by name, signal needs no cgroup root.
+        let signal = try box.icebox(
+            ["launch", "--backend", "signal", "--grace", "0", "y", "--", "sleep", "100"], extraEnv: ["ICEBOX_CGROUP_ROOT": bad])
+        #expect(signal.status == 0, "\(signal.output)")
+    }
+
+    /// Root in a user namespace (`unshare -U -r` by an unprivileged user, as a rootless
+    /// container runs) is root there only: doctor says the host's cgroups need delegation,
+    /// and a refusal's hint does not tell it to "run as root".
+    @Test(
+        "root in a user namespace is told it is not the host's root (doctor, and the hint of 77)",
+        .enabled(if: OtherUser.available, "needs root and setpriv (util-linux)"),
+        .enabled(if: OtherUser.userNamespaceRefusal == nil, "\(OtherUser.userNamespaceRefusal ?? "")"))
+    func rootInAUserNamespace() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let other = try OtherUser()
+        defer { other.close() }
+        var env = box.environment
+        env["ICEBOX_RUNTIME_DIR"] = other.home + "/run"
+        env["ICEBOX_STATE_DIR"] = other.home + "/state"
+        func inNamespace(_ args: [String]) throws -> Sandbox.Result {
+            let p = other.process(["/usr/bin/unshare", "--user", "--map-root-user", "--", other.binary] + args, environment: env)
+            return try Sandbox.runToEnd(p, timeout: 30, what: "icebox \(args.joined(separator: " ")) as root in a user namespace")
+        }
+        let root = "root inside a user namespace (uid_map 0 \(OtherUser.uid) 1: host uid \(OtherUser.uid)), not the host's root"
+        let doctor = try inNamespace(["doctor", "--color", "never"])
+        #expect(doctor.stdout.contains(root + ": the host's cgroups need delegation"), "\(doctor.output)")
+        #expect(!doctor.stdout.contains("running as root: no delegation needed"), "\(doctor.stdout)")
+        let r = try inNamespace(["launch", "--backend", "cgroup2", "x", "--", "true"])
+        #expect(r.status == 77, "\(r.output)")
+        #expect(r.stderr.contains(root) && !r.stderr.contains("run as root"), "\(r.stderr)")
+        _ = try? inNamespace(["daemon", "--stop", "--terminate-apps"])
+    }
+
+    /// process_madvise on another process needs CAP_SYS_NICE: a daemon without it (dropped
+    /// from its bounding set, so root's exec never gets it) is refused, and the hint says so.
+    @Test("compact by a daemon without CAP_SYS_NICE exits 77 and names the capability")
+    func compactWithoutSysNice() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: OtherUser.setpriv)
+        p.arguments = ["--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--", Sandbox.binary, "daemon"]
+        p.environment = box.environment
+        let daemon = try Sandbox.runToEnd(p, timeout: 30, what: "icebox daemon without CAP_SYS_NICE")
+        #expect(daemon.status == 0, "\(daemon.output)")
+        #expect(try box.icebox(["launch", "--grace", "0", "web", "--", "sleep", "1000"]).status == 0)
+        #expect(try box.icebox(["suspend", "web"]).status == 0)
+        let r = try box.icebox(["compact", "--mode", "cold", "web"])
+        #expect(r.status == 77, "\(r.output)")
+        #expect(r.stderr.contains("CAP_SYS_NICE") && !r.stderr.contains("run as root"), "\(r.stderr)")
+    }
+
     @Test("two daemons side by side, each with its own app of the same name")
     func twoDaemons() throws {
         let a = Sandbox("twoA"), b = Sandbox("twoB")

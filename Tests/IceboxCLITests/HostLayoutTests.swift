@@ -54,6 +54,164 @@ struct HostLayoutTests {
     @Test("an unprivileged user with a delegated cgroup2 subtree", .enabled(if: OtherUser.available, "setpriv is missing"))
     func delegated() throws { try Self.lifecycle(.delegated) }
 
+    /// A rootless container: the unprivileged user becomes root in a user namespace of its
+    /// own (`unshare --user --map-root-user`), with the subtree delegated to its host uid.
+    @Test(
+        "root in a user namespace with a cgroup2 subtree delegated to its host uid",
+        .enabled(if: OtherUser.available, "setpriv is missing"),
+        .enabled(if: OtherUser.userNamespaceRefusal == nil, "\(OtherUser.userNamespaceRefusal ?? "")"))
+    func userNamespace() throws { try Self.lifecycle(.userNamespace) }
+
+    /// The first cgroup2 mount read-only, a second one writable (as a runtime may give a
+    /// container its own beside the host's): a root asked for on the second is used there.
+    @Test("a cgroup root on a second, writable cgroup2 mount while the first is read-only")
+    func secondCgroup2Mount() throws {
+        let world = try HostLayoutWorld(.secondCgroup2)
+        defer { world.close() }
+        let doctor = try world.icebox(["doctor", "--color", "never"])
+        #expect(doctor.status == 0, "\(doctor.output)")
+        #expect(doctor.stdout.contains(world.cgroupRoot + ": writable, freezer present"), "\(doctor.stdout)")
+        let launched = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "web", "--", "sleep", "1000"])
+        #expect(launched.status == 0, "\(launched.output)")
+        let record = try #require(try world.apps()["web"])
+        #expect(record.cgroup == world.cgroupRoot + "/web")
+        // The same cgroup, as the host has it (the second mount shows the whole hierarchy).
+        let host = world.box.cgroupRoot + "/web"
+        #expect(Set(Sandbox.pids(in: host)) == [record.pid])
+        #expect(try world.icebox(["suspend", "web"]).status == 0)
+        #expect(Kernel.cgroupFrozen(host), "the host does not see web frozen")
+        #expect(try world.icebox(["resume", "web"]).status == 0)
+        #expect(!Kernel.cgroupFrozen(host))
+        #expect(try world.icebox(["terminate", "web"]).status == 0)
+        #expect(!Kernel.alive(record.pid) && !FileManager.default.fileExists(atPath: host))
+        #expect(try world.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
+    }
+
+    // Container layouts (issue 33): what a container runtime gives a process inside it.
+
+    /// `icebox daemon --foreground` as a container's init: PID 1 of a PID namespace of its
+    /// own. It serves commands from outside the namespace, freezes and thaws (seen in the
+    /// host's cgroup files), reaps the orphans that land on it, and its stop ends the
+    /// namespace with nothing left on the host.
+    @Test("icebox daemon --foreground as PID 1 of a PID namespace")
+    func daemonAsPID1() throws {
+        let box = Sandbox("pid1")
+        defer { box.close() }
+        let initProcess = Process()
+        initProcess.executableURL = URL(fileURLWithPath: HostLayoutWorld.unshare)
+        initProcess.arguments = [
+            "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", "--", Sandbox.binary, "daemon", "--foreground",
+        ]
+        initProcess.environment = box.environment
+        try initProcess.run()
+        defer {
+            if initProcess.isRunning { kill(initProcess.processIdentifier, SIGKILL) }
+            initProcess.waitUntilExit()
+        }
+        // Serving once its socket is there (a command before that would start a daemon of its own).
+        #expect(Scenario.eventually(seconds: 10) { FileManager.default.fileExists(atPath: box.runtimeDir + "/icebox.sock") })
+        let daemon = try #require(Kernel.children(of: initProcess.processIdentifier).first)
+        let lock = try String(contentsOfFile: box.runtimeDir + "/daemon.lock", encoding: .utf8)
+        #expect(lock.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "the daemon is not PID 1 of its namespace: \(lock)")
+        // doctor does not take pid 1 here (the host's init) for the daemon.
+        let doctor = try box.icebox(["doctor", "--color", "never"])
+        #expect(!doctor.stdout.contains("pid 1 has"), "\(doctor.stdout)")
+
+        // An app whose shell leaves an orphan that exits: the orphan lands on PID 1, the daemon.
+        let launched = try box.icebox([
+            "launch", "--grace", "0", "web", "--", "sh", "-c", "(sleep 0.2 &); sleep 1000 & exec sleep 1001",
+        ])
+        #expect(launched.status == 0, "\(launched.output)")
+        let record = try #require(try box.apps()["web"])
+        let cgroup = try #require(record.cgroup)
+        #expect(Scenario.eventually(seconds: 5) { Sandbox.pids(in: cgroup).count == 2 }, "\(Sandbox.pids(in: cgroup))")
+        #expect(
+            Scenario.eventually(seconds: 5) { Kernel.children(of: daemon, inState: "Z").isEmpty },
+            "zombies left on PID 1: \(Kernel.children(of: daemon, inState: "Z"))")
+
+        #expect(try box.icebox(["suspend", "web"]).status == 0)
+        #expect(Kernel.cgroupFrozen(cgroup), "the host does not see web frozen")
+        #expect(try box.icebox(["resume", "web"]).status == 0)
+        #expect(!Kernel.cgroupFrozen(cgroup))
+        let terminated = try box.icebox(["terminate", "web"])
+        #expect(terminated.status == 0, "\(terminated.output)")
+        #expect(!FileManager.default.fileExists(atPath: cgroup), "\(cgroup) is left behind")
+
+        #expect(try box.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
+        #expect(Scenario.eventually(seconds: 10) { !initProcess.isRunning }, "PID 1 did not end")
+        #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot), "\(box.cgroupRoot) is left behind")
+    }
+
+    @Test(
+        "a container in the host's cgroup namespace, v1 (runc, Kubernetes on v1 nodes): freezer and memory mounted at the container's cgroup, no cgroup2",
+        .enabled(
+            if: Sandbox.mounts.freezerV1 != nil && Sandbox.mounts.memoryV1 != nil, "this host has no v1 freezer and memory hierarchies"))
+    func hostNamespaceV1() throws { try Self.container(.hostNamespaceV1) }
+
+    @Test("a container in the host's cgroup namespace, v2 (--cgroupns=host): cgroup2 mounted at the container's cgroup")
+    func hostNamespaceV2() throws { try Self.container(.hostNamespaceV2) }
+
+    @Test(
+        "a container with a private cgroup namespace and only cgroup2 mounted, read-write",
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/ns/cgroup"), "this kernel has no cgroup namespaces (Linux 4.6)"))
+    func privateNamespace() throws { try Self.container(.privateNamespace) }
+
+    @Test(
+        "a container with a private cgroup namespace and only cgroup2 mounted, read-only",
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/ns/cgroup"), "this kernel has no cgroup namespaces (Linux 4.6)"))
+    func privateNamespaceReadOnly() throws { try Self.container(.privateNamespaceReadOnly) }
+
+    /// The whole lifecycle, then what a container adds: an app ready by sd_notify (its
+    /// sender is known by its cgroup, read through the mount's root), and a suspended app
+    /// that survives the daemon's death (the next daemon knows it by its cgroup) and is then
+    /// terminated. Every verdict is read from the host's own cgroup files.
+    static func container(_ layout: HostLayout) throws {
+        try lifecycle(layout)
+        let world = try HostLayoutWorld(layout)
+        defer { world.close() }
+        #expect(try world.icebox(["daemon"]).status == 0)
+        let app = world.box.pythonApp()
+        let launched = try world.icebox(["launch", "--ready", "notify", "--ready-timeout", "15s", "ready", "--", "/usr/bin/python3", app])
+        #expect(launched.status == 0, "\(launched.output)")
+        let ready = try #require(try world.apps()["ready"])
+        #expect(ready.state == .active && ready.statusText == "serving", "\(ready.state) \(ready.statusText ?? "")")
+        #expect(try world.icebox(["terminate", "ready"]).status == 0)
+
+        #expect(try world.icebox(["launch", "--grace", "0", "kept", "--", "sleep", "1000"]).status == 0)
+        let record = try #require(try world.apps()["kept"])
+        #expect(record.backend == layout.backend)
+        func frozen() -> Bool {
+            switch layout.backend {
+            case .cgroup2: return record.cgroup.map { Kernel.cgroupFrozen(world.seen($0)) } ?? false
+            case .cgroup1: return record.freezerV1.map { Kernel.freezerState(world.seen($0)) == "FROZEN" } ?? false
+            case .signal: return Kernel.processState(record.pid) == "T"
+            }
+        }
+        let suspended = try world.icebox(["suspend", "kept"])
+        #expect(suspended.status == 0 && suspended.stdout.contains("frozen in"), "\(suspended.output)")
+        #expect(frozen(), "the host does not see kept frozen")
+
+        // The daemon dies; the next one (started by the next command) keeps the app as it is.
+        try world.box.killDaemon()
+        let after = try #require(try world.apps()["kept"])
+        #expect(after.state == .suspended && after.pid == record.pid, "\(after.state) \(after.ending ?? "")")
+        #expect(Kernel.alive(record.pid), "the restarted daemon killed the suspended app")
+        #expect(frozen(), "the host does not see kept frozen after the restart")
+        let adopted = world.events().last { $0.app == "kept" && $0.kind == .adopt }?.detail ?? ""
+        #expect(adopted.contains("re-adopted"), "\(adopted)")
+
+        let resumed = try world.icebox(["resume", "kept"])
+        #expect(resumed.status == 0 && resumed.stdout.contains("thawed in"), "\(resumed.output)")
+        #expect(!frozen())
+        let terminated = try world.icebox(["terminate", "kept"])
+        #expect(terminated.status == 0, "\(terminated.output)")
+        #expect(!Kernel.alive(record.pid), "kept survived its termination")
+        for path in [ready.cgroup, ready.freezerV1, ready.memoryV1, record.cgroup, record.freezerV1, record.memoryV1].compactMap({ $0 }) {
+            #expect(!FileManager.default.fileExists(atPath: world.seen(path)), "\(path) is left behind")
+        }
+        #expect(try world.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
+    }
+
     static func lifecycle(_ layout: HostLayout) throws {
         let world = try HostLayoutWorld(layout)
         defer { world.close() }
@@ -123,7 +281,8 @@ struct HostLayoutTests {
             if Kernel.customSlices && ours.slice != nil { #expect(theirs.slice == "1000000", "\(theirs)") }
         }
         // A v1 memory cgroup of its own where the memory controller is v1's and writable.
-        #expect((record.memoryV1 != nil) == (layout == .v1Only), "\(record.memoryV1 ?? "no v1 memory cgroup")")
+        #expect(
+            (record.memoryV1 != nil) == (layout == .v1Only || layout == .hostNamespaceV1), "\(record.memoryV1 ?? "no v1 memory cgroup")")
         if let memory = record.memoryV1 { #expect(Set(Sandbox.pids(in: world.seen(memory))) == Set(pids)) }
 
         func frozen() -> Bool {
@@ -190,12 +349,18 @@ struct HostLayoutTests {
         let doctor = try world.icebox(["doctor", "--color", "never"], inLeader: false)
         #expect(doctor.stdout.contains(containment), "\(doctor.stdout)")
         #expect(doctor.stdout.contains("a delegated subtree, but this process's cgroup is outside it"), "\(doctor.stdout)")
+        // The root was asked for (ICEBOX_CGROUP_ROOT): auto does not fall back to signal.
         let json = try world.icebox(["doctor", "--json"], inLeader: false)
         let report = JSONLines.decode(DoctorReport.self, json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
-        #expect(report?.autoBackend == BackendKind.signal.rawValue && report?.usable == true, "\(json.output)")
+        #expect(report?.autoBackend == "none" && report?.usable == false, "\(json.output)")
         let r = try world.icebox(["launch", "--backend", "cgroup2", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
         #expect(r.status == 77, "\(r.output)")
         #expect(r.stderr.contains("backend cgroup2 is unavailable") && r.stderr.contains(containment), "\(r.stderr)")
+        let auto = try world.icebox(["launch", "--grace", "0", "outside", "--", "sleep", "100"], inLeader: false)
+        #expect(auto.status == 77, "\(auto.output)")
+        #expect(
+            auto.stderr.contains("the cgroup root \(world.cgroupRoot) cannot be used") && auto.stderr.contains(containment),
+            "\(auto.stderr)")
         #expect(try world.icebox(["daemon", "--stop"], inLeader: false).status == 0)
     }
 
@@ -209,19 +374,55 @@ struct HostLayoutTests {
 /// A host layout made in a mount namespace, and what icebox should make of it.
 enum HostLayout {
     case pureV2, v1Only, none, readOnly, delegated
+    /// `.delegated`, the user being root in a user namespace of its own.
+    case userNamespace
+    /// Containers: the host's cgroup namespace with mounts whose root (mountinfo field 4) is
+    /// the container's cgroup, not `/`; a private cgroup namespace with cgroup2 alone.
+    case hostNamespaceV1, hostNamespaceV2, privateNamespace, privateNamespaceReadOnly
+    /// The host's cgroup2 mount read-only, the same hierarchy mounted again, writable, at a
+    /// scratch directory.
+    case secondCgroup2
 
     var backend: BackendKind {
         switch self {
-        case .pureV2, .delegated: .cgroup2
-        case .v1Only: .cgroup1
-        case .none, .readOnly: .signal
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: .cgroup2
+        case .v1Only, .hostNamespaceV1: .cgroup1
+        case .none, .readOnly, .privateNamespaceReadOnly: .signal
         }
     }
 
-    /// The shell commands, run as root in the new namespace, that make the layout.
-    var setup: String {
+    /// A container layout: its processes are moved, from the host, into the container's
+    /// cgroups before they enter the namespace (as a runtime does).
+    var isContainer: Bool {
         switch self {
-        case .pureV2, .delegated:
+        case .hostNamespaceV1, .hostNamespaceV2, .privateNamespace, .privateNamespaceReadOnly: true
+        default: false
+        }
+    }
+
+    /// Whether the holder has a cgroup namespace of its own (commands enter it too).
+    var privateCgroupNamespace: Bool { self == .privateNamespace || self == .privateNamespaceReadOnly }
+
+    /// The shell commands, run as root in the new namespace, that make the layout.
+    /// `container`: the host directories of the container's cgroups (`containerCgroups`).
+    func setup(container: [String], scratch: String) -> String {
+        switch self {
+        case .secondCgroup2:
+            "mount -o remount,bind,ro \(Sandbox.mounts.unified!) && mount -t cgroup2 cgroup2 \(scratch)"
+        case .hostNamespaceV1:
+            // Each v1 hierarchy shows the container's cgroup at its mount point (runc's
+            // layout); no cgroup2 (hidden, as on a v1-only node).
+            "mount --bind \(container[0]) \(Sandbox.mounts.freezerV1!) && mount --bind \(container[1]) \(Sandbox.mounts.memoryV1!)"
+                + " && mount -t tmpfs -o mode=755,size=16k icebox-hide \(Sandbox.mounts.unified!)"
+        case .hostNamespaceV2:
+            // The container's v2 cgroup over the whole of /sys/fs/cgroup (Docker's --cgroupns=host).
+            "mount --bind \(container[0]) /sys/fs/cgroup"
+        case .privateNamespace, .privateNamespaceReadOnly:
+            // The cgroup namespace's root is the container's cgroup (the holder was moved there
+            // before unshare); the holder then leaves it for the leader leaf.
+            "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && echo $$ > /sys/fs/cgroup/leader/cgroup.procs"
+                + (self == .privateNamespaceReadOnly ? " && mount -o remount,bind,ro /sys/fs/cgroup" : "")
+        case .pureV2, .delegated, .userNamespace:
             // As on a systemd host: the whole v1 tree gone, cgroup2 alone in its place.
             "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup"
         case .v1Only:
@@ -244,6 +445,20 @@ enum HostLayout {
         case .readOnly:
             [Sandbox.mounts.mode, "is mounted read-only", "sum of Pss from smaps_rollup", "not used (apps get no v2 cgroup here)"]
         case .delegated: ["pure cgroup v2", "the cgroup root is writable by uid \(OtherUser.uid)"]
+        case .userNamespace:
+            [
+                "pure cgroup v2",
+                "root inside a user namespace (uid_map 0 \(OtherUser.uid) 1: host uid \(OtherUser.uid)), not the host's root: "
+                    + "the cgroup root is writable here",
+            ]
+        case .hostNamespaceV1:
+            // The daemon's own memory cgroup is the mount point: the apps' go under it.
+            ["legacy (cgroup v1 only)", "usable (--backend cgroup1)", "a v1 memory cgroup per app under \(Sandbox.mounts.memoryV1!)/apps"]
+        case .hostNamespaceV2, .privateNamespace:
+            // doctor's own cgroup found through the mount's root: its test spawn goes there.
+            ["pure cgroup v2", "clone3(CLONE_INTO_CGROUP | CLONE_PIDFD) works (tried into /sys/fs/cgroup/leader)"]
+        case .privateNamespaceReadOnly: ["pure cgroup v2", "is mounted read-only"]
+        case .secondCgroup2: ["writable, freezer present"]
         }
     }
 
@@ -254,8 +469,9 @@ enum HostLayout {
         let readOnly = "is mounted read-only"
         let noFreezer = "no cgroup v1 freezer hierarchy is mounted"
         return switch self {
-        case .pureV2, .delegated: "cgroup2"
-        case .v1Only: "cgroup1 (cgroup2: \(none))"
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup2"
+        case .v1Only, .hostNamespaceV1: "cgroup1 (cgroup2: \(none))"
+        case .privateNamespaceReadOnly: "signal (cgroup2: the cgroup filesystem at /sys/fs/cgroup \(readOnly); cgroup1: \(noFreezer))"
         case .none: "signal (cgroup2: \(none); cgroup1: \(noFreezer))"
         case .readOnly:
             "signal (cgroup2: the cgroup filesystem at \(Sandbox.mounts.unified!) \(readOnly); cgroup1: "
@@ -266,8 +482,8 @@ enum HostLayout {
     /// A feature doctor --require must find missing here.
     var missingFeature: String {
         switch self {
-        case .pureV2, .delegated: "cgroup1"
-        case .v1Only, .readOnly: "cgroup2"
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: "cgroup1"
+        case .v1Only, .readOnly, .hostNamespaceV1, .privateNamespaceReadOnly: "cgroup2"
         case .none: "cgroup1"
         }
     }
@@ -275,8 +491,10 @@ enum HostLayout {
     /// A backend asked for by name that the layout cannot give: the exit status and the why.
     var refusal: (backend: String, status: Int32, why: String) {
         switch self {
-        case .pureV2, .delegated: ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
-        case .v1Only: ("cgroup2", 69, "no cgroup2 filesystem is mounted")
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2:
+            ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
+        case .v1Only, .hostNamespaceV1: ("cgroup2", 69, "no cgroup2 filesystem is mounted")
+        case .privateNamespaceReadOnly: ("cgroup2", 69, "is mounted read-only")
         case .none: ("cgroup1", 69, "no cgroup v1 freezer hierarchy is mounted")
         case .readOnly: ("cgroup2", 69, "is mounted read-only")
         }
@@ -315,10 +533,21 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     let cgroupRoot: String
     var roots: [String] {
         switch layout {
-        case .pureV2, .delegated: [cgroupRoot]
-        case .v1Only: [cgroupRoot]
-        case .none, .readOnly: []
+        case .pureV2, .delegated, .userNamespace, .hostNamespaceV2, .privateNamespace, .secondCgroup2: [cgroupRoot]
+        case .v1Only, .hostNamespaceV1: [cgroupRoot]
+        case .none, .readOnly, .privateNamespaceReadOnly: []
         }
+    }
+    /// A container layout's own cgroups, as the host has them: made before the namespace,
+    /// removed (with whatever is left in them) after it. Shown in the namespace at
+    /// `containerMountPoints` (v1: freezer, memory; v2: the one cgroup2 mount).
+    let containerCgroups: [String]
+    var containerMountPoints: [String] {
+        layout == .hostNamespaceV1 ? [Sandbox.mounts.freezerV1!, Sandbox.mounts.memoryV1!] : ["/sys/fs/cgroup"]
+    }
+    /// The cgroup.procs files (host paths) each command is written into before it enters.
+    var containerProcs: [String] {
+        layout == .hostNamespaceV1 ? containerCgroups.map { $0 + "/cgroup.procs" } : [containerCgroups[0] + "/leader/cgroup.procs"]
     }
 
     init(_ layout: HostLayout) throws {
@@ -330,9 +559,18 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         case .pureV2: cgroupRoot = "/sys/fs/cgroup/" + unique
         case .v1Only: cgroupRoot = box.freezerRoot!
         case .none, .readOnly: cgroupRoot = box.cgroupRoot
-        case .delegated: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
+        case .delegated, .userNamespace: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
+        case .hostNamespaceV1: cgroupRoot = Sandbox.mounts.freezerV1! + "/apps"
+        case .hostNamespaceV2, .privateNamespace: cgroupRoot = "/sys/fs/cgroup/apps"
+        case .privateNamespaceReadOnly: cgroupRoot = "/sys/fs/cgroup/icebox"  // the default: nothing is asked for
+        case .secondCgroup2: cgroupRoot = box.dir + "/cg2/" + unique
         }
-        if layout == .delegated {
+        switch layout {
+        case .hostNamespaceV1: containerCgroups = [Sandbox.mounts.freezerV1!, Sandbox.mounts.memoryV1!].map { $0 + "/" + unique }
+        case .hostNamespaceV2, .privateNamespace, .privateNamespaceReadOnly: containerCgroups = [Sandbox.mounts.unified! + "/" + unique]
+        default: containerCgroups = []
+        }
+        if layout == .delegated || layout == .userNamespace {
             let other: OtherUser
             do { other = try OtherUser() } catch {
                 box.close()
@@ -348,7 +586,11 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         } else {
             other = nil
             appDir = box.dir
-            environment = box.environment.merging(["ICEBOX_CGROUP_ROOT": cgroupRoot]) { $1 }
+            var env = box.environment.merging(["ICEBOX_CGROUP_ROOT": cgroupRoot]) { $1 }
+            // Where no cgroup root can be used, none is asked for: an explicit root that
+            // cannot be used is an error, not a fall back to signal.
+            if [.none, .readOnly, .privateNamespaceReadOnly].contains(layout) { env.removeValue(forKey: "ICEBOX_CGROUP_ROOT") }
+            environment = env
             delegatedHost = nil
         }
 
@@ -356,11 +598,28 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         let complaints = box.dir + "/layout.err"
         do {
             if let delegatedHost { try Self.delegate(delegatedHost, to: OtherUser.uid) }
-            holder.executableURL = URL(fileURLWithPath: Self.unshare)
-            holder.arguments = [
-                "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                "exec 2>\"$0\"; " + layout.setup + " && echo ready && exec cat", complaints,
-            ]
+            for dir in containerCgroups {
+                guard mkdir(dir, 0o755) == 0 else { throw LayoutError(message: "mkdir \(dir): \(String(cString: strerror(errno)))") }
+            }
+            if layout.isContainer && layout != .hostNamespaceV1 {
+                let leader = containerCgroups[0] + "/leader"
+                guard mkdir(leader, 0o755) == 0 else { throw LayoutError(message: "mkdir \(leader): \(String(cString: strerror(errno)))") }
+            }
+            if layout == .secondCgroup2 { try FileIO.makeDirectories(box.dir + "/cg2") }
+            let inner =
+                "exec 2>\"$0\"; " + layout.setup(container: containerCgroups, scratch: box.dir + "/cg2") + " && echo ready && exec cat"
+            if layout.privateCgroupNamespace {
+                // Into the container's cgroup first: unshare makes the cgroup it is in the
+                // namespace's root.
+                holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+                holder.arguments = [
+                    "-c", #"echo $$ > "$1" && exec "$0" --cgroup --mount --propagation private -- /bin/sh -c "$2" "$3""#,
+                    Self.unshare, containerCgroups[0] + "/cgroup.procs", inner, complaints,
+                ]
+            } else {
+                holder.executableURL = URL(fileURLWithPath: Self.unshare)
+                holder.arguments = ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", inner, complaints]
+            }
             let output = Pipe()
             holder.standardInput = holderInput
             holder.standardOutput = output
@@ -393,8 +652,14 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         }
     }
 
-    /// A path in the namespace, as the host reaches it: through the holder's root.
-    func seen(_ path: String) -> String { "/proc/\(holder.processIdentifier)/root" + path }
+    /// A path in the namespace, as the host reaches it: for a container, the host's own path
+    /// of the container's cgroups; else through the holder's root.
+    func seen(_ path: String) -> String {
+        for (point, host) in zip(containerMountPoints, containerCgroups) where path == point || path.hasPrefix(point + "/") {
+            return host + path.dropFirst(point.count)
+        }
+        return "/proc/\(holder.processIdentifier)/root" + path
+    }
 
     /// Runs icebox in the namespace; for `.delegated` as the other user, started in the
     /// delegated subtree's leader cgroup (root moves the shell there before it drops to the
@@ -406,13 +671,23 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.nsenter)
         var argv = ["--target", "\(holder.processIdentifier)", "--mount", "--"]
-        if let other {
+        if layout.isContainer {
+            // As a runtime starts a process in a container: its cgroups first (from the host),
+            // then the namespaces.
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            let moves = containerProcs.map { "echo $$ > \($0)" }.joined(separator: " && ")
+            argv = ["-c", moves + #" && exec "$@""#, "sh", Self.nsenter, "--target", "\(holder.processIdentifier)", "--mount"]
+            argv += (layout.privateCgroupNamespace ? ["--cgroup"] : []) + ["--", Sandbox.binary]
+        } else if let other {
             let unique = URL(fileURLWithPath: cgroupRoot).deletingLastPathComponent().lastPathComponent
             let leader = inLeader ? "/sys/fs/cgroup/\(unique)/leader/cgroup.procs" : "/dev/null"
             argv += [
                 "/bin/sh", "-c", #"echo $$ > "$0" && exec "$@""#, leader,
-                OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups", other.binary,
+                OtherUser.setpriv, "--reuid=\(OtherUser.uid)", "--regid=\(OtherUser.uid)", "--clear-groups",
             ]
+            // Root in a user namespace of its own, mapped to the user's uid.
+            if layout == .userNamespace { argv += [Self.unshare, "--user", "--map-root-user", "--"] }
+            argv.append(other.binary)
         } else {
             if let descriptorLimit { argv += ["/usr/bin/prlimit", "--nofile=\(descriptorLimit):\(descriptorLimit)"] }
             argv.append(Sandbox.binary)
@@ -444,6 +719,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
             kill(holder.processIdentifier, SIGKILL)
             holder.waitUntilExit()
         }
+        for dir in containerCgroups { Self.removeTree(dir) }
         if let delegatedHost, FileManager.default.fileExists(atPath: delegatedHost) {
             let tree = Cgroup2(path: delegatedHost)
             try? tree.kill()
@@ -452,6 +728,24 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         }
         box.close()
         other?.close()
+    }
+
+    /// Kills whatever is left in a cgroup tree (v2 or v1, thawed first) and removes it
+    /// bottom-up, waiting (bounded) for each directory to empty.
+    static func removeTree(_ root: String) {
+        guard FileManager.default.fileExists(atPath: root) else { return }
+        let dirs =
+            ((FileManager.default.subpaths(atPath: root) ?? []).map { root + "/" + $0 }.filter {
+                FileManager.default.fileExists(atPath: $0 + "/cgroup.procs")
+            } + [root]).sorted { $0.count > $1.count }
+        for dir in dirs {
+            _ = try? FileIO.write(dir + "/freezer.state", "THAWED")
+            _ = try? FileIO.write(dir + "/cgroup.freeze", "0")
+            for pid in Sandbox.pids(in: dir) { kill(pid, SIGKILL) }
+        }
+        for dir in dirs {
+            for _ in 0..<300 where rmdir(dir) != 0 && errno == EBUSY { usleep(10_000) }
+        }
     }
 
     /// One line from `fd` (without its newline), or nil at end of file or after `seconds`.

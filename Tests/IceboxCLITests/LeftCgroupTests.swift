@@ -63,7 +63,7 @@ extension KernelScenarios {
             let app = try ScenarioApp(box, "web", backend: .cgroup2, ["idle"])
             try app.suspend()
             // Into the test's own cgroup (never frozen): the app's cgroup is empty afterwards.
-            let mount = try #require(Sandbox.mounts.unified)
+            let mount = try #require(Sandbox.mounts.unifiedMount)
             let own = try #require(CgroupMembership.path(of: getpid(), mount: mount))
             try Scenario.move(app.pid, to: own)
             #expect(

@@ -12,6 +12,22 @@ final class OtherUser: @unchecked Sendable {  // used by one test at a time, lik
     static let setpriv = "/usr/bin/setpriv"
     static var available: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv) }
 
+    /// Why this user cannot make a user namespace of its own here, or nil if it can: the
+    /// kernel's limit, and Debian's and Ubuntu's switches for unprivileged ones.
+    static var userNamespaceRefusal: String? {
+        func value(_ path: String) -> Int? {
+            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        if value("/proc/sys/user/max_user_namespaces") == 0 { return "user namespaces are off (user.max_user_namespaces is 0)" }
+        if value("/proc/sys/kernel/unprivileged_userns_clone") == 0 {
+            return "unprivileged user namespaces are off (kernel.unprivileged_userns_clone)"
+        }
+        if value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1 {
+            return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns)"
+        }
+        return nil
+    }
+
     /// The fresh 0755 directory: the binary's copy, and `home` (owned by the other user, 0700).
     let dir: String
     let binary: String

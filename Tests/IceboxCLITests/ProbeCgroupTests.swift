@@ -25,9 +25,9 @@ struct ProbeCgroupTests {
         let app = try #require(try box.apps()["probed"])
         #expect(app.state == .active && app.pid != left, "the probe's process taken for the app")
         let cgroup = try #require(app.cgroup)
-        #expect(CgroupMembership.path(of: left, mount: Sandbox.mounts.unified!) == cgroup, "the probe's process is outside \(cgroup)")
+        #expect(CgroupMembership.path(of: left, mount: Sandbox.mounts.unifiedMount!) == cgroup, "the probe's process is outside \(cgroup)")
         let freezer = backend == "cgroup1" ? app.freezerV1 : nil
-        if let freezer, let mount = Sandbox.mounts.freezerV1 {
+        if let freezer, let mount = Sandbox.mounts.freezerV1Mount {
             #expect(CgroupMembership.path(of: left, controller: "freezer", mount: mount) == freezer)
         }
 

@@ -37,10 +37,10 @@ struct SubCgroupAdoptionTests {
         // Moved and exec'd.
         #expect(
             eventually {
-                CgroupMembership.path(of: before.pid, mount: Sandbox.mounts.unified!) == cgroup + "/inner"
+                CgroupMembership.path(of: before.pid, mount: Sandbox.mounts.unifiedMount!) == cgroup + "/inner"
                     && ((try? String(contentsOfFile: "/proc/\(before.pid)/cmdline", encoding: .utf8)) ?? "").hasPrefix("sleep")
             }, "the app did not move itself into \(cgroup)/inner")
-        if let freezer, let mount = Sandbox.mounts.freezerV1 {
+        if let freezer, let mount = Sandbox.mounts.freezerV1Mount {
             #expect(CgroupMembership.path(of: before.pid, controller: "freezer", mount: mount) == freezer + "/inner")
         }
 

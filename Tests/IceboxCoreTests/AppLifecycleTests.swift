@@ -654,6 +654,18 @@ struct AppLifecycleTests {
         #expect(fx == [.persist])
     }
 
+    @Test func aStatusFloodThatGoesOnPastItsSecondIsStillSaid() {
+        // Under a flood the loop reads the socket before it runs its deadline work: a change
+        // that arrives after the second ended, before the tick, must not wipe the count.
+        var l = Self.lifecycle(in: .active)
+        let start: UInt64 = 10_000
+        for i in 0..<300 { _ = l.handle(.notify(NotifyMessage.parse("STATUS=step \(i)")), now: start + UInt64(i) * 1_000) }
+        let late = start + 2 * Self.second
+        for i in 0..<10 { _ = l.handle(.notify(NotifyMessage.parse("STATUS=late \(i)")), now: late + UInt64(i)) }
+        let fx = l.handle(.tick, now: late + 20)
+        #expect(Self.lines(fx).contains { $0.hasPrefix("STATUS= changed 3") }, "\(Self.lines(fx))")
+    }
+
     @Test func aStatusThatWaitsGoesWithTheNextRecordWrite() {
         var l = Self.lifecycle(in: .active)
         _ = l.handle(.notify(NotifyMessage.parse("STATUS=a")), now: 10_000)

@@ -40,6 +40,33 @@ struct CgroupMountsTests {
         #expect(m.mode == "hybrid (cgroup v2 beside v1 controllers)")
     }
 
+    /// A container in the host's cgroup namespace (runc's v1 layout): each hierarchy mounted
+    /// with the container's cgroup as its root (field 4), escaped as the kernel writes it.
+    @Test func mountRootsAreKept() {
+        let text = """
+            31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755
+            35 31 0:32 /kubepods/pod\\0401/ctr /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory
+            37 31 0:34 /kubepods/pod1/ctr /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer
+            41 31 0:38 /kubepods/pod1/ctr /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw
+            """
+        let m = CgroupMounts.parse(text)
+        #expect(m.unifiedMount == CgroupMount(point: "/sys/fs/cgroup/unified", root: "/kubepods/pod1/ctr"))
+        #expect(m.freezerV1Mount == CgroupMount(point: "/sys/fs/cgroup/freezer", root: "/kubepods/pod1/ctr"))
+        #expect(m.memoryV1Mount == CgroupMount(point: "/sys/fs/cgroup/memory", root: "/kubepods/pod 1/ctr"))
+        #expect(CgroupMounts.parse(Self.hybrid).unifiedMount == CgroupMount(point: "/sys/fs/cgroup/unified", root: "/"))
+    }
+
+    /// Every cgroup2 mount is kept, in order; the first is the default.
+    @Test func everyCgroup2MountIsListed() {
+        let text = """
+            30 25 0:26 / /sys/fs/cgroup ro - cgroup2 cgroup2 rw
+            60 25 0:26 /ctr /run/cg rw - cgroup2 cgroup2 rw
+            """
+        let m = CgroupMounts.parse(text)
+        #expect(m.unified == "/sys/fs/cgroup")
+        #expect(m.unifiedMounts == [CgroupMount(point: "/sys/fs/cgroup"), CgroupMount(point: "/run/cg", root: "/ctr")])
+    }
+
     @Test func pureV2HostWithOptionalFields() {
         let m = CgroupMounts.parse(Self.pureV2)
         #expect(m == CgroupMounts(unified: "/sys/fs/cgroup"))

@@ -150,7 +150,38 @@ struct HostFactsRootTests {
         let facts = HostFacts.discover(cgroupRootOverride: "/elsewhere/mine", mountinfo: dir + "/mountinfo", createRoots: false)
         #expect(!facts.cgroup1Usable)
         #expect(facts.freezerV1Problem == "/elsewhere/mine is not inside the v1 freezer hierarchy at \(dir)/freezer")
-        #expect(try facts.resolve(.auto) == .signal)
+        // Asked for and unusable: an error that says why, never a silent fall back to signal.
+        #expect(facts.explicitRootUnusable)
+        #expect(facts.autoBackendChoice.hasPrefix("none: the cgroup root /elsewhere/mine cannot be used"))
+        do {
+            _ = try facts.resolve(.auto)
+            Issue.record("auto resolved with an unusable explicit cgroup root")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.message.hasPrefix("the cgroup root /elsewhere/mine cannot be used: no cgroup2 filesystem is mounted"))
+            #expect(error.hint?.contains("--backend signal") == true)
+        }
+        #expect(try facts.resolve(.signal) == .signal)
+        // Without an explicit root, signal is the documented fall back.
+        let plain = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(!plain.explicitRootUnusable)
+    }
+
+    /// A second cgroup2 mount (a container's writable one beside a read-only host one): a
+    /// root asked for on it is judged on that mount, not refused as outside the first.
+    @Test func aRootOnASecondCgroup2MountIsJudgedThere() throws {
+        let dir = Self.host(withCgroup2: true)
+        defer { removeTree(dir) }
+        for d in ["/second", "/second/apps"] { mkdir(dir + d, 0o755) }
+        for f in ["cgroup.procs", "apps/cgroup.procs", "apps/cgroup.freeze"] { writeFile(dir + "/second/" + f, "") }
+        let text = try String(contentsOfFile: dir + "/mountinfo", encoding: .utf8)
+        writeFile(dir + "/mountinfo", text + "42 31 0:38 /ctr \(dir)/second rw - cgroup2 cgroup2 rw\n")
+        let facts = HostFacts.discover(cgroupRootOverride: dir + "/second/apps", mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(facts.mounts.unifiedMount == CgroupMount(point: dir + "/second", root: "/ctr"))
+        #expect(facts.cgroupRoot == dir + "/second/apps")
+        #expect(facts.cgroupRootProblem == nil || getuid() != 0, "\(facts.cgroupRootProblem ?? "")")
+        let first = HostFacts.discover(cgroupRootOverride: nil, mountinfo: dir + "/mountinfo", createRoots: false)
+        #expect(first.mounts.unified == dir + "/cg2")
     }
 
     @Test func aRootInTheV1HierarchyIsNoCgroup2Root() {

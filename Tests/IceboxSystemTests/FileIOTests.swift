@@ -112,6 +112,55 @@ struct FileIOTests {
         #expect(fileMode(dir + "/shared") == 0o640)
     }
 
+    /// The attack on a directory someone else can write: links at the temporary file's old
+    /// name (PATH.tmp.PID), at the file itself, and a directory that is a link.
+    @Test func writeAtomicallyNeverWritesThroughALink() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let secret = dir + "/secret", path = dir + "/icebox.prom"
+        writeFile(secret, "root only\n")
+        chmod(secret, 0o600)
+        symlink(secret, path + ".tmp.\(getpid())")
+        try FileIO.writeAtomically(path, "metrics\n", mode: 0o644)
+        #expect(readFile(secret) == "root only\n" && fileMode(secret) == 0o600)
+        #expect(readFile(path) == "metrics\n")
+        #expect(try FileIO.linkStatus(path)?.kind == .regular)
+
+        // A link at the file itself is replaced, not written through.
+        unlink(path)
+        symlink(secret, path)
+        try FileIO.writeAtomically(path, "again\n", mode: 0o644)
+        #expect(readFile(secret) == "root only\n")
+        #expect(try FileIO.linkStatus(path)?.kind == .regular)
+        #expect(try FileIO.list(dir).sorted() == ["icebox.prom", "icebox.prom.tmp.\(getpid())", "secret"])
+
+        // A directory that is a link (swapped in after the path was checked) is refused.
+        mkdir(dir + "/elsewhere", 0o700)
+        symlink(dir + "/elsewhere", dir + "/linked")
+        #expect(throws: SystemError.self) { try FileIO.writeAtomically(dir + "/linked/icebox.prom", "x") }
+        #expect(try FileIO.list(dir + "/elsewhere").isEmpty)
+    }
+
+    @Test func temporaryNamesAreUnpredictableAndTakenOnesAreSkipped() throws {
+        let dir = makeTemporaryDirectory("fileio")
+        defer { removeTree(dir) }
+        let dirFD = try FileIO.openDirectory(dir)
+        defer { close(dirFD) }
+        var names = Set<String>()
+        for _ in 0..<20 {
+            let made = try FileIO.createExclusive(in: dirFD, directory: dir, beside: "f", mode: 0o600)
+            close(made.fd)
+            #expect(made.name.hasPrefix("f.tmp.") && made.name.count == "f.tmp.".count + 16)
+            names.insert(made.name)
+        }
+        #expect(names.count == 20)
+        let real = try #require(realpath(dir, nil))
+        defer { free(real) }
+        #expect(FileIO.resolvingDirectory(dir + "/x") == String(cString: real) + "/x")
+        #expect(FileIO.resolvingDirectory(dir + "/missing/x") == nil)
+        #expect(FileIO.resolvingDirectory(dir + "/") == nil)
+    }
+
     @Test func writeAtomicallyIntoAMissingDirectoryThrows() {
         let dir = makeTemporaryDirectory("fileio")
         defer { removeTree(dir) }

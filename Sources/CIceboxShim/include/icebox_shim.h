@@ -121,8 +121,8 @@ struct icebox_scheduling {
  * refuse them, plain SCHED_OTHER): only after an _off that returned 0. */
 int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
 int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
-/* renameat2(RENAME_EXCHANGE) in the current directory's terms: swaps two paths atomically. */
-int icebox_rename_exchange(const char *a, const char *b);
+/* renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically. */
+int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_Nonnull b);
 struct epoll_event;
 /* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
    milliseconds, rounded up, on a kernel without it (before 5.11). */

@@ -1,0 +1,50 @@
+/// Text that others supplied (an app's STATUS=, an event's detail quoting what an app said or
+/// answered, a command line), made safe to print on a terminal, as `systemctl status` does:
+/// nothing in it can move the cursor, clear the screen, set the window title, write the
+/// clipboard (OSC 52), ring the bell or reorder what follows it.
+///
+/// Escaped, as `\xNN` (two hex digits, upper case): every C0 control (U+0000–U+001F: ESC,
+/// CR, BS, BEL, …; tab and newline too, unless kept, since one cell of a table must stay one
+/// cell) and DEL (U+007F). As `\uNNNN`: the C1 controls (U+0080–U+009F, which some
+/// terminals take as CSI and OSC) and the bidirectional formatting characters (U+061C,
+/// U+200E–U+200F, U+202A–U+202E, U+2066–U+2069, which reorder the text around them), and the
+/// line and paragraph separators (U+2028, U+2029). Everything else is left as it is, a
+/// backslash too: the escapes mark what was not printable, they are not meant to be decoded.
+/// JSON output (`-j`, `{{json .}}`) does not go through here: it is exact, its own escapes
+/// cover the C0 controls.
+public enum TerminalText {
+    /// `text` with the characters above escaped; `keepingLayout`: tab and newline stay (a
+    /// whole reply line or message whose layout they are).
+    public static func escaped(_ text: String, keepingLayout: Bool = false) -> String {
+        // Printable ASCII only (nearly every field): the same String back, nothing allocated.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if keepingLayout && (v == 0x09 || v == 0x0A) {
+                out.unicodeScalars.append(scalar)
+            } else if v < 0x20 || v == 0x7F {
+                out += "\\x" + hex(v, digits: 2)
+            } else if needsUnicodeEscape(v) {
+                out += "\\u" + hex(v, digits: 4)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// C1 controls, bidirectional formatting characters, line and paragraph separators.
+    static func needsUnicodeEscape(_ v: UInt32) -> Bool {
+        switch v {
+        case 0x80...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x2028, 0x2029: return true
+        default: return false
+        }
+    }
+
+    private static func hex(_ v: UInt32, digits: Int) -> String {
+        let text = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+}
