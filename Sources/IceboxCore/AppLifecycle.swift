@@ -27,7 +27,8 @@ public struct AppLifecycle: Sendable {
         case ended
     }
 
-    public enum Ending: Sendable, Equatable {
+    /// How an app is being ended; kept in its record (`AppRecord.endIntent`) while it is.
+    public enum Ending: String, Sendable, Equatable, Codable {
         case terminate, evict
     }
 
@@ -94,6 +95,14 @@ public struct AppLifecycle: Sendable {
         self.adopted = true
         self.launchStart = record.launchStartNanos
         watchdogInterval = record.options.watchdogNanos.map { max($0, LaunchOptions.leastWatchdogNanos) }
+        if let how = record.endIntent {
+            // A terminate or eviction the last daemon began: it goes on to its recorded kill
+            // deadline (an eviction's is at once); `.resumeEnding` does what may be undone.
+            endStart = record.endStartNanos ?? now
+            stateBeforeEnd = record.state
+            phase = .ending(how, killDeadline: how == .evict ? nil : record.killDeadlineNanos ?? now)
+            return
+        }
         switch record.state {
         case .launching:
             let ready =
@@ -157,6 +166,22 @@ public struct AppLifecycle: Sendable {
             r.graceDeadlineNanos = nil
             r.graceCapNanos = nil
         }
+        // A terminate or eviction under way, with its SIGKILL deadline: a daemon that takes
+        // over after a crash kills the app then, rather than adopting it as if nothing began.
+        switch phase {
+        case .ending(let how, let kill):
+            r.endIntent = how
+            r.endStartNanos = endStart
+            r.killDeadlineNanos = how == .evict ? endStart : kill ?? endStart
+        case .cleaningUp(let final, _) where final != .exited:
+            r.endIntent = final == .evicted ? .evict : .terminate
+            r.endStartNanos = endStart
+            r.killDeadlineNanos = endStart
+        default:
+            r.endIntent = nil
+            r.endStartNanos = nil
+            r.killDeadlineNanos = nil
+        }
         return r
     }
 
@@ -190,6 +215,7 @@ public struct AppLifecycle: Sendable {
         case .leftCgroup(let to): leftCgroup(to, now, &fx)
         case .thawedOutside(let how): thawedOutside(how, now, &fx)
         case .frozenOutside(let how): frozenOutside(how, now, &fx)
+        case .resumeEnding(let frozen): resumeEnding(frozen, now, &fx)
         }
         // A record change the app made that waited for its write goes with this one.
         if fx.contains(.persist) { repeats.recordWritten() }
@@ -314,7 +340,12 @@ public struct AppLifecycle: Sendable {
             if let waiter {
                 fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being thawed; suspend it once it is active", failed: true))
             }
-        case .launching, .active:
+        case .launching(let ready):
+            // Refused, nothing done: an app not yet ready has no state to save on a notice,
+            // and frozen it could never become ready, its launch client waiting on a
+            // deadline it would outlive (or, resumed, it would be active unready).
+            if let waiter { fx.append(.refuse(waiter: waiter, line: "icebox: " + stillLaunching(ready, now), code: .tryAgain)) }
+        case .active:
             let from = record.state
             if let waiter { suspendWaiters.append(waiter) }
             watchdogDeadline = nil  // paused: the app is told it is going away, then frozen
@@ -350,6 +381,29 @@ public struct AppLifecycle: Sendable {
         case .ending, .cleaningUp, .ended:
             if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being stopped; not suspending it", failed: true)) }
         }
+    }
+
+    /// "web is still launching (waiting for READY=1, 4.5s left); try again when it is active"
+    private func stillLaunching(_ readyDeadline: UInt64?, _ now: UInt64) -> String {
+        let what: String
+        switch record.options.ready {
+        case .notify: what = "waiting for READY=1"
+        case .exec: what = "waiting for its exec"
+        default: what = "waiting for --ready \(record.options.ready)"
+        }
+        let left = readyDeadline.map { ", \(DurationText.format($0.saturatingSub(now))) left" } ?? ""
+        return "\(name) is still launching (\(what)\(left)); try again when it is active"
+    }
+
+    /// A launch that will never be ready (the app is being ended first): its clients hear why
+    /// now, as failed, and wait on for the end so that nothing is left when they return.
+    private mutating func abandonLaunch(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .launching = phase else { return }
+        for id in launchWaiters {
+            fx.append(.report(waiter: id, line: "icebox: \(name) \(why)", failed: true))
+            endWaiters.append(id)
+        }
+        launchWaiters = []
     }
 
     /// The grace is over (READY=1, expired, no notice): ask the kernel to freeze.
@@ -612,9 +666,12 @@ public struct AppLifecycle: Sendable {
     private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
         if let waiter { endWaiters.append(waiter) }
         guard !isEnding else { return }
+        abandonLaunch("was terminated before it was ready (SIGTERM sent; SIGKILL after \(DurationText.format(timeout)))", now, &fx)
         let frozenNow = leaveForEnding(now, &fx)
         endStart = now
         phase = .ending(.terminate, killDeadline: now.saturatingAdd(timeout))
+        // Before the SIGTERM (`apply` writes first): the kill deadline survives a daemon crash.
+        fx.append(.persist)
         if frozenNow { fx.append(.thawForTermination) }
         fx.append(.signalMembers(SIGTERM))
         fx.append(
@@ -630,11 +687,36 @@ public struct AppLifecycle: Sendable {
             // A terminate under way becomes an eviction: killed now, recorded as evicted.
             phase = .ending(.evict, killDeadline: nil)
         default:
+            abandonLaunch("was evicted before it was ready (killed without notice)", now, &fx)
             _ = leaveForEnding(now, &fx)
             endStart = now
             phase = .ending(.evict, killDeadline: nil)
         }
+        // Before the kill: a daemon killed in between leaves its successor the eviction to finish.
+        fx.append(.persist)
         fx.append(.killAll)
+    }
+
+    /// Re-adopted with a terminate or eviction the last daemon began (`init(adopting:)` put
+    /// it in `.ending`): finished rather than forgotten. A terminate before its kill deadline
+    /// has SIGTERM sent again (the intent was recorded before the signal; the last daemon may
+    /// have died in between, and a missing one would have the app SIGKILLed unwarned; an app
+    /// already ending gets asked twice) and a frozen one thawed to act on it; past its
+    /// deadline, or an eviction, it is killed now.
+    private mutating func resumeEnding(_ frozen: Bool, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+        guard case .ending(let how, let kill) = phase else { return }
+        let began =
+            "a \(how == .evict ? "eviction" : "terminate") begun \(DurationText.format(now.saturatingSub(endStart))) ago, before a daemon restart"
+        if how == .terminate, let kill, kill > now {
+            if frozen { fx.append(.thawForTermination) }
+            fx.append(.signalMembers(SIGTERM))
+            fx.append(.log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now))", now)))
+        } else {
+            phase = .ending(how, killDeadline: nil)
+            let why = how == .evict ? "finishing it" : "its SIGKILL deadline has passed"
+            fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "\(began): \(why); SIGKILL", now)))
+            fx.append(.killAll)
+        }
     }
 
     /// Leaves the current phase for an ending: pending work is withdrawn and clients waiting
@@ -673,7 +755,12 @@ public struct AppLifecycle: Sendable {
             phase = .background(g)
         case .freezing:
             pendingEviction = true
-        case .launching, .active:
+        case .launching:
+            // Not ready yet, so no state to save: killed now, rather than frozen unready (a
+            // resume in its grace would make it active without ever being ready).
+            abandonLaunch("was evicted by the memory policy before it was ready", now, &fx)
+            evict(nil, now, &fx)
+        case .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
             pendingEviction = true
             suspend(nil, notice, length: nil, cap: grace, now, &fx)
@@ -696,16 +783,13 @@ public struct AppLifecycle: Sendable {
         case .launching(let ready?) where ready <= now:
             phase = .launching(readyDeadline: nil)
             let waited = now.saturatingSub(launchStart)
-            let line = "\(name) was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
+            let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
+            let line = "\(name) \(why)"
             fx.append(.stopProbe)
             fx.append(.log(event(.error, duration: waited, line, now)))
             // The launch fails, but its reply waits until the app is gone: nothing is left
             // behind when the command returns.
-            for id in launchWaiters {
-                fx.append(.report(waiter: id, line: "icebox: " + line, failed: true))
-                endWaiters.append(id)
-            }
-            launchWaiters = []
+            abandonLaunch(why, now, &fx)
             terminate(nil, 10_000_000_000, now, &fx)
         case .background(let grace) where grace.deadline <= now:
             endGrace(reason: "expired", now, &fx)

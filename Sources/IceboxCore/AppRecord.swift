@@ -29,6 +29,12 @@ public struct AppRecord: Codable, Sendable {
     public var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
     public var graceDeadlineNanos: UInt64?
     public var graceCapNanos: UInt64?
+    /// A terminate or eviction under way (monotonic times, as the grace's): a daemon taking
+    /// over after a crash finishes it, SIGKILL at `killDeadlineNanos` (an eviction's is its
+    /// start: at once), instead of adopting an app told to go as if nothing had begun.
+    public var endIntent: AppLifecycle.Ending?
+    public var endStartNanos: UInt64?
+    public var killDeadlineNanos: UInt64?
     /// Who the app runs as: its --user, else the daemon's own ids (nil in records from before).
     public var runsAs: RunAs?
     /// The app's NOTIFY_SOCKET when it is not the notify directory's (an app run as another

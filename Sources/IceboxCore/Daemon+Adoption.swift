@@ -95,13 +95,17 @@ extension Daemon {
         let notifyPath = notifySocketPath(of: record)
         if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
         record.killedWhileSuspended = saved.state == .suspended
-        record.state = .exited
+        // One told to go (a terminate or eviction under way) is recorded as what it was told.
+        record.state = saved.endIntent == .evict ? .evicted : saved.endIntent == .terminate ? .terminated : .exited
+        record.endIntent = nil
+        record.endStartNanos = nil
+        record.killDeadlineNanos = nil
         record.ending = ending
         record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
         ended[record.name] = record
         log(
             Event(
-                app: record.name, pid: record.pid == 0 ? nil : record.pid, kind: .exit, from: saved.state, to: .exited,
+                app: record.name, pid: record.pid == 0 ? nil : record.pid, kind: .exit, from: saved.state, to: record.state,
                 detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)"))
     }
 
@@ -332,6 +336,14 @@ extension Daemon {
         lifecycle.freezeTimeout = config.freezeTimeoutNanos
         app.lifecycle = lifecycle
         saveRegistry(app.name)
+        if let how = saved.endIntent {
+            // A terminate or eviction under way is finished, not forgotten: the lifecycle
+            // starts in it (its recorded kill deadline) and says what that takes.
+            apply(.resumeEnding(frozen: frozen || started), to: app, now: now)
+            let kill = how == .evict ? now : saved.killDeadlineNanos ?? now
+            return (how == .evict ? "an eviction" : "a terminate") + " under way: "
+                + (kill > now ? "SIGTERM again, SIGKILL in \(DurationText.format(kill - now))" : "SIGKILL now")
+        }
         if thaw { startOperation(app, .thaw, deadline: now.saturatingAdd(config.freezeTimeoutNanos), aside: "after a daemon restart") }
         if probe { startProbe(app) }
         return outcome

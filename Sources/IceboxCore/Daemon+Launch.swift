@@ -209,6 +209,8 @@ extension Daemon {
             }
             record.pid = spawned.handle.pid
             record.sinceMonotonicNanos = launchStart
+            // The ready deadline counts from here: a daemon that takes over after a crash
+            // keeps it (read as 0, it would terminate a launching app as soon as it adopts it).
             record.launchStartNanos = launchStart
             record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
             record.spawnMethod = spawned.method.rawValue

@@ -211,6 +211,19 @@ extension Daemon {
         enforcePolicy()
     }
 
+    /// A frozen app's lock check and compaction are timers of the daemon that froze it, kept
+    /// in its memory only: a daemon that re-adopts the app suspended arms them again, counted
+    /// from now (once the policy they read is loaded). Without it, a daemon killed in the
+    /// second after a freeze left the app holding a lock others wait on, frozen, for good.
+    /// (A compaction already done before the crash may be done again: harmless, and cheap.)
+    func rearmFrozenAppTimers() {
+        let now = Clock.monotonicNanos()
+        for app in apps.values where app.lifecycle.adopted && app.record.state == .suspended {
+            app.lockCheckAt = now.saturatingAdd(1_000_000_000)
+            if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now.saturatingAdd(after) }
+        }
+    }
+
     /// Android's check, one second after freezing: does the frozen app hold a file lock that
     /// another process waits on? Then thaw it (or evict it) before that becomes a deadlock.
     func checkLocks(_ app: LiveApp) {

@@ -197,6 +197,7 @@ public final class Daemon {
         // After the leftovers are cleared (a hold is an empty cgroup no app claims).
         updateFreezerKeyHold()
         loadPolicy()
+        rearmFrozenAppTimers()
         startAppLogRotation()
         startSpawnPool()
         signalReady()
@@ -516,6 +517,12 @@ public final class Daemon {
         leavingApps = true
         for app in apps.values {
             app.probe?.cancel()
+            // A launch client would otherwise hear only that the connection closed.
+            for id in app.lifecycle.launchWaiters {
+                let line =
+                    "icebox: the daemon stopped while \(app.name) was launching; it is left launching, its --ready-timeout deadline kept, for the next daemon (icebox ps shows it)"
+                settle(id, app: app.name, line: line, failed: .unavailable)
+            }
             if let fd = app.attachedClient {
                 send(
                     fd,

@@ -8,6 +8,7 @@ public enum ExitCode: Int32, Sendable, Codable {
     case usage = 64
     case unavailable = 69
     case ioError = 74  // a state file (the registry) could not be written
+    case tryAgain = 75  // EX_TEMPFAIL: refused for now (the app is still launching); try again later
     case permission = 77
     case notExecutable = 126
     case notFound = 127

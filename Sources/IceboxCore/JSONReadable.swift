@@ -34,17 +34,21 @@ extension AppRecord: JSONReadable {
         var statusText: String?, exitStatus: Int32?, ending: String?, memoryBytes: UInt64?, killedWhileSuspended: Bool?
         var memoryV1: String?, memorySource: String?, lastCompaction: String?, launchStart: UInt64?, graceStart: UInt64?
         var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?, restartTimes: [UInt64]?
+        var endIntent: AppLifecycle.Ending?, endStart: UInt64?, killDeadline: UInt64?
         let read = r.object { r, key in
             switch key {
             case "backend": return r.field(&backend)
             case "cgroup": return r.field(&cgroup)
             case "cold_start_ns": return r.field(&coldStart)
+            case "end_intent": return r.field(&endIntent)
+            case "end_start_ns": return r.field(&endStart)
             case "ending": return r.field(&ending)
             case "exit_status": return r.field(&exitStatus)
             case "freezer_v1": return r.field(&freezerV1)
             case "grace_cap_ns": return r.field(&graceCap)
             case "grace_deadline_ns": return r.field(&graceDeadline)
             case "grace_start_ns": return r.field(&graceStart)
+            case "kill_deadline_ns": return r.field(&killDeadline)
             case "killed_while_suspended": return r.field(&killedWhileSuspended)
             case "last_compaction": return r.field(&lastCompaction)
             case "last_freeze_ns": return r.field(&lastFreeze)
@@ -79,8 +83,8 @@ extension AppRecord: JSONReadable {
             statusText: statusText, exitStatus: exitStatus, ending: ending, memoryBytes: memoryBytes,
             killedWhileSuspended: killedWhileSuspended, memoryV1: memoryV1, memorySource: memorySource,
             lastCompaction: lastCompaction, launchStartNanos: launchStart, graceStartNanos: graceStart,
-            graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, runsAs: runsAs, notifySocket: notifySocket,
-            restartTimesNanos: restartTimes)
+            graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, endIntent: endIntent, endStartNanos: endStart,
+            killDeadlineNanos: killDeadline, runsAs: runsAs, notifySocket: notifySocket, restartTimesNanos: restartTimes)
     }
 }
 

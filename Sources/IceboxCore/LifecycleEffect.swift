@@ -42,6 +42,9 @@ public enum LifecycleInput: Sendable, Equatable {
     /// The kernel says an active app is frozen by a write to its freezer that icebox did not
     /// make (`how`: what the kernel shows, for the log). It no longer runs.
     case frozenOutside(how: String)
+    /// Re-adopted with a terminate or eviction under way (`AppRecord.endIntent`): finish it.
+    /// `frozen`: the kernel shows the app frozen, or a freeze asked for (thawed to act on SIGTERM).
+    case resumeEnding(frozen: Bool)
 
     /// The background notice to send, and why that one.
     public struct Notice: Sendable, Equatable {
@@ -95,6 +98,9 @@ public enum LifecycleEffect: Sendable, Equatable {
     case report(waiter: Int, line: String, failed: Bool)
     /// This app's part of a client's wait is over (with a last line, maybe).
     case settle(waiter: Int, line: String?, failed: Bool)
+    /// This app's part of a client's request is refused, nothing done; `code` says why (75:
+    /// not now, the same request may succeed later).
+    case refuse(waiter: Int, line: String, code: ExitCode)
     /// The app's registry record changed.
     case persist
     /// The app is ready (a cold start): its memory now counts against the policy's budget.

@@ -101,8 +101,8 @@ struct AppLifecycleTests {
     /// Where each phase goes on each input (phase, input) → phase. What is not listed stays.
     static let table: [Named: [String: Named]] = [
         .launching: [
-            "ready": .active, "READY=1": .active, "suspend": .background, "terminate": .terminating, "evict": .evicting,
-            "victim": .background, "exited": .cleaningUp,
+            "ready": .active, "READY=1": .active, "terminate": .terminating, "evict": .evicting, "victim": .evicting,
+            "exited": .cleaningUp,
         ],
         .active: [
             "suspend": .background, "terminate": .terminating, "evict": .evicting, "victim": .background, "exited": .cleaningUp,
@@ -285,7 +285,7 @@ struct AppLifecycleTests {
     @Test func terminateWhileSuspendedThawsFirstThenSIGTERMThenSIGKILL() {
         var l = Self.lifecycle(in: .suspended)
         var fx = l.handle(.terminate(waiter: 1, timeout: Self.second), now: 100)
-        #expect(fx.prefix(2) == [.thawForTermination, .signalMembers(SIGTERM)])
+        #expect(fx.prefix(3) == [.persist, .thawForTermination, .signalMembers(SIGTERM)], "the intent recorded first")
         #expect(l.state == .suspended, "the state changes when the app is gone")
         #expect(l.nextDeadline == 100 + Self.second)
         fx = l.handle(.tick, now: 100 + Self.second)
@@ -318,7 +318,7 @@ struct AppLifecycleTests {
     @Test func evictWhileSuspendedKillsWithoutThawAndRecordsRestore() {
         var l = Self.lifecycle(in: .suspended)
         let fx = l.handle(.evict(waiter: 1), now: 10)
-        #expect(fx == [.killAll])
+        #expect(fx == [.persist, .killAll], "the intent recorded, then the kill")
         _ = l.handle(.exited(.signaled(SIGKILL)), now: 20)
         _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 30)
         #expect(l.state == .evicted && l.record.killedWhileSuspended)
@@ -326,14 +326,15 @@ struct AppLifecycleTests {
 
     @Test func evictDuringTheGraceAndDuringAFreeze() {
         var g = Self.lifecycle(in: .background)
-        #expect(g.handle(.evict(waiter: nil), now: 10) == [.killAll])
+        #expect(g.handle(.evict(waiter: nil), now: 10) == [.persist, .killAll])
         var f = Self.lifecycle(in: .freezing)
-        #expect(f.handle(.evict(waiter: nil), now: 10) == [.cancelFreeze, .killAll])
+        #expect(f.handle(.evict(waiter: nil), now: 10) == [.cancelFreeze, .persist, .killAll])
     }
 
     @Test func evictDuringATerminateBecomesAnEviction() {
         var l = Self.lifecycle(in: .terminating)
-        #expect(l.handle(.evict(waiter: 1), now: 10) == [.killAll])
+        #expect(l.handle(.evict(waiter: 1), now: 10) == [.persist, .killAll])
+        #expect(l.persistentRecord.endIntent == .evict)
         _ = l.handle(.exited(.signaled(SIGKILL)), now: 20)
         _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 30)
         #expect(l.state == .evicted)
@@ -773,5 +774,252 @@ struct AppLifecycleTests {
         #expect(o.startLimit! == (5, 10 * s))
         o.startLimitBurst = 1_000_000
         #expect(o.startLimit!.burst == LaunchOptions.maxStartLimitBurst)
+    }
+}
+
+/// Every request that can reach an app still launching (issue 33: a suspend stranded the
+/// launch client and lost the ready deadline): each is refused, with nothing done and the
+/// deadline kept, or carried through with the launch client answered.
+@Suite("AppLifecycle: launching × every request")
+struct LaunchingRequestTests {
+    static let second = AppLifecycleTests.second
+    static let start: UInt64 = 1_000
+    static let launchWaiter = 7
+
+    /// Launched with --ready notify --ready-timeout 5s, its launch client waiting.
+    static func launching(_ ready: ReadyMode = .notify) -> AppLifecycle {
+        var r = AppLifecycleTests.record(ready: ready)
+        r.options.readyTimeoutNanos = 5 * second
+        var l = AppLifecycle(record: r, launchStart: start)
+        l.waitForLaunch(launchWaiter)
+        return l
+    }
+
+    static func answered(_ fx: [LifecycleEffect], _ id: Int, failed: Bool) -> String? {
+        for effect in fx {
+            switch effect {
+            case .settle(id, let line, failed): return line ?? ""
+            case .report(id, let line, failed): return line
+            case .refuse(id, let line, _) where failed: return line
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    @Test func suspendIsRefusedTheDeadlineKeptAndTheLaunchGoesOn() {
+        var l = Self.launching()
+        let deadline = l.nextDeadline
+        let now = Self.start + Self.second / 2
+        let fx = l.handle(.suspend(waiter: 1, notice: AppLifecycleTests.usr1), now: now)
+        #expect(
+            fx == [
+                .refuse(
+                    waiter: 1, line: "icebox: web is still launching (waiting for READY=1, 4.5s left); try again when it is active",
+                    code: .tryAgain)
+            ])
+        #expect(l.phase == .launching(readyDeadline: deadline) && l.state == .launching && l.nextDeadline == Self.start + 5 * Self.second)
+        #expect(l.launchWaiters == [Self.launchWaiter] && l.suspendWaiters.isEmpty)
+        // It becomes ready as if nothing had been asked, and its launch client hears so.
+        let ready = l.handle(.notify(NotifyMessage.parse("READY=1")), now: now + 10)
+        #expect(Self.answered(ready, Self.launchWaiter, failed: false)?.contains("launched") == true)
+        #expect(l.state == .active)
+    }
+
+    @Test func suspendOfAProbedLaunchNamesItsProbe() {
+        var l = Self.launching(.tcp(8080))
+        let fx = l.handle(.suspend(waiter: 1, notice: nil, grace: 0), now: Self.start + 4 * Self.second)
+        #expect(
+            Self.answered(fx, 1, failed: true)
+                == "icebox: web is still launching (waiting for --ready tcp:8080, 1.0s left); try again when it is active"
+        )
+        #expect(!fx.contains { if case .freeze = $0 { return true } else { return false } })
+    }
+
+    @Test func switchAwayIsASuspendAndRefusedTheSameWay() {
+        // `switch other` resumes other and suspends each app active or launching.
+        var l = Self.launching()
+        let fx = l.handle(.suspend(waiter: 2, notice: nil), now: Self.start)
+        #expect(fx.count == 1 && Self.answered(fx, 2, failed: true) != nil)
+        #expect(l.state == .launching && l.nextDeadline == Self.start + 5 * Self.second)
+    }
+
+    @Test func resumeIsANoOpThatKeepsTheDeadline() {
+        var l = Self.launching()
+        let fx = l.handle(.resume(waiter: 1, waitReady: true), now: Self.start + 1)
+        #expect(Self.answered(fx, 1, failed: false) == "web  already launching (nothing to do)")
+        #expect(fx.count == 1 && l.state == .launching && l.nextDeadline == Self.start + 5 * Self.second)
+        #expect(l.launchWaiters == [Self.launchWaiter])
+    }
+
+    @Test func terminateFailsTheLaunchAtOnceAndAnswersBothClientsAtTheEnd() {
+        var l = Self.launching()
+        var fx = l.handle(.terminate(waiter: 3, timeout: Self.second), now: Self.start + 10)
+        #expect(fx.contains(.stopProbe))
+        #expect(Self.answered(fx, Self.launchWaiter, failed: true)?.contains("web was terminated before it was ready") == true)
+        // The intent (and its kill deadline) is written before the SIGTERM goes.
+        let persist = fx.firstIndex(of: .persist), term = fx.firstIndex(of: .signalMembers(SIGTERM))
+        #expect(persist != nil && term != nil && persist! < term!)
+        #expect(l.persistentRecord.endIntent == .terminate && l.persistentRecord.killDeadlineNanos == Self.start + 10 + Self.second)
+        #expect(l.nextDeadline == Self.start + 10 + Self.second, "the kill deadline replaces the ready deadline")
+        #expect(l.launchWaiters.isEmpty && Set(l.endWaiters) == [3, Self.launchWaiter])
+        _ = l.handle(.exited(.signaled(SIGTERM)), now: Self.start + 20)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: Self.start + 30)
+        #expect(Self.answered(fx, 3, failed: false)?.contains("launching → terminated") == true)
+        #expect(Self.answered(fx, Self.launchWaiter, failed: false) != nil, "its wait ends with the app")
+        #expect(l.state == .terminated)
+    }
+
+    @Test func evictFailsTheLaunchAndKillsAtOnce() {
+        var l = Self.launching()
+        var fx = l.handle(.evict(waiter: 4), now: Self.start + 10)
+        #expect(Self.answered(fx, Self.launchWaiter, failed: true)?.contains("web was evicted before it was ready") == true)
+        #expect(fx.contains(.stopProbe) && fx.last == .killAll && fx.firstIndex(of: .persist)! < fx.firstIndex(of: .killAll)!)
+        #expect(l.persistentRecord.endIntent == .evict)
+        _ = l.handle(.exited(.signaled(SIGKILL)), now: Self.start + 20)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: Self.start + 30)
+        #expect(Self.answered(fx, 4, failed: false)?.contains("launching → evicted") == true)
+        #expect(Self.answered(fx, Self.launchWaiter, failed: false) != nil)
+        #expect(l.state == .evicted)
+    }
+
+    @Test func thePolicysVictimIsKilledNotFrozenUnready() {
+        var l = Self.launching()
+        let fx = l.handle(.policyVictim(grace: Self.second, notice: AppLifecycleTests.usr1), now: Self.start + 10)
+        #expect(!fx.contains(.signal(SIGUSR1)) && !fx.contains { if case .freeze = $0 { return true } else { return false } })
+        #expect(fx.last == .killAll && l.isEvicting)
+        #expect(Self.answered(fx, Self.launchWaiter, failed: true)?.contains("evicted by the memory policy before it was ready") == true)
+        // A resume now cannot make it active without ever being ready.
+        _ = l.handle(.resume(waiter: 5), now: Self.start + 20)
+        #expect(l.isEvicting)
+    }
+
+    @Test func theWatchdogIsNotArmedUntilReady() {
+        var r = AppLifecycleTests.record(ready: .notify)
+        r.options.watchdogNanos = 100
+        r.options.watchdogAction = .kill
+        var l = AppLifecycle(record: r, launchStart: Self.start)
+        l.waitForLaunch(Self.launchWaiter)
+        #expect(l.watchdogDeadline == nil)
+        #expect(l.handle(.notify(NotifyMessage.parse("WATCHDOG=trigger")), now: Self.start + 500).isEmpty)
+        #expect(l.handle(.tick, now: Self.start + 500).isEmpty, "no watchdog, and the ready deadline is not due")
+        #expect(l.state == .launching && l.launchWaiters == [Self.launchWaiter])
+    }
+
+    @Test func theReadyDeadlineFailsTheLaunchAndTerminates() {
+        var l = Self.launching()
+        let fx = l.handle(.tick, now: Self.start + 5 * Self.second)
+        #expect(Self.answered(fx, Self.launchWaiter, failed: true) == "icebox: web was not ready (notify) within 5.0s; terminating it")
+        #expect(fx.contains(.signalMembers(SIGTERM)) && l.persistentRecord.endIntent == .terminate)
+    }
+
+    @Test func anExitDuringTheLaunchAnswersItsClient() {
+        var l = Self.launching()
+        _ = l.handle(.exited(.exited(3)), now: Self.start + 10)
+        let fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: Self.start + 20)
+        #expect(Self.answered(fx, Self.launchWaiter, failed: true)?.contains("ended before it was ready") == true)
+    }
+
+    /// The property: whatever comes in, the launch client is answered (now or with the app's
+    /// end) or still waits on a launch whose ready deadline is unchanged.
+    @Test(arguments: AppLifecycleTests.inputs.map(\.0))
+    func noInputStrandsTheLaunchClient(_ label: String) {
+        let input = AppLifecycleTests.inputs.first { $0.0 == label }!.1
+        var l = Self.launching()
+        let fx = l.handle(input, now: Self.start + 10)
+        switch l.phase {
+        case .launching(let ready):
+            #expect(ready == Self.start + 5 * Self.second, "\(label): the ready deadline is kept")
+            #expect(l.launchWaiters == [Self.launchWaiter], "\(label)")
+            #expect(l.state == .launching)
+        case .active:
+            #expect(Self.answered(fx, Self.launchWaiter, failed: false) != nil, "\(label): ready, and told so")
+        case .ending, .cleaningUp:
+            #expect(
+                Self.answered(fx, Self.launchWaiter, failed: true) != nil || l.endWaiters.contains(Self.launchWaiter)
+                    || l.launchWaiters == [Self.launchWaiter], "\(label)")
+            #expect(
+                l.nextDeadline != nil || l.isEvicting || { if case .cleaningUp = l.phase { return true } else { return false } }(),
+                "\(label)")
+        default:
+            Issue.record("\(label): launching went to \(l.phase)")
+        }
+    }
+}
+
+/// A terminate or eviction in flight survives a daemon crash (issue 33): its intent and kill
+/// deadline are in the record, and an adopting lifecycle finishes it.
+@Suite("AppLifecycle: an ending survives a daemon crash")
+struct EndingAcrossACrashTests {
+    static let second = AppLifecycleTests.second
+
+    static func recorded(_ how: AppLifecycle.Ending, start: UInt64, kill: UInt64, state: AppState = .active) -> AppRecord {
+        var r = AppLifecycleTests.record()
+        r.state = state
+        r.endIntent = how
+        r.endStartNanos = start
+        r.killDeadlineNanos = kill
+        return r
+    }
+
+    @Test func theRecordCarriesTheIntentUntilTheEnd() {
+        var l = AppLifecycleTests.lifecycle(in: .active)
+        #expect(l.persistentRecord.endIntent == nil)
+        _ = l.handle(.terminate(waiter: nil, timeout: 2 * Self.second), now: 10_000)
+        var r = l.persistentRecord
+        #expect(r.endIntent == .terminate && r.endStartNanos == 10_000 && r.killDeadlineNanos == 10_000 + 2 * Self.second)
+        _ = l.handle(.tick, now: 10_000 + 2 * Self.second)  // SIGKILL sent
+        #expect(l.persistentRecord.killDeadlineNanos! <= 10_000 + 2 * Self.second, "killed again at once by a successor")
+        _ = l.handle(.exited(.signaled(SIGKILL)), now: 20_000 + 2 * Self.second)
+        #expect(l.persistentRecord.endIntent == .terminate, "still, while its leftovers are killed")
+        _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 30_000 + 2 * Self.second)
+        r = l.persistentRecord
+        #expect(r.endIntent == nil && r.killDeadlineNanos == nil && r.state == .terminated)
+    }
+
+    @Test func anAdoptedTerminateBeforeItsDeadlineIsSignalledAgainAndKilledOnTime() {
+        let r = Self.recorded(.terminate, start: 1_000, kill: 1_000 + 2 * Self.second, state: .suspended)
+        var l = AppLifecycle(adopting: r, now: 1_000 + Self.second)
+        #expect(l.isEnding && l.nextDeadline == 1_000 + 2 * Self.second)
+        var fx = l.handle(.resumeEnding(frozen: true), now: 1_000 + Self.second)
+        #expect(fx.prefix(2) == [.thawForTermination, .signalMembers(SIGTERM)])
+        #expect(!fx.contains(.killAll))
+        #expect(l.handle(.tick, now: 1_000 + Self.second + 1).isEmpty, "not before the deadline")
+        fx = l.handle(.tick, now: 1_000 + 2 * Self.second)
+        #expect(fx.contains(.killAll))
+        _ = l.handle(.exited(nil), now: 1_000 + 3 * Self.second)
+        fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 1_000 + 3 * Self.second)
+        #expect(l.state == .terminated && l.record.killedWhileSuspended == false, "exit status unknown: not known to be SIGKILL")
+    }
+
+    @Test func anAdoptedTerminatePastItsDeadlineIsKilledAtOnce() {
+        var l = AppLifecycle(adopting: Self.recorded(.terminate, start: 1_000, kill: 2_000), now: 5_000)
+        let fx = l.handle(.resumeEnding(frozen: false), now: 5_000)
+        #expect(fx.last == .killAll && !fx.contains(.signalMembers(SIGTERM)))
+        #expect(
+            fx.contains { if case .log(let e) = $0 { return e.detail.contains("its SIGKILL deadline has passed") } else { return false } })
+    }
+
+    @Test func anAdoptedEvictionIsKilledAtOnceAndRecordedEvicted() {
+        var l = AppLifecycle(adopting: Self.recorded(.evict, start: 1_000, kill: 1_000), now: 5_000)
+        #expect(l.isEvicting)
+        let fx = l.handle(.resumeEnding(frozen: true), now: 5_000)
+        #expect(fx.last == .killAll && !fx.contains(.thawForTermination))
+        _ = l.handle(.exited(nil), now: 6_000)
+        _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 7_000)
+        #expect(l.state == .evicted)
+    }
+
+    @Test func resumeEndingOutsideAnEndingDoesNothing() {
+        var l = AppLifecycleTests.lifecycle(in: .active)
+        #expect(l.handle(.resumeEnding(frozen: true), now: 5_000).isEmpty && l.phase == .active)
+    }
+
+    @Test func anAdoptedLaunchKeepsItsReadyDeadline() {
+        var r = AppLifecycleTests.record(ready: .notify)
+        r.options.readyTimeoutNanos = 10 * Self.second
+        r.launchStartNanos = 50 * Self.second
+        let l = AppLifecycle(adopting: r, now: 52 * Self.second)
+        #expect(l.nextDeadline == 60 * Self.second)
     }
 }

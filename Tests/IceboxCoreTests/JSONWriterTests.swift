@@ -108,6 +108,9 @@ struct JSONWriterTests {
             r.graceStartNanos = optional()
             r.graceDeadlineNanos = optional()
             r.graceCapNanos = optional()
+            r.endIntent = chance() ? pick([AppLifecycle.Ending.terminate, .evict]) : nil
+            r.endStartNanos = optional()
+            r.killDeadlineNanos = optional()
             r.runsAs = runAs()
             r.notifySocket = optionalString()
             r.restartTimesNanos = chance() ? (0..<below(4)).map { _ in integer() } : nil
@@ -234,6 +237,9 @@ struct JSONWriterTests {
         full.graceStartNanos = 6
         full.graceDeadlineNanos = 7
         full.graceCapNanos = 8
+        full.endIntent = .terminate
+        full.endStartNanos = 11
+        full.killDeadlineNanos = 12
         full.runsAs = RunAs(uid: 1, gid: 2, groups: [3], user: "u", group: "g")
         full.notifySocket = "/n"
         full.options.foregroundSignal = 18
