@@ -5,7 +5,7 @@ import IceboxTestSupport
 import Testing
 
 /// icebox bench on a real server, with real exports read by the tools people read them with.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct BenchTests {
     /// Reads the exports the way their users' tools do: the JSON as hyperfine's analysis
     /// scripts read it (written against hyperfine's documented schema: results[].command,

@@ -9,7 +9,7 @@ import Testing
 /// behind; a v1 memory cgroup that cannot be made is reported, not dropped unseen.
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: Sandbox.mounts.memoryV1 != nil, "needs a v1 memory hierarchy (hybrid host)"), .timeLimit(.minutes(2)))
+    .enabled(if: Sandbox.mounts.memoryV1 != nil, "needs a v1 memory hierarchy (hybrid host)"), .timeLimit(.minutes(5)))
 struct CgroupFileNameTests {
     /// Every process in a cgroup directory under the sandbox's roots, sub-cgroups too.
     static func processes(_ box: Sandbox) -> [pid_t] {

@@ -66,7 +66,7 @@ struct CompletionModelTests {
 }
 
 /// The generated scripts in the real shells, against a real daemon for the app names.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct CompletionShellTests {
     /// The sandbox's environment with the icebox under test first on PATH.
     func environment(_ box: Sandbox) -> [String: String] {

@@ -6,7 +6,7 @@ import Testing
 
 /// The command-line conventions on the real binary: suggestions, operands, ps filters and
 /// templates, log bounds, exit codes on signals, job control, colour and doctor.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct ConventionsIntegrationTests {
     /// Waits (at most `seconds`) until the condition holds; returns whether it did.
     @discardableResult

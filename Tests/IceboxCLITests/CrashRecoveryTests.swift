@@ -6,7 +6,7 @@ import Testing
 
 /// The daemon dies (SIGKILL) at awkward moments; the next one, started on demand, re-adopts
 /// every app and shows the truth. Nothing is left half-frozen.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct CrashRecoveryTests {
     func daemonPID(_ box: Sandbox) throws -> pid_t { try #require(box.daemonPID) }
 

@@ -10,7 +10,7 @@ import Testing
 /// them must reach the next daemon within its deadline, never exit 69 "cannot be reached".
 /// A read-only one (ps) is answered; a suspend or resume the dying daemon may have carried
 /// out is not sent again, so each has its effect at most once, and ps agrees with the kernel.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct DaemonRestartRaceTests {
     /// One client of a round: its arguments, and for a suspend or resume the app and the
     /// state it asks for.

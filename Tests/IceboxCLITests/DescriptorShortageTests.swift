@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/prlimit"), "prlimit (util-linux) is not installed"),
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(5)))
 struct DescriptorShortageTests {
     /// The daemon's open descriptors: how many, and how many are kept cgroup control files.
     static func held(_ pid: pid_t) -> (all: Int, cgroupFiles: [String]) {

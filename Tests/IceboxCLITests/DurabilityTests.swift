@@ -7,7 +7,7 @@ import Testing
 /// Crash safety and lost writes (issue 9): the record comes before the act, a record that
 /// cannot be written fails the command with nothing left half done, and the next daemon finds
 /// every app by its marks, record or not, and removes every empty leftover cgroup.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(3)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct DurabilityTests {
     /// SIGKILLs the running daemon and waits (through a pidfd) until it is gone.
     func killDaemon(_ box: Sandbox) throws {

@@ -9,7 +9,7 @@ import Testing
 /// stays active and is never killed"). The daemon is SIGKILLed while the deadline runs; the
 /// next one, started by any command, must keep it. Judged from the kernel (the process's
 /// pidfd, the cgroup's cgroup.procs) and the registry.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct EndingAcrossCrashTests {
     /// Seconds until `pid` has ended (polled on its pidfd), nil if it still runs after `limit`.
     static func secondsUntilGone(_ pid: pid_t, limit: Double) -> Double? {

@@ -4,7 +4,7 @@ import IceboxCore
 import Testing
 
 /// Bad input: a clear one-line error, the documented exit code, and nothing left behind.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct ErrorTests {
     func nothingLeft(_ box: Sandbox, _ name: String) {
         #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot + "/" + name), "cgroup left behind")

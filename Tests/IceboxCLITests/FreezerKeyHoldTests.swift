@@ -12,7 +12,7 @@ import Testing
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(if: Sandbox.mounts.freezerV1 != nil, "the hold is for the v1 freezer; this host has no v1 freezer hierarchy"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct FreezerKeyHoldTests {
     /// The `.freezer-hold-*` directories under the sandbox's v1 freezer root.
     func holds(_ box: Sandbox) -> [String] {

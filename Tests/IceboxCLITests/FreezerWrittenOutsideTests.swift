@@ -11,7 +11,7 @@ extension KernelScenarios {
     /// suspended" or "already active".
     @Suite(
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(5)))
     struct FreezerWrittenOutsideTests {
         @Test(
             "a suspended app thawed outside icebox is active again, and a suspend freezes it",

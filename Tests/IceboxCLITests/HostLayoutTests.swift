@@ -10,7 +10,7 @@ import Testing
 /// and `icebox doctor` explaining the layout. The processes stay in the host's cgroups
 /// (a mount namespace changes what is mounted, not where processes are), so a cgroup2 mount
 /// made in the namespace shows the host's hierarchy and cleanup happens on the host's paths.
-@Suite(.enabled(if: HostLayoutWorld.unavailableReason == nil, "\(HostLayoutWorld.unavailableReason ?? "")"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: HostLayoutWorld.unavailableReason == nil, "\(HostLayoutWorld.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct HostLayoutTests {
     @Test("pure cgroup v2: cgroup2 alone at /sys/fs/cgroup")
     func pureV2() throws { try Self.lifecycle(.pureV2) }

@@ -6,7 +6,7 @@ import Testing
 
 /// Clients of our own uid (or root) that are broken or hostile: the daemon bounds what each
 /// may cost it, cuts off the one that oversteps with a logged reason, and goes on serving.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct HostileClientTests {
     /// Sends one raw request line and reads the replies until the daemon closes (at most 10 s).
     static func exchange(_ box: Sandbox, _ line: String, fds: [Int32] = []) throws -> String {

@@ -6,7 +6,7 @@ import Testing
 
 /// Nothing leaks: no descriptor into an app, no descriptor kept by the daemon after an app
 /// ends, no zombie, no cgroup.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct HygieneTests {
     func descriptors(_ pid: pid_t) -> Set<String> {
         Set((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [])

@@ -4,7 +4,7 @@ import Testing
 
 /// scripts/install and scripts/uninstall into a temporary prefix, with the built binary
 /// (ICEBOX_BIN), checked with the tools that must find what they put there.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct InstallTests {
     static var missingTools: String? {
         let missing =

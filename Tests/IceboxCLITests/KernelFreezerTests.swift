@@ -12,7 +12,7 @@ extension KernelScenarios {
     /// backend cannot honour a scenario, the man page (BACKENDS, signal) says which and why.
     @Suite(
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(5)))
     struct KernelFreezerTests {
         static let everyBackend: [BackendKind] = [.cgroup2, .cgroup1, .signal]
         /// Scenarios about cgroups themselves (sub-cgroups, migration): not for SIGSTOP.

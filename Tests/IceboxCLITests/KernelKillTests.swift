@@ -10,7 +10,7 @@ extension KernelScenarios {
     /// the verdict is every process's pidfd reporting its end, and the app's cgroups gone.
     @Suite(
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(5)))
     struct KernelKillTests {
         static let everyBackend: [BackendKind] = [.cgroup2, .cgroup1, .signal]
 

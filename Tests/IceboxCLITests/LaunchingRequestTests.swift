@@ -12,7 +12,7 @@ import Testing
 /// clients. Judged from the kernel: the app's cgroup.freeze, `ps`, its cgroup.procs.
 @Suite(
     .serialized,  // timed: run alone, not beside another test's 20 clients
-    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(3)))
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct LaunchingRequestTests {
     /// An icebox command run on its own thread, timed: the launch client in the background.
     final class Background: @unchecked Sendable {

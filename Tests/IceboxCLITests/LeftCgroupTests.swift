@@ -11,7 +11,7 @@ extension KernelScenarios {
     /// backends only: a process stopped with SIGSTOP stays stopped wherever it is moved.
     @Suite(
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     struct LeftCgroupTests {
         @Test(
             "a suspended app whose main process is moved out of its cgroup is shown active, its rest thawed",

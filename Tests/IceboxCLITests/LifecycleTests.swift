@@ -4,7 +4,7 @@ import IceboxCore
 import Testing
 
 /// The whole lifecycle on real processes and real cgroups, once per backend.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct LifecycleTests {
     @Test("launch → suspend (notice, READY=1) → resume → evict", arguments: ["cgroup2", "cgroup1", "signal"])
     func fullCycle(backend: String) throws {

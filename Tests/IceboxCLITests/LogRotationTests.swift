@@ -10,7 +10,7 @@ import Testing
 /// given and keeps that many generations; `icebox log` (all, NAME, -n) reads across them in
 /// order; `log -f` keeps following across rotations; an app's output log rotates while the
 /// app keeps writing; a line that cannot be read is skipped.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct LogRotationTests {
     static func lines(_ path: String) -> [String] {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)

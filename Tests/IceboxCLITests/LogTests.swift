@@ -3,7 +3,7 @@ import Glibc
 import IceboxCore
 import Testing
 
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct LogTests {
     @Test("log --follow prints events as they happen, even before the first daemon ran")
     func follow() throws {

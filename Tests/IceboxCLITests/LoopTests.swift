@@ -6,7 +6,7 @@ import Testing
 
 /// The daemon's one loop never waits on one client or one app: another client's request is
 /// answered while a hostile or stuck one is being dealt with.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct LoopTests {
     @Test("a request line without end is cut off at its bound; other clients are answered meanwhile")
     func endlessRequestLineIsCutOff() throws {
@@ -40,7 +40,7 @@ struct LoopTests {
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(if: Sandbox.mounts.memoryV1 != nil, "needs the cgroup v1 memory controller to put a task in D state"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct StuckFreezeTests {
     @Test("while one app's freeze waits out its deadline, another app's resume and ps answer at once")
     func stuckFreezeStallsNoOne() throws {
@@ -126,7 +126,7 @@ struct StuckFreezeTests {
 
 /// An app's cgroup is its own to the end: sub-cgroups it made go with it, bottom-up, and a
 /// name is never relaunched into a cgroup that has seen cgroup.kill.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct CgroupOwnershipTests {
     @Test("an app whose cgroup has sub-cgroups is evicted cleanly and its name relaunches and lives")
     func nestedCgroupEvictAndRelaunch() throws {

@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(if: PrometheusParser.unavailableReason == nil, "\(PrometheusParser.unavailableReason ?? "")"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct MetricsCommandTests {
     func waitFor(_ what: String, timeout: Double = 10, _ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)

@@ -5,7 +5,7 @@ import IceboxSystem
 import IceboxTestSupport
 import Testing
 
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct NotifyTests {
     @Test(
         "systemd-notify works as a real client: READY=1 and STATUS=",

@@ -5,7 +5,7 @@ import IceboxSystem
 import Testing
 
 /// icebox freeze / thaw on processes and cgroups icebox did not launch.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct OneShotFreezeTests {
     @Test("freeze --pid stops a whole process tree; thaw resumes it")
     func processTree() throws {

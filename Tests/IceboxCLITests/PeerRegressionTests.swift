@@ -10,7 +10,7 @@ extension KernelScenarios {
     /// LoopTests.swift: a real task in D state, the freeze rolled back.)
     @Suite(
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
-        .timeLimit(.minutes(2)))
+        .timeLimit(.minutes(5)))
     struct PeerRegressionTests {
         static let everyBackend: [BackendKind] = [.cgroup2, .cgroup1, .signal]
 

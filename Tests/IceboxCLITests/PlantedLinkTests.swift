@@ -7,7 +7,7 @@ import Testing
 /// Files icebox writes in a directory someone else can write (node_exporter's textfile
 /// directory, a shared log directory): a symbolic link planted there by that user, pointing
 /// at a root-only file, must never make icebox (root) write through it.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct PlantedLinkTests {
     static let attacker = uid_t(65534)
 

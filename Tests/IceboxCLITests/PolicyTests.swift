@@ -5,7 +5,7 @@ import Testing
 
 /// The memory policy on real processes: each trigger, the eviction order, restoration,
 /// compaction and the file-lock check.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(3)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct PolicyTests {
     /// A python app that allocates and touches MB of anonymous memory, then says READY=1.
     func hog(_ box: Sandbox, megabytes: Int) -> [String] {

@@ -7,7 +7,7 @@ import Testing
 /// `--ready cmd:` probes run inside the app's cgroups (issue 33): what a probe leaves behind
 /// is the app's, frozen when it is suspended and killed when it is evicted, never a process
 /// outside every cgroup icebox looks after. It is not taken for the app's main process.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct ProbeCgroupTests {
     func leftBehind(backend: String) throws {
         let box = Sandbox("probecg\(backend)")

@@ -7,7 +7,7 @@ import Testing
 /// `--user`: the app runs with the asked uid, gid and groups and nothing else (every
 /// capability set empty, no_new_privs), read from the kernel's /proc/PID/status, while the
 /// daemon keeps the capabilities it uses and no other.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct RunAsUserTests {
     /// /proc/PID/status as name → value (tabs between the ids, as the kernel writes them).
     static func status(_ pid: pid_t) throws -> [String: String] {

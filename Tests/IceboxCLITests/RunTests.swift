@@ -3,7 +3,7 @@ import Glibc
 import IceboxCore
 import Testing
 
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct RunTests {
     @Test("run passes the terminal's stdio and exits with the app's status")
     func exitStatus() throws {

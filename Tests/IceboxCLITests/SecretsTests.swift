@@ -4,7 +4,7 @@ import Testing
 
 /// A secret in the caller's environment or passed with --env never leaves the daemon in
 /// ps or log output (terminals, CI logs and bug reports are where it would end up).
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct SecretsTests {
     @Test("no --env value or environment value shows in ps, ps --json, log or log --json")
     func noSecretInOutput() throws {

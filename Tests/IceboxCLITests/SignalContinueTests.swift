@@ -6,7 +6,7 @@ import Testing
 /// The SIGSTOP backend's documented limit: an app whose processes SIGCONT each other undoes
 /// the freeze. icebox must say so (the suspend fails at its deadline, naming what still
 /// runs) and leave the app running and recorded active, never report it suspended.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct SignalContinueTests {
     /// Two processes that continue each other in a loop, with 50 sleepers between them in
     /// the app (so the SIGSTOP round reaches the second well after the first), the second at

@@ -14,7 +14,7 @@ import Testing
     .enabled(
         if: Sandbox.mounts.memoryV1 != nil || Sandbox.mounts.freezerV1 != nil,
         "stand-ins are for hosts with a v1 memory or freezer hierarchy; this one has neither"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct StandInTests {
     /// The `.stand-in-*` directories under every root of the sandbox.
     func parkedDirectories(_ box: Sandbox) -> [String] {

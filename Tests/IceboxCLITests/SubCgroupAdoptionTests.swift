@@ -9,7 +9,7 @@ import Testing
 /// freeze path accepts it, and so must a daemon that takes over after a restart, instead of
 /// calling it ended and killing it. Its sub-cgroups are frozen with it and removed,
 /// bottom-up, at its end.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct SubCgroupAdoptionTests {
     func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)

@@ -7,7 +7,7 @@ import Testing
 /// systemd integration, for real: the units pass `systemd-analyze verify`, and the daemon
 /// takes its control socket from socket activation (`systemd-socket-activate`, which speaks
 /// sd_listen_fds as systemd does) and says READY=1 on NOTIFY_SOCKET.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct SystemdTests {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .path

@@ -6,7 +6,7 @@ import Testing
 /// An app's STATUS= (and anything else an app or its launcher supplies) reaches the reader's
 /// terminal through `ps` and `log`: its escape sequences (window title, clear screen, cursor
 /// moves, OSC 52 writing the clipboard), carriage returns and bells must arrive escaped.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct TerminalEscapeTests {
     /// What an app would send: set the title, clear the screen, move the cursor home and
     /// write over the table, put text on the clipboard (OSC 52), a C1 CSI, a bidi override,

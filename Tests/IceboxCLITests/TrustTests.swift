@@ -8,7 +8,7 @@ import Testing
 /// anything is sent or written; a user refused by another user's daemon is told why.
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: OtherUser.available, "needs setpriv (util-linux) to act as another user"), .timeLimit(.minutes(2)))
+    .enabled(if: OtherUser.available, "needs setpriv (util-linux) to act as another user"), .timeLimit(.minutes(5)))
 struct TrustTests {
     static func entries(_ dir: String) -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] }
 

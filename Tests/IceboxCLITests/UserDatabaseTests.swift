@@ -15,7 +15,7 @@ import Testing
             FileManager.default.fileExists(atPath: $0)
         }, "libnss-extrausers is not installed (apt-get install libnss-extrausers)"),
     .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "unshare (util-linux) is missing"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(5)))
 struct UserDatabaseTests {
     @Test("a user and groups only an NSS module knows resolve as NSS says; an unknown one is exit 64")
     func extraUsers() throws {

@@ -12,7 +12,7 @@ import Testing
 /// cgroup files and the file system.
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: UserAccounts.user(named: "nobody") != nil, "needs the user nobody"), .timeLimit(.minutes(2)))
+    .enabled(if: UserAccounts.user(named: "nobody") != nil, "needs the user nobody"), .timeLimit(.minutes(5)))
 struct UserLaunchCrashTests {
     /// An app that says READY=1 on SIGUSR2 (readiness, when the test chooses) and answers the
     /// notice (SIGUSR1) with READY=1, so that a suspend shows whether its socket works. A send

@@ -5,7 +5,7 @@ import Testing
 
 /// --watchdog on real apps: WATCHDOG_USEC in the environment, a missed ping logged or acted
 /// on, and no false alarm while the app is suspended.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct WatchdogTests {
     /// A python app that pings every `every` seconds for `count` pings, then goes quiet.
     func pinger(_ box: Sandbox, count: Int) -> String {

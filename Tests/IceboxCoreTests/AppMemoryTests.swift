@@ -111,7 +111,7 @@ struct AppMemoryParsingTests {
     .enabled(
         if: getuid() == 0 && CgroupMounts.read().memoryV1 != nil && ScriptChild.available,
         "needs root, a cgroup v1 memory hierarchy and python3"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(5)))
 struct MemoryCgroupV1Tests {
     @Test("usage counts the child's 50 MiB; the Pss sum is in the same ballpark")
     func usageOfAChild() throws {

@@ -103,7 +103,7 @@ struct MemoryMapsParsingTests {
 
 /// process_madvise on this test process itself (no CAP_SYS_NICE needed for one's own
 /// memory): the batching and skipping logic against what the kernel really does.
-@Suite("ProcessMadvise.advise", .timeLimit(.minutes(1)))
+@Suite("ProcessMadvise.advise", .timeLimit(.minutes(5)))
 struct ProcessMadviseTests {
     static let page = UInt64(sysconf(Int32(_SC_PAGESIZE)))
 
@@ -184,7 +184,7 @@ struct ProcessMadviseTests {
 @Suite(
     "Compactor", .serialized,
     .enabled(if: getuid() == 0 && ScriptChild.available, "needs root (process_madvise on another process) and python3"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(5)))
 struct CompactorTests {
     static let script = """
         import mmap, sys

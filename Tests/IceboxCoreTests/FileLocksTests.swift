@@ -95,7 +95,7 @@ struct FileLocksParsingTests {
 
 /// A stopped process holding a lock, and another blocked on it: what a frozen app holding a
 /// lock looks like to icebox.
-@Suite("FileLocks on real processes", .serialized, .enabled(if: ScriptChild.available, "needs python3"), .timeLimit(.minutes(1)))
+@Suite("FileLocks on real processes", .serialized, .enabled(if: ScriptChild.available, "needs python3"), .timeLimit(.minutes(5)))
 struct FileLocksIntegrationTests {
     /// How each flavour takes an exclusive lock on the whole file, blocking.
     static let take = [

@@ -8,7 +8,7 @@ import Testing
 /// The client against fake daemons: a socket that never answers, one that answers a
 /// failure, one that hangs up; and the event stream against a log file the test writes.
 /// No root needed.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct IceboxClientTests {
     @Test("no daemon: unavailable (69), naming the runtime directory")
     func noDaemon() throws {

@@ -101,7 +101,7 @@ struct PressureSpecTests {
 /// takes the trigger and the descriptor polls.
 @Suite(
     "PressureTrigger", .enabled(if: FileIO.exists(PressureTrigger.systemMemory), "needs PSI (/proc/pressure/memory)"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(5)))
 struct PressureTriggerTests {
     @Test("a trigger on /proc/pressure/memory: a valid descriptor that polls quiet")
     func systemTrigger() throws {

@@ -8,7 +8,7 @@ import Testing
 /// Readiness probes against real loopback servers and real probe commands, driven the way
 /// the daemon drives them: one thread, one poll loop. The server runs in the same loop, so
 /// a probe that blocked would starve it and never finish.
-@Suite("readiness probes", .serialized, .timeLimit(.minutes(1)))
+@Suite("readiness probes", .serialized, .timeLimit(.minutes(5)))
 struct ReadinessProbeTests {
     enum Result: Equatable {
         case ready

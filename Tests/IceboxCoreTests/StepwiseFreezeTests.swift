@@ -8,7 +8,7 @@ import Testing
 /// confirmed from the kernel's own files (cgroup.events, freezer.state, /proc state T).
 @Suite(
     "Stepwise freeze and thaw", .serialized, .enabled(if: CgroupTestRoots.hasV2, "needs root and a cgroup2 mount"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct StepwiseFreezeTests {
     /// What a step may cost: it reads a file or two (or /proc for a few threads) and never
     /// sleeps, so it takes well under a millisecond (the figures are printed). A step that

@@ -8,7 +8,7 @@ import Testing
 /// supervisor (its own directories and cgroup root), stopped even when the test fails.
 @Suite(
     .serialized, .enabled(if: SupervisorHost.unavailableReason == nil, "\(SupervisorHost.unavailableReason ?? "")"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct SupervisorTests {
     @Test("launch sleep → suspend (frozen 1) → resume (frozen 0) → terminate; events in order")
     func lifecycle() async throws {
