@@ -88,8 +88,7 @@ extension EndingAcrossCrashTests {
         defer { box.close() }
         let lockFile = box.dir + "/lock"
         _ = FileManager.default.createFile(atPath: lockFile, contents: nil)
-        let code =
-            "import fcntl, os, socket, time\nf = open('\(lockFile)', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\nwhile True: time.sleep(1)"
+        let code = PolicyTests.lockHolder(lockFile)
         #expect(try box.icebox(["launch", "--ready", "notify", "holder", "--", "python3", "-c", code]).status == 0)
         let suspended = Date()
         #expect(try box.icebox(["suspend", "--grace", "0", "holder"]).status == 0)

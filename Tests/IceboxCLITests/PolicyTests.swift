@@ -242,14 +242,18 @@ struct PolicyTests {
         try waitFor("an automatic compaction") { box.events("auto").contains { $0.kind == .compact } }
     }
 
+    /// An app that takes an exclusive flock on `lockFile`, then says READY=1 and sleeps.
+    static func lockHolder(_ lockFile: String) -> String {
+        "import fcntl, os, socket, time\nf = open('\(lockFile)', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\nwhile True: time.sleep(1)"
+    }
+
     @Test("a frozen app holding a lock another process waits on is thawed after a second")
     func lockContention() throws {
         let box = Sandbox()
         defer { box.close() }
         let lockFile = box.dir + "/lock"
         _ = FileManager.default.createFile(atPath: lockFile, contents: nil)
-        let code =
-            "import fcntl, os, socket, time\nf = open('\(lockFile)', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'READY=1', os.environ['NOTIFY_SOCKET'])\nwhile True: time.sleep(1)"
+        let code = PolicyTests.lockHolder(lockFile)
         _ = try box.icebox(["launch", "--ready", "notify", "holder", "--", "python3", "-c", code])
         _ = try box.icebox(["suspend", "--grace", "0", "holder"])
         // Another process now waits for the lock the frozen app holds.

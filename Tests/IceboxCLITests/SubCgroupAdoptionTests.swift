@@ -12,12 +12,7 @@ import Testing
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct SubCgroupAdoptionTests {
     func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(2_000)
-        }
-        return true
+        Scenario.eventually(seconds: seconds, condition)
     }
 
     /// Launches `sub` (backend `backend`), whose shell moves itself into `<cgroup>/inner` (and

@@ -229,12 +229,7 @@ struct UserLaunchCrashTests {
     }
 
     func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(2_000)
-        }
-        return true
+        Scenario.eventually(seconds: seconds, condition)
     }
 
     @Test("killed before the spawn (its notify directory made): the next daemon removes the directory and the cgroups")
