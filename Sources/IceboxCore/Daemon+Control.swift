@@ -487,12 +487,14 @@ extension Daemon {
                 continue
             }
             guard app.record.state == .suspended else {
+                // A launching app cannot be suspended yet (refused until it is ready).
+                let then = app.record.state == .launching ? "once it is active" : "first"
                 send(
                     fd,
                     ControlReply(
                         kind: .warning,
                         text:
-                            "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) first)"
+                            "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) \(then))"
                     ))
                 code = .failure
                 continue

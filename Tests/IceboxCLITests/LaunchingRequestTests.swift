@@ -126,6 +126,9 @@ struct LaunchingRequestTests {
         #expect(suspend.output.contains("lw is still launching (waiting for READY=1, "), "\(suspend.output)")
         #expect(suspend.output.contains("left); try again when it is active"), "\(suspend.output)")
         try Self.expectLaunchingAndRunning(box, "lw", pid: record.pid, cgroup: cgroup)
+        // compact's hint does not send the user to the suspend just refused.
+        let compact = try box.icebox(["compact", "lw"])
+        #expect(compact.status == 1 && compact.output.contains("(icebox suspend lw once it is active)"), "\(compact.output)")
         // A resume has nothing to do: it does not make the app active unready.
         let resume = try box.icebox(["resume", "lw"])
         #expect(resume.status == 0, "\(resume.output)")
