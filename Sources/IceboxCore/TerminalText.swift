@@ -18,8 +18,10 @@ public enum TerminalText {
     /// field of a line, as an event's detail, where it moves nothing that follows, while a
     /// newline would start what looks like another event).
     public static func escaped(_ text: String, keepingLayout: Bool = false, keepingTab: Bool = false) -> String {
-        // Printable ASCII only (nearly every field): the same String back, nothing allocated.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
+        // Nothing to escape (nearly every field and reply line, "→" and "µs" included): the
+        // same String back after one pass over its bytes, nothing allocated; the scalar walk
+        // below built a new String for every line with a non-ASCII character.
+        if !needsEscaping(text.utf8, keepingTab: keepingLayout || keepingTab, keepingNewline: keepingLayout) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
@@ -35,6 +37,32 @@ public enum TerminalText {
             }
         }
         return out
+    }
+
+    /// Whether `bytes` (UTF-8) hold anything `escaped` would change: a C0 control (but for
+    /// those kept), DEL, or the UTF-8 form of a C1 control (C2 80–9F), U+061C (D8 9C), or a
+    /// character of E2 80 8E–8F, E2 80 A8–AE, E2 81 A6–A9 (the marks, separators and
+    /// embeddings/isolates `needsUnicodeEscape` names).
+    static func needsEscaping(_ bytes: String.UTF8View, keepingTab: Bool, keepingNewline: Bool) -> Bool {
+        var previous: UInt8 = 0, beforePrevious: UInt8 = 0
+        for b in bytes {
+            if b < 0x20 {
+                if !(b == 0x09 && keepingTab) && !(b == 0x0A && keepingNewline) { return true }
+            } else if b == 0x7F {
+                return true
+            } else if previous == 0xC2 && (0x80...0x9F).contains(b) {
+                return true
+            } else if previous == 0xD8 && b == 0x9C {
+                return true
+            } else if beforePrevious == 0xE2 && previous == 0x80 && (b == 0x8E || b == 0x8F || (0xA8...0xAE).contains(b)) {
+                return true
+            } else if beforePrevious == 0xE2 && previous == 0x81 && (0xA6...0xA9).contains(b) {
+                return true
+            }
+            beforePrevious = previous
+            previous = b
+        }
+        return false
     }
 
     /// C1 controls, bidirectional formatting characters, line and paragraph separators.

@@ -19,6 +19,14 @@ struct TerminalTextTests {
         #expect(TerminalText.escaped("a\u{0}b\u{8}c\u{7F}") == "a\\x00b\\x08c\\x7F")
         #expect(TerminalText.escaped("one\ntwo\tthree") == "one\\x0Atwo\\x09three")
         #expect(TerminalText.escaped("one\ntwo\tthree\u{1B}", keepingLayout: true) == "one\ntwo\tthree\\x1B")
+        // The byte scan and the scalar walk agree on every character they look at.
+        for scalar in (0...0x3000).compactMap(Unicode.Scalar.init) {
+            let text = "a → \(Character(scalar)) µs"
+            let v = scalar.value
+            #expect(
+                TerminalText.needsEscaping(text.utf8, keepingTab: false, keepingNewline: false)
+                    == (v < 0x20 || v == 0x7F || TerminalText.needsUnicodeEscape(v)), "U+\(String(v, radix: 16))")
+        }
         #expect(
             TerminalText.escaped("one\ntwo\tthree", keepingTab: true) == "one\\x0Atwo\tthree",
             "a tab at the end of a line stays; a newline never")
