@@ -193,7 +193,7 @@ public struct AppLifecycle: Sendable {
 
     // MARK: Transitions
 
-    /// Takes one input at `now`; returns what must be done, in order.
+    /// Takes one input at `now`; returns what must be done, in order, its events first.
     public mutating func handle(_ input: LifecycleInput, now: UInt64) -> [LifecycleEffect] {
         var fx: [LifecycleEffect] = []
         switch input {
@@ -219,7 +219,11 @@ public struct AppLifecycle: Sendable {
         }
         // A record change the app made that waited for its write goes with this one.
         if fx.contains(.persist) { repeats.recordWritten() }
-        return fx
+        // This transition's events first, in their order: each is stamped now, and an effect
+        // may log an event of its own when it is carried out, stamped then (a thaw the kernel
+        // confirms within its write, as for a terminate of a suspended app; a kill that
+        // fails; a cleanup that ends the app), so the log is appended in time order.
+        return fx.filter(\.isLog) + fx.filter { !$0.isLog }
     }
 
     /// Adds a client to the launch waiters (a detached launch answers once ready).

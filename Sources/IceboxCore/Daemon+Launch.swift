@@ -31,8 +31,6 @@ extension Daemon {
             let app = try start(options, stdio: stdio, restarts: restarts)
             apps[app.name] = app
             appDeadlines.add(app)
-            rebalanceDescriptors(adding: app)
-            if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
             if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
             if options.attached, let fd {
                 app.attachedClient = fd
@@ -41,6 +39,9 @@ extension Daemon {
             // Logged once the app is registered, so an attached client sees it too. Its record
             // is on disk already (start).
             if let event = app.spawnEvent { log(event) }
+            // After the spawn's event, stamped at the spawn: these may log one of their own.
+            rebalanceDescriptors(adding: app)
+            if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
             if let problem = app.cgroups.memoryV1Problem {
                 let text =
                     "no v1 memory cgroup: \(problem); the app runs without one (its memory is read from its v2 cgroup, if that has the memory controller)"

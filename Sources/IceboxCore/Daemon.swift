@@ -457,7 +457,9 @@ public final class Daemon {
         for name in appDeadlines.takeDue(now: now) {
             guard let app = apps[name] else { continue }
             defer { appDeadlines.touch(app) }  // taken off the schedule: its next deadline goes back on
-            if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app, now: now) }
+            // At the time of the tick, not of the turn: the apps before it in this turn may have
+            // logged events since, and this one's would be stamped before theirs.
+            if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
             if let d = app.operationAt, d <= now { stepOperation(app) }
             if let d = app.destroyAt, d <= now { stepDestroy(app) }

@@ -114,3 +114,11 @@ public enum LifecycleEffect: Sendable, Equatable {
     /// `daemon --stop`).
     case ended(line: String)
 }
+
+extension LifecycleEffect {
+    /// An event for the log (`handle` puts these before the effects that act).
+    public var isLog: Bool {
+        if case .log = self { return true }
+        return false
+    }
+}

@@ -48,7 +48,15 @@ struct DescriptorShortageTests {
             let r = try box.icebox(["launch", "--grace", "0", "a\(i)", "--", "sleep", "1000"])
             #expect(r.status == 0, "a\(i): \(r.output)")
         }
-        #expect(box.events().contains { $0.detail.contains("apps launched from now on share the notify socket") })
+        let logged = box.events()
+        #expect(logged.contains { $0.detail.contains("apps launched from now on share the notify socket") })
+        // That line comes after the spawn of the app whose launch crossed the budget, which was
+        // stamped before it: the log is in time order.
+        for (a, b) in zip(logged, logged.dropFirst()) {
+            #expect(
+                a.time <= b.time && a.monotonicNanos <= b.monotonicNanos,
+                "\(a.kind) \(a.app) at \(a.time) before \(b.kind) \(b.app) at \(b.time)")
+        }
         let apps = try box.apps()
         let firstPID = try #require(apps["a0"]?.pid), lastPID = try #require(apps["a27"]?.pid)
         #expect(Self.notifySocket(of: firstPID) == box.runtimeDir + "/notify/a0")

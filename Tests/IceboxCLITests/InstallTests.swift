@@ -105,4 +105,82 @@ struct InstallTests {
         #expect(contents(prefix) == ["bin", "share", "share/man", "share/man/man1", "share/man/man1/other.1"])
         #expect(try ShellHarness.run([ShellHarness.root + "/scripts/install", "--bogus"], environment: env).status == 64)
     }
+
+    /// The test-only packages: scripts/test installs them, scripts/icebox (and so the demo)
+    /// must not (a newcomer's `scripts/icebox demo` installed zsh and fish).
+    static let testOnlyPackages = [
+        "systemd", "util-linux", "groff", "bash-completion", "zsh", "fish", "man-db", "libnss-extrausers", "python3-prometheus-client",
+    ]
+
+    /// Runs SCRIPT in bash with scripts/lib/setup.sh sourced from a copy of it in `tree` (so
+    /// ICEBOX_ROOT is `tree`), a fresh machine's answers (nothing installed, root) and apt-get
+    /// and swift as shell functions that only record their arguments: nothing is installed
+    /// or built for real.
+    func setup(_ tree: String, _ script: String) throws -> Sandbox.Result {
+        let prelude = """
+            set -euo pipefail
+            unset ICEBOX_BIN
+            source "$TREE/scripts/lib/setup.sh"
+            icebox_has() { return 1; }
+            id() { echo 0; }
+            apt-get() { echo "$*" >>"$TREE/apt-get.log"; }
+            swift() { mkdir -p .build/release && printf '#!/bin/sh\\n' >.build/release/icebox && chmod 755 .build/release/icebox; }
+
+            """
+        var env = ProcessInfo.processInfo.environment
+        env["TREE"] = tree
+        return try ShellHarness.run(["bash", "-c", prelude + script], environment: env)
+    }
+
+    @Test("scripts/icebox installs what icebox needs and no test-only package, scripts/test the tests' too; each step says so on stderr")
+    func dependenciesAndProgressLines() throws {
+        let tree = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: tree) }
+        try FileManager.default.createDirectory(atPath: tree + "/scripts/lib", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: tree + "/Sources", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: ShellHarness.root + "/scripts/lib/setup.sh", toPath: tree + "/scripts/lib/setup.sh")
+        try "".write(toFile: tree + "/Sources/a.swift", atomically: true, encoding: .utf8)
+        try "".write(toFile: tree + "/Package.swift", atomically: true, encoding: .utf8)
+        let aptLog = tree + "/apt-get.log"
+        func installed() throws -> [String] {
+            let lines = try String(contentsOfFile: aptLog, encoding: .utf8).split(separator: "\n")
+            try FileManager.default.removeItem(atPath: aptLog)
+            #expect(lines.first == "update -qq", "\(lines)")
+            return lines.last?.split(separator: " ").map(String.init).filter { !$0.hasPrefix("-") && $0 != "install" } ?? []
+        }
+
+        // What scripts/icebox and the benchmarks run: icebox's own packages, said before apt runs.
+        let runtime = try setup(tree, "icebox_install_dependencies")
+        #expect(runtime.status == 0, "\(runtime.output)")
+        let needed = try installed()
+        #expect(Set(needed) == ["libcap-dev", "pkg-config", "python3"], "\(needed)")
+        #expect(Set(needed).isDisjoint(with: Self.testOnlyPackages))
+        let said = runtime.stderr.split(separator: "\n").map(String.init)
+        #expect(said.first == "icebox: installing Debian packages to build and run icebox: \(needed.joined(separator: " "))", "\(said)")
+        #expect(said.contains("icebox: apt-get update (the package lists)..."), "\(said)")
+        #expect(said.contains("icebox: apt-get install \(needed.joined(separator: " "))..."), "\(said)")
+        #expect(said.last?.hasPrefix("icebox: installed \(needed.joined(separator: " ")) in ") == true, "\(said)")
+        // scripts/icebox and scripts/test run it as that.
+        let iceboxScript = try String(contentsOfFile: ShellHarness.root + "/scripts/icebox", encoding: .utf8)
+        #expect(iceboxScript.contains("\nicebox_install_dependencies\n"))
+        let testScript = try String(contentsOfFile: ShellHarness.root + "/scripts/test", encoding: .utf8)
+        #expect(testScript.contains("\nicebox_install_dependencies --tests\n"))
+
+        // What scripts/test runs: the tests' packages too.
+        let tests = try setup(tree, "icebox_install_dependencies --tests")
+        #expect(tests.status == 0, "\(tests.output)")
+        #expect(Set(try installed()) == Set(needed + Self.testOnlyPackages))
+
+        // The build: said the first time, with how long it takes, and when sources changed;
+        // an up-to-date build says nothing.
+        let first = try setup(tree, "icebox_build_release")
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.stderr.contains("icebox: building the release binary .build/release/icebox"), "\(first.output)")
+        #expect(first.stderr.contains("about 2 minutes the first time"), "\(first.output)")
+        #expect(first.stderr.contains("icebox: built .build/release/icebox in "), "\(first.output)")
+        let again = try setup(tree, "icebox_build_release")
+        #expect(again.status == 0 && again.stderr.isEmpty, "\(again.output)")
+        let later = try setup(tree, "touch -d @$(($(date +%s) + 60)) \"$TREE/Sources/a.swift\"; icebox_build_release")
+        #expect(later.stderr.contains("icebox: rebuilding the release binary"), "\(later.output)")
+    }
 }

@@ -147,6 +147,11 @@ struct AppLifecycleTests {
                         }
                     }, "\(start) × \(label): \(fx)")
             }
+            // The transition's events come before anything done: a done effect may log an
+            // event of its own, stamped later (the log stays in time order).
+            if let firstDone = fx.firstIndex(where: { !$0.isLog }) {
+                #expect(!fx[firstDone...].contains { $0.isLog }, "\(start) × \(label): \(fx)")
+            }
             // Every waiter named in the input hears back or is kept: never answered twice.
             var settled: [Int: Int] = [:]
             for case .settle(let id, _, _) in fx { settled[id, default: 0] += 1 }
@@ -163,7 +168,7 @@ struct AppLifecycleTests {
         #expect(fx.contains(.settle(waiter: 7, line: l.launchedLine, failed: false)))
         fx = l.handle(.suspend(waiter: 1, notice: Self.usr1), now: 10_000)
         #expect(l.state == .background)
-        #expect(fx.first == .signal(SIGUSR1))
+        #expect(Self.firstAction(fx) == .signal(SIGUSR1))
         #expect(l.nextDeadline == 10_000 + 5 * Self.second)
         #expect(fx.contains(.persist), "the grace deadline is recorded for a daemon that takes over")
         fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 20_000)
@@ -285,7 +290,11 @@ struct AppLifecycleTests {
     @Test func terminateWhileSuspendedThawsFirstThenSIGTERMThenSIGKILL() {
         var l = Self.lifecycle(in: .suspended)
         var fx = l.handle(.terminate(waiter: 1, timeout: Self.second), now: 100)
-        #expect(fx.prefix(3) == [.persist, .thawForTermination, .signalMembers(SIGTERM)], "the intent recorded first")
+        // Its event first, stamped now: the thaw, which the kernel may confirm within its write,
+        // logs its own (later) one when it is carried out. It was appended after the thaw's.
+        #expect(fx.first.map(\.isLog) == true && Self.events(fx).map(\.kind) == [.terminate], "\(fx)")
+        #expect(Self.events(fx).allSatisfy { $0.monotonicNanos == 100 })
+        #expect(fx.filter { !$0.isLog }.prefix(3) == [.persist, .thawForTermination, .signalMembers(SIGTERM)], "the intent recorded first")
         #expect(l.state == .suspended, "the state changes when the app is gone")
         #expect(l.nextDeadline == 100 + Self.second)
         fx = l.handle(.tick, now: 100 + Self.second)
@@ -347,7 +356,7 @@ struct AppLifecycleTests {
         #expect(fx.contains { if case .log(let e) = $0 { return e.kind == .resume } else { return false } })
         var f = Self.lifecycle(in: .freezing)
         fx = f.handle(.resume(waiter: 1), now: 10)
-        #expect(fx.first == .cancelFreeze && f.state == .active)
+        #expect(Self.firstAction(fx) == .cancelFreeze && f.state == .active)
     }
 
     @Test func resumeThenWaitReadyForAHotStart() {
@@ -409,7 +418,7 @@ struct AppLifecycleTests {
         #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), reason: "grace 0"))
         let fx = l.handle(.leftCgroup(to: "/elsewhere"), now: 3_100)
         #expect(l.state == .active)
-        #expect(fx.first == .cancelFreeze)
+        #expect(Self.firstAction(fx) == .cancelFreeze)
         let told = fx.contains {
             if case .settle(7, let line?, true) = $0 { return line.contains("not in the app's cgroup") }
             return false
@@ -474,7 +483,7 @@ struct AppLifecycleTests {
     @Test func policyVictimNotYetSuspendedGoesThroughAShortGraceThenIsEvicted() {
         var l = Self.lifecycle(in: .active)
         var fx = l.handle(.policyVictim(grace: 100, notice: Self.usr1), now: 1_000)
-        #expect(fx.first == .signal(SIGUSR1))
+        #expect(Self.firstAction(fx) == .signal(SIGUSR1))
         #expect(l.nextDeadline == 1_100, "the grace is cut to the eviction grace")
         fx = l.handle(.tick, now: 1_100)
         fx = l.handle(.freezeConfirmed(Self.frozen), now: 1_200)
@@ -606,6 +615,13 @@ struct AppLifecycleTests {
 
     static func lines(_ fx: [LifecycleEffect]) -> [String] {
         fx.compactMap { if case .log(let e) = $0 { return e.detail } else { return nil } }
+    }
+
+    /// The first effect that acts (the transition's events come before it).
+    static func firstAction(_ fx: [LifecycleEffect]) -> LifecycleEffect? { fx.first { !$0.isLog } }
+
+    static func events(_ fx: [LifecycleEffect]) -> [Event] {
+        fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }
     }
 
     // MARK: What an app can repeat (NotifyRepeats)
@@ -982,7 +998,8 @@ struct EndingAcrossACrashTests {
         var l = AppLifecycle(adopting: r, now: 1_000 + Self.second)
         #expect(l.isEnding && l.nextDeadline == 1_000 + 2 * Self.second)
         var fx = l.handle(.resumeEnding(frozen: true), now: 1_000 + Self.second)
-        #expect(fx.prefix(2) == [.thawForTermination, .signalMembers(SIGTERM)])
+        #expect(fx.first.map(\.isLog) == true, "its event before the thaw, which logs its own: \(fx)")
+        #expect(fx.filter { !$0.isLog }.prefix(2) == [.thawForTermination, .signalMembers(SIGTERM)])
         #expect(!fx.contains(.killAll))
         #expect(l.handle(.tick, now: 1_000 + Self.second + 1).isEmpty, "not before the deadline")
         fx = l.handle(.tick, now: 1_000 + 2 * Self.second)

@@ -1,43 +1,73 @@
-# Shared by scripts/icebox, scripts/test and the benchmarks: install what icebox needs
-# on a fresh Debian machine (as root), and build it. Sourced, not run.
+# Shared by scripts/icebox, scripts/test and the benchmarks: install what icebox needs (and,
+# for scripts/test, what its tests need) on a fresh Debian machine (as root), and build it.
+# Each step that takes a while says so on stderr. Sourced, not run.
 
 ICEBOX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
-# Debian packages: libcap-dev (icebox links libcap), python3 (example apps), systemd's
-# systemd-notify (a real sd_notify client for the tests), util-linux's setpriv (tests run a
-# command as an unprivileged user), groff (the man page check); for the completion and
-# install tests: bash-completion, zsh and fish (the completions run in each), man-db (man
-# finds the installed page); python3-prometheus-client
-# (the Prometheus client's parsers read `icebox metrics` in the tests). Debian's package
+# Debian packages, each with how to tell it is there (icebox_has). What icebox needs to build
+# and run (scripts/icebox and its demo, scripts/install, the benchmarks): libcap-dev, found
+# through pkg-config (icebox links libcap), and python3 (the demo's example apps).
+ICEBOX_PACKAGES=(
+    libcap-dev=file:/usr/include/sys/capability.h
+    pkg-config=command:pkg-config
+    python3=command:python3
+)
+# What only the tests need (scripts/test installs these too): systemd's systemd-notify (a
+# real sd_notify client), util-linux's setpriv (a command run as an unprivileged user), groff
+# (the man page check); for the completion and install tests: bash-completion, zsh and fish
+# (the completions run in each), man-db (man finds the installed page); an NSS module of the
+# kind LDAP or sssd are, for the tests of --user lookups; python3-prometheus-client (the
+# Prometheus client's parsers read `icebox metrics`). Debian's python3-prometheus-client
 # serves Debian's /usr/bin/python3, which the tests use when `python3` on PATH is another.
+ICEBOX_TEST_PACKAGES=(
+    systemd=command:systemd-notify
+    util-linux=command:setpriv
+    groff=command:groff
+    bash-completion=file:/usr/share/bash-completion/bash_completion
+    zsh=command:zsh
+    fish=command:fish
+    man-db=command:man
+    libnss-extrausers=library:libnss_extrausers.so
+    python3-prometheus-client=python:prometheus_client
+)
+
+# icebox_has KIND:WHAT: whether what a package provides is there.
+icebox_has() {
+    local what=${1#*:}
+    case ${1%%:*} in
+    command) command -v "$what" >/dev/null ;;
+    file) [ -f "$what" ] ;;
+    library) compgen -G "/usr/lib/$what.*" >/dev/null || compgen -G "/usr/lib/*/$what.*" >/dev/null ;;
+    python) python3 -c "import $what" 2>/dev/null || /usr/bin/python3 -c "import $what" 2>/dev/null ;;
+    *) return 1 ;;
+    esac
+}
+
+# icebox_install_dependencies [--tests]: installs the packages icebox needs that are missing
+# (with --tests, the tests' too), saying on stderr what it installs and why, and how long
+# that took: on a fresh machine apt takes a minute or more, which would otherwise pass in
+# silence.
 icebox_install_dependencies() {
-    local missing=()
-    [ -f /usr/include/sys/capability.h ] || missing+=(libcap-dev)
-    command -v python3 >/dev/null || missing+=(python3)
-    command -v systemd-notify >/dev/null || missing+=(systemd)
-    command -v setpriv >/dev/null || missing+=(util-linux)
-    command -v groff >/dev/null || missing+=(groff)
-    command -v pkg-config >/dev/null || missing+=(pkg-config)
-    [ -f /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
-    command -v zsh >/dev/null || missing+=(zsh)
-    command -v fish >/dev/null || missing+=(fish)
-    command -v man >/dev/null || missing+=(man-db)
-    # An NSS module of the kind LDAP or sssd are, for the tests of --user lookups.
-    compgen -G '/usr/lib/libnss_extrausers.so.*' >/dev/null || compgen -G '/usr/lib/*/libnss_extrausers.so.*' >/dev/null ||
-        missing+=(libnss-extrausers)
-    if ! python3 -c 'import prometheus_client' 2>/dev/null && ! /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null; then
-        missing+=(python3-prometheus-client)
+    local entries=("${ICEBOX_PACKAGES[@]}") why="to build and run icebox" entry missing=() started=$SECONDS
+    if [ "${1:-}" = --tests ]; then
+        entries+=("${ICEBOX_TEST_PACKAGES[@]}")
+        why="to build, run and test icebox"
     fi
-    if [ ${#missing[@]} -gt 0 ]; then
-        if [ "$(id -u)" -ne 0 ]; then
-            echo "icebox: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
-            return 69
-        fi
-        echo "icebox: installing ${missing[*]}" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq "${missing[@]}" >&2
+    for entry in "${entries[@]}"; do
+        icebox_has "${entry#*=}" || missing+=("${entry%%=*}")
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "icebox: missing Debian packages: ${missing[*]} (run as root, or apt-get install them)" >&2
+        return 69
     fi
+    export DEBIAN_FRONTEND=noninteractive
+    echo "icebox: installing Debian packages $why: ${missing[*]}" >&2
+    echo "icebox: apt-get update (the package lists)..." >&2
+    apt-get update -qq >&2
+    echo "icebox: apt-get install ${missing[*]}..." >&2
+    apt-get install -y -qq "${missing[@]}" >&2
+    echo "icebox: installed ${missing[*]} in $((SECONDS - started)) s" >&2
 }
 
 # The release binary, built if stale (swift build is incremental: a no-op when up to date).
@@ -94,7 +124,20 @@ icebox_build_release() {
     if [ "$stale" -eq 1 ]; then
         rm -rf "$ICEBOX_ROOT/.build/release" "$ICEBOX_ROOT"/.build/*-linux-gnu/release
     fi
+    # Said on stderr when the build will take a while (swift build itself is kept quiet): the
+    # first one, optimised and linked statically, takes about 2 minutes on 2 cores; one after
+    # a change to the sources, up to a minute. An up-to-date build says nothing (it takes a
+    # second), so `scripts/icebox ps` prints only what icebox prints. Changed sources: newer
+    # than the stamp, which each successful build writes.
+    local bin="$ICEBOX_ROOT/.build/release/icebox" announced="" started=$SECONDS
+    if [ ! -e "$bin" ]; then
+        announced="building the release binary .build/release/icebox (swift build -c release, static): about 2 minutes the first time on 2 cores"
+    elif [ -n "$(find "$ICEBOX_ROOT/Sources" "$ICEBOX_ROOT/Package.swift" -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+        announced="rebuilding the release binary .build/release/icebox: the sources changed since it was built (up to a minute)"
+    fi
+    [ -z "$announced" ] || echo "icebox: $announced..." >&2
     (cd "$ICEBOX_ROOT" && swift build "${flags[@]}" --product icebox) >"$log" 2>&1 || status=$?
+    [ -z "$announced" ] || [ "$status" -ne 0 ] || echo "icebox: built .build/release/icebox in $((SECONDS - started)) s" >&2
     [ "$status" -ne 0 ] || { mkdir -p "$ICEBOX_ROOT/.build" && echo "$stamped" >"$stamp"; }
     grep -vE '^(Building|Build (of product .icebox. )?complete|\[[0-9]+/[0-9]+\])|the use of .mktemp. is dangerous|in statically linked applications requires at runtime' \
         "$log" >&2 || true
