@@ -34,8 +34,11 @@ struct NotifyTests {
         let sandbox = box
         nonisolated(unsafe) var launch: Sandbox.Result?  // written by the thread before it signals
         let done = DispatchSemaphore(value: 0)
+        // A ready timeout far longer than the test: under load a short one (1.5 s) ran out
+        // between the socket's appearance and the message, and the app's end took the
+        // message with it. The launch is ended by a terminate once the drop is seen.
         Thread {
-            launch = try? sandbox.icebox(["launch", "--ready", "notify", "--ready-timeout", "1500ms", "target", "--", "sleep", "1000"])
+            launch = try? sandbox.icebox(["launch", "--ready", "notify", "--ready-timeout", "60s", "target", "--", "sleep", "1000"])
             done.signal()
         }.start()
         let socket = box.runtimeDir + "/notify/target"
@@ -43,11 +46,16 @@ struct NotifyTests {
         while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(5_000) }
         // READY=1 from us, not from the app: it must not complete the launch.
         try UnixSocket.sendDatagram(path: socket, "READY=1")
+        let dropped = Scenario.eventually(seconds: 20) {
+            box.events("target").contains { $0.detail.contains("dropped a message from pid \(getpid())") }
+        }
+        #expect(dropped, "\(box.events("target").map(\.detail))")
+        #expect(!box.events("target").contains { $0.kind == .ready })
+        #expect(try box.apps()["target"]?.state == .launching)
+        #expect(try box.icebox(["terminate", "target"]).status == 0)
         #expect(done.wait(timeout: .now() + 20) == .success)
         #expect(launch?.status == 1, "\(launch?.output ?? "")")
-        let events = box.events("target")
-        #expect(events.contains { $0.detail.contains("dropped a message from pid \(getpid())") })
-        #expect(!events.contains { $0.kind == .ready })
+        #expect(!box.events("target").contains { $0.kind == .ready })
     }
 
     /// Bytes the process has written through write(2) and its kin (/proc/PID/io wchar): the
