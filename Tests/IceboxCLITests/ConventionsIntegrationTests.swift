@@ -217,9 +217,16 @@ struct ConventionsIntegrationTests {
         #expect(try box.icebox(["ps", "--color=always"], extraEnv: ["NO_COLOR": "1"]).stdout.contains(escape), "the flag beats NO_COLOR")
         #expect(try box.icebox(["log", "--color", "always"]).stdout.contains(escape))
         #expect(try box.icebox(["--color", "always", "nosuch"]).stderr.contains(escape))
+    }
 
-        // On a real terminal (script(1) gives the command a pty).
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { return }
+    @Test(
+        "colour on a real terminal (script(1) gives the command a pty): not with NO_COLOR, --color never or into a pipe",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) at /usr/bin/script for a pty"))
+    func colourOnATerminal() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        #expect(try box.icebox(["launch", "web", "--", "sleep", "1000"]).status == 0)
+        let escape = "\u{1B}["
         func onTerminal(_ command: String, _ env: [String: String] = [:]) throws -> String {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/script")

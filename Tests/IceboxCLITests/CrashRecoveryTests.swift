@@ -44,7 +44,12 @@ struct CrashRecoveryTests {
         #expect(try box.icebox(["daemon", "--stop"]).status == 0)
     }
 
-    @Test("running and frozen apps are re-adopted with their true state", arguments: ["cgroup2", "cgroup1", "signal"])
+    @Test(
+        "running and frozen apps are re-adopted with their true state, cgroup v1 freezer",
+        .enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    func readoptV1() throws { try readopt(backend: "cgroup1") }
+
+    @Test("running and frozen apps are re-adopted with their true state", arguments: LifecycleTests.everyHostsBackends)
     func readopt(backend: String) throws {
         let box = Sandbox("readopt\(backend)")
         defer { box.close() }

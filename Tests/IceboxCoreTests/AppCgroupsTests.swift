@@ -69,19 +69,31 @@ struct AppCgroupsTests {
         #expect(cgroups.processCount() == 2)
     }
 
-    @Test("a pidfd says which v2 cgroup its process is in: the app's directory's inode, until it moves")
-    func pidfdCgroupID() throws {
+    @Test("the app's v2 cgroup is known by its directory's inode")
+    func v2DirectoryID() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        let cgroups = try Self.create(roots, "web", backend: .cgroup2)
+        let id = try #require(cgroups.v2DirectoryID)
+        var st = stat()
+        try #require(lstat(cgroups.v2Path!, &st) == 0)
+        #expect(id == UInt64(st.st_ino))
+    }
+
+    /// PIDFD_GET_INFO came with Linux 6.13: older kernels say nil, and the daemon reads /proc.
+    static let pidfdGetInfo: Bool = (try? ProcessHandle(adopting: getpid()))?.cgroupID() != nil
+
+    @Test(
+        "a pidfd says which v2 cgroup its process is in (PIDFD_GET_INFO): the app's directory's inode, until it moves",
+        .enabled(if: AppCgroupsTests.pidfdGetInfo, "this kernel has no PIDFD_GET_INFO (Linux 6.13)"))
+    func pidfdInfoCgroupID() throws {
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
         let cgroups = try Self.create(roots, "web", backend: .cgroup2)
         let child = try CgroupChild(["sleep 1000"], in: cgroups)
         let id = try #require(cgroups.v2DirectoryID)
         var st = stat()
-        try #require(lstat(cgroups.v2Path!, &st) == 0)
-        #expect(id == UInt64(st.st_ino))
-        // PIDFD_GET_INFO came with Linux 6.13: older kernels say nil, and the daemon reads /proc.
-        guard let now = child.handle.cgroupID() else { return }
-        #expect(now == id)
+        #expect(child.handle.cgroupID() == id)
         let sub = cgroups.v2Path! + "/sub"
         try FileIO.makeDirectories(sub)
         try FileIO.write(sub + "/cgroup.procs", String(child.pid))
@@ -140,15 +152,24 @@ struct AppCgroupsTests {
         if let freezer = roots.freezerV1 { #expect(!FileIO.exists(freezer + "/web")) }
     }
 
-    @Test("a cgroup that saw cgroup.kill is never reused: a process spawned after create lives")
+    /// cgroup.kill came with Linux 5.14; the kernel gives it to every cgroup but the root,
+    /// so an empty cgroup is made to look, and removed.
+    static let hasCgroupKill: Bool = {
+        guard CgroupTestRoots.hasV2 else { return false }
+        let probe = CgroupTestRoots().v2
+        guard mkdir(probe, 0o755) == 0 else { return false }
+        defer { rmdir(probe) }
+        return FileIO.exists(probe + "/cgroup.kill")
+    }()
+
+    @Test(
+        "a cgroup that saw cgroup.kill is never reused: a process spawned after create lives",
+        .enabled(if: AppCgroupsTests.hasCgroupKill, "this kernel has no cgroup.kill (Linux 5.14)"))
     func killedCgroupIsNotReused() throws {
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
         let first = try Self.create(roots, "web", backend: .cgroup2)
-        guard FileIO.exists(first.v2Path! + "/cgroup.kill") else {
-            print("skipped: this kernel has no cgroup.kill (Linux 5.14)")
-            return
-        }
+        try #require(FileIO.exists(first.v2Path! + "/cgroup.kill"), "\(first.v2Path!) has no cgroup.kill")
         let victim = try CgroupChild(["exec sleep 1000"], in: first)
         #expect(first.killAll().isEmpty)
         #expect(eventually { !victim.isAlive })

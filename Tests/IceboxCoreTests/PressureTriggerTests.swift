@@ -1,6 +1,7 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
+import Synchronization
 import Testing
 
 @Suite("PressureSpec.parse and PressureTrigger.read(text:)")
@@ -125,33 +126,61 @@ struct PressureTriggerTests {
         #expect(ready.allSatisfy { $0.token == 7 && $0.events & EpollEvents.priority != 0 })
     }
 
-    @Test("the kernel itself refuses a 3 s window without CAP_SYS_RESOURCE (EINVAL)")
-    func kernelRefusesOddWindow() throws {
-        guard Capabilities.hasEffective("cap_sys_resource") == false else {
-            print("skipped: this process has CAP_SYS_RESOURCE, so the kernel accepts any window")
-            return
-        }
-        let spec = PressureSpec(kind: .some, stallNanos: 100_000_000, windowNanos: 3_000_000_000)
-        #expect(throws: SystemError("write the PSI trigger \"some 100000 3000000\" to", path: "/proc/pressure/memory", errno: EINVAL)) {
-            _ = try PressureTrigger(spec: spec)
-        }
-        // The same with a 4 s window is fine.
-        _ = try PressureTrigger(spec: PressureSpec(kind: .some, stallNanos: 100_000_000, windowNanos: 4_000_000_000))
+    /// What a thread that gave up CAP_SYS_RESOURCE got from the kernel for each window.
+    struct Unprivileged: Sendable {
+        var stillPrivileged: Bool? = nil
+        var oddWindow: Result<Void, any Error>? = nil
+        var evenWindow: Result<Void, any Error>? = nil
     }
 
-    @Test("a trigger on a cgroup's memory.pressure reports gone once the cgroup is removed")
-    func cgroupTriggerGoesAway() throws {
-        guard getuid() == 0, let unified = CgroupMounts.read().unified else {
-            print("skipped: needs root and cgroup2")
-            return
+    /// Capabilities belong to a thread: a thread of this test gives up CAP_SYS_RESOURCE and
+    /// writes the triggers from there, so the kernel's rule for the unprivileged is tested
+    /// whether or not this process has that capability (as root usually does).
+    @Test("the kernel itself refuses a 3 s window without CAP_SYS_RESOURCE (EINVAL)")
+    func kernelRefusesOddWindow() throws {
+        let seen = Mutex(Unprivileged())
+        let thread = try JoinableThread {
+            let keep = Set(Capabilities.allNames).subtracting(["cap_sys_resource"])
+            guard (try? Capabilities.keepOnly(keep)) != nil else { return }
+            let still = Capabilities.hasEffective("cap_sys_resource")
+            let odd = Result<Void, any Error> {
+                _ = try PressureTrigger(spec: PressureSpec(kind: .some, stallNanos: 100_000_000, windowNanos: 3_000_000_000))
+            }
+            // The same with a 4 s window is fine.
+            let even = Result<Void, any Error> {
+                _ = try PressureTrigger(spec: PressureSpec(kind: .some, stallNanos: 100_000_000, windowNanos: 4_000_000_000))
+            }
+            seen.withLock { $0 = Unprivileged(stillPrivileged: still, oddWindow: odd, evenWindow: even) }
         }
+        try #require(thread.join(until: Clock.monotonicNanos() + 10_000_000_000), "the thread did not finish")
+        let unprivileged = seen.withLock { $0 }
+        try #require(unprivileged.stillPrivileged == false, "the thread could not drop CAP_SYS_RESOURCE")
+        let odd = try #require(unprivileged.oddWindow)
+        #expect(throws: SystemError("write the PSI trigger \"some 100000 3000000\" to", path: "/proc/pressure/memory", errno: EINVAL)) {
+            try odd.get()
+        }
+        try #require(unprivileged.evenWindow).get()
+    }
+
+    /// Why a cgroup's memory.pressure cannot be watched here, or nil if it can: a cgroup is
+    /// made under the cgroup2 mount, and the kernel gives it memory.pressure when it gives
+    /// the mount's root one (PSI on, not turned off for cgroups with cgroup_disable=pressure).
+    static var cgroupPressureUnavailable: String? {
+        if getuid() != 0 { return "needs root (makes a cgroup)" }
+        guard let unified = CgroupMounts.read().unified else { return "needs a cgroup2 mount" }
+        if !FileIO.exists(unified + "/memory.pressure") { return "\(unified) has no memory.pressure (PSI off for cgroups)" }
+        return nil
+    }
+
+    @Test(
+        "a trigger on a cgroup's memory.pressure reports gone once the cgroup is removed",
+        .enabled(if: PressureTriggerTests.cgroupPressureUnavailable == nil, "\(PressureTriggerTests.cgroupPressureUnavailable ?? "")"))
+    func cgroupTriggerGoesAway() throws {
+        let unified = try #require(CgroupMounts.read().unified)
         let cg = Cgroup2(path: unified + "/icebox-test-psi-\(getpid())")
         try cg.create()
         defer { try? cg.remove() }
-        guard FileIO.exists(cg.file("memory.pressure")) else {
-            print("skipped: \(cg.path) has no memory.pressure")
-            return
-        }
+        try #require(FileIO.exists(cg.file("memory.pressure")), "\(cg.path) has no memory.pressure although \(unified) has one")
         let trigger = try PressureTrigger(spec: .default, path: cg.file("memory.pressure"))
         #expect(try trigger.poll() == .quiet)
         try cg.remove()

@@ -49,11 +49,8 @@ struct PreemptionGuardTests {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
     }
 
-    @Test func runsTheBodyAtFIFOAndPutsPolicyAndNiceBack() throws {
-        guard Capabilities.hasEffective("cap_sys_nice") == true else {
-            print("skipped: SCHED_FIFO needs CAP_SYS_NICE, which this test process lacks")
-            return
-        }
+    @Test(.enabled(if: Capabilities.hasEffective("cap_sys_nice") == true, "SCHED_FIFO needs CAP_SYS_NICE, which this test process lacks"))
+    func runsTheBodyAtFIFOAndPutsPolicyAndNiceBack() throws {
         let seen = Self.onOwnThread {
             var seen = Seen()
             _ = setpriority(Self.thisThread.0, Self.thisThread.1, 4)
