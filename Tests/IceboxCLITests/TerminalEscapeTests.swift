@@ -78,7 +78,12 @@ struct TerminalEscapeTests {
         defer { box.close() }
         let r = try box.icebox(["launch", "loud", "--", "printf", "%s\\tok\\n", Self.hostile])
         #expect(r.status == 0, "\(r.output)")
-        let piped = try box.icebox(["logs", "loud"])
+        // launch returns at the exec; printf's line reaches the log when it has run.
+        var piped = try box.icebox(["logs", "loud"])
+        _ = Scenario.eventually(seconds: 10) {
+            piped = (try? box.icebox(["logs", "loud"])) ?? piped
+            return !piped.stdout.isEmpty
+        }
         #expect(piped.stdout == Self.hostile + "\tok\n", "piped: exact")
 
         // The same command with a pty as its standard output.
