@@ -46,12 +46,11 @@ struct FreezeTests {
         try supervisor.stop()
     }
 
-    @Test("a python app that counts stops counting while frozen and counts again after a resume")
+    @Test(
+        "a python app that counts stops counting while frozen and counts again after a resume",
+        .enabled(if: Host.resolve("python3") != nil, "needs python3 on PATH"))
     func pythonCounter() async throws {
-        guard let python = Host.resolve("python3") else {
-            print("skipped: no python3 on PATH")
-            return
-        }
+        let python = try #require(Host.resolve("python3"))
         let supervisor = try Supervisor.start()
         defer { try? supervisor.stop() }
         let counter = supervisor.paths.stateDir + "/count"
