@@ -87,9 +87,7 @@ struct ErrorTests {
         // under one it cannot enter), with its own runtime and state directories there.
         let other = try OtherUser()
         defer { other.close() }
-        var env = box.environment
-        env["ICEBOX_RUNTIME_DIR"] = other.home + "/run"
-        env["ICEBOX_STATE_DIR"] = other.home + "/state"
+        let env = other.environment(of: box)
         let r = try other.icebox(["launch", "--backend", "cgroup2", "x", "--", "true"], environment: env)
         #expect(r.status == 77, "\(r.stderr)")
         #expect(r.stderr.contains(box.cgroupRoot), "\(r.stderr)")
@@ -128,9 +126,7 @@ struct ErrorTests {
         defer { box.close() }
         let other = try OtherUser()
         defer { other.close() }
-        var env = box.environment
-        env["ICEBOX_RUNTIME_DIR"] = other.home + "/run"
-        env["ICEBOX_STATE_DIR"] = other.home + "/state"
+        let env = other.environment(of: box)
         func inNamespace(_ args: [String]) throws -> Sandbox.Result {
             let p = other.process(["/usr/bin/unshare", "--user", "--map-root-user", "--", other.binary] + args, environment: env)
             return try Sandbox.runToEnd(p, timeout: 30, what: "icebox \(args.joined(separator: " ")) as root in a user namespace")

@@ -83,6 +83,15 @@ final class OtherUser: @unchecked Sendable {  // used by one test at a time, lik
 
     func close() { try? FileManager.default.removeItem(atPath: dir) }
 
+    /// `box`'s environment with the runtime and state directories in this user's home, where
+    /// it can make them (the sandbox's own are root's).
+    func environment(of box: Sandbox) -> [String: String] {
+        var env = box.environment
+        env["ICEBOX_RUNTIME_DIR"] = home + "/run"
+        env["ICEBOX_STATE_DIR"] = home + "/state"
+        return env
+    }
+
     /// A Process for `arguments` run as the other user, in `dir`, with `environment`.
     func process(_ arguments: [String], environment: [String: String]) -> Process {
         let p = Process()
