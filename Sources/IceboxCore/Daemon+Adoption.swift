@@ -307,6 +307,13 @@ extension Daemon {
                 record.graceDeadlineNanos = now
                 record.graceCapNanos = now
                 outcome = "a freeze under way: completing it"
+            } else if saved.state == .suspended, let last = eventLog.lastEvent(of: app.name), last.kind == .thaw,
+                last.from == .suspended, last.monotonicNanos >= saved.sinceMonotonicNanos
+            {
+                // The last daemon thawed it and logged the thaw, then ended before its
+                // registry write: the step is done, and thawing again would log it twice.
+                become(.active, since: last.monotonicNanos)
+                outcome = "thawed and logged by the last daemon just before it ended; active"
             } else if saved.state == .suspended {
                 // A thaw was under way: the app runs; finish the job.
                 thaw = true

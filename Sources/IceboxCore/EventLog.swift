@@ -62,6 +62,32 @@ final class EventLog {
         if rotation.maxBytes > 0, let size, size >= rotation.maxBytes { rotate() }
     }
 
+    /// The newest event of app `name` in the current file, looked for among its last
+    /// `scanBytes` bytes (nil if there is none there). A daemon that takes over asks it
+    /// whether the one before logged a step it did not live to record in the registry: a
+    /// thaw is logged, then its reply and the registry write follow, and a SIGKILL between
+    /// them must not make the next daemon thaw and log it a second time.
+    func lastEvent(of name: String, scanBytes: Int64 = 1 << 20) -> Event? {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        if fd < 0 { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        // Every line starts with its app (the keys are written sorted); names need no escaping.
+        let prefix = Array("{\"app\":\"\(name)\",".utf8)
+        var found: Event?
+        var scanned: Int64 = 0
+        LogLines.backward(fd: fd, end: LogLines.lastLineEnd(fd: fd, end: Int64(st.st_size))) { line in
+            scanned += Int64(line.count) + 1
+            if line.starts(with: prefix) {
+                found = JSONLines.decode(Event.self, String(decoding: line, as: UTF8.self))
+                return false
+            }
+            return scanned < scanBytes
+        }
+        return found
+    }
+
     /// Closes the open file; the next append opens the path again.
     func closeFile() {
         if fd >= 0 { close(fd) }

@@ -130,6 +130,49 @@ struct CrashRecoveryTests {
             })
     }
 
+    /// A resume is logged, then answered and written to the registry: a daemon SIGKILLed in
+    /// between leaves the record "suspended" over a thawed cgroup. The next daemon finishes
+    /// the thaw it finds half done, and logs it, unless the log already has it: one thaw, one
+    /// line (the restart race test saw two).
+    @Test("a thaw the dead daemon logged but did not record is not done and logged again", arguments: [true, false])
+    func crashAfterThawLogged(logged: Bool) throws {
+        let box = Sandbox("thawLogged\(logged)")
+        defer { box.close() }
+        let launched = try box.icebox(["launch", "--backend", "cgroup2", "half", "--", "sleep", "1000"])
+        try #require(launched.status == 0, "\(launched.output)")
+        #expect(try box.icebox(["suspend", "--grace", "0", "half"]).status == 0)
+        let cgroup = try #require(try box.apps()["half"]?.cgroup)
+        try killDaemon(box)
+        // What the dead daemon did before its registry write: the thaw, and maybe its line.
+        try "0".write(toFile: cgroup + "/cgroup.freeze", atomically: false, encoding: .utf8)
+        if logged {
+            var thaw = Event(
+                time: Clock.rfc3339(wallNanos: Clock.wallNanos()), monotonicNanos: Clock.monotonicNanos(), app: "half", kind: .thaw,
+                detail: "thawed in 90 µs (cgroup2)")
+            thaw.from = .suspended
+            thaw.to = .active
+            let log = try #require(FileHandle(forWritingAtPath: box.stateDir + "/events.jsonl"))
+            try log.seekToEnd()
+            try log.write(contentsOf: Data((JSONLines.encode(thaw) + "\n").utf8))
+            try log.close()
+        }
+        let thawsBefore = box.events("half").filter { $0.kind == .thaw }.count
+        #expect(try box.apps()["half"]?.state == .active)
+        let adopted = box.events("half").last { $0.kind == .adopt }?.detail ?? ""
+        if logged {
+            #expect(adopted.contains("thawed and logged by the last daemon"), "\(adopted)")
+        } else {
+            #expect(adopted.contains("a thaw under way"), "\(adopted)")
+            #expect(Scenario.eventually(seconds: 10) { box.events("half").filter { $0.kind == .thaw }.count == thawsBefore + 1 })
+        }
+        // Nothing more comes: the next request's answer is logged after any thaw would be.
+        _ = try box.icebox(["suspend", "--grace", "0", "half"])
+        let thaws = box.events("half").filter { $0.kind == .thaw }.count
+        #expect(thaws == (logged ? thawsBefore : thawsBefore + 1), "\(box.events("half").map(\.humanLine).joined(separator: "\n"))")
+        let state = try box.apps()["half"]?.state
+        #expect(state == .suspended && Kernel.cgroupFrozen(cgroup), "\(state.map(\.rawValue) ?? "gone")")
+    }
+
     @Test("an app that ended while no daemon ran is recorded, its cgroup removed; a suspended one restores")
     func endedWhileAway() throws {
         let box = Sandbox()
