@@ -307,13 +307,14 @@ extension Daemon {
                 record.graceDeadlineNanos = now
                 record.graceCapNanos = now
                 outcome = "a freeze under way: completing it"
-            } else if saved.state == .suspended, let last = eventLog.lastEvent(of: app.name), last.kind == .thaw,
-                last.from == .suspended, last.monotonicNanos >= saved.sinceMonotonicNanos
+            } else if let last = eventLog.lastEvent(of: app.name), last.from == saved.state, last.to == .active,
+                last.kind == (saved.state == .suspended ? .thaw : .resume), last.monotonicNanos >= saved.sinceMonotonicNanos
             {
-                // The last daemon thawed it and logged the thaw, then ended before its
-                // registry write: the step is done, and thawing again would log it twice.
+                // The last daemon thawed or resumed it and logged that, then ended before its
+                // registry write: the step is done. Thawing again would log it twice; going
+                // back to the grace would freeze an app its user had just resumed.
                 become(.active, since: last.monotonicNanos)
-                outcome = "thawed and logged by the last daemon just before it ended; active"
+                outcome = "\(saved.state == .suspended ? "thawed" : "resumed") and logged by the last daemon just before it ended; active"
             } else if saved.state == .suspended {
                 // A thaw was under way: the app runs; finish the job.
                 thaw = true

@@ -173,6 +173,37 @@ struct CrashRecoveryTests {
         #expect(state == .suspended && Kernel.cgroupFrozen(cgroup), "\(state.map(\.rawValue) ?? "gone")")
     }
 
+    /// The same window for a resume during the grace: the next daemon must not put the app
+    /// back in its grace (and freeze it at the deadline) after its user resumed it.
+    @Test("a resume during the grace the dead daemon logged but did not record is kept")
+    func crashAfterResumeLogged() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let app = box.pythonApp(onNotice: "pass")
+        _ = try box.icebox(["launch", "--ready", "notify", "--grace", "3s", "half", "--", "python3", app])
+        let sandbox = box
+        Thread { _ = try? sandbox.icebox(["suspend", "half"]) }.start()
+        try #require(Scenario.eventually { (try? box.apps()["half"]?.state) == .background })
+        let cgroup = try #require(try box.apps()["half"]?.cgroup)
+        try killDaemon(box)
+        var resume = Event(
+            time: Clock.rfc3339(wallNanos: Clock.wallNanos()), monotonicNanos: Clock.monotonicNanos(), app: "half", kind: .resume,
+            detail: "resumed during its grace period; not frozen")
+        resume.from = .background
+        resume.to = .active
+        let log = try #require(FileHandle(forWritingAtPath: box.stateDir + "/events.jsonl"))
+        try log.seekToEnd()
+        try log.write(contentsOf: Data((JSONLines.encode(resume) + "\n").utf8))
+        try log.close()
+        #expect(try box.apps()["half"]?.state == .active)
+        let adopted = box.events("half").last { $0.kind == .adopt }?.detail ?? ""
+        #expect(adopted.contains("resumed and logged by the last daemon"), "\(adopted)")
+        // Past the recorded grace (3 s), it still runs.
+        usleep(3_500_000)
+        #expect(!Kernel.cgroupFrozen(cgroup))
+        #expect(try box.apps()["half"]?.state == .active)
+    }
+
     @Test("an app that ended while no daemon ran is recorded, its cgroup removed; a suspended one restores")
     func endedWhileAway() throws {
         let box = Sandbox()
