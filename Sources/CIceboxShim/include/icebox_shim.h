@@ -169,12 +169,6 @@ int icebox_sigrtmax(void);
 /// asked when it stopped early), or -1 with errno when the first range already failed.
 ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 
-/// The process's arguments as glibc handed them to the program (command_line.c), count in
-/// *count. For the entry point: Swift's CommandLine.unsafeArgv is main-actor isolated, so
-/// reading it from the top-level code cost every command a dynamic isolation check, and that
-/// check starts the concurrency runtime's default executors (faults on four pages).
-char *_Nullable const *_Nonnull icebox_process_arguments(int *count);
-
 /// Locks the program's own loadable segments (its code, read-only data, data and bss) in
 /// memory with mlock(2), faulting them in: the bytes locked, or -1 with errno (EPERM or
 /// ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK; nothing stays locked then).

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "icebox_shim.h"
+#include "icebox_start.h"
 
 static char **captured_argv;
 static int captured_argc;
