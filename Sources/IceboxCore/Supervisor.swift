@@ -22,6 +22,13 @@ import Synchronization
 /// false), and it never exits on its own for want of apps
 /// (``Daemon/Configuration/idleExitNanos`` is nil). The apps it launches are children of
 /// this process.
+///
+/// If this process dies without ``stop(timeout:)`` (SIGKILL from a test runner's timeout,
+/// a crash, Ctrl-C), nothing is left behind: a small `/bin/sh` sweeper, started with the
+/// supervisor in a session of its own, sees the end of a pipe only this process writes to,
+/// and then kills the apps (frozen ones too) and removes the cgroups it made, in every
+/// hierarchy, and its directories, within about a second. It finds apps by their cgroups:
+/// an app frozen with SIGSTOP on a host with no cgroups at all is not found.
 public final class Supervisor: Sendable {
     /// A client for this supervisor's engine; the methods below forward to it.
     public let client: IceboxClient
@@ -42,11 +49,13 @@ public final class Supervisor: Sendable {
     /// What `stop()` removes: the directories and cgroup roots this supervisor created.
     private let ownedDirectories: [String]
     private let ownedCgroupRoots: [String]
+    /// Sweeps the cgroups and directories if this process dies without `stop()`.
+    private let sweeper: SupervisorSweeper
     private let stopped = Mutex(false)
 
     private init(
         client: IceboxClient, hostFacts: HostFacts, engine: JoinableThread, outcome: EngineOutcome,
-        ownedDirectories: [String], ownedCgroupRoots: [String]
+        ownedDirectories: [String], ownedCgroupRoots: [String], sweeper: SupervisorSweeper
     ) {
         self.client = client
         self.hostFacts = hostFacts
@@ -54,6 +63,7 @@ public final class Supervisor: Sendable {
         self.outcome = outcome
         self.ownedDirectories = ownedDirectories
         self.ownedCgroupRoots = ownedCgroupRoots
+        self.sweeper = sweeper
     }
 
     /// Starts an engine and returns once it listens on its control socket.
@@ -80,6 +90,7 @@ public final class Supervisor: Sendable {
         var owned: [String] = []
         var ownedRoots: [String] = []
         var startedEngine: JoinableThread?
+        var sweeper: SupervisorSweeper?
         do throws(IceboxError) {
             var base: String?
             if runtimeDirectory == nil || stateDirectory == nil {
@@ -106,6 +117,14 @@ public final class Supervisor: Sendable {
             if let v1 = facts.freezerV1Root, !freezerExisted { ownedRoots.append(v1) }
             // Per-app v1 memory cgroups (hybrid hosts) go under a directory named like the root.
             if let memory = facts.memoryV1Root, !FileIO.exists(memory), cgroupRoot == nil { ownedRoots.append(memory) }
+
+            // Before anything is launched: whatever kills this process from here on, the
+            // sweeper removes what the engine made (see SupervisorSweeper).
+            var targets = SupervisorSweeper.Targets(cgroupTrees: ownedRoots, directories: owned)
+            targets.cgroupParents = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter {
+                !ownedRoots.contains($0)
+            }
+            sweeper = try SupervisorSweeper.start(targets)
 
             var config = Daemon.Configuration(paths: paths, cgroupRootOverride: root)
             config.cgroupRootIsExplicit = cgroupRoot != nil  // a root made up here may fall back
@@ -140,12 +159,13 @@ public final class Supervisor: Sendable {
             try waitUntilReady(ready.readEnd, engine: engine, outcome: outcome, paths: paths, deadline: deadline(after: readyTimeout))
             return Supervisor(
                 client: IceboxClient(paths: paths), hostFacts: facts, engine: engine, outcome: outcome, ownedDirectories: owned,
-                ownedCgroupRoots: ownedRoots)
+                ownedCgroupRoots: ownedRoots, sweeper: sweeper!)
         } catch {
             // Nothing made is left behind, unless the engine still runs (and uses it).
             if startedEngine?.join(until: deadline(after: .seconds(5))) ?? true {
                 _ = removeCgroupRoots(ownedRoots)
                 for dir in owned { try? FileIO.removeTree(dir) }
+                sweeper?.dismiss(until: deadline(after: .seconds(2)))
             }
             throw error
         }
@@ -227,6 +247,7 @@ public final class Supervisor: Sendable {
         for dir in ownedDirectories {
             do { try FileIO.removeTree(dir) } catch { problems.append(error.description) }
         }
+        sweeper.dismiss(until: Self.deadline(after: .seconds(2)))
         if !problems.isEmpty { throw IceboxError(.failure, "stop the supervisor: " + problems.joined(separator: "; ")) }
     }
 

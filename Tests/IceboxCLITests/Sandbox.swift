@@ -131,22 +131,26 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
     func close() {
         let memoryRoot = HostFacts.discover(cgroupRootOverride: cgroupRoot).memoryV1Root
         _ = try? icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
-        for root in [cgroupRoot, freezerRoot, memoryRoot].compactMap({ $0 }) {
-            let children = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-            for child in children where FileManager.default.fileExists(atPath: root + "/" + child + "/cgroup.procs") {
-                let path = root + "/" + child
-                try? "1".write(toFile: path + "/cgroup.kill", atomically: false, encoding: .utf8)
-                for pid in Sandbox.pids(in: path) { kill(pid, SIGKILL) }
-                try? "THAWED".write(toFile: path + "/freezer.state", atomically: false, encoding: .utf8)
-                if FileManager.default.fileExists(atPath: path + "/cgroup.events") {
-                    _ = try? Cgroup2(path: path).waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
-                }
-                // v1 has no event for "empty": retry rmdir (EBUSY) for up to a second.
-                for _ in 0..<100 where rmdir(path) != 0 && errno == EBUSY { usleep(10_000) }
-            }
-            rmdir(root)
-        }
+        for root in [cgroupRoot, freezerRoot, memoryRoot].compactMap({ $0 }) { Sandbox.removeCgroupTree(root) }
         try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Kills every process in the cgroup tree at `root` (frozen ones too) and removes its
+    /// cgroups bottom up, `root` last: what a test made, removed even when it failed.
+    static func removeCgroupTree(_ root: String) {
+        guard FileManager.default.fileExists(atPath: root + "/cgroup.procs") else { return }
+        let children = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter {
+            FileManager.default.fileExists(atPath: root + "/" + $0 + "/cgroup.procs")
+        }
+        for child in children { removeCgroupTree(root + "/" + child) }
+        try? "1".write(toFile: root + "/cgroup.kill", atomically: false, encoding: .utf8)
+        for pid in Sandbox.pids(in: root) { kill(pid, SIGKILL) }
+        try? "THAWED".write(toFile: root + "/freezer.state", atomically: false, encoding: .utf8)
+        if FileManager.default.fileExists(atPath: root + "/cgroup.events") {
+            _ = try? Cgroup2(path: root).waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
+        }
+        // v1 has no event for "empty": retry rmdir (EBUSY) for up to a second.
+        for _ in 0..<100 where rmdir(root) != 0 && errno == EBUSY { usleep(10_000) }
     }
 
     /// The running daemon's pid, from its lock file (nil: none has run yet).

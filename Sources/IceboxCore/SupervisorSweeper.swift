@@ -1,0 +1,111 @@
+import Glibc
+import IceboxSystem
+
+/// A process that cleans up after a ``Supervisor`` whose process died without `stop()`: a
+/// test runner's SIGKILL at its timeout, a crash, a developer's Ctrl-C. Then no code of the
+/// supervisor's runs any more, so the cleanup cannot be its own: it is a `/bin/sh` started
+/// with the supervisor, in a session of its own (so the terminal's SIGINT does not reach
+/// it), reading a pipe whose only writer is the supervisor. `stop()` writes `q` and the
+/// sweeper exits; the kernel closes the pipe when the supervisor's process dies, however it
+/// dies, and the sweeper then kills every process in the supervisor's cgroups (frozen ones
+/// too), removes the cgroups in every hierarchy and the supervisor's directories. What
+/// Testcontainers' Ryuk does for containers.
+///
+/// It knows only cgroups: an app frozen with SIGSTOP on a host with no cgroup hierarchy at
+/// all has nothing to find it by, and is left.
+// Unchecked: its handle is used once, by the one `stop()` that gets past the supervisor's
+// `stopped` lock, or by a `start()` that failed before any other thread saw it.
+struct SupervisorSweeper: @unchecked Sendable {
+    let handle: ProcessHandle
+    /// The pipe's write end: its last close (the process's death included) starts the sweep.
+    private let writeEnd: Int32
+
+    /// The sweep, in sh: every word of it runs only after the pipe has ended. A v2 cgroup
+    /// is killed whole with cgroup.kill (frozen tasks die too); a v1 one, which has none,
+    /// gets SIGKILL for each task and then THAWED (a frozen v1 task dies only once thawed).
+    /// The cgroups are removed bottom up once empty; a v1 cgroup has no event to wait for,
+    /// so emptiness is looked at every 10 ms for at most 3 s (after its owner's death,
+    /// nothing here is on anyone's path). Arguments: `cgroup:PATH` removes a cgroup tree
+    /// made for the supervisor, `under:PATH` the trees below one it was given, `dir:PATH`
+    /// removes a directory.
+    static let script = #"""
+        IFS= read -r word
+        [ "$word" = q ] && exit 0
+        trap '' HUP INT TERM PIPE
+        # Calls $1 with each cgroup tree to sweep (never word-split: paths may hold spaces).
+        each_tree() {
+            f=$1
+            shift
+            for a in "$@"; do
+                case $a in
+                cgroup:*) [ -d "${a#cgroup:}" ] && "$f" "${a#cgroup:}" ;;
+                under:*) for d in "${a#under:}"/*/ "${a#under:}"/.[!.]*/; do [ -d "$d" ] && "$f" "${d%/}"; done ;;
+                esac
+            done
+        }
+        kill_tree() {
+            find "$1" -depth -type d 2>/dev/null | while IFS= read -r d; do
+                if [ -e "$d/cgroup.kill" ]; then echo 1 >"$d/cgroup.kill" 2>/dev/null; continue; fi
+                for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+                [ -e "$d/freezer.state" ] && echo THAWED >"$d/freezer.state" 2>/dev/null
+            done
+        }
+        note_populated() { [ -n "$(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null)" ] && populated=1; }
+        remove_tree() { find "$1" -depth -type d -exec rmdir {} + 2>/dev/null; }
+        each_tree kill_tree "$@"
+        i=0
+        while [ $i -lt 300 ]; do
+            populated=""
+            each_tree note_populated "$@"
+            [ -z "$populated" ] && break
+            each_tree kill_tree "$@"
+            sleep 0.01
+            i=$((i + 1))
+        done
+        each_tree remove_tree "$@"
+        for a in "$@"; do case $a in dir:*) rm -rf -- "${a#dir:}" ;; esac; done
+        """#
+
+    /// What one sweep removes.
+    struct Targets {
+        /// cgroup trees made for the supervisor: removed whole.
+        var cgroupTrees: [String] = []
+        /// cgroups given to the supervisor: the trees below them are removed, not they.
+        var cgroupParents: [String] = []
+        /// Directories made for the supervisor.
+        var directories: [String] = []
+
+        var arguments: [String] {
+            cgroupTrees.map { "cgroup:" + $0 } + cgroupParents.map { "under:" + $0 } + directories.map { "dir:" + $0 }
+        }
+    }
+
+    /// Starts the sweeper for `targets`.
+    static func start(_ targets: Targets) throws(IceboxError) -> SupervisorSweeper {
+        let pipe: PipePair
+        do { pipe = try PipePair() } catch { throw IceboxError("start the supervisor's sweeper", error) }
+        defer { close(pipe.readEnd) }
+        var request = SpawnRequest(
+            executable: "/bin/sh", arguments: ["/bin/sh", "-c", script, "icebox-sweeper"] + targets.arguments,
+            environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
+        request.stdin = pipe.readEnd
+        request.newSession = true
+        do {
+            let spawned = try Spawner.spawn(request)
+            return SupervisorSweeper(handle: spawned.handle, writeEnd: pipe.writeEnd)
+        } catch {
+            close(pipe.writeEnd)
+            throw IceboxError(.failure, "start the supervisor's sweeper (/bin/sh): \(error)")
+        }
+    }
+
+    /// After a clean stop: tells the sweeper there is nothing to sweep and reaps it.
+    func dismiss(until deadline: UInt64) {
+        _ = retryingOnInterrupt { write(writeEnd, "q\n", 2) }
+        close(writeEnd)
+        if (try? handle.wait(until: deadline)) == nil {
+            _ = try? handle.send(SIGKILL)
+            _ = try? handle.wait(until: deadline.saturatingAdd(1_000_000_000))
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Where the package's debug build is, and what linking against it takes.
+enum LibraryBuild {
+    /// The package's debug build directory (where the test bundle and the objects are).
+    static var buildDir: String {
+        URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
+            .deletingLastPathComponent().path
+    }
+
+    /// The package's root: the build directory is <root>/.build/<triple>/debug.
+    static var packageRoot: String {
+        var dir = URL(fileURLWithPath: buildDir)
+        while dir.path != "/" && !FileManager.default.fileExists(atPath: dir.appendingPathComponent("Package.swift").path) {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.path
+    }
+
+    static var swiftc: String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/swiftc" }.first { access($0, X_OK) == 0 }
+    }
+
+    static var unavailableReason: String? {
+        if swiftc == nil { return "swiftc is not on PATH" }
+        if !FileManager.default.fileExists(atPath: buildDir + "/IceboxCore.build") {
+            return "no IceboxCore objects in \(buildDir) (the tests run from another build layout)"
+        }
+        if access("/usr/bin/cc", X_OK) != 0 { return "no C compiler at /usr/bin/cc for the shared library $ORIGIN names" }
+        return nil
+    }
+
+    /// The object file of every source of the library targets (what a program that depends
+    /// on IceboxCore links), by the sources the package has now: a build directory keeps the
+    /// objects of files since moved to another target.
+    static func libraryObjects() throws -> [String] {
+        var objects: [String] = []
+        for target in ["IceboxCore", "IceboxSystem", "CIceboxShim"] {
+            let sources = LibraryBuild.packageRoot + "/Sources/" + target
+            let files = (FileManager.default.enumerator(atPath: sources)?.allObjects as? [String] ?? [])
+                .filter { $0.hasSuffix(".swift") || $0.hasSuffix(".c") }
+            try #require(!files.isEmpty, "no sources in \(sources)")
+            for file in files.sorted() {
+                let object = LibraryBuild.buildDir + "/\(target).build/" + URL(fileURLWithPath: file).lastPathComponent + ".o"
+                try #require(FileManager.default.fileExists(atPath: object), "no object \(object) for \(sources)/\(file)")
+                objects.append(object)
+            }
+        }
+        return objects
+    }
+
+    static func run(_ executable: String, _ args: [String], in dir: String) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = args
+        p.currentDirectoryURL = URL(fileURLWithPath: dir)
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Builds `source` (Swift, importing IceboxCore and IceboxSystem) into `dir/name`, a
+    /// static executable linked with the library targets' objects, as a program that
+    /// depends on IceboxCore is.
+    static func link(_ source: String, named name: String, in dir: String) throws {
+        try source.write(toFile: dir + "/\(name).swift", atomically: true, encoding: .utf8)
+        let build = buildDir, root = packageRoot
+        let link = try run(
+            try #require(swiftc),
+            [
+                "-static-executable", "-I", build + "/Modules",
+                "-Xcc", "-fmodule-map-file=\(build)/CIceboxShim.build/module.modulemap",
+                "-Xcc", "-fmodule-map-file=\(root)/Sources/CLibcap/module.modulemap",
+                "-Xcc", "-I\(root)/Sources/CIceboxShim/include", "\(name).swift",
+            ] + (try libraryObjects()) + ["-lcap", "-o", name], in: dir)
+        try #require(link.status == 0, "\(link.output)")
+    }
+
+}

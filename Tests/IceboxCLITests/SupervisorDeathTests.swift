@@ -1,0 +1,118 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// A test process that owns a `Supervisor` and dies without `stop()` (a runner's SIGKILL at
+/// its timeout, a crash, Ctrl-C) leaves nothing behind: its sweeper kills the apps, frozen
+/// ones too, and removes the cgroups in every hierarchy and the directories. The dying
+/// process is a real program built against the libraries, killed at several points.
+@Suite(
+    .enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"),
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
+struct SupervisorDeathTests {
+    /// The program: starts a supervisor, brings one app to the point named by its first
+    /// argument with the backend its second names, prints what it made, then waits to die.
+    static let program = #"""
+        import Glibc
+        import IceboxCore
+        import Foundation
+
+        setvbuf(stdout, nil, _IOLBF, 0)
+        let point = CommandLine.arguments[1]
+        let supervisor = try Supervisor.start()
+        var options = LaunchOptions(name: "app", command: ["sh", "-c", "trap : USR1; while :; do sleep 1; done"])
+        options.backend = BackendChoice(rawValue: CommandLine.arguments[2])!
+        switch point {
+        case "launching":
+            options.ready = .notify
+            options.readyTimeoutNanos = 600_000_000_000
+            Thread { _ = try? supervisor.launch(options) }.start()
+            while (try? supervisor.state(of: "app")) != .launching { usleep(1000) }
+        case "frozen":
+            _ = try supervisor.launch(options)
+            _ = try supervisor.suspend("app", grace: 0)
+        default:  // "grace": the app handles its notice and never answers it
+            options.graceNanos = 600_000_000_000
+            _ = try supervisor.launch(options)
+            Thread { _ = try? supervisor.suspend("app") }.start()
+            while (try? supervisor.state(of: "app")) != .background { usleep(1000) }
+        }
+        let app = try supervisor.apps().first { $0.name == "app" }!
+        print("pid \(app.pid)")
+        for path in [app.cgroup, app.freezerV1, app.memoryV1, supervisor.hostFacts.cgroupRoot, supervisor.hostFacts.freezerV1Root,
+            supervisor.hostFacts.memoryV1Root, supervisor.paths.runtimeDir, supervisor.paths.stateDir,
+            "/" + supervisor.paths.runtimeDir.split(separator: "/").dropLast().joined(separator: "/"),  // the supervisor's own
+        ].compactMap({ $0 }) {
+            print("path \(path)")
+        }
+        print("ready")
+        while true { pause() }
+        """#
+
+    /// The program, built once for all the cases.
+    static let built: Result<String, any Error> = Result {
+        let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
+        try LibraryBuild.link(program, named: "owner", in: dir)
+        return dir + "/owner"
+    }
+
+    /// Whether `pid` is gone (or a zombie no one has reaped yet: it runs no more).
+    static func gone(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+    }
+
+    @Test(
+        "a supervisor's process killed without stop() leaves no app, cgroup or directory behind",
+        arguments: [
+            ("launching", "cgroup2", SIGKILL), ("frozen", "cgroup2", SIGKILL), ("frozen", "cgroup1", SIGKILL),
+            ("grace", "cgroup2", SIGTERM), ("frozen", "cgroup2", SIGINT), ("frozen", "signal", SIGKILL),
+        ])
+    func killedWithoutStop(point: String, backend: String, signal: Int32) throws {
+        if backend == "cgroup1" { try #require(Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)") }
+        let owner = try Self.built.get()
+        let dir = URL(fileURLWithPath: owner).deletingLastPathComponent().path
+        let out = dir + "/out.\(point).\(backend).\(signal)"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let outFD = open(out, O_WRONLY | O_CLOEXEC)
+        defer { close(outFD) }
+        // In a session of its own, as a test runner under a terminal is: SIGINT goes to its
+        // whole process group, as Ctrl-C sends it.
+        var request = SpawnRequest(executable: owner, arguments: [owner, point, backend], environment: ["PATH=/usr/bin:/bin"])
+        request.stdout = outFD
+        request.stderr = outFD
+        let spawned = try Spawner.spawn(request)
+        let ownerPID = spawned.handle.pid
+        defer {
+            _ = try? spawned.handle.send(SIGKILL)
+            _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        }
+        let text = { (try? String(contentsOfFile: out, encoding: .utf8)) ?? "" }
+        let ready = Scenario.eventually(seconds: 30) { text().contains("ready\n") || Self.gone(ownerPID) }
+        try #require(ready && text().contains("ready\n"), "the owner did not get ready: \(text())")
+        let lines = text().split(separator: "\n")
+        let app = try #require(lines.first { $0.hasPrefix("pid ") }.flatMap { pid_t($0.dropFirst(4)) })
+        let paths = lines.filter { $0.hasPrefix("path ") }.map { String($0.dropFirst(5)) }
+        #expect(paths.count >= 3, "\(text())")
+        // Whatever happens below, nothing is left by this test: the app, the cgroups (the
+        // roots last in the list, so their trees), the directories.
+        defer {
+            if !Self.gone(app) { kill(app, SIGKILL) }
+            for path in paths.reversed() {
+                if FileManager.default.fileExists(atPath: path + "/cgroup.procs") {
+                    Sandbox.removeCgroupTree(path)
+                } else {
+                    try? FileManager.default.removeItem(atPath: path)
+                }
+            }
+        }
+        #expect(!Self.gone(app))
+
+        kill(signal == SIGINT ? -ownerPID : ownerPID, signal)
+        _ = try spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        let swept = Scenario.eventually(seconds: 10) { Self.gone(app) && paths.allSatisfy { !FileManager.default.fileExists(atPath: $0) } }
+        #expect(swept, "left: app \(Self.gone(app) ? "gone" : "running"), \(paths.filter { FileManager.default.fileExists(atPath: $0) })")
+    }
+}
