@@ -66,7 +66,7 @@ struct BenchSession {
     mutating func launch() throws(IceboxError) -> UInt64 {
         var launchOptions = options
         if !daemonSideReadiness { launchOptions.ready = .exec }
-        let request = ControlRequest.launch(launchOptions)
+        let request = ControlRequest.launch(options: launchOptions)
         let start = Clock.monotonicNanos()
         _ = try call(request)
         appLive = true

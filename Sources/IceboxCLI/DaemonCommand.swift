@@ -47,7 +47,7 @@ enum DaemonCommand: IceboxCommand {
                 LogRotationOptions.warnIfIgnored(args)
                 if settings.isEmpty { return 0 }
                 // Its policy changes as icebox policy set would change it.
-                return try client.perform(.setPolicy(settings.map(\.setting)))
+                return try client.perform(.setPolicy(settings: settings.map(\.setting)))
             }
             // The daemon started below reads the policy from the state directory.
             try client.paths.prepare()

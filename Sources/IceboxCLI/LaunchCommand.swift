@@ -14,7 +14,7 @@ enum LaunchCommand: IceboxCommand {
             throw ArgumentParser.usage("launch needs a NAME and a command", spec)
         }
         let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: args.command, args, attached: false)
-        let request = ControlRequest.launch(options)
+        let request = ControlRequest.launch(options: options)
         var client = LaunchArguments.client(args)
         return try client.perform(request)
     }

@@ -53,7 +53,7 @@ enum PolicyCommand: IceboxCommand {
             throw ArgumentParser.usage("to change the policy, write: icebox policy set --\(settings[0].key) \(settings[0].value)", spec)
         }
         if setting && settings.isEmpty { throw ArgumentParser.usage("policy set needs at least one setting", spec) }
-        let request: ControlRequest = setting ? .setPolicy(settings.map(\.setting)) : .policy
+        let request: ControlRequest = setting ? .setPolicy(settings: settings.map(\.setting)) : .policy
         var client = LaunchArguments.client(args)
         var shown: EvictionPolicy?
         let code = try client.perform(request, onPolicy: { shown = $0 })

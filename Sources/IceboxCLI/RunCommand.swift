@@ -52,7 +52,7 @@ enum RunCommand: IceboxCommand {
 
         var client = LaunchArguments.client(args)
         var connection = try client.connect()
-        let request = ControlRequest.launch(options)
+        let request = ControlRequest.launch(options: options)
         // Reset before a word of answer, the request was never read (DaemonConnection.
         // resetUnanswered): it goes once more to the next daemon, at the send or the first
         // read, within the client's reach deadline (DaemonClient.mayResend).

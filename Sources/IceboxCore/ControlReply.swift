@@ -32,6 +32,8 @@ public struct ControlReply: Codable, Sendable {
     public var apps: [AppRecord]?
     public var summaries: [AppSummary]?
     public var policy: EvictionPolicy?
+    /// The answer to a `version` request: ``ControlRequest/protocolVersion``.
+    public var protocolVersion: Int?
 
     public init(kind: Kind, text: String? = nil, code: Int32? = nil) {
         self.kind = kind

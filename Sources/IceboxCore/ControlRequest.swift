@@ -1,9 +1,16 @@
 /// One request on the control socket: a JSON line from a client, answered with
 /// `ControlReply` lines. One case a command, with exactly the arguments it takes, so the
-/// daemon dispatches on a type rather than on text.
+/// daemon dispatches on a type rather than on text. Its JSON form is the protocol's
+/// (`docs/protocol.md`): `{"case":{"label":value,…}}`, every value labeled.
 public enum ControlRequest: Codable, Sendable, Equatable {
+    /// The version of the protocol this daemon speaks (``version``'s answer). Raised when a
+    /// request or reply changes in a way an older client would misread.
+    public static let protocolVersion = 1
+
     case ping
-    case launch(LaunchOptions)
+    /// The protocol's version, answered as a `data` reply with `protocol_version`.
+    case version
+    case launch(options: LaunchOptions)
     /// `brief`: summaries (`AppSummary`) rather than whole records, for a table.
     case ps(all: Bool, brief: Bool = false)
     /// `graceNanos`: this suspend's grace instead of each app's own (`suspend --grace`).
@@ -16,7 +23,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case relaunch(name: String)
     case compact(names: [String], mode: CompactionMode?)
     case policy
-    case setPolicy([PolicySetting])
+    case setPolicy(settings: [PolicySetting])
     case stop(terminateApps: Bool, timeoutNanos: UInt64?)
     /// Drop ended apps' records (what `ps --all` and `relaunch` use); a running app is an error.
     case forget(names: [String])
@@ -27,6 +34,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     public var commandName: String {
         switch self {
         case .ping: return "ping"
+        case .version: return "version"
         case .launch: return "launch"
         case .ps: return "ps"
         case .suspend: return "suspend"
@@ -50,7 +58,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     /// only if no daemon read it.
     public var isReadOnly: Bool {
         switch self {
-        case .ping, .ps, .policy, .metrics: return true
+        case .ping, .version, .ps, .policy, .metrics: return true
         default: return false
         }
     }

@@ -309,6 +309,11 @@ extension Daemon {
         switch request {
         case .ping:
             finish(fd, .success, "icebox daemon pid \(getpid())")
+        case .version:
+            var reply = ControlReply(kind: .data, text: "icebox control protocol \(ControlRequest.protocolVersion)")
+            reply.protocolVersion = ControlRequest.protocolVersion
+            send(fd, reply)
+            finish(fd, .success)
         case .launch(let options):
             launch(options, stdio: fds, client: fd)
         case .ps(let all, let brief):

@@ -100,6 +100,50 @@ public enum PolicySetting: Codable, Sendable, Equatable {
     }
 }
 
+/// A setting's JSON form is the policy's own member: `{"memory_budget_bytes":1073741824}`,
+/// `{"pressure":null}` (cleared), `{"eviction_grace_ns":1000000000}`: one member, named and
+/// valued as in the policy a `policy` request answers (`docs/protocol.md`).
+extension PolicySetting {
+    enum CodingKeys: String, CodingKey {
+        case memoryBudgetBytes, pressure, pressureScope, maxSuspended, evictionGraceNanos, protectActive, onLockContention
+        case compactAfterNanos, compactMode
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        guard c.allKeys.count == 1, let key = c.allKeys.first else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "a policy setting is an object with exactly one member"))
+        }
+        switch key {
+        case .memoryBudgetBytes: self = .memoryBudget(try c.decode(UInt64?.self, forKey: key))
+        case .pressure: self = .pressure(try c.decode(String?.self, forKey: key))
+        case .pressureScope: self = .pressureScope(try c.decode(PressureScope.self, forKey: key))
+        case .maxSuspended: self = .maxSuspended(try c.decode(Int?.self, forKey: key))
+        case .evictionGraceNanos: self = .evictionGrace(try c.decode(UInt64.self, forKey: key))
+        case .protectActive: self = .protectActive(try c.decode(Bool.self, forKey: key))
+        case .onLockContention: self = .onLockContention(try c.decode(LockContentionAction.self, forKey: key))
+        case .compactAfterNanos: self = .compactAfter(try c.decode(UInt64?.self, forKey: key))
+        case .compactMode: self = .compactMode(try c.decode(CompactionMode.self, forKey: key))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .memoryBudget(let v): try c.encode(v, forKey: .memoryBudgetBytes)
+        case .pressure(let v): try c.encode(v, forKey: .pressure)
+        case .pressureScope(let v): try c.encode(v, forKey: .pressureScope)
+        case .maxSuspended(let v): try c.encode(v, forKey: .maxSuspended)
+        case .evictionGrace(let v): try c.encode(v, forKey: .evictionGraceNanos)
+        case .protectActive(let v): try c.encode(v, forKey: .protectActive)
+        case .onLockContention(let v): try c.encode(v, forKey: .onLockContention)
+        case .compactAfter(let v): try c.encode(v, forKey: .compactAfterNanos)
+        case .compactMode(let v): try c.encode(v, forKey: .compactMode)
+        }
+    }
+}
+
 /// When the daemon evicts apps, and how. Every trigger is optional; they combine. Set on
 /// `icebox daemon`, changed on a running one with `icebox policy set`, kept in the state
 /// directory (policy.json) so a daemon started on demand applies the last one.

@@ -71,7 +71,7 @@ public struct IceboxClient: Sendable {
             options.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         }
         if options.workingDirectory == nil { options.workingDirectory = ProcessEnvironment.workingDirectory }
-        let output = try send(.launch(options))
+        let output = try send(.launch(options: options))
         // A default name may have been made unique ("sleep-2"): the daemon's line starts with it.
         var name = options.name
         if options.nameIsDefault, let first = output.lines.first?.split(separator: " ").first {

@@ -121,24 +121,23 @@ extension LaunchOptions: JSONReadable {
             default: return false
             }
         }
-        guard read, let attached, let backend, let backgroundSignal, let command, let environment, let extraEnvironment,
-            let grace, let maxGrace, let name, let nameIsDefault, let priority, let ready, let readyTimeout
-        else { return nil }
+        // Only the name and the command are required; the rest defaults (docs/protocol.md).
+        guard read, let command, let name else { return nil }
         self.init(name: name, command: command)
-        self.nameIsDefault = nameIsDefault
-        self.backend = backend
-        self.graceNanos = grace
-        self.maxGraceNanos = maxGrace
-        self.backgroundSignal = backgroundSignal
+        self.nameIsDefault = nameIsDefault ?? self.nameIsDefault
+        self.backend = backend ?? self.backend
+        self.graceNanos = grace ?? graceNanos
+        self.maxGraceNanos = maxGrace ?? maxGraceNanos
+        self.backgroundSignal = backgroundSignal ?? self.backgroundSignal
         self.foregroundSignal = foregroundSignal
-        self.ready = ready
-        self.readyTimeoutNanos = readyTimeout
+        self.ready = ready ?? self.ready
+        self.readyTimeoutNanos = readyTimeout ?? readyTimeoutNanos
         self.workingDirectory = workingDirectory
-        self.environment = environment
-        self.extraEnvironment = extraEnvironment
-        self.priority = priority
+        self.environment = environment ?? self.environment
+        self.extraEnvironment = extraEnvironment ?? self.extraEnvironment
+        self.priority = priority ?? self.priority
         self.compactAfterNanos = compactAfter
-        self.attached = attached
+        self.attached = attached ?? self.attached
         self.watchdogNanos = watchdog
         self.watchdogAction = watchdogAction
         self.startLimitBurst = startLimitBurst

@@ -175,6 +175,7 @@ extension ControlReply: JSONWritable {
             w.field("event", event)
             w.field("kind", kind)
             w.field(codable: "policy", policy)  // once a policy command: not worth a form of its own
+            w.field("protocol_version", protocolVersion)
             w.field("summaries", summaries)
             w.field("text", text)
         }
@@ -183,12 +184,13 @@ extension ControlReply: JSONWritable {
 
 extension ControlRequest: JSONWritable {
     /// As Swift's synthesized coding of an enum writes it: `{"case":{"label":value,…}}`,
-    /// `_0` for an unlabeled value, `{}` for a case without one.
+    /// `{}` for a case without a value.
     public func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             switch self {
             case .ping: w.emptyObject("ping")
-            case .launch(let options): w.member("launch") { $0.field("_0", options) }
+            case .version: w.emptyObject("version")
+            case .launch(let options): w.member("launch") { $0.field("options", options) }
             case .ps(let all, let brief):
                 w.member("ps") { w in
                     w.field("all", all)
@@ -218,7 +220,7 @@ extension ControlRequest: JSONWritable {
                     w.field("names", names)
                 }
             case .policy: w.emptyObject("policy")
-            case .setPolicy(let settings): w.member("set_policy") { $0.field(codable: "_0", settings) }
+            case .setPolicy(let settings): w.member("set_policy") { $0.field(codable: "settings", settings) }
             case .stop(let terminateApps, let timeout):
                 w.member("stop") { w in
                     w.field("terminate_apps", terminateApps)

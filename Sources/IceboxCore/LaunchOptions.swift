@@ -106,4 +106,30 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
         self.name = name
         self.command = command
     }
+
+    /// Only `name` and `command` are required; every other member takes its default when
+    /// absent, so a client writes what it means (docs/protocol.md).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name), command: try c.decode([String].self, forKey: .command))
+        nameIsDefault = try c.decodeIfPresent(Bool.self, forKey: .nameIsDefault) ?? nameIsDefault
+        backend = try c.decodeIfPresent(BackendChoice.self, forKey: .backend) ?? backend
+        graceNanos = try c.decodeIfPresent(UInt64.self, forKey: .graceNanos) ?? graceNanos
+        maxGraceNanos = try c.decodeIfPresent(UInt64.self, forKey: .maxGraceNanos) ?? maxGraceNanos
+        backgroundSignal = try c.decodeIfPresent(NoticeSignal.self, forKey: .backgroundSignal) ?? backgroundSignal
+        foregroundSignal = try c.decodeIfPresent(Int32.self, forKey: .foregroundSignal)
+        ready = try c.decodeIfPresent(ReadyMode.self, forKey: .ready) ?? ready
+        readyTimeoutNanos = try c.decodeIfPresent(UInt64.self, forKey: .readyTimeoutNanos) ?? readyTimeoutNanos
+        workingDirectory = try c.decodeIfPresent(String.self, forKey: .workingDirectory)
+        environment = try c.decodeIfPresent([String].self, forKey: .environment) ?? environment
+        extraEnvironment = try c.decodeIfPresent([String].self, forKey: .extraEnvironment) ?? extraEnvironment
+        priority = try c.decodeIfPresent(PriorityBand.self, forKey: .priority) ?? priority
+        compactAfterNanos = try c.decodeIfPresent(UInt64.self, forKey: .compactAfterNanos)
+        attached = try c.decodeIfPresent(Bool.self, forKey: .attached) ?? attached
+        watchdogNanos = try c.decodeIfPresent(UInt64.self, forKey: .watchdogNanos)
+        watchdogAction = try c.decodeIfPresent(WatchdogAction.self, forKey: .watchdogAction)
+        startLimitBurst = try c.decodeIfPresent(Int.self, forKey: .startLimitBurst)
+        startLimitIntervalNanos = try c.decodeIfPresent(UInt64.self, forKey: .startLimitIntervalNanos)
+        runAs = try c.decodeIfPresent(RunAs.self, forKey: .runAs)
+    }
 }

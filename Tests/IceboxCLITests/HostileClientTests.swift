@@ -54,13 +54,13 @@ struct HostileClientTests {
         options.compactAfterNanos = max
         options.watchdogNanos = max
         options.environment = ["PATH=/usr/bin:/bin"]
-        let launched = try Self.exchange(box, JSONLines.encode(ControlRequest.launch(options)))
+        let launched = try Self.exchange(box, JSONLines.encode(ControlRequest.launch(options: options)))
         #expect(launched.contains("launched"), "\(launched)")
 
         let policy = try Self.exchange(
             box,
             JSONLines.encode(
-                ControlRequest.setPolicy([.evictionGrace(max), .compactAfter(max), .memoryBudget(max), .maxSuspended(Int.max)])))
+                ControlRequest.setPolicy(settings: [.evictionGrace(max), .compactAfter(max), .memoryBudget(max), .maxSuspended(Int.max)])))
         #expect(policy.contains("\"done\""), "\(policy)")
         // The app asks for an endless grace (EXTEND_TIMEOUT_USEC); a suspend with an endless
         // grace is cut short by the test's own evict below, so send it without waiting.

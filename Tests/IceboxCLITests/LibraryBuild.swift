@@ -19,9 +19,14 @@ enum LibraryBuild {
         return dir.path
     }
 
-    static var swiftc: String? {
+    static var swiftc: String? { onPath("swiftc") }
+
+    /// For the clients of the protocol written in Python (Examples/Python).
+    static var python3: String? { onPath("python3") }
+
+    static func onPath(_ program: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/swiftc" }.first { access($0, X_OK) == 0 }
+        return path.split(separator: ":").map { "\($0)/\(program)" }.first { access($0, X_OK) == 0 }
     }
 
     static var unavailableReason: String? {

@@ -69,7 +69,7 @@ import Testing
             try UnixSocket.send(peer, Array((Self.refusal + "\n").utf8))
             close(peer)
             // A request big enough that the send meets the closed peer (EPIPE).
-            let request = ControlRequest.launch(LaunchOptions(name: "x", command: ["true"]))
+            let request = ControlRequest.launch(options: LaunchOptions(name: "x", command: ["true"]))
             do throws(IceboxError) {
                 try connection.send(request)
                 try connection.send(request)

@@ -139,7 +139,7 @@ struct JSONWriterTests {
         mutating func request() -> ControlRequest {
             switch below(15) {
             case 0: return .ping
-            case 1: return .launch(options())
+            case 1: return .launch(options: options())
             case 2: return .ps(all: chance(), brief: chance())
             case 3: return .suspend(names: strings(), graceNanos: optional())
             case 4: return .resume(names: strings(), waitReady: chance())
@@ -149,7 +149,7 @@ struct JSONWriterTests {
             case 8: return .relaunch(name: string())
             case 9: return .compact(names: strings(), mode: chance() ? .pageout : nil)
             case 10: return .policy
-            case 11: return .setPolicy([.memoryBudget(optional()), .pressureScope(.apps), .maxSuspended(optional())])
+            case 11: return .setPolicy(settings: [.memoryBudget(optional()), .pressureScope(.apps), .maxSuspended(optional())])
             case 12: return .stop(terminateApps: chance(), timeoutNanos: optional())
             case 13: return .forget(names: strings())
             default: return .metrics(format: pick(MetricsFormat.allCases))

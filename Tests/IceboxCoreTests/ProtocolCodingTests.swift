@@ -88,17 +88,45 @@ struct ProtocolCodingTests {
     }
 
     @Test(arguments: [
-        ControlRequest.ping, .launch(LaunchOptions(name: "web", command: ["sleep", "9"])), .ps(all: true),
+        ControlRequest.ping, .launch(options: LaunchOptions(name: "web", command: ["sleep", "9"])), .ps(all: true),
         .suspend(names: ["web", "db"]), .resume(names: ["web"], waitReady: true), .switchTo(name: "web"),
         .terminate(names: ["web"], timeoutNanos: 7_000_000_000), .terminate(names: ["web"], timeoutNanos: nil),
         .evict(names: ["db"]), .relaunch(name: "web"), .compact(names: ["web"], mode: .cold), .policy,
-        .setPolicy([.memoryBudget(1 << 30), .pressure(nil), .onLockContention(.evict)]),
-        .stop(terminateApps: true, timeoutNanos: nil), .forget(names: ["bench"]),
+        .setPolicy(settings: [.memoryBudget(1 << 30), .pressure(nil), .onLockContention(.evict)]),
+        .stop(terminateApps: true, timeoutNanos: nil), .forget(names: ["bench"]), .version,
+        .setPolicy(settings: [
+            .pressureScope(.apps), .maxSuspended(nil), .maxSuspended(2), .evictionGrace(5), .protectActive(false), .compactAfter(nil),
+            .compactAfter(9), .compactMode(.cold), .memoryBudget(nil), .pressure("some 150ms/2s"),
+        ]),
     ])
     func controlRequestRoundTrips(_ request: ControlRequest) throws {
         let json = JSONLines.encode(request)
         #expect(try JSONLines.decodeOrError(ControlRequest.self, json) == request, "\(json)")
         #expect(!json.contains("Nanos") && !json.contains("waitReady"), "one key style: \(json)")
+        // docs/protocol.md: every value has a name a client can write by hand.
+        #expect(!json.contains("\"_0\""), "an unlabeled value: \(json)")
+    }
+
+    /// The forms docs/protocol.md shows, byte for byte.
+    @Test func protocolDocumentForms() throws {
+        #expect(JSONLines.encode(ControlRequest.version) == #"{"version":{}}"#)
+        #expect(
+            JSONLines.encode(ControlRequest.setPolicy(settings: [.memoryBudget(1 << 30), .pressure(nil), .evictionGrace(1_000_000_000)]))
+                == #"{"set_policy":{"settings":[{"memory_budget_bytes":1073741824},{"pressure":null},{"eviction_grace_ns":1000000000}]}}"#)
+        #expect(
+            JSONLines.encode(ControlRequest.launch(options: LaunchOptions(name: "web", command: ["sleep", "9"]))).hasPrefix(
+                #"{"launch":{"options":{"#))
+        // Launch options: the name and the command are enough, in either reader.
+        let minimal = #"{"name":"web","command":["sleep","9"]}"#
+        #expect(JSONLines.decode(LaunchOptions.self, minimal) == LaunchOptions(name: "web", command: ["sleep", "9"]))
+        #expect(try JSONLines.decodeWithFoundation(LaunchOptions.self, minimal) == LaunchOptions(name: "web", command: ["sleep", "9"]))
+        #expect(JSONLines.decode(LaunchOptions.self, #"{"name":"web"}"#) == nil)
+        // A setting names one member; two, or an unknown one, is refused rather than half read.
+        #expect(JSONLines.decode(PolicySetting.self, #"{"pressure":null,"max_suspended":1}"#) == nil)
+        #expect(JSONLines.decode(PolicySetting.self, #"{"memory":1}"#) == nil)
+        var reply = ControlReply(kind: .data, text: "icebox control protocol 1")
+        reply.protocolVersion = ControlRequest.protocolVersion
+        #expect(JSONLines.encode(reply) == #"{"kind":"data","protocol_version":1,"text":"icebox control protocol 1"}"#)
     }
 
     @Test func controlRequestKeysAreSnakeCase() {
