@@ -15,7 +15,8 @@ enum AdoptCommand: IceboxCommand {
         summary: "take over a running process tree or cgroup as the app NAME",
         options: [
             OptionSpec(name: "pid", value: "PID", help: "the process and all its descendants (it is the app's main process)"),
-            OptionSpec(name: "cgroup", value: "PATH", help: "every process of this cgroup and its sub-cgroups (the oldest is the main one)"),
+            OptionSpec(
+                name: "cgroup", value: "PATH", help: "every process of this cgroup and its sub-cgroups (the oldest is the main one)"),
         ] + LaunchArguments.options.filter { launchOptionNames.contains($0.name) },
         details:
             "Every process is moved into a fresh cgroup of the app, frozen on arrival (none forked meanwhile is left out), then thawed. "
@@ -25,7 +26,9 @@ enum AdoptCommand: IceboxCommand {
         operands: Operands(max: 1, text: "one app name"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        guard let name = args.positionals.first else { throw ArgumentParser.usage("adopt needs a NAME and --pid PID or --cgroup PATH", spec) }
+        guard let name = args.positionals.first else {
+            throw ArgumentParser.usage("adopt needs a NAME and --pid PID or --cgroup PATH", spec)
+        }
         let source: AdoptSource
         switch (args.value("pid"), args.value("cgroup")) {
         case (let text?, nil):

@@ -117,12 +117,15 @@ enum AdoptionCheck {
         switch owner.kind {
         case .systemdUnit:
             return IceboxError(
-                .permission, "refusing to adopt \(what): it is in the cgroup of the systemd unit \(owner.name) (\(owner.path)), which systemd manages",
+                .permission,
+                "refusing to adopt \(what): it is in the cgroup of the systemd unit \(owner.name) (\(owner.path)), which systemd manages",
                 hint:
-                    "let the unit delegate its cgroup (Delegate=yes in \(owner.name), or start it with systemd-run --scope -p Delegate=yes ...), or run it under icebox launch instead")
+                    "let the unit delegate its cgroup (Delegate=yes in \(owner.name), or start it with systemd-run --scope -p Delegate=yes ...), or run it under icebox launch instead"
+            )
         case .containerRuntime:
             return IceboxError(
-                .permission, "refusing to adopt \(what): it is in the cgroup of the container \(owner.name) (\(owner.path)), which its runtime manages",
+                .permission,
+                "refusing to adopt \(what): it is in the cgroup of the container \(owner.name) (\(owner.path)), which its runtime manages",
                 hint: "freeze it with the runtime (docker pause, podman pause), or run icebox inside the container")
         }
     }

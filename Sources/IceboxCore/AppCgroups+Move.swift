@@ -76,7 +76,9 @@ extension AppCgroups {
         }
         let left = members() ?? []
         if problems.isEmpty && !left.isEmpty {
-            problems.append("\(left.count) process\(left.count == 1 ? "" : "es") still in \(v2Path ?? freezerV1Path ?? name) after \(Self.moveOutRounds) rounds")
+            problems.append(
+                "\(left.count) process\(left.count == 1 ? "" : "es") still in \(v2Path ?? freezerV1Path ?? name) after \(Self.moveOutRounds) rounds"
+            )
         }
         // Failed: it stays the app, frozen only if it was suspended.
         if !problems.isEmpty && !keepFrozen { try? endMoveHold() }

@@ -839,7 +839,8 @@ public struct AppLifecycle: Sendable {
         let how =
             termination?.description
             ?? (record.isAdopted
-                ? "exited (status unknown: adopted, icebox is not its parent)" : "ended (exit status unknown: re-adopted after a daemon restart)")
+                ? "exited (status unknown: adopted, icebox is not its parent)"
+                : "ended (exit status unknown: re-adopted after a daemon restart)")
         let from = record.state
         phase = .ended
         setState(final, now)

@@ -114,7 +114,8 @@ extension Daemon {
         event.tasks = moved
         log(event)
         if app.hasExited() { appExited(app) }
-        return "\(app.name)  adopted  pid \(main), \(moved) process\(moved == 1 ? "" : "es") moved into \(cgroups.v2Path ?? cgroups.freezerV1Path ?? "its cgroup") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue))"
+        return
+            "\(app.name)  adopted  pid \(main), \(moved) process\(moved == 1 ? "" : "es") moved into \(cgroups.v2Path ?? cgroups.freezerV1Path ?? "its cgroup") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue))"
     }
 
     /// The processes `adopt` was given: the main one, what to call them, and how to find them
@@ -345,7 +346,8 @@ extension Daemon {
                 return fallback
             }
             target = CgroupPlace(
-                v2: pick(record.adoptedFrom, own.v2, "cgroup"), freezerV1: pick(record.adoptedFromFreezerV1, own.freezerV1, "v1 freezer cgroup"),
+                v2: pick(record.adoptedFrom, own.v2, "cgroup"),
+                freezerV1: pick(record.adoptedFromFreezerV1, own.freezerV1, "v1 freezer cgroup"),
                 memoryV1: pick(record.adoptedFromMemoryV1, own.memoryV1, "v1 memory cgroup"))
         } else {
             // A launched app has no origin: it goes where the daemon runs, as if the daemon had

@@ -175,7 +175,9 @@ struct AdoptTests {
         #expect(!Kernel.alive(outside.pid), "the adopted process still runs")
         try Self.waitFor("its cgroup to go") { !FileManager.default.fileExists(atPath: cgroup) }
         let ended = try #require(try box.apps()["counter"])
-        #expect(ended.ending?.contains("killed by SIGKILL") == true || ended.ending?.contains("status unknown") == true, "\(ended.ending ?? "")")
+        #expect(
+            ended.ending?.contains("killed by SIGKILL") == true || ended.ending?.contains("status unknown") == true, "\(ended.ending ?? "")"
+        )
     }
 
     @Test("a fork storm during the adoption leaves no task of the tree outside the app's cgroup")
