@@ -56,49 +56,68 @@ extension Daemon {
         }
         let notifyPath = try sharedNotifySocket()
 
-        let cgroups = try AppCgroups.create(
-            name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
-            freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root, backend: backend)
+        // Intent before action, as a launch: the record names the cgroups and where the
+        // processes come from before anything moves, without the move's time (adoptMoveNanos),
+        // which marks the adoption unfinished. A daemon killed before that is written again
+        // leaves its successor a record to undo the move by (`undoInterruptedAdoption`: every
+        // process back where it came from, thawed), never tasks frozen in a cgroup no record
+        // names.
         let start = Clock.monotonicNanos()
-        let moved: Int
-        do {
-            moved = try moveTree(target, into: cgroups, start: start)
-        } catch {
-            _ = cgroups.removeEmptied()
-            throw error
-        }
-        let moveNanos = Clock.monotonicNanos().saturatingSub(start)
-
         let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        func under(_ root: String?) -> String? { root.map { $0 + "/" + options.name } }
         var record = AppRecord(
             name: options.name, options: launchOptions, pid: main, state: .active, sinceMonotonicNanos: start, sinceWall: wall,
-            launchedWall: wall, backend: backend, cgroup: cgroups.v2Path, freezerV1: cgroups.freezerV1Path)
+            launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
+            freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
+        record.memoryV1 = under(facts.memoryV1Root)
         record.startTicks = stat.startTimeTicks
         record.launchStartNanos = start
         record.spawnMethod = "adopted"
-        record.memoryV1 = cgroups.memoryV1Path
         record.notifySocket = notifyPath
         record.adoptedFrom = origin.v2 ?? ""
         record.adoptedFromFreezerV1 = origin.freezerV1
         record.adoptedFromMemoryV1 = origin.memoryV1
-        record.adoptMoveNanos = moveNanos
-        // Recorded before the thaw: a daemon killed from here on leaves its successor a record
-        // to re-adopt it by (its tasks sit in the app's cgroup). Killed during the move (at
-        // most adoptMoveLimitNanos), the tasks stay in a frozen cgroup no record names: the
-        // next daemon's adoptUnrecordedCgroups finds it.
-        do { try writeRecord(record, intent: true) } catch {
-            rollBack(cgroups, to: origin, origins: [:])
+        let previous = ended[options.name]
+        func forgetIntent() {
+            if let previous { try? writeRecord(previous) } else { try? Registry.remove(options.name, directory: config.paths.registryDir) }
+        }
+        try writeRecord(record, intent: true)
+        let cgroups: AppCgroups
+        do {
+            cgroups = try AppCgroups.create(
+                name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
+                freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root, backend: backend)
+        } catch {
+            forgetIntent()
             throw error
         }
+        let moved: Int, origins: [pid_t: CgroupPlace]
+        do {
+            (moved, origins) = try moveTree(target, into: cgroups, start: start)
+        } catch {
+            _ = cgroups.removeEmptied()
+            forgetIntent()
+            throw error
+        }
+        let moveNanos = Clock.monotonicNanos().saturatingSub(start)
         do { try cgroups.endMoveHold() } catch {
             log(Event(app: options.name, pid: main, kind: .error, detail: "adopt: the move's freeze could not be lifted: \(error)"))
+        }
+        record.cgroup = cgroups.v2Path
+        record.freezerV1 = cgroups.freezerV1Path
+        record.memoryV1 = cgroups.memoryV1Path
+        record.adoptMoveNanos = moveNanos
+        do { try writeRecord(record, intent: true) } catch {
+            rollBack(cgroups, to: origin, origins: origins)
+            forgetIntent()
+            throw error
         }
         var lifecycle = AppLifecycle(adopting: record, now: Clock.monotonicNanos())
         lifecycle.freezeTimeout = config.freezeTimeoutNanos
         let app = LiveApp(lifecycle: lifecycle, handle: handle, cgroups: cgroups, notify: .shared(path: notifyPath))
         do { try watch(handle.pidfd, .pidfd(app.name)) } catch {
-            rollBack(cgroups, to: origin, origins: [:])
-            try? Registry.remove(options.name, directory: config.paths.registryDir)
+            rollBack(cgroups, to: origin, origins: origins)
+            forgetIntent()
             throw IceboxError("adopt \(options.name)", error)
         }
         ended.removeValue(forKey: app.name)
@@ -264,8 +283,10 @@ extension Daemon {
     /// Moves the tree into the app's cgroups, frozen on arrival, until a look finds nothing
     /// left outside (see `adoptMoveRounds`); the cgroups stay frozen for the caller to thaw
     /// once the app is recorded. On failure everything moved goes back where it was, thawed,
-    /// and the error says why. Returns how many processes were moved.
-    private func moveTree(_ target: AdoptionTarget, into cgroups: AppCgroups, start: UInt64) throws(IceboxError) -> Int {
+    /// and the error says why. Returns how many processes were moved, and where each was.
+    private func moveTree(_ target: AdoptionTarget, into cgroups: AppCgroups, start: UInt64) throws(IceboxError) -> (
+        Int, [pid_t: CgroupPlace]
+    ) {
         do { try cgroups.holdForMove() } catch { throw IceboxError("adopt \(target.what): freeze the new cgroup", error) }
         var origins: [pid_t: CgroupPlace] = [:]
         var moved = Set<pid_t>()
@@ -299,7 +320,7 @@ extension Daemon {
                 }
             }
         }
-        return moved.count
+        return (moved.count, origins)
     }
 
     /// Undoes a move: every process back where it came from (one born inside goes where the
@@ -311,6 +332,36 @@ extension Daemon {
         if !problems.isEmpty || !left.isEmpty {
             log(Event(app: cgroups.name, pid: nil, kind: .error, detail: "adopt rolled back: " + (problems + left).joined(separator: "; ")))
         }
+    }
+
+    /// An adoption a daemon recorded but did not finish (its record has no move time): the
+    /// processes moved so far go back where they came from, thawed, the cgroups are removed
+    /// and the record dropped, as if `adopt` had failed. Runs as the daemon starts, before
+    /// it serves anyone.
+    func undoInterruptedAdoption(_ saved: AppRecord) {
+        let cgroups = AppCgroups.adopt(v2: saved.cgroup, freezerV1: saved.freezerV1, memoryV1: saved.memoryV1)
+        let own = place(of: getpid())
+        func existing(_ path: String?, _ fallback: String?) -> String? {
+            if let path, !path.isEmpty, FileIO.isDirectory(path) { return path }
+            return fallback
+        }
+        let target = CgroupPlace(
+            v2: existing(saved.adoptedFrom, own.v2), freezerV1: existing(saved.adoptedFromFreezerV1, own.freezerV1),
+            memoryV1: existing(saved.adoptedFromMemoryV1, own.memoryV1))
+        let count = cgroups.processCount()
+        let problems = cgroups.moveAllOut(to: target, backend: saved.backend, keepFrozen: false)
+        try? cgroups.endMoveHold()
+        let left = problems.isEmpty ? cgroups.removeEmptied() : []
+        cgroups.close()
+        if problems.isEmpty { try? Registry.remove(saved.name, directory: config.paths.registryDir) }
+        let outcome = (problems + left).isEmpty ? "" : "; " + (problems + left).joined(separator: "; ")
+        log(
+            Event(
+                app: saved.name, pid: saved.pid, kind: .error,
+                detail:
+                    "the adoption of pid \(saved.pid) was cut short by the daemon's end: \(count) process\(count == 1 ? "" : "es") moved back to \(target.v2 ?? target.freezerV1 ?? "?"), thawed; not adopted\(outcome)"
+            ))
+        if !problems.isEmpty { leaveUnadopted(saved, why: "its interrupted adoption could not be undone") }
     }
 
     // MARK: Release

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
-import IceboxCore
 import IceboxSystem
 import Testing
+
+@testable import IceboxCore  // AppRecord's memberwise init, for the record a killed daemon leaves
 
 /// `icebox adopt` and `icebox release` on processes the test starts itself, outside icebox
 /// (Foundation's Process, not `icebox launch`), checked from the kernel: /proc/PID/cgroup,
@@ -357,5 +358,58 @@ struct AdoptTests {
         try refused(["x", "--cgroup", link], 64, "symbolic link")
         #expect(try box.apps()["x"] == nil)
         #expect(Kernel.alive(other.pid) && Kernel.processState(other.pid) == "S")
+    }
+
+    @Test(
+        "a daemon not running as root refuses another user's process (exit 77), naming the uid",
+        .enabled(if: OtherUser.available, "needs root and setpriv (util-linux)"))
+    func otherUsersProcess() throws {
+        let box = Sandbox("adoptuid")
+        defer { box.close() }
+        let other = try OtherUser()
+        defer { other.close() }
+        let env = other.environment(of: box)
+        defer { _ = try? other.icebox(["daemon", "--stop", "--terminate-apps"], environment: env) }
+        let mine = try Outside(Self.sleeper)  // root's
+        defer { mine.kill() }
+        let origin = Self.cgroup(of: mine.pid)
+        let r = try other.icebox(["adopt", "x", "--pid", String(mine.pid)], environment: env)
+        #expect(r.status == 77, "\(r.output)")
+        #expect(r.stderr.contains("belongs to uid 0") && r.stderr.contains("may not move or signal it"), "\(r.stderr)")
+        #expect(Self.cgroup(of: mine.pid) == origin && Kernel.alive(mine.pid))
+    }
+
+    /// What a daemon killed in the middle of an adoption leaves: its record of intent (no move
+    /// time yet) and the process in the app's cgroup, frozen. The next daemon undoes it.
+    @Test("an adoption cut short by the daemon's death is undone by the next daemon: processes back where they were, thawed")
+    func interruptedAdoptionIsUndone() throws {
+        let box = Sandbox("adopthalf")
+        defer { box.close() }
+        let origin = try Self.makeCgroup(box, "origin")
+        defer { Self.removeCgroup(origin) }
+        let outside = try Outside(Self.sleeper)
+        defer { outside.kill() }
+        try Self.move(outside.pid, to: origin)
+        let half = box.cgroupRoot + "/half"
+        try FileManager.default.createDirectory(atPath: half, withIntermediateDirectories: true)
+        try "1".write(toFile: half + "/cgroup.freeze", atomically: false, encoding: .utf8)
+        try Self.move(outside.pid, to: half)
+        try Self.waitFor("the move's freeze") { Kernel.cgroupFrozen(half) }
+        var record = AppRecord(
+            name: "half", options: LaunchOptions(name: "half", command: Self.sleeper), pid: outside.pid, state: .active,
+            sinceMonotonicNanos: 0, sinceWall: "", launchedWall: "", backend: .cgroup2, cgroup: half)
+        record.startTicks = try #require(ProcFS.stat(pid: outside.pid)).startTimeTicks
+        record.adoptedFrom = origin
+        let registry = box.stateDir + "/registry"
+        try FileManager.default.createDirectory(atPath: registry, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        chmod(box.stateDir, 0o700)
+        try Registry.write(record, directory: registry, durable: false)
+
+        let apps = try box.apps()  // starts the next daemon
+        #expect(apps["half"] == nil, "taken over half moved: \(apps["half"].map { "\($0.state)" } ?? "")")
+        #expect(Self.cgroup(of: outside.pid) == origin, "not moved back: \(Self.cgroup(of: outside.pid) ?? "nil")")
+        #expect(!Kernel.cgroupFrozen(origin) && Kernel.alive(outside.pid))
+        #expect(!FileManager.default.fileExists(atPath: half), "the half-made cgroup stays")
+        #expect(box.events("half").contains { $0.detail.contains("cut short") }, "\(box.events("half").map(\.detail))")
     }
 }
