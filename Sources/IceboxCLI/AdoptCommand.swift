@@ -16,7 +16,7 @@ enum AdoptCommand: IceboxCommand {
         options: [
             OptionSpec(name: "pid", value: "PID", help: "the process and all its descendants (it is the app's main process)"),
             OptionSpec(
-                name: "cgroup", value: "PATH", help: "every process of this cgroup and its sub-cgroups (the oldest is the main one)"),
+                name: "cgroup", value: "PATH", help: "every process of this cgroup and its sub-cgroups (main: one whose parent is outside)"),
         ] + LaunchArguments.options.filter { launchOptionNames.contains($0.name) },
         details:
             "Every process is moved into a fresh cgroup of the app, frozen on arrival (none forked meanwhile is left out), then thawed. "

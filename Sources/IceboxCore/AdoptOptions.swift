@@ -3,7 +3,7 @@ public enum AdoptSource: Codable, Sendable, Equatable, CustomStringConvertible {
     /// The process and all its descendants (`--pid PID`). It is the app's main process.
     case pid(Int32)
     /// Every process of a cgroup directory and its sub-cgroups (`--cgroup PATH`, under a
-    /// cgroup mount). The app's main process is the oldest of them.
+    /// cgroup mount). The app's main process is one whose parent is outside them (the oldest if several).
     case cgroup(String)
 
     public var description: String {

@@ -9,7 +9,7 @@ public struct AdoptedApp: Sendable {
 
     /// The app's name.
     public var name: String { record.name }
-    /// Its main process (the pid given, or the oldest process of the cgroup given).
+    /// Its main process (the pid given, or, for a cgroup, one whose parent is outside it).
     public var pid: Int32 { record.pid }
     /// The app's new cgroup v2 directory (`cgroup.events` in it says `frozen 1` while the app
     /// is suspended), or nil if the host has no usable cgroup v2 root.

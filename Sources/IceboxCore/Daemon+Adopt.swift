@@ -46,11 +46,11 @@ extension Daemon {
         let main = target.main
         let origin = place(of: main)
         // What relaunch needs, read before the move (the process may exit at any time).
-        var command = ProcessArgumentsReader.commandLine(of: main)
+        var command = AppMarks.commandLine(of: main)
         if command.isEmpty { command = [(try? FileIO.read("/proc/\(main)/comm"))?.trimmed() ?? "pid-\(main)"] }
         let launchOptions = options.launchOptions(
-            command: command, workingDirectory: ProcessArgumentsReader.workingDirectory(of: main),
-            environment: ProcessArgumentsReader.environment(of: main))
+            command: command, workingDirectory: Self.workingDirectory(of: main),
+            environment: (AppMarks.environment(of: main) ?? []).filter { $0.contains("=") })
         guard let stat = ProcFS.stat(pid: main), stat.state != "Z", let handle = try? ProcessHandle(adopting: main) else {
             throw IceboxError(.failure, "no process with pid \(main) (it exited)", hint: "give the pid of a running process")
         }
@@ -171,10 +171,9 @@ extension Daemon {
             guard !processes.isEmpty else {
                 throw IceboxError(.failure, "no process in the cgroup \(dir) (nor its sub-cgroups)", hint: "give a cgroup with processes")
             }
-            // The oldest process is the main one (the one that started the others, as a rule).
-            let main =
-                processes.compactMap { pid in ProcFS.stat(pid: pid).map { (pid, $0.startTimeTicks) } }.min { $0.1 < $1.1 }?.0
-                ?? processes[0]
+            // The main process: one whose parent is outside the cgroup (it started the others),
+            // the oldest if there are several, as for an app found by its marks.
+            let main = AppMarks.mainProcess(among: processes) ?? processes[0]
             return AdoptionTarget(main: main, what: "cgroup \(dir)") { CgroupTree.processes(dir) }
         }
     }
@@ -268,6 +267,14 @@ extension Daemon {
     /// with the extended attribute trusted.delegate (user.delegate for a user manager).
     static func isDelegated(_ dir: String) -> Bool {
         ["trusted.delegate", "user.delegate"].contains { ExtendedAttribute.value(of: $0, path: dir)?.first == UInt8(ascii: "1") }
+    }
+
+    /// The working directory of a running process (/proc/PID/cwd), for `relaunch`.
+    static func workingDirectory(of pid: pid_t) -> String? {
+        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/\(pid)/cwd", &buf, Int(PATH_MAX))
+        guard n > 0 else { return nil }
+        return String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The cgroups `pid` is in now, one per hierarchy icebox uses.
@@ -441,25 +448,5 @@ extension Daemon {
         if !left.isEmpty { detail += "; its cgroups: " + left.joined(separator: "; ") }
         log(Event(app: name, pid: app.pid, kind: .released, from: record.state, durationNanos: nanos, detail: detail))
         finish(fd, .success, "\(name)  released  \(detail)")
-    }
-}
-
-/// The command line, working directory and environment of a running process, from /proc:
-/// what an adopted app is recorded with, so that `relaunch` can start it again.
-enum ProcessArgumentsReader {
-    static func commandLine(of pid: pid_t) -> [String] { nulSeparated("/proc/\(pid)/cmdline") }
-
-    static func environment(of pid: pid_t) -> [String] { nulSeparated("/proc/\(pid)/environ").filter { $0.contains("=") } }
-
-    static func workingDirectory(of pid: pid_t) -> String? {
-        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/\(pid)/cwd", &buf, Int(PATH_MAX))
-        guard n > 0 else { return nil }
-        return String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    static func nulSeparated(_ path: String) -> [String] {
-        guard let text = try? FileIO.read(path) else { return [] }
-        return text.split(separator: "\0", omittingEmptySubsequences: true).map(String.init)
     }
 }
