@@ -412,4 +412,55 @@ struct AdoptTests {
         #expect(!FileManager.default.fileExists(atPath: half), "the half-made cgroup stays")
         #expect(box.events("half").contains { $0.detail.contains("cut short") }, "\(box.events("half").map(\.detail))")
     }
+
+    @Test(
+        "adopted with the cgroup v1 freezer: suspend writes FROZEN, release hands it back thawed",
+        .enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    func backendCgroup1() throws { try otherBackend("cgroup1") }
+
+    @Test("adopted with the signal backend: suspend SIGSTOPs it, release SIGCONTs it")
+    func backendSignal() throws { try otherBackend("signal") }
+
+    /// The move is held by the v2 cgroup whatever the backend; the freeze is the backend's.
+    func otherBackend(_ backend: String) throws {
+        let box = Sandbox("adopt\(backend)")
+        defer { box.close() }
+        let outside = try Outside(Self.sleeper)
+        defer { outside.kill() }
+        let origin = Self.cgroup(of: outside.pid)
+        let adopt = try box.icebox(["adopt", "nap", "--pid", String(outside.pid), "--backend", backend])
+        #expect(adopt.status == 0, "\(adopt.output)")
+        let record = try #require(try box.apps()["nap"])
+        #expect(record.backend.rawValue == backend)
+        #expect(try box.icebox(["suspend", "--grace", "0", "nap"]).status == 0)
+        if backend == "cgroup1" {
+            let freezer = try #require(record.freezerV1)
+            #expect(Kernel.freezerState(freezer) == "FROZEN")
+            #expect(Sandbox.pids(in: freezer) == [outside.pid])
+        } else {
+            #expect(Kernel.processState(outside.pid) == "T", "SIGSTOPped")
+        }
+        let release = try box.icebox(["release", "nap"])
+        #expect(release.status == 0, "\(release.output)")
+        #expect(Self.cgroup(of: outside.pid) == origin)
+        try Self.waitFor("it to run again") { Kernel.processState(outside.pid) == "S" }
+        if let freezer = record.freezerV1 { #expect(!FileManager.default.fileExists(atPath: freezer)) }
+    }
+
+    @Test("a launched app can be released too: it goes to the daemon's own cgroup and keeps running")
+    func releaseLaunched() throws {
+        let box = Sandbox("adoptrell")
+        defer { box.close() }
+        #expect(try box.icebox(["launch", "nap", "--", "sleep", "1000"]).status == 0)
+        let record = try #require(try box.apps()["nap"])
+        defer { kill(record.pid, SIGKILL) }
+        let daemon = try #require(box.daemonPID)
+        let release = try box.icebox(["release", "nap"])
+        #expect(release.status == 0, "\(release.output)")
+        #expect(release.stdout.contains("launched, not adopted"), "\(release.stdout)")
+        #expect(Self.cgroup(of: record.pid) == Self.cgroup(of: daemon), "not in the daemon's own cgroup")
+        #expect(Kernel.alive(record.pid))
+        #expect(try box.apps()["nap"] == nil)
+        #expect(!FileManager.default.fileExists(atPath: record.cgroup ?? "/nonexistent"))
+    }
 }
