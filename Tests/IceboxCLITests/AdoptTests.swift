@@ -463,4 +463,40 @@ struct AdoptTests {
         #expect(try box.apps()["nap"] == nil)
         #expect(!FileManager.default.fileExists(atPath: record.cgroup ?? "/nonexistent"))
     }
+
+    /// Without cgroup v2 the v1 freezer holds the move: FROZEN before anything enters it.
+    @Test(
+        "v1 only (no cgroup2 mount): the move is held by the v1 freezer, suspend and release work",
+        .enabled(if: Sandbox.mounts.freezerV1 != nil, "this host has no v1 freezer hierarchy to keep"))
+    func v1OnlyHost() throws {
+        let world = try HostLayoutWorld(.v1Only)
+        defer { world.close() }
+        let outside = try Outside(Self.sleeper)
+        defer { outside.kill() }
+        let adopt = try world.icebox(["adopt", "nap", "--pid", String(outside.pid)])
+        #expect(adopt.status == 0, "\(adopt.output)")
+        let record = try #require(try world.apps()["nap"])
+        #expect(record.backend == .cgroup1 && record.cgroup == nil)
+        let freezer = world.seen(try #require(record.freezerV1))
+        #expect(Sandbox.pids(in: freezer) == [outside.pid])
+        #expect(Kernel.freezerState(freezer) == "THAWED", "thawed after the move")
+        #expect(try world.icebox(["suspend", "--grace", "0", "nap"]).status == 0)
+        #expect(Kernel.freezerState(freezer) == "FROZEN")
+        let release = try world.icebox(["release", "nap"])
+        #expect(release.status == 0, "\(release.output)")
+        #expect(!FileManager.default.fileExists(atPath: freezer))
+        try Self.waitFor("it to run again") { Kernel.processState(outside.pid) == "S" }
+    }
+
+    @Test("no cgroups at all: adopt is refused (exit 69), nothing to move the tree into")
+    func noCgroupsHost() throws {
+        let world = try HostLayoutWorld(.none)
+        defer { world.close() }
+        let outside = try Outside(Self.sleeper)
+        defer { outside.kill() }
+        let adopt = try world.icebox(["adopt", "nap", "--pid", String(outside.pid)])
+        #expect(adopt.status == 69, "\(adopt.output)")
+        #expect(adopt.stderr.contains("no cgroup icebox can move it into"), "\(adopt.stderr)")
+        #expect(Kernel.alive(outside.pid) && Kernel.processState(outside.pid) != "T")
+    }
 }
