@@ -11,8 +11,12 @@ extension Daemon {
     /// by tasks not yet moved can appear in the next round. A tree converges in two or three
     /// rounds even under a fork storm; one still growing after these is refused and rolled
     /// back. This bound is what the adoption may hold the loop for: a short synchronous step
-    /// (a few hundred µs for a small tree, at most `adoptMoveLimitNanos` plus one round's
-    /// writes), like a launch's spawn.
+    /// (at most `adoptMoveLimitNanos` plus one round's writes), like a launch's spawn.
+    /// Measured here (kernel 6.18, 2 vCPUs): 0.5 ms for one process when moves come back to
+    /// back, 15–20 ms for the first after a quiet spell (the first write to cgroup.procs
+    /// waits for the kernel, most likely the RCU grace period its cgroup_threadgroup_rwsem
+    /// takes to switch to its writer's mode; a launch never pays it: it clones into the
+    /// cgroup).
     static let adoptMoveRounds = 64
     static let adoptMoveLimitNanos: UInt64 = 250_000_000
     /// The most processes one adoption takes.
@@ -69,7 +73,6 @@ extension Daemon {
             name: options.name, options: launchOptions, pid: main, state: .active, sinceMonotonicNanos: start, sinceWall: wall,
             launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
             freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
-        record.memoryV1 = under(facts.memoryV1Root)
         record.startTicks = stat.startTimeTicks
         record.launchStartNanos = start
         record.spawnMethod = "adopted"
@@ -84,25 +87,31 @@ extension Daemon {
         try writeRecord(record, intent: true)
         let cgroups: AppCgroups
         do {
+            // No v1 memory cgroup: its pages stay charged where they were (v1 moves no charge
+            // with a task), so its memory is its Pss (LiveApp.memory), and a first attach to a
+            // new v1 memory cgroup costs ~11 ms, which the loop would wait for.
             cgroups = try AppCgroups.create(
                 name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
-                freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root, backend: backend)
+                freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: nil, backend: backend)
         } catch {
             forgetIntent()
             throw error
         }
+        // The move's time: from the freeze of the empty cgroup to the thaw, what the processes
+        // were held for (the record's fsync and the mkdir come before).
+        let moveStart = Clock.monotonicNanos()
         let moved: Int, origins: [pid_t: CgroupPlace]
         do {
-            (moved, origins) = try moveTree(target, into: cgroups, start: start)
+            (moved, origins) = try moveTree(target, into: cgroups, start: moveStart)
         } catch {
             _ = cgroups.removeEmptied()
             forgetIntent()
             throw error
         }
-        let moveNanos = Clock.monotonicNanos().saturatingSub(start)
         do { try cgroups.endMoveHold() } catch {
             log(Event(app: options.name, pid: main, kind: .error, detail: "adopt: the move's freeze could not be lifted: \(error)"))
         }
+        let moveNanos = Clock.monotonicNanos().saturatingSub(moveStart)
         record.cgroup = cgroups.v2Path
         record.freezerV1 = cgroups.freezerV1Path
         record.memoryV1 = cgroups.memoryV1Path
@@ -126,8 +135,9 @@ extension Daemon {
         rebalanceDescriptors(adding: app)
         if backend == .cgroup1 { updateFreezerKeyHold() }
         let commandText = command.joined(separator: " ")
+        let who = target.what == "pid \(main)" ? "pid \(main) (\(commandText))" : "\(target.what) (main pid \(main), \(commandText))"
         let detail =
-            "adopted \(target.what) (pid \(main), \(commandText)): \(moved) process\(moved == 1 ? "" : "es") moved from \(origin.v2 ?? origin.freezerV1 ?? "?") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue)); its exit status cannot be known (icebox is not its parent), its output is not captured"
+            "adopted \(who): \(moved) process\(moved == 1 ? "" : "es") moved from \(origin.v2 ?? origin.freezerV1 ?? "?") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue)); its exit status cannot be known (icebox is not its parent), its output is not captured"
         var event = Event(app: app.name, pid: main, kind: .adopted, to: .active, durationNanos: moveNanos, detail: detail)
         event.backend = backend
         event.tasks = moved
@@ -403,14 +413,20 @@ extension Daemon {
                 if let fallback { whereText.append("\(what) \(fallback) (the daemon's own: \(origin ?? "its origin") is gone)") }
                 return fallback
             }
+            let cgroups = app.cgroups
             target = CgroupPlace(
-                v2: pick(record.adoptedFrom, own.v2, "cgroup"),
-                freezerV1: pick(record.adoptedFromFreezerV1, own.freezerV1, "v1 freezer cgroup"),
-                memoryV1: pick(record.adoptedFromMemoryV1, own.memoryV1, "v1 memory cgroup"))
+                v2: cgroups.v2 == nil ? nil : pick(record.adoptedFrom, own.v2, "cgroup"),
+                freezerV1: cgroups.freezerV1 == nil ? nil : pick(record.adoptedFromFreezerV1, own.freezerV1, "v1 freezer cgroup"),
+                memoryV1: cgroups.memoryV1 == nil ? nil : pick(record.adoptedFromMemoryV1, own.memoryV1, "v1 memory cgroup"))
         } else {
             // A launched app has no origin: it goes where the daemon runs, as if the daemon had
             // started it without icebox.
-            if let v2 = own.v2 { whereText.append("cgroup \(v2) (the daemon's own: it was launched, not adopted)") }
+            for (have, dir, what) in [
+                (app.cgroups.v2 != nil, own.v2, "cgroup"), (app.cgroups.freezerV1 != nil, own.freezerV1, "v1 freezer cgroup"),
+                (app.cgroups.memoryV1 != nil, own.memoryV1, "v1 memory cgroup"),
+            ] where have {
+                if let dir { whereText.append("\(what) \(dir) (the daemon's own: it was launched, not adopted)") }
+            }
         }
         let processes = app.cgroups.processCount()
         let problems = app.cgroups.moveAllOut(to: target, backend: record.backend, keepFrozen: record.state == .suspended)
