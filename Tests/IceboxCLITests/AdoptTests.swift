@@ -39,9 +39,16 @@ struct AdoptTests {
             try process.run()
         }
 
-        /// Kills the process and every descendant still found under it, then reaps it.
+        /// Kills the process and every descendant still found under it, then reaps it. Stopped
+        /// first, so that it forks no more while its tree is killed (a killed parent's
+        /// children would leave the tree for the subreaper, out of reach).
         func kill() {
-            for pid in AdoptTests.tree(of: pid).reversed() { Glibc.kill(pid, SIGKILL) }
+            Glibc.kill(pid, SIGSTOP)
+            for _ in 0..<3 {
+                let tree = AdoptTests.tree(of: pid).filter { $0 != pid }
+                if tree.isEmpty { break }
+                for child in tree.reversed() { Glibc.kill(child, SIGKILL) }
+            }
             Glibc.kill(pid, SIGKILL)
             process.waitUntilExit()
         }
