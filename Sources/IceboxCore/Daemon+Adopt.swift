@@ -40,6 +40,7 @@ extension Daemon {
                 hint: "choose another name, or terminate it first")
         }
         let target = try adoptionTarget(options.source)
+        let checkedStart = ProcFS.stat(pid: target.main)?.startTimeTicks
         try refuseForeign(target, client: UnixSocket.peerCredentials(fd)?.pid)
         let backend = try facts.resolve(options.backend)
         guard facts.cgroup2Usable || backend == .cgroup1 else {
@@ -55,7 +56,11 @@ extension Daemon {
         let launchOptions = options.launchOptions(
             command: command, workingDirectory: Self.workingDirectory(of: main),
             environment: (AppMarks.environment(of: main) ?? []).filter { $0.contains("=") })
-        guard let stat = ProcFS.stat(pid: main), stat.state != "Z", let handle = try? ProcessHandle(adopting: main) else {
+        // The pidfd holds the process checked above only if its start time is the same (the pid
+        // could have been reused since): read once the pidfd holds it.
+        guard let handle = try? ProcessHandle(adopting: main), let stat = ProcFS.stat(pid: main), stat.state != "Z",
+            stat.startTimeTicks == checkedStart
+        else {
             throw IceboxError(.failure, "no process with pid \(main) (it exited)", hint: "give the pid of a running process")
         }
         let notifyPath = try sharedNotifySocket()
