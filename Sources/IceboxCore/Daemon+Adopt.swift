@@ -12,13 +12,15 @@ extension Daemon {
     /// rounds even under a fork storm; one still growing after these is refused and rolled
     /// back. This bound is what the adoption may hold the loop for: a short synchronous step
     /// (at most `adoptMoveLimitNanos` plus one round's writes), like a launch's spawn.
-    /// Measured here (kernel 6.18, 2 vCPUs): 0.5 ms for one process when moves come back to
+    /// Measured here (kernel 6.18, 2 vCPUs): 33 ms for a fork storm's 81 processes in a few
+    /// rounds (the time limit leaves room for a machine several times busier than that);
+    /// 0.5 ms for one process when moves come back to
     /// back, 15–20 ms for the first after a quiet spell (the first write to cgroup.procs
     /// waits for the kernel, most likely the RCU grace period its cgroup_threadgroup_rwsem
     /// takes to switch to its writer's mode; a launch never pays it: it clones into the
     /// cgroup).
     static let adoptMoveRounds = 64
-    static let adoptMoveLimitNanos: UInt64 = 250_000_000
+    static let adoptMoveLimitNanos: UInt64 = 1_000_000_000
     /// The most processes one adoption takes.
     static let adoptMaxProcesses = 10_000
 
@@ -105,9 +107,9 @@ extension Daemon {
         // The move's time: from the freeze of the empty cgroup to the thaw, what the processes
         // were held for (the record's fsync and the mkdir come before).
         let moveStart = Clock.monotonicNanos()
-        let moved: Int, origins: [pid_t: CgroupPlace]
+        let moved: Int, rounds: Int, origins: [pid_t: CgroupPlace]
         do {
-            (moved, origins) = try moveTree(target, into: cgroups, start: moveStart)
+            (moved, rounds, origins) = try moveTree(target, into: cgroups, start: moveStart)
         } catch {
             _ = cgroups.removeEmptied()
             forgetIntent()
@@ -142,7 +144,7 @@ extension Daemon {
         let commandText = command.joined(separator: " ")
         let who = target.what == "pid \(main)" ? "pid \(main) (\(commandText))" : "\(target.what) (main pid \(main), \(commandText))"
         let detail =
-            "adopted \(who): \(moved) process\(moved == 1 ? "" : "es") moved from \(origin.v2 ?? origin.freezerV1 ?? "?") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue)); its exit status cannot be known (icebox is not its parent), its output is not captured"
+            "adopted \(who): \(moved) process\(moved == 1 ? "" : "es") moved from \(origin.v2 ?? origin.freezerV1 ?? "?") in \(DurationText.format(moveNanos)) (\(rounds) round\(rounds == 1 ? "" : "s"), backend \(backend.rawValue)); its exit status cannot be known (icebox is not its parent), its output is not captured"
         var event = Event(app: app.name, pid: main, kind: .adopted, to: .active, durationNanos: moveNanos, detail: detail)
         event.backend = backend
         event.tasks = moved
@@ -307,7 +309,7 @@ extension Daemon {
     /// once the app is recorded. On failure everything moved goes back where it was, thawed,
     /// and the error says why. Returns how many processes were moved, and where each was.
     private func moveTree(_ target: AdoptionTarget, into cgroups: AppCgroups, start: UInt64) throws(IceboxError) -> (
-        Int, [pid_t: CgroupPlace]
+        moved: Int, rounds: Int, origins: [pid_t: CgroupPlace]
     ) {
         do { try cgroups.holdForMove() } catch { throw IceboxError("adopt \(target.what): freeze the new cgroup", error) }
         var origins: [pid_t: CgroupPlace] = [:]
@@ -342,7 +344,7 @@ extension Daemon {
                 }
             }
         }
-        return (moved.count, origins)
+        return (moved.count, rounds, origins)
     }
 
     /// Undoes a move: every process back where it came from (one born inside goes where the
