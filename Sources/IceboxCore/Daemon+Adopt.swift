@@ -402,6 +402,14 @@ extension Daemon {
                     .tryAgain, "\(name) is \(app.record.state.rawValue): release hands back an app that is active or suspended",
                     hint: "try again once it is (icebox ps)"))
         }
+        if app.attachedClient != nil {
+            // Its `icebox run` waits for its exit status, which a released app never gives it.
+            return fail(
+                fd,
+                IceboxError(
+                    .failure, "\(name) runs attached to an icebox run in a terminal: it cannot be handed back",
+                    hint: "end it from that terminal, or icebox terminate \(name)"))
+        }
         if app.operation != nil || app.destroying || app.lifecycle.isEnding {
             return fail(fd, IceboxError(.tryAgain, "\(name) has a freeze, thaw or end under way", hint: "try again in a moment"))
         }

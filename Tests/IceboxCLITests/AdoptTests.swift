@@ -506,4 +506,26 @@ struct AdoptTests {
         #expect(adopt.stderr.contains("no cgroup icebox can move it into"), "\(adopt.stderr)")
         #expect(Kernel.alive(outside.pid) && Kernel.processState(outside.pid) != "T")
     }
+
+    @Test("an app attached to icebox run is not released: its run waits for its exit status")
+    func releaseAttachedRefused() throws {
+        let box = Sandbox("adoptrun")
+        defer { box.close() }
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        run.arguments = ["run", "--name", "att", "--", "sleep", "1000"]
+        run.environment = box.environment
+        run.standardInput = FileHandle.nullDevice
+        run.standardOutput = FileHandle.nullDevice
+        run.standardError = FileHandle.nullDevice
+        try run.run()
+        defer {
+            kill(run.processIdentifier, SIGKILL)
+            run.waitUntilExit()
+        }
+        try Self.waitFor("the attached app") { try box.apps()["att"]?.state == .active }
+        let release = try box.icebox(["release", "att"])
+        #expect(release.status == 1 && release.stderr.contains("attached to an icebox run"), "\(release.output)")
+        #expect(try box.apps()["att"]?.state == .active)
+    }
 }
