@@ -224,6 +224,8 @@ struct AdoptTests {
         let adopt = try box.icebox(["adopt", "storm", "--pid", String(storm.pid)])
         #expect(adopt.status == 0, "\(adopt.output)")
         let cgroup = try #require(try box.apps()["storm"]?.cgroup)
+        let adopted = try #require(box.events("storm").first { $0.kind == .adopted })
+        #expect((adopted.tasks ?? 0) > 20 && adopted.durationNanos != nil, "\(adopted.detail)")
         // Every live process of the tree, as the kernel has it now, is inside.
         let tree = Self.tree(of: storm.pid).filter(Kernel.alive)
         #expect(tree.count > 20, "the tree: \(tree.count)")
