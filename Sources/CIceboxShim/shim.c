@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -547,6 +548,10 @@ int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
     }
     *id = info.cgroupid;
     return 0;
+}
+
+long icebox_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return (long)getxattr(path, name, value, size);
 }
 
 int icebox_pidfd_open(pid_t pid, unsigned int flags) {

@@ -15,7 +15,7 @@ public enum IceboxMain {
 
     static var commands: [any IceboxCommand.Type] {
         [
-            RunCommand.self, LaunchCommand.self,
+            RunCommand.self, LaunchCommand.self, AdoptCommand.self, ReleaseCommand.self,
             SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self, RelaunchCommand.self,
             CompactCommand.self, PolicyCommand.self,
             PsCommand.self, LogCommand.self, LogsCommand.self, MetricsCommand.self,
@@ -32,6 +32,8 @@ public enum IceboxMain {
         switch name {
         case RunCommand.name: RunCommand.self
         case LaunchCommand.name: LaunchCommand.self
+        case AdoptCommand.name: AdoptCommand.self
+        case ReleaseCommand.name: ReleaseCommand.self
         case SuspendCommand.name: SuspendCommand.self
         case ResumeCommand.name: ResumeCommand.self
         case SwitchCommand.name: SwitchCommand.self

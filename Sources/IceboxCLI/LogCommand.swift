@@ -89,6 +89,14 @@ enum LogsCommand: IceboxCommand {
         let paths = IceboxPaths.fromEnvironment(ProcessEnvironment.value)
         let path = paths.appLog(name)
         if !FileIO.exists(path) {
+            // An adopted app was started by someone else: its output goes where it went then.
+            if let text = try? FileIO.read(paths.registryRecord(name)), let record = JSONLines.decode(AppRecord.self, text),
+                record.isAdopted
+            {
+                throw IceboxError(
+                    .failure, "\(name) was adopted (pid \(record.pid)), not launched: icebox does not capture its output",
+                    hint: "its output goes where it went before the adoption (ls -l /proc/\(record.pid)/fd/1 shows where)")
+            }
             throw IceboxError(
                 .failure, "no output recorded for '\(name)' (\(path) does not exist)",
                 hint: "only apps started with icebox launch have a log; icebox run prints to the terminal")

@@ -37,7 +37,7 @@ enum PsField: String, TemplateField {
         case .memoryBytes: return r.memoryBytes.map { String($0) } ?? "–"
         case .lastFreeze: return r.lastFreezeNanos.map(DurationText.format) ?? "–"
         case .lastThaw: return r.lastThawNanos.map(DurationText.format) ?? "–"
-        case .status: return (r.state.isEnded ? r.ending : r.statusText) ?? ""
+        case .status: return (r.state.isEnded ? r.ending : r.statusText) ?? (r.adopted == true ? "adopted" : "")
         case .command: return r.command.joined(separator: " ")
         case .priority: return r.priority.rawValue
         case .exitStatus: return r.exitStatus.map { String($0) } ?? "–"

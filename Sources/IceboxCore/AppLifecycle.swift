@@ -836,7 +836,11 @@ public struct AppLifecycle: Sendable {
         guard case .cleaningUp(let final, let given) = phase else { return }
         // Re-adopted apps are not our children: the kernel tells only the parent how they ended.
         let termination = given ?? (final == .evicted ? .signaled(SIGKILL) : nil)
-        let how = termination?.description ?? "ended (exit status unknown: re-adopted after a daemon restart)"
+        let how =
+            termination?.description
+            ?? (record.isAdopted
+                ? "exited (status unknown: adopted, icebox is not its parent)"
+                : "ended (exit status unknown: re-adopted after a daemon restart)")
         let from = record.state
         phase = .ended
         setState(final, now)

@@ -43,6 +43,20 @@ public struct AppRecord: Codable, Sendable {
     /// When `--watchdog-action restart` launched it again (monotonic ns): the restarts within
     /// its start limit's interval, this launch's last; nil for a launch of its own.
     public var restartTimesNanos: [UInt64]?
+    /// Set for an app `icebox adopt` took over (it ran before icebox knew it): the v2 cgroup
+    /// its main process was in then ("" on a host without one), where `icebox release` hands
+    /// it back. nil for an app icebox launched.
+    public var adoptedFrom: String?
+    /// The v1 freezer and v1 memory cgroups it was in (hosts with those hierarchies).
+    public var adoptedFromFreezerV1: String?
+    public var adoptedFromMemoryV1: String?
+    /// How long moving its processes into its cgroups took (adopted apps).
+    public var adoptMoveNanos: UInt64?
+
+    /// Whether `icebox adopt` took it over: icebox is not its parent (its exit status is not
+    /// known), its output is not in `icebox logs`, `relaunch` uses the command line read from
+    /// /proc at the adoption.
+    public var isAdopted: Bool { adoptedFrom != nil }
 }
 
 extension AppRecord {

@@ -19,6 +19,8 @@ public struct AppSummary: Codable, Sendable, Equatable {
     public var priority: PriorityBand
     public var cgroup: String?
     public var runsAs: RunAs?
+    /// true for an app `icebox adopt` took over (nil otherwise).
+    public var adopted: Bool?
 }
 
 extension AppRecord {
@@ -27,6 +29,6 @@ extension AppRecord {
             name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonicNanos, sinceWall: sinceWall,
             backend: backend, memoryBytes: memoryBytes, lastFreezeNanos: lastFreezeNanos, lastThawNanos: lastThawNanos,
             statusText: statusText, ending: ending, exitStatus: exitStatus, command: options.command,
-            priority: options.priority, cgroup: cgroup, runsAs: runsAs)
+            priority: options.priority, cgroup: cgroup, runsAs: runsAs, adopted: isAdopted ? true : nil)
     }
 }

@@ -29,6 +29,10 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case forget(names: [String])
     /// The metrics, answered as one `line` reply holding the text.
     case metrics(format: MetricsFormat)
+    /// Take over a running process tree or cgroup as an app (`icebox adopt`).
+    case adopt(AdoptOptions)
+    /// Hand an app back, still running, no longer supervised (`icebox release`).
+    case release(name: String)
 
     /// The command's name as a user types it, for messages.
     public var commandName: String {
@@ -49,6 +53,8 @@ public enum ControlRequest: Codable, Sendable, Equatable {
         case .stop: return "daemon --stop"
         case .forget: return "forget"
         case .metrics: return "metrics"
+        case .adopt: return "adopt"
+        case .release: return "release"
         }
     }
 

@@ -8,6 +8,8 @@ import IceboxSystem
 /// under way runs to its recorded deadline.
 extension Daemon {
     func adopt(_ saved: AppRecord) {
+        // `icebox adopt` cut short (no move time yet): undone, not taken over half moved.
+        if saved.isAdopted && saved.adoptMoveNanos == nil { return undoInterruptedAdoption(saved) }
         let record = saved
         guard isSameProcess(record), let handle = try? ProcessHandle(adopting: record.pid) else {
             recordEndedWhileAway(record)

@@ -407,6 +407,16 @@ extension Daemon {
             guard var options = ended[name]?.options else {
                 return fail(fd, IceboxError(.failure, "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
             }
+            if ended[name]?.isAdopted == true {
+                // icebox never started it: what it has is what /proc showed when it was adopted.
+                send(
+                    fd,
+                    ControlReply(
+                        kind: .line,
+                        text:
+                            "\(name)  was adopted, not launched: relaunching it with the command line, working directory and environment read from /proc/\(ended[name]?.pid ?? 0) at its adoption: \(options.command.joined(separator: " "))"
+                    ))
+            }
             options.attached = false
             options.nameIsDefault = false
             launch(options, stdio: [], client: fd)
@@ -454,6 +464,10 @@ extension Daemon {
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
             for app in targets { apply(.evict(waiter: id), to: app) }
+        case .adopt(let options):
+            adoptRequested(options, client: fd)
+        case .release(let name):
+            releaseRequested(name, client: fd)
         }
     }
 

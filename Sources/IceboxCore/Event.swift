@@ -22,6 +22,8 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     case policy  // an eviction decision and its result, or a policy change
     case pressure  // the PSI trigger fired
     case watchdog  // an active app missed its WATCHDOG=1
+    case adopted  // icebox adopt took over a running process tree or cgroup (duration: the move)
+    case released  // icebox release handed an app back, still running (duration: the move out)
 }
 
 /// Why the policy evicts an app.

@@ -83,6 +83,44 @@ public struct IceboxClient: Sendable {
         return LaunchedApp(record: record, output: output)
     }
 
+    /// Takes over a process tree (``AdoptSource/pid(_:)``) or a cgroup's processes
+    /// (``AdoptSource/cgroup(_:)``) that run already, as the app ``AdoptOptions/name``:
+    /// every process is moved into a fresh cgroup of the app, frozen on arrival so that
+    /// none forked meanwhile is left behind, then thawed; from then on it is suspended,
+    /// resumed, terminated and evicted like a launched app. Icebox is not its parent, so
+    /// its exit status is not known, and its output is not in `icebox logs`.
+    ///
+    /// - Throws: ``IceboxError`` with the reason when it cannot be adopted: no such process
+    ///   or cgroup (``ExitCode/failure``), PID 1, a kernel thread, a tree or cgroup holding
+    ///   the daemon or this process, a path that is not a cgroup (``ExitCode/usage``), a
+    ///   process already in an app (``ExitCode/failure``), a systemd unit's or container's
+    ///   cgroup, another user's process for a daemon that may not move it
+    ///   (``ExitCode/permission``), a tree that would not stop growing (``ExitCode/failure``,
+    ///   rolled back).
+    ///
+    /// Corresponds to `icebox adopt NAME --pid PID` or `icebox adopt NAME --cgroup PATH`.
+    public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp {
+        let output = try send(.adopt(options))
+        guard let record = try apps().last(where: { $0.name == options.name }) else {
+            throw IceboxError(.failure, "the icebox daemon adopted \(options.name) but does not list it")
+        }
+        return AdoptedApp(record: record, output: output)
+    }
+
+    /// Hands an app back: thawed if it was suspended, its processes moved to the cgroup they
+    /// came from (an adopted app, if that cgroup still exists) or to the daemon's own cgroup
+    /// (a launched app, or an origin that is gone), its cgroups removed and its record
+    /// dropped. It keeps running, no longer supervised. Refused (``ExitCode/tryAgain``) while
+    /// the app is launching, in its grace, or being frozen, thawed or ended.
+    /// Corresponds to `icebox release NAME`.
+    public func release(_ name: String) throws(IceboxError) -> ReleasedApp {
+        guard let record = try apps().last(where: { $0.name == name }) else {
+            throw IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps")
+        }
+        let output = try send(.release(name: name))
+        return ReleasedApp(record: record, output: output)
+    }
+
     /// Active → Background (the notice and the grace) → Suspended: returns once the kernel
     /// has confirmed the freeze. Corresponds to `icebox suspend NAME`; `grace` (nanoseconds)
     /// replaces the app's own grace for this suspend, as `--grace` does (0: freeze at once).

@@ -35,8 +35,13 @@ extension AppRecord: JSONReadable {
         var memoryV1: String?, memorySource: String?, lastCompaction: String?, launchStart: UInt64?, graceStart: UInt64?
         var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?, restartTimes: [UInt64]?
         var endIntent: AppLifecycle.Ending?, endStart: UInt64?, killDeadline: UInt64?
+        var adoptMove: UInt64?, adoptedFrom: String?, adoptedFromFreezerV1: String?, adoptedFromMemoryV1: String?
         let read = r.object { r, key in
             switch key {
+            case "adopt_move_ns": return r.field(&adoptMove)
+            case "adopted_from": return r.field(&adoptedFrom)
+            case "adopted_from_freezer_v1": return r.field(&adoptedFromFreezerV1)
+            case "adopted_from_memory_v1": return r.field(&adoptedFromMemoryV1)
             case "backend": return r.field(&backend)
             case "cgroup": return r.field(&cgroup)
             case "cold_start_ns": return r.field(&coldStart)
@@ -84,7 +89,9 @@ extension AppRecord: JSONReadable {
             killedWhileSuspended: killedWhileSuspended, memoryV1: memoryV1, memorySource: memorySource,
             lastCompaction: lastCompaction, launchStartNanos: launchStart, graceStartNanos: graceStart,
             graceDeadlineNanos: graceDeadline, graceCapNanos: graceCap, endIntent: endIntent, endStartNanos: endStart,
-            killDeadlineNanos: killDeadline, runsAs: runsAs, notifySocket: notifySocket, restartTimesNanos: restartTimes)
+            killDeadlineNanos: killDeadline, runsAs: runsAs, notifySocket: notifySocket, restartTimesNanos: restartTimes,
+            adoptedFrom: adoptedFrom, adoptedFromFreezerV1: adoptedFromFreezerV1, adoptedFromMemoryV1: adoptedFromMemoryV1,
+            adoptMoveNanos: adoptMove)
     }
 }
 
@@ -183,9 +190,10 @@ extension AppSummary: JSONReadable {
         var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
         var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
         var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
-        var statusText: String?
+        var statusText: String?, adopted: Bool?
         let read = r.object { r, key in
             switch key {
+            case "adopted": return r.field(&adopted)
             case "backend": return r.field(&backend)
             case "cgroup": return r.field(&cgroup)
             case "command": return r.field(&command)
@@ -210,7 +218,8 @@ extension AppSummary: JSONReadable {
         self.init(
             name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonic, sinceWall: sinceWall, backend: backend,
             memoryBytes: memoryBytes, lastFreezeNanos: lastFreeze, lastThawNanos: lastThaw, statusText: statusText,
-            ending: ending, exitStatus: exitStatus, command: command, priority: priority, cgroup: cgroup, runsAs: runsAs)
+            ending: ending, exitStatus: exitStatus, command: command, priority: priority, cgroup: cgroup, runsAs: runsAs,
+            adopted: adopted)
     }
 }
 

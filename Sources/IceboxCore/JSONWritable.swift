@@ -22,6 +22,10 @@ extension AppRecord: JSONWritable {
     func writeMembers(to w: inout JSONWriter, _ which: Members) {
         let changing = which != .launchTime, launchTime = which != .changing
         if changing {
+            w.field("adopt_move_ns", adoptMoveNanos)
+            w.field("adopted_from", adoptedFrom)
+            w.field("adopted_from_freezer_v1", adoptedFromFreezerV1)
+            w.field("adopted_from_memory_v1", adoptedFromMemoryV1)
             w.field("backend", backend)
             w.field("cgroup", cgroup)
             w.field("cold_start_ns", coldStartNanos)
@@ -120,6 +124,7 @@ extension RunAs: JSONWritable {
 extension AppSummary: JSONWritable {
     public func writeJSON(to w: inout JSONWriter) {
         w.object { w in
+            if let adopted { w.field("adopted", adopted) }
             w.field("backend", backend)
             w.field("cgroup", cgroup)
             w.field("command", command)
@@ -228,6 +233,8 @@ extension ControlRequest: JSONWritable {
                 }
             case .forget(let names): w.member("forget") { $0.field("names", names) }
             case .metrics(let format): w.member("metrics") { $0.field("format", format) }
+            case .adopt(let options): w.member("adopt") { $0.field(codable: "_0", options) }
+            case .release(let name): w.member("release") { $0.field("name", name) }
             }
         }
     }

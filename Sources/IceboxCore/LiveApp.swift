@@ -99,6 +99,10 @@ final class LiveApp {
     /// memory cgroup, or the sum of Pss).
     /// `keepOpen`: the counter's descriptor may be opened and kept (`AppCgroups.memoryReading`).
     func memory(roots: [DirectoryHandle], keepOpen: Bool) -> AppMemoryReading {
+        // An adopted app's pages stay charged to the cgroup it came from (neither v1 nor v2
+        // moves charges with a task): its cgroup counter holds only what it allocated since,
+        // so its Pss is the figure the policy can weigh.
+        if record.isAdopted { return AppMemoryReading(bytes: AppMemory.pssSum(pids: members()), source: .pssSum) }
         if let reading = cgroups.memoryReading(keepOpen: keepOpen) { return reading }
         return AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members(), roots: roots)
     }

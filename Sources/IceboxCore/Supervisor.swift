@@ -264,6 +264,16 @@ public final class Supervisor: Sendable {
     /// Launches an app; see ``IceboxClient/launch(_:)``. Corresponds to `icebox launch`.
     public func launch(_ options: LaunchOptions) throws(IceboxError) -> LaunchedApp { try client.launch(options) }
 
+    /// Takes over running processes as an app; see ``IceboxClient/adopt(_:)``. Corresponds to
+    /// `icebox adopt`. A process adopted here is not this process's child unless it was
+    /// already; ``stop(timeout:)`` terminates it with the rest.
+    public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp { try client.adopt(options) }
+
+    /// Hands an app back, still running; see ``IceboxClient/release(_:)``. Corresponds to
+    /// `icebox release`.
+    @discardableResult
+    public func release(_ name: String) throws(IceboxError) -> ReleasedApp { try client.release(name) }
+
     /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
     @discardableResult
     public func suspend(_ name: String, grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {

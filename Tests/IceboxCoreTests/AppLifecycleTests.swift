@@ -525,6 +525,28 @@ struct AppLifecycleTests {
         #expect(fx.contains { if case .log(let e) = $0 { return e.detail.contains("cleanup: rmdir: EBUSY") } else { return false } })
     }
 
+    /// An app `icebox adopt` took over is never icebox's child: it ends "exited (status
+    /// unknown)", evicted or terminated all the same, and the policy's kill is recorded as
+    /// SIGKILL (icebox sent it).
+    @Test func appTakenOverByAdoptEndsExitedWithStatusUnknown() {
+        var r = Self.record()
+        r.state = .active
+        r.adoptedFrom = "/sys/fs/cgroup/user.d"
+        var l = AppLifecycle(adopting: r, now: 0)
+        #expect(l.adopted && l.state == .active)
+        _ = l.handle(.exited(nil), now: 10)
+        let fx = l.handle(.cleanedUp(leftovers: 2, problems: []), now: 20)
+        #expect(l.record.state == .exited && l.record.exitStatus == nil)
+        #expect(l.record.ending?.hasPrefix("exited (status unknown") == true, "\(l.record.ending ?? "")")
+        #expect(fx.contains { if case .log(let e) = $0 { return e.detail.contains("killed 2 remaining processes") } else { return false } })
+
+        var evicted = AppLifecycle(adopting: r, now: 0)
+        _ = evicted.handle(.evict(waiter: nil), now: 5)
+        _ = evicted.handle(.exited(nil), now: 10)
+        _ = evicted.handle(.cleanedUp(leftovers: 0, problems: []), now: 20)
+        #expect(evicted.record.state == .evicted && evicted.record.ending == "killed by SIGKILL")
+    }
+
     @Test func statusAndStoppingAreRecorded() {
         var l = Self.lifecycle(in: .active)
         let fx = l.handle(.notify(NotifyMessage.parse("STATUS=count 10\nSTOPPING=1")), now: 10)

@@ -114,6 +114,10 @@ struct JSONWriterTests {
             r.runsAs = runAs()
             r.notifySocket = optionalString()
             r.restartTimesNanos = chance() ? (0..<below(4)).map { _ in integer() } : nil
+            r.adoptedFrom = optionalString()
+            r.adoptedFromFreezerV1 = optionalString()
+            r.adoptedFromMemoryV1 = optionalString()
+            r.adoptMoveNanos = optional()
             return r
         }
 
@@ -137,7 +141,7 @@ struct JSONWriterTests {
         }
 
         mutating func request() -> ControlRequest {
-            switch below(15) {
+            switch below(18) {
             case 0: return .ping
             case 1: return .launch(options: options())
             case 2: return .ps(all: chance(), brief: chance())
@@ -152,6 +156,14 @@ struct JSONWriterTests {
             case 11: return .setPolicy(settings: [.memoryBudget(optional()), .pressureScope(.apps), .maxSuspended(optional())])
             case 12: return .stop(terminateApps: chance(), timeoutNanos: optional())
             case 13: return .forget(names: strings())
+            case 14:
+                var o = AdoptOptions(name: string(), source: chance() ? .pid(optional() ?? 7) : .cgroup(string()))
+                o.graceNanos = integer()
+                o.foregroundSignal = optional()
+                o.compactAfterNanos = optional()
+                o.backgroundSignal = chance() ? .auto : .signal(10)
+                return .adopt(o)
+            case 15: return .release(name: string())
             default: return .metrics(format: pick(MetricsFormat.allCases))
             }
         }
@@ -250,6 +262,10 @@ struct JSONWriterTests {
         full.options.startLimitBurst = 11
         full.options.startLimitIntervalNanos = 12
         full.restartTimesNanos = [13, 14]
+        full.adoptedFrom = "/a"
+        full.adoptedFromFreezerV1 = "/f"
+        full.adoptedFromMemoryV1 = "/m"
+        full.adoptMoveNanos = 15
         full.options.runAs = full.runsAs
         expectSame(full, "AppRecord with every field")
 

@@ -95,6 +95,8 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
 /// the process is gone).
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
+/// getxattr(2), which Swift's Glibc module does not import (<sys/xattr.h>).
+long icebox_getxattr(const char *_Nonnull path, const char *_Nonnull name, void *_Nullable value, size_t size);
 int icebox_pidfd_send_signal(int pidfd, int sig);
 /// waitid(P_PIDFD, pidfd, ...). options as for waitid. Returns 0 or -1 with errno.
 int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);

@@ -1,0 +1,83 @@
+/// What `icebox adopt` takes over: a running process tree, or every process of a cgroup.
+public enum AdoptSource: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The process and all its descendants (`--pid PID`). It is the app's main process.
+    case pid(Int32)
+    /// Every process of a cgroup directory and its sub-cgroups (`--cgroup PATH`, under a
+    /// cgroup mount). The app's main process is one whose parent is outside them (the oldest if several).
+    case cgroup(String)
+
+    public var description: String {
+        switch self {
+        case .pid(let pid): return "pid \(pid)"
+        case .cgroup(let path): return "cgroup \(path)"
+        }
+    }
+}
+
+/// What `adopt` asks for: the name the running processes get as an app, where they are,
+/// and the launch options that apply to a process icebox did not start (the notice, the
+/// grace, the priority, the backend). The rest of ``LaunchOptions`` (the command, its
+/// environment and working directory) is read from the main process when it is adopted,
+/// for `relaunch`.
+///
+/// ```swift
+/// var options = AdoptOptions(name: "build", source: .pid(4242))
+/// options.graceNanos = 2_000_000_000
+/// let app = try client.adopt(options)
+/// ```
+public struct AdoptOptions: Codable, Sendable, Equatable {
+    /// The app's name (`icebox adopt NAME`); refused if an app of that name runs.
+    public var name: String
+    /// The process tree or cgroup to take over.
+    public var source: AdoptSource
+    /// How to freeze it (`--backend`): as for a launch; the move itself needs a cgroup.
+    public var backend = BackendChoice.auto
+    /// The time it gets after its background notice (`--grace`).
+    public var graceNanos: UInt64 = 5_000_000_000
+    /// The cap for its EXTEND_TIMEOUT_USEC extensions (`--max-grace`).
+    public var maxGraceNanos: UInt64 = 30_000_000_000
+    /// The notice (`--background-signal`): auto sends SIGUSR1 when the process catches it.
+    public var backgroundSignal = NoticeSignal.auto
+    /// Sent after a thaw (`--foreground-signal`), nil for none.
+    public var foregroundSignal: Int32?
+    /// Its eviction band (`--priority`).
+    public var priority = PriorityBand.normal
+    /// Compact it this long after each freeze (`--compact-after`), nil for the policy's.
+    public var compactAfterNanos: UInt64?
+
+    /// Options with the defaults `launch` has.
+    public init(name: String, source: AdoptSource) {
+        self.name = name
+        self.source = source
+    }
+
+    /// The same settings taken from launch options (`icebox adopt` parses its options as
+    /// `launch` does), for `source`.
+    public init(_ launch: LaunchOptions, source: AdoptSource) {
+        self.init(name: launch.name, source: source)
+        backend = launch.backend
+        graceNanos = launch.graceNanos
+        maxGraceNanos = launch.maxGraceNanos
+        backgroundSignal = launch.backgroundSignal
+        foregroundSignal = launch.foregroundSignal
+        priority = launch.priority
+        compactAfterNanos = launch.compactAfterNanos
+    }
+
+    /// The launch options the adopted app is recorded with: these settings and the command
+    /// line, working directory and environment read from its main process (what `relaunch`
+    /// starts again).
+    func launchOptions(command: [String], workingDirectory: String?, environment: [String]) -> LaunchOptions {
+        var o = LaunchOptions(name: name, command: command)
+        o.backend = backend
+        o.graceNanos = graceNanos
+        o.maxGraceNanos = max(maxGraceNanos, graceNanos)
+        o.backgroundSignal = backgroundSignal
+        o.foregroundSignal = foregroundSignal
+        o.priority = priority
+        o.compactAfterNanos = compactAfterNanos
+        o.workingDirectory = workingDirectory
+        o.environment = environment
+        return o
+    }
+}
