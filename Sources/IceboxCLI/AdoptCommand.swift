@@ -44,7 +44,7 @@ enum AdoptCommand: IceboxCommand {
         // The command is read from /proc by the daemon; the placeholder only satisfies build.
         let launch = try LaunchArguments.build(name: name, nameIsDefault: false, command: ["adopted"], args, attached: false)
         var client = LaunchArguments.client(args)
-        return try client.perform(.adopt(AdoptOptions(launch, source: source)))
+        return try client.perform(.adopt(options: AdoptOptions(launch, source: source)))
     }
 }
 

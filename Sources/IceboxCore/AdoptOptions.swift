@@ -14,6 +14,30 @@ public enum AdoptSource: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// `{"pid":1234}` or `{"cgroup":"/sys/fs/cgroup/build"}`: one member, its value plain
+/// (docs/protocol.md).
+extension AdoptSource {
+    enum CodingKeys: String, CodingKey { case pid, cgroup }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        switch (try c.decodeIfPresent(Int32.self, forKey: .pid), try c.decodeIfPresent(String.self, forKey: .cgroup)) {
+        case (let pid?, nil): self = .pid(pid)
+        case (nil, let path?): self = .cgroup(path)
+        default:
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "give one of pid and cgroup"))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .pid(let pid): try c.encode(pid, forKey: .pid)
+        case .cgroup(let path): try c.encode(path, forKey: .cgroup)
+        }
+    }
+}
+
 /// What `adopt` asks for: the name the running processes get as an app, where they are,
 /// and the launch options that apply to a process icebox did not start (the notice, the
 /// grace, the priority, the backend). The rest of ``LaunchOptions`` (the command, its
@@ -49,6 +73,20 @@ public struct AdoptOptions: Codable, Sendable, Equatable {
     public init(name: String, source: AdoptSource) {
         self.name = name
         self.source = source
+    }
+
+    /// Only `name` and `source` are required; the rest takes its default when absent
+    /// (docs/protocol.md).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name), source: try c.decode(AdoptSource.self, forKey: .source))
+        backend = try c.decodeIfPresent(BackendChoice.self, forKey: .backend) ?? backend
+        graceNanos = try c.decodeIfPresent(UInt64.self, forKey: .graceNanos) ?? graceNanos
+        maxGraceNanos = try c.decodeIfPresent(UInt64.self, forKey: .maxGraceNanos) ?? maxGraceNanos
+        backgroundSignal = try c.decodeIfPresent(NoticeSignal.self, forKey: .backgroundSignal) ?? backgroundSignal
+        foregroundSignal = try c.decodeIfPresent(Int32.self, forKey: .foregroundSignal)
+        priority = try c.decodeIfPresent(PriorityBand.self, forKey: .priority) ?? priority
+        compactAfterNanos = try c.decodeIfPresent(UInt64.self, forKey: .compactAfterNanos)
     }
 
     /// The same settings taken from launch options (`icebox adopt` parses its options as

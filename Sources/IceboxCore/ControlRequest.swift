@@ -30,7 +30,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     /// The metrics, answered as one `line` reply holding the text.
     case metrics(format: MetricsFormat)
     /// Take over a running process tree or cgroup as an app (`icebox adopt`).
-    case adopt(AdoptOptions)
+    case adopt(options: AdoptOptions)
     /// Hand an app back, still running, no longer supervised (`icebox release`).
     case release(name: String)
 

@@ -100,7 +100,7 @@ public struct IceboxClient: Sendable {
     ///
     /// Corresponds to `icebox adopt NAME --pid PID` or `icebox adopt NAME --cgroup PATH`.
     public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp {
-        let output = try send(.adopt(options))
+        let output = try send(.adopt(options: options))
         guard let record = try apps().last(where: { $0.name == options.name }) else {
             throw IceboxError(.failure, "the icebox daemon adopted \(options.name) but does not list it")
         }

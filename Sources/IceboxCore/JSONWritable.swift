@@ -233,7 +233,7 @@ extension ControlRequest: JSONWritable {
                 }
             case .forget(let names): w.member("forget") { $0.field("names", names) }
             case .metrics(let format): w.member("metrics") { $0.field("format", format) }
-            case .adopt(let options): w.member("adopt") { $0.field(codable: "_0", options) }
+            case .adopt(let options): w.member("adopt") { $0.field(codable: "options", options) }
             case .release(let name): w.member("release") { $0.field("name", name) }
             }
         }

@@ -162,7 +162,7 @@ struct JSONWriterTests {
                 o.foregroundSignal = optional()
                 o.compactAfterNanos = optional()
                 o.backgroundSignal = chance() ? .auto : .signal(10)
-                return .adopt(o)
+                return .adopt(options: o)
             case 15: return .release(name: string())
             default: return .metrics(format: pick(MetricsFormat.allCases))
             }

@@ -94,6 +94,8 @@ struct ProtocolCodingTests {
         .evict(names: ["db"]), .relaunch(name: "web"), .compact(names: ["web"], mode: .cold), .policy,
         .setPolicy(settings: [.memoryBudget(1 << 30), .pressure(nil), .onLockContention(.evict)]),
         .stop(terminateApps: true, timeoutNanos: nil), .forget(names: ["bench"]), .version,
+        .adopt(options: AdoptOptions(name: "build", source: .pid(4242))), .adopt(options: AdoptOptions(name: "b", source: .cgroup("/x y"))),
+        .release(name: "build"),
         .setPolicy(settings: [
             .pressureScope(.apps), .maxSuspended(nil), .maxSuspended(2), .evictionGrace(5), .protectActive(false), .compactAfter(nil),
             .compactAfter(9), .compactMode(.cold), .memoryBudget(nil), .pressure("some 150ms/2s"),
@@ -116,6 +118,10 @@ struct ProtocolCodingTests {
         #expect(
             JSONLines.encode(ControlRequest.launch(options: LaunchOptions(name: "web", command: ["sleep", "9"]))).hasPrefix(
                 #"{"launch":{"options":{"#))
+        #expect(
+            JSONLines.decode(ControlRequest.self, #"{"adopt":{"options":{"name":"build","source":{"pid":4242}}}}"#)
+                == .adopt(options: AdoptOptions(name: "build", source: .pid(4242))))
+        #expect(JSONLines.decode(AdoptSource.self, #"{"pid":1,"cgroup":"/x"}"#) == nil)
         // Launch options: the name and the command are enough, in either reader.
         let minimal = #"{"name":"web","command":["sleep","9"]}"#
         #expect(JSONLines.decode(LaunchOptions.self, minimal) == LaunchOptions(name: "web", command: ["sleep", "9"]))
