@@ -1,0 +1,171 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+enum TopTestError: Error { case tmux(String) }
+
+/// Where tmux is, if this host has it.
+enum TmuxHost {
+    static let path: String? = ["/usr/bin/tmux", "/bin/tmux", "/usr/local/bin/tmux"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+}
+
+/// `icebox top` on a real terminal: tmux runs it in a detached session of a fixed size, the
+/// test sends keys and reads the screen back (capture-pane), and checks the app's state
+/// from the kernel after each key.
+@Suite(
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(if: TmuxHost.path != nil, "tmux is not installed (scripts/test installs it)"), .timeLimit(.minutes(2)))
+struct TopTests {
+    /// A tmux server of the test's own (its own socket), with one session running a shell.
+    struct Tmux {
+        let socket: String
+        let box: Sandbox
+
+        /// Runs tmux with its output to a file, not a pipe (the server `new-session` starts
+        /// inherits the client's descriptors and keeps them: a pipe would never end), spawned
+        /// with no signal blocked (Foundation's Process hands its children blocked signals,
+        /// and the tmux client then never hears that its server is ready).
+        @discardableResult
+        func run(_ args: [String]) throws -> Sandbox.Result {
+            let path = box.dir + "/tmux-\(UInt32.random(in: 0...UInt32.max)).out"
+            let out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard out >= 0 else { throw TopTestError.tmux("cannot create \(path)") }
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            defer { close(null) }
+            var request = SpawnRequest(
+                executable: TmuxHost.path!, arguments: ["tmux", "-L", socket, "-f", "/dev/null"] + args,
+                environment: box.environment.map { "\($0.key)=\($0.value)" })
+            request.stdin = null
+            request.stdout = out
+            request.stderr = out
+            let spawned = try Spawner.spawn(request)
+            close(out)
+            guard let ended = try spawned.handle.wait(until: Clock.monotonicNanos() + 10_000_000_000) else {
+                _ = try? spawned.handle.send(SIGKILL)
+                _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 1_000_000_000)
+                throw TopTestError.tmux("tmux \(args.joined(separator: " ")) did not end in 10 s")
+            }
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            return Sandbox.Result(status: ended.shellStatus, stdout: text, stderr: "")
+        }
+
+        /// A session of 120×40 running bash (without start-up files) with a known prompt, the sandbox's
+        /// variables in its environment.
+        func start() throws {
+            var args = ["new-session", "-d", "-s", "top", "-x", "120", "-y", "40"]
+            for (key, value) in box.environment where key.hasPrefix("ICEBOX_") { args += ["-e", "\(key)=\(value)"] }
+            args += ["-e", "PS1=top-test$ ", "-e", "TERM=xterm-256color", "/bin/bash", "--norc", "--noprofile"]
+            let r = try run(args)
+            #expect(r.status == 0, "\(r.output)")
+        }
+
+        func screen() -> String { (try? run(["capture-pane", "-p", "-t", "top"]).stdout) ?? "" }
+
+        func alternateOn() -> String {
+            ((try? run(["display", "-p", "-t", "top", "#{alternate_on}"]).stdout) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        func keys(_ keys: String...) throws { try run(["send-keys", "-t", "top"] + keys) }
+
+        func kill() { _ = try? run(["kill-server"]) }
+    }
+
+    /// Checks `condition` every 20 ms until it holds or `seconds` pass: tmux tells nothing
+    /// when its screen changes.
+    static func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(20_000)
+        }
+        return try condition()
+    }
+
+    /// The table row of `name`: its line on the screen.
+    static func row(_ screen: String, _ name: String) -> String? {
+        screen.split(separator: "\n").first { $0.dropFirst(2).hasPrefix(name + " ") }.map(String.init)
+    }
+
+    @Test("top in tmux shows a launched app, s freezes it (kernel), r thaws it, q gives the terminal back")
+    func suspendAndResumeByKeys() throws {
+        let box = Sandbox("topkeys")
+        defer { box.close() }
+        let tmux = Tmux(socket: "icebox-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", box: box)
+        defer { tmux.kill() }
+        try tmux.start()
+        #expect(Self.eventually { tmux.screen().contains("top-test$") })
+        try tmux.keys("\(Sandbox.binary) top 2>\(box.dir)/top.err; echo top-exit=$?", "Enter")
+        // The table's title on the alternate screen (the typed command line also says "icebox top").
+        #expect(Self.eventually { tmux.alternateOn() == "1" && tmux.screen().contains("1NAME") }, "\(tmux.screen())")
+
+        // No notice handler and no grace: s freezes it at once.
+        let launched = try box.icebox(["launch", "--grace", "0", "web", "--", "sleep", "1000"])
+        #expect(launched.status == 0, "\(launched.output)")
+        let record = try #require(try box.apps()["web"])
+        let cgroup = try #require(record.cgroup)
+        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("active") == true }, "\(tmux.screen())")
+        // The only app, so it is selected.
+        #expect(Self.row(tmux.screen(), "web")?.hasPrefix("> ") == true, "\(tmux.screen())")
+
+        try tmux.keys("s")
+        #expect(Self.eventually { Kernel.cgroupFrozen(cgroup) }, "cgroup.events of \(cgroup) never said frozen 1")
+        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("suspended") == true }, "\(tmux.screen())")
+        // The freeze time from the event's duration, in the FREEZE column.
+        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("cgroup2") == true })
+
+        try tmux.keys("r")
+        #expect(Self.eventually { !Kernel.cgroupFrozen(cgroup) }, "cgroup.events of \(cgroup) still says frozen 1")
+        #expect(Kernel.processState(record.pid) != "T")
+        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("active") == true }, "\(tmux.screen())")
+
+        // t asks first; n leaves it running.
+        try tmux.keys("t")
+        #expect(Self.eventually { tmux.screen().contains("terminate web? (y/n)") }, "\(tmux.screen())")
+        try tmux.keys("n")
+        #expect(Self.eventually { tmux.screen().contains("terminate web: not done") }, "\(tmux.screen())")
+        #expect(kill(record.pid, 0) == 0)
+
+        try tmux.keys("q")
+        #expect(Self.eventually { tmux.screen().contains("top-exit=0") }, "\(tmux.screen())")
+        #expect(tmux.alternateOn() == "0")
+        let screen = tmux.screen()
+        #expect(screen.contains("top-test$"), "\(screen)")
+        #expect(!screen.contains("NAME"), "the table is still on the normal screen: \(screen)")
+    }
+
+    @Test("top exits 128+15 on SIGTERM with the terminal restored")
+    func sigtermRestores() throws {
+        let box = Sandbox("topterm")
+        defer { box.close() }
+        let tmux = Tmux(socket: "icebox-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", box: box)
+        defer { tmux.kill() }
+        try tmux.start()
+        #expect(Self.eventually { tmux.screen().contains("top-test$") })
+        try tmux.keys("\(Sandbox.binary) top; echo top-exit=$?", "Enter")
+        #expect(Self.eventually { tmux.alternateOn() == "1" && tmux.screen().contains("1NAME") }, "\(tmux.screen())")
+        // top is the shell's child, in the foreground (a background job is stopped by SIGTTOU
+        // when it sets the terminal's mode).
+        let shell = try #require(
+            pid_t(try tmux.run(["display", "-p", "-t", "top", "#{pane_pid}"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let pid = try #require(Kernel.children(of: shell).first)
+        #expect(kill(pid, SIGTERM) == 0)
+        #expect(Self.eventually { tmux.screen().contains("top-exit=143") }, "\(tmux.screen())")
+        #expect(tmux.alternateOn() == "0")
+    }
+
+    @Test("top refuses when stdout is not a terminal (exit 64), pointing to ps and log -f")
+    func notATerminal() throws {
+        let box = Sandbox("topnotty")
+        defer { box.close() }
+        let r = try box.icebox(["top"])
+        #expect(r.status == 64, "\(r.output)")
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.contains("stdout is not a terminal"), "\(r.stderr)")
+        #expect(r.stderr.contains("icebox ps") && r.stderr.contains("icebox log -f"), "\(r.stderr)")
+    }
+}
