@@ -35,7 +35,7 @@ enum TopRender {
         // The events take a third of what is left below the table's title, at most 8, none on a tiny screen.
         let eventLines = height >= 14 ? min(8, (height - 4) / 3) : 0
         let tableRows = max(0, height - out.count - 1 - (eventLines > 0 ? eventLines + 1 : 0) - 1)
-        let nameWidth = max(4, min(24, shown.map { TerminalText.escaped($0.name).count }.max() ?? 4))
+        let nameWidth = max(4, min(24, shown.map { columns(TerminalText.escaped($0.name)) }.max() ?? 4))
         out.append(titleLine(model, nameWidth: nameWidth))
         let selectedName = model.selectedRow?.name
         let selectedIndex = shown.firstIndex { $0.name == selectedName } ?? 0
@@ -150,9 +150,8 @@ enum TopRender {
 
     /// `text` in a column of `width` (its last space the gap to the next): cut with "…" if longer.
     static func cell(_ text: String, _ width: Int) -> String {
-        let room = width - 1
-        let count = Output.displayWidth(text)
-        if count > room { return String(text.prefix(max(0, room - 1))) + "… " }
+        let count = columns(text)
+        if count > width - 1 { return cut(text, to: width - 1) + " " }
         return text + String(repeating: " ", count: width - count)
     }
 
@@ -162,16 +161,50 @@ enum TopRender {
         var left = width
         for span in spans where left > 0 {
             var text = span.text
-            let count = Output.displayWidth(text)
+            var count = columns(text)
             if count > left {
-                text = left > 1 ? String(text.prefix(left - 1)) + "…" : String(text.prefix(left))
+                text = cut(text, to: left)
+                count = columns(text)
             }
-            left -= min(count, left)
+            left -= count
             out += paint(text, span.style, lineStyle, color)
         }
         let padding = String(repeating: " ", count: left)
         out += paint(padding, nil, lineStyle, color)
         return out
+    }
+
+    /// `text` cut to at most `width` columns, ending in "…" when something was cut.
+    static func cut(_ text: String, to width: Int) -> String {
+        guard columns(text) > width else { return text }
+        guard width > 0 else { return "" }
+        var out = "", used = 0
+        for c in text {
+            let w = columns(c)
+            if used + w > width - 1 { break }
+            out.append(c)
+            used += w
+        }
+        return out + "…" + String(repeating: " ", count: max(0, width - 1 - used))
+    }
+
+    /// The columns `text` takes on a terminal: an ASCII byte one, a character of the wide
+    /// East Asian ranges or an emoji two, any other character (with its combining marks) one.
+    /// A line wider than the screen would wrap, and the bottom line would scroll the screen:
+    /// an app's STATUS= in CJK must not do that.
+    static func columns(_ text: String) -> Int {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return text.utf8.count }
+        return text.reduce(0) { $0 + columns($1) }
+    }
+
+    static func columns(_ c: Character) -> Int {
+        guard let v = c.unicodeScalars.first?.value, v >= 0x1100 else { return 1 }
+        let wide: [ClosedRange<UInt32>] = [
+            0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+            0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x1F300...0x1F64F,
+            0x1F900...0x1F9FF, 0x20000...0x3FFFD,
+        ]
+        return wide.contains { $0.contains(v) } ? 2 : 1
     }
 
     private static func paint(_ text: String, _ style: Style?, _ lineStyle: Style?, _ color: Bool) -> String {

@@ -44,7 +44,7 @@ import Testing
     func sizes(width: Int, height: Int) {
         let lines = TopRender.lines(Self.three, width: width, height: height, color: true, now: 10 * Self.second)
         #expect(lines.count == height)
-        for line in lines { #expect(Self.plain(line).count == width, "\(Self.plain(line))") }
+        for line in lines { #expect(TopRender.columns(Self.plain(line)) == width, "\(Self.plain(line))") }
     }
 
     @Test("a row shows name, state, time in state, memory, backend, priority and status; long text is cut to the width")
@@ -63,6 +63,17 @@ import Testing
         let cut = Self.rowLine(narrow, "web")
         #expect(cut?.count == 100)
         #expect(cut?.hasSuffix("…") == true)
+    }
+
+    @Test("wide characters in a STATUS= count two columns: the line still fits the screen")
+    func wideCharacters() {
+        var m = Self.three
+        m.rows[0].status = String(repeating: "漢字", count: 100)
+        m.message = String(repeating: "😀", count: 100)
+        for width in [80, 81] {
+            let lines = TopRender.lines(m, width: width, height: 20, color: false, now: 0)
+            for line in lines { #expect(TopRender.columns(line) == width, "\(line)") }
+        }
     }
 
     @Test("the header counts apps per state and shows the budget and pressure")
