@@ -45,7 +45,8 @@ final class TopSession {
     private let pressurePath: String?
     private var inFlight: [InFlight] = []
     private var snapshotWanted = true
-    private var policyWanted = true
+    /// Asked for once a snapshot came (no daemon, no policy to ask for), and on policy events.
+    private var policyWanted = false
     /// The memory counter file of each app, found once per main process.
     private var memoryCounters: [String: (pid: Int32, path: String?)] = [:]
     private var pendingInput: [UInt8] = []

@@ -115,8 +115,12 @@ struct TopTests {
         try tmux.keys("s")
         #expect(Self.eventually { Kernel.cgroupFrozen(cgroup) }, "cgroup.events of \(cgroup) never said frozen 1")
         #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("suspended") == true }, "\(tmux.screen())")
-        // The freeze time from the event's duration, in the FREEZE column.
-        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("cgroup2") == true })
+        // The freeze time from the event's duration, in the FREEZE column (µs or ms).
+        #expect(
+            Self.eventually { Self.row(tmux.screen(), "web").map { $0.contains(" µs ") || $0.contains(" ms ") } ?? false },
+            "\(tmux.screen())")
+        // The policy, asked for once a daemon answered.
+        #expect(Self.eventually { tmux.screen().contains("max suspended") }, "\(tmux.screen())")
 
         try tmux.keys("r")
         #expect(Self.eventually { !Kernel.cgroupFrozen(cgroup) }, "cgroup.events of \(cgroup) still says frozen 1")
@@ -138,24 +142,51 @@ struct TopTests {
         #expect(!screen.contains("NAME"), "the table is still on the normal screen: \(screen)")
     }
 
-    @Test("top exits 128+15 on SIGTERM with the terminal restored")
-    func sigtermRestores() throws {
-        let box = Sandbox("topterm")
+    /// A tmux session with `icebox top` running in the foreground of its shell (env: what
+    /// goes before the command), and top's pid: the shell's child (a background job would be
+    /// stopped by SIGTTOU when it sets the terminal's mode).
+    static func startTop(_ tmux: Tmux, env: String = "") throws -> pid_t {
+        try tmux.start()
+        #expect(Self.eventually { tmux.screen().contains("top-test$") })
+        try tmux.keys("\(env)\(Sandbox.binary) top; echo top-exit=$?", "Enter")
+        #expect(Self.eventually { tmux.alternateOn() == "1" && tmux.screen().contains("1NAME") }, "\(tmux.screen())")
+        let shell = try #require(
+            pid_t(try tmux.run(["display", "-p", "-t", "top", "#{pane_pid}"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        return try #require(Kernel.children(of: shell).first)
+    }
+
+    @Test(
+        "top exits 128+N on SIGTERM, SIGHUP and SIGINT, and on a crash (SIGSEGV), with the terminal restored",
+        arguments: [SIGTERM, SIGHUP, SIGINT, SIGSEGV])
+    func signalsRestore(signal: Int32) throws {
+        let box = Sandbox("topsig\(signal)")
         defer { box.close() }
         let tmux = Tmux(socket: "icebox-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", box: box)
         defer { tmux.kill() }
-        try tmux.start()
-        #expect(Self.eventually { tmux.screen().contains("top-test$") })
-        try tmux.keys("\(Sandbox.binary) top; echo top-exit=$?", "Enter")
-        #expect(Self.eventually { tmux.alternateOn() == "1" && tmux.screen().contains("1NAME") }, "\(tmux.screen())")
-        // top is the shell's child, in the foreground (a background job is stopped by SIGTTOU
-        // when it sets the terminal's mode).
-        let shell = try #require(
-            pid_t(try tmux.run(["display", "-p", "-t", "top", "#{pane_pid}"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
-        let pid = try #require(Kernel.children(of: shell).first)
-        #expect(kill(pid, SIGTERM) == 0)
-        #expect(Self.eventually { tmux.screen().contains("top-exit=143") }, "\(tmux.screen())")
+        // A crash goes on to the runtime's backtracer, which would wait for keys on a terminal.
+        let pid = try Self.startTop(tmux, env: signal == SIGSEGV ? "SWIFT_BACKTRACE=enable=no " : "")
+        #expect(kill(pid, signal) == 0)
+        #expect(Self.eventually { tmux.screen().contains("top-exit=\(128 + signal)") }, "\(tmux.screen())")
         #expect(tmux.alternateOn() == "0")
+        // Raw mode undone: the shell echoes what is typed again.
+        try tmux.keys("echo echoed-$((6*7))", "Enter")
+        #expect(Self.eventually { tmux.screen().contains("echoed-42") }, "\(tmux.screen())")
+    }
+
+    @Test("top redraws at the new size when the terminal is resized (SIGWINCH)")
+    func resize() throws {
+        let box = Sandbox("topwinch")
+        defer { box.close() }
+        let tmux = Tmux(socket: "icebox-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", box: box)
+        defer { tmux.kill() }
+        _ = try Self.startTop(tmux)
+        func lines() -> [Substring] { tmux.screen().split(separator: "\n", omittingEmptySubsequences: false) }
+        // The bottom line (no daemon runs: it says so) on the last of 40 rows, then of 20.
+        let bottom = "cannot list the apps: no icebox daemon is running yet"
+        #expect(Self.eventually { lines().count >= 40 && lines()[39].hasPrefix(bottom) }, "\(tmux.screen())")
+        try tmux.run(["resize-window", "-t", "top", "-x", "70", "-y", "20"])
+        #expect(Self.eventually { lines().count >= 20 && lines()[19].hasPrefix(bottom) }, "\(tmux.screen())")
+        #expect(lines().allSatisfy { $0.count <= 70 })
     }
 
     @Test("top refuses when stdout is not a terminal (exit 64), pointing to ps and log -f")
