@@ -173,7 +173,7 @@ struct TopTests {
         #expect(Self.eventually { tmux.screen().contains("echoed-42") }, "\(tmux.screen())")
     }
 
-    @Test("top redraws at the new size when the terminal is resized (SIGWINCH)")
+    @Test("top redraws at the new size when the terminal is resized (SIGWINCH); Ctrl-C leaves with 130")
     func resize() throws {
         let box = Sandbox("topwinch")
         defer { box.close() }
@@ -187,15 +187,24 @@ struct TopTests {
         try tmux.run(["resize-window", "-t", "top", "-x", "70", "-y", "20"])
         #expect(Self.eventually { lines().count >= 20 && lines()[19].hasPrefix(bottom) }, "\(tmux.screen())")
         #expect(lines().allSatisfy { $0.count <= 70 })
+        // Ctrl-C is a key in raw mode: top leaves as after SIGINT.
+        try tmux.keys("C-c")
+        #expect(Self.eventually { tmux.screen().contains("top-exit=130") }, "\(tmux.screen())")
+        #expect(tmux.alternateOn() == "0")
     }
 
-    @Test("top refuses when stdout is not a terminal (exit 64), pointing to ps and log -f")
+    @Test("icebox top </dev/null >file exits 64 and says to use ps and log -f; the file stays empty")
     func notATerminal() throws {
         let box = Sandbox("topnotty")
         defer { box.close() }
-        let r = try box.icebox(["top"])
+        let file = box.dir + "/top.out"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "exec \"$0\" top </dev/null >\"$1\"", Sandbox.binary, file]
+        p.environment = box.environment
+        let r = try Sandbox.runToEnd(p, timeout: 30, what: "icebox top </dev/null >file")
         #expect(r.status == 64, "\(r.output)")
-        #expect(r.stdout.isEmpty)
+        #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "")
         #expect(r.stderr.contains("stdout is not a terminal"), "\(r.stderr)")
         #expect(r.stderr.contains("icebox ps") && r.stderr.contains("icebox log -f"), "\(r.stderr)")
     }
