@@ -142,6 +142,48 @@ struct TopTests {
         #expect(!screen.contains("NAME"), "the table is still on the normal screen: \(screen)")
     }
 
+    @Test("the MEMORY column follows the app's cgroup as it grows, read by top itself (no new listing)")
+    func memoryFromCgroup() throws {
+        let box = Sandbox("topmem")
+        defer { box.close() }
+        let tmux = Tmux(socket: "icebox-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", box: box)
+        defer { tmux.kill() }
+        _ = try Self.startTop(tmux)
+        // Waits for its flag file, then takes 48 MiB and holds it.
+        let flag = box.dir + "/grow"
+        let script = box.dir + "/grow.py"
+        try """
+        import os, time
+        while not os.path.exists(\(String(reflecting: flag))): time.sleep(0.05)
+        block = bytearray(48 << 20)
+        for i in range(0, len(block), 4096): block[i] = 1
+        time.sleep(1000)
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let launched = try box.icebox(["launch", "grow", "--", "python3", script])
+        #expect(launched.status == 0, "\(launched.output)")
+        let record = try #require(try box.apps()["grow"])
+        #expect(Self.eventually { Self.row(tmux.screen(), "grow") != nil }, "\(tmux.screen())")
+        let eventsBefore = box.events("grow").count
+        #expect(FileManager.default.createFile(atPath: flag, contents: nil))
+        func kernelBytes() -> Double {
+            let path = record.memoryV1.map { $0 + "/memory.usage_in_bytes" } ?? record.cgroup! + "/memory.current"
+            return Double(((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+        func shownMiB() -> Double? {
+            guard let row = Self.row(tmux.screen(), "grow"), let range = row.range(of: #"[0-9.]+ MiB"#, options: .regularExpression) else {
+                return nil
+            }
+            return Double(row[range].dropLast(4))
+        }
+        #expect(Self.eventually(15) { (shownMiB() ?? 0) >= 48 }, "\(tmux.screen())")
+        let shown = try #require(shownMiB())
+        let kernel = kernelBytes() / 1_048_576
+        #expect(abs(shown - kernel) < max(4, kernel / 10), "top shows \(shown) MiB, the cgroup says \(kernel) MiB")
+        // No event of grow since the flag (top lists the apps again only for an event naming
+        // an app it does not know): the figure came from the cgroup.
+        #expect(box.events("grow").count == eventsBefore)
+    }
+
     /// A tmux session with `icebox top` running in the foreground of its shell (env: what
     /// goes before the command), and top's pid: the shell's child (a background job would be
     /// stopped by SIGTTOU when it sets the terminal's mode).
