@@ -18,7 +18,7 @@ public enum IceboxMain {
             RunCommand.self, LaunchCommand.self, AdoptCommand.self, ReleaseCommand.self,
             SuspendCommand.self, ResumeCommand.self, SwitchCommand.self, TerminateCommand.self, EvictCommand.self, RelaunchCommand.self,
             CompactCommand.self, PolicyCommand.self,
-            PsCommand.self, LogCommand.self, LogsCommand.self, MetricsCommand.self,
+            PsCommand.self, TopCommand.self, LogCommand.self, LogsCommand.self, MetricsCommand.self,
             BenchCommand.self, FreezeCommand.self, ThawCommand.self, DoctorCommand.self, DaemonCommand.self, ProbeCommand.self,
             CompletionCommand.self,
         ]
@@ -43,6 +43,7 @@ public enum IceboxMain {
         case CompactCommand.name: CompactCommand.self
         case PolicyCommand.name: PolicyCommand.self
         case PsCommand.name: PsCommand.self
+        case TopCommand.name: TopCommand.self
         case LogCommand.name: LogCommand.self
         case LogsCommand.name: LogsCommand.self
         case MetricsCommand.name: MetricsCommand.self

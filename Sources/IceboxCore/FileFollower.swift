@@ -115,28 +115,45 @@ package final class FileFollower {
             do {
                 // No deadline: following ends when the reader stops it; the wait costs no CPU.
                 _ = try Poll.wait(&pfds, until: nil)
-                if let fired = pfds.dropFirst().firstIndex(where: { $0.revents != 0 }) { return fired - 1 }
-                // The file's own removal counts: while this follower holds it open, the
-                // directory cannot be reported deleted (the open file pins it).
-                let gone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
-                for event in try inotify.read() {
-                    if event.mask & gone != 0 || (event.mask & UInt32(IN_DELETE) != 0 && event.name == fileName) {
-                        readLines(emit)
-                        return nil
-                    }
-                    guard event.name == fileName else { continue }
-                    if event.mask & UInt32(IN_MOVED_FROM) != 0 {
-                        rotated(emit)
-                    } else if event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, fd >= 0, onDiskInode() != inode {
-                        // Another file put in its place: finish the old one, go on with the new.
-                        readLines(emit)
-                        closeCurrent()
-                    }
-                }
             } catch {
                 throw IceboxError("follow \(path)", error)
             }
+            if let fired = pfds.dropFirst().firstIndex(where: { $0.revents != 0 }) { return fired - 1 }
+            if try !takeNotifications(emit) { return nil }
         }
+    }
+
+    /// The descriptor that becomes readable when the log (or its directory) changes, for a
+    /// caller that waits on it among others (`icebox top`) and then calls
+    /// `takeNotifications`; nil without `follow`.
+    package var notificationDescriptor: Int32? { inotify?.fd }
+
+    /// Reads what inotify reported (call it once `notificationDescriptor` is readable) and
+    /// hands `emit` the lines that came with it, across a rotation or a replaced file.
+    /// Returns false when the file or its directory went away (the follow is over).
+    package func takeNotifications(_ emit: (String) -> Void) throws(IceboxError) -> Bool {
+        guard let inotify else { return false }
+        // The file's own removal counts: while this follower holds it open, the
+        // directory cannot be reported deleted (the open file pins it).
+        let gone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
+        let events: [Inotify.Event]
+        do { events = try inotify.read() } catch { throw IceboxError("follow \(path)", error) }
+        for event in events {
+            if event.mask & gone != 0 || (event.mask & UInt32(IN_DELETE) != 0 && event.name == fileName) {
+                readLines(emit)
+                return false
+            }
+            guard event.name == fileName else { continue }
+            if event.mask & UInt32(IN_MOVED_FROM) != 0 {
+                rotated(emit)
+            } else if event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, fd >= 0, onDiskInode() != inode {
+                // Another file put in its place: finish the old one, go on with the new.
+                readLines(emit)
+                closeCurrent()
+            }
+        }
+        readLines(emit)
+        return true
     }
 
     /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it,

@@ -19,6 +19,7 @@ ICEBOX_PACKAGES=(
 # kind LDAP or sssd are, for the tests of --user lookups; python3-prometheus-client (the
 # Prometheus client's parsers read `icebox metrics`). Debian's python3-prometheus-client
 # serves Debian's /usr/bin/python3, which the tests use when `python3` on PATH is another.
+# tmux: `icebox top` is tested on a real terminal (keys sent, the screen read back).
 ICEBOX_TEST_PACKAGES=(
     systemd=command:systemd-notify
     util-linux=command:setpriv
@@ -29,6 +30,7 @@ ICEBOX_TEST_PACKAGES=(
     man-db=command:man
     libnss-extrausers=library:libnss_extrausers.so
     python3-prometheus-client=python:prometheus_client
+    tmux=command:tmux
 )
 
 # icebox_has KIND:WHAT: whether what a package provides is there.

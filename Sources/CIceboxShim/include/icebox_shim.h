@@ -176,5 +176,19 @@ ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int
 /// ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK; nothing stays locked then).
 long long icebox_lock_program_image(void);
 
+/// Puts the terminal on `fd` in raw mode (no echo, no line editing, no signals from keys,
+/// output processing kept) after saving its settings, and keeps, where a signal handler can
+/// reach them, those settings and `leave` (the bytes that leave the view: show the cursor,
+/// back to the normal screen; copied, at most 256). Until icebox_terminal_restore, a crash
+/// (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP) restores the terminal first, with
+/// async-signal-safe calls only, then goes on to the handler that was there before (Swift's
+/// backtracer, or the default). Returns 0, or -1 with errno (ENOTTY: not a terminal).
+int icebox_terminal_raw(int fd, const char *leave, size_t leave_len);
+
+/// Writes the `leave` bytes and puts the saved settings back (TCSAFLUSH: typed-ahead keys
+/// are dropped, not handed to the shell); idempotent, async-signal-safe, and the crash
+/// handlers are removed. Returns 0, or -1 with errno of a tcsetattr that failed.
+int icebox_terminal_restore(void);
+
 #pragma clang assume_nonnull end
 #endif

@@ -1,0 +1,229 @@
+import IceboxCore
+
+/// What `icebox top` shows, as a value: the apps, the header's facts, the latest events,
+/// the selection, filter, sort and prompt. `TopRender` draws it, `TopKeys` changes it on a
+/// key, `TopSession` feeds it from the daemon, the event log and the cgroups. No I/O here.
+struct TopModel: Equatable {
+    /// One app's row.
+    struct Row: Equatable {
+        var name: String
+        var pid: Int32
+        var state: AppState
+        /// When it entered its state, on the monotonic clock (the daemon's and ours: one host).
+        var sinceMonotonicNanos: UInt64
+        var backend: BackendKind
+        var priority: PriorityBand
+        var memoryBytes: UInt64?
+        /// The change since the reading before, for the trend.
+        var memoryDelta: Int64 = 0
+        var lastFreezeNanos: UInt64?
+        var lastThawNanos: UInt64?
+        /// The app's STATUS= (raw: escaped when drawn).
+        var status: String
+        /// Its v2 cgroup, where its memory may be read.
+        var cgroup: String?
+
+        init(
+            name: String, pid: Int32 = 0, state: AppState, sinceMonotonicNanos: UInt64 = 0, backend: BackendKind = .cgroup2,
+            priority: PriorityBand = .normal, memoryBytes: UInt64? = nil, status: String = ""
+        ) {
+            self.name = name
+            self.pid = pid
+            self.state = state
+            self.sinceMonotonicNanos = sinceMonotonicNanos
+            self.backend = backend
+            self.priority = priority
+            self.memoryBytes = memoryBytes
+            self.status = status
+        }
+
+        init(_ s: AppSummary) {
+            name = s.name
+            pid = s.pid
+            state = s.state
+            sinceMonotonicNanos = s.sinceMonotonicNanos
+            backend = s.backend
+            priority = s.priority
+            memoryBytes = s.memoryBytes
+            lastFreezeNanos = s.lastFreezeNanos
+            lastThawNanos = s.lastThawNanos
+            status = (s.state.isEnded ? s.ending : s.statusText) ?? ""
+            cgroup = s.cgroup
+        }
+    }
+
+    /// What the prompt line asks for, if anything.
+    enum Prompt: Equatable {
+        case none
+        /// terminate or evict NAME? (y/n)
+        case confirm(TopAction, String)
+        /// The filter being typed (applied on Enter).
+        case filter(String)
+        /// The help line.
+        case help
+    }
+
+    var rows: [Row] = []
+    /// The selected app, by name, so the selection stays on it as rows move.
+    var selected: String?
+    /// Only apps whose name contains this (case-insensitive); empty: all.
+    var filter = ""
+    var sort = TopColumn.name
+    var descending = false
+    var prompt = Prompt.none
+    /// The outcome of the last action, or an error; cleared by Esc.
+    var message: String?
+    /// Whether `message` reports a failure (drawn in the error colour).
+    var messageIsError = false
+    /// The latest events, oldest first, as `icebox log` prints them (escaped already).
+    var events: [String] = []
+    var policy: EvictionPolicy?
+    /// Memory pressure as the host reports it: "some 0.12% full 0.00%" (10 s averages); nil if unknown.
+    var pressure: String?
+    /// Actions sent and not answered yet.
+    var pending = 0
+
+    static let eventsKept = 50
+
+    /// The rows shown: those the filter keeps, in the sort order (ties by name).
+    var visibleRows: [Row] {
+        let kept = filter.isEmpty ? rows : rows.filter { $0.name.lowercased().contains(filter.lowercased()) }
+        return kept.sorted { a, b in
+            let order = sort.compare(a, b)
+            if order == 0 { return a.name < b.name }
+            return descending ? order > 0 : order < 0
+        }
+    }
+
+    /// The selected row if it is shown, else the first shown.
+    var selectedRow: Row? {
+        let shown = visibleRows
+        return shown.first { $0.name == selected } ?? shown.first
+    }
+
+    mutating func addEvent(_ line: String) {
+        events.append(line)
+        if events.count > Self.eventsKept { events.removeFirst(events.count - Self.eventsKept) }
+    }
+
+    mutating func report(_ text: String, error: Bool) {
+        message = text
+        messageIsError = error
+    }
+
+    /// Replaces the rows with a snapshot from `ps`, keeping the memory trend of rows that stay.
+    mutating func take(snapshot: [AppSummary]) {
+        let old = Dictionary(rows.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        rows = snapshot.filter { !$0.state.isEnded }.map { summary in
+            var row = Row(summary)
+            if let before = old[row.name], before.pid == row.pid {
+                row.memoryDelta = before.memoryDelta
+                if row.memoryBytes == nil { row.memoryBytes = before.memoryBytes }
+            }
+            return row
+        }
+    }
+
+    /// What an event from the log changes: the state and its start, the last freeze or thaw
+    /// time; an app that ended leaves the table. Returns false when the event names an app
+    /// the table lacks and it is not one that ended (a snapshot is then needed). Events older
+    /// than what a row shows (read after a snapshot that had them) change nothing.
+    mutating func apply(_ event: Event) -> Bool {
+        guard let i = rows.firstIndex(where: { $0.name == event.app }) else {
+            guard let to = event.to else { return true }
+            return to.isEnded
+        }
+        guard event.monotonicNanos >= rows[i].sinceMonotonicNanos else { return true }
+        if let to = event.to {
+            if to.isEnded {
+                rows.remove(at: i)
+                return true
+            }
+            if to != rows[i].state {
+                rows[i].state = to
+                rows[i].sinceMonotonicNanos = event.monotonicNanos
+            }
+        }
+        if let pid = event.pid, event.kind == .spawn { rows[i].pid = pid }
+        switch event.kind {
+        case .freeze: if let d = event.durationNanos { rows[i].lastFreezeNanos = d }
+        case .thaw: if let d = event.durationNanos { rows[i].lastThawNanos = d }
+        default: break
+        }
+        return true
+    }
+
+    /// A new memory reading for `name`.
+    mutating func setMemory(_ name: String, bytes: UInt64) {
+        guard let i = rows.firstIndex(where: { $0.name == name }) else { return }
+        if let before = rows[i].memoryBytes { rows[i].memoryDelta = Int64(bitPattern: bytes &- before) }
+        rows[i].memoryBytes = bytes
+    }
+}
+
+/// A column of the table, in its order; each can be the sort key.
+enum TopColumn: Int, CaseIterable, Equatable {
+    case name, state, since, memory, lastFreeze, lastThaw, backend, priority, status
+
+    var title: String {
+        switch self {
+        case .name: "NAME"
+        case .state: "STATE"
+        case .since: "SINCE"
+        case .memory: "MEMORY"
+        case .lastFreeze: "FREEZE"
+        case .lastThaw: "THAW"
+        case .backend: "BACKEND"
+        case .priority: "PRIORITY"
+        case .status: "STATUS"
+        }
+    }
+
+    /// Negative, zero or positive as `a` comes before, with or after `b` ascending. SINCE
+    /// ascending is the shortest time in state first; a missing figure sorts first.
+    func compare(_ a: TopModel.Row, _ b: TopModel.Row) -> Int {
+        func cmp<T: Comparable>(_ x: T, _ y: T) -> Int { x < y ? -1 : x > y ? 1 : 0 }
+        func cmp(_ x: UInt64?, _ y: UInt64?) -> Int { cmp(x.map { Int128($0) } ?? -1, y.map { Int128($0) } ?? -1) }
+        switch self {
+        case .name: return cmp(a.name, b.name)
+        case .state: return cmp(Self.stateRank(a.state), Self.stateRank(b.state))
+        case .since: return cmp(b.sinceMonotonicNanos, a.sinceMonotonicNanos)
+        case .memory: return cmp(a.memoryBytes, b.memoryBytes)
+        case .lastFreeze: return cmp(a.lastFreezeNanos, b.lastFreezeNanos)
+        case .lastThaw: return cmp(a.lastThawNanos, b.lastThawNanos)
+        case .backend: return cmp(a.backend.rawValue, b.backend.rawValue)
+        case .priority: return cmp(a.priority, b.priority)
+        case .status: return cmp(a.status, b.status)
+        }
+    }
+
+    /// The lifecycle's order: launching, active, background, suspended, then the ended ones.
+    static func stateRank(_ s: AppState) -> Int { AppState.allCases.firstIndex(of: s) ?? 0 }
+}
+
+/// What a key asks the daemon to do to the selected app: the same requests as the commands.
+enum TopAction: Equatable {
+    case suspend, resume, switchTo, terminate, evict
+
+    var verb: String {
+        switch self {
+        case .suspend: "suspend"
+        case .resume: "resume"
+        case .switchTo: "switch to"
+        case .terminate: "terminate"
+        case .evict: "evict"
+        }
+    }
+
+    /// The request `icebox suspend NAME` (and the others) sends: the app's own grace, the
+    /// default terminate timeout.
+    func request(_ name: String) -> ControlRequest {
+        switch self {
+        case .suspend: .suspend(names: [name], graceNanos: nil)
+        case .resume: .resume(names: [name], waitReady: false)
+        case .switchTo: .switchTo(name: name)
+        case .terminate: .terminate(names: [name], timeoutNanos: nil)
+        case .evict: .evict(names: [name])
+        }
+    }
+}
