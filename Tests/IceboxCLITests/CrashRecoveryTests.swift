@@ -130,6 +130,19 @@ struct CrashRecoveryTests {
             })
     }
 
+    /// Appends the event line a daemon writes when `app` goes from `from` to active, now: what
+    /// a daemon SIGKILLed right after that write leaves in the log.
+    func logAsTheDeadDaemon(_ box: Sandbox, _ app: String, _ kind: EventKind, from: AppState, _ detail: String) throws {
+        var event = Event(
+            time: Clock.rfc3339(wallNanos: Clock.wallNanos()), monotonicNanos: Clock.monotonicNanos(), app: app, kind: kind, detail: detail)
+        event.from = from
+        event.to = .active
+        let log = try #require(FileHandle(forWritingAtPath: box.stateDir + "/events.jsonl"))
+        defer { try? log.close() }
+        try log.seekToEnd()
+        try log.write(contentsOf: Data((JSONLines.encode(event) + "\n").utf8))
+    }
+
     /// A resume is logged, then answered and written to the registry: a daemon SIGKILLed in
     /// between leaves the record "suspended" over a thawed cgroup. The next daemon finishes
     /// the thaw it finds half done, and logs it, unless the log already has it: one thaw, one
@@ -145,17 +158,7 @@ struct CrashRecoveryTests {
         try killDaemon(box)
         // What the dead daemon did before its registry write: the thaw, and maybe its line.
         try "0".write(toFile: cgroup + "/cgroup.freeze", atomically: false, encoding: .utf8)
-        if logged {
-            var thaw = Event(
-                time: Clock.rfc3339(wallNanos: Clock.wallNanos()), monotonicNanos: Clock.monotonicNanos(), app: "half", kind: .thaw,
-                detail: "thawed in 90 µs (cgroup2)")
-            thaw.from = .suspended
-            thaw.to = .active
-            let log = try #require(FileHandle(forWritingAtPath: box.stateDir + "/events.jsonl"))
-            try log.seekToEnd()
-            try log.write(contentsOf: Data((JSONLines.encode(thaw) + "\n").utf8))
-            try log.close()
-        }
+        if logged { try logAsTheDeadDaemon(box, "half", .thaw, from: .suspended, "thawed in 90 µs (cgroup2)") }
         let thawsBefore = box.events("half").filter { $0.kind == .thaw }.count
         #expect(try box.apps()["half"]?.state == .active)
         let adopted = box.events("half").last { $0.kind == .adopt }?.detail ?? ""
@@ -186,15 +189,7 @@ struct CrashRecoveryTests {
         try #require(Scenario.eventually { (try? box.apps()["half"]?.state) == .background })
         let cgroup = try #require(try box.apps()["half"]?.cgroup)
         try killDaemon(box)
-        var resume = Event(
-            time: Clock.rfc3339(wallNanos: Clock.wallNanos()), monotonicNanos: Clock.monotonicNanos(), app: "half", kind: .resume,
-            detail: "resumed during its grace period; not frozen")
-        resume.from = .background
-        resume.to = .active
-        let log = try #require(FileHandle(forWritingAtPath: box.stateDir + "/events.jsonl"))
-        try log.seekToEnd()
-        try log.write(contentsOf: Data((JSONLines.encode(resume) + "\n").utf8))
-        try log.close()
+        try logAsTheDeadDaemon(box, "half", .resume, from: .background, "resumed during its grace period; not frozen")
         #expect(try box.apps()["half"]?.state == .active)
         let adopted = box.events("half").last { $0.kind == .adopt }?.detail ?? ""
         #expect(adopted.contains("resumed and logged by the last daemon"), "\(adopted)")
