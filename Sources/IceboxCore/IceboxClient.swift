@@ -122,17 +122,18 @@ public struct IceboxClient: Sendable {
     }
 
     /// Active → Background (the notice and the grace) → Suspended: returns once the kernel
-    /// has confirmed the freeze. Corresponds to `icebox suspend NAME`; `grace` (nanoseconds)
-    /// replaces the app's own grace for this suspend, as `--grace` does (0: freeze at once).
+    /// has confirmed the freeze. Corresponds to `icebox suspend NAME`; `grace` replaces the
+    /// app's own grace for this suspend, as `--grace` does (`.zero`: freeze at once; a
+    /// negative one is zero, one past what nanoseconds hold saturates).
     @discardableResult
-    public func suspend(_ name: String, grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {
+    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
         try suspend([name], grace: grace)
     }
 
     /// Suspends several apps at once. Corresponds to `icebox suspend NAME...`.
     @discardableResult
-    public func suspend(_ names: [String], grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {
-        try send(.suspend(names: names, graceNanos: grace))
+    public func suspend(_ names: [String], grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
+        try send(.suspend(names: names, graceNanos: grace.map(Self.nanoseconds)))
     }
 
     /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with

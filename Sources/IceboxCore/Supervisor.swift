@@ -276,7 +276,7 @@ public final class Supervisor: Sendable {
 
     /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
     @discardableResult
-    public func suspend(_ name: String, grace: UInt64? = nil) throws(IceboxError) -> CommandOutput {
+    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
         try client.suspend(name, grace: grace)
     }
 

@@ -32,7 +32,7 @@ struct SupervisorDeathTests {
             while (try? supervisor.state(of: "app")) != .launching { usleep(1000) }
         case "frozen":
             _ = try supervisor.launch(options)
-            _ = try supervisor.suspend("app", grace: 0)
+            _ = try supervisor.suspend("app", grace: .zero)
         default:  // "grace": the app handles its notice and never answers it
             options.graceNanos = 600_000_000_000
             _ = try supervisor.launch(options)

@@ -58,7 +58,7 @@ struct SupervisorAdoptTests {
         #expect(Kernel.cgroupProcs(cgroup) == [pid])
         #expect(Self.cgroup(of: pid, supervisor.hostFacts) == cgroup)
 
-        _ = try supervisor.suspend("nap", grace: 0)
+        _ = try supervisor.suspend("nap", grace: .zero)
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "1")
 
         let released = try supervisor.release("nap")

@@ -28,7 +28,7 @@ struct SupervisorTests {
         #expect(cgroup == root + "/nap")
         #expect(Kernel.cgroupProcs(cgroup) == [app.pid])
 
-        let suspended = try supervisor.suspend("nap", grace: 0)
+        let suspended = try supervisor.suspend("nap", grace: .zero)
         #expect(suspended.lines.last?.contains("frozen in") == true, "\(suspended)")
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "1")
         #expect(try supervisor.state(of: "nap") == .suspended)
@@ -67,7 +67,7 @@ struct SupervisorTests {
         let cgroup = try #require(app.cgroup, "\(supervisor.cgroupProblem ?? "")")
         #expect(Kernel.waitUntil(seconds: 10) { Kernel.count(counter) > 0 })
 
-        try supervisor.suspend("counter", grace: 0)
+        try supervisor.suspend("counter", grace: .zero)
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "1")
         let frozenAt = Kernel.count(counter)
         // A frozen app does not run: the count stays where it was (its last write may land
@@ -121,7 +121,7 @@ struct SupervisorTests {
         let root = try #require(supervisor.cgroupRoot, "\(supervisor.cgroupProblem ?? "")")
         let tree = try supervisor.launch(LaunchOptions(name: "tree", command: ["sh", "-c", "sleep 1000 & exec sleep 1001"]))
         _ = try supervisor.launch(LaunchOptions(name: "frozen", command: ["sleep", "1002"]))
-        try supervisor.suspend("frozen", grace: 0)
+        try supervisor.suspend("frozen", grace: .zero)
         #expect(Kernel.waitUntil(seconds: 5) { Kernel.cgroupProcs(root + "/tree").count == 2 })
         let pids = Kernel.cgroupProcs(root + "/tree") + Kernel.cgroupProcs(root + "/frozen")
         #expect(pids.count == 3 && pids.contains(tree.pid))
@@ -143,7 +143,7 @@ struct SupervisorTests {
             let supervisor = try Supervisor.start()
             root = try #require(supervisor.cgroupRoot, "\(supervisor.cgroupProblem ?? "")")
             pid = try supervisor.launch(LaunchOptions(name: "orphan", command: ["sleep", "100"])).pid
-            try supervisor.suspend("orphan", grace: 0)
+            try supervisor.suspend("orphan", grace: .zero)
         }
         #expect(Kernel.processState(pid) == nil)
         #expect(!FileIO.exists(root))

@@ -28,7 +28,7 @@ struct FreezeTests {
         let cgroup = try #require(app.cgroup)
         #expect(Kernel.processes(in: cgroup) == [app.pid])
 
-        try supervisor.suspend("nap", grace: 0)
+        try supervisor.suspend("nap", grace: .zero)
         #expect(Kernel.events(of: cgroup)["frozen"] == "1")
         #expect(try supervisor.state(of: "nap") == .suspended)
 
@@ -69,7 +69,7 @@ struct FreezeTests {
         let cgroup = try #require(app.cgroup)
         #expect(Kernel.waitUntil { Kernel.count(counter) > 0 }, "the app counts")
 
-        try supervisor.suspend("counter", grace: 0)
+        try supervisor.suspend("counter", grace: .zero)
         #expect(Kernel.events(of: cgroup)["frozen"] == "1")
         let frozenAt = Kernel.count(counter)
         try await Task.sleep(for: .milliseconds(200))
