@@ -58,6 +58,71 @@ public enum ControlRequest: Codable, Sendable, Equatable {
         }
     }
 
+    /// Every request's name as it stands on the wire (docs/protocol.md), in the document's order.
+    public static let wireNames = [
+        "ping", "version", "launch", "adopt", "release", "ps", "suspend", "resume", "switch_to", "terminate", "evict", "relaunch",
+        "compact", "forget", "policy", "set_policy", "metrics", "stop",
+    ]
+
+    /// What to tell a client whose `line` did not decode into a request: the name it used if
+    /// that is no request, else what was wrong with that request's members.
+    public static func refusal(of line: String, _ error: any Error) -> IceboxError {
+        let see = "see docs/protocol.md"
+        guard let name = JSONLines.decode(RequestName.self, line)?.name else {
+            return IceboxError(.usage, "malformed request: not a JSON object with one member, the request's name", hint: see)
+        }
+        guard wireNames.contains(name) else {
+            return IceboxError(
+                .usage, "unknown request '\(TerminalText.escaped(String(name.prefix(64))))'",
+                hint: "the requests are " + wireNames.joined(separator: ", ") + "; " + see)
+        }
+        return IceboxError(.usage, "malformed \(name) request: \(words(for: error))", hint: see)
+    }
+
+    /// A decoding error in the protocol's terms: members by their wire names, no Swift types.
+    static func words(for error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? JSONKeyStyle.snake($0.stringValue) }.joined(separator: ".")
+        }
+        guard let error = error as? DecodingError else { return "\(error)" }
+        switch error {
+        case .keyNotFound(let key, let c):
+            return "no \(path(c.codingPath + [key])) member"
+        case .valueNotFound(_, let c):
+            return "\(path(c.codingPath)) is null"
+        case .typeMismatch(let type, let c):
+            // JSON's names for what was expected, not Swift's.
+            let text = "\(type)"
+            let kind =
+                type == String.self
+                ? "a string"
+                : type == Bool.self
+                    ? "true or false" : text.hasPrefix("Array") ? "an array" : text.hasPrefix("Dictionary") ? "an object" : "a number"
+            return "\(path(c.codingPath)) is not \(kind)"
+        case .dataCorrupted(let c):
+            return (c.codingPath.isEmpty ? "" : path(c.codingPath) + ": ") + c.debugDescription
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    /// The one member's name of a request object, whatever its value.
+    private struct RequestName: Decodable {
+        var name: String?
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            let keys = try decoder.container(keyedBy: Key.self).allKeys
+            name = keys.count == 1 ? JSONKeyStyle.snake(keys[0].stringValue) : nil
+        }
+    }
+
     /// Whether the request only reads (the daemon's answer changes nothing): sent twice, it
     /// has no effect the first had not. Such a request goes again to the next daemon when the
     /// one it went to died before answering (DaemonClient.mayResend); any other goes again

@@ -302,7 +302,7 @@ extension Daemon {
             request = try JSONLines.decodeOrError(ControlRequest.self, line)
         } catch {
             for extra in fds { close(extra) }
-            fail(fd, IceboxError(.usage, "malformed request: \(error)"))
+            fail(fd, ControlRequest.refusal(of: line, error))
             return
         }
         if case .launch = request {} else { for extra in fds { close(extra) } }

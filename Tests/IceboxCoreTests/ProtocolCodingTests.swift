@@ -109,6 +109,47 @@ struct ProtocolCodingTests {
         #expect(!json.contains("\"_0\""), "an unlabeled value: \(json)")
     }
 
+    /// A line that is no request is refused with what was wrong: not an object, a name that
+    /// is no request (and the ones there are), or a request whose members are wrong.
+    @Test func refusalsNameWhatWasWrong() {
+        func refusal(_ line: String) -> IceboxError {
+            ControlRequest.refusal(of: line, DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "the decoder's words")))
+        }
+        let unknown = refusal(#"{"bogus_thing":{}}"#)
+        #expect(unknown.code == .usage && unknown.message == "unknown request 'bogus_thing'", "\(unknown)")
+        #expect(unknown.hint?.contains("the requests are ping, version, launch") == true, "\(unknown.hint ?? "")")
+        #expect(refusal(#"{"suspend":{"grace_ns":1}}"#).message == "malformed suspend request: the decoder's words")
+        #expect(refusal(#"{"switch_to":{}}"#).message.hasPrefix("malformed switch_to request: "))
+        #expect(refusal(#"[1]"#).message.hasPrefix("malformed request: not a JSON object"))
+        // What the decoder found, in the protocol's words.
+        func decoded(_ line: String) -> String {
+            do {
+                _ = try JSONLines.decodeWithFoundation(ControlRequest.self, line)
+                return "decoded"
+            } catch { return ControlRequest.refusal(of: line, error).message }
+        }
+        #expect(decoded(#"{"suspend":{"grace_ns":1}}"#) == "malformed suspend request: no suspend.names member")
+        #expect(decoded(#"{"resume":{"names":"web","wait_ready":false}}"#) == "malformed resume request: resume.names is not an array")
+        #expect(refusal(#"{"ping":{},"ps":{}}"#).message.hasPrefix("malformed request: not a JSON object with one member"))
+    }
+
+    /// Every request's name on the wire is in the list the refusal gives and the document has.
+    @Test func wireNamesAreEveryRequest() throws {
+        let requests: [ControlRequest] = [
+            .ping, .version, .launch(options: LaunchOptions(name: "a", command: ["b"])),
+            .adopt(options: AdoptOptions(name: "a", source: .pid(2))), .release(name: "a"), .ps(all: false), .suspend(names: []),
+            .resume(names: [], waitReady: false), .switchTo(name: "a"), .terminate(names: [], timeoutNanos: nil), .evict(names: []),
+            .relaunch(name: "a"), .compact(names: [], mode: nil), .forget(names: []), .policy, .setPolicy(settings: []),
+            .metrics(format: .prometheus), .stop(terminateApps: false, timeoutNanos: nil),
+        ]
+        let names = requests.map { request in
+            String(JSONLines.encode(request).dropFirst(2).prefix { $0 != "\"" })
+        }
+        #expect(names == ControlRequest.wireNames)
+        let document = try String(contentsOfFile: #filePath.components(separatedBy: "/Tests/")[0] + "/docs/protocol.md", encoding: .utf8)
+        for name in names { #expect(document.contains("| `\(name)` |"), "docs/protocol.md has no row for \(name)") }
+    }
+
     /// The forms docs/protocol.md shows, byte for byte.
     @Test func protocolDocumentForms() throws {
         #expect(JSONLines.encode(ControlRequest.version) == #"{"version":{}}"#)
