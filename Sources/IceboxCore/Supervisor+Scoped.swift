@@ -1,0 +1,50 @@
+extension Supervisor {
+    /// Starts a supervisor, runs `body` with it, and stops it on the way out, whether `body`
+    /// returns or throws: the scoped form for a test, which cannot leave a supervisor
+    /// running.
+    ///
+    /// ```swift
+    /// @Test func napFreezes() throws {
+    ///     try Supervisor.with { supervisor in
+    ///         _ = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+    ///         try supervisor.suspend("nap", grace: .zero)
+    ///         #expect(try supervisor.state(of: "nap") == .suspended)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The arguments are ``start(runtimeDirectory:stateDirectory:cgroupRoot:policy:readyTimeout:)``'s.
+    /// - Throws: what `body` throws (the stop still runs; what it finds left behind is then
+    ///   not reported over `body`'s error), else what ``stop(timeout:)`` throws: a process,
+    ///   cgroup or directory the engine left behind.
+    public static func with<Result>(
+        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil, policy: EvictionPolicy? = nil,
+        _ body: (Supervisor) throws -> Result
+    ) throws -> Result {
+        let supervisor = try start(
+            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot, policy: policy)
+        let result: Result
+        do { result = try body(supervisor) } catch {
+            try? supervisor.stop()
+            throw error
+        }
+        try supervisor.stop()
+        return result
+    }
+
+    /// The same for an `async` body (an `async` test that awaits events).
+    public static func with<Result>(
+        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil, policy: EvictionPolicy? = nil,
+        _ body: (Supervisor) async throws -> Result
+    ) async throws -> Result {
+        let supervisor = try start(
+            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot, policy: policy)
+        let result: Result
+        do { result = try await body(supervisor) } catch {
+            try? supervisor.stop()
+            throw error
+        }
+        try supervisor.stop()
+        return result
+    }
+}
