@@ -81,6 +81,12 @@ struct DaemonHandOverTests {
         #expect(result.status == ExitCode.unavailable.rawValue, "\(result.output)")
         #expect(result.stderr.contains("pid \(getpid())") && result.stderr.contains("control socket"), "\(result.stderr)")
         #expect(waited >= Daemon.lockHandOverNanos, "gave up after \(waited) ns")
+        // The daemon the launch started waits for the lock too, and gives up in its turn. Let
+        // go only once it has: else it takes the lock and serves after this test removed its
+        // directories, and makes them again.
+        let lockPath = box.runtimeDir + "/daemon.lock"
+        let gaveUp = Scenario.eventually(seconds: 10) { Self.openers(of: lockPath).isEmpty }
+        #expect(gaveUp, "the daemon the launch started still waits for the lock: \(Self.openers(of: lockPath))")
     }
 
     /// A listener at the control socket's path that never accepts, then closes: a daemon

@@ -51,13 +51,6 @@ struct SupervisorDeathTests {
         while true { pause() }
         """#
 
-    /// The program, built once for all the cases.
-    static let built: Result<String, any Error> = Result {
-        let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
-        try LibraryBuild.link(program, named: "owner", in: dir)
-        return dir + "/owner"
-    }
-
     /// Whether `pid` is gone (or a zombie no one has reaped yet: it runs no more).
     static func gone(_ pid: pid_t) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
@@ -72,9 +65,12 @@ struct SupervisorDeathTests {
         ])
     func killedWithoutStop(point: String, backend: String, signal: Int32) throws {
         if backend == "cgroup1" { try #require(Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)") }
-        let owner = try Self.built.get()
-        let dir = URL(fileURLWithPath: owner).deletingLastPathComponent().path
-        let out = dir + "/out.\(point).\(backend).\(signal)"
+        // The program, built for this case in a directory of its own (a link takes about a second).
+        let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try LibraryBuild.link(Self.program, named: "owner", in: dir)
+        let owner = dir + "/owner"
+        let out = dir + "/out"
         _ = FileManager.default.createFile(atPath: out, contents: nil)
         let outFD = open(out, O_WRONLY | O_CLOEXEC)
         defer { close(outFD) }
