@@ -110,15 +110,8 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     private struct RequestName: Decodable {
         var name: String?
 
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
-
         init(from decoder: any Decoder) throws {
-            let keys = try decoder.container(keyedBy: Key.self).allKeys
+            let keys = try decoder.container(keyedBy: JSONKey.self).allKeys
             name = keys.count == 1 ? JSONKeyStyle.snake(keys[0].stringValue) : nil
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import IceboxSystem
 import Testing
 
 /// Where the package's debug build is, and what linking against it takes.
@@ -24,9 +25,11 @@ enum LibraryBuild {
     /// For the clients of the protocol written in Python (Examples/Python).
     static var python3: String? { onPath("python3") }
 
+    /// `program` as execvp finds it on this process's PATH, if it can be run.
     static func onPath(_ program: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/\(program)" }.first { access($0, X_OK) == 0 }
+        Spawner.resolve(program, path: ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").flatMap {
+            access($0, X_OK) == 0 ? $0 : nil
+        }
     }
 
     static var unavailableReason: String? {
