@@ -131,26 +131,46 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
     func close() {
         let memoryRoot = HostFacts.discover(cgroupRootOverride: cgroupRoot).memoryV1Root
         _ = try? icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
-        for root in [cgroupRoot, freezerRoot, memoryRoot].compactMap({ $0 }) { Sandbox.removeCgroupTree(root) }
+        Sandbox.removeCgroupTrees([cgroupRoot, freezerRoot, memoryRoot].compactMap { $0 })
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// Kills every process in the cgroup tree at `root` (frozen ones too) and removes its
-    /// cgroups bottom up, `root` last: what a test made, removed even when it failed.
-    static func removeCgroupTree(_ root: String) {
-        guard FileManager.default.fileExists(atPath: root + "/cgroup.procs") else { return }
+    /// Kills every process in the cgroup trees at `roots` (frozen ones too) and removes their
+    /// cgroups bottom up, each root last: what a test made, removed even when it failed.
+    /// Every tree is thawed and killed before any is removed: a task frozen in the v1
+    /// freezer dies of SIGKILL only once thawed, and holds its cgroups in the other
+    /// hierarchies until then (removing tree by tree, a v1 memory cgroup stayed behind when
+    /// its app's freezer came later in the list).
+    static func removeCgroupTrees(_ roots: [String]) {
+        for root in roots { killCgroupTree(root) }
+        for root in roots { removeKilledCgroupTree(root) }
+    }
+
+    /// The cgroups of the tree at `root`, children first, `root` last.
+    static func cgroupTree(_ root: String) -> [String] {
+        guard FileManager.default.fileExists(atPath: root + "/cgroup.procs") else { return [] }
         let children = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter {
             FileManager.default.fileExists(atPath: root + "/" + $0 + "/cgroup.procs")
         }
-        for child in children { removeCgroupTree(root + "/" + child) }
-        try? "1".write(toFile: root + "/cgroup.kill", atomically: false, encoding: .utf8)
-        for pid in Sandbox.pids(in: root) { kill(pid, SIGKILL) }
-        try? "THAWED".write(toFile: root + "/freezer.state", atomically: false, encoding: .utf8)
-        if FileManager.default.fileExists(atPath: root + "/cgroup.events") {
-            _ = try? Cgroup2(path: root).waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
+        return children.flatMap { cgroupTree(root + "/" + $0) } + [root]
+    }
+
+    private static func killCgroupTree(_ root: String) {
+        for path in cgroupTree(root) {
+            try? "1".write(toFile: path + "/cgroup.kill", atomically: false, encoding: .utf8)
+            for pid in Sandbox.pids(in: path) { kill(pid, SIGKILL) }
+            try? "THAWED".write(toFile: path + "/freezer.state", atomically: false, encoding: .utf8)
         }
-        // v1 has no event for "empty": retry rmdir (EBUSY) for up to a second.
-        for _ in 0..<100 where rmdir(root) != 0 && errno == EBUSY { usleep(10_000) }
+    }
+
+    private static func removeKilledCgroupTree(_ root: String) {
+        for path in cgroupTree(root) {
+            if FileManager.default.fileExists(atPath: path + "/cgroup.events") {
+                _ = try? Cgroup2(path: path).waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
+            }
+            // v1 has no event for "empty": retry rmdir (EBUSY) for up to a second.
+            for _ in 0..<100 where rmdir(path) != 0 && errno == EBUSY { usleep(10_000) }
+        }
     }
 
     /// The running daemon's pid, from its lock file (nil: none has run yet).

@@ -93,16 +93,12 @@ struct SupervisorDeathTests {
         let paths = lines.filter { $0.hasPrefix("path ") }.map { String($0.dropFirst(5)) }
         #expect(paths.count >= 3, "\(text())")
         // Whatever happens below, nothing is left by this test: the app, the cgroups (the
-        // roots last in the list, so their trees), the directories.
+        // roots, so their trees, with the apps' in every hierarchy), the directories.
         defer {
             if !Self.gone(app) { kill(app, SIGKILL) }
-            for path in paths.reversed() {
-                if FileManager.default.fileExists(atPath: path + "/cgroup.procs") {
-                    Sandbox.removeCgroupTree(path)
-                } else {
-                    try? FileManager.default.removeItem(atPath: path)
-                }
-            }
+            let cgroups = paths.filter { FileManager.default.fileExists(atPath: $0 + "/cgroup.procs") }
+            Sandbox.removeCgroupTrees(cgroups.reversed())
+            for path in paths where !cgroups.contains(path) { try? FileManager.default.removeItem(atPath: path) }
         }
         #expect(!Self.gone(app))
 
