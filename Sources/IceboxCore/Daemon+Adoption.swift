@@ -309,14 +309,16 @@ extension Daemon {
                 record.graceDeadlineNanos = now
                 record.graceCapNanos = now
                 outcome = "a freeze under way: completing it"
-            } else if let last = eventLog.lastEvent(of: app.name), last.from == saved.state, last.to == .active,
+            } else if let last = eventLog.lastStep(of: app.name), last.from == saved.state, last.to == .active,
                 last.kind == (saved.state == .suspended ? .thaw : .resume), last.monotonicNanos >= saved.sinceMonotonicNanos
             {
-                // The last daemon thawed or resumed it and logged that, then ended before its
-                // registry write: the step is done. Thawing again would log it twice; going
-                // back to the grace would freeze an app its user had just resumed.
+                // A daemon thawed or resumed it and logged that, then ended before its registry
+                // write (and maybe daemons after it, before theirs): the step is done. Thawing
+                // again would log it twice; going back to the grace would freeze an app its
+                // user had just resumed.
                 become(.active, since: last.monotonicNanos)
-                outcome = "\(saved.state == .suspended ? "thawed" : "resumed") and logged by the last daemon just before it ended; active"
+                outcome =
+                    "\(saved.state == .suspended ? "thawed" : "resumed") and logged by an earlier daemon that ended before recording it; active"
             } else if saved.state == .suspended {
                 // A thaw was under way: the app runs; finish the job.
                 thaw = true
@@ -354,7 +356,7 @@ extension Daemon {
             return (how == .evict ? "an eviction" : "a terminate") + " under way: "
                 + (kill > now ? "SIGTERM again, SIGKILL in \(DurationText.format(kill - now))" : "SIGKILL now")
         }
-        if thaw { startOperation(app, .thaw, deadline: now.saturatingAdd(config.freezeTimeoutNanos), aside: "after a daemon restart") }
+        if thaw { startOperation(app, .thaw, deadline: now.saturatingAdd(config.freezeTimeoutNanos), aside: .afterRestart) }
         if probe { startProbe(app) }
         return outcome
     }

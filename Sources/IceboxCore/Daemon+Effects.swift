@@ -101,9 +101,9 @@ extension Daemon {
         case .thawForTermination:
             // Only the request matters (the tasks must run to act on SIGTERM); the kill deadline
             // bounds the rest, so its confirmation is only logged.
-            thawAside(app, "so it can act on SIGTERM")
+            thawAside(app, .forTermination)
         case .thawRemainder:
-            thawAside(app, "for the rest of the app (its main process left the cgroup)")
+            thawAside(app, .remainder)
         case .killAll:
             killAll(app)
         case .stopProbe:
@@ -156,7 +156,7 @@ extension Daemon {
 
     /// A thaw the lifecycle does not wait for; its confirmation (or failure) is only logged,
     /// with `why`.
-    func thawAside(_ app: LiveApp, _ why: String) {
+    func thawAside(_ app: LiveApp, _ why: AsideThaw) {
         startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
     }
 
@@ -233,7 +233,7 @@ extension Daemon {
     /// looked at again when cgroup.events changes or at the re-check time, on later turns of
     /// the loop. Nothing here waits, so a freeze stuck on a task in D state holds up no one.
     /// `aside`: an operation the lifecycle does not wait for (why, for the log).
-    func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: String? = nil) {
+    func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: AsideThaw? = nil) {
         app.operation?.cancel()
         let freezer = app.freezer
         func begin() -> (FreezeOperation, FreezeProgress) {
@@ -283,10 +283,14 @@ extension Daemon {
             // the app is still there: the lifecycle may have ended it.
             endOperation(app, settlingWatch: false)
             if let aside {
-                log(
-                    Event(
-                        app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                        detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside)"))
+                var event = Event(
+                    app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
+                    detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)")
+                if aside.isResumeStep {
+                    event.from = .suspended
+                    event.to = .active
+                }
+                log(event)
             } else {
                 apply(op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app)
             }
@@ -295,7 +299,7 @@ extension Daemon {
             let aside = app.operationAside
             endOperation(app)
             if let aside {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside) failed: \(failure)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)"))
             } else {
                 apply(op.direction == .freeze ? .freezeFailed(failure.description) : .thawFailed(failure.description), to: app)
             }

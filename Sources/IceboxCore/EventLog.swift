@@ -62,12 +62,15 @@ final class EventLog {
         if rotation.maxBytes > 0, let size, size >= rotation.maxBytes { rotate() }
     }
 
-    /// The newest event of app `name` in the current file, looked for among its last
-    /// `scanBytes` bytes (nil if there is none there). A daemon that takes over asks it
-    /// whether the one before logged a step it did not live to record in the registry: a
-    /// thaw is logged, then its reply and the registry write follow, and a SIGKILL between
-    /// them must not make the next daemon thaw and log it a second time.
-    func lastEvent(of name: String, scanBytes: Int64 = 1 << 20) -> Event? {
+    /// The newest step of app `name` in the current file: its newest event that moved it to a
+    /// state, other than a re-adoption (which restates what a daemon concluded at its start,
+    /// and is logged before that daemon's registry write, so a chain of daemons killed early
+    /// leaves several over one step). Looked for among the file's last `scanBytes` bytes; nil
+    /// if there is none there. A daemon that takes over asks it whether one before logged a
+    /// step it did not live to record in the registry: a thaw is logged, then its reply and
+    /// the registry write follow, and a SIGKILL between them must not make the next daemon
+    /// thaw and log it a second time.
+    func lastStep(of name: String, scanBytes: Int64 = 1 << 20) -> Event? {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { return nil }
         defer { close(fd) }
@@ -79,8 +82,10 @@ final class EventLog {
         var scanned: Int64 = 0
         LogLines.backward(fd: fd, end: LogLines.lastLineEnd(fd: fd, end: Int64(st.st_size))) { line in
             scanned += Int64(line.count) + 1
-            if line.starts(with: prefix) {
-                found = JSONLines.decode(Event.self, String(decoding: line, as: UTF8.self))
+            if line.starts(with: prefix), let event = JSONLines.decode(Event.self, String(decoding: line, as: UTF8.self)),
+                event.to != nil, event.kind != .adopt
+            {
+                found = event
                 return false
             }
             return scanned < scanBytes

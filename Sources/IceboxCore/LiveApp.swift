@@ -30,7 +30,7 @@ final class LiveApp {
     var operation: FreezeOperation?
     /// Why that operation runs when the lifecycle does not wait for it (a thaw so a frozen
     /// app can act on SIGTERM, or one a previous daemon began); nil: the lifecycle's own.
-    var operationAside: String?
+    var operationAside: AsideThaw?
     var operationAt: UInt64? { didSet { deadlineMayHaveChanged() } }
     /// The app's cgroups are being removed (after its main process ended).
     var destroyAt: UInt64? { didSet { deadlineMayHaveChanged() } }
