@@ -14,6 +14,25 @@ struct SupervisorAdoptTests {
         facts.mounts.unifiedMount.flatMap { CgroupMembership.path(of: pid, mount: $0) }
     }
 
+    /// Kills a process this test started and waits for Foundation to see it end, for 10 s at
+    /// most: a wait that never returned turned a failure of this test into its time limit
+    /// (CI, under load), with nothing said about what had failed. The process's state is
+    /// told instead (T: still frozen or stopped; Z: ended, not reaped).
+    static func end(_ p: Process) {
+        let pid = p.processIdentifier
+        kill(pid, SIGKILL)
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            p.waitUntilExit()
+            ended.signal()
+        }.start()
+        if ended.wait(timeout: .now() + 10) == .timedOut {
+            let state = Kernel.processState(pid).map { String($0) } ?? "gone"
+            let cgroup = (try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? ""
+            Issue.record("pid \(pid) was not seen to end 10 s after SIGKILL (state \(state); \(cgroup))")
+        }
+    }
+
     @Test("adopt returns a typed AdoptedApp, suspend freezes it, release hands it back running")
     func adoptAndRelease() throws {
         let supervisor = try Supervisor.start()
@@ -34,10 +53,7 @@ struct SupervisorAdoptTests {
         p.executableURL = URL(fileURLWithPath: python)
         p.arguments = ["-c", "import signal, time; signal.pthread_sigmask(signal.SIG_SETMASK, []); time.sleep(1000)"]
         try p.run()
-        defer {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-        }
+        defer { Self.end(p) }
         let pid = p.processIdentifier
         let origin = Self.cgroup(of: pid, supervisor.hostFacts)
 
