@@ -12,10 +12,9 @@ let package = Package(
     name: "icebox",
     products: [
         .executable(name: "icebox", targets: ["icebox"]),
+        // The library for integration tests: only its API is public (Supervisor, IceboxClient,
+        // their options, results and errors); the engine under it is `package`.
         .library(name: "IceboxCore", targets: ["IceboxCore"]),
-        // The syscall layer (spawning, pidfds, /proc) its public types (Termination,
-        // SpawnRequest) come from.
-        .library(name: "IceboxSystem", targets: ["IceboxSystem"]),
     ],
     targets: [
         .target(name: "CIceboxShim", cSettings: [.define("_GNU_SOURCE")]),

@@ -3,7 +3,7 @@ import IceboxSystem
 import Synchronization
 
 /// What `AppCgroups.beginDestroy` and `stepDestroy` say.
-public enum DestroyProgress: Sendable, Equatable {
+package enum DestroyProgress: Sendable, Equatable {
     /// Every directory is gone and every descriptor closed; `leftovers` processes had to be
     /// killed (found inside when the destroy began, the main process not counted).
     case done(leftovers: Int)
@@ -28,14 +28,14 @@ public enum DestroyProgress: Sendable, Equatable {
 ///
 /// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy
 /// state in a Mutex of its own.
-public final class AppCgroups: Sendable {
-    public let name: String
-    public let v2: Cgroup2?
-    public let freezerV1: Cgroup1Freezer?
-    public let memoryV1: MemoryCgroupV1?
+package final class AppCgroups: Sendable {
+    package let name: String
+    package let v2: Cgroup2?
+    package let freezerV1: Cgroup1Freezer?
+    package let memoryV1: MemoryCgroupV1?
     /// Why the v1 memory cgroup could not be made at launch (then the app runs without one:
     /// its memory is read from the v2 cgroup), for the daemon to report; nil otherwise.
-    public let memoryV1Problem: String?
+    package let memoryV1Problem: String?
     private let eventsFile: CgroupFile?
     private let freezeFile: CgroupFile?
     /// The v2 cgroup.procs: what a confirmed freeze counts and how the members are found (v2
@@ -50,13 +50,13 @@ public final class AppCgroups: Sendable {
     private let destroyState = Mutex<Destroy?>(nil)
     private let v2IDCache = Mutex<UInt64?>(nil)
 
-    public var v2Path: String? { v2?.path }
-    public var freezerV1Path: String? { freezerV1?.path }
-    public var memoryV1Path: String? { memoryV1?.path }
+    package var v2Path: String? { v2?.path }
+    package var freezerV1Path: String? { freezerV1?.path }
+    package var memoryV1Path: String? { memoryV1?.path }
 
     /// The v2 directory's inode number, which is the id the kernel gives the cgroup (what
     /// `ProcessHandle.cgroupID` reports); read once, nil while there is no directory.
-    public var v2DirectoryID: UInt64? {
+    package var v2DirectoryID: UInt64? {
         v2IDCache.withLock { id in
             if id == nil, let path = v2?.path {
                 var st = stat()
@@ -85,7 +85,7 @@ public final class AppCgroups: Sendable {
     /// now if it is not open yet. nil when it is not open (and may not be), or cannot be read:
     /// the caller then reads by path (`AppMemory.read`). `ps` reads this for every app: with
     /// 1000 apps, opening, reading and closing each counter was ~13 ms of the daemon's ~17.
-    public func memoryReading(keepOpen: Bool) -> AppMemoryReading? {
+    package func memoryReading(keepOpen: Bool) -> AppMemoryReading? {
         guard let memoryFile, let bytes = memoryFile.file.readCounter(opening: keepOpen) else { return nil }
         return AppMemoryReading(bytes: bytes, source: memoryFile.source)
     }
@@ -104,7 +104,7 @@ public final class AppCgroups: Sendable {
     /// `standIn`: the v1 directories a spawn stand-in sits in (SpawnPool), renamed to the
     /// app's instead of made (a v1 directory keeps its members across a rename, so the app
     /// the stand-in clones lands in them). On a failure they get their parked names back.
-    public static func create(
+    package static func create(
         name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind,
         standIn: StandInDirectories? = nil
     ) throws(IceboxError) -> AppCgroups {
@@ -174,7 +174,7 @@ public final class AppCgroups: Sendable {
 
     /// Takes the cgroups of an app that runs already (re-adoption after a daemon restart: the
     /// paths come from the registry). Nothing is made or checked; descriptors open on first use.
-    public static func adopt(v2: String?, freezerV1: String?, memoryV1: String?) -> AppCgroups {
+    package static func adopt(v2: String?, freezerV1: String?, memoryV1: String?) -> AppCgroups {
         let path = v2 ?? freezerV1 ?? memoryV1 ?? ""
         return AppCgroups(
             name: path.split(separator: "/").last.map(String.init) ?? "", v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
@@ -217,7 +217,7 @@ public final class AppCgroups: Sendable {
 
     /// The descriptors the spawner needs to start the app inside these cgroups. The v1 memory
     /// one is best effort, like the directory.
-    public func spawnDescriptors() throws(SystemError) -> SpawnDescriptors {
+    package func spawnDescriptors() throws(SystemError) -> SpawnDescriptors {
         var opened: [Int32] = []
         do throws(SystemError) {
             var dir: Int32 = -1, procs: Int32 = -1, v1: Int32 = -1, memory: Int32 = -1
@@ -244,7 +244,7 @@ public final class AppCgroups: Sendable {
     /// Every process of the app, in sub-cgroups too: from the v2 subtree, else the v1 freezer
     /// subtree, else the v1 memory subtree. nil when the app has none of them (the caller
     /// falls back to the session).
-    public func members() -> [pid_t]? {
+    package func members() -> [pid_t]? {
         if let v2 { return CgroupTree.processes(v2.path, rootProcs: procsFile, rootDirectory: directoryFile) }
         if let freezerV1 { return freezerV1.subtreeProcs() }
         if let memoryV1 { return memoryV1.subtreeProcs() }
@@ -252,28 +252,28 @@ public final class AppCgroups: Sendable {
     }
 
     /// Whether the app has any cgroup to find its processes by (else its session is used).
-    public var isEmpty: Bool { v2 == nil && freezerV1 == nil && memoryV1 == nil }
+    package var isEmpty: Bool { v2 == nil && freezerV1 == nil && memoryV1 == nil }
 
     /// How many processes the app has, sub-cgroups included (0 without a cgroup).
-    public func processCount() -> Int { members()?.count ?? 0 }
+    package func processCount() -> Int { members()?.count ?? 0 }
 
     /// The v2 cgroup.events (populated, frozen), read with pread on the kept descriptor; nil
     /// without a v2 cgroup or when it cannot be read (removed).
-    public func events() -> CgroupEvents? {
+    package func events() -> CgroupEvents? {
         guard let eventsFile, let text = try? eventsFile.read() else { return nil }
         return CgroupEvents.parse(text)
     }
 
     /// The kept cgroup.events descriptor, for the loop to watch (EPOLLPRI) while the app is
     /// suspended; owned here, never close it. nil without a v2 cgroup.
-    public var eventsWatchDescriptor: Int32? { eventsFile?.watchDescriptor }
+    package var eventsWatchDescriptor: Int32? { eventsFile?.watchDescriptor }
 
     /// The freezer for the app, sharing the descriptors kept here: cgroup2 freezes the v2
     /// directory, cgroup1 the v1 freezer directory, signal SIGSTOPs the members (found through
     /// the cgroups, else through `fallbackMembers`, e.g. the app's session). A backend whose
     /// directory this app lacks falls back to signal (create makes the directory its backend
     /// needs, so only an inconsistent registry record gets there).
-    public func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
+    package func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
         switch backend {
         case .cgroup2:
             if let v2, let freezeFile, let eventsFile, let procsFile, let directoryFile {
@@ -296,7 +296,7 @@ public final class AppCgroups: Sendable {
     /// kill is queued. Returns what failed (each naming the syscall and path); what could be
     /// done was done.
     @discardableResult
-    public func killAll() -> [SystemError] {
+    package func killAll() -> [SystemError] {
         var problems: [SystemError] = []
         var signalled = Set<pid_t>()
         func sigkill(_ pids: [pid_t]) {
@@ -329,7 +329,7 @@ public final class AppCgroups: Sendable {
     /// removes every directory bottom-up, sub-cgroups first, and closes every descriptor. Step
     /// with `stepDestroy(now:)` while it says `.waiting`. `mainPID`: the app's main process,
     /// not counted among the leftovers. Calling it again (after a failure) starts over.
-    public func beginDestroy(now: UInt64, deadline: UInt64, mainPID: pid_t? = nil) -> DestroyProgress {
+    package func beginDestroy(now: UInt64, deadline: UInt64, mainPID: pid_t? = nil) -> DestroyProgress {
         let inside = members() ?? []
         if !inside.isEmpty { killAll() }
         let leftovers = inside.filter { $0 != mainPID }.count
@@ -339,7 +339,7 @@ public final class AppCgroups: Sendable {
 
     /// One look: still inside → kill again (a fork that raced the kill) and wait; empty →
     /// rmdir bottom-up; past the deadline → `.failed` naming what stays. Never sleeps.
-    public func stepDestroy(now: UInt64) -> DestroyProgress {
+    package func stepDestroy(now: UInt64) -> DestroyProgress {
         destroyState.withLock { state in
             guard var destroy = state else { preconditionFailure("stepDestroy(now:) called before beginDestroy(now:deadline:)") }
             if let outcome = destroy.outcome { return outcome }
@@ -357,7 +357,7 @@ public final class AppCgroups: Sendable {
 
     /// Closes every descriptor kept here (the freezer's too). Later reads open the files per
     /// call; a daemon that stops and leaves its apps running calls this.
-    public func close() {
+    package func close() {
         eventsFile?.close()
         freezeFile?.close()
         procsFile?.close()
@@ -368,7 +368,7 @@ public final class AppCgroups: Sendable {
 
     /// Closes every descriptor kept here until its next use (a daemon short of descriptors
     /// keeps none for an app between operations). The caller must not be polling cgroup.events.
-    public func release() {
+    package func release() {
         eventsFile?.release()
         freezeFile?.release()
         procsFile?.release()
@@ -457,7 +457,7 @@ extension AppCgroups {
     /// its v2 cgroup's memory.reclaim where the v2 memory controller is, else process_madvise
     /// on each of its processes (`Compactor`). Here so that the app's cgroup files keep one
     /// writer.
-    public func compact(mode: CompactionMode, fallbackMembers: [pid_t]) throws(SystemError) -> CompactionReport {
+    package func compact(mode: CompactionMode, fallbackMembers: [pid_t]) throws(SystemError) -> CompactionReport {
         try Compactor.compact(pids: members() ?? fallbackMembers, mode: mode, cgroup: v2)
     }
 }

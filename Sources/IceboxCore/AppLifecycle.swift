@@ -6,10 +6,10 @@ import IceboxSystem
 /// the deadlines and the clients waiting on a transition. It takes an input and `now` and
 /// returns effects; it never touches the kernel, so every transition is unit-tested without
 /// root (LifecycleTests in IceboxCoreTests), and the supervisor only carries effects out.
-public struct AppLifecycle: Sendable {
+package struct AppLifecycle: Sendable {
     /// Where the app is. Finer than `AppState` (which is what users see): a freeze or thaw
     /// in flight, and an ending under way, are phases of their own so the loop never waits.
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Inactive until ready (exec, notify, a probe); given up at the deadline.
         case launching(readyDeadline: UInt64?)
         case active
@@ -28,58 +28,58 @@ public struct AppLifecycle: Sendable {
     }
 
     /// How an app is being ended; kept in its record (`AppRecord.endIntent`) while it is.
-    public enum Ending: String, Sendable, Equatable, Codable {
+    package enum Ending: String, Sendable, Equatable, Codable {
         case terminate, evict
     }
 
-    public struct ThawWaiter: Sendable, Equatable {
-        public var id: Int?
-        public var waitReady: Bool
+    package struct ThawWaiter: Sendable, Equatable {
+        package var id: Int?
+        package var waitReady: Bool
     }
 
-    public private(set) var phase: Phase
+    package private(set) var phase: Phase
     /// What `ps` shows and the registry keeps.
-    public private(set) var record: AppRecord
+    package private(set) var record: AppRecord
     /// Re-adopted after a daemon restart: not our child, so its exit status cannot be known.
-    public let adopted: Bool
-    public private(set) var launchStart: UInt64
+    package let adopted: Bool
+    package private(set) var launchStart: UInt64
     /// When the ending (terminate or evict) began.
-    public private(set) var endStart: UInt64 = 0
+    package private(set) var endStart: UInt64 = 0
     /// The suspend the lifecycle is in before it ended (for "killed while suspended").
     private var stateBeforeEnd: AppState?
     /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
-    public private(set) var pendingEviction = false
+    package private(set) var pendingEviction = false
     /// EXTEND_TIMEOUT_USEC messages a policy victim sent, all refused (the first is logged).
     private var victimExtensionsRefused = 0
     /// When the last thaw began, until the app says READY=1 again (resume → ready).
-    public private(set) var resumedAt: UInt64?
-    public private(set) var resumeReadyDeadline: UInt64?
-    public private(set) var compactedWhileSuspended = false
+    package private(set) var resumedAt: UInt64?
+    package private(set) var resumeReadyDeadline: UInt64?
+    package private(set) var compactedWhileSuspended = false
     /// When an active app's next WATCHDOG=1 is due; nil when the watchdog is off or paused
     /// (background, suspended: a frozen app cannot ping, systemd users hit exactly that).
-    public private(set) var watchdogDeadline: UInt64?
+    package private(set) var watchdogDeadline: UInt64?
     /// The watchdog interval in force (`--watchdog`, or the app's own WATCHDOG_USEC=).
-    public private(set) var watchdogInterval: UInt64?
+    package private(set) var watchdogInterval: UInt64?
     /// Killed by its watchdog with `--watchdog-action restart`: launch it again once it ended.
-    public private(set) var restartWhenEnded = false
+    package private(set) var restartWhenEnded = false
     /// The restart times the relaunch carries (`StartLimit`), this restart's last.
-    public private(set) var restartTimes: [UInt64] = []
+    package private(set) var restartTimes: [UInt64] = []
     /// Why a restart was refused ("start limit hit: 5 restarts in 10 s"), for the record's end.
     private var startLimitHit: String?
     /// What the app's own repeated messages may write (lines a second, record writes).
     private var repeats = NotifyRepeats()
 
     // Clients waiting for this app to reach a state.
-    public private(set) var launchWaiters: [Int] = []
-    public private(set) var suspendWaiters: [Int] = []
-    public private(set) var resumeWaiters: [Int] = []  // resume --wait-ready: until READY=1 after the thaw
-    public private(set) var endWaiters: [Int] = []
+    package private(set) var launchWaiters: [Int] = []
+    package private(set) var suspendWaiters: [Int] = []
+    package private(set) var resumeWaiters: [Int] = []  // resume --wait-ready: until READY=1 after the thaw
+    package private(set) var endWaiters: [Int] = []
 
     /// How long a freeze or thaw may take before it is rolled back (or reported failed).
-    public var freezeTimeout: UInt64 = 10_000_000_000
+    package var freezeTimeout: UInt64 = 10_000_000_000
 
     /// A freshly spawned app: launching until ready.
-    public init(record: AppRecord, launchStart: UInt64) {
+    package init(record: AppRecord, launchStart: UInt64) {
         self.record = record
         self.launchStart = launchStart
         self.adopted = false
@@ -90,7 +90,7 @@ public struct AppLifecycle: Sendable {
 
     /// An app re-adopted after a daemon restart, in the state the kernel says it is in.
     /// A grace under way runs on to its recorded deadline.
-    public init(adopting record: AppRecord, now: UInt64) {
+    package init(adopting record: AppRecord, now: UInt64) {
         self.record = record
         self.adopted = true
         self.launchStart = record.launchStartNanos
@@ -121,20 +121,20 @@ public struct AppLifecycle: Sendable {
 
     // MARK: Reading
 
-    public var name: String { record.name }
-    public var state: AppState { record.state }
-    public var isEnding: Bool {
+    package var name: String { record.name }
+    package var state: AppState { record.state }
+    package var isEnding: Bool {
         switch phase {
         case .ending, .cleaningUp, .ended: return true
         default: return false
         }
     }
-    public var isEvicting: Bool {
+    package var isEvicting: Bool {
         if case .ending(.evict, _) = phase { return true }
         if case .cleaningUp(.evicted, _) = phase { return true }
         return false
     }
-    public var grace: Grace? {
+    package var grace: Grace? {
         switch phase {
         case .background(let g), .freezing(let g, _): return g
         default: return nil
@@ -142,7 +142,7 @@ public struct AppLifecycle: Sendable {
     }
 
     /// The earliest deadline this app has armed; `handle(.tick)` once it has passed.
-    public var nextDeadline: UInt64? {
+    package var nextDeadline: UInt64? {
         let d = resumeReadyDeadline.earlier(watchdogDeadline).earlier(repeats.dueAt)
         switch phase {
         case .launching(let ready): return d.earlier(ready)
@@ -154,7 +154,7 @@ public struct AppLifecycle: Sendable {
 
     /// The record with the deadlines under way, so a daemon that takes over after a crash
     /// can finish them (monotonic times survive a daemon restart: the clock is the kernel's).
-    public var persistentRecord: AppRecord {
+    package var persistentRecord: AppRecord {
         var r = record
         r.launchStartNanos = launchStart
         if case .background(let g) = phase {
@@ -186,7 +186,7 @@ public struct AppLifecycle: Sendable {
     }
 
     /// "web  launched  pid 41233, ready in 116 ms (notify), backend cgroup2"
-    public var launchedLine: String {
+    package var launchedLine: String {
         let ready = record.coldStartNanos.map { ", ready in \(DurationText.format($0)) (\(record.options.ready))" } ?? ""
         return "\(name)  launched  pid \(record.pid)\(ready), backend \(record.backend.rawValue)"
     }
@@ -194,7 +194,7 @@ public struct AppLifecycle: Sendable {
     // MARK: Transitions
 
     /// Takes one input at `now`; returns what must be done, in order, its events first.
-    public mutating func handle(_ input: LifecycleInput, now: UInt64) -> [LifecycleEffect] {
+    package mutating func handle(_ input: LifecycleInput, now: UInt64) -> [LifecycleEffect] {
         var fx: [LifecycleEffect] = []
         switch input {
         case .ready: becomeActive(now, &fx)
@@ -227,10 +227,10 @@ public struct AppLifecycle: Sendable {
     }
 
     /// Adds a client to the launch waiters (a detached launch answers once ready).
-    public mutating func waitForLaunch(_ waiter: Int) { launchWaiters.append(waiter) }
+    package mutating func waitForLaunch(_ waiter: Int) { launchWaiters.append(waiter) }
 
     /// Records STATUS=, the last compaction and similar facts the lifecycle only keeps.
-    public mutating func update(_ change: (inout AppRecord) -> Void) { change(&record) }
+    package mutating func update(_ change: (inout AppRecord) -> Void) { change(&record) }
 
     private mutating func setState(_ state: AppState, _ now: UInt64) {
         record.state = state

@@ -3,7 +3,7 @@ import IceboxSystem
 
 /// Where a reading of an app's memory came from. The three differ in what they count, so a
 /// number is never shown without its source.
-public enum MemorySource: String, Codable, Sendable {
+package enum MemorySource: String, Codable, Sendable {
     /// The v2 cgroup's charge: anonymous memory, page cache and kernel memory the app caused.
     case memoryCurrent = "memory.current"
     /// The v1 memory cgroup's charge (anonymous and page cache). The kernel batches charges
@@ -14,18 +14,18 @@ public enum MemorySource: String, Codable, Sendable {
     case pssSum = "smaps_rollup Pss"
 }
 
-public struct AppMemoryReading: Codable, Sendable, Equatable {
-    public var bytes: UInt64
-    public var source: MemorySource
+package struct AppMemoryReading: Codable, Sendable, Equatable {
+    package var bytes: UInt64
+    package var source: MemorySource
 
-    public init(bytes: UInt64, source: MemorySource) {
+    package init(bytes: UInt64, source: MemorySource) {
         self.bytes = bytes
         self.source = source
     }
 }
 
 /// The memory of one app, from the best source the host has.
-public enum AppMemory {
+package enum AppMemory {
     /// memory.usage_in_bytes of the app's v1 memory cgroup when it has one: a controller
     /// belongs to one hierarchy only, so with the memory controller on v1 the v2 cgroup has no
     /// memory.current (looking there first cost every app of `ps` a failed open on hybrid
@@ -35,7 +35,7 @@ public enum AppMemory {
     /// an app's members walks its cgroup tree, and `ps` asks this of every app.
     /// `roots`: directories kept open that the cgroups may lie under; a counter below one is
     /// opened relative to it (see `DirectoryHandle`).
-    public static func read(
+    package static func read(
         v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc",
         roots: [DirectoryHandle] = []
     ) -> AppMemoryReading {
@@ -48,7 +48,7 @@ public enum AppMemory {
     }
 
     /// The counter files `read` tries, in its order (also the one AppCgroups keeps open).
-    public static func counters(v2Cgroup: String?, v1MemoryCgroup: String?) -> [(path: String, source: MemorySource)] {
+    package static func counters(v2Cgroup: String?, v1MemoryCgroup: String?) -> [(path: String, source: MemorySource)] {
         var out: [(path: String, source: MemorySource)] = []
         if let v1MemoryCgroup { out.append((v1MemoryCgroup + "/" + MemoryCgroupV1.usageFile, .v1Usage)) }
         if let v2Cgroup { out.append((v2Cgroup + "/memory.current", .memoryCurrent)) }
@@ -56,13 +56,13 @@ public enum AppMemory {
     }
 
     /// The Pss line of /proc/PID/smaps_rollup, in bytes; nil without one (a kernel thread).
-    public static func pss(smapsRollup text: String) -> UInt64? {
+    package static func pss(smapsRollup text: String) -> UInt64? {
         ProcFS.statusField("Pss", in: text).flatMap(ProcFS.parseKiloBytes)
     }
 
     /// Pss summed over the processes; one that has exited counts as nothing. smaps_rollup
     /// walks every page table of the process, so this costs about a millisecond per 100 MiB.
-    public static func pssSum(pids: [pid_t], procRoot: String = "/proc") -> UInt64 {
+    package static func pssSum(pids: [pid_t], procRoot: String = "/proc") -> UInt64 {
         pids.reduce(0) { sum, pid in
             sum + ((try? FileIO.read("\(procRoot)/\(pid)/smaps_rollup")).flatMap(pss(smapsRollup:)) ?? 0)
         }
@@ -70,25 +70,25 @@ public enum AppMemory {
 }
 
 /// Memory of the whole host, from /proc/meminfo.
-public enum SystemMemory {
+package enum SystemMemory {
     /// MemAvailable in bytes: the kernel's estimate of what can be allocated without swapping
     /// (free memory plus the reclaimable part of page cache and slab).
-    public static func available(meminfo text: String) -> UInt64? { field("MemAvailable", meminfo: text) }
+    package static func available(meminfo text: String) -> UInt64? { field("MemAvailable", meminfo: text) }
 
-    public static func total(meminfo text: String) -> UInt64? { field("MemTotal", meminfo: text) }
+    package static func total(meminfo text: String) -> UInt64? { field("MemTotal", meminfo: text) }
 
     /// "Name:   1234 kB" → bytes.
-    public static func field(_ name: String, meminfo text: String) -> UInt64? {
+    package static func field(_ name: String, meminfo text: String) -> UInt64? {
         ProcFS.statusField(name, in: text).flatMap(ProcFS.parseKiloBytes)
     }
 
-    public static func available(path: String = "/proc/meminfo") -> UInt64? {
+    package static func available(path: String = "/proc/meminfo") -> UInt64? {
         (try? FileIO.read(path)).flatMap { available(meminfo: $0) }
     }
 
     /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out
     /// anonymous memory.
-    public static func hasSwap(path: String = "/proc/meminfo") -> Bool {
+    package static func hasSwap(path: String = "/proc/meminfo") -> Bool {
         ((try? FileIO.read(path)).flatMap { field("SwapTotal", meminfo: $0) } ?? 0) > 0
     }
 }

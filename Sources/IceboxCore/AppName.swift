@@ -1,7 +1,7 @@
 /// App names become cgroup directory names, socket names and log file names, so they are
 /// restricted to `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`.
-public enum AppName {
-    public static func validate(_ name: String) throws(IceboxError) {
+package enum AppName {
+    package static func validate(_ name: String) throws(IceboxError) {
         let bytes = Array(name.utf8)
         func alnum(_ b: UInt8) -> Bool { (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) }
         let ok =
@@ -20,7 +20,7 @@ public enum AppName {
     /// there), and an app called `memory.high` or `cgroup.procs` would be a file in v2. Names
     /// that only refer to an app (suspend, ps, log) keep `validate`, so an app launched under
     /// such a name by an older icebox can still be named.
-    public static func validateForLaunch(_ name: String) throws(IceboxError) {
+    package static func validateForLaunch(_ name: String) throws(IceboxError) {
         try validate(name)
         if let file = cgroupFileCollision(name) {
             throw IceboxError(
@@ -41,7 +41,7 @@ public enum AppName {
     ]
 
     /// Why `name` is, or may be, a cgroup control file's name; nil when it is not.
-    public static func cgroupFileCollision(_ name: String) -> String? {
+    package static func cgroupFileCollision(_ name: String) -> String? {
         if cgroupV1Files.contains(name) { return "it is the name of a control file in every v1 cgroup" }
         if let dot = name.firstIndex(of: "."), controllerPrefixes.contains(String(name[..<dot])) {
             return "names starting '\(name[..<dot]).' are the cgroup \(name[..<dot] == "cgroup" ? "core's" : "controller's") control files"
@@ -58,7 +58,7 @@ public enum AppName {
     }
 
     /// A valid name derived from a command: its base name with anything else replaced by '-'.
-    public static func derived(fromCommand command: String) -> String {
+    package static func derived(fromCommand command: String) -> String {
         let base = command.split(separator: "/").last.map(String.init) ?? "app"
         var out = ""
         for ch in base.unicodeScalars {

@@ -2,68 +2,93 @@ import IceboxSystem
 
 /// Everything known about one app, live or ended: what `ps` shows and the registry keeps.
 public struct AppRecord: Codable, Sendable {
+    /// The app's name (unique among the apps a daemon knows).
     public var name: String
+    /// What it was launched (or adopted) with; the environment's values are removed in
+    /// what a client is sent (only the variables' names stay).
     public var options: LaunchOptions
+    /// Its main process.
     public var pid: Int32
-    public var startTicks: UInt64 = 0  // /proc/PID/stat start time, to tell a reused pid apart
+    package var startTicks: UInt64 = 0  // /proc/PID/stat start time, to tell a reused pid apart
+    /// Where it is in the lifecycle.
     public var state: AppState
-    public var sinceMonotonicNanos: UInt64
+    package var sinceMonotonicNanos: UInt64
+    /// When it entered ``state`` (RFC 3339, UTC).
     public var sinceWall: String
+    /// When it was launched or adopted (RFC 3339, UTC).
     public var launchedWall: String
+    /// How it is frozen.
     public var backend: BackendKind
-    public var cgroup: String?  // the app's v2 cgroup, if it has one
-    public var freezerV1: String?  // the app's v1 freezer cgroup (cgroup1 backend)
-    public var spawnMethod: String = ""
-    public var coldStartNanos: UInt64?  // launch → ready
-    public var lastFreezeNanos: UInt64?
-    public var lastThawNanos: UInt64?
-    public var statusText: String?  // STATUS= from the app
-    public var exitStatus: Int32?  // the shell's convention: code, or 128+signal
-    public var ending: String?  // "exited with status 0", "killed by SIGKILL", ...
-    public var memoryBytes: UInt64?  // filled in by ps
+    /// Its cgroup v2 directory, if it has one (the kernel's `cgroup.events` there says
+    /// `frozen 1` while it is suspended with the cgroup2 backend).
+    public var cgroup: String?
+    /// Its cgroup v1 freezer directory (the cgroup1 backend), if it has one.
+    public var freezerV1: String?
+    package var spawnMethod: String = ""
+    package var coldStartNanos: UInt64?  // launch → ready
+    package var lastFreezeNanos: UInt64?
+    package var lastThawNanos: UInt64?
+    /// The app's last `STATUS=` (sd_notify), as it sent it.
+    public var statusText: String?
+    /// How it ended, in the shell's convention: its exit code, or 128 + the signal that
+    /// killed it; nil while it runs, and when icebox is not its parent (adopted apps).
+    public var exitStatus: Int32?
+    /// How it ended, in words ("exited with status 0", "killed by SIGKILL", ...).
+    public var ending: String?
+    /// Its memory in bytes, as `ps` reads it (nil where it was not read).
+    public var memoryBytes: UInt64?
+    /// Ended by a kill while frozen (an eviction): its next launch is told
+    /// `ICEBOX_LAUNCH_REASON=restore`, to restore its state.
     public var killedWhileSuspended = false  // ended by a kill while frozen: its state should be restored
-    public var memoryV1: String?  // the app's v1 memory cgroup (hybrid hosts), for its memory figure
-    public var memorySource: String?  // where memoryBytes came from: memory.current, memory.usage_in_bytes, smaps_rollup Pss
-    public var lastCompaction: String?  // what the last compaction reclaimed
-    public var launchStartNanos: UInt64 = 0  // monotonic: when it was launched
-    public var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
-    public var graceDeadlineNanos: UInt64?
-    public var graceCapNanos: UInt64?
+    package var memoryV1: String?  // the app's v1 memory cgroup (hybrid hosts), for its memory figure
+    package var memorySource: String?  // where memoryBytes came from: memory.current, memory.usage_in_bytes, smaps_rollup Pss
+    package var lastCompaction: String?  // what the last compaction reclaimed
+    package var launchStartNanos: UInt64 = 0  // monotonic: when it was launched
+    package var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
+    package var graceDeadlineNanos: UInt64?
+    package var graceCapNanos: UInt64?
     /// A terminate or eviction under way (monotonic times, as the grace's): a daemon taking
     /// over after a crash finishes it, SIGKILL at `killDeadlineNanos` (an eviction's is its
     /// start: at once), instead of adopting an app told to go as if nothing had begun.
-    public var endIntent: AppLifecycle.Ending?
-    public var endStartNanos: UInt64?
-    public var killDeadlineNanos: UInt64?
+    package var endIntent: AppLifecycle.Ending?
+    package var endStartNanos: UInt64?
+    package var killDeadlineNanos: UInt64?
     /// Who the app runs as: its --user, else the daemon's own ids (nil in records from before).
     public var runsAs: RunAs?
     /// The app's NOTIFY_SOCKET when it is not the notify directory's (an app run as another
     /// user gets one it can reach; see AppNotifySocket).
-    public var notifySocket: String?
+    package var notifySocket: String?
     /// When `--watchdog-action restart` launched it again (monotonic ns): the restarts within
     /// its start limit's interval, this launch's last; nil for a launch of its own.
-    public var restartTimesNanos: [UInt64]?
+    package var restartTimesNanos: [UInt64]?
     /// Set for an app `icebox adopt` took over (it ran before icebox knew it): the v2 cgroup
     /// its main process was in then ("" on a host without one), where `icebox release` hands
     /// it back. nil for an app icebox launched.
     public var adoptedFrom: String?
     /// The v1 freezer and v1 memory cgroups it was in (hosts with those hierarchies).
-    public var adoptedFromFreezerV1: String?
-    public var adoptedFromMemoryV1: String?
+    package var adoptedFromFreezerV1: String?
+    package var adoptedFromMemoryV1: String?
     /// How long moving its processes into its cgroups took (adopted apps).
-    public var adoptMoveNanos: UInt64?
+    package var adoptMoveNanos: UInt64?
 
     /// Whether `icebox adopt` took it over: icebox is not its parent (its exit status is not
     /// known), its output is not in `icebox logs`, `relaunch` uses the command line read from
     /// /proc at the adoption.
     public var isAdopted: Bool { adoptedFrom != nil }
+
+    /// Its cold start: launch → ready (nil for an adopted app, or one not ready yet).
+    public var coldStart: Duration? { coldStartNanos.map { .nanoseconds($0) } }
+    /// How long its last freeze took the kernel to confirm (nil before its first).
+    public var lastFreeze: Duration? { lastFreezeNanos.map { .nanoseconds($0) } }
+    /// How long its last thaw took the kernel to confirm (nil before its first).
+    public var lastThaw: Duration? { lastThawNanos.map { .nanoseconds($0) } }
 }
 
 extension AppRecord {
     /// The record as it may leave the daemon (`ps`, `ps --json`): the environment's variable
     /// names stay, their values do not (a token in the caller's environment, or passed with
     /// --env, must never reach a terminal, a CI log or a bug report).
-    public var redacted: AppRecord {
+    package var redacted: AppRecord {
         var r = self
         r.options.environment = r.options.environment.map(Self.nameOnly)
         r.options.extraEnvironment = r.options.extraEnvironment.map(Self.nameOnly)

@@ -2,29 +2,29 @@
 /// and the rest. With a thousand apps, encoding and decoding the full records took most of a
 /// `ps` (about 60% of the daemon's part went to JSONEncoder on the options alone), so a
 /// table asks for these; `ps --json` and `{{json .}}` still get the whole records.
-public struct AppSummary: Codable, Sendable, Equatable {
-    public var name: String
-    public var pid: Int32
-    public var state: AppState
-    public var sinceMonotonicNanos: UInt64
-    public var sinceWall: String
-    public var backend: BackendKind
-    public var memoryBytes: UInt64?
-    public var lastFreezeNanos: UInt64?
-    public var lastThawNanos: UInt64?
-    public var statusText: String?
-    public var ending: String?
-    public var exitStatus: Int32?
-    public var command: [String]
-    public var priority: PriorityBand
-    public var cgroup: String?
-    public var runsAs: RunAs?
+package struct AppSummary: Codable, Sendable, Equatable {
+    package var name: String
+    package var pid: Int32
+    package var state: AppState
+    package var sinceMonotonicNanos: UInt64
+    package var sinceWall: String
+    package var backend: BackendKind
+    package var memoryBytes: UInt64?
+    package var lastFreezeNanos: UInt64?
+    package var lastThawNanos: UInt64?
+    package var statusText: String?
+    package var ending: String?
+    package var exitStatus: Int32?
+    package var command: [String]
+    package var priority: PriorityBand
+    package var cgroup: String?
+    package var runsAs: RunAs?
     /// true for an app `icebox adopt` took over (nil otherwise).
-    public var adopted: Bool?
+    package var adopted: Bool?
 }
 
 extension AppRecord {
-    public var summary: AppSummary {
+    package var summary: AppSummary {
         AppSummary(
             name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonicNanos, sinceWall: sinceWall,
             backend: backend, memoryBytes: memoryBytes, lastFreezeNanos: lastFreezeNanos, lastThawNanos: lastThawNanos,

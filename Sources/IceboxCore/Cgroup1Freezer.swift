@@ -13,16 +13,16 @@ import IceboxSystem
 /// for each read: v1 caches the pid list of an open file (pidlist_array_load) and hands the
 /// cached list to a pread from 0 within a second of the last read, so a kept descriptor
 /// would count processes that are gone.
-public struct Cgroup1Freezer: Freezer {
-    public let path: String
+package struct Cgroup1Freezer: Freezer {
+    package let path: String
     let stateControl: CgroupFile
-    public var kind: BackendKind { .cgroup1 }
+    package var kind: BackendKind { .cgroup1 }
 
     private static let stateFile = "freezer.state"
     /// How long a freeze may sit in FREEZING before it is thawed and asked again.
     static let retryNanos: UInt64 = 100_000_000
 
-    public init(path: String) {
+    package init(path: String) {
         self.init(path: path, stateControl: CgroupFile(path: path + "/" + Self.stateFile, writable: true))
     }
 
@@ -31,39 +31,39 @@ public struct Cgroup1Freezer: Freezer {
         self.stateControl = stateControl
     }
 
-    public func create() throws(SystemError) {
+    package func create() throws(SystemError) {
         if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create v1 freezer cgroup", path: path) }
     }
 
-    public func remove() throws(SystemError) {
+    package func remove() throws(SystemError) {
         if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove v1 freezer cgroup", path: path) }
     }
 
-    public func addProcess(_ pid: pid_t) throws(SystemError) {
+    package func addProcess(_ pid: pid_t) throws(SystemError) {
         try FileIO.write(path + "/cgroup.procs", String(pid))
     }
 
     /// The processes directly in this cgroup (not in its sub-cgroups).
-    public func procs() -> [pid_t] {
+    package func procs() -> [pid_t] {
         ((try? FileIO.read(path + "/cgroup.procs")) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
     /// The processes in this cgroup and its sub-cgroups (all frozen with it).
-    public func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
+    package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
     /// THAWED, FREEZING or FROZEN, read from the kept descriptor.
-    public func state() throws(SystemError) -> String { try stateControl.read().trimmed() }
+    package func state() throws(SystemError) -> String { try stateControl.read().trimmed() }
 
     /// For SpawnRequest.v1ProcsFD: the child joins before execve.
-    public func openProcsForWriting() throws(SystemError) -> Int32 {
+    package func openProcsForWriting() throws(SystemError) -> Int32 {
         try FileIO.openDescriptor(path + "/cgroup.procs", flags: O_WRONLY)
     }
 
     /// Writes THAWED. It takes effect within the write (the state reads THAWED at once), and
     /// is what lets a v1-frozen task act on a SIGKILL already queued.
-    public func setThawed() throws(SystemError) { try stateControl.write("THAWED") }
+    package func setThawed() throws(SystemError) { try stateControl.write("THAWED") }
 
-    public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
+    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
         do { try stateControl.write("FROZEN") } catch {
             try? setThawed()
@@ -74,7 +74,7 @@ public struct Cgroup1Freezer: Freezer {
             steps: Steps(freezer: self, direction: .freeze, lastRetry: now, failedAtStart: failure))
     }
 
-    public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
+    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
         do { try setThawed() } catch { failure = .system(error) }
         return FreezeOperation(
@@ -82,8 +82,8 @@ public struct Cgroup1Freezer: Freezer {
             steps: Steps(freezer: self, direction: .thaw, lastRetry: now, failedAtStart: failure))
     }
 
-    public func isFrozen() -> Bool { (try? state()) == "FROZEN" }
-    public func freezeStarted() -> Bool { ((try? state()) ?? "THAWED") != "THAWED" }
+    package func isFrozen() -> Bool { (try? state()) == "FROZEN" }
+    package func freezeStarted() -> Bool { ((try? state()) ?? "THAWED") != "THAWED" }
 
     struct Steps: FreezeSteps {
         let freezer: Cgroup1Freezer

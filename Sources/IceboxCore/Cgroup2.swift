@@ -2,14 +2,14 @@ import Glibc
 import IceboxSystem
 
 /// The keys of a cgroup v2 `cgroup.events` file ("populated 1\nfrozen 0\n").
-public struct CgroupEvents: Equatable, Sendable {
-    public var populated: Bool
-    public var frozen: Bool
+package struct CgroupEvents: Equatable, Sendable {
+    package var populated: Bool
+    package var frozen: Bool
 
     /// "populated 1\nfrozen 0\n": a key and a value per line; other keys and malformed lines
     /// are skipped. Walked as bytes: it is read at every look of every freeze, and splitting
     /// it into substrings took ~8 µs of each `icebox suspend`.
-    public static func parse(_ text: String) -> CgroupEvents {
+    package static func parse(_ text: String) -> CgroupEvents {
         var e = CgroupEvents(populated: false, frozen: false)
         var text = text
         text.withUTF8 { bytes in
@@ -31,73 +31,73 @@ public struct CgroupEvents: Equatable, Sendable {
 
 /// One cgroup v2 directory. A small value type: the path, the file names as private
 /// constants, and helpers that name the path in every error.
-public struct Cgroup2: Sendable, Equatable {
-    public let path: String
+package struct Cgroup2: Sendable, Equatable {
+    package let path: String
 
     private static let procsFile = "cgroup.procs"
     private static let eventsFile = "cgroup.events"
     private static let freezeFile = "cgroup.freeze"
     private static let killFile = "cgroup.kill"
 
-    public init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
-    public func file(_ name: String) -> String { path + "/" + name }
+    package func file(_ name: String) -> String { path + "/" + name }
 
-    public var exists: Bool { FileIO.isDirectory(path) }
-    public var supportsFreeze: Bool { FileIO.exists(file(Self.freezeFile)) }
-    public var supportsKill: Bool { FileIO.exists(file(Self.killFile)) }
+    package var exists: Bool { FileIO.isDirectory(path) }
+    package var supportsFreeze: Bool { FileIO.exists(file(Self.freezeFile)) }
+    package var supportsKill: Bool { FileIO.exists(file(Self.killFile)) }
 
-    public func create() throws(SystemError) {
+    package func create() throws(SystemError) {
         if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create cgroup", path: path) }
     }
 
     /// rmdir; an already-removed cgroup is not an error.
-    public func remove() throws(SystemError) {
+    package func remove() throws(SystemError) {
         if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove cgroup", path: path) }
     }
 
     /// The processes directly in this cgroup (not in its sub-cgroups).
-    public func procs() -> [pid_t] {
+    package func procs() -> [pid_t] {
         ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
     /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this
     /// cgroup freezes and what cgroup.kill kills.
-    public func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
+    package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
     /// Removes this cgroup and its sub-cgroups, deepest first; what could not be removed.
-    public func removeSubtree() -> [SystemError] { CgroupTree.remove(path) }
+    package func removeSubtree() -> [SystemError] { CgroupTree.remove(path) }
 
     var procsPath: String { file(Self.procsFile) }
     var eventsPath: String { file(Self.eventsFile) }
     var freezePath: String { file(Self.freezeFile) }
     var killPath: String { file(Self.killFile) }
 
-    public func events() throws(SystemError) -> CgroupEvents {
+    package func events() throws(SystemError) -> CgroupEvents {
         CgroupEvents.parse(try FileIO.read(file(Self.eventsFile)))
     }
 
-    public func setFrozen(_ frozen: Bool) throws(SystemError) {
+    package func setFrozen(_ frozen: Bool) throws(SystemError) {
         try FileIO.write(file(Self.freezeFile), frozen ? "1" : "0")
     }
 
     /// Whether cgroup.freeze was last set to 1 (the request, not the confirmed state).
-    public func freezeRequested() -> Bool {
+    package func freezeRequested() -> Bool {
         ((try? FileIO.read(file(Self.freezeFile))) ?? "0").trimmed() == "1"
     }
 
     /// Kills every process in the cgroup at once (Linux 5.14); works on frozen ones too.
-    public func kill() throws(SystemError) {
+    package func kill() throws(SystemError) {
         try FileIO.write(file(Self.killFile), "1")
     }
 
-    public func openDirectory() throws(SystemError) -> Int32 {
+    package func openDirectory() throws(SystemError) -> Int32 {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 { throw SystemError("open cgroup", path: path) }
         return fd
     }
 
-    public func openProcsForWriting() throws(SystemError) -> Int32 {
+    package func openProcsForWriting() throws(SystemError) -> Int32 {
         let fd = open(file(Self.procsFile), O_WRONLY | O_CLOEXEC)
         if fd < 0 { throw SystemError("open", path: file(Self.procsFile)) }
         return fd
@@ -109,7 +109,7 @@ public struct Cgroup2: Sendable, Equatable {
     /// spawn, say) the wake-up can come late: the wait is also capped by a short, growing
     /// re-read interval (20 µs, doubling up to 10 ms: a freeze of a few tasks is confirmed within
     /// tens of µs, a long one costs a few dozen reads). Returns the last state read and whether it held.
-    public func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
+    package func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
         throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
     {
         let path = file(Self.eventsFile)

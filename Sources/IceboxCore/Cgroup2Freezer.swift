@@ -10,16 +10,16 @@ import IceboxSystem
 /// The files stay open for the freezer's life (shared with the app's `AppCgroups` when it
 /// comes from there), read and written with pread/pwrite; `cgroup.events` is the descriptor
 /// an event loop polls for POLLPRI, `cgroup.procs` what a confirmed freeze counts.
-public struct Cgroup2Freezer: Freezer {
-    public let cgroup: Cgroup2
+package struct Cgroup2Freezer: Freezer {
+    package let cgroup: Cgroup2
     let freezeFile: CgroupFile
     let eventsFile: CgroupFile
     let procsFile: CgroupFile
     /// The cgroup's directory, for the link count that says whether it has sub-cgroups.
     let directory: CgroupFile
-    public var kind: BackendKind { .cgroup2 }
+    package var kind: BackendKind { .cgroup2 }
 
-    public init(cgroup: Cgroup2) {
+    package init(cgroup: Cgroup2) {
         self.init(
             cgroup: cgroup, freezeFile: CgroupFile(path: cgroup.freezePath, writable: true),
             eventsFile: CgroupFile(path: cgroup.eventsPath, writable: false),
@@ -39,7 +39,7 @@ public struct Cgroup2Freezer: Freezer {
     /// descriptor, and whether it has sub-cgroups told by the kept directory's link count.
     func subtreeProcs() -> [pid_t] { CgroupTree.processes(cgroup.path, rootProcs: procsFile, rootDirectory: directory) }
 
-    public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
+    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
         do { try freezeFile.write("1") } catch {
             try? freezeFile.write("0")
@@ -50,7 +50,7 @@ public struct Cgroup2Freezer: Freezer {
             steps: Steps(freezer: self, direction: .freeze, failedAtStart: failure))
     }
 
-    public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
+    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
         do { try freezeFile.write("0") } catch { failure = .system(error) }
         return FreezeOperation(
@@ -58,13 +58,13 @@ public struct Cgroup2Freezer: Freezer {
             steps: Steps(freezer: self, direction: .thaw, failedAtStart: failure))
     }
 
-    public func isFrozen() -> Bool { (try? events().frozen) ?? false }
+    package func isFrozen() -> Bool { (try? events().frozen) ?? false }
 
     /// Whether cgroup.freeze reads 1 (the request, not the confirmed state).
-    public func freezeStarted() -> Bool { ((try? freezeFile.read()) ?? "0").trimmed() == "1" }
+    package func freezeStarted() -> Bool { ((try? freezeFile.read()) ?? "0").trimmed() == "1" }
 
     /// cgroup.events, read from the kept descriptor.
-    public func events() throws(SystemError) -> CgroupEvents { CgroupEvents.parse(try eventsFile.read()) }
+    package func events() throws(SystemError) -> CgroupEvents { CgroupEvents.parse(try eventsFile.read()) }
 
     struct Steps: FreezeSteps {
         let freezer: Cgroup2Freezer

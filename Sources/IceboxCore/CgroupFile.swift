@@ -15,8 +15,8 @@ import Synchronization
 ///
 /// Sendable: the descriptor lives in a Mutex, held across each pread/pwrite so that a close on
 /// another thread cannot slip in between.
-public final class CgroupFile: Sendable {
-    public let path: String
+package final class CgroupFile: Sendable {
+    package let path: String
     private let writable: Bool
     private let state = Mutex<State>(.unopened)
 
@@ -27,7 +27,7 @@ public final class CgroupFile: Sendable {
     }
 
     /// `writable`: opened O_RDWR (cgroup.freeze, freezer.state), else O_RDONLY (cgroup.events).
-    public init(path: String, writable: Bool) {
+    package init(path: String, writable: Bool) {
         self.path = path
         self.writable = writable
     }
@@ -37,12 +37,12 @@ public final class CgroupFile: Sendable {
     }
 
     /// Opens the file now if it is not open yet (to report a problem early, at creation).
-    public func open() throws(SystemError) {
+    package func open() throws(SystemError) {
         try state.withLock { (s: inout State) throws(SystemError) in _ = try Self.descriptor(&s, path, writable) }
     }
 
     /// The whole (small) file, read from offset 0 of the kept descriptor.
-    public func read() throws(SystemError) -> String {
+    package func read() throws(SystemError) -> String {
         try state.withLock { (s: inout State) throws(SystemError) -> String in
             guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
             return try FileIO.pread(fd: fd, path: path)
@@ -51,7 +51,7 @@ public final class CgroupFile: Sendable {
 
     /// The whole file, however long (cgroup.procs), read from offset 0 of the kept descriptor
     /// until pread says 0.
-    public func readAll() throws(SystemError) -> String {
+    package func readAll() throws(SystemError) -> String {
         try state.withLock { (s: inout State) throws(SystemError) -> String in
             guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
             return try FileIO.preadAll(fd: fd, path: path)
@@ -61,7 +61,7 @@ public final class CgroupFile: Sendable {
     /// The decimal number the file holds (a counter such as memory.current), read with one
     /// pread of the kept descriptor. `opening`: open the file now if it is not open yet (and
     /// keep it); without, nil when it is not open. nil also when it cannot be read.
-    public func readCounter(opening: Bool) -> UInt64? {
+    package func readCounter(opening: Bool) -> UInt64? {
         state.withLock { s -> UInt64? in
             if case .unopened = s, !opening { return nil }
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
@@ -70,7 +70,7 @@ public final class CgroupFile: Sendable {
     }
 
     /// Writes a value in one pwrite at offset 0, as the kernel expects of a control file.
-    public func write(_ value: String) throws(SystemError) {
+    package func write(_ value: String) throws(SystemError) {
         try state.withLock { (s: inout State) throws(SystemError) in
             guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.write(path, value) }
             try FileIO.pwrite(fd: fd, path: path, value)
@@ -79,14 +79,14 @@ public final class CgroupFile: Sendable {
 
     /// The descriptor to poll (EPOLLPRI for cgroup.events), opened if needed; nil once closed
     /// or when the file cannot be opened. It belongs to this object: never close it yourself.
-    public var watchDescriptor: Int32? {
+    package var watchDescriptor: Int32? {
         state.withLock { s in try? Self.descriptor(&s, path, writable) }
     }
 
     /// The file's status from the kept descriptor (fstat; opened on first use), or from
     /// its path (lstat) once closed; nil when neither works. For a cgroup's directory, whose
     /// link count says whether it has sub-cgroups.
-    public func status() -> stat? {
+    package func status() -> stat? {
         state.withLock { s -> stat? in
             var st = stat()
             if let fd = try? Self.descriptor(&s, path, writable) {
@@ -98,7 +98,7 @@ public final class CgroupFile: Sendable {
 
     /// `body` with the kept descriptor (opened on first use), under the lock, so a close
     /// cannot slip in; nil when the file is closed for good or cannot be opened.
-    public func withDescriptor<T>(_ body: (Int32) -> T?) -> T? {
+    package func withDescriptor<T>(_ body: (Int32) -> T?) -> T? {
         state.withLock { s -> T? in
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
             return body(fd)
@@ -106,7 +106,7 @@ public final class CgroupFile: Sendable {
     }
 
     /// Closes the descriptor for good (closing also removes it from any epoll set).
-    public func close() {
+    package func close() {
         let old = state.withLock { s in
             defer { s = .closed }
             return s
@@ -118,7 +118,7 @@ public final class CgroupFile: Sendable {
     /// Closes the descriptor but not for good: the next use opens the file again. For a
     /// daemon short of descriptors, between operations. The caller must not be polling the
     /// descriptor (`watchDescriptor`): its number may be reused once closed.
-    public func release() {
+    package func release() {
         let old = state.withLock { s in
             defer { if case .open = s { s = .unopened } }
             return s

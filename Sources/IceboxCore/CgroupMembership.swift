@@ -4,18 +4,18 @@ import IceboxSystem
 /// Which cgroup a process is in, from /proc/PID/cgroup, as the directory that shows it under
 /// the hierarchy's mount (mapped through the mount's root, `CgroupMount`): to tell whether an app's process is still inside the cgroup that
 /// freezes it, or whether a notify sender belongs to the app.
-public enum CgroupMembership {
+package enum CgroupMembership {
     /// The cgroup of `pid` in the hierarchy mounted at `mount`: the v2 one when `controller` is
     /// nil, else the v1 hierarchy with that controller (`freezer`). nil when the process is
     /// gone, not in that hierarchy, or in a cgroup the mount does not show.
-    public static func path(of pid: pid_t, controller: String? = nil, mount: CgroupMount, procRoot: String = "/proc") -> String? {
+    package static func path(of pid: pid_t, controller: String? = nil, mount: CgroupMount, procRoot: String = "/proc") -> String? {
         guard let text = try? FileIO.read("\(procRoot)/\(pid)/cgroup") else { return nil }
         return path(in: text, controller: controller, mount: mount)
     }
 
     /// The same, from the text of /proc/PID/cgroup ("0::/a/b" for v2, "7:freezer:/a/b" for v1;
     /// a v1 line may name several controllers, "4:cpu,cpuacct:/a").
-    public static func path(in text: String, controller: String?, mount: CgroupMount) -> String? {
+    package static func path(in text: String, controller: String?, mount: CgroupMount) -> String? {
         let relative = controller.map { v1Cgroup(in: text, controller: $0) } ?? ProcFS.unifiedCgroup(in: text)
         return relative.flatMap(mount.directory(ofCgroup:))
     }
@@ -31,5 +31,5 @@ public enum CgroupMembership {
     }
 
     /// Whether the cgroup `path` is `dir` or one of its sub-cgroups.
-    public static func isWithin(_ path: String, _ dir: String) -> Bool { path == dir || path.hasPrefix(dir + "/") }
+    package static func isWithin(_ path: String, _ dir: String) -> Bool { path == dir || path.hasPrefix(dir + "/") }
 }

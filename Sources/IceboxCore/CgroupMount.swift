@@ -6,20 +6,20 @@
 /// Docker's `--cgroupns=host` and Kubernetes on v1 nodes bind the container's cgroup
 /// (`/kubepods/…/ctr`) at /sys/fs/cgroup/<controller>. So a cgroup path P is at
 /// `point + (P minus root)` when P is `root` or below it, and not visible at all otherwise.
-public struct CgroupMount: Equatable, Sendable {
+package struct CgroupMount: Equatable, Sendable {
     /// Where the hierarchy is mounted (mountinfo field 5).
-    public var point: String
+    package var point: String
     /// The cgroup the mount shows at `point` (mountinfo field 4), as /proc/PID/cgroup writes it.
-    public var root: String
+    package var root: String
 
-    public init(point: String, root: String = "/") {
+    package init(point: String, root: String = "/") {
         self.point = point
         self.root = root
     }
 
     /// The directory of the cgroup `path` (as /proc/PID/cgroup writes it), or nil when the
     /// mount does not show that cgroup (it is outside the mount's root).
-    public func directory(ofCgroup path: String) -> String? {
+    package func directory(ofCgroup path: String) -> String? {
         let base = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
         let rest: Substring
         if base == "/" {

@@ -5,10 +5,10 @@ import IceboxSystem
 /// v1 memory). An app may make sub-cgroups of its own (systemd-style services, container
 /// runtimes); its processes there are still the app's, and its directory can only be removed
 /// once every sub-cgroup is gone (rmdir of a cgroup with children is EBUSY).
-public enum CgroupTree {
+package enum CgroupTree {
     /// Every directory of the subtree, children before their parent, the root last; empty when
     /// the root does not exist. A directory that vanishes during the walk is skipped.
-    public static func directoriesBottomUp(_ root: String) -> [String] {
+    package static func directoriesBottomUp(_ root: String) -> [String] {
         guard FileIO.isDirectory(root) else { return [] }
         return walk(root)
     }
@@ -44,7 +44,7 @@ public enum CgroupTree {
     /// pids read as bytes. `rootProcs`: the root's cgroup.procs held open by its owner, read
     /// with pread (two calls for a small file, against open, two reads and close).
     /// `rootDirectory`: the root directory held open by its owner, for its link count.
-    public static func processes(_ root: String, rootProcs: CgroupFile? = nil, rootDirectory: CgroupFile? = nil) -> [pid_t] {
+    package static func processes(_ root: String, rootProcs: CgroupFile? = nil, rootDirectory: CgroupFile? = nil) -> [pid_t] {
         walk(root, rootStatus: rootDirectory?.status()).reversed().flatMap { dir in
             let text = if dir == root, let rootProcs { try? rootProcs.readAll() } else { try? FileIO.read(dir + "/cgroup.procs") }
             return pids(in: text ?? "")
@@ -76,7 +76,7 @@ public enum CgroupTree {
     /// Removes the subtree bottom-up (sub-cgroups first). Returns what could not be removed,
     /// each naming rmdir, the path and the errno; an already-removed directory is no problem.
     /// The parents of a directory that stays are not tried (they would only say EBUSY).
-    public static func remove(_ root: String, what: String = "cgroup") -> [SystemError] {
+    package static func remove(_ root: String, what: String = "cgroup") -> [SystemError] {
         var problems: [SystemError] = []
         for dir in directoriesBottomUp(root) {
             if problems.contains(where: { $0.path?.hasPrefix(dir + "/") == true }) { continue }

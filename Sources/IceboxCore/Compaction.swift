@@ -8,32 +8,32 @@ import IceboxSystem
 /// Two ways in. With the cgroup v2 memory controller, `memory.reclaim` asks the kernel to
 /// reclaim from the app's cgroup as a whole. Without it (hybrid hosts, where the v2 tree has
 /// no controllers), process_madvise(2) advises each process's private mappings.
-public enum CompactionMode: String, Codable, Sendable {
+package enum CompactionMode: String, Codable, Sendable {
     /// Reclaim now (MADV_PAGEOUT, or memory.reclaim).
     case pageout
     /// Only deactivate (MADV_COLD): the pages go first when the kernel next needs memory.
     case cold
 }
 
-public enum CompactionMethod: String, Codable, Sendable {
+package enum CompactionMethod: String, Codable, Sendable {
     case processMadvise = "process_madvise"
     case memoryReclaim = "memory.reclaim"
 }
 
 /// One line of /proc/PID/maps: `start-end perms offset dev inode   path`.
-public struct MemoryMapping: Equatable, Sendable {
-    public var start: UInt64
-    public var end: UInt64
+package struct MemoryMapping: Equatable, Sendable {
+    package var start: UInt64
+    package var end: UInt64
     /// "rw-p": read, write, execute, then p(rivate) or s(hared).
-    public var permissions: String
-    public var offset: UInt64
-    public var device: String
-    public var inode: UInt64
+    package var permissions: String
+    package var offset: UInt64
+    package var device: String
+    package var inode: UInt64
     /// "" for an anonymous mapping; a file path (which may contain spaces, and ends in
     /// " (deleted)" once the file is unlinked); or a kernel name such as "[heap]".
-    public var path: String
+    package var path: String
 
-    public init(
+    package init(
         start: UInt64, end: UInt64, permissions: String, offset: UInt64, device: String, inode: UInt64, path: String
     ) {
         self.start = start
@@ -45,26 +45,26 @@ public struct MemoryMapping: Equatable, Sendable {
         self.path = path
     }
 
-    public var length: UInt64 { end - start }
-    public var isPrivate: Bool { permissions.hasSuffix("p") }
-    public var isFileBacked: Bool { inode != 0 }
-    public var isDeleted: Bool { path.hasSuffix(" (deleted)") }
+    package var length: UInt64 { end - start }
+    package var isPrivate: Bool { permissions.hasSuffix("p") }
+    package var isFileBacked: Bool { inode != 0 }
+    package var isDeleted: Bool { path.hasSuffix(" (deleted)") }
 
     /// Mappings the kernel itself provides: madvise refuses some (VM_PFNMAP) and nothing in
     /// them belongs to the app.
     static let kernelMappings: Set<String> = [
         "[vsyscall]", "[vvar]", "[vvar_vclock]", "[vdso]", "[uprobes]", "[vectors]", "[sigpage]",
     ]
-    public var isKernelMapping: Bool { Self.kernelMappings.contains(path) }
+    package var isKernelMapping: Bool { Self.kernelMappings.contains(path) }
 
     /// Whether compaction advises this mapping: private (anonymous or file-backed), not the
     /// kernel's, and not PROT_NONE. Shared mappings are left alone: their pages belong to
     /// other processes too. PROT_NONE regions are guard pages and address-space reservations
     /// (runtimes reserve gigabytes), with nothing resident worth a page-table walk.
-    public var isCompactable: Bool { isPrivate && !isKernelMapping && !permissions.hasPrefix("---") }
+    package var isCompactable: Bool { isPrivate && !isKernelMapping && !permissions.hasPrefix("---") }
 
     /// Parses one line; nil for a malformed one.
-    public static func parse(line: Substring) -> MemoryMapping? {
+    package static func parse(line: Substring) -> MemoryMapping? {
         var rest = line
         func field() -> Substring? {
             rest = rest.drop { $0 == " " }
@@ -87,23 +87,23 @@ public struct MemoryMapping: Equatable, Sendable {
     }
 
     /// Parses the whole text of /proc/PID/maps, skipping malformed lines.
-    public static func parseMaps(_ text: String) -> [MemoryMapping] {
+    package static func parseMaps(_ text: String) -> [MemoryMapping] {
         text.split(separator: "\n").compactMap { parse(line: $0) }
     }
 
-    public static func read(pid: pid_t, procRoot: String = "/proc") throws(SystemError) -> [MemoryMapping] {
+    package static func read(pid: pid_t, procRoot: String = "/proc") throws(SystemError) -> [MemoryMapping] {
         parseMaps(try FileIO.read("\(procRoot)/\(pid)/maps"))
     }
 }
 
 /// Resident memory from /proc/PID/status, in bytes: VmRSS and its three parts.
-public struct ResidentMemory: Codable, Sendable, Equatable {
-    public var rss: UInt64 = 0
-    public var rssAnon: UInt64 = 0
-    public var rssFile: UInt64 = 0
-    public var rssShmem: UInt64 = 0
+package struct ResidentMemory: Codable, Sendable, Equatable {
+    package var rss: UInt64 = 0
+    package var rssAnon: UInt64 = 0
+    package var rssFile: UInt64 = 0
+    package var rssShmem: UInt64 = 0
 
-    public init(rss: UInt64 = 0, rssAnon: UInt64 = 0, rssFile: UInt64 = 0, rssShmem: UInt64 = 0) {
+    package init(rss: UInt64 = 0, rssAnon: UInt64 = 0, rssFile: UInt64 = 0, rssShmem: UInt64 = 0) {
         self.rss = rss
         self.rssAnon = rssAnon
         self.rssFile = rssFile
@@ -111,14 +111,14 @@ public struct ResidentMemory: Codable, Sendable, Equatable {
     }
 
     /// nil for a kernel thread (no Vm lines) or text that is not a status file.
-    public static func parse(status text: String) -> ResidentMemory? {
+    package static func parse(status text: String) -> ResidentMemory? {
         func field(_ name: String) -> UInt64? { ProcFS.statusField(name, in: text).flatMap(ProcFS.parseKiloBytes) }
         guard let rss = field("VmRSS") else { return nil }
         return ResidentMemory(rss: rss, rssAnon: field("RssAnon") ?? 0, rssFile: field("RssFile") ?? 0, rssShmem: field("RssShmem") ?? 0)
     }
 
     /// The sum over the processes; those that have exited count as nothing.
-    public static func read(pids: [pid_t], procRoot: String = "/proc") -> ResidentMemory {
+    package static func read(pids: [pid_t], procRoot: String = "/proc") -> ResidentMemory {
         var total = ResidentMemory()
         for pid in pids {
             guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"), let one = parse(status: text) else { continue }
@@ -131,46 +131,46 @@ public struct ResidentMemory: Codable, Sendable, Equatable {
     }
 }
 
-public struct CompactionReport: Codable, Sendable, Equatable {
-    public var mode: CompactionMode
-    public var method: CompactionMethod
+package struct CompactionReport: Codable, Sendable, Equatable {
+    package var mode: CompactionMode
+    package var method: CompactionMethod
     /// Summed over the app's processes, read just before and just after.
-    public var before: ResidentMemory
-    public var after: ResidentMemory
-    public var durationNanos: UInt64
+    package var before: ResidentMemory
+    package var after: ResidentMemory
+    package var durationNanos: UInt64
     /// Processes advised (process_madvise), or in the cgroup (memory.reclaim).
-    public var processes: Int
+    package var processes: Int
     /// Processes that exited before or while they were advised.
-    public var processesExited: Int
-    public var vmasAdvised: Int
+    package var processesExited: Int
+    package var vmasAdvised: Int
     /// process_madvise: bytes the kernel went through (advised, not necessarily freed).
     /// memory.reclaim: the amount asked for.
-    public var bytesAdvised: UInt64
+    package var bytesAdvised: UInt64
     /// Ranges the kernel refused and that were skipped (process_madvise only).
-    public var rangesSkipped: Int
+    package var rangesSkipped: Int
     /// memory.reclaim answered EAGAIN: it could not reclaim as much as asked (without swap,
     /// anonymous memory cannot go anywhere). Not an error.
-    public var reclaimShort: Bool
+    package var reclaimShort: Bool
 
-    public var rssFreed: UInt64 { before.rss > after.rss ? before.rss - after.rss : 0 }
+    package var rssFreed: UInt64 { before.rss > after.rss ? before.rss - after.rss : 0 }
 
     /// "RSS 93.7 MiB → 29.6 MiB, file 70.6 MiB → 6.5 MiB, anon 23.1 MiB → 23.1 MiB": the line
     /// `icebox compact` prints, the compact event logs and the registry keeps.
-    public var summary: String {
+    package var summary: String {
         func change(_ a: UInt64, _ b: UInt64) -> String { "\(SizeText.format(a)) → \(SizeText.format(b))" }
         return "RSS \(change(before.rss, after.rss)), file \(change(before.rssFile, after.rssFile)), "
             + "anon \(change(before.rssAnon, after.rssAnon))"
     }
 }
 
-public enum Compactor {
+package enum Compactor {
     /// Whether the cgroup has the v2 memory controller (only then is memory.reclaim there).
-    public static func canReclaim(_ cgroup: Cgroup2) -> Bool { FileIO.exists(cgroup.file("memory.reclaim")) }
+    package static func canReclaim(_ cgroup: Cgroup2) -> Bool { FileIO.exists(cgroup.file("memory.reclaim")) }
 
     /// Compacts an app (meant for a frozen one). `.pageout` uses memory.reclaim when the app's
     /// cgroup has it, since one write covers every process and the kernel's own LRU order;
     /// otherwise, and for `.cold` (which memory.reclaim cannot express), process_madvise.
-    public static func compact(pids: [pid_t], mode: CompactionMode, cgroup: Cgroup2?, procRoot: String = "/proc")
+    package static func compact(pids: [pid_t], mode: CompactionMode, cgroup: Cgroup2?, procRoot: String = "/proc")
         throws(SystemError) -> CompactionReport
     {
         if mode == .pageout, let cgroup, canReclaim(cgroup) {
@@ -182,7 +182,7 @@ public enum Compactor {
     /// process_madvise over the compactable mappings of every process. Each pidfd is opened
     /// before its maps are read, so a pid reused in between cannot be advised by mistake: the
     /// advice goes through the pidfd, which fails with ESRCH once its process is gone.
-    public static func processMadvise(pids: [pid_t], mode: CompactionMode, procRoot: String = "/proc")
+    package static func processMadvise(pids: [pid_t], mode: CompactionMode, procRoot: String = "/proc")
         throws(SystemError) -> CompactionReport
     {
         let before = ResidentMemory.read(pids: pids, procRoot: procRoot)
@@ -216,7 +216,7 @@ public enum Compactor {
     /// Writes a byte count to the cgroup's memory.reclaim: by default its whole
     /// memory.current, i.e. "as much as you can". The kernel answers EAGAIN when it reclaimed
     /// less than asked, which is the normal outcome here and is reported, not thrown.
-    public static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], bytes: UInt64? = nil, procRoot: String = "/proc")
+    package static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], bytes: UInt64? = nil, procRoot: String = "/proc")
         throws(SystemError) -> CompactionReport
     {
         let before = ResidentMemory.read(pids: pids, procRoot: procRoot)

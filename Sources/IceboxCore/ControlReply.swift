@@ -1,7 +1,7 @@
 /// What the daemon answers on the control socket: any number of `line`/`warning`/`event`/
 /// `data` replies, ended by `done` (or `exit` for an attached run).
-public struct ControlReply: Codable, Sendable {
-    public enum Kind: String, Codable, Sendable {
+package struct ControlReply: Codable, Sendable {
+    package enum Kind: String, Codable, Sendable {
         case line  // a line of output for the user (stdout)
         case warning  // a line for stderr
         case event  // an event of the app an attached client runs
@@ -12,7 +12,7 @@ public struct ControlReply: Codable, Sendable {
         /// Written out: the synthesized one looks the text up in a static array of
         /// StaticString, whose first use cost every one-shot command the instantiation of
         /// that array's type metadata.
-        public init?(rawValue: String) {
+        package init?(rawValue: String) {
             switch rawValue {
             case "line": self = .line
             case "warning": self = .warning
@@ -25,17 +25,17 @@ public struct ControlReply: Codable, Sendable {
         }
     }
 
-    public var kind: Kind
-    public var text: String?
-    public var code: Int32?
-    public var event: Event?
-    public var apps: [AppRecord]?
-    public var summaries: [AppSummary]?
-    public var policy: EvictionPolicy?
+    package var kind: Kind
+    package var text: String?
+    package var code: Int32?
+    package var event: Event?
+    package var apps: [AppRecord]?
+    package var summaries: [AppSummary]?
+    package var policy: EvictionPolicy?
     /// The answer to a `version` request: ``ControlRequest/protocolVersion``.
-    public var protocolVersion: Int?
+    package var protocolVersion: Int?
 
-    public init(kind: Kind, text: String? = nil, code: Int32? = nil) {
+    package init(kind: Kind, text: String? = nil, code: Int32? = nil) {
         self.kind = kind
         self.text = text
         self.code = code

@@ -2,10 +2,10 @@
 /// `ControlReply` lines. One case a command, with exactly the arguments it takes, so the
 /// daemon dispatches on a type rather than on text. Its JSON form is the protocol's
 /// (`docs/protocol.md`): `{"case":{"label":value,…}}`, every value labeled.
-public enum ControlRequest: Codable, Sendable, Equatable {
+package enum ControlRequest: Codable, Sendable, Equatable {
     /// The version of the protocol this daemon speaks (``version``'s answer). Raised when a
     /// request or reply changes in a way an older client would misread.
-    public static let protocolVersion = 1
+    package static let protocolVersion = 1
 
     case ping
     /// The protocol's version, answered as a `data` reply with `protocol_version`.
@@ -35,7 +35,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     case release(name: String)
 
     /// The command's name as a user types it, for messages.
-    public var commandName: String {
+    package var commandName: String {
         switch self {
         case .ping: return "ping"
         case .version: return "version"
@@ -59,14 +59,14 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     }
 
     /// Every request's name as it stands on the wire (docs/protocol.md), in the document's order.
-    public static let wireNames = [
+    package static let wireNames = [
         "ping", "version", "launch", "adopt", "release", "ps", "suspend", "resume", "switch_to", "terminate", "evict", "relaunch",
         "compact", "forget", "policy", "set_policy", "metrics", "stop",
     ]
 
     /// What to tell a client whose `line` did not decode into a request: the name it used if
     /// that is no request, else what was wrong with that request's members.
-    public static func refusal(of line: String, _ error: any Error) -> IceboxError {
+    package static func refusal(of line: String, _ error: any Error) -> IceboxError {
         let see = "see docs/protocol.md"
         guard let name = JSONLines.decode(RequestName.self, line)?.name else {
             return IceboxError(.usage, "malformed request: not a JSON object with one member, the request's name", hint: see)
@@ -120,7 +120,7 @@ public enum ControlRequest: Codable, Sendable, Equatable {
     /// has no effect the first had not. Such a request goes again to the next daemon when the
     /// one it went to died before answering (DaemonClient.mayResend); any other goes again
     /// only if no daemon read it.
-    public var isReadOnly: Bool {
+    package var isReadOnly: Bool {
         switch self {
         case .ping, .version, .ps, .policy, .metrics: return true
         default: return false

@@ -10,36 +10,36 @@ import IceboxSystem
 /// by construction, there are no locks, and a newcomer can follow a request from
 /// `handleRequest` to its reply. A freeze or thaw runs inline: the kernel confirms it in
 /// micro- to milliseconds, and its deadline (10 s) bounds the worst case.
-public final class Daemon {
-    public struct Configuration: Sendable {
-        public var paths: IceboxPaths
-        public var cgroupRootOverride: String?
+package final class Daemon {
+    package struct Configuration: Sendable {
+        package var paths: IceboxPaths
+        package var cgroupRootOverride: String?
         /// Whether the override was asked for by the user (--cgroup-root, ICEBOX_CGROUP_ROOT):
         /// then one that cannot be used is an error, not a fall back. An embedding that makes
         /// up its own root (Supervisor) falls back like the default root.
-        public var cgroupRootIsExplicit = true
-        public var readyFD: Int32?  // write "ready" here once listening (autostart)
+        package var cgroupRootIsExplicit = true
+        package var readyFD: Int32?  // write "ready" here once listening (autostart)
         /// The control socket, already listening, from socket activation (systemd owns its
         /// path); nil: the daemon makes its own at `paths.controlSocket`.
-        public var listenerFD: Int32?
+        package var listenerFD: Int32?
         /// Where the daemon's own READY=1/STOPPING=1 go (NOTIFY_SOCKET of a Type=notify unit).
-        public var serviceNotifier: ServiceNotifier?
-        public var freezeTimeoutNanos: UInt64 = 10_000_000_000
+        package var serviceNotifier: ServiceNotifier?
+        package var freezeTimeoutNanos: UInt64 = 10_000_000_000
         /// How long the daemon lingers with no app and no client; nil: it runs until stopped
         /// (an in-process supervisor).
-        public var idleExitNanos: UInt64? = 1_000_000_000
+        package var idleExitNanos: UInt64? = 1_000_000_000
         /// Whether the engine owns the process: takes SIGTERM/SIGINT/SIGHUP as "stop, leaving
         /// the apps" and becomes the child subreaper (orphans of apps land on it, not on PID
         /// 1). An engine embedded in another program (a test) leaves both to that program.
-        public var ownsProcess = true
-        public var policy: EvictionPolicy?  // from the daemon's flags; nil: the last saved one
+        package var ownsProcess = true
+        package var policy: EvictionPolicy?  // from the daemon's flags; nil: the last saved one
         /// A file kept fresh with the metrics for node_exporter's textfile collector (see
         /// Daemon+Metrics); nil: none.
-        public var metricsFile: String?
+        package var metricsFile: String?
         /// When the event log and the apps' output logs rotate (Daemon+Logs).
-        public var logRotation = LogRotation()
+        package var logRotation = LogRotation()
 
-        public init(paths: IceboxPaths, cgroupRootOverride: String?) {
+        package init(paths: IceboxPaths, cgroupRootOverride: String?) {
             self.paths = paths
             self.cgroupRootOverride = cgroupRootOverride
         }
@@ -143,7 +143,7 @@ public final class Daemon {
     let freezerKeyHold: FreezerKeyHold?
     var freezerKeyHoldLogged = false
 
-    public init(config: Configuration) throws(IceboxError) {
+    package init(config: Configuration) throws(IceboxError) {
         self.config = config
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride, explicit: config.cgroupRootIsExplicit)
         idleExit = IdleExit(afterNanos: config.idleExitNanos)
@@ -155,7 +155,7 @@ public final class Daemon {
 
     /// Runs until the daemon has no apps and no clients left (or is told to stop).
     /// Returns false if another daemon already serves this runtime directory.
-    public func run() throws(IceboxError) -> Bool {
+    package func run() throws(IceboxError) -> Bool {
         try config.paths.prepare()
         lockFD = try config.paths.openLockFile()
         if !Self.takeLock(lockFD, path: config.paths.lockFile, socket: config.paths.controlSocket) {

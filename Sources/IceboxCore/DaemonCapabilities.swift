@@ -6,13 +6,13 @@ import IceboxSystem
 /// without --user by a root daemon still gets root's capabilities at its execve, as it
 /// always did. What this protects against is a bug in the daemon's own code doing what the
 /// daemon never needs (loading modules, mounting, raw I/O, changing file ownership at will).
-public enum DaemonCapabilities {
-    public struct Kept: Sendable {
-        public var name: String
-        public var why: String
+package enum DaemonCapabilities {
+    package struct Kept: Sendable {
+        package var name: String
+        package var why: String
     }
 
-    public static let kept: [Kept] = [
+    package static let kept: [Kept] = [
         Kept(name: "cap_kill", why: "signals to apps run as another user (--user) and freeze --pid of other users' processes"),
         Kept(name: "cap_setuid", why: "--user: the app's setresuid"),
         Kept(name: "cap_setgid", why: "--user: the app's setgroups and setresgid"),
@@ -32,17 +32,17 @@ public enum DaemonCapabilities {
     ]
 
     /// What `--user` needs the daemon to have in its effective set.
-    public static let neededForUser = ["cap_setuid", "cap_setgid", "cap_setpcap", "cap_chown"]
+    package static let neededForUser = ["cap_setuid", "cap_setgid", "cap_setpcap", "cap_chown"]
 
     /// Drops every capability not in `kept` from this thread. Returns the names dropped
     /// (those that were permitted).
-    public static func dropUnused() throws(SystemError) -> [String] {
+    package static func dropUnused() throws(SystemError) -> [String] {
         try Capabilities.keepOnly(Set(kept.map(\.name)))
     }
 
     /// The capabilities `--user` needs that this process lacks (empty: it can launch as
     /// another user).
-    public static func missingForUser() -> [String] {
+    package static func missingForUser() -> [String] {
         neededForUser.filter { Capabilities.hasEffective($0) != true }
     }
 }

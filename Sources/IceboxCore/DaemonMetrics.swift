@@ -2,12 +2,12 @@ import IceboxSystem
 
 /// An app as the metrics show it, read when they are asked for (its memory costs file reads,
 /// so it is never tracked event by event).
-public struct AppMetricsSnapshot: Sendable, Equatable {
-    public var name: String
-    public var state: AppState
-    public var memory: AppMemoryReading?
+package struct AppMetricsSnapshot: Sendable, Equatable {
+    package var name: String
+    package var state: AppState
+    package var memory: AppMemoryReading?
 
-    public init(name: String, state: AppState, memory: AppMemoryReading?) {
+    package init(name: String, state: AppState, memory: AppMemoryReading?) {
         self.name = name
         self.state = state
         self.memory = memory
@@ -19,24 +19,24 @@ public struct AppMetricsSnapshot: Sendable, Equatable {
 /// figures read on demand (apps, memory, the daemon's own process) when the metrics are
 /// written. Counts start at zero with each daemon, as Prometheus counters may: a restart
 /// shows in `icebox_daemon_start_time_seconds`, and `rate()` handles the reset.
-public struct DaemonMetrics: Sendable, Equatable {
-    public private(set) var freeze: [BackendKind: LatencyHistogram] = [:]
-    public private(set) var thaw: [BackendKind: LatencyHistogram] = [:]
-    public private(set) var grace = LatencyHistogram()
-    public private(set) var coldStart = LatencyHistogram()
-    public private(set) var hotStart = LatencyHistogram()
-    public private(set) var evictions: [EvictionReason.Kind: UInt64] = [:]
+package struct DaemonMetrics: Sendable, Equatable {
+    package private(set) var freeze: [BackendKind: LatencyHistogram] = [:]
+    package private(set) var thaw: [BackendKind: LatencyHistogram] = [:]
+    package private(set) var grace = LatencyHistogram()
+    package private(set) var coldStart = LatencyHistogram()
+    package private(set) var hotStart = LatencyHistogram()
+    package private(set) var evictions: [EvictionReason.Kind: UInt64] = [:]
     /// Ended apps by how they ended: exited, terminated or evicted.
-    public private(set) var exits: [AppState: UInt64] = [:]
+    package private(set) var exits: [AppState: UInt64] = [:]
 
     /// The states `icebox_apps` always shows (at zero too, so a query never finds nothing).
-    public static let liveStates: [AppState] = [.launching, .active, .background, .suspended]
-    public static let endedStates: [AppState] = [.exited, .terminated, .evicted]
+    package static let liveStates: [AppState] = [.launching, .active, .background, .suspended]
+    package static let endedStates: [AppState] = [.exited, .terminated, .evicted]
 
-    public init() {}
+    package init() {}
 
     /// Takes what an event counts, by its kind and structured fields (never its text).
-    public mutating func record(_ event: Event) {
+    package mutating func record(_ event: Event) {
         switch event.kind {
         case .freeze:
             if let nanos = event.durationNanos, let backend = event.backend {
@@ -64,7 +64,7 @@ public struct DaemonMetrics: Sendable, Equatable {
     }
 
     /// Every family, in a fixed order, from the counts and the figures read now.
-    public func families(apps: [AppMetricsSnapshot], process: ProcessUsage) -> [MetricFamily] {
+    package func families(apps: [AppMetricsSnapshot], process: ProcessUsage) -> [MetricFamily] {
         let sorted = apps.sorted { $0.name < $1.name }
         var families: [MetricFamily] = [
             .gauge(

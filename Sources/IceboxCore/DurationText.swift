@@ -1,11 +1,11 @@
 /// Durations as people type them: 250ms, 5s, 1.5s, 2m, 1m30s, 100us, 1h; a plain number
 /// is seconds. Values are nanoseconds.
-public enum DurationText {
+package enum DurationText {
     static let units: [(String, Double)] = [
         ("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
     ]
 
-    public static func parse(_ text: String) -> UInt64? {
+    package static func parse(_ text: String) -> UInt64? {
         if text.isEmpty { return nil }
         if let seconds = Double(text) {
             // Range-checked: UInt64(_:) traps on a value it cannot hold.
@@ -28,7 +28,7 @@ public enum DurationText {
     }
 
     /// A short human form with a unit that fits: 212 µs, 84.2 ms, 4.1s, 2m05s.
-    public static func format(_ nanos: UInt64) -> String {
+    package static func format(_ nanos: UInt64) -> String {
         let n = Double(nanos)
         func fixed(_ v: Double, _ unit: String) -> String {
             let digits = v < 10 ? 2 : v < 100 ? 1 : 0
@@ -45,7 +45,7 @@ public enum DurationText {
 
     static func pad2(_ v: UInt64) -> String { v < 10 ? "0\(v)" : "\(v)" }
 
-    public static func formatFixed(_ value: Double, _ digits: Int) -> String {
+    package static func formatFixed(_ value: Double, _ digits: Int) -> String {
         var scale = 1.0
         for _ in 0..<digits { scale *= 10 }
         let rounded = (value * scale).rounded() / scale
@@ -63,8 +63,8 @@ public enum DurationText {
 }
 
 /// Sizes for output: 18.0 MiB.
-public enum SizeText {
-    public static func format(_ bytes: UInt64) -> String {
+package enum SizeText {
+    package static func format(_ bytes: UInt64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)
         var i = 0

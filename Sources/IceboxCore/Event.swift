@@ -2,37 +2,60 @@ import IceboxSystem
 
 /// What an event in the log records.
 public enum EventKind: String, Codable, Sendable, CaseIterable {
-    case daemon  // the daemon started, stopped, or was told to stop
-    case spawn  // the app's process was created and exec'd
-    case ready  // launch → ready (cold start) or resume → READY=1 (hot start)
-    case notice  // the background notice (didEnterBackground) and the start of the grace
-    case grace  // the grace was extended (EXTEND_TIMEOUT_USEC)
-    case freeze  // background → suspended, confirmed by the kernel
-    case thaw  // suspended → active, confirmed by the kernel
-    case resume  // back to active during the grace (no thaw needed)
-    case terminate  // SIGTERM sent, or SIGKILL after the time-out
-    case exit  // the app ended on its own or was terminated
-    case evict  // killed without notice, reaped, recorded
-    case notify  // a notify message worth recording (STOPPING=1, a dropped sender)
-    case error  // something failed; the detail says what and what was done about it
-    case detach  // the attached `icebox run` went away
-    case adopt  // re-adopted after a daemon restart
-    case compact  // a frozen app's memory was reclaimed
-    case lock  // a frozen app held a file lock others wait on
-    case policy  // an eviction decision and its result, or a policy change
-    case pressure  // the PSI trigger fired
-    case watchdog  // an active app missed its WATCHDOG=1
-    case adopted  // icebox adopt took over a running process tree or cgroup (duration: the move)
-    case released  // icebox release handed an app back, still running (duration: the move out)
+    /// The daemon started, stopped, or was told to stop.
+    case daemon
+    /// The app's process was created and exec'd.
+    case spawn
+    /// Launch → ready (cold start) or resume → READY=1 (hot start).
+    case ready
+    /// The background notice (didEnterBackground) and the start of the grace.
+    case notice
+    /// The grace was extended (EXTEND_TIMEOUT_USEC).
+    case grace
+    /// Background → suspended, confirmed by the kernel.
+    case freeze
+    /// Suspended → active, confirmed by the kernel.
+    case thaw
+    /// Back to active during the grace (no thaw needed).
+    case resume
+    /// SIGTERM sent, or SIGKILL after the time-out.
+    case terminate
+    /// The app ended on its own or was terminated.
+    case exit
+    /// Killed without notice, reaped, recorded.
+    case evict
+    /// A notify message worth recording (STOPPING=1, a dropped sender).
+    case notify
+    /// Something failed; the detail says what and what was done about it.
+    case error
+    /// The attached `icebox run` went away.
+    case detach
+    /// Re-adopted after a daemon restart.
+    case adopt
+    /// A frozen app's memory was reclaimed.
+    case compact
+    /// A frozen app held a file lock others wait on.
+    case lock
+    /// An eviction decision and its result, or a policy change.
+    case policy
+    /// The PSI trigger fired.
+    case pressure
+    /// An active app missed its WATCHDOG=1.
+    case watchdog
+    /// Icebox adopt took over a running process tree or cgroup (duration: the move).
+    case adopted
+    /// Icebox release handed an app back, still running (duration: the move out).
+    case released
 }
 
 /// Why the policy evicts an app.
-public enum EvictionReason: Codable, Sendable, Equatable, CustomStringConvertible {
-    case pressure(trigger: String)  // the PSI trigger fired
+package enum EvictionReason: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The PSI trigger fired.
+    case pressure(trigger: String)
     case budget(limitBytes: UInt64, usedBytes: UInt64)
     case tooManySuspended(cap: Int, count: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .pressure(let trigger): return "memory pressure (PSI \(trigger))"
         case .budget(let limit, let used): return "memory budget \(SizeText.format(limit)) exceeded (\(SizeText.format(used)))"
@@ -45,28 +68,51 @@ public enum EvictionReason: Codable, Sendable, Equatable, CustomStringConvertibl
 /// figures are fields of their own (bytes, nanoseconds, pids), so `log --json` consumers read
 /// numbers, not text.
 public struct Event: Codable, Sendable, Equatable {
-    public var time: String  // RFC 3339, µs, UTC
+    /// When it happened: RFC 3339, microseconds, UTC.
+    public var time: String
+    /// When it happened on CLOCK_MONOTONIC, in nanoseconds: orders the events of one boot.
     public var monotonicNanos: UInt64
+    /// The app it is about ("-" for the daemon's own).
     public var app: String
+    /// The app's main process (or the daemon's, for its own events).
     public var pid: Int32?
+    /// What happened.
     public var kind: EventKind
+    /// The state it left, for a transition.
     public var from: AppState?
+    /// The state it entered, for a transition.
     public var to: AppState?
-    public var durationNanos: UInt64?
+    package var durationNanos: UInt64?
+    /// What happened, in words: the line `icebox log` prints.
     public var detail: String
 
     // Structured fields; nil when they do not apply.
-    public var reason: String?  // why: "READY=1", "expired", an eviction reason, ...
+    /// Why: "READY=1", "expired", an eviction reason, ...
+    public var reason: String?
+    /// The backend that froze or thawed.
     public var backend: BackendKind?
-    public var tasks: Int?  // processes (or threads, signal backend) a freeze or thaw confirmed
-    public var graceNanos: UInt64?  // how long the grace lasted
-    public var exitStatus: Int32?  // the shell's convention: code, or 128 + signal
+    /// Processes (or threads, signal backend) a freeze or thaw confirmed.
+    public var tasks: Int?
+    package var graceNanos: UInt64?
+    /// The shell's convention: code, or 128 + signal.
+    public var exitStatus: Int32?
+    /// The app's priority band (policy events).
     public var band: PriorityBand?
-    public var memoryBeforeBytes: UInt64?  // the apps together, before an eviction
+    /// The apps together, before an eviction.
+    public var memoryBeforeBytes: UInt64?
+    /// The apps together, after an eviction.
     public var memoryAfterBytes: UInt64?
+    /// The evicted app's own memory.
     public var victimMemoryBytes: UInt64?
-    public var pids: [Int32]?  // other processes involved (lock waiters, killed leftovers)
-    public var evictedFor: EvictionReason.Kind?  // on the event of a policy eviction done: why, as one word
+    /// Other processes involved (lock waiters, killed leftovers).
+    public var pids: [Int32]?
+    package var evictedFor: EvictionReason.Kind?  // on the event of a policy eviction done: why, as one word
+
+    /// How long the step took: a freeze or thaw's kernel confirmation, a launch → ready, a
+    /// move (adopt, release), ...; nil when it has no duration.
+    public var duration: Duration? { durationNanos.map { .nanoseconds($0) } }
+    /// How long the grace lasted (a freeze's event).
+    public var grace: Duration? { graceNanos.map { .nanoseconds($0) } }
 
     enum CodingKeys: String, CodingKey {
         case time, app, pid, kind = "event", from, to, detail, monotonicNanos, durationNanos
@@ -74,7 +120,7 @@ public struct Event: Codable, Sendable, Equatable {
         case evictedFor
     }
 
-    public init(
+    package init(
         app: String, pid: Int32?, kind: EventKind, from: AppState? = nil, to: AppState? = nil,
         durationNanos: UInt64? = nil, detail: String, now: UInt64 = Clock.monotonicNanos()
     ) {

@@ -1,28 +1,20 @@
 import IceboxSystem
 
-/// jetsam-style priority bands: low goes first, critical is never evicted.
-public enum PriorityBand: String, Codable, Sendable, CaseIterable, Comparable {
-    case low, normal, high, critical
-
-    var rank: Int { PriorityBand.allCases.firstIndex(of: self)! }
-    public static func < (a: PriorityBand, b: PriorityBand) -> Bool { a.rank < b.rank }
-}
-
 /// `--pressure-scope`: whose PSI the trigger watches.
-public enum PressureScope: String, Codable, Sendable, CaseIterable {
+package enum PressureScope: String, Codable, Sendable, CaseIterable {
     case system  // /proc/pressure/memory
     case apps  // the apps' parent cgroup's memory.pressure
 }
 
 /// `--on-lock-contention`: what to do with a frozen app that holds a file lock others wait on.
-public enum LockContentionAction: String, Codable, Sendable, CaseIterable {
+package enum LockContentionAction: String, Codable, Sendable, CaseIterable {
     case thaw, evict
 }
 
 /// One change to the policy, typed: what `icebox daemon` and `icebox policy set` send. Parsed
 /// from the command line's text in one place (`parse`), so a mistake exits 64 before anything
 /// is sent.
-public enum PolicySetting: Codable, Sendable, Equatable {
+package enum PolicySetting: Codable, Sendable, Equatable {
     case memoryBudget(UInt64?)
     case pressure(String?)  // a PSI trigger already checked by PressureSpec.parse
     case pressureScope(PressureScope)
@@ -34,13 +26,13 @@ public enum PolicySetting: Codable, Sendable, Equatable {
     case compactMode(CompactionMode)
 
     /// The settings by their option names, as `icebox daemon` and `icebox policy set` take them.
-    public static let keys = [
+    package static let keys = [
         "memory-budget", "pressure", "pressure-scope", "max-suspended", "eviction-grace", "protect-active",
         "on-lock-contention", "compact-after", "compact-mode",
     ]
 
     /// A setting from its option name and text; "none" (or "off") clears an optional one.
-    public static func parse(key: String, value: String) throws(IceboxError) -> PolicySetting {
+    package static func parse(key: String, value: String) throws(IceboxError) -> PolicySetting {
         func bad(_ what: String) -> IceboxError { IceboxError(.usage, "invalid --\(key) '\(value)'", hint: what) }
         let none = value == "none" || value == "off"
         switch key {
@@ -85,7 +77,7 @@ public enum PolicySetting: Codable, Sendable, Equatable {
     }
 
     /// "memory-budget=2.0 GiB", for the log.
-    public var summary: String {
+    package var summary: String {
         switch self {
         case .memoryBudget(let b): return "memory-budget=" + (b.map(SizeText.format) ?? "none")
         case .pressure(let p): return "pressure=" + (p ?? "none")
@@ -109,7 +101,7 @@ extension PolicySetting {
         case compactAfterNanos, compactMode
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         guard c.allKeys.count == 1, let key = c.allKeys.first else {
             throw DecodingError.dataCorrupted(
@@ -128,7 +120,7 @@ extension PolicySetting {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         switch self {
         case .memoryBudget(let v): try c.encode(v, forKey: .memoryBudgetBytes)
@@ -147,25 +139,25 @@ extension PolicySetting {
 /// When the daemon evicts apps, and how. Every trigger is optional; they combine. Set on
 /// `icebox daemon`, changed on a running one with `icebox policy set`, kept in the state
 /// directory (policy.json) so a daemon started on demand applies the last one.
-public struct EvictionPolicy: Codable, Sendable, Equatable {
-    public var memoryBudgetBytes: UInt64?  // the apps together may use at most this
-    public var pressure: String?  // a PSI trigger, "some 150ms/2s"
-    public var pressureScope = PressureScope.system
-    public var maxSuspended: Int?  // as Android caps its cached apps
-    public var evictionGraceNanos: UInt64 = 1_000_000_000  // notice and grace left to a victim not yet suspended
-    public var protectActive = true  // never evict an active app
-    public var onLockContention = LockContentionAction.thaw
-    public var compactAfterNanos: UInt64?  // compact suspended apps this long after freezing
-    public var compactMode = CompactionMode.pageout
+package struct EvictionPolicy: Codable, Sendable, Equatable {
+    package var memoryBudgetBytes: UInt64?  // the apps together may use at most this
+    package var pressure: String?  // a PSI trigger, "some 150ms/2s"
+    package var pressureScope = PressureScope.system
+    package var maxSuspended: Int?  // as Android caps its cached apps
+    package var evictionGraceNanos: UInt64 = 1_000_000_000  // notice and grace left to a victim not yet suspended
+    package var protectActive = true  // never evict an active app
+    package var onLockContention = LockContentionAction.thaw
+    package var compactAfterNanos: UInt64?  // compact suspended apps this long after freezing
+    package var compactMode = CompactionMode.pageout
 
-    public init() {}
+    package init() {}
 
     /// The policy saved at `path`, or the defaults if there is none (or it cannot be read).
-    public static func load(from path: String) -> EvictionPolicy {
+    package static func load(from path: String) -> EvictionPolicy {
         (try? FileIO.read(path)).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
     }
 
-    public mutating func apply(_ setting: PolicySetting) {
+    package mutating func apply(_ setting: PolicySetting) {
         switch setting {
         case .memoryBudget(let b): memoryBudgetBytes = b
         case .pressure(let p): pressure = p
@@ -180,14 +172,14 @@ public struct EvictionPolicy: Codable, Sendable, Equatable {
     }
 
     /// Changes one setting from its text (the command line's form).
-    public mutating func set(_ key: String, _ value: String) throws(IceboxError) {
+    package mutating func set(_ key: String, _ value: String) throws(IceboxError) {
         apply(try PolicySetting.parse(key: key, value: value))
     }
 
-    public var hasTrigger: Bool { memoryBudgetBytes != nil || pressure != nil || maxSuspended != nil }
+    package var hasTrigger: Bool { memoryBudgetBytes != nil || pressure != nil || maxSuspended != nil }
 
     /// One line a setting, for `icebox policy` and `icebox doctor`.
-    public var lines: [String] {
+    package var lines: [String] {
         [
             "memory budget      " + (memoryBudgetBytes.map(SizeText.format) ?? "none"),
             "pressure trigger   "
@@ -202,13 +194,13 @@ public struct EvictionPolicy: Codable, Sendable, Equatable {
 }
 
 /// One app as the eviction order sees it.
-public struct EvictionCandidate: Sendable, Equatable {
-    public var name: String
-    public var band: PriorityBand
-    public var state: AppState
-    public var sinceNanos: UInt64  // monotonic time it entered its state
+package struct EvictionCandidate: Sendable, Equatable {
+    package var name: String
+    package var band: PriorityBand
+    package var state: AppState
+    package var sinceNanos: UInt64  // monotonic time it entered its state
 
-    public init(name: String, band: PriorityBand, state: AppState, sinceNanos: UInt64) {
+    package init(name: String, band: PriorityBand, state: AppState, sinceNanos: UInt64) {
         self.name = name
         self.band = band
         self.state = state
@@ -216,11 +208,11 @@ public struct EvictionCandidate: Sendable, Equatable {
     }
 }
 
-public enum EvictionOrder {
+package enum EvictionOrder {
     /// The order in which apps go, as iOS does it: band first (low, normal, high; critical
     /// never), then state (suspended, background, inactive/launching, active — the active app
     /// never while it is protected), then age in that state, the longest first.
-    public static func order(_ candidates: [EvictionCandidate], protectActive: Bool) -> [EvictionCandidate] {
+    package static func order(_ candidates: [EvictionCandidate], protectActive: Bool) -> [EvictionCandidate] {
         func stateRank(_ s: AppState) -> Int? {
             switch s {
             case .suspended: return 0
@@ -243,7 +235,7 @@ public enum EvictionOrder {
 extension SizeText {
     /// "2G", "512MiB", "100M", "1.5GiB", "4096" (bytes). K, M, G and T are powers of 1024, as
     /// in systemd's memory settings; a trailing "B" or "iB" is allowed.
-    public static func parse(_ text: String) -> UInt64? {
+    package static func parse(_ text: String) -> UInt64? {
         var t = Substring(text.trimmingCharacters(in: " "))
         if t.hasSuffix("iB") { t = t.dropLast(2) } else if t.hasSuffix("B") { t = t.dropLast() }
         let units: [Character: Double] = ["K": 1024, "M": 1024 * 1024, "G": 1024 * 1024 * 1024, "T": 1024 * 1024 * 1024 * 1024]

@@ -11,8 +11,8 @@ import IceboxSystem
 ///     4: LEASE  ACTIVE    READ 812 fd:01:1400 0 EOF
 ///
 /// A waiter blocked on a waiter is indented one more space per level (" -> ").
-public struct FileLock: Equatable, Sendable, Codable {
-    public enum Kind: String, Equatable, Sendable, Codable {
+package struct FileLock: Equatable, Sendable, Codable {
+    package enum Kind: String, Equatable, Sendable, Codable {
         case posix = "POSIX"  // fcntl(F_SETLK) and lockf: owned by the process
         case flock = "FLOCK"  // flock(2): owned by the open file description
         case ofd = "OFDLCK"  // fcntl(F_OFD_SETLK): owned by the open file description
@@ -22,32 +22,32 @@ public struct FileLock: Equatable, Sendable, Codable {
         case unknown = "UNKNOWN"
     }
 
-    public enum Access: String, Equatable, Sendable, Codable {
+    package enum Access: String, Equatable, Sendable, Codable {
         case read = "READ"
         case write = "WRITE"
         case unlock = "UNLCK"
     }
 
     /// Position in /proc/locks; a holder and the requests waiting on it share it.
-    public var id: Int
-    public var kind: Kind
+    package var id: Int
+    package var kind: Kind
     /// ADVISORY for locks (mandatory locking is gone since Linux 5.15); ACTIVE, BREAKING or
     /// BREAKER for leases; *NOINODE* for a POSIX lock without an inode.
-    public var mode: String
-    public var access: Access
+    package var mode: String
+    package var access: Access
     /// The process that took the lock (for FLOCK, the one that called flock, even after its
     /// descriptor was inherited); -1 for OFD locks, which belong to no process; 0 for a
     /// process outside this pid namespace.
-    public var pid: pid_t
+    package var pid: pid_t
     /// The file system's device as major:minor in hex ("fd:01"), "<none>" without an inode.
-    public var device: String
-    public var inode: UInt64
-    public var start: UInt64
+    package var device: String
+    package var inode: UInt64
+    package var start: UInt64
     /// The last byte locked; nil for "to the end of the file" (EOF).
-    public var end: UInt64?
-    public var isWaiter: Bool
+    package var end: UInt64?
+    package var isWaiter: Bool
 
-    public init(
+    package init(
         id: Int, kind: Kind, mode: String, access: Access, pid: pid_t, device: String, inode: UInt64, start: UInt64,
         end: UInt64?, isWaiter: Bool
     ) {
@@ -64,14 +64,14 @@ public struct FileLock: Equatable, Sendable, Codable {
     }
 
     /// Whether two entries are about the same file.
-    public func sameFile(as other: FileLock) -> Bool { device == other.device && inode == other.inode }
+    package func sameFile(as other: FileLock) -> Bool { device == other.device && inode == other.inode }
 }
 
-public enum FileLocks {
-    public static let path = "/proc/locks"
+package enum FileLocks {
+    package static let path = "/proc/locks"
 
     /// Parses one line; nil for a malformed one.
-    public static func parse(line: Substring) -> FileLock? {
+    package static func parse(line: Substring) -> FileLock? {
         var words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })[...]
         guard let idWord = words.popFirst(), idWord.hasSuffix(":"), let id = Int(idWord.dropLast()) else { return nil }
         let isWaiter = words.first == "->"
@@ -96,11 +96,11 @@ public enum FileLocks {
     }
 
     /// Parses the text of /proc/locks, skipping malformed lines.
-    public static func parse(_ text: String) -> [FileLock] {
+    package static func parse(_ text: String) -> [FileLock] {
         text.split(separator: "\n").compactMap { parse(line: $0) }
     }
 
-    public static func read(path: String = FileLocks.path) throws(SystemError) -> [FileLock] {
+    package static func read(path: String = FileLocks.path) throws(SystemError) -> [FileLock] {
         parse(try FileIO.read(path))
     }
 
@@ -110,7 +110,7 @@ public enum FileLocks {
     /// Waiters inside the set are left out: they are the app itself, frozen too.
     ///
     /// OFD locks show pid -1, so they are never attributed to an app here.
-    public static func contended(heldBy pids: Set<pid_t>, in locks: [FileLock]) -> [(holder: FileLock, waiters: [FileLock])] {
+    package static func contended(heldBy pids: Set<pid_t>, in locks: [FileLock]) -> [(holder: FileLock, waiters: [FileLock])] {
         var waitersByID: [Int: [FileLock]] = [:]
         for lock in locks where lock.isWaiter && !pids.contains(lock.pid) {
             waitersByID[lock.id, default: []].append(lock)

@@ -2,12 +2,12 @@ import Glibc
 import IceboxSystem
 
 /// Whether an operation freezes or thaws.
-public enum FreezeDirection: String, Sendable, Codable {
+package enum FreezeDirection: String, Sendable, Codable {
     case freeze, thaw
 }
 
 /// What the loop should do next with an operation in flight.
-public enum FreezeProgress: Sendable {
+package enum FreezeProgress: Sendable {
     /// Done, confirmed by the kernel.
     case confirmed(FreezeReport)
     /// Not yet: step again at `recheckAt` (monotonic ns) or when `watch` (a descriptor to add
@@ -27,12 +27,12 @@ public enum FreezeProgress: Sendable {
 /// could not be written shows up as `.failed` at the first step.
 ///
 /// Once confirmed or failed, `step` returns the same outcome again without touching the kernel.
-public struct FreezeOperation: Sendable {
-    public let backend: BackendKind
-    public let direction: FreezeDirection
+package struct FreezeOperation: Sendable {
+    package let backend: BackendKind
+    package let direction: FreezeDirection
     /// When the request was written (monotonic ns): durations count from here.
-    public let startedAt: UInt64
-    public let deadline: UInt64
+    package let startedAt: UInt64
+    package let deadline: UInt64
     private var steps: any FreezeSteps
     private var outcome: FreezeProgress?
 
@@ -47,7 +47,7 @@ public struct FreezeOperation: Sendable {
 
     /// Reads the kernel's state once; never sleeps. Past the deadline a freeze is rolled back
     /// and `.failed(.timeout(...))` names the tasks that did not freeze.
-    public mutating func step(now: UInt64) -> FreezeProgress {
+    package mutating func step(now: UInt64) -> FreezeProgress {
         if let outcome { return outcome }
         let progress = steps.step(now: now, startedAt: startedAt, deadline: deadline)
         switch progress {
@@ -60,31 +60,31 @@ public struct FreezeOperation: Sendable {
     /// Abandons the operation (the app exited, or the daemon changed its mind): a freeze in
     /// flight is rolled back so the app runs; a thaw's request stands (undoing it would freeze).
     /// A finished operation is left as it is. Later steps report `.failed(.cancelled)`.
-    public mutating func cancel() {
+    package mutating func cancel() {
         guard outcome == nil else { return }
         steps.cancel()
         outcome = .failed(.cancelled)
     }
 
     /// Whether it has been confirmed or has failed.
-    public var isFinished: Bool { outcome != nil }
+    package var isFinished: Bool { outcome != nil }
 
     /// Tells a backend that waits on a change notification (cgroup2's cgroup.events) that
     /// the kernel will send it as soon as the operation completes: nothing changed the file
     /// in the last `FreezeOperation.notificationQuietNanos`. Its re-reads then only guard
     /// against a lost notification (`Backoff.safetyNet`). Call before the first step; other
     /// backends have no notification and keep their schedule.
-    public mutating func expectPromptNotification() { steps.expectPromptNotification() }
+    package mutating func expectPromptNotification() { steps.expectPromptNotification() }
 
     /// How long cgroup.events must have been unchanged for its next notification to come at
     /// once: the kernel sends at most one per file per 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV,
     /// in jiffies, rounded up: 12-16 ms at HZ=250), and a change within that time is announced
     /// when it ends.
-    public static let notificationQuietNanos: UInt64 = 20_000_000
+    package static let notificationQuietNanos: UInt64 = 20_000_000
 
     /// Steps until done, sleeping in between: in poll(2) on the watch descriptor (POLLPRI)
     /// until the re-check time. For one-shot commands and tests; an event loop steps instead.
-    public mutating func wait() throws(FreezeFailure) -> FreezeReport {
+    package mutating func wait() throws(FreezeFailure) -> FreezeReport {
         while true {
             switch step(now: Clock.monotonicNanos()) {
             case .confirmed(let report): return report
@@ -120,33 +120,33 @@ extension FreezeSteps {
 /// interval would confirm late: the kernel signals cgroup.events at most once per 10 ms, so
 /// a freeze finishing at 440 µs was seen at the 620 µs step; this finds it by ~462 µs at a
 /// cost of about 20·ln(T/20 µs) reads for a wait of T (≈ 90 reads for a 1 s wait).
-public struct Backoff: Sendable {
+package struct Backoff: Sendable {
     /// The shortest wait: 20 µs, or `Backoff.safetyNet` where a notification is due anyway.
-    public static let reread: UInt64 = 20_000
+    package static let reread: UInt64 = 20_000
     /// The floor where the kernel's notification will come as soon as it is done (nothing
     /// changed the file within its rate limit, `FreezeOperation.notificationQuietNanos`): a
     /// re-read only guards against a notification
     /// lost, and each one taken from a busy CPU delays the tasks that must run to freeze.
     /// 100 busy processes froze in 0.65 ms with it against 0.79-0.82 ms with 20 µs (bare.c:
     /// 0.66-0.75 ms), blocks of 25 freezes alternating (benchmarks/RESULTS.md, session 24).
-    public static let safetyNet: UInt64 = 1_000_000
-    public let cap: UInt64
-    public private(set) var floor: UInt64
+    package static let safetyNet: UInt64 = 1_000_000
+    package let cap: UInt64
+    package private(set) var floor: UInt64
     private var firstLook: UInt64?
 
-    public init(cap: UInt64) {
+    package init(cap: UInt64) {
         self.cap = cap
         self.floor = Backoff.reread
     }
 
     /// The wait's floor from now on (the schedule's other terms stay).
-    public mutating func raiseFloor(to floor: UInt64) { self.floor = max(self.floor, floor) }
+    package mutating func raiseFloor(to floor: UInt64) { self.floor = max(self.floor, floor) }
 
     /// When to look again (never after the deadline). `lookCost`: what the look just made
     /// took (the clock now, less `now`). The wait is at least four times that: a look that
     /// reads many /proc files (the signal backend) would otherwise take the CPU from the very
     /// tasks that must run to stop, on a machine whose every CPU is busy.
-    public mutating func next(now: UInt64, deadline: UInt64, lookCost: UInt64 = 0) -> UInt64 {
+    package mutating func next(now: UInt64, deadline: UInt64, lookCost: UInt64 = 0) -> UInt64 {
         let first = firstLook ?? now
         firstLook = first
         let wait = min(max(floor, now.saturatingSub(first) / 20, lookCost > UInt64.max / 4 ? .max : lookCost * 4), cap)
@@ -154,7 +154,7 @@ public struct Backoff: Sendable {
     }
 
     /// `next`, with the look's cost from the clock: the look began at `now`.
-    public mutating func next(afterLookAt now: UInt64, deadline: UInt64) -> UInt64 {
+    package mutating func next(afterLookAt now: UInt64, deadline: UInt64) -> UInt64 {
         next(now: now, deadline: deadline, lookCost: Clock.monotonicNanos().saturatingSub(now))
     }
 }

@@ -1,26 +1,21 @@
 import Glibc
 import IceboxSystem
 
-/// The three ways icebox can freeze an app.
-public enum BackendKind: String, Codable, Sendable, CaseIterable {
-    case cgroup2, cgroup1, signal
-}
-
 /// What a freeze or thaw did and how long the kernel took to confirm it.
-public struct FreezeReport: Sendable {
-    public var backend: BackendKind
-    public var durationNanos: UInt64  // write → confirmed
-    public var tasks: Int  // threads that were confirmed
+package struct FreezeReport: Sendable {
+    package var backend: BackendKind
+    package var durationNanos: UInt64  // write → confirmed
+    package var tasks: Int  // threads that were confirmed
 }
 
 /// A task that did not freeze in time, with what it was doing (D-state I/O is the usual cause).
-public struct StuckTask: Sendable, CustomStringConvertible {
-    public var pid: pid_t
-    public var tid: pid_t
-    public var state: Character
-    public var wchan: String
+package struct StuckTask: Sendable, CustomStringConvertible {
+    package var pid: pid_t
+    package var tid: pid_t
+    package var state: Character
+    package var wchan: String
 
-    public var description: String {
+    package var description: String {
         let location = wchan.isEmpty || wchan == "0" ? "" : " in \(wchan)"
         return "pid \(pid) tid \(tid) state \(state)\(location)"
     }
@@ -54,13 +49,13 @@ public struct StuckTask: Sendable, CustomStringConvertible {
 
 /// A freeze (or thaw) that did not complete by its deadline. A freeze has been rolled back:
 /// the app runs.
-public struct FreezeTimeout: Error, CustomStringConvertible, Sendable {
-    public var backend: BackendKind
-    public var waitedNanos: UInt64
-    public var stuck: [StuckTask]
-    public var direction: FreezeDirection = .freeze
+package struct FreezeTimeout: Error, CustomStringConvertible, Sendable {
+    package var backend: BackendKind
+    package var waitedNanos: UInt64
+    package var stuck: [StuckTask]
+    package var direction: FreezeDirection = .freeze
 
-    public var description: String {
+    package var description: String {
         let list = stuck.prefix(8).map(\.description).joined(separator: "; ")
         switch direction {
         case .freeze:
@@ -73,7 +68,7 @@ public struct FreezeTimeout: Error, CustomStringConvertible, Sendable {
     }
 }
 
-public enum FreezeFailure: Error, CustomStringConvertible, Sendable {
+package enum FreezeFailure: Error, CustomStringConvertible, Sendable {
     case timeout(FreezeTimeout)
     case system(SystemError)
     case gone(String)
@@ -83,7 +78,7 @@ public enum FreezeFailure: Error, CustomStringConvertible, Sendable {
     /// frozen while any ancestor is, whatever its own cgroup.freeze says.
     case frozenByAncestor(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .timeout(let t): return t.description
         case .system(let e): return e.description
@@ -96,7 +91,7 @@ public enum FreezeFailure: Error, CustomStringConvertible, Sendable {
 
 /// A way to freeze and thaw one set of processes, confirmed from the kernel, never left
 /// half-frozen.
-public protocol Freezer: Sendable {
+package protocol Freezer: Sendable {
     var kind: BackendKind { get }
     /// Writes the freeze request now and returns the operation to step until the kernel
     /// confirms it or the deadline (monotonic ns) passes; never sleeps.
@@ -117,12 +112,12 @@ public protocol Freezer: Sendable {
 
 extension Freezer {
     /// The blocking form: the stepwise operation, waited for with poll(2).
-    public func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
+    package func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
         var operation = beginFreeze(now: Clock.monotonicNanos(), deadline: deadline)
         return try operation.wait()
     }
 
-    public func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
+    package func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport {
         var operation = beginThaw(now: Clock.monotonicNanos(), deadline: deadline)
         return try operation.wait()
     }

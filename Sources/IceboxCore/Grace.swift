@@ -2,22 +2,22 @@
 /// as iOS gives an app about 5 s, or up to about 30 s with a background task. The app cuts
 /// it short with READY=1 and extends it with EXTEND_TIMEOUT_USEC (beginBackgroundTask), never
 /// past the cap (`--max-grace`). All times are monotonic nanoseconds and saturate.
-public struct Grace: Sendable, Equatable, Codable {
-    public let start: UInt64
-    public private(set) var deadline: UInt64
+package struct Grace: Sendable, Equatable, Codable {
+    package let start: UInt64
+    package private(set) var deadline: UInt64
     /// No extension goes past this.
-    public private(set) var cap: UInt64
-    public private(set) var extensions = 0
+    package private(set) var cap: UInt64
+    package private(set) var extensions = 0
 
     /// A grace of `length` from `now`, extensible up to `maxLength` from `now`.
-    public init(now: UInt64, length: UInt64, maxLength: UInt64) {
+    package init(now: UInt64, length: UInt64, maxLength: UInt64) {
         start = now
         deadline = now.saturatingAdd(length)
         cap = now.saturatingAdd(max(maxLength, length))
     }
 
     /// As a daemon that takes over after a crash finds it in the registry.
-    public init(start: UInt64, deadline: UInt64, cap: UInt64) {
+    package init(start: UInt64, deadline: UInt64, cap: UInt64) {
         self.start = start
         self.deadline = deadline
         self.cap = max(cap, deadline)
@@ -26,7 +26,7 @@ public struct Grace: Sendable, Equatable, Codable {
     /// EXTEND_TIMEOUT_USEC: the grace runs at least `extra` from now, within the cap (an
     /// extension never shortens it). Returns whether the cap cut the request.
     @discardableResult
-    public mutating func extend(by extra: UInt64, now: UInt64) -> Bool {
+    package mutating func extend(by extra: UInt64, now: UInt64) -> Bool {
         let wanted = max(deadline, now.saturatingAdd(extra))
         deadline = min(wanted, cap)
         extensions += 1
@@ -36,11 +36,11 @@ public struct Grace: Sendable, Equatable, Codable {
     /// Cuts the grace to end by `latest` at most, for good: the cap comes down to the new
     /// deadline, so no EXTEND_TIMEOUT_USEC takes it back (the policy does this to a victim,
     /// whose extensions would hold off every eviction behind its own).
-    public mutating func cut(to latest: UInt64) {
+    package mutating func cut(to latest: UInt64) {
         deadline = min(deadline, latest)
         cap = deadline
     }
 
     /// How long the grace lasts in all, as granted so far.
-    public var length: UInt64 { deadline.saturatingSub(start) }
+    package var length: UInt64 { deadline.saturatingSub(start) }
 }

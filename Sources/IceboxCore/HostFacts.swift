@@ -3,34 +3,34 @@ import IceboxSystem
 
 /// What this host offers icebox, discovered at run time (never assumed): the cgroup
 /// hierarchies, where icebox's cgroup root is, and which freezer backends work.
-public struct HostFacts: Sendable {
-    public var mounts: CgroupMounts
+package struct HostFacts: Sendable {
+    package var mounts: CgroupMounts
     /// The v2 directory under which icebox makes one cgroup per app.
-    public var cgroupRoot: String?
+    package var cgroupRoot: String?
     /// Why the v2 root cannot be used, if it cannot.
-    public var cgroupRootProblem: String?
-    public var cgroupRootPermissionDenied = false
+    package var cgroupRootProblem: String?
+    package var cgroupRootPermissionDenied = false
     /// The root is delegated, but this process's cgroup is outside it (see `containmentProblem`).
-    public var cgroupRootOutsideSubtree = false
+    package var cgroupRootOutsideSubtree = false
     /// The v1 freezer directory for icebox's apps (same relative path as the v2 root).
-    public var freezerV1Root: String?
-    public var freezerV1Problem: String?
+    package var freezerV1Root: String?
+    package var freezerV1Problem: String?
     /// Where per-app v1 memory cgroups go on hybrid hosts (no v2 memory controller): under
     /// the daemon's own v1 memory cgroup, so limits set above it still hold.
-    public var memoryV1Root: String?
+    package var memoryV1Root: String?
 
     /// Whether the v2 root and the v1 freezer directory existed (a discovery that may not
     /// create them judges a missing one by the directory it would be created in).
-    public var cgroupRootExists = true
-    public var freezerV1RootExists = true
+    package var cgroupRootExists = true
+    package var freezerV1RootExists = true
     /// The root was asked for (--cgroup-root, ICEBOX_CGROUP_ROOT): one that cannot be used is
     /// an error for `auto`, never a silent fall back to `signal`.
-    public var explicitCgroupRoot: String?
+    package var explicitCgroupRoot: String?
 
     /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`. The daemon creates
     /// the roots (`createRoots`); `icebox doctor` must change nothing, and judges a root that
     /// does not exist yet by the nearest directory above it.
-    public static func discover(
+    package static func discover(
         cgroupRootOverride: String?, explicit: Bool = true, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
     ) -> HostFacts {
         var mounts = CgroupMounts.read(path: mountinfo)
@@ -156,7 +156,7 @@ public struct HostFacts: Sendable {
 
     /// The backend `auto` picks here and, for a fallback, why the better ones are out:
     /// "signal (cgroup2: …; cgroup1: …)". Doctor shows it; the daemon logs it when it starts.
-    public var autoBackendChoice: String {
+    package var autoBackendChoice: String {
         let v2 = "cgroup2: " + (cgroupRootProblem ?? "unknown")
         if cgroup2Usable { return BackendKind.cgroup2.rawValue }
         if cgroup1Usable { return "\(BackendKind.cgroup1.rawValue) (\(v2))" }
@@ -166,13 +166,13 @@ public struct HostFacts: Sendable {
         return "\(BackendKind.signal.rawValue) (\(v2); cgroup1: \(freezerV1Problem ?? "unknown"))"
     }
 
-    public var cgroup2Usable: Bool { cgroupRoot != nil && cgroupRootProblem == nil }
-    public var cgroup1Usable: Bool { freezerV1Root != nil && freezerV1Problem == nil }
+    package var cgroup2Usable: Bool { cgroupRoot != nil && cgroupRootProblem == nil }
+    package var cgroup1Usable: Bool { freezerV1Root != nil && freezerV1Problem == nil }
     /// A cgroup root was asked for, and neither cgroup backend can use it.
-    public var explicitRootUnusable: Bool { explicitCgroupRoot != nil && !cgroup2Usable && !cgroup1Usable }
+    package var explicitRootUnusable: Bool { explicitCgroupRoot != nil && !cgroup2Usable && !cgroup1Usable }
 
     /// The backend for a request: `auto` picks cgroup2, else cgroup1, else signal.
-    public func resolve(_ requested: BackendChoice) throws(IceboxError) -> BackendKind {
+    package func resolve(_ requested: BackendChoice) throws(IceboxError) -> BackendKind {
         switch requested {
         case .auto:
             if cgroup2Usable { return .cgroup2 }
@@ -204,13 +204,13 @@ public struct HostFacts: Sendable {
         }
     }
 
-    public var supportsCgroupKill: Bool {
+    package var supportsCgroupKill: Bool {
         guard let root = cgroupRoot, let mount = mounts.unified else { return false }
         return Self.kernelHasFile("cgroup.kill", root: root, exists: cgroupRootExists, mount: mount)
     }
 
     /// The deepest existing directory on the way to `path` (`path` itself if it exists).
-    public static func nearestExisting(_ path: String) -> String {
+    package static func nearestExisting(_ path: String) -> String {
         var dir = path
         while !FileIO.isDirectory(dir), let slash = dir.lastIndex(of: "/") {
             dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
@@ -234,5 +234,5 @@ public struct HostFacts: Sendable {
         return parts.count == 2 && (parts[0], parts[1]) >= needed
     }
 
-    public static var pidfdWorks: Bool { ProcessHandle.pidfdWorks }
+    package static var pidfdWorks: Bool { ProcessHandle.pidfdWorks }
 }

@@ -48,7 +48,7 @@ public struct IceboxClient: Sendable {
     /// below are built on it; it reaches every request, including the policy ones.
     /// Corresponds to one exchange on the control socket, as any `icebox` command makes.
     @discardableResult
-    public func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput {
+    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput {
         try exchange(request).output
     }
 

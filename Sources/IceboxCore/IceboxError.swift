@@ -3,36 +3,50 @@ import IceboxSystem
 
 /// The documented exit codes (sysexits.h where one fits, the shell's for exec failures).
 public enum ExitCode: Int32, Sendable, Codable {
+    /// It worked.
     case success = 0
+    /// It failed; the message says why.
     case failure = 1
+    /// A bad command line or request (EX_USAGE).
     case usage = 64
+    /// No daemon could be reached or started (EX_UNAVAILABLE).
     case unavailable = 69
-    case ioError = 74  // a state file (the registry) could not be written
-    case tryAgain = 75  // EX_TEMPFAIL: refused for now (the app is still launching); try again later
+    /// A state file (the registry) could not be written (EX_IOERR).
+    case ioError = 74
+    /// Refused for now (the app is still launching, or busy): try again later (EX_TEMPFAIL).
+    case tryAgain = 75
+    /// Permission denied (EX_NOPERM).
     case permission = 77
+    /// The command was found but could not be executed (the shell's 126).
     case notExecutable = 126
+    /// The command was not found (the shell's 127).
     case notFound = 127
 }
 
 /// Every error icebox reports: one line that says what was wrong, plus what to do.
 public struct IceboxError: Error, CustomStringConvertible, Sendable {
+    /// The exit code the `icebox` command exits with for this error.
     public var code: ExitCode
+    /// What was wrong, in one line.
     public var message: String
+    /// What to do about it, when there is something to say.
     public var hint: String?
 
+    /// An error with its exit code, message and hint.
     public init(_ code: ExitCode, _ message: String, hint: String? = nil) {
         self.code = code
         self.message = message
         self.hint = hint
     }
 
+    /// The message, followed by the hint in parentheses.
     public var description: String {
         guard let hint else { return message }
         return "\(message) (\(hint))"
     }
 
     /// A system error while doing something to an app; permission problems map to 77.
-    public init(_ context: String, _ error: SystemError) {
+    package init(_ context: String, _ error: SystemError) {
         if error.operation == "process_madvise" && error.errno == EPERM {
             // Not a file permission: the kernel's check for advising another process.
             self.init(
@@ -52,7 +66,7 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
 extension IceboxError {
     /// "run as root or `otherwise`", except to root inside a user namespace, who is root
     /// already but not the host's: what it lacks is a subtree the host delegates.
-    public static func rootHint(
+    package static func rootHint(
         _ otherwise: String, namespace: UserNamespace = .current(), euid: UInt32 = UInt32(geteuid())
     ) -> String {
         guard euid == 0, let root = namespace.rootDescription else { return "run as root or " + otherwise }

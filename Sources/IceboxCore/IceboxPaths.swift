@@ -4,9 +4,12 @@ import IceboxSystem
 /// Where a daemon keeps its socket and its state. Several daemons run side by side when each
 /// gets its own runtime directory, state directory and cgroup root.
 public struct IceboxPaths: Sendable, Codable, Equatable {
+    /// The runtime directory: control socket, lock, notify sockets (`ICEBOX_RUNTIME_DIR`).
     public var runtimeDir: String
+    /// The state directory: event log, registry, app logs, policy (`ICEBOX_STATE_DIR`).
     public var stateDir: String
 
+    /// The paths of a daemon that uses these two directories.
     public init(runtimeDir: String, stateDir: String) {
         self.runtimeDir = runtimeDir
         self.stateDir = stateDir
@@ -33,30 +36,34 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         return IceboxPaths(runtimeDir: runtime, stateDir: state)
     }
 
+    /// The daemon's control socket (the JSON-lines protocol of docs/protocol.md).
     public var controlSocket: String { runtimeDir + "/icebox.sock" }
-    public var lockFile: String { runtimeDir + "/daemon.lock" }
-    public var notifyDir: String { runtimeDir + "/notify" }
-    public func notifySocket(_ app: String) -> String { notifyDir + "/" + app }
+    package var lockFile: String { runtimeDir + "/daemon.lock" }
+    package var notifyDir: String { runtimeDir + "/notify" }
+    package func notifySocket(_ app: String) -> String { notifyDir + "/" + app }
     /// The notify socket apps share once the daemon is short of descriptors (NotifyChannel).
-    public var sharedNotifySocket: String { runtimeDir + "/notify.sock" }
+    package var sharedNotifySocket: String { runtimeDir + "/notify.sock" }
+    /// The event log: one JSON line per ``Event``, rotated to `events.jsonl.1`, ...
     public var eventLog: String { stateDir + "/events.jsonl" }
     /// One JSON file per app: a state change rewrites only that app's file.
-    public var registryDir: String { stateDir + "/registry" }
-    public func registryRecord(_ app: String) -> String { registryDir + "/" + app + ".json" }
+    package var registryDir: String { stateDir + "/registry" }
+    package func registryRecord(_ app: String) -> String { registryDir + "/" + app + ".json" }
+    /// The daemon's own log (its stderr when it was started on demand).
     public var daemonLog: String { stateDir + "/daemon.log" }
     /// The eviction policy, kept so a daemon started on demand applies the last one.
-    public var policyFile: String { stateDir + "/policy.json" }
-    public var appLogDir: String { stateDir + "/logs" }
+    package var policyFile: String { stateDir + "/policy.json" }
+    package var appLogDir: String { stateDir + "/logs" }
+    /// An app's output (stdout and stderr) when it was launched detached.
     public func appLog(_ app: String) -> String { appLogDir + "/" + app + ".log" }
     /// The app's persistent state directory (ICEBOX_STATE_DIR in its environment).
-    public func appStateDir(_ app: String) -> String { stateDir + "/apps/" + app }
+    package func appStateDir(_ app: String) -> String { stateDir + "/apps/" + app }
 
     /// The runtime directory's parent when neither ICEBOX_RUNTIME_DIR nor XDG_RUNTIME_DIR is
     /// set (a user other than root): icebox makes it, so it is checked as the rest.
-    public static var fallbackRuntimeParent: String { fallbackRuntimeParent(uid: geteuid()) }
+    package static var fallbackRuntimeParent: String { fallbackRuntimeParent(uid: geteuid()) }
 
     /// `fallbackRuntimeParent` as it is for the user `uid`.
-    public static func fallbackRuntimeParent(uid: uid_t) -> String { "/tmp/icebox-\(uid)" }
+    package static func fallbackRuntimeParent(uid: uid_t) -> String { "/tmp/icebox-\(uid)" }
 
     /// The directories icebox makes and uses, each with what it is called in an error and
     /// the variable that moves it.
@@ -89,7 +96,7 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// takes away any group and other bits left: the directories end up 0700). Someone else
     /// who made it first could otherwise run a fake daemon there, or point a file the daemon
     /// writes at one of ours.
-    public static func trustProblem(_ status: FileIO.Status, expected: FileIO.Status.Kind, user: uid_t) -> String? {
+    package static func trustProblem(_ status: FileIO.Status, expected: FileIO.Status.Kind, user: uid_t) -> String? {
         if status.kind == .symlink { return "it is a symbolic link" }
         if status.kind != expected {
             let names: [FileIO.Status.Kind: String] = [
@@ -115,7 +122,7 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
 
     /// Checks every directory and file icebox makes that exists now (see `trustProblem`);
     /// throws a permission error (exit 77) that names the path, what is wrong and what to do.
-    public func verify() throws(IceboxError) {
+    package func verify() throws(IceboxError) {
         let user = geteuid()
         for dir in directories {
             try Self.check(dir.path, .directory, role: dir.role, variable: dir.variable, user: user)
@@ -143,7 +150,7 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// Creates the directories (mode 0700; the socket inside the runtime directory is 0600),
     /// then checks them and the files in them (`verify`): an existing directory someone else
     /// made, or made a link, is refused, never used.
-    public func prepare() throws(IceboxError) {
+    package func prepare() throws(IceboxError) {
         for dir in directories.map(\.path) {
             do { try FileIO.makeDirectories(dir, mode: 0o700) } catch {
                 // A symbolic link or someone else's directory in the way: say that, not "cannot create".
@@ -164,7 +171,7 @@ extension IceboxPaths {
     /// never through a symbolic link (O_NOFOLLOW), and checks what was opened: a regular file
     /// of ours in a directory of ours (mode 0700). `verify` checked the paths; this is the
     /// check that holds even if a path changed since.
-    public func openLockFile() throws(IceboxError) -> Int32 {
+    package func openLockFile() throws(IceboxError) -> Int32 {
         let user = geteuid()
         let dirFD: Int32
         do { dirFD = try FileIO.openDirectory(runtimeDir) } catch {

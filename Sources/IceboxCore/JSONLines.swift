@@ -5,16 +5,16 @@ import Synchronization
 /// compact, one object a line, keys sorted so files diff cleanly, and one key style
 /// everywhere: snake_case, with durations in nanoseconds ending in `_ns`
 /// (`graceNanos` → `grace_ns`, `memoryBytes` → `memory_bytes`).
-public enum JSONLines {
+package enum JSONLines {
     /// The value as one line of JSON, by JSONEncoder. A type with a hand-written form takes
     /// the overload below instead: chosen by the compiler, not by a cast at run time, since
     /// a one-shot client's first conformance lookup scans every conformance in the binary.
-    public static func encode<T: Encodable>(_ value: T) -> String {
+    package static func encode<T: Encodable>(_ value: T) -> String {
         encodeWithFoundation(value)
     }
 
     /// The hand-written form (`JSONWritable`): JSONEncoder's bytes, several times faster.
-    public static func encode<T: JSONWritable>(_ value: T) -> String {
+    package static func encode<T: JSONWritable>(_ value: T) -> String {
         var writer = JSONWriter()
         value.writeJSON(to: &writer)
         return String(decoding: writer.bytes, as: UTF8.self)
@@ -30,21 +30,21 @@ public enum JSONLines {
         return String(decoding: data, as: UTF8.self)
     }
 
-    public static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
+    package static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
         try? decodeOrError(type, line)
     }
 
     /// The value a line holds: read by hand if the line is in the plain form JSONWriter
     /// writes (JSONReader), else by JSONDecoder, which decides.
-    public static func decode<T: JSONReadable>(_ type: T.Type, _ line: String) -> T? {
+    package static func decode<T: JSONReadable>(_ type: T.Type, _ line: String) -> T? {
         try? decodeOrError(type, line)
     }
 
-    public static func decodeOrError<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
+    package static func decodeOrError<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
         try decodeWithFoundation(type, line)
     }
 
-    public static func decodeOrError<T: JSONReadable>(_ type: T.Type, _ line: String) throws -> T {
+    package static func decodeOrError<T: JSONReadable>(_ type: T.Type, _ line: String) throws -> T {
         if let value = JSONReader.read(line, { T(json: &$0) }) { return value }
         return try decodeWithFoundation(type, line)
     }
@@ -59,13 +59,13 @@ public enum JSONLines {
 }
 
 /// The mapping between Swift property names and the JSON keys. Pure, so it is unit-tested.
-public enum JSONKeyStyle {
-    public enum Direction: Sendable { case snake, camel }
+package enum JSONKeyStyle {
+    package enum Direction: Sendable { case snake, camel }
 
     /// `snake` or `camel`, remembered per key name: the conversion walks Characters, and
     /// `ps` with 1000 apps converts the same thirty names 1000 times each. Keys being
     /// decoded come from outside, so the memory stops taking new names at a bound.
-    public static func converted(_ key: String, by direction: Direction) -> String {
+    package static func converted(_ key: String, by direction: Direction) -> String {
         if let known = memory.withLock({ $0[direction]?[key] }) { return known }
         let value = direction == .snake ? snake(key) : camel(key)
         memory.withLock { tables in
@@ -77,7 +77,7 @@ public enum JSONKeyStyle {
     private static let memory = Mutex<[Direction: [String: String]]>([:])
 
     /// `durationNanos` → `duration_ns`, `freezerV1` → `freezer_v1`, `pid` → `pid`.
-    public static func snake(_ name: String) -> String {
+    package static func snake(_ name: String) -> String {
         var base = Substring(name)
         var suffix = ""
         if base.hasSuffix("Nanos"), base.count > 5 {
@@ -98,7 +98,7 @@ public enum JSONKeyStyle {
 
     /// The inverse: `duration_ns` → `durationNanos`. A key without `_` is taken as it is, so
     /// records written in the older camelCase style still read.
-    public static func camel(_ key: String) -> String {
+    package static func camel(_ key: String) -> String {
         // `_0` is Swift's own key for an unlabeled associated value: not ours to change.
         guard key.contains("_"), key.first?.isLetter == true else { return key }
         var parts = key.split(separator: "_", omittingEmptySubsequences: true).map(String.init)

@@ -1,7 +1,7 @@
 /// A type JSONReader can read from the plain form JSONWriter writes; nil for anything else,
 /// which JSONDecoder then reads (see JSONReader). `JSONLines.decode` and
 /// `decodeOrError` try it first where the type is known to conform (an overload).
-public protocol JSONReadable: Decodable {
+package protocol JSONReadable: Decodable {
     init?(json r: inout JSONReader)
 }
 
@@ -27,7 +27,7 @@ extension JSONReader {
 }
 
 extension AppRecord: JSONReadable {
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         var name: String?, options: LaunchOptions?, pid: Int32?, startTicks: UInt64?, state: AppState?
         var sinceMonotonic: UInt64?, sinceWall: String?, launchedWall: String?, backend: BackendKind?, cgroup: String?
         var freezerV1: String?, spawnMethod: String?, coldStart: UInt64?, lastFreeze: UInt64?, lastThaw: UInt64?
@@ -96,7 +96,7 @@ extension AppRecord: JSONReadable {
 }
 
 extension LaunchOptions: JSONReadable {
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         var attached: Bool?, backend: BackendChoice?, backgroundSignal: NoticeSignal?, command: [String]?
         var compactAfter: UInt64?, environment: [String]?, extraEnvironment: [String]?, foregroundSignal: Int32?
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
@@ -154,21 +154,21 @@ extension LaunchOptions: JSONReadable {
 }
 
 extension ReadyMode: JSONReadable {
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         guard let mode = r.string().flatMap(ReadyMode.parse) else { return nil }
         self = mode
     }
 }
 
 extension NoticeSignal: JSONReadable {
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         guard let signal = r.string().flatMap(NoticeSignal.init(stored:)) else { return nil }
         self = signal
     }
 }
 
 extension RunAs: JSONReadable {
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         var gid: UInt32?, group: String?, groups: [UInt32]?, uid: UInt32?, user: String?
         let read = r.object { r, key in
             switch key {
@@ -186,7 +186,7 @@ extension RunAs: JSONReadable {
 }
 
 extension AppSummary: JSONReadable {
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
         var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
         var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
@@ -226,7 +226,7 @@ extension AppSummary: JSONReadable {
 extension ControlReply: JSONReadable {
     /// The replies of `ps`, and the lines and ends of every command; one that carries an
     /// event or a policy (an attached run, a policy command: one at a time) is JSONDecoder's.
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?
         let read = r.object { r, key in
             switch key {
@@ -248,7 +248,7 @@ extension ControlReply: JSONReadable {
 extension ControlRequest: JSONReadable {
     /// The requests typed in a shell one after another (ps, suspend, resume, switch, ping);
     /// the others, and any request in another form, are JSONDecoder's.
-    public init?(json r: inout JSONReader) {
+    package init?(json r: inout JSONReader) {
         var request: ControlRequest?
         let read = r.object { r, key in
             guard request == nil else { return false }  // one case a request

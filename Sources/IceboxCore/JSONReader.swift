@@ -8,7 +8,7 @@ import Glibc
 /// makes the reading return nil, and `JSONLines.decode` hands the line to JSONDecoder,
 /// which decides: the fast path never accepts what JSONDecoder would refuse or read
 /// differently (`JSONReaderTests` holds the two to the same results over mangled lines).
-public struct JSONReader {
+package struct JSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var i = 0
 

@@ -7,7 +7,7 @@
 /// forgotten one.
 
 extension AppRecord: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) { w.object { w in writeMembers(to: &w, .all) } }
+    package func writeJSON(to w: inout JSONWriter) { w.object { w in writeMembers(to: &w, .all) } }
 
     /// Which of a record's members to write: all of them, the ones its lifecycle changes, or
     /// the two it keeps from launch to end (the launch options, most of a record's bytes with
@@ -68,7 +68,7 @@ extension AppRecord: JSONWritable {
 }
 
 extension LaunchOptions: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             w.field("attached", attached)
             w.field("backend", backend)
@@ -96,11 +96,11 @@ extension LaunchOptions: JSONWritable {
 }
 
 extension ReadyMode: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) { w.string(description) }
+    package func writeJSON(to w: inout JSONWriter) { w.string(description) }
 }
 
 extension NoticeSignal: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         switch self {
         case .auto: w.string("auto")
         case .none: w.string("none")
@@ -110,7 +110,7 @@ extension NoticeSignal: JSONWritable {
 }
 
 extension RunAs: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             w.field("gid", gid)
             w.field("group", group)
@@ -122,7 +122,7 @@ extension RunAs: JSONWritable {
 }
 
 extension AppSummary: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             if let adopted { w.field("adopted", adopted) }
             w.field("backend", backend)
@@ -146,7 +146,7 @@ extension AppSummary: JSONWritable {
 }
 
 extension Event: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             w.field("app", app)
             w.field("backend", backend)
@@ -173,7 +173,7 @@ extension Event: JSONWritable {
 }
 
 extension ControlReply: JSONWritable {
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             w.field("apps", apps)
             w.field("code", code)
@@ -190,7 +190,7 @@ extension ControlReply: JSONWritable {
 extension ControlRequest: JSONWritable {
     /// As Swift's synthesized coding of an enum writes it: `{"case":{"label":value,…}}`,
     /// `{}` for a case without a value.
-    public func writeJSON(to w: inout JSONWriter) {
+    package func writeJSON(to w: inout JSONWriter) {
         w.object { w in
             switch self {
             case .ping: w.emptyObject("ping")

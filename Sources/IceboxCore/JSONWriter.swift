@@ -4,17 +4,17 @@
 /// keyed containers, coding paths and the key conversion, not on the bytes; here the keys
 /// are the converted ones written out, in sorted order, by each type's `writeJSON`
 /// (`JSONWritable.swift`). `JSONWriterTests` holds the two encoders to the same bytes.
-public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
     /// Whether the container just opened has no member yet (no comma before the next one).
     private var first = true
 
-    public init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
+    package init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
 
     // MARK: Containers
 
     /// `{`, the members `body` writes with the `field` methods (in sorted key order), `}`.
-    public mutating func object(_ body: (inout JSONWriter) -> Void) {
+    package mutating func object(_ body: (inout JSONWriter) -> Void) {
         bytes.append(UInt8(ascii: "{"))
         first = true
         body(&self)
@@ -23,7 +23,7 @@ public struct JSONWriter {
     }
 
     /// `[`, each element written by `element`, `]`.
-    public mutating func array<S: Sequence>(_ elements: S, _ element: (inout JSONWriter, S.Element) -> Void) {
+    package mutating func array<S: Sequence>(_ elements: S, _ element: (inout JSONWriter, S.Element) -> Void) {
         bytes.append(UInt8(ascii: "["))
         first = true
         for e in elements {
@@ -37,7 +37,7 @@ public struct JSONWriter {
 
     /// `"key":`, after a comma unless it is the object's first member. `key` is the JSON
     /// key as written (snake_case), not the Swift name.
-    public mutating func key(_ key: StaticString) {
+    package mutating func key(_ key: StaticString) {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
         bytes.append(UInt8(ascii: "\""))
@@ -52,44 +52,44 @@ public struct JSONWriter {
     // MARK: Members (an optional that is nil is left out, as encodeIfPresent does)
 
     /// `"key":{…}`, the object's members written by `body`.
-    public mutating func member(_ name: StaticString, _ body: (inout JSONWriter) -> Void) {
+    package mutating func member(_ name: StaticString, _ body: (inout JSONWriter) -> Void) {
         key(name)
         object(body)
     }
 
     /// `"key":{}`.
-    public mutating func emptyObject(_ name: StaticString) { member(name) { _ in } }
+    package mutating func emptyObject(_ name: StaticString) { member(name) { _ in } }
 
-    public mutating func field(_ name: StaticString, _ value: String?) { present(name, value) { $0.string($1) } }
+    package mutating func field(_ name: StaticString, _ value: String?) { present(name, value) { $0.string($1) } }
 
-    public mutating func field<N: FixedWidthInteger>(_ name: StaticString, _ value: N?) {
+    package mutating func field<N: FixedWidthInteger>(_ name: StaticString, _ value: N?) {
         present(name, value) { $0.integer($1) }
     }
 
-    public mutating func field(_ name: StaticString, _ value: Bool) {
+    package mutating func field(_ name: StaticString, _ value: Bool) {
         key(name)
         let text: StaticString = value ? "true" : "false"
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    public mutating func field<E: RawRepresentable>(_ name: StaticString, _ value: E?) where E.RawValue == String {
+    package mutating func field<E: RawRepresentable>(_ name: StaticString, _ value: E?) where E.RawValue == String {
         present(name, value) { $0.string($1.rawValue) }
     }
 
-    public mutating func field(_ name: StaticString, _ value: [String]?) {
+    package mutating func field(_ name: StaticString, _ value: [String]?) {
         present(name, value) { w, strings in w.array(strings) { $0.string($1) } }
     }
 
-    public mutating func field<N: FixedWidthInteger>(_ name: StaticString, _ value: [N]?) {
+    package mutating func field<N: FixedWidthInteger>(_ name: StaticString, _ value: [N]?) {
         present(name, value) { w, numbers in w.array(numbers) { $0.integer($1) } }
     }
 
     /// A nested object or array with a hand-written form (`[AppRecord]` is one too).
-    public mutating func field<W: JSONWritable>(_ name: StaticString, _ value: W?) { present(name, value) { $0.write($1) } }
+    package mutating func field<W: JSONWritable>(_ name: StaticString, _ value: W?) { present(name, value) { $0.write($1) } }
 
     /// A value of a type with no hand-written form, through JSONEncoder (the same bytes as
     /// JSONEncoder writes for it nested: its own keys sorted, the same key strategy).
-    public mutating func field<T: Encodable>(codable name: StaticString, _ value: T?) {
+    package mutating func field<T: Encodable>(codable name: StaticString, _ value: T?) {
         present(name, value) { $0.bytes.append(contentsOf: JSONLines.encodeWithFoundation($1).utf8) }
     }
 
@@ -102,11 +102,11 @@ public struct JSONWriter {
 
     // MARK: Values
 
-    public mutating func write<W: JSONWritable>(_ value: W) { value.writeJSON(to: &self) }
+    package mutating func write<W: JSONWritable>(_ value: W) { value.writeJSON(to: &self) }
 
     /// A string as JSONEncoder writes one: `"` and `\` escaped, the C0 controls as `\b \t \n
     /// \f \r` or `\u00XX` (lowercase hex), everything else (`/`, DEL, non-ASCII) as it is.
-    public mutating func string(_ value: String) {
+    package mutating func string(_ value: String) {
         bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { utf8 in
@@ -141,7 +141,7 @@ public struct JSONWriter {
     }
 
     /// An integer in decimal, `-` for a negative one, without a String in between.
-    public mutating func integer<N: FixedWidthInteger>(_ value: N) {
+    package mutating func integer<N: FixedWidthInteger>(_ value: N) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         // The magnitude as UInt64 (Int64.min's too); no integer type here is wider.
         var rest = UInt64(value.magnitude)
@@ -162,10 +162,10 @@ public struct JSONWriter {
 /// Codable form under JSONLines' settings. `JSONLines.encode` has an overload for these,
 /// chosen where the value's static type conforms (a value passed on as a plain Encodable
 /// goes through JSONEncoder: the same bytes, slower).
-public protocol JSONWritable: Encodable {
+package protocol JSONWritable: Encodable {
     func writeJSON(to writer: inout JSONWriter)
 }
 
 extension Array: JSONWritable where Element: JSONWritable {
-    public func writeJSON(to writer: inout JSONWriter) { writer.array(self) { $0.write($1) } }
+    package func writeJSON(to writer: inout JSONWriter) { writer.array(self) { $0.write($1) } }
 }

@@ -3,14 +3,24 @@ import IceboxSystem
 /// `--backend`: which freezer an app gets. `auto` is resolved at launch against the host
 /// (HostFacts.resolve): cgroup2, else cgroup1, else signal.
 public enum BackendChoice: String, Codable, Sendable, CaseIterable {
-    case auto, cgroup2, cgroup1, signal
+    /// Chosen at launch: cgroup2 where usable, else cgroup1, else signal.
+    case auto
+    /// cgroup v2's `cgroup.freeze`.
+    case cgroup2
+    /// The cgroup v1 freezer.
+    case cgroup1
+    /// SIGSTOP and SIGCONT.
+    case signal
 }
 
 /// `--watchdog-action`: what happens to an active app that stops sending WATCHDOG=1.
 public enum WatchdogAction: String, Codable, Sendable, CaseIterable {
-    case log  // record it (once, until the app pings again)
-    case kill  // SIGKILL every process of the app; it ends as terminated
-    case restart  // kill it, then launch it again with the same command line and options
+    /// Record it (once, until the app pings again).
+    case log
+    /// SIGKILL every process of the app; it ends as terminated.
+    case kill
+    /// Kill it, then launch it again with the same command line and options.
+    case restart
 }
 
 /// `--background-signal`: the notice an app gets when it goes to the background
@@ -18,13 +28,16 @@ public enum WatchdogAction: String, Codable, Sendable, CaseIterable {
 /// (sigcatch in /proc/PID/stat), so a program that does not listen is never killed by the
 /// notice.
 public enum NoticeSignal: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// SIGUSR1 if the app's main process handles it, else none.
     case auto
+    /// No notice: the grace runs without one.
     case none
+    /// This signal (a number: `SIGUSR2`, `SIGRTMIN + 1`, ...).
     case signal(Int32)
 
     /// "auto", "none", or a signal name or number ("USR1", "SIGTERM", "10", "RTMIN+2"); nil
     /// for anything else. SIGKILL and SIGSTOP are refused by the caller (an app cannot handle them).
-    public static func parse(_ text: String) -> NoticeSignal? {
+    package static func parse(_ text: String) -> NoticeSignal? {
         if text == "auto" { return .auto }
         if text == "none" { return NoticeSignal.none }
         return Signals.number(of: text).map { .signal($0) }

@@ -2,7 +2,7 @@ import IceboxSystem
 
 /// What happens to an app: a request, a message from the app, the kernel's answer, or time.
 /// `AppLifecycle.handle(_:now:)` takes one and returns the effects.
-public enum LifecycleInput: Sendable, Equatable {
+package enum LifecycleInput: Sendable, Equatable {
     /// The app counts as ready: exec succeeded, the probe answered, or (notify) READY=1 came
     /// through `.notify`.
     case ready
@@ -47,10 +47,10 @@ public enum LifecycleInput: Sendable, Equatable {
     case resumeEnding(frozen: Bool)
 
     /// The background notice to send, and why that one.
-    public struct Notice: Sendable, Equatable {
-        public var signal: Int32
-        public var why: String
-        public init(signal: Int32, why: String) {
+    package struct Notice: Sendable, Equatable {
+        package var signal: Int32
+        package var why: String
+        package init(signal: Int32, why: String) {
             self.signal = signal
             self.why = why
         }
@@ -58,11 +58,11 @@ public enum LifecycleInput: Sendable, Equatable {
 }
 
 /// A confirmed freeze or thaw, as the lifecycle records it.
-public struct FreezeOutcome: Sendable, Equatable {
-    public var backend: BackendKind
-    public var durationNanos: UInt64
-    public var tasks: Int
-    public init(backend: BackendKind, durationNanos: UInt64, tasks: Int) {
+package struct FreezeOutcome: Sendable, Equatable {
+    package var backend: BackendKind
+    package var durationNanos: UInt64
+    package var tasks: Int
+    package init(backend: BackendKind, durationNanos: UInt64, tasks: Int) {
         self.backend = backend
         self.durationNanos = durationNanos
         self.tasks = tasks
@@ -71,7 +71,7 @@ public struct FreezeOutcome: Sendable, Equatable {
 
 /// What the supervisor must do for a transition. The lifecycle decides; the supervisor's
 /// loop carries the effects out, in order, and feeds the outcomes back as inputs.
-public enum LifecycleEffect: Sendable, Equatable {
+package enum LifecycleEffect: Sendable, Equatable {
     /// A signal to the app's main process (the notice, the foreground signal).
     case signal(Int32)
     /// A signal to every process of the app (SIGTERM on terminate).
@@ -117,7 +117,7 @@ public enum LifecycleEffect: Sendable, Equatable {
 
 extension LifecycleEffect {
     /// An event for the log (`handle` puts these before the effects that act).
-    public var isLog: Bool {
+    package var isLog: Bool {
         if case .log = self { return true }
         return false
     }

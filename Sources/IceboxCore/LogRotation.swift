@@ -2,26 +2,26 @@
 /// (`events.jsonl`) and every app's output log (`logs/NAME.log`) follow the same setting.
 /// `icebox daemon --log-max-size SIZE --log-keep N`, or ICEBOX_LOG_MAX_SIZE and
 /// ICEBOX_LOG_KEEP for a daemon started on demand.
-public struct LogRotation: Sendable, Equatable {
+package struct LogRotation: Sendable, Equatable {
     /// A log is rotated once it has reached this size; 0: never (the log grows without bound).
-    public var maxBytes: UInt64
+    package var maxBytes: UInt64
     /// How many older generations (PATH.1 … PATH.keep) are kept beside the current file.
-    public var keep: Int
+    package var keep: Int
 
-    public static let defaultMaxBytes: UInt64 = 8 << 20
-    public static let defaultKeep = 4
+    package static let defaultMaxBytes: UInt64 = 8 << 20
+    package static let defaultKeep = 4
     /// Below a kilobyte a log would rotate at every second line; above 100 generations a
     /// reader opens too many files.
-    public static let minBytes: UInt64 = 1024
-    public static let keepRange = 1...100
+    package static let minBytes: UInt64 = 1024
+    package static let keepRange = 1...100
 
-    public init(maxBytes: UInt64 = defaultMaxBytes, keep: Int = defaultKeep) {
+    package init(maxBytes: UInt64 = defaultMaxBytes, keep: Int = defaultKeep) {
         self.maxBytes = maxBytes
         self.keep = keep
     }
 
     /// "8M", "512K", "1G", "65536", or 0/"none"/"off" (never rotate).
-    public static func parseMaxBytes(_ text: String, from source: String) throws(IceboxError) -> UInt64 {
+    package static func parseMaxBytes(_ text: String, from source: String) throws(IceboxError) -> UInt64 {
         if text == "none" || text == "off" { return 0 }
         guard let bytes = SizeText.parse(text), bytes == 0 || bytes >= minBytes else {
             throw IceboxError(
@@ -31,7 +31,7 @@ public struct LogRotation: Sendable, Equatable {
         return bytes
     }
 
-    public static func parseKeep(_ text: String, from source: String) throws(IceboxError) -> Int {
+    package static func parseKeep(_ text: String, from source: String) throws(IceboxError) -> Int {
         guard let n = Int(text), keepRange.contains(n) else {
             throw IceboxError(
                 .usage, "invalid \(source) '\(text)'",

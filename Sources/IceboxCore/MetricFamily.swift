@@ -1,21 +1,21 @@
 /// One metric family as the Prometheus data model has it: a name, a type, a help text, an
 /// optional unit and its samples. Built by `DaemonMetrics`, written out by
 /// `MetricsExposition` in either text format.
-public struct MetricFamily: Sendable, Equatable {
-    public enum Kind: String, Sendable {
+package struct MetricFamily: Sendable, Equatable {
+    package enum Kind: String, Sendable {
         case gauge, counter, histogram
     }
 
     /// The family's name; a counter's without `_total` (its samples carry the suffix), as
     /// OpenMetrics names it. The Prometheus text format puts `_total` back in HELP and TYPE.
-    public var name: String
-    public var kind: Kind
-    public var help: String
+    package var name: String
+    package var kind: Kind
+    package var help: String
     /// The base unit (OpenMetrics' UNIT line), a suffix of `name`: "seconds" or "bytes".
-    public var unit: String?
-    public var samples: [MetricSample]
+    package var unit: String?
+    package var samples: [MetricSample]
 
-    public init(name: String, kind: Kind, help: String, unit: String? = nil, samples: [MetricSample] = []) {
+    package init(name: String, kind: Kind, help: String, unit: String? = nil, samples: [MetricSample] = []) {
         precondition(unit.map { name.hasSuffix("_" + $0) } ?? true, "a metric's unit must end its name")
         self.name = name
         self.kind = kind
@@ -25,7 +25,7 @@ public struct MetricFamily: Sendable, Equatable {
     }
 
     /// A gauge with one sample per label set.
-    public static func gauge(
+    package static func gauge(
         _ name: String, unit: String? = nil, help: String, _ series: [(labels: [MetricLabel], value: MetricValue)]
     ) -> MetricFamily {
         MetricFamily(
@@ -34,7 +34,7 @@ public struct MetricFamily: Sendable, Equatable {
     }
 
     /// A counter: `name` without `_total`; its samples get the suffix.
-    public static func counter(
+    package static func counter(
         _ name: String, unit: String? = nil, help: String, _ series: [(labels: [MetricLabel], value: MetricValue)]
     ) -> MetricFamily {
         precondition(!name.hasSuffix("_total"), "a counter family is named without _total")
@@ -45,7 +45,7 @@ public struct MetricFamily: Sendable, Equatable {
 
     /// A histogram of durations in seconds: per label set, a cumulative `_bucket` for every
     /// bound and +Inf, then `_sum` and `_count`.
-    public static func histogram(_ name: String, help: String, _ series: [(labels: [MetricLabel], histogram: LatencyHistogram)])
+    package static func histogram(_ name: String, help: String, _ series: [(labels: [MetricLabel], histogram: LatencyHistogram)])
         -> MetricFamily
     {
         var samples: [MetricSample] = []
@@ -65,12 +65,12 @@ public struct MetricFamily: Sendable, Equatable {
 }
 
 /// One sample line: the family's name plus `suffix`, its labels, its value.
-public struct MetricSample: Sendable, Equatable {
-    public var suffix: String
-    public var labels: [MetricLabel]
-    public var value: MetricValue
+package struct MetricSample: Sendable, Equatable {
+    package var suffix: String
+    package var labels: [MetricLabel]
+    package var value: MetricValue
 
-    public init(suffix: String = "", labels: [MetricLabel] = [], value: MetricValue) {
+    package init(suffix: String = "", labels: [MetricLabel] = [], value: MetricValue) {
         self.suffix = suffix
         self.labels = labels
         self.value = value
@@ -79,30 +79,30 @@ public struct MetricSample: Sendable, Equatable {
 
 /// A label: a fixed name (an identifier of ours) and a value from anywhere (an app's name),
 /// escaped when written.
-public struct MetricLabel: Sendable, Equatable {
-    public var name: String
-    public var value: String
+package struct MetricLabel: Sendable, Equatable {
+    package var name: String
+    package var value: String
 
-    public init(_ name: String, _ value: String) {
+    package init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
     }
 
     /// A label whose value is a number (a histogram's `le`), written as a sample value is.
-    public init(_ name: String, _ value: MetricValue) {
+    package init(_ name: String, _ value: MetricValue) {
         self.init(name, value.text)
     }
 }
 
 /// A sample's value. Integers and nanoseconds stay integers until they are written, so a
 /// count or a bucket bound is exact in the text (no 0.30000000000000004).
-public enum MetricValue: Sendable, Equatable {
+package enum MetricValue: Sendable, Equatable {
     case count(UInt64)
     /// A duration or a point in time in nanoseconds, written in seconds.
     case seconds(nanos: UInt64)
 
     /// The value as the text formats write it: "12", "0.00005", "1712345678.25".
-    public var text: String {
+    package var text: String {
         switch self {
         case .count(let n): return String(n)
         case .seconds(let nanos):

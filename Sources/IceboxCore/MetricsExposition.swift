@@ -1,5 +1,5 @@
 /// The two text formats Prometheus scrapes.
-public enum MetricsFormat: String, Codable, Sendable, CaseIterable {
+package enum MetricsFormat: String, Codable, Sendable, CaseIterable {
     /// The Prometheus text format, version 0.0.4: what Prometheus, node_exporter's textfile
     /// collector and every scraper read.
     case prometheus
@@ -8,7 +8,7 @@ public enum MetricsFormat: String, Codable, Sendable, CaseIterable {
     case openMetrics = "openmetrics"
 
     /// The Content-Type an HTTP exporter would serve it with.
-    public var contentType: String {
+    package var contentType: String {
         switch self {
         case .prometheus: return "text/plain; version=0.0.4; charset=utf-8"
         case .openMetrics: return "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -18,8 +18,8 @@ public enum MetricsFormat: String, Codable, Sendable, CaseIterable {
 
 /// Writes metric families as text. Pure: the daemon gathers the figures, this only spells
 /// them, so the spelling (escaping, counter names, the terminator) is unit-tested.
-public enum MetricsExposition {
-    public static func render(_ families: [MetricFamily], format: MetricsFormat) -> String {
+package enum MetricsExposition {
+    package static func render(_ families: [MetricFamily], format: MetricsFormat) -> String {
         var text = ""
         for family in families {
             // In the 0.0.4 format a counter's metadata names its samples (with _total).
@@ -40,13 +40,13 @@ public enum MetricsExposition {
     }
 
     /// A label value as both formats require: backslash, double quote and line feed escaped.
-    public static func escapeLabelValue(_ value: String) -> String {
+    package static func escapeLabelValue(_ value: String) -> String {
         escape(value, quotes: true)
     }
 
     /// A HELP text: backslash and line feed escaped; OpenMetrics escapes double quotes too
     /// (the 0.0.4 format would show such a backslash literally).
-    public static func escapeHelp(_ help: String, format: MetricsFormat) -> String {
+    package static func escapeHelp(_ help: String, format: MetricsFormat) -> String {
         escape(help, quotes: format == .openMetrics)
     }
 

@@ -2,20 +2,20 @@ import IceboxSystem
 
 /// The cgroup hierarchies of this host, read from /proc/self/mountinfo (never hard-coded:
 /// /sys/fs/cgroup on pure v2 hosts, /sys/fs/cgroup/unified on hybrid ones).
-public struct CgroupMounts: Equatable, Sendable {
-    public var unified: String?  // cgroup2 mount point
-    public var freezerV1: String?  // v1 hierarchy with the freezer controller
-    public var memoryV1: String?  // v1 hierarchy with the memory controller
+package struct CgroupMounts: Equatable, Sendable {
+    package var unified: String?  // cgroup2 mount point
+    package var freezerV1: String?  // v1 hierarchy with the freezer controller
+    package var memoryV1: String?  // v1 hierarchy with the memory controller
     /// Mountinfo's field 4 for each of the three: the cgroup each mount shows at its point
     /// (`CgroupMount`). "/" unless the mount shows a subtree (a host cgroup namespace).
-    public var unifiedRoot = "/"
-    public var freezerV1MountRoot = "/"
-    public var memoryV1MountRoot = "/"
+    package var unifiedRoot = "/"
+    package var freezerV1MountRoot = "/"
+    package var memoryV1MountRoot = "/"
     /// Every reachable cgroup2 mount, in mountinfo's order: `unified` is the first, unless a
     /// cgroup root was asked for on another one (`HostFacts.discover` picks that one).
-    public var unifiedMounts: [CgroupMount] = []
+    package var unifiedMounts: [CgroupMount] = []
 
-    public init(unified: String? = nil, freezerV1: String? = nil, memoryV1: String? = nil) {
+    package init(unified: String? = nil, freezerV1: String? = nil, memoryV1: String? = nil) {
         self.unified = unified
         self.freezerV1 = freezerV1
         self.memoryV1 = memoryV1
@@ -23,18 +23,18 @@ public struct CgroupMounts: Equatable, Sendable {
     }
 
     /// The hierarchies as `CgroupMount`s, to map /proc/PID/cgroup paths to directories.
-    public var unifiedMount: CgroupMount? { unified.map { CgroupMount(point: $0, root: unifiedRoot) } }
-    public var freezerV1Mount: CgroupMount? { freezerV1.map { CgroupMount(point: $0, root: freezerV1MountRoot) } }
-    public var memoryV1Mount: CgroupMount? { memoryV1.map { CgroupMount(point: $0, root: memoryV1MountRoot) } }
+    package var unifiedMount: CgroupMount? { unified.map { CgroupMount(point: $0, root: unifiedRoot) } }
+    package var freezerV1Mount: CgroupMount? { freezerV1.map { CgroupMount(point: $0, root: freezerV1MountRoot) } }
+    package var memoryV1Mount: CgroupMount? { memoryV1.map { CgroupMount(point: $0, root: memoryV1MountRoot) } }
 
     /// Makes `mount` (one of `unifiedMounts`) the v2 hierarchy icebox uses.
-    public mutating func useUnified(_ mount: CgroupMount) {
+    package mutating func useUnified(_ mount: CgroupMount) {
         unified = mount.point
         unifiedRoot = mount.root
     }
 
     /// pure: only cgroup2; hybrid: cgroup2 beside v1 controllers; legacy: v1 only.
-    public var mode: String {
+    package var mode: String {
         switch (unified != nil, freezerV1 != nil || memoryV1 != nil) {
         case (true, false): return "pure cgroup v2"
         case (true, true): return "hybrid (cgroup v2 beside v1 controllers)"
@@ -47,7 +47,7 @@ public struct CgroupMounts: Equatable, Sendable {
     /// [optional fields...] - fstype source superoptions. Octal escapes (\040) are decoded.
     /// A mount hidden by another one mounted over it (or over a directory above it) is
     /// still listed, but cannot be reached: it is not counted.
-    public static func parse(_ text: String) -> CgroupMounts {
+    package static func parse(_ text: String) -> CgroupMounts {
         let entries = text.split(separator: "\n").compactMap(Entry.init)
         var result = CgroupMounts()
         for entry in entries where entry.fsType == "cgroup2" || entry.fsType == "cgroup" {
@@ -126,7 +126,7 @@ public struct CgroupMounts: Equatable, Sendable {
         path == inner || path == "/" || inner.hasPrefix(path + "/")
     }
 
-    public static func read(path: String = "/proc/self/mountinfo") -> CgroupMounts {
+    package static func read(path: String = "/proc/self/mountinfo") -> CgroupMounts {
         (try? FileIO.read(path)).map(parse) ?? CgroupMounts()
     }
 

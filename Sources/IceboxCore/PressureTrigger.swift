@@ -3,40 +3,40 @@ import IceboxSystem
 
 /// Which PSI line a trigger watches: `some` (at least one task stalled on memory) or `full`
 /// (every non-idle task stalled at once: the host is thrashing).
-public enum PressureKind: String, Codable, Sendable {
+package enum PressureKind: String, Codable, Sendable {
     case some
     case full
 }
 
 /// A PSI trigger as people write it: `some 150ms/2s` fires when tasks were stalled for 150 ms
 /// in total within any 2 s window.
-public struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
-    public var kind: PressureKind
-    public var stallNanos: UInt64
-    public var windowNanos: UInt64
+package struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
+    package var kind: PressureKind
+    package var stallNanos: UInt64
+    package var windowNanos: UInt64
 
-    public init(kind: PressureKind, stallNanos: UInt64, windowNanos: UInt64) {
+    package init(kind: PressureKind, stallNanos: UInt64, windowNanos: UInt64) {
         self.kind = kind
         self.stallNanos = stallNanos
         self.windowNanos = windowNanos
     }
 
     /// Valid with or without CAP_SYS_RESOURCE (its window is 2 s).
-    public static let defaultText = "some 150ms/2s"
-    public static let `default` = PressureSpec(kind: .some, stallNanos: 150_000_000, windowNanos: 2_000_000_000)
+    package static let defaultText = "some 150ms/2s"
+    package static let `default` = PressureSpec(kind: .some, stallNanos: 150_000_000, windowNanos: 2_000_000_000)
 
     /// The kernel's limits on the window (kernel/sched/psi.c: WINDOW_MIN_US, WINDOW_MAX_US).
-    public static let minimumWindowNanos: UInt64 = 500_000_000
-    public static let maximumWindowNanos: UInt64 = 10_000_000_000
+    package static let minimumWindowNanos: UInt64 = 500_000_000
+    package static let maximumWindowNanos: UInt64 = 10_000_000_000
     /// Without CAP_SYS_RESOURCE the window must be a multiple of 2 s: such triggers ride on the
     /// kernel's 2 s averaging work instead of getting a real-time polling thread of their own.
-    public static let unprivilegedWindowStepNanos: UInt64 = 2_000_000_000
+    package static let unprivilegedWindowStepNanos: UInt64 = 2_000_000_000
 
     /// Parses and validates `<some|full> <stall>/<window>` (durations as DurationText reads
     /// them: 150ms, 2s, 500us). `privileged` is whether the trigger will be created with
     /// CAP_SYS_RESOURCE (the kernel checks the opener's capabilities); windows are checked
     /// here so the error can say why and what would work, where the kernel only says EINVAL.
-    public static func parse(_ text: String, privileged: Bool = Capabilities.hasEffective("cap_sys_resource") ?? false)
+    package static func parse(_ text: String, privileged: Bool = Capabilities.hasEffective("cap_sys_resource") ?? false)
         throws(IceboxError) -> PressureSpec
     {
         func invalid(_ why: String, hint: String? = nil) -> IceboxError {
@@ -70,7 +70,7 @@ public struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
 
     /// The closest window the kernel accepts: clamped to its range and, without
     /// CAP_SYS_RESOURCE, rounded to the nearest multiple of 2 s (ties round up).
-    public static func nearestValidWindow(_ window: UInt64, privileged: Bool) -> UInt64 {
+    package static func nearestValidWindow(_ window: UInt64, privileged: Bool) -> UInt64 {
         let clamped = min(max(window, minimumWindowNanos), maximumWindowNanos)
         if privileged { return clamped }
         let step = unprivilegedWindowStepNanos
@@ -83,10 +83,10 @@ public struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// What the kernel reads: "some 150000 2000000" (stall and window in µs).
-    public var triggerText: String { "\(kind.rawValue) \(stallNanos / 1_000) \(windowNanos / 1_000)" }
+    package var triggerText: String { "\(kind.rawValue) \(stallNanos / 1_000) \(windowNanos / 1_000)" }
 
     /// Back in the form people write: "some 150ms/2s".
-    public var description: String { "\(kind.rawValue) \(Self.format(stallNanos))/\(Self.format(windowNanos))" }
+    package var description: String { "\(kind.rawValue) \(Self.format(stallNanos))/\(Self.format(windowNanos))" }
 
     /// The largest unit that divides the value exactly, so the text parses back to the same value.
     static func format(_ nanos: UInt64) -> String {
@@ -99,14 +99,14 @@ public struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
 
 /// The contents of a pressure file (/proc/pressure/memory, or a cgroup's memory.pressure):
 /// share of time stalled over 10 s, 60 s and 300 s (percent), and the total stall in µs.
-public struct PressureStats: Equatable, Sendable, Codable {
-    public struct Line: Equatable, Sendable, Codable {
-        public var avg10: Double
-        public var avg60: Double
-        public var avg300: Double
-        public var totalMicros: UInt64
+package struct PressureStats: Equatable, Sendable, Codable {
+    package struct Line: Equatable, Sendable, Codable {
+        package var avg10: Double
+        package var avg60: Double
+        package var avg300: Double
+        package var totalMicros: UInt64
 
-        public init(avg10: Double, avg60: Double, avg300: Double, totalMicros: UInt64) {
+        package init(avg10: Double, avg60: Double, avg300: Double, totalMicros: UInt64) {
             self.avg10 = avg10
             self.avg60 = avg60
             self.avg300 = avg300
@@ -114,11 +114,11 @@ public struct PressureStats: Equatable, Sendable, Codable {
         }
     }
 
-    public var some: Line
+    package var some: Line
     /// Absent from the system-wide cpu file before Linux 5.13; always there for memory.
-    public var full: Line?
+    package var full: Line?
 
-    public init(some: Line, full: Line? = nil) {
+    package init(some: Line, full: Line? = nil) {
         self.some = some
         self.full = full
     }
@@ -128,20 +128,20 @@ public struct PressureStats: Equatable, Sendable, Codable {
 /// signals POLLPRI on the descriptor whenever the stall crosses the threshold within the
 /// window (at most once per window), so the daemon can watch it in its epoll loop
 /// (EPOLLPRI) instead of polling pressure. Closing the descriptor removes the trigger.
-public final class PressureTrigger: Sendable {
-    public let fd: Int32
-    public let path: String
-    public let spec: PressureSpec
+package final class PressureTrigger: Sendable {
+    package let fd: Int32
+    package let path: String
+    package let spec: PressureSpec
 
-    public static let systemMemory = "/proc/pressure/memory"
+    package static let systemMemory = "/proc/pressure/memory"
     /// The epoll events to register the descriptor for. EPOLLERR comes on its own when the
     /// pressure file goes away (its cgroup was removed).
-    public static let epollEvents = EpollEvents.priority
+    package static let epollEvents = EpollEvents.priority
 
     /// Opens `path` (the system file, or a cgroup's memory.pressure) and writes the trigger.
     /// EINVAL from the kernel means a spec it does not accept (see PressureSpec.parse);
     /// EBUSY cannot happen, as every trigger gets a descriptor of its own.
-    public init(spec: PressureSpec = .default, path: String = PressureTrigger.systemMemory) throws(SystemError) {
+    package init(spec: PressureSpec = .default, path: String = PressureTrigger.systemMemory) throws(SystemError) {
         let fd = retryingOnInterrupt { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 { throw SystemError("open", path: path) }
         // The kernel overwrites the last byte written with a NUL before parsing, so the
@@ -160,7 +160,7 @@ public final class PressureTrigger: Sendable {
 
     deinit { close(fd) }
 
-    public enum State: Equatable, Sendable {
+    package enum State: Equatable, Sendable {
         /// The threshold was not crossed (within the timeout).
         case quiet
         /// The threshold was crossed. Polling consumed the event: the next one comes with the
@@ -172,7 +172,7 @@ public final class PressureTrigger: Sendable {
 
     /// Waits up to `timeoutNanos` (0: just look) for the trigger. The file always polls
     /// readable and writable; only POLLPRI means pressure.
-    public func poll(timeoutNanos: UInt64 = 0) throws(SystemError) -> State {
+    package func poll(timeoutNanos: UInt64 = 0) throws(SystemError) -> State {
         let revents: Int16
         do { revents = try Poll.wait(fd, events: Int16(POLLPRI), timeoutNanos: timeoutNanos) } catch {
             throw SystemError("poll the PSI trigger on", path: path)
@@ -182,7 +182,7 @@ public final class PressureTrigger: Sendable {
     }
 
     /// The current averages, read through the trigger's own descriptor.
-    public func stats() throws(SystemError) -> PressureStats {
+    package func stats() throws(SystemError) -> PressureStats {
         guard let stats = Self.read(text: try FileIO.pread(fd: fd, path: path)) else {
             throw SystemError("parse", path: path, errno: EINVAL)
         }
@@ -191,7 +191,7 @@ public final class PressureTrigger: Sendable {
 
     /// Parses `some avg10=0.00 avg60=0.00 avg300=0.00 total=123` and the `full` line.
     /// nil without a well-formed `some` line.
-    public static func read(text: String) -> PressureStats? {
+    package static func read(text: String) -> PressureStats? {
         var some: PressureStats.Line?
         var full: PressureStats.Line?
         for line in text.split(separator: "\n") {
@@ -203,7 +203,7 @@ public final class PressureTrigger: Sendable {
         return some.map { PressureStats(some: $0, full: full) }
     }
 
-    public static func read(path: String) throws(SystemError) -> PressureStats {
+    package static func read(path: String) throws(SystemError) -> PressureStats {
         guard let stats = read(text: try FileIO.read(path)) else { throw SystemError("parse", path: path, errno: EINVAL) }
         return stats
     }

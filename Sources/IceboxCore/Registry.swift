@@ -15,9 +15,9 @@ import IceboxSystem
 /// A record's file is laid out so that a state change rewrites only its head in place
 /// (`layout`, `FileIO.replaceHead`): one write within the first page, whole or not at all
 /// for a killed daemon too, instead of creating a file and exchanging it.
-public enum Registry {
+package enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
-    public static func load(directory: String) -> [AppRecord] {
+    package static func load(directory: String) -> [AppRecord] {
         let names = ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".json") }
         return names.compactMap { (try? FileIO.read(directory + "/" + $0)).flatMap { JSONLines.decode(AppRecord.self, $0) } }
             .sorted { $0.launchedWall < $1.launchedWall }
@@ -27,7 +27,7 @@ public enum Registry {
     /// being recorded, the file and the errno's text, and what to do; `done` says what state
     /// the app is in all the same (for a write that failed after the kernel already acted),
     /// nil when nothing was done.
-    public static func write(_ record: AppRecord, directory: String, durable: Bool, done: String? = nil) throws(IceboxError) {
+    package static func write(_ record: AppRecord, directory: String, durable: Bool, done: String? = nil) throws(IceboxError) {
         let path = directory + "/" + record.name + ".json"
         do {
             let (head, tail) = layout(record)
@@ -67,7 +67,7 @@ public enum Registry {
     static let headRoom = 256
 
     /// Removes a record durably (an app that was never started after all).
-    public static func remove(_ name: String, directory: String) throws(IceboxError) {
+    package static func remove(_ name: String, directory: String) throws(IceboxError) {
         let path = directory + "/" + name + ".json"
         do throws(SystemError) {
             if unlink(path) < 0 && errno != ENOENT { throw SystemError("remove", path: path) }

@@ -5,13 +5,18 @@ import IceboxSystem
 /// known. Asked for with `--user USER[:GROUP]` (the app then has no capability at all and
 /// no_new_privs); every app's record says who it runs as, `--user` or not.
 public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The user id.
     public var uid: UInt32
+    /// The primary group id.
     public var gid: UInt32
     /// The supplementary groups (the primary gid among them when the user database says so).
     public var groups: [UInt32]
+    /// The user's name, where the user database has one.
     public var user: String?
+    /// The group's name, where the group database has one.
     public var group: String?
 
+    /// Ids (and their names, if known) an app runs as.
     public init(uid: UInt32, gid: UInt32, groups: [UInt32] = [], user: String? = nil, group: String? = nil) {
         self.uid = uid
         self.gid = gid
@@ -32,11 +37,11 @@ public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// What the spawn needs.
-    public var identity: SpawnIdentity { SpawnIdentity(uid: uid, gid: gid, groups: groups) }
+    package var identity: SpawnIdentity { SpawnIdentity(uid: uid, gid: gid, groups: groups) }
 
     /// The ids this process has (the user a daemon's apps run as without --user), with
     /// the names the user database gives for them.
-    public static var current: RunAs {
+    package static var current: RunAs {
         let count = getgroups(0, nil)
         var list = [gid_t](repeating: 0, count: Int(max(count, 0)))
         let n = count > 0 ? getgroups(count, &list) : 0
@@ -51,7 +56,7 @@ public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
     /// supplementary groups (so they work where there is no user database); a name is
     /// looked up, and a user found in the database gets its primary group (unless GROUP
     /// says another) and the supplementary groups it is listed in.
-    public static func resolve(_ text: String) throws(IceboxError) -> RunAs {
+    package static func resolve(_ text: String) throws(IceboxError) -> RunAs {
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let userText = parts[0]
         let groupText = parts.count > 1 ? parts[1] : nil

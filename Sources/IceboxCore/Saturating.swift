@@ -3,20 +3,20 @@
 /// allowed", never a trap and never a wrap to a tiny value.
 extension UInt64 {
     /// self + other, or UInt64.max when that overflows.
-    public func saturatingAdd(_ other: UInt64) -> UInt64 {
+    package func saturatingAdd(_ other: UInt64) -> UInt64 {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? .max : sum
     }
 
     /// self - other, or 0 when other is larger.
-    public func saturatingSub(_ other: UInt64) -> UInt64 { self > other ? self - other : 0 }
+    package func saturatingSub(_ other: UInt64) -> UInt64 { self > other ? self - other : 0 }
 }
 
 extension Optional where Wrapped == UInt64 {
     /// The earlier of two deadlines, either of which may be unarmed (nil). The loop asks every
     /// app for its next deadline on every turn: `[a, b, …].compactMap { $0 }.min()` built two
     /// arrays an app a turn, a few milliseconds a turn with a thousand apps.
-    public func earlier(_ other: UInt64?) -> UInt64? {
+    package func earlier(_ other: UInt64?) -> UInt64? {
         guard let self else { return other }
         guard let other else { return self }
         return Swift.min(self, other)

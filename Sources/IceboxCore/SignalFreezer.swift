@@ -20,13 +20,13 @@ final class StoppedByOthers: Sendable {
 /// What it cannot do: a process that left the app's process group and has no cgroup to
 /// find it by escapes; a parent or a tracer sees the stop (waitpid WUNTRACED, SIGCHLD),
 /// and a program that handles SIGCONT notices the resume.
-public struct SignalFreezer: Freezer {
+package struct SignalFreezer: Freezer {
     /// Lists the app's processes now (its cgroup's procs, its session, or a process tree).
-    public let members: @Sendable () -> [pid_t]
-    public var kind: BackendKind { .signal }
+    package let members: @Sendable () -> [pid_t]
+    package var kind: BackendKind { .signal }
     let stoppedByOthers = StoppedByOthers()
 
-    public init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
+    package init(members: @escaping @Sendable () -> [pid_t]) { self.members = members }
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
@@ -39,7 +39,7 @@ public struct SignalFreezer: Freezer {
         for pid in pids where !keep.contains(pid) || ProcFS.state(pid: pid) == "t" { kill(pid, SIGCONT) }
     }
 
-    public func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
+    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
         let pids = members()
         stoppedByOthers.set(Set(pids.filter { Self.stoppedState(ProcFS.state(pid: $0) ?? " ") }))
@@ -48,7 +48,7 @@ public struct SignalFreezer: Freezer {
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
 
-    public func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
+    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
         let keep = stoppedByOthers.current
         stoppedByOthers.set([])
         Self.continueOurs(members(), keeping: keep)
@@ -57,7 +57,7 @@ public struct SignalFreezer: Freezer {
             steps: SignalThawSteps(members: members, keepStopped: keep))
     }
 
-    public func isFrozen() -> Bool {
+    package func isFrozen() -> Bool {
         let pids = members()
         return !pids.isEmpty
             && pids.allSatisfy { pid in
@@ -66,12 +66,12 @@ public struct SignalFreezer: Freezer {
     }
 
     /// Any process stopped: a SIGSTOP round was under way.
-    public func freezeStarted() -> Bool {
+    package func freezeStarted() -> Bool {
         members().contains { pid in Self.stoppedState(ProcFS.state(pid: pid) ?? " ") }
     }
 
     /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links.
-    public static func processTree(root: pid_t) -> [pid_t] {
+    package static func processTree(root: pid_t) -> [pid_t] {
         let all = ((try? FileIO.list("/proc")) ?? []).compactMap { pid_t($0) }
         var children: [pid_t: [pid_t]] = [:]
         for pid in all { if let st = ProcFS.stat(pid: pid) { children[st.ppid, default: []].append(pid) } }

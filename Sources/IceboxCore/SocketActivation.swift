@@ -5,13 +5,13 @@ import IceboxSystem
 /// socket passes it to the daemon as descriptor 3 onwards, with LISTEN_PID (ours),
 /// LISTEN_FDS (how many) and LISTEN_FDNAMES (colon-separated names, from FileDescriptorName=).
 /// `systemd-socket-activate` speaks the same protocol.
-public enum SocketActivation {
+package enum SocketActivation {
     /// The first descriptor passed (SD_LISTEN_FDS_START).
-    public static let firstFD: Int32 = 3
+    package static let firstFD: Int32 = 3
 
     /// The descriptors passed to `pid` and their names, from the environment; nil when none
     /// were passed to this process (no LISTEN_FDS, or LISTEN_PID names another process). Pure.
-    public static func passed(environment env: [String: String], pid: pid_t) -> [(fd: Int32, name: String)]? {
+    package static func passed(environment env: [String: String], pid: pid_t) -> [(fd: Int32, name: String)]? {
         guard let countText = env["LISTEN_FDS"], let count = Int32(countText), count > 0, count < 1024 else { return nil }
         // LISTEN_PID guards against a child inheriting the variables (and our descriptors'
         // numbers) by accident; systemd always sets it.
@@ -23,7 +23,7 @@ public enum SocketActivation {
     /// The control socket passed to this process, made ready for the daemon's loop; nil when
     /// the daemon was not socket-activated. The variables are removed so apps never see them.
     /// With several descriptors, the one named "icebox" (FileDescriptorName=icebox) is taken.
-    public static func controlSocket(environment env: [String: String]) throws(IceboxError) -> Int32? {
+    package static func controlSocket(environment env: [String: String]) throws(IceboxError) -> Int32? {
         defer { for key in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(key) } }
         guard let fds = passed(environment: env, pid: getpid()) else { return nil }
         let chosen = fds.count == 1 ? fds[0] : fds.first { $0.name == "icebox" }
@@ -50,14 +50,14 @@ public enum SocketActivation {
 /// The daemon's own sd_notify(3) messages to its service manager (READY=1 once it listens,
 /// STOPPING=1 when it stops), when NOTIFY_SOCKET is set: Type=notify units then know when
 /// icebox is up. Best effort: a manager that went away must not stop the daemon.
-public struct ServiceNotifier: Sendable {
-    public let socketPath: String?
+package struct ServiceNotifier: Sendable {
+    package let socketPath: String?
 
-    public init(environment env: [String: String]) {
+    package init(environment env: [String: String]) {
         socketPath = env["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    public func notify(_ text: String) {
+    package func notify(_ text: String) {
         guard let socketPath else { return }
         try? UnixSocket.sendDatagram(path: socketPath, text)
     }

@@ -6,11 +6,11 @@ import IceboxSystem
 /// cgroup.procs for the fallback (move before execve), and the v1 cgroup.procs files to join
 /// before execve. -1 where there is none. Noncopyable, so exactly one owner closes them: when
 /// the value ends (after the spawn, or on any error path), or at `close()`.
-public struct SpawnDescriptors: ~Copyable {
-    public let cgroupDirFD: Int32
-    public let cgroupProcsFD: Int32
-    public let v1ProcsFD: Int32
-    public let v1MemoryProcsFD: Int32
+package struct SpawnDescriptors: ~Copyable {
+    package let cgroupDirFD: Int32
+    package let cgroupProcsFD: Int32
+    package let v1ProcsFD: Int32
+    package let v1MemoryProcsFD: Int32
 
     init(cgroupDirFD: Int32, cgroupProcsFD: Int32, v1ProcsFD: Int32, v1MemoryProcsFD: Int32) {
         self.cgroupDirFD = cgroupDirFD
@@ -20,7 +20,7 @@ public struct SpawnDescriptors: ~Copyable {
     }
 
     /// Puts the descriptors into a request (they stay owned here: close after the spawn).
-    public func apply(to request: inout SpawnRequest) {
+    package func apply(to request: inout SpawnRequest) {
         request.cgroupDirFD = cgroupDirFD
         request.cgroupProcsFD = cgroupProcsFD
         request.v1ProcsFD = v1ProcsFD
@@ -28,7 +28,7 @@ public struct SpawnDescriptors: ~Copyable {
     }
 
     /// Closes them now (ending the value runs deinit, which closes them).
-    public consuming func close() {}
+    package consuming func close() {}
 
     deinit {
         // Never retried on EINTR: Linux releases the descriptor either way.

@@ -179,7 +179,7 @@ final class SpawnPool {
 }
 
 /// The v1 directories a stand-in sits in, for AppCgroups to take over as an app's.
-public struct StandInDirectories: Sendable, Equatable {
-    public var freezerV1: String?
-    public var memoryV1: String?
+package struct StandInDirectories: Sendable, Equatable {
+    package var freezerV1: String?
+    package var memoryV1: String?
 }

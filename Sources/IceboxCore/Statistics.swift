@@ -1,19 +1,19 @@
 /// Summary statistics of one measured quantity, as hyperfine reports them: mean ± σ,
 /// median, min … max, p95, and which samples are outliers.
-public struct Summary: Codable, Sendable, Equatable {
-    public var name: String
-    public var label: String
-    public var mean: UInt64
-    public var stddev: UInt64
-    public var median: UInt64
-    public var min: UInt64
-    public var max: UInt64
-    public var p95: UInt64
-    public var samples: [UInt64]
-    public var outliers: Int
+package struct Summary: Codable, Sendable, Equatable {
+    package var name: String
+    package var label: String
+    package var mean: UInt64
+    package var stddev: UInt64
+    package var median: UInt64
+    package var min: UInt64
+    package var max: UInt64
+    package var p95: UInt64
+    package var samples: [UInt64]
+    package var outliers: Int
 
     /// nil for no samples.
-    public init?(name: String, label: String, samples: [UInt64]) {
+    package init?(name: String, label: String, samples: [UInt64]) {
         guard !samples.isEmpty else { return nil }
         self.name = name
         self.label = label
@@ -55,5 +55,5 @@ public struct Summary: Codable, Sendable, Equatable {
     }
 
     /// σ relative to the mean: above 0.5 the figures are too noisy to trust one by one.
-    public var coefficientOfVariation: Double { mean == 0 ? 0 : Double(stddev) / Double(mean) }
+    package var coefficientOfVariation: Double { mean == 0 ? 0 : Double(stddev) / Double(mean) }
 }

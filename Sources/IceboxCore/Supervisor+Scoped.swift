@@ -13,16 +13,16 @@ extension Supervisor {
     /// }
     /// ```
     ///
-    /// The arguments are ``start(runtimeDirectory:stateDirectory:cgroupRoot:policy:readyTimeout:)``'s.
+    /// The arguments are ``start(runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``'s.
     /// - Throws: what `body` throws (the stop still runs; what it finds left behind is then
     ///   not reported over `body`'s error), else what ``stop(timeout:)`` throws: a process,
     ///   cgroup or directory the engine left behind.
     public static func with<Result>(
-        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil, policy: EvictionPolicy? = nil,
+        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         _ body: (Supervisor) throws -> Result
     ) throws -> Result {
         let supervisor = try start(
-            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot, policy: policy)
+            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         let result: Result
         do { result = try body(supervisor) } catch {
             try? supervisor.stop()
@@ -34,11 +34,11 @@ extension Supervisor {
 
     /// The same for an `async` body (an `async` test that awaits events).
     public static func with<Result>(
-        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil, policy: EvictionPolicy? = nil,
+        runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         _ body: (Supervisor) async throws -> Result
     ) async throws -> Result {
         let supervisor = try start(
-            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot, policy: policy)
+            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         let result: Result
         do { result = try await body(supervisor) } catch {
             try? supervisor.stop()

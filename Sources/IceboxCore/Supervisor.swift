@@ -33,7 +33,7 @@ public final class Supervisor: Sendable {
     /// A client for this supervisor's engine; the methods below forward to it.
     public let client: IceboxClient
     /// What the host offers, as discovered for this supervisor's cgroup root.
-    public let hostFacts: HostFacts
+    package let hostFacts: HostFacts
     /// The v2 directory the apps' cgroups are made under (`<cgroup root>/<app name>`,
     /// also in ``AppRecord/cgroup``), or nil if the host has no usable cgroup v2 root: then
     /// apps are frozen with the v1 freezer or SIGSTOP, and ``cgroupProblem`` says why.
@@ -76,7 +76,8 @@ public final class Supervisor: Sendable {
     ///   - cgroupRoot: the cgroup v2 directory for the apps' cgroups; nil: a new one,
     ///     `icebox-supervisor-PID-N`, directly under the host's cgroup2 mount (found in
     ///     /proc/self/mountinfo), removed by ``stop(timeout:)``.
-    ///   - policy: the eviction policy; nil: the one saved in the state directory, if any.
+    ///
+    /// The eviction policy is the one saved in the state directory, if any (none in a new one).
     ///   - readyTimeout: how long to wait for the engine to listen.
     /// - Throws: ``IceboxError`` if a directory cannot be made or the engine cannot start;
     ///   whatever was made is removed again.
@@ -85,7 +86,7 @@ public final class Supervisor: Sendable {
     /// `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` set, in this process.
     public static func start(
         runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
-        policy: EvictionPolicy? = nil, readyTimeout: Duration = .seconds(10)
+        readyTimeout: Duration = .seconds(10)
     ) throws(IceboxError) -> Supervisor {
         var owned: [String] = []
         var ownedRoots: [String] = []
@@ -130,7 +131,6 @@ public final class Supervisor: Sendable {
             config.cgroupRootIsExplicit = cgroupRoot != nil  // a root made up here may fall back
             config.ownsProcess = false
             config.idleExitNanos = nil
-            config.policy = policy
             let ready: PipePair
             do { ready = try PipePair() } catch { throw IceboxError("start a supervisor", error) }
             defer { close(ready.readEnd) }
@@ -317,7 +317,7 @@ public final class Supervisor: Sendable {
 
     /// Sends any request; see ``IceboxClient/send(_:)``.
     @discardableResult
-    public func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try client.send(request) }
+    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try client.send(request) }
 
     // MARK: Cleaning up
 

@@ -12,12 +12,12 @@
 /// backslash too: the escapes mark what was not printable, they are not meant to be decoded.
 /// JSON output (`-j`, `{{json .}}`) does not go through here: it is exact, its own escapes
 /// cover the C0 controls.
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with the characters above escaped; `keepingLayout`: tab and newline stay (a
     /// whole reply line or message whose layout they are); `keepingTab`: tab stays (the last
     /// field of a line, as an event's detail, where it moves nothing that follows, while a
     /// newline would start what looks like another event).
-    public static func escaped(_ text: String, keepingLayout: Bool = false, keepingTab: Bool = false) -> String {
+    package static func escaped(_ text: String, keepingLayout: Bool = false, keepingTab: Bool = false) -> String {
         // Nothing to escape (nearly every field and reply line, "→" and "µs" included): the
         // same String back after one pass over its bytes, nothing allocated; the scalar walk
         // below built a new String for every line with a non-ASCII character.

@@ -4,16 +4,16 @@ import IceboxSystem
 /// Root in a user namespace (`unshare -U -r`, a rootless container) is uid 0 with every
 /// capability there, but the host's cgroups are not its to write: they need a subtree
 /// delegated to the uid it maps to. So "run as root" is no advice to it.
-public struct UserNamespace: Equatable, Sendable {
+package struct UserNamespace: Equatable, Sendable {
     /// The uid_map lines, as the kernel writes them: "inside outside count".
-    public var uidMap: [(inside: UInt32, outside: UInt32, count: UInt32)]
+    package var uidMap: [(inside: UInt32, outside: UInt32, count: UInt32)]
 
-    public static func == (a: UserNamespace, b: UserNamespace) -> Bool {
+    package static func == (a: UserNamespace, b: UserNamespace) -> Bool {
         a.uidMap.elementsEqual(b.uidMap) { $0 == $1 }
     }
 
     /// Parses uid_map text; lines that are not three numbers are skipped.
-    public init(uidMap text: String) {
+    package init(uidMap text: String) {
         uidMap = text.split(separator: "\n").compactMap { line in
             let n = line.split(separator: " ", omittingEmptySubsequences: true).compactMap { UInt32($0) }
             return n.count == 3 ? (n[0], n[1], n[2]) : nil
@@ -21,15 +21,15 @@ public struct UserNamespace: Equatable, Sendable {
     }
 
     /// This process's; an unreadable map is taken as the host's (nothing to say).
-    public static func current(path: String = "/proc/self/uid_map") -> UserNamespace {
+    package static func current(path: String = "/proc/self/uid_map") -> UserNamespace {
         UserNamespace(uidMap: (try? FileIO.read(path)) ?? "0 0 4294967295")
     }
 
     /// The initial namespace maps every uid to itself ("0 0 4294967295").
-    public var isInitial: Bool { uidMap.count == 1 && uidMap[0] == (0, 0, UInt32.max) }
+    package var isInitial: Bool { uidMap.count == 1 && uidMap[0] == (0, 0, UInt32.max) }
 
     /// The host uid that `uid` here is, if it is mapped.
-    public func hostUID(of uid: UInt32) -> UInt32? {
+    package func hostUID(of uid: UInt32) -> UInt32? {
         for entry in uidMap where uid >= entry.inside && uid - entry.inside < entry.count {
             return entry.outside + (uid - entry.inside)
         }
@@ -37,10 +37,10 @@ public struct UserNamespace: Equatable, Sendable {
     }
 
     /// The map as one line for a message: "0 1000 1".
-    public var mapText: String { uidMap.map { "\($0.inside) \($0.outside) \($0.count)" }.joined(separator: ", ") }
+    package var mapText: String { uidMap.map { "\($0.inside) \($0.outside) \($0.count)" }.joined(separator: ", ") }
 
     /// What root in this namespace is, for a message: nil in the host's namespace.
-    public var rootDescription: String? {
+    package var rootDescription: String? {
         guard !isInitial else { return nil }
         let host = hostUID(of: 0).map { "host uid \($0)" } ?? "no host uid"
         return "root inside a user namespace (uid_map \(mapText): \(host)), not the host's root"

@@ -4,9 +4,9 @@ import Glibc
 /// The capabilities this process has, read and lowered with libcap. Capabilities belong to
 /// a thread in the kernel: `keepOnly` changes the calling thread's (and what the threads
 /// and children it starts later inherit), so it is called before any other thread exists.
-public enum Capabilities {
+package enum Capabilities {
     /// Whether the named capability (e.g. "cap_sys_admin") is in the effective set.
-    public static func hasEffective(_ name: String) -> Bool? {
+    package static func hasEffective(_ name: String) -> Bool? {
         var value: cap_value_t = 0
         guard cap_from_name(name, &value) == 0, let caps = cap_get_proc() else { return nil }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }
@@ -16,7 +16,7 @@ public enum Capabilities {
     }
 
     /// The effective set in libcap's text form, e.g. "=ep cap_sys_resource-ep".
-    public static func effectiveText() -> String? {
+    package static func effectiveText() -> String? {
         guard let caps = cap_get_proc() else { return nil }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }
         guard let text = cap_to_text(caps, nil) else { return nil }
@@ -27,13 +27,13 @@ public enum Capabilities {
     /// The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap; else
     /// what libcap found by asking the kernel). A spawn as another user drops each one, up
     /// to this, from the bounding set.
-    public static let lastCap: Int32 = {
+    package static let lastCap: Int32 = {
         if let text = try? FileIO.read("/proc/sys/kernel/cap_last_cap"), let n = Int32(text.trimmed()), n >= 0 { return n }
         return Int32(cap_max_bits()) - 1
     }()
 
     /// The name of every capability this kernel knows, in number order ("cap_chown", ...).
-    public static var allNames: [String] {
+    package static var allNames: [String] {
         (0...lastCap).map { value in
             guard let text = cap_to_name(cap_value_t(value)) else { return "cap_\(value)" }
             defer { cap_free(UnsafeMutableRawPointer(text)) }
@@ -45,7 +45,7 @@ public enum Capabilities {
     /// effective sets, and empties its inheritable set; the bounding set is left alone (an
     /// app launched as root gets root's capabilities back at its execve). Returns the names
     /// that were in the permitted set and are now gone. Throws if libcap or the kernel refuses.
-    public static func keepOnly(_ names: Set<String>) throws(SystemError) -> [String] {
+    package static func keepOnly(_ names: Set<String>) throws(SystemError) -> [String] {
         guard let caps = cap_get_proc() else { throw SystemError("read this process's capabilities (cap_get_proc)") }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }
         var dropped: [String] = []

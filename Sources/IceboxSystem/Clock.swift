@@ -3,15 +3,15 @@ import Glibc
 
 /// Time in nanoseconds. Monotonic for durations and deadlines (immune to clock changes),
 /// wall-clock only for the human-readable timestamp of an event.
-public enum Clock {
+package enum Clock {
 
-    public static func monotonicNanos() -> UInt64 {
+    package static func monotonicNanos() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    public static func wallNanos() -> Int64 {
+    package static func wallNanos() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
@@ -20,7 +20,7 @@ public enum Clock {
     /// RFC 3339 in UTC with microseconds: 2026-11-30T08:09:23.123456Z.
     /// Before 1970 it says 1970-01-01T00:00:00.000000Z (a wall clock set that far back is
     /// wrong anyway); Int64 nanoseconds end in 2262, so the year has four digits.
-    public static func rfc3339(wallNanos: Int64) -> String {
+    package static func rfc3339(wallNanos: Int64) -> String {
         let wall = max(0, wallNanos)
         var seconds = time_t(wall / 1_000_000_000)
         let micros = Int((wall % 1_000_000_000) / 1000)

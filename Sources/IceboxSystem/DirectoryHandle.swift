@@ -4,12 +4,12 @@ import Glibc
 /// open walks only the path below it. In cgroupfs every component of a path is a lookup
 /// with a revalidation, and a daemon reading a counter of each of 1000 apps spent most of
 /// that time walking /sys/fs/cgroup/... again and again.
-public final class DirectoryHandle {
-    public let path: String
-    public let fd: Int32
+package final class DirectoryHandle {
+    package let path: String
+    package let fd: Int32
 
     /// Opens `path` (a directory, not followed if it is a link); nil if that fails.
-    public init?(_ path: String) {
+    package init?(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 { return nil }
         self.path = path.hasSuffix("/") && path.count > 1 ? String(path.dropLast()) : path
@@ -19,7 +19,7 @@ public final class DirectoryHandle {
     deinit { close(fd) }
 
     /// `full` relative to this directory, if it lies below it ("a/b" for "<path>/a/b").
-    public func relative(_ full: String) -> String? {
+    package func relative(_ full: String) -> String? {
         // By bytes: Character-wise prefix tests and offsets were a tenth of `ps`'s time.
         let whole = full.utf8, root = path.utf8
         guard whole.count > root.count + 1, whole.starts(with: root),
@@ -29,11 +29,11 @@ public final class DirectoryHandle {
     }
 
     /// A counter file under this directory or, if `full` is elsewhere, by its full path.
-    public func readCounter(_ full: String) -> UInt64? { Self.readCounter(full, under: [self]) }
+    package func readCounter(_ full: String) -> UInt64? { Self.readCounter(full, under: [self]) }
 
     /// A counter file, opened relative to the first of `roots` it lies under (one open of it,
     /// whatever the outcome), else by its full path.
-    public static func readCounter(_ full: String, under roots: [DirectoryHandle]) -> UInt64? {
+    package static func readCounter(_ full: String, under roots: [DirectoryHandle]) -> UInt64? {
         for root in roots {
             if let rel = root.relative(full) { return FileIO.readCounter(rel, relativeTo: root.fd) }
         }

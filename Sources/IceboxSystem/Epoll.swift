@@ -2,17 +2,17 @@ import CIceboxShim
 import Glibc
 
 /// A thin epoll wrapper: register descriptors with a token, wait with a deadline.
-public final class Epoll {
-    public let fd: Int32
+package final class Epoll {
+    package let fd: Int32
 
-    public init() throws(SystemError) {
+    package init() throws(SystemError) {
         fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         if fd < 0 { throw SystemError("create an epoll instance") }
     }
 
     deinit { close(fd) }
 
-    public func add(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
+    package func add(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
         var ev = epoll_event()
         ev.events = events
         ev.data.u64 = token
@@ -20,14 +20,14 @@ public final class Epoll {
     }
 
     /// Changes the events watched on a descriptor already added.
-    public func modify(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
+    package func modify(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
         var ev = epoll_event()
         ev.events = events
         ev.data.u64 = token
         if epoll_ctl(fd, EPOLL_CTL_MOD, target, &ev) < 0 { throw SystemError("change descriptor \(target) in epoll") }
     }
 
-    public func remove(_ target: Int32) {
+    package func remove(_ target: Int32) {
         var ev = epoll_event()
         _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, &ev)
     }
@@ -35,7 +35,7 @@ public final class Epoll {
     /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the
     /// nanosecond (epoll_pwait2) where the kernel has it: the daemon re-reads a freeze in
     /// progress tens of µs apart, which whole milliseconds would round to 1 ms.
-    public func wait(timeoutNanos: UInt64?, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
+    package func wait(timeoutNanos: UInt64?, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
         var events = [epoll_event](repeating: epoll_event(), count: max)
         let timeout = timeoutNanos.map { Int64(min($0, 60_000_000_000)) } ?? -1
         let n = events.withUnsafeMutableBufferPointer { buf in
@@ -46,11 +46,11 @@ public final class Epoll {
     }
 }
 
-public enum EpollEvents {
-    public static let readable = UInt32(EPOLLIN.rawValue)
-    public static let writable = UInt32(EPOLLOUT.rawValue)
-    public static let priority = UInt32(EPOLLPRI.rawValue)
-    public static let hangup = UInt32(EPOLLHUP.rawValue)
-    public static let error = UInt32(EPOLLERR.rawValue)
-    public static let readHangup = UInt32(EPOLLRDHUP.rawValue)
+package enum EpollEvents {
+    package static let readable = UInt32(EPOLLIN.rawValue)
+    package static let writable = UInt32(EPOLLOUT.rawValue)
+    package static let priority = UInt32(EPOLLPRI.rawValue)
+    package static let hangup = UInt32(EPOLLHUP.rawValue)
+    package static let error = UInt32(EPOLLERR.rawValue)
+    package static let readHangup = UInt32(EPOLLRDHUP.rawValue)
 }

@@ -3,9 +3,9 @@ import Glibc
 
 /// Small file helpers for /proc, /sys and state files. Paths are parameters everywhere,
 /// so parsers can be tested against temporary files.
-public enum FileIO {
+package enum FileIO {
     /// Reads a whole file (sysfs and procfs files report size 0, so read until EOF).
-    public static func read(_ path: String) throws(SystemError) -> String {
+    package static func read(_ path: String) throws(SystemError) -> String {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
         if fd < 0 { throw SystemError("read", path: path) }
         defer { close(fd) }
@@ -17,7 +17,7 @@ public enum FileIO {
     /// small buffer: no String, no trimming. nil when it cannot be opened or read, or does not
     /// start with a number that fits. `ps` reads one per app: with 1000 apps, opening each by
     /// its full cgroupfs path and reading it into a String was a third of the daemon's time.
-    public static func readCounter(_ path: String, relativeTo directory: Int32 = AT_FDCWD) -> UInt64? {
+    package static func readCounter(_ path: String, relativeTo directory: Int32 = AT_FDCWD) -> UInt64? {
         let fd = retryingOnInterrupt { openat(directory, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { return nil }
         defer { close(fd) }
@@ -25,7 +25,7 @@ public enum FileIO {
     }
 
     /// The same from offset 0 of a descriptor kept open (pread: no open, no close).
-    public static func preadCounter(fd: Int32) -> UInt64? {
+    package static func preadCounter(fd: Int32) -> UInt64? {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buf -> UInt64? in
             let n = retryingOnInterrupt { Glibc.pread(fd, buf.baseAddress, buf.count, 0) }
             return n > 0 ? parseCounter(UnsafeBufferPointer(rebasing: buf[0..<n])) : nil
@@ -48,7 +48,7 @@ public enum FileIO {
     }
 
     /// Everything from the descriptor's position to the end of the file.
-    public static func readAll(fd: Int32, path: String) throws(SystemError) -> String {
+    package static func readAll(fd: Int32, path: String) throws(SystemError) -> String {
         try readToEnd(fd: fd, path: path, positioned: false)
     }
 
@@ -56,7 +56,7 @@ public enum FileIO {
     /// cgroup.procs) is read again and again with no open, no close and no seek. Reads until
     /// pread says 0: a seq_file hands out at most its buffer's worth per call, so a short
     /// read is not the end.
-    public static func preadAll(fd: Int32, path: String) throws(SystemError) -> String {
+    package static func preadAll(fd: Int32, path: String) throws(SystemError) -> String {
         try readToEnd(fd: fd, path: path, positioned: true)
     }
 
@@ -81,7 +81,7 @@ public enum FileIO {
     }
 
     /// Reads from offset 0 of an open descriptor (for re-reading cgroup.events through the fd we poll).
-    public static func pread(fd: Int32, path: String) throws(SystemError) -> String {
+    package static func pread(fd: Int32, path: String) throws(SystemError) -> String {
         let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { chunk -> String? in
             let n = retryingOnInterrupt { Glibc.pread(fd, chunk.baseAddress, chunk.count, 0) }
             return n < 0 ? nil : String(decoding: UnsafeBufferPointer(rebasing: chunk[0..<n]), as: UTF8.self)
@@ -93,7 +93,7 @@ public enum FileIO {
     /// Opens a file for a descriptor the caller keeps (close-on-exec, never through a symlink:
     /// a control file under /sys/fs/cgroup is never a link, so one there is not ours).
     /// The corresponding C function is `open`.
-    public static func openDescriptor(_ path: String, flags: Int32) throws(SystemError) -> Int32 {
+    package static func openDescriptor(_ path: String, flags: Int32) throws(SystemError) -> Int32 {
         let fd = retryingOnInterrupt { open(path, flags | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { throw SystemError("open", path: path) }
         return fd
@@ -101,7 +101,7 @@ public enum FileIO {
 
     /// Writes a value at offset 0 of an open control file in one pwrite(2): a kept descriptor
     /// can be written again and again (cgroup files take each write whole, whatever the offset).
-    public static func pwrite(fd: Int32, path: String, _ value: String) throws(SystemError) {
+    package static func pwrite(fd: Int32, path: String, _ value: String) throws(SystemError) {
         let n = value.withCString { p in retryingOnInterrupt { Glibc.pwrite(fd, p, strlen(p), 0) } }
         if n < 0 { throw SystemError("write", path: path) }
     }
@@ -109,12 +109,12 @@ public enum FileIO {
     /// poll(2) on one descriptor with a nanosecond time-out (ppoll underneath): the revents,
     /// 0 on time-out or a signal. A negative descriptor makes it a plain sleep.
     @discardableResult
-    public static func poll(fd: Int32, events: Int16, timeoutNanos: UInt64) -> Int16 {
+    package static func poll(fd: Int32, events: Int16, timeoutNanos: UInt64) -> Int16 {
         Int16(truncatingIfNeeded: max(0, icebox_poll_ns(fd, events, timeoutNanos)))
     }
 
     /// Writes a value to a control file in one write(2), as the kernel expects.
-    public static func write(_ path: String, _ value: String) throws(SystemError) {
+    package static func write(_ path: String, _ value: String) throws(SystemError) {
         let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CLOEXEC) }
         if fd < 0 { throw SystemError("write", path: path) }
         defer { close(fd) }
@@ -136,7 +136,7 @@ public enum FileIO {
     /// never opened, let alone truncated, and the rename replaces a link at `path` itself
     /// rather than writing through it. (The temporary name was once `PATH.tmp.PID`, created
     /// with O_TRUNC: a symlink planted there made a root daemon overwrite any file.)
-    public static func writeAtomically(
+    package static func writeAtomically(
         _ path: String, _ contents: String, mode: mode_t = 0o600, durable: Bool = false
     ) throws(SystemError) {
         let (directory, name) = split(path)
@@ -197,7 +197,7 @@ public enum FileIO {
     /// file. For a path a user gives (`--metrics-file`, `--export-json`, `run --log`): the
     /// links they chose are followed once, here, and the file is then opened relative to the
     /// directory never through a link (`writeAtomically`, O_NOFOLLOW).
-    public static func resolvingDirectory(_ path: String) -> String? {
+    package static func resolvingDirectory(_ path: String) -> String? {
         let (directory, name) = split(path)
         guard !name.isEmpty, name != ".", name != "..", let real = realpath(directory, nil) else { return nil }
         defer { free(real) }
@@ -206,7 +206,7 @@ public enum FileIO {
     }
 
     /// A path's directory ("/" for a file at the root, "." for a bare name) and last component.
-    public static func split(_ path: String) -> (directory: String, name: String) {
+    package static func split(_ path: String) -> (directory: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
@@ -218,7 +218,7 @@ public enum FileIO {
 
     /// How much of a file's start `replaceHead` may rewrite: its first page, which a write
     /// puts in whole or not at all.
-    public static let headLimit = 4096
+    package static let headLimit = 4096
 
     /// Rewrites the start of a file whose end stays as it is, in place, when that keeps
     /// `writeAtomically`'s promise to a writer that is killed (a reader sees the old contents
@@ -235,7 +235,7 @@ public enum FileIO {
     /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
     /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
     /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
-    public static func replaceHead(_ path: String, head: [UInt8], tail: [UInt8]) -> Bool {
+    package static func replaceHead(_ path: String, head: [UInt8], tail: [UInt8]) -> Bool {
         let fd = retryingOnInterrupt { open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 { return false }
         defer { close(fd) }
@@ -261,7 +261,7 @@ public enum FileIO {
     }
 
     /// fsync of the directory holding `path`: makes a rename or unlink in it durable.
-    public static func syncDirectory(of path: String) throws(SystemError) {
+    package static func syncDirectory(of path: String) throws(SystemError) {
         let dir = path.lastIndex(of: "/").map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."
         let fd = retryingOnInterrupt { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         if fd < 0 { throw SystemError("open the directory", path: dir) }
@@ -270,7 +270,7 @@ public enum FileIO {
     }
 
     /// Appends one line with O_APPEND, so concurrent writers never interleave within a line.
-    public static func appendLine(_ path: String, _ line: String) throws(SystemError) {
+    package static func appendLine(_ path: String, _ line: String) throws(SystemError) {
         let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
         if fd < 0 { throw SystemError("append to", path: path) }
         defer { close(fd) }
@@ -279,15 +279,15 @@ public enum FileIO {
         if n < 0 { throw SystemError("append to", path: path) }
     }
 
-    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
-    public static func isDirectory(_ path: String) -> Bool {
+    package static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// mkdir -p with a mode for the directories it creates.
-    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+    package static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
         if isDirectory(path) { return }
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -300,7 +300,7 @@ public enum FileIO {
 
     /// Names of the subdirectories of a directory (d_type, with lstat where the file system
     /// does not fill it in: a symlink to a directory is not one).
-    public static func listDirectories(_ path: String) throws(SystemError) -> [String] {
+    package static func listDirectories(_ path: String) throws(SystemError) -> [String] {
         try entries(path).compactMap { name, type in
             if type == UInt8(DT_DIR) { return name }
             guard type == UInt8(DT_UNKNOWN) else { return nil }
@@ -310,7 +310,7 @@ public enum FileIO {
     }
 
     /// Names in a directory, without "." and "..".
-    public static func list(_ path: String) throws(SystemError) -> [String] {
+    package static func list(_ path: String) throws(SystemError) -> [String] {
         try entries(path).map(\.name)
     }
 
@@ -332,14 +332,14 @@ public enum FileIO {
 
 extension FileIO {
     /// What lstat(2) (or fstat(2)) says about a file: its type, owner and permission bits.
-    public struct Status: Sendable, Equatable {
-        public enum Kind: Sendable, Equatable { case directory, regular, socket, symlink, other }
-        public var kind: Kind
-        public var owner: uid_t
+    package struct Status: Sendable, Equatable {
+        package enum Kind: Sendable, Equatable { case directory, regular, socket, symlink, other }
+        package var kind: Kind
+        package var owner: uid_t
         /// The permission bits only (0o7777 of st_mode).
-        public var permissions: mode_t
+        package var permissions: mode_t
 
-        public init(kind: Kind, owner: uid_t, permissions: mode_t) {
+        package init(kind: Kind, owner: uid_t, permissions: mode_t) {
             self.kind = kind
             self.owner = owner
             self.permissions = permissions
@@ -360,7 +360,7 @@ extension FileIO {
 
     /// The path's own status, never following a symbolic link at the end; nil if nothing is
     /// there. The corresponding C function is `lstat`.
-    public static func linkStatus(_ path: String) throws(SystemError) -> Status? {
+    package static func linkStatus(_ path: String) throws(SystemError) -> Status? {
         var st = stat()
         if lstat(path, &st) < 0 {
             if errno == ENOENT { return nil }
@@ -370,7 +370,7 @@ extension FileIO {
     }
 
     /// The status of an open descriptor. The corresponding C function is `fstat`.
-    public static func status(fd: Int32, path: String) throws(SystemError) -> Status {
+    package static func status(fd: Int32, path: String) throws(SystemError) -> Status {
         var st = stat()
         if fstat(fd, &st) < 0 { throw SystemError("inspect", path: path) }
         return Status(st)
@@ -379,7 +379,7 @@ extension FileIO {
     /// Opens a directory for `openAt`, refusing a symbolic link in its place (ELOOP) or a
     /// non-directory (ENOTDIR). The corresponding C function is `open` with
     /// `O_DIRECTORY | O_NOFOLLOW`.
-    public static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
+    package static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 { throw SystemError("open directory", path: path) }
         return fd
@@ -388,7 +388,7 @@ extension FileIO {
     /// Opens `name` inside an open directory, close-on-exec and never through a symbolic link
     /// (ELOOP): what a directory's owner made there is what is opened, whatever happens to
     /// the path above it meanwhile. The corresponding C function is `openat`.
-    public static func openAt(
+    package static func openAt(
         _ directory: Int32, _ name: String, flags: Int32, mode: mode_t = 0o600, path: String
     ) throws(SystemError) -> Int32 {
         let fd = retryingOnInterrupt { openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }

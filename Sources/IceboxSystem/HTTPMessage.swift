@@ -1,25 +1,25 @@
 /// The parts of an http:// URL a readiness probe needs. The host is an IPv4 or IPv6 literal
 /// (IPv6 in brackets) or "localhost": host names are not resolved (see `IPAddress`).
-public struct HTTPURL: Equatable, Sendable {
+package struct HTTPURL: Equatable, Sendable {
     /// As written, without brackets: "127.0.0.1", "::1" or "localhost".
-    public let host: String
-    public let port: UInt16
+    package let host: String
+    package let port: UInt16
     /// The path and query, "/" when the URL has none; a #fragment is dropped (never sent).
-    public let path: String
-    public let address: IPAddress
+    package let path: String
+    package let address: IPAddress
 
     /// Why a URL cannot be probed, in words for the user.
-    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        package var description: String
         init(_ description: String) { self.description = description }
     }
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard let url = try? HTTPURL(parsing: text) else { return nil }
         self = url
     }
 
-    public init(parsing text: String) throws(ParseError) {
+    package init(parsing text: String) throws(ParseError) {
         guard text.hasPrefix("http://") else {
             if text.hasPrefix("https://") { throw ParseError("https is not supported: probe the server's plain http port") }
             throw ParseError("'\(text)' does not start with http://")
@@ -74,30 +74,30 @@ public struct HTTPURL: Equatable, Sendable {
     }
 
     /// The Host header: the host as written (IPv6 in brackets), with the port unless it is 80.
-    public var hostHeader: String {
+    package var hostHeader: String {
         let name = address.family == .v6 ? "[\(host)]" : host
         return port == 80 ? name : "\(name):\(port)"
     }
 
     /// What a readiness check sends. `Connection: close` asks the server to end the exchange
     /// itself, so no idle connection is left behind in the app after the check.
-    public var readinessRequest: String {
+    package var readinessRequest: String {
         "GET \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: icebox\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     }
 }
 
 /// The first line of an HTTP response, "HTTP/1.1 200 OK": all a readiness check reads.
-public struct HTTPStatusLine: Equatable, Sendable, CustomStringConvertible {
-    public var version: String
-    public var status: Int
-    public var reason: String
+package struct HTTPStatusLine: Equatable, Sendable, CustomStringConvertible {
+    package var version: String
+    package var status: Int
+    package var reason: String
 
     /// A 2xx status: the server is ready. A redirect or an error is not.
-    public var isSuccess: Bool { (200...299).contains(status) }
+    package var isSuccess: Bool { (200...299).contains(status) }
 
-    public var description: String { reason.isEmpty ? "\(version) \(status)" : "\(version) \(status) \(reason)" }
+    package var description: String { reason.isEmpty ? "\(version) \(status)" : "\(version) \(status) \(reason)" }
 
-    public init(version: String, status: Int, reason: String) {
+    package init(version: String, status: Int, reason: String) {
         self.version = version
         self.status = status
         self.reason = reason
@@ -105,7 +105,7 @@ public struct HTTPStatusLine: Equatable, Sendable, CustomStringConvertible {
 
     /// Parses one status line without its line ending. Lenient where servers differ (no
     /// reason phrase, extra spaces), strict where it matters: "HTTP/" and three digits.
-    public init?(_ line: some StringProtocol) {
+    package init?(_ line: some StringProtocol) {
         let versionText = line.prefix { $0 != " " }
         let afterVersion = line.dropFirst(versionText.count).drop { $0 == " " }
         let code = afterVersion.prefix { $0 != " " }
@@ -120,7 +120,7 @@ public struct HTTPStatusLine: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Where reading a response stands.
-    public enum Scan: Equatable, Sendable {
+    package enum Scan: Equatable, Sendable {
         /// No line ending yet: read more.
         case incomplete
         case complete(HTTPStatusLine)
@@ -130,11 +130,11 @@ public struct HTTPStatusLine: Equatable, Sendable, CustomStringConvertible {
 
     /// The most bytes a reader keeps while looking for the status line's end (LF). A server
     /// that sends more without one has failed the check, so the buffer stays bounded.
-    public static let maxLength = 4096
+    package static let maxLength = 4096
 
     /// Looks for the status line at the start of what has arrived. `atEnd`: the peer closed,
     /// so a line without its ending is all there will be (as HTTP/1.0 servers may send).
-    public static func scan(_ bytes: [UInt8], atEnd: Bool, maxLength: Int = maxLength) -> Scan {
+    package static func scan(_ bytes: [UInt8], atEnd: Bool, maxLength: Int = maxLength) -> Scan {
         var line: ArraySlice<UInt8>
         if let lf = bytes.prefix(maxLength).firstIndex(of: 10) {
             line = bytes[..<lf]

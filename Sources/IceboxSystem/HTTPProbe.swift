@@ -7,19 +7,19 @@ import Glibc
 /// Every read is bounded (`HTTPStatusLine.maxLength`); how long a check may take is the
 /// caller's deadline. The socket is closed when the check finishes, on `cancel()`, or in
 /// deinit. One owner drives it: it is not for sharing between threads.
-public final class HTTPProbe {
-    public enum Outcome: Equatable, Sendable, CustomStringConvertible {
+package final class HTTPProbe {
+    package enum Outcome: Equatable, Sendable, CustomStringConvertible {
         /// The server sent a status line (ready if it is 2xx).
         case answered(HTTPStatusLine)
         /// No status line: refused, reset, closed early, not HTTP, or too long. The text says which.
         case failed(String)
 
-        public var isReady: Bool {
+        package var isReady: Bool {
             if case .answered(let line) = self { return line.isSuccess }
             return false
         }
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .answered(let line): return "answered \(line)"
             case .failed(let why): return why
@@ -27,7 +27,7 @@ public final class HTTPProbe {
         }
     }
 
-    public enum Step: Equatable, Sendable {
+    package enum Step: Equatable, Sendable {
         /// Call `resume(events:)` once `fd` reports one of `events` or an error. The bits are
         /// epoll's (`EpollEvents`), which on Linux equal poll's (EPOLLIN == POLLIN, ...).
         case wait(fd: Int32, events: UInt32)
@@ -41,13 +41,13 @@ public final class HTTPProbe {
         case receiving
     }
 
-    public let url: HTTPURL
+    package let url: HTTPURL
     private let request: [UInt8]
     private var phase = Phase.idle
     private var socket: Int32 = -1
     private var received: [UInt8] = []
 
-    public init(url: HTTPURL) {
+    package init(url: HTTPURL) {
         self.url = url
         request = Array(url.readinessRequest.utf8)
     }
@@ -55,12 +55,12 @@ public final class HTTPProbe {
     deinit { cancel() }
 
     /// The socket of the check in flight; nil when none is.
-    public var fd: Int32? { socket >= 0 ? socket : nil }
+    package var fd: Int32? { socket >= 0 ? socket : nil }
 
     private var endpoint: String { "\(url.address):\(url.port)" }
 
     /// Starts a check, abandoning one in flight.
-    public func start() -> Step {
+    package func start() -> Step {
         cancel()
         do {
             socket = try TCPProbe.start(url.address, port: url.port)
@@ -73,7 +73,7 @@ public final class HTTPProbe {
 
     /// Goes on once the descriptor fired; `events` as the poll reported them. It may move
     /// to the next phase in the same call (connected → sending → receiving).
-    public func resume(events: UInt32) -> Step {
+    package func resume(events: UInt32) -> Step {
         switch phase {
         case .idle:
             return .finished(.failed("no check in flight"))
@@ -98,7 +98,7 @@ public final class HTTPProbe {
     }
 
     /// Abandons the check in flight (closing its socket); never waits.
-    public func cancel() {
+    package func cancel() {
         // close is never retried: on EINTR the descriptor is gone all the same.
         if socket >= 0 { close(socket) }
         socket = -1

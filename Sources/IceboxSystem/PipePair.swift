@@ -4,13 +4,13 @@ import Glibc
 /// The two ends of a pipe, both close-on-exec. Used to learn that something happened on
 /// another thread (a thread ended, a wait was cancelled) through a descriptor that poll
 /// can wait on together with others.
-public struct PipePair: Sendable {
-    public let readEnd: Int32
-    public let writeEnd: Int32
+package struct PipePair: Sendable {
+    package let readEnd: Int32
+    package let writeEnd: Int32
 
     /// The corresponding C function is `pipe2` (with `O_CLOEXEC`); `nonBlockingWrite` sets
     /// `O_NONBLOCK` on the write end, so a writer never waits for a reader.
-    public init(nonBlockingWrite: Bool = false) throws(SystemError) {
+    package init(nonBlockingWrite: Bool = false) throws(SystemError) {
         var fds: [Int32] = [-1, -1]
         guard icebox_pipe_cloexec(&fds) == 0 else { throw SystemError("create a pipe") }
         if nonBlockingWrite { _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK) }
@@ -21,7 +21,7 @@ public struct PipePair: Sendable {
 
 extension PipePair {
     /// A pipe whose both ends close on exec, as two descriptors the caller owns.
-    public static func closeOnExec() throws(SystemError) -> (read: Int32, write: Int32) {
+    package static func closeOnExec() throws(SystemError) -> (read: Int32, write: Int32) {
         let pair = try PipePair()
         return (pair.readEnd, pair.writeEnd)
     }

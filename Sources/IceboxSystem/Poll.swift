@@ -3,11 +3,11 @@ import Glibc
 
 /// Waiting on descriptors: poll(2) with a deadline (a wait interrupted by a signal resumes
 /// with the time that is left), and ppoll on one descriptor with a nanosecond time-out.
-public enum Poll {
+package enum Poll {
     /// Waits until one of `fds` reports an event or the deadline (monotonic ns; nil: none)
     /// passes. Returns the number of descriptors with events (their `revents` are set), 0 if
     /// the deadline passed first. The corresponding C function is `poll`.
-    public static func wait(_ fds: inout [pollfd], until deadline: UInt64?) throws(SystemError) -> Int {
+    package static func wait(_ fds: inout [pollfd], until deadline: UInt64?) throws(SystemError) -> Int {
         while true {
             let n = poll(&fds, nfds_t(fds.count), milliseconds(until: deadline))
             if n >= 0 { return Int(n) }
@@ -19,7 +19,7 @@ public enum Poll {
     /// (monotonic ns; nil: none) passes. Returns the events that happened, 0 if the deadline
     /// passed first. For one descriptor, as a one-shot client waits for its reply: an array
     /// of pollfd cost that command the instantiation of its type metadata.
-    public static func wait(_ fd: Int32, events: Int16, until deadline: UInt64?) throws(SystemError) -> Int16 {
+    package static func wait(_ fd: Int32, events: Int16, until deadline: UInt64?) throws(SystemError) -> Int16 {
         var pfd = pollfd(fd: fd, events: events, revents: 0)
         while true {
             let n = poll(&pfd, 1, milliseconds(until: deadline))
@@ -38,21 +38,21 @@ public enum Poll {
 
     /// Waits up to `timeoutNanos` (0: just look) for `events` on `fd`. Returns the events
     /// that happened (0 on time-out or EINTR). The corresponding C function is `ppoll`.
-    public static func wait(_ fd: Int32, events: Int16, timeoutNanos: UInt64) throws(SystemError) -> Int16 {
+    package static func wait(_ fd: Int32, events: Int16, timeoutNanos: UInt64) throws(SystemError) -> Int16 {
         let revents = icebox_poll_ns(fd, events, timeoutNanos)
         if revents < 0 { throw SystemError("poll descriptor \(fd)") }
         return Int16(truncatingIfNeeded: revents)
     }
 
     /// Whether `fd` has `events` now, without waiting; false on any error.
-    public static func ready(_ fd: Int32, _ events: Int16) -> Bool {
+    package static func ready(_ fd: Int32, _ events: Int16) -> Bool {
         icebox_poll_ns(fd, events, 0) > 0
     }
 }
 
 extension ProcessHandle {
     /// Whether this kernel has pidfd_open (Linux 5.3).
-    public static var pidfdWorks: Bool {
+    package static var pidfdWorks: Bool {
         let fd = icebox_pidfd_open(getpid(), 0)
         if fd < 0 { return false }
         close(fd)

@@ -12,13 +12,13 @@ import CIceboxShim
 /// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or
 /// under a policy someone chose with chrt, the stretch runs as it is: the first refusal is
 /// remembered, so a daemon that may not pays one failed call, not one per thaw.
-public struct PreemptionGuard: Sendable {
+package struct PreemptionGuard: Sendable {
     /// Whether the kernel refused the policy once; the guard no longer asks.
-    public private(set) var refused = false
+    package private(set) var refused = false
 
-    public init() {}
+    package init() {}
 
-    public mutating func run<T>(_ body: () -> T) -> T {
+    package mutating func run<T>(_ body: () -> T) -> T {
         var saved = icebox_scheduling()
         guard !refused, icebox_preemption_off(&saved) == 0 else {
             refused = true

@@ -2,9 +2,9 @@ import Glibc
 
 /// Parsers for /proc files. Each takes the file's text, so tests feed them temp files or strings;
 /// the readers that take a pid are thin wrappers.
-public enum ProcFS {
+package enum ProcFS {
     /// The value of one "Key:\tvalue" line of /proc/PID/status.
-    public static func statusField(_ name: String, in text: String) -> String? {
+    package static func statusField(_ name: String, in text: String) -> String? {
         if let found = asciiStatusField(name, in: text) { return found }
         for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
             return line.dropFirst(name.count + 1).trimmingCharacters(in: " \t")
@@ -38,7 +38,7 @@ public enum ProcFS {
     }
 
     /// Whether bit `signal - 1` of a signal mask is set (signals 1 to 64).
-    public static func maskHasSignal(_ mask: UInt64, _ signal: Int32) -> Bool {
+    package static func maskHasSignal(_ mask: UInt64, _ signal: Int32) -> Bool {
         guard signal >= 1, signal <= 64 else { return false }
         return mask & (UInt64(1) << UInt64(signal - 1)) != 0
     }
@@ -49,13 +49,13 @@ public enum ProcFS {
     /// kernel formats all of status (~1.4 KB) to answer: reading it was 40–50 µs of every
     /// `icebox suspend` of an app with the default `--background-signal auto` (open, read
     /// and close in C: 11 µs for stat, 19 µs for status).
-    public static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
+    package static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
         caughtSignals(pid: pid, procRoot: procRoot).map { maskHasSignal($0, signal) } ?? false
     }
 
     /// `catchesSignal` through a descriptor of /proc/PID/stat kept open (`caughtSignals(statFD:)`):
     /// false once the process it was opened for has gone, whoever has its pid by then.
-    public static func catchesSignal(statFD fd: Int32, _ signal: Int32) -> Bool {
+    package static func catchesSignal(statFD fd: Int32, _ signal: Int32) -> Bool {
         caughtSignals(statFD: fd).map { maskHasSignal($0, signal) } ?? false
     }
 
@@ -69,12 +69,12 @@ public enum ProcFS {
     /// and close per look (17 of the 37 µs the look took in a traced suspend). The kept
     /// descriptor stays the process it was opened for: once that one has exited, reads fail
     /// (nil) whoever has its pid by then.
-    public static func caughtSignals(statFD fd: Int32) -> UInt64? {
+    package static func caughtSignals(statFD fd: Int32) -> UInt64? {
         withStatLine(fd: fd) { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
     }
 
     /// The same from a stat line's text (for the parser's own tests and fuzzing).
-    public static func caughtSignals(inStatLine text: String) -> UInt64? {
+    package static func caughtSignals(inStatLine text: String) -> UInt64? {
         var text = text
         return text.withUTF8 { line in fieldThree(in: line).flatMap { sigcatch(in: line, fieldThree: $0) } }
     }
@@ -130,23 +130,23 @@ public enum ProcFS {
     }
 
     /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")").
-    public struct Stat: Equatable, Sendable {
-        public var state: Character
-        public var ppid: pid_t
-        public var pgrp: pid_t
-        public var session: pid_t
-        public var startTimeTicks: UInt64
+    package struct Stat: Equatable, Sendable {
+        package var state: Character
+        package var ppid: pid_t
+        package var pgrp: pid_t
+        package var session: pid_t
+        package var startTimeTicks: UInt64
     }
 
     /// The fields of a /proc/PID/stat line from field 3 (state) on: counted after the last
     /// ")", since the command name before it may hold spaces and parentheses. Field N is
     /// element N - 3. Every parser of stat lines starts here.
-    public static func statFieldsAfterName(_ text: String) -> [Substring]? {
+    package static func statFieldsAfterName(_ text: String) -> [Substring]? {
         guard let close = text.lastIndex(of: ")") else { return nil }
         return text[text.index(after: close)...].split(separator: " ")
     }
 
-    public static func parseStat(_ text: String) -> Stat? {
+    package static func parseStat(_ text: String) -> Stat? {
         guard let rest = statFieldsAfterName(text) else { return nil }
         // rest[0] is field 3 (state); start time is field 22 → rest[19].
         guard rest.count > 19, let state = rest[0].first,
@@ -156,11 +156,11 @@ public enum ProcFS {
         return Stat(state: state, ppid: ppid, pgrp: pgrp, session: session, startTimeTicks: start)
     }
 
-    public static func stat(pid: pid_t, procRoot: String = "/proc") -> Stat? {
+    package static func stat(pid: pid_t, procRoot: String = "/proc") -> Stat? {
         (try? FileIO.read("\(procRoot)/\(pid)/stat")).flatMap(parseStat)
     }
 
-    public static func threadStat(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Stat? {
+    package static func threadStat(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Stat? {
         (try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/stat")).flatMap(parseStat)
     }
 
@@ -168,22 +168,22 @@ public enum ProcFS {
     /// line: one open and one read into a small buffer, the letter after the last ")". nil
     /// when it is gone. The SIGSTOP backend asks this of every task at every look; reading
     /// and splitting the whole line into Strings cost it twice what bare.c takes.
-    public static func state(pid: pid_t, tid: pid_t? = nil, procRoot: String = "/proc") -> Character? {
+    package static func state(pid: pid_t, tid: pid_t? = nil, procRoot: String = "/proc") -> Character? {
         let path = tid.map { "\(procRoot)/\(pid)/task/\($0)/stat" } ?? "\(procRoot)/\(pid)/stat"
         return withStatLine(path) { line, fieldThree in Character(Unicode.Scalar(line[fieldThree])) }
     }
 
-    public static func threads(of pid: pid_t, procRoot: String = "/proc") -> [pid_t] {
+    package static func threads(of pid: pid_t, procRoot: String = "/proc") -> [pid_t] {
         ((try? FileIO.list("\(procRoot)/\(pid)/task")) ?? []).compactMap { pid_t($0) }
     }
 
     /// Every pid whose process belongs to the session (the fallback when a process has no cgroup).
-    public static func pids(inSession session: pid_t, procRoot: String = "/proc") -> [pid_t] {
+    package static func pids(inSession session: pid_t, procRoot: String = "/proc") -> [pid_t] {
         ((try? FileIO.list(procRoot)) ?? []).compactMap { pid_t($0) }.filter { stat(pid: $0, procRoot: procRoot)?.session == session }
     }
 
     /// The v2 cgroup path (relative to the v2 root) from /proc/PID/cgroup text ("0::/path").
-    public static func unifiedCgroup(in text: String) -> String? {
+    package static func unifiedCgroup(in text: String) -> String? {
         for line in text.split(separator: "\n") where line.hasPrefix("0::") {
             return String(line.dropFirst(3))
         }
@@ -191,7 +191,7 @@ public enum ProcFS {
     }
 
     /// Resident memory in bytes (VmRSS), or nil for a kernel thread or an exited process.
-    public static func residentBytes(pid: pid_t, procRoot: String = "/proc") -> UInt64? {
+    package static func residentBytes(pid: pid_t, procRoot: String = "/proc") -> UInt64? {
         guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"),
             let rss = statusField("VmRSS", in: text)
         else { return nil }
@@ -199,7 +199,7 @@ public enum ProcFS {
     }
 
     /// "18040 kB" → bytes; nil when that many bytes do not fit in a UInt64 (a trap before).
-    public static func parseKiloBytes(_ text: String) -> UInt64? {
+    package static func parseKiloBytes(_ text: String) -> UInt64? {
         guard let number = text.split(separator: " ").first.flatMap({ UInt64($0) }) else { return nil }
         let (bytes, overflow) = number.multipliedReportingOverflow(by: 1024)
         return overflow ? nil : bytes
@@ -208,7 +208,7 @@ public enum ProcFS {
 
 extension StringProtocol {
     /// The text without the given characters at either end.
-    public func trimmingCharacters(in set: String) -> String {
+    package func trimmingCharacters(in set: String) -> String {
         var s = self[...]
         while let f = s.first, set.contains(f) { s.removeFirst() }
         while let l = s.last, set.contains(l) { s.removeLast() }
@@ -217,5 +217,5 @@ extension StringProtocol {
 }
 
 extension String {
-    public func trimmed() -> String { self[...].trimmingCharacters(in: " \t\n\r") }
+    package func trimmed() -> String { self[...].trimmingCharacters(in: " \t\n\r") }
 }

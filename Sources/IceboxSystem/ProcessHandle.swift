@@ -2,19 +2,19 @@ import CIceboxShim
 import Glibc
 
 /// How a process ended, as waitid(2) reports it.
-public enum Termination: Equatable, Sendable, CustomStringConvertible {
+package enum Termination: Equatable, Sendable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
 
     /// The shell convention: the exit code, or 128+N for signal N.
-    public var shellStatus: Int32 {
+    package var shellStatus: Int32 {
         switch self {
         case .exited(let code): return code
         case .signaled(let sig): return 128 + sig
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .exited(let code): return "exited with status \(code)"
         case .signaled(let sig): return "killed by \(Signals.name(of: sig))"
@@ -22,24 +22,24 @@ public enum Termination: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// From siginfo's si_code and si_status (CLD_EXITED = 1; CLD_KILLED, CLD_DUMPED otherwise).
-    public init(code: Int32, status: Int32) {
+    package init(code: Int32, status: Int32) {
         self = code == 1 ? .exited(status) : .signaled(status)
     }
 }
 
 /// A process held through its pidfd from spawn to reap, so nothing is ever keyed on a
 /// bare pid that could be reused. A class so that exactly one owner closes the pidfd (in deinit).
-public final class ProcessHandle {
-    public let pid: pid_t
-    public let pidfd: Int32
+package final class ProcessHandle {
+    package let pid: pid_t
+    package let pidfd: Int32
 
-    public init(pid: pid_t, pidfd: Int32) {
+    package init(pid: pid_t, pidfd: Int32) {
         self.pid = pid
         self.pidfd = pidfd
     }
 
     /// Opens a pidfd for a process icebox did not spawn (it need not be our child).
-    public init(adopting pid: pid_t) throws(SystemError) {
+    package init(adopting pid: pid_t) throws(SystemError) {
         let fd = icebox_pidfd_open(pid, 0)
         if fd < 0 { throw SystemError("open a pidfd for", path: "pid \(pid)") }
         self.pid = pid
@@ -48,14 +48,14 @@ public final class ProcessHandle {
 
     /// Sends a signal through the pidfd. ESRCH (already exited) is reported as false.
     @discardableResult
-    public func send(_ signal: Int32) throws(SystemError) -> Bool {
+    package func send(_ signal: Int32) throws(SystemError) -> Bool {
         if icebox_pidfd_send_signal(pidfd, signal) == 0 { return true }
         if errno == ESRCH { return false }
         throw SystemError("send \(Signals.name(of: signal)) to", path: "pid \(pid)")
     }
 
     /// Reaps the child if it has exited; nil while it runs.
-    public func reapIfExited() throws(SystemError) -> Termination? {
+    package func reapIfExited() throws(SystemError) -> Termination? {
         var code: Int32 = 0, status: Int32 = 0, who: pid_t = 0
         if icebox_waitid_pidfd(pidfd, WEXITED | WNOHANG, &code, &status, &who) < 0 {
             throw SystemError("wait for", path: "pid \(pid)")
@@ -64,7 +64,7 @@ public final class ProcessHandle {
     }
 
     /// Waits for the child to exit, up to a deadline (monotonic ns). nil on time-out.
-    public func wait(until deadline: UInt64) throws(SystemError) -> Termination? {
+    package func wait(until deadline: UInt64) throws(SystemError) -> Termination? {
         while true {
             if let t = try reapIfExited() { return t }
             let now = Clock.monotonicNanos()
@@ -78,7 +78,7 @@ public final class ProcessHandle {
     /// The id of the cgroup v2 the process is in (PIDFD_GET_INFO, Linux 6.13: one ioctl, where
     /// /proc/PID/cgroup is an open, a read of every hierarchy's line and a close); nil on an
     /// older kernel or once the process is gone.
-    public func cgroupID() -> UInt64? {
+    package func cgroupID() -> UInt64? {
         var id: UInt64 = 0
         return icebox_pidfd_cgroup_id(pidfd, &id) == 0 ? id : nil
     }
@@ -86,10 +86,10 @@ public final class ProcessHandle {
     deinit { Glibc.close(pidfd) }
 }
 
-public enum Reaper {
+package enum Reaper {
     /// Makes this process a child subreaper: orphans of its descendants land on it rather
     /// than on PID 1 (which here does not reap them promptly).
-    public static func becomeSubreaper() throws(SystemError) {
+    package static func becomeSubreaper() throws(SystemError) {
         if icebox_set_child_subreaper() < 0 { throw SystemError("become a child subreaper (prctl)") }
     }
 
@@ -98,14 +98,14 @@ public enum Reaper {
     /// threads of its own (a test runner spawning processes with Foundation) must never see,
     /// let alone reap, their children. The daemon's apps and probes are spawned by its loop
     /// thread, and orphans land on the main thread, where `icebox daemon` runs its loop.
-    public static func peekExitedChild() -> pid_t? {
+    package static func peekExitedChild() -> pid_t? {
         var code: Int32 = 0, status: Int32 = 0, who: pid_t = 0
         if icebox_waitid_all(WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD, &code, &status, &who) < 0 { return nil }
         return who == 0 ? nil : who
     }
 
     /// Reaps one specific exited child by pid (only for orphans that have no pidfd here).
-    public static func reap(pid: pid_t) {
+    package static func reap(pid: pid_t) {
         var status: Int32 = 0
         _ = retryingOnInterrupt { waitpid(pid, &status, WNOHANG) }
     }

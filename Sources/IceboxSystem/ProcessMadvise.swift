@@ -5,9 +5,9 @@ import Glibc
 /// 5.10; needs ptrace read access and CAP_SYS_NICE over the target). Only non-destructive
 /// advice is allowed on another process, which is exactly what compaction wants: the pages
 /// stay valid, and the app faults them back in when it runs again.
-public enum ProcessMadvise {
+package enum ProcessMadvise {
     /// The values of <linux/mman.h>, spelled out: glibc's headers only have them from 2.31.
-    public enum Advice: Int32, Sendable {
+    package enum Advice: Int32, Sendable {
         /// Deactivate the pages: they become the first candidates when reclaim runs.
         case cold = 20  // MADV_COLD
         /// Reclaim the pages now (clean file pages are dropped, anonymous ones need swap).
@@ -15,30 +15,30 @@ public enum ProcessMadvise {
     }
 
     /// UIO_MAXIOV: the kernel rejects a longer iovec array with EINVAL.
-    public static let maxRangesPerCall = 1024
+    package static let maxRangesPerCall = 1024
 
-    public struct Range: Equatable, Sendable {
-        public var start: UInt64
-        public var length: UInt64
+    package struct Range: Equatable, Sendable {
+        package var start: UInt64
+        package var length: UInt64
 
-        public init(start: UInt64, length: UInt64) {
+        package init(start: UInt64, length: UInt64) {
             self.start = start
             self.length = length
         }
     }
 
-    public struct Outcome: Equatable, Sendable {
-        public var bytesAdvised: UInt64 = 0
+    package struct Outcome: Equatable, Sendable {
+        package var bytesAdvised: UInt64 = 0
         /// Ranges the kernel went all the way through.
-        public var rangesAdvised = 0
+        package var rangesAdvised = 0
         /// Ranges it refused (EINVAL for mlocked or VM_PFNMAP ones, ENOMEM for one unmapped
         /// since /proc/PID/maps was read, EAGAIN): skipped, and the next range tried.
-        public var rangesSkipped = 0
-        public var calls = 0
+        package var rangesSkipped = 0
+        package var calls = 0
         /// ESRCH: the process exited (or was reaped) before or during the advice.
-        public var processExited = false
+        package var processExited = false
 
-        public init() {}
+        package init() {}
     }
 
     /// Advises every range, IOV_MAX at a time. The kernel works through the ranges in order
@@ -47,7 +47,7 @@ public enum ProcessMadvise {
     /// So each call resumes right after what was done, and a refused range is skipped.
     /// EPERM before anything was advised means the call itself is not allowed (no
     /// CAP_SYS_NICE or ptrace access) and is thrown rather than counted range by range.
-    public static func advise(pidfd: Int32, pid: pid_t, ranges: [Range], advice: Advice) throws(SystemError) -> Outcome {
+    package static func advise(pidfd: Int32, pid: pid_t, ranges: [Range], advice: Advice) throws(SystemError) -> Outcome {
         let ranges = ranges.filter { $0.length > 0 }
         var outcome = Outcome()
         var index = 0

@@ -4,18 +4,18 @@ import Glibc
 /// read it: CPU time and resident pages from /proc/PID/stat, the start time from stat and
 /// /proc/stat's btime, open descriptors from /proc/PID/fd. The parsers take the files' text
 /// and the reader takes a /proc root, so tests feed them temporary files.
-public struct ProcessUsage: Equatable, Sendable {
+package struct ProcessUsage: Equatable, Sendable {
     /// Open descriptors (the entries of /proc/PID/fd, the one that lists them included).
-    public var openDescriptors: Int?
+    package var openDescriptors: Int?
     /// Resident memory: stat's rss (field 24) times the page size.
-    public var residentBytes: UInt64?
+    package var residentBytes: UInt64?
     /// When the process started, in nanoseconds since the epoch: boot time plus stat's
     /// starttime (field 22). Only as precise as a clock tick (10 ms with USER_HZ 100).
-    public var startTimeUnixNanos: UInt64?
+    package var startTimeUnixNanos: UInt64?
     /// User plus system CPU time (stat fields 14 and 15), in nanoseconds.
-    public var cpuNanos: UInt64?
+    package var cpuNanos: UInt64?
 
-    public init(openDescriptors: Int? = nil, residentBytes: UInt64? = nil, startTimeUnixNanos: UInt64? = nil, cpuNanos: UInt64? = nil) {
+    package init(openDescriptors: Int? = nil, residentBytes: UInt64? = nil, startTimeUnixNanos: UInt64? = nil, cpuNanos: UInt64? = nil) {
         self.openDescriptors = openDescriptors
         self.residentBytes = residentBytes
         self.startTimeUnixNanos = startTimeUnixNanos
@@ -23,15 +23,15 @@ public struct ProcessUsage: Equatable, Sendable {
     }
 
     /// The fields of /proc/PID/stat this type needs, in the kernel's units.
-    public struct StatFields: Equatable, Sendable {
-        public var userTicks: UInt64
-        public var systemTicks: UInt64
-        public var startTimeTicks: UInt64
-        public var residentPages: UInt64
+    package struct StatFields: Equatable, Sendable {
+        package var userTicks: UInt64
+        package var systemTicks: UInt64
+        package var startTimeTicks: UInt64
+        package var residentPages: UInt64
     }
 
     /// Parses /proc/PID/stat (fields counted as `ProcFS.statFieldsAfterName` does).
-    public static func parseStat(_ text: String) -> StatFields? {
+    package static func parseStat(_ text: String) -> StatFields? {
         guard let rest = ProcFS.statFieldsAfterName(text) else { return nil }
         // rest[0] is field 3 (state): field N is rest[N - 3].
         guard rest.count > 21, let user = UInt64(rest[11]), let system = UInt64(rest[12]),
@@ -41,7 +41,7 @@ public struct ProcessUsage: Equatable, Sendable {
     }
 
     /// The boot time from /proc/stat's "btime" line, in seconds since the epoch.
-    public static func bootTime(procStat text: String) -> UInt64? {
+    package static func bootTime(procStat text: String) -> UInt64? {
         for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
             return UInt64(line.dropFirst(6).trimmingCharacters(in: " \t"))
         }
@@ -49,13 +49,13 @@ public struct ProcessUsage: Equatable, Sendable {
     }
 
     /// How many descriptors a process has open: the entries of its /proc/PID/fd.
-    public static func openDescriptors(fdDirectory: String) -> Int? {
+    package static func openDescriptors(fdDirectory: String) -> Int? {
         (try? FileIO.list(fdDirectory))?.count
     }
 
     /// Reads the usage of process `pid` ("self" by default). A figure whose file cannot be
     /// read is nil. `ticksPerSecond` and `pageSize` default to the running kernel's.
-    public static func read(
+    package static func read(
         pid: String = "self", procRoot: String = "/proc",
         ticksPerSecond: UInt64 = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1)),
         pageSize: UInt64 = UInt64(max(sysconf(Int32(_SC_PAGESIZE)), 1))

@@ -2,7 +2,7 @@ import CIceboxShim
 import Glibc
 
 /// The running program's own file-backed image (its loadable segments).
-public enum ProgramImage {
+package enum ProgramImage {
     /// Locks the image in memory (mlock of every PT_LOAD segment; they are faulted in first)
     /// and returns how many bytes that is. For the daemon, as Android's lmkd locks itself:
     /// the process that must act under memory pressure must not wait for its own pages.
@@ -12,7 +12,7 @@ public enum ProgramImage {
     /// copy after 90 s idle, and `--version` took 1.73 ms against 1.10 ms before.
     /// Throws EPERM or ENOMEM without CAP_IPC_LOCK past RLIMIT_MEMLOCK (nothing stays
     /// locked then).
-    public static func lockInMemory() throws(SystemError) -> UInt64 {
+    package static func lockInMemory() throws(SystemError) -> UInt64 {
         let locked = icebox_lock_program_image()
         if locked < 0 { throw SystemError("mlock its loadable segments") }
         return UInt64(locked)

@@ -4,9 +4,9 @@ import Glibc
 /// TCP connect, or one HTTP GET that must answer 2xx. They wait with poll on the same
 /// non-blocking machines the daemon drives from its epoll loop (`TCPProbe`, `HTTPProbe`),
 /// so a check means the same thing in both places.
-public enum ReadinessCheck {
+package enum ReadinessCheck {
     /// Connects to address:port; true if the connection was accepted before the deadline.
-    public static func tcp(_ address: IPAddress = .loopback, port: UInt16, deadline: UInt64) -> Bool {
+    package static func tcp(_ address: IPAddress = .loopback, port: UInt16, deadline: UInt64) -> Bool {
         guard let fd = try? TCPProbe.start(address, port: port) else { return false }
         defer { close(fd) }
         while true {
@@ -20,13 +20,13 @@ public enum ReadinessCheck {
     }
 
     /// GETs the URL (http only) and reports whether the status is 2xx.
-    public static func http(_ url: String, deadline: UInt64) -> Bool {
+    package static func http(_ url: String, deadline: UInt64) -> Bool {
         guard let target = HTTPURL(url) else { return false }
         return http(target, deadline: deadline).isReady
     }
 
     /// GETs the URL and says what came back, or why nothing did by the deadline.
-    public static func http(_ url: HTTPURL, deadline: UInt64) -> HTTPProbe.Outcome {
+    package static func http(_ url: HTTPURL, deadline: UInt64) -> HTTPProbe.Outcome {
         let check = HTTPProbe(url: url)
         var step = check.start()
         while true {

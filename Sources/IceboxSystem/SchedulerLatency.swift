@@ -4,7 +4,7 @@ import Glibc
 /// How promptly the kernel runs the daemon when something it waits for happens. The
 /// setting is the daemon's alone: every process it spawns puts it back before its execve
 /// (the shim's child does), so an app starts with what its spawner had.
-public enum SchedulerLatency {
+package enum SchedulerLatency {
     /// `sliceNanos`: the scheduler slice (EEVDF, Linux 6.12 and later; older kernels ignore
     /// it). A running task keeps its CPU when the daemon wakes unless its slice is longer
     /// than the daemon's; the default is 1.4 ms on this 2-CPU host (0.7 ms × (1 + log2
@@ -19,7 +19,7 @@ public enum SchedulerLatency {
     /// freeze in progress came on the dot every 20 µs, and each took a CPU from the tasks
     /// that had to run to freeze: busy 10-task freezes took 2.5-3x bare's time, against
     /// about 1.1x with the default, measured side by side (benchmarks/RESULTS.md).
-    public static func makeLatencySensitive(sliceNanos: UInt64) {
+    package static func makeLatencySensitive(sliceNanos: UInt64) {
         _ = icebox_set_latency_sensitive(sliceNanos)
     }
 }

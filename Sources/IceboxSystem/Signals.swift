@@ -2,7 +2,7 @@ import CIceboxShim
 import Glibc
 
 /// Signal names and numbers, as `kill -l` spells them.
-public enum Signals {
+package enum Signals {
     static let table: [(String, Int32)] = [
         ("HUP", SIGHUP), ("INT", SIGINT), ("QUIT", SIGQUIT), ("ILL", SIGILL), ("TRAP", SIGTRAP),
         ("ABRT", SIGABRT), ("BUS", SIGBUS), ("FPE", SIGFPE), ("KILL", SIGKILL), ("USR1", SIGUSR1),
@@ -15,10 +15,10 @@ public enum Signals {
 
     /// The names `number(of:)` accepts, without the SIG prefix, in signal-number order, with
     /// RTMIN and RTMAX for the real-time range (shell completions offer them).
-    public static var names: [String] { table.map(\.0) + ["RTMIN", "RTMAX"] }
+    package static var names: [String] { table.map(\.0) + ["RTMIN", "RTMAX"] }
 
     /// "SIGUSR1", "USR1", "usr1", "10" and "RTMIN+2" are all accepted.
-    public static func number(of text: String) -> Int32? {
+    package static func number(of text: String) -> Int32? {
         if let n = Int32(text) { return (1..<Int32(icebox_nsig())).contains(n) ? n : nil }
         var name = text.uppercased()
         if name.hasPrefix("SIG") { name.removeFirst(3) }
@@ -32,7 +32,7 @@ public enum Signals {
         return nil
     }
 
-    public static func name(of number: Int32) -> String {
+    package static func name(of number: Int32) -> String {
         if let hit = table.first(where: { $0.1 == number }) { return "SIG" + hit.0 }
         let rtmin = icebox_sigrtmin()
         if number >= rtmin && number <= icebox_sigrtmax() { return number == rtmin ? "SIGRTMIN" : "SIGRTMIN+\(number - rtmin)" }
@@ -41,14 +41,14 @@ public enum Signals {
 
     /// Blocks the given signals in this thread (and the threads it starts later) so they can
     /// be read from a signalfd instead of interrupting whatever runs.
-    public static func block(_ signals: [Int32]) {
+    package static func block(_ signals: [Int32]) {
         var set = sigset_t()
         _ = signals.withUnsafeBufferPointer { icebox_sigset_for(&set, $0.baseAddress!, Int32($0.count)) }
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// A non-blocking, close-on-exec signalfd for signals already blocked.
-    public static func signalFD(_ signals: [Int32]) throws(SystemError) -> Int32 {
+    package static func signalFD(_ signals: [Int32]) throws(SystemError) -> Int32 {
         var set = sigset_t()
         _ = signals.withUnsafeBufferPointer { icebox_sigset_for(&set, $0.baseAddress!, Int32($0.count)) }
         let fd = signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
@@ -57,7 +57,7 @@ public enum Signals {
     }
 
     /// Reads every pending signal number from a signalfd.
-    public static func drain(signalFD fd: Int32) -> [Int32] {
+    package static func drain(signalFD fd: Int32) -> [Int32] {
         var out: [Int32] = []
         var info = signalfd_siginfo()
         while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {

@@ -2,28 +2,28 @@ import CIceboxShim
 import Glibc
 
 /// What to run and how: everything the child side needs, resolved in the parent.
-public struct SpawnRequest: Sendable {
-    public var executable: String
-    public var arguments: [String]  // argv, including argv[0]
-    public var environment: [String]  // KEY=VALUE
-    public var workingDirectory: String?
-    public var stdin: Int32 = -1
-    public var stdout: Int32 = -1
-    public var stderr: Int32 = -1
-    public var extraFD: Int32 = -1  // becomes descriptor 3 in the child
-    public var cgroupDirFD: Int32 = -1
-    public var cgroupProcsFD: Int32 = -1
-    public var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
-    public var v1MemoryProcsFD: Int32 = -1  // a second one (the v1 memory cgroup)
-    public var newSession = true
+package struct SpawnRequest: Sendable {
+    package var executable: String
+    package var arguments: [String]  // argv, including argv[0]
+    package var environment: [String]  // KEY=VALUE
+    package var workingDirectory: String?
+    package var stdin: Int32 = -1
+    package var stdout: Int32 = -1
+    package var stderr: Int32 = -1
+    package var extraFD: Int32 = -1  // becomes descriptor 3 in the child
+    package var cgroupDirFD: Int32 = -1
+    package var cgroupProcsFD: Int32 = -1
+    package var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
+    package var v1MemoryProcsFD: Int32 = -1  // a second one (the v1 memory cgroup)
+    package var newSession = true
     /// The soft limit on open descriptors the program starts with (0: this process's own).
     /// The daemon raises its own limit and gives apps back the one they would have had.
-    public var descriptorSoftLimit: UInt64 = 0
+    package var descriptorSoftLimit: UInt64 = 0
     /// Who the program runs as, with no capability at all (nil: as this process, with what
     /// execve gives that user).
-    public var identity: SpawnIdentity?
+    package var identity: SpawnIdentity?
 
-    public init(executable: String, arguments: [String], environment: [String]) {
+    package init(executable: String, arguments: [String], environment: [String]) {
         self.executable = executable
         self.arguments = arguments
         self.environment = environment
@@ -33,19 +33,19 @@ public struct SpawnRequest: Sendable {
 /// Another user for a spawned program: the child takes these ids and drops every
 /// capability (bounding, ambient, permitted, effective, inheritable) and sets no_new_privs
 /// before its execve; each step is checked and a failure stops the launch.
-public struct SpawnIdentity: Sendable, Equatable {
-    public var uid: uid_t
-    public var gid: gid_t
-    public var groups: [gid_t]
+package struct SpawnIdentity: Sendable, Equatable {
+    package var uid: uid_t
+    package var gid: gid_t
+    package var groups: [gid_t]
 
-    public init(uid: uid_t, gid: gid_t, groups: [gid_t]) {
+    package init(uid: uid_t, gid: gid_t, groups: [gid_t]) {
         self.uid = uid
         self.gid = gid
         self.groups = groups
     }
 }
 
-public enum SpawnMethod: String, Sendable, Codable {
+package enum SpawnMethod: String, Sendable, Codable {
     case clone3IntoCgroup = "clone3(CLONE_INTO_CGROUP)"
     case clone3ThenMove = "clone3 + cgroup.procs"
     case forkThenMove = "fork + cgroup.procs"
@@ -54,7 +54,7 @@ public enum SpawnMethod: String, Sendable, Codable {
     case standIn = "clone3 by a stand-in in its v1 cgroups"
 }
 
-public enum SpawnError: Error, CustomStringConvertible, Sendable {
+package enum SpawnError: Error, CustomStringConvertible, Sendable {
     /// The program could not be found on PATH (exit 127, as shells do).
     case notFound(String)
     /// execve failed in the child (EACCES and ENOEXEC exit 126, as shells do).
@@ -63,7 +63,7 @@ public enum SpawnError: Error, CustomStringConvertible, Sendable {
     case identityFailed(step: String, errno: Int32)
     case system(SystemError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .identityFailed(let step, let err):
             return "\(step) failed: \(String(cString: strerror(err))); the program was not run"
@@ -74,7 +74,7 @@ public enum SpawnError: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    public var shellStatus: Int32 {
+    package var shellStatus: Int32 {
         switch self {
         case .notFound: return 127
         case .execFailed(_, _, let err): return err == ENOENT ? 127 : 126
@@ -83,18 +83,18 @@ public enum SpawnError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-public struct SpawnedProcess {
-    public var handle: ProcessHandle
-    public var method: SpawnMethod
+package struct SpawnedProcess {
+    package var handle: ProcessHandle
+    package var method: SpawnMethod
     /// When (CLOCK_MONOTONIC ns) the spawner knew the program was running: the child's
     /// execve had closed the error pipe. What a spawn's "spawn → exec" ends with; the work a
     /// spawner does after that (reaping a stand-in) is not the app's.
-    public var execConfirmedNanos: UInt64
+    package var execConfirmedNanos: UInt64
 }
 
-public enum Spawner {
+package enum Spawner {
     /// This program's own path (for starting the daemon).
-    public static let selfExecutable: String = {
+    package static let selfExecutable: String = {
         var buf = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buf, 4095)
         return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "/proc/self/exe"
@@ -102,7 +102,7 @@ public enum Spawner {
 
     /// Finds a program the way execvp does: a name with a slash is used as it is, else each
     /// directory of PATH is tried. Resolving here lets "not found" be reported before any spawn.
-    public static func resolve(_ name: String, path: String?) -> String? {
+    package static func resolve(_ name: String, path: String?) -> String? {
         if name.contains("/") { return name }
         let dirs = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false)
         var firstNonExecutable: String?
@@ -117,7 +117,7 @@ public enum Spawner {
         return firstNonExecutable
     }
 
-    public static func spawn(_ request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
+    package static func spawn(_ request: SpawnRequest) throws(SpawnError) -> SpawnedProcess {
         var result = icebox_spawn_result()
         let rc = withCRequest(request) { icebox_spawn($0, &result) }
         if rc < 0 { throw .system(SystemError("spawn", path: request.executable)) }

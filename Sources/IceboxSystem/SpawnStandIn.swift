@@ -9,15 +9,15 @@ import Glibc
 ///
 /// One use only: after a spawn (or a refusal) the stand-in exits. Dropping the value closes
 /// its socket, which also makes an idle stand-in exit; `dismiss` waits for that.
-public final class SpawnStandIn {
-    public let handle: ProcessHandle
+package final class SpawnStandIn {
+    package let handle: ProcessHandle
     private let socket: Int32
-    public private(set) var isReady = false
+    package private(set) var isReady = false
     private var dismissed = false
 
     /// Starts one that joins each cgroup.procs of `procsFDs` (opened for writing; the caller
     /// keeps and closes its own copies).
-    public init(joining procsFDs: [Int32]) throws(SystemError) {
+    package init(joining procsFDs: [Int32]) throws(SystemError) {
         var pidfd: Int32 = -1, sock: Int32 = -1
         let pid = procsFDs.withUnsafeBufferPointer { icebox_stand_in_start($0.baseAddress!, Int32($0.count), &pidfd, &sock) }
         if pid < 0 { throw SystemError("start a spawn stand-in (clone3)") }
@@ -26,12 +26,12 @@ public final class SpawnStandIn {
     }
 
     /// Its socket: readable once it has joined its cgroups (`checkReady`), or when it is gone.
-    public var watchDescriptor: Int32 { socket }
+    package var watchDescriptor: Int32 { socket }
 
     /// Reads its ready message without blocking: true once it sits in every cgroup; false
     /// while it has not said yet; throws when it could not join one (the errno of that
     /// write) or is gone.
-    public func checkReady() throws(SystemError) -> Bool {
+    package func checkReady() throws(SystemError) -> Bool {
         if isReady { return true }
         var attachErrno: Int32 = 0
         switch icebox_stand_in_ready(socket, &attachErrno) {
@@ -53,7 +53,7 @@ public final class SpawnStandIn {
     /// waited for the let-go so that its exit (a copy of this process's address space torn
     /// down) comes after the app's execve rather than in the middle of it, and the caller's
     /// work can overlap that exit. After anything else it has exited and is reaped.
-    public func spawn(_ request: SpawnRequest, timeoutNanos: UInt64) -> StandInOutcome {
+    package func spawn(_ request: SpawnRequest, timeoutNanos: UInt64) -> StandInOutcome {
         var result = icebox_spawn_result()
         let rc = Spawner.withCRequest(request) { icebox_stand_in_spawn(socket, $0, &result, timeoutNanos) }
         let confirmed = Clock.monotonicNanos()
@@ -71,11 +71,11 @@ public final class SpawnStandIn {
 
     /// Tells it to go without waiting: its socket shuts down, and a parked stand-in, or one
     /// that has spawned, exits.
-    public func letGo() { shutdown(socket, Int32(SHUT_RDWR)) }
+    package func letGo() { shutdown(socket, Int32(SHUT_RDWR)) }
 
     /// Lets it go and reaps it: it is killed when it has not exited within `deadline`
     /// (monotonic ns; default: 1 s). Once only; later calls return at once.
-    public func dismiss(deadline: UInt64? = nil) {
+    package func dismiss(deadline: UInt64? = nil) {
         if dismissed { return }
         dismissed = true
         letGo()
@@ -90,7 +90,7 @@ public final class SpawnStandIn {
 }
 
 /// What a stand-in's spawn came to.
-public enum StandInOutcome {
+package enum StandInOutcome {
     case spawned(SpawnedProcess)
     /// The program could not be run (as `Spawner.spawn` would have thrown).
     case failed(SpawnError)

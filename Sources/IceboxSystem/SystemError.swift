@@ -2,25 +2,25 @@ import Glibc
 
 /// A failed system call: what was being done, on what, and the errno.
 /// Its description reads "cannot write /sys/fs/cgroup/x/cgroup.freeze: Permission denied".
-public struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
-    public var operation: String
-    public var path: String?
-    public var errno: Int32
+package struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
+    package var operation: String
+    package var path: String?
+    package var errno: Int32
 
-    public init(_ operation: String, path: String? = nil, errno: Int32 = Glibc.errno) {
+    package init(_ operation: String, path: String? = nil, errno: Int32 = Glibc.errno) {
         self.operation = operation
         self.path = path
         self.errno = errno
     }
 
-    public var reason: String { String(cString: strerror(errno)) }
+    package var reason: String { String(cString: strerror(errno)) }
 
-    public var description: String {
+    package var description: String {
         if let path { return "cannot \(operation) \(path): \(reason)" }
         return "cannot \(operation): \(reason)"
     }
 
-    public var isPermissionDenied: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
+    package var isPermissionDenied: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
 }
 
 /// Runs a system call that reports failure as -1 and errno, retrying on EINTR.
@@ -29,7 +29,7 @@ public struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
 /// generically, each first call looked up BinaryInteger's witness tables at run time, which
 /// a one-shot command paid in page faults on the runtime's caches.
 @inlinable @inline(__always)
-public func retryingOnInterrupt<T: BinaryInteger>(_ body: () -> T) -> T {
+package func retryingOnInterrupt<T: BinaryInteger>(_ body: () -> T) -> T {
     while true {
         let rc = body()
         if rc >= 0 || errno != EINTR { return rc }

@@ -3,14 +3,14 @@ import Glibc
 /// An address a readiness probe may connect to: an IPv4 or IPv6 literal, or "localhost"
 /// (taken as 127.0.0.1). Host names are not resolved: getaddrinfo blocks, and probes run
 /// inside the daemon's single event loop; they talk to this machine anyway.
-public struct IPAddress: Equatable, Sendable, CustomStringConvertible {
-    public enum Family: Equatable, Sendable { case v4, v6 }
+package struct IPAddress: Equatable, Sendable, CustomStringConvertible {
+    package enum Family: Equatable, Sendable { case v4, v6 }
 
-    public let family: Family
+    package let family: Family
     /// The literal as inet_pton accepts it: "127.0.0.1" or "::1", never bracketed.
-    public let literal: String
+    package let literal: String
 
-    public static let loopback = IPAddress(v4: "127.0.0.1")
+    package static let loopback = IPAddress(v4: "127.0.0.1")
 
     private init(v4 literal: String) {
         family = .v4
@@ -18,7 +18,7 @@ public struct IPAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// nil for anything but "localhost" or an address literal.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         if text == "localhost" {
             self = .loopback
             return
@@ -36,7 +36,7 @@ public struct IPAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// As it appears in a URL or a Host header: IPv6 in brackets.
-    public var description: String { family == .v6 ? "[\(literal)]" : literal }
+    package var description: String { family == .v6 ? "[\(literal)]" : literal }
 
     /// Calls `body` with this address and `port` as a sockaddr.
     func withSocketAddress<R>(port: UInt16, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
@@ -63,9 +63,9 @@ public struct IPAddress: Equatable, Sendable, CustomStringConvertible {
 
 /// Non-blocking TCP connects for readiness probes: `start` returns at once, the caller
 /// watches the descriptor for writability and then asks `state` how the connect went.
-public enum TCPProbe {
+package enum TCPProbe {
     /// How a non-blocking connect stands.
-    public enum ConnectState: Equatable, Sendable {
+    package enum ConnectState: Equatable, Sendable {
         case connected
         case inProgress
         /// The connect failed; the errno says why (ECONNREFUSED when nothing listens).
@@ -74,7 +74,7 @@ public enum TCPProbe {
 
     /// Starts a connect and returns its descriptor (non-blocking, close-on-exec). Throws when
     /// the connect fails at once, as a refused connect to a loopback port does.
-    public static func start(_ address: IPAddress = .loopback, port: UInt16) throws(SystemError) -> Int32 {
+    package static func start(_ address: IPAddress = .loopback, port: UInt16) throws(SystemError) -> Int32 {
         let domain = address.family == .v6 ? AF_INET6 : AF_INET
         let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
@@ -90,7 +90,7 @@ public enum TCPProbe {
     /// Once the descriptor polled writable (or reported an error): whether the connect is
     /// done. Writability alone is not proof, so the peer's address is asked for too.
     /// Reading SO_ERROR clears it: call this once per wake-up.
-    public static func state(_ fd: Int32) -> ConnectState {
+    package static func state(_ fd: Int32) -> ConnectState {
         var err: Int32 = 0
         var len = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 { return .failed(errno) }

@@ -3,9 +3,9 @@ import Glibc
 
 /// Unix-domain sockets: the control socket (stream, JSON lines) and the notify sockets
 /// (datagram, sd_notify). Descriptors are close-on-exec and, where stated, non-blocking.
-public enum UnixSocket {
+package enum UnixSocket {
     /// sun_path holds 107 bytes and a NUL; longer paths are refused with a clear error.
-    public static let maxPathLength = 107
+    package static let maxPathLength = 107
 
     static func withAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) throws(SystemError) -> R {
         var addr = sockaddr_un()
@@ -32,7 +32,7 @@ public enum UnixSocket {
     /// Until the chmod, no one can connect: the socket does not listen yet; and nothing can
     /// swap the file in between, in a runtime directory that is the user's own, 0700
     /// (`IceboxPaths.verify`).
-    public static func listen(path: String) throws(SystemError) -> Int32 {
+    package static func listen(path: String) throws(SystemError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         unlink(path)
@@ -44,7 +44,7 @@ public enum UnixSocket {
     }
 
     /// A blocking connection to a stream socket.
-    public static func connect(path: String) throws(SystemError) -> Int32 {
+    package static func connect(path: String) throws(SystemError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         let rc = try withAddress(path) { addr, len in retryingOnInterrupt { Glibc.connect(fd, addr, len) } }
@@ -53,20 +53,20 @@ public enum UnixSocket {
     }
 
     /// Accepts one connection (non-blocking, close-on-exec), or nil when none is pending.
-    public static func accept(_ listener: Int32) -> Int32? {
+    package static func accept(_ listener: Int32) -> Int32? {
         let fd = icebox_accept(listener)
         return fd < 0 ? nil : fd
     }
 
     /// The peer's pid, uid and gid (SO_PEERCRED), taken when it connected.
-    public static func peerCredentials(_ fd: Int32) -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
+    package static func peerCredentials(_ fd: Int32) -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
         var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
         if icebox_peer_cred(fd, &pid, &uid, &gid) < 0 { return nil }
         return (pid, uid, gid)
     }
 
     /// A datagram socket that receives sd_notify messages with the sender's credentials.
-    public static func bindNotify(path: String) throws(SystemError) -> Int32 {
+    package static func bindNotify(path: String) throws(SystemError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         unlink(path)
@@ -80,14 +80,14 @@ public enum UnixSocket {
     }
 
     /// One received datagram with its sender and any descriptors (which the caller must close).
-    public struct Datagram {
-        public var text: String
-        public var senderPID: pid_t
-        public var senderUID: uid_t
-        public var fds: [Int32]
+    package struct Datagram {
+        package var text: String
+        package var senderPID: pid_t
+        package var senderUID: uid_t
+        package var fds: [Int32]
     }
 
-    public static func receive(_ fd: Int32) -> Datagram? {
+    package static func receive(_ fd: Int32) -> Datagram? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var fds = [Int32](repeating: -1, count: 16)
         var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
@@ -104,7 +104,7 @@ public enum UnixSocket {
 
     /// Receives bytes and any descriptors on a stream socket (non-blocking). nil: would block.
     /// An empty byte array means the peer closed.
-    public static func receiveStream(_ fd: Int32) throws(SystemError) -> (bytes: [UInt8], fds: [Int32])? {
+    package static func receiveStream(_ fd: Int32) throws(SystemError) -> (bytes: [UInt8], fds: [Int32])? {
         var fds = [Int32](repeating: -1, count: 16)
         var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
         var n = 0
@@ -124,7 +124,7 @@ public enum UnixSocket {
     }
 
     /// Sends all bytes, with descriptors attached to the first chunk.
-    public static func send(_ fd: Int32, _ bytes: [UInt8], fds: [Int32] = []) throws(SystemError) {
+    package static func send(_ fd: Int32, _ bytes: [UInt8], fds: [Int32] = []) throws(SystemError) {
         var offset = 0
         var attach = fds
         while offset < bytes.count || !attach.isEmpty {
@@ -147,7 +147,7 @@ public enum UnixSocket {
     }
 
     /// Sends one datagram (for tests and the notify client).
-    public static func sendDatagram(path: String, _ text: String) throws(SystemError) {
+    package static func sendDatagram(path: String, _ text: String) throws(SystemError) {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         defer { close(fd) }
@@ -162,7 +162,7 @@ public enum UnixSocket {
 extension UnixSocket {
     /// One non-blocking send of as much of `bytes` as the socket takes now: the count sent,
     /// 0 when the socket's buffer is full (EAGAIN). Never waits; never raises SIGPIPE.
-    public static func sendSome(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws(SystemError) -> Int {
+    package static func sendSome(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws(SystemError) -> Int {
         if bytes.isEmpty { return 0 }
         let n = bytes.withUnsafeBytes { buf in icebox_send_with_fds(fd, buf.baseAddress!, buf.count, nil, 0) }
         if n < 0 {
@@ -175,7 +175,7 @@ extension UnixSocket {
 
 extension UnixSocket {
     /// Whether `fd` is a listening Unix stream socket (what socket activation must hand us).
-    public static func isListeningUnixStream(_ fd: Int32) -> Bool {
+    package static func isListeningUnixStream(_ fd: Int32) -> Bool {
         func option(_ name: Int32) -> Int32? {
             var value: Int32 = 0
             var len = socklen_t(MemoryLayout<Int32>.size)
@@ -185,7 +185,7 @@ extension UnixSocket {
     }
 
     /// Makes an inherited descriptor non-blocking and close-on-exec (apps must not inherit it).
-    public static func adopt(_ fd: Int32) throws(SystemError) {
+    package static func adopt(_ fd: Int32) throws(SystemError) {
         let flags = fcntl(fd, F_GETFL)
         if flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 { throw SystemError("make descriptor \(fd) non-blocking") }
         if fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 { throw SystemError("mark descriptor \(fd) close-on-exec") }

@@ -9,20 +9,20 @@ import Glibc
 /// (`icebox_static_nss_files_only`: loading the NSS modules nsswitch.conf names crashed it),
 /// and asks getent(1) for what the files do not have (`Getent`): the same answers as NSS,
 /// one process more for a user or group from elsewhere.
-public enum UserAccounts {
+package enum UserAccounts {
     /// Whether this is a static executable, which asks getent for what the files lack. Its
     /// first use sets a static build up (files only): `withBuffer` and `groupList`, through
     /// which every lookup goes, use it before they call NSS.
     static let isStatic: Bool = icebox_static_nss_files_only() != 0
 
-    public struct User: Sendable, Equatable {
-        public var name: String
-        public var uid: uid_t
-        public var gid: gid_t
+    package struct User: Sendable, Equatable {
+        package var name: String
+        package var uid: uid_t
+        package var gid: gid_t
     }
 
     /// getpwnam_r(3).
-    public static func user(named name: String) -> User? {
+    package static func user(named name: String) -> User? {
         let found = withBuffer { buf in
             var pwd = passwd()
             var result: UnsafeMutablePointer<passwd>?
@@ -33,7 +33,7 @@ public enum UserAccounts {
     }
 
     /// getpwuid_r(3).
-    public static func user(id: uid_t) -> User? {
+    package static func user(id: uid_t) -> User? {
         let found = withBuffer { buf in
             var pwd = passwd()
             var result: UnsafeMutablePointer<passwd>?
@@ -44,7 +44,7 @@ public enum UserAccounts {
     }
 
     /// getgrnam_r(3): the group's id.
-    public static func group(named name: String) -> gid_t? {
+    package static func group(named name: String) -> gid_t? {
         let found = withBuffer { buf in
             var grp = Glibc.group()
             var result: UnsafeMutablePointer<Glibc.group>?
@@ -56,7 +56,7 @@ public enum UserAccounts {
     }
 
     /// getgrgid_r(3): the group's name.
-    public static func groupName(id: gid_t) -> String? {
+    package static func groupName(id: gid_t) -> String? {
         let found = withBuffer { buf in
             var grp = Glibc.group()
             var result: UnsafeMutablePointer<Glibc.group>?
@@ -71,7 +71,7 @@ public enum UserAccounts {
 
     /// getgrouplist(3): the groups `user` belongs to, `gid` first. A static build adds those
     /// `getent initgroups` knows from other sources.
-    public static func groups(of user: String, gid: gid_t) -> [gid_t] {
+    package static func groups(of user: String, gid: gid_t) -> [gid_t] {
         let files = groupList(of: user, gid: gid)
         guard isStatic, let more = Getent.initgroups(user) else { return files }
         return files + more.filter { !files.contains($0) }
