@@ -40,7 +40,8 @@ public struct AppRecord: Codable, Sendable {
     /// Ended by a kill while frozen (an eviction): its next launch is told
     /// `ICEBOX_LAUNCH_REASON=restore`, to restore its state.
     public var killedWhileSuspended = false  // ended by a kill while frozen: its state should be restored
-    package var memoryV1: String?  // the app's v1 memory cgroup (hybrid hosts), for its memory figure
+    /// Its cgroup v1 memory directory (hybrid and v1 hosts), where its memory is read.
+    public var memoryV1: String?  // the app's v1 memory cgroup (hybrid hosts), for its memory figure
     package var memorySource: String?  // where memoryBytes came from: memory.current, memory.usage_in_bytes, smaps_rollup Pss
     package var lastCompaction: String?  // what the last compaction reclaimed
     package var launchStartNanos: UInt64 = 0  // monotonic: when it was launched

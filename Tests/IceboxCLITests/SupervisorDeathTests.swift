@@ -41,8 +41,10 @@ struct SupervisorDeathTests {
         }
         let app = try supervisor.apps().first { $0.name == "app" }!
         print("pid \(app.pid)")
-        for path in [app.cgroup, app.freezerV1, app.memoryV1, supervisor.hostFacts.cgroupRoot, supervisor.hostFacts.freezerV1Root,
-            supervisor.hostFacts.memoryV1Root, supervisor.paths.runtimeDir, supervisor.paths.stateDir,
+        // The app's cgroups and the supervisor's roots they are in (their parents).
+        let cgroups = [app.cgroup, app.freezerV1, app.memoryV1].compactMap { $0 }
+        let roots = cgroups.map { "/" + $0.split(separator: "/").dropLast().joined(separator: "/") }
+        for path in cgroups + roots + [supervisor.paths.runtimeDir, supervisor.paths.stateDir,
             "/" + supervisor.paths.runtimeDir.split(separator: "/").dropLast().joined(separator: "/"),  // the supervisor's own
         ].compactMap({ $0 }) {
             print("path \(path)")
