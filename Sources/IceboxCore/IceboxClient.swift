@@ -9,14 +9,22 @@ import IceboxSystem
 /// daemon's ``ControlReply`` lines until it is done. Every wait has a deadline
 /// (``timeout`` plus the time-outs the request carries), so a daemon that hangs fails the
 /// call rather than blocking it forever. A request that fails throws an ``IceboxError``
-/// with the daemon's message and exit code. The client does not start a daemon: use a
-/// ``Supervisor`` (the engine in this process) or `icebox daemon`.
+/// with the daemon's message, exit code and typed reason. The client does not start a
+/// daemon: use a ``Supervisor`` (the engine in this process) or an ``IceboxDaemon`` (an
+/// `icebox daemon` process started for a test), whose `client` is one; see
+/// <doc:TestingAgainstADaemon>.
 ///
 /// ```swift
-/// let client = IceboxClient(runtimeDirectory: "/run/icebox", stateDirectory: "/var/lib/icebox")
+/// let daemon = try IceboxDaemon.start()   // its own directories and cgroup root
+/// defer { try? daemon.stop() }
+/// let client = IceboxClient(paths: daemon.paths)   // the same as daemon.client
 /// let app = try client.launch(LaunchOptions(name: "web", command: ["python3", "server.py"]))
 /// try client.suspend("web")
 /// ```
+///
+/// A daemon started some other way is reached through the directories it was given
+/// (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`), or, for the user's own, through
+/// `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)` (``IceboxPaths``).
 ///
 /// The calls block the calling thread (for milliseconds, or up to an app's grace period
 /// for ``suspend(_:)-(String)``); ``events(for:replay:)`` is the asynchronous part.

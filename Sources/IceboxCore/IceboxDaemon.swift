@@ -131,8 +131,10 @@ public final class IceboxDaemon: Sendable {
             do { notify = try UnixSocket.bindNotify(path: notifyPath) } catch { throw IceboxError("start an icebox daemon", error) }
             defer { close(notify) }
             let outputLog = base + "/daemon.out"
-            process = try DaemonProcess.spawn(
-                program, paths: paths, cgroupRoot: facts.cgroupRoot, notifySocket: notifyPath, output: outputLog)
+            // One made up here that cannot be used is left out: the daemon then falls back
+            // (the v1 freezer, SIGSTOP) rather than failing on a root it was never asked for.
+            let root = cgroupRoot != nil || facts.cgroup2Usable ? facts.cgroupRoot : nil
+            process = try DaemonProcess.spawn(program, paths: paths, cgroupRoot: root, notifySocket: notifyPath, output: outputLog)
             if let ticks = ProcFS.stat(pid: process!.handle.pid)?.startTimeTicks {
                 sweeper!.killFirst(pid: process!.handle.pid, startTicks: ticks)
             }
@@ -183,7 +185,7 @@ public final class IceboxDaemon: Sendable {
         }
         var problems: [String] = []
         if !process.hasExited {
-            do { try client.stopDaemon(terminateApps: terminateApps, timeout: timeout) } catch where process.hasExited {
+            do { try client.stopDaemon(terminateApps: terminateApps, timeout: timeout) } catch  where process.hasExited {
                 // It left on its own meanwhile: nothing to stop.
             } catch {
                 problems.append("the stop request failed: \(error)")
@@ -271,7 +273,8 @@ private final class DaemonProcess: @unchecked Sendable {
     ) throws(IceboxError) -> DaemonProcess {
         // This process's environment, less what would point the daemon elsewhere.
         let inherited = ProcessEnvironment.current.filter { entry in
-            !entry.hasPrefix("ICEBOX_") && !["NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES="].contains { entry.hasPrefix($0) }
+            !entry.hasPrefix("ICEBOX_")
+                && !["NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES="].contains { entry.hasPrefix($0) }
         }
         var arguments = [program, "daemon", "--foreground"]
         if let cgroupRoot { arguments += ["--cgroup-root", cgroupRoot] }

@@ -48,8 +48,10 @@ struct IceboxDaemonTests {
         try daemon.client.suspend("nap", grace: .zero)
         #expect(((try? String(contentsOfFile: cgroup + "/cgroup.events", encoding: .utf8)) ?? "").contains("frozen 1"))
 
-        let made = [cgroup, app.record.freezerV1, app.record.memoryV1, root, daemon.paths.runtimeDir, daemon.paths.stateDir, daemon.outputLog]
-            .compactMap { $0 }
+        let made = [
+            cgroup, app.record.freezerV1, app.record.memoryV1, root, daemon.paths.runtimeDir, daemon.paths.stateDir, daemon.outputLog,
+        ]
+        .compactMap { $0 }
         try daemon.stop(terminateApps: true)
         #expect(Self.gone(app.pid), "the app still runs")
         #expect(Self.gone(daemon.pid), "the daemon still runs")
@@ -177,7 +179,8 @@ struct IceboxDaemonTests {
         let took = Double(Clock.monotonicNanos() - start) / 1e9
         #expect(
             swept,
-            "left: daemon \(Self.gone(daemon) ? "gone" : "running"), app \(Self.gone(app) ? "gone" : "running"), \(paths.filter(Self.exists))")
+            "left: daemon \(Self.gone(daemon) ? "gone" : "running"), app \(Self.gone(app) ? "gone" : "running"), \(paths.filter(Self.exists))"
+        )
         #expect(took < 3, "swept in \(took) s")
     }
 }
