@@ -61,6 +61,32 @@ struct IceboxDaemonTests {
         try daemon.stop()
     }
 
+    @Test("given directories and cgroup root: used; the stop removes the apps' cgroups and the directories that did not exist")
+    func givenPlaces() throws {
+        let unified = try #require(Sandbox.mounts.unified)
+        let root = unified + "/icebox-daemon-test-\(getpid())"
+        #expect(mkdir(root, 0o755) == 0, "\(String(cString: strerror(errno)))")
+        defer { Sandbox.removeCgroupTrees([root]) }
+        let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-daemon-test-XXXXXX")).map { String(cString: $0) })
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let daemon = try IceboxDaemon.start(
+            executable: Sandbox.binary, runtimeDirectory: dir + "/run", stateDirectory: dir + "/state", cgroupRoot: root)
+        defer { try? daemon.stop() }
+        #expect(daemon.paths.controlSocket == dir + "/run/icebox.sock")
+        #expect(daemon.cgroupRoot == root)
+        let app = try daemon.client.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+        #expect(app.cgroup == root + "/nap")
+        #expect(Sandbox.pids(in: root + "/nap") == [app.pid])
+        #expect(Self.exists(dir + "/state/events.jsonl"))
+        let made = [app.cgroup, app.record.freezerV1, app.record.memoryV1].compactMap { $0 }
+        try daemon.stop()
+        #expect(Self.gone(app.pid))
+        #expect(made.filter(Self.exists).isEmpty, "left: \(made.filter(Self.exists))")
+        #expect(!Self.exists(dir + "/run") && !Self.exists(dir + "/state"), "the directories made for it are left")
+        // The root itself the daemon removes once empty (`removeEmptyRoots`), as any daemon
+        // given --cgroup-root does: the defer removes it if it did not.
+    }
+
     @Test("the scoped form stops the daemon when its body throws; stopDaemon on the client is typed")
     func scoped() throws {
         struct Planned: Error {}
