@@ -137,15 +137,30 @@ struct IceboxDaemonTests {
 
     /// The program: starts a daemon (the icebox binary its first argument names), launches
     /// an app through it and freezes it, prints what was made, then waits to die.
+    /// Another client stays connected to the daemon beyond the program's death (a
+    /// terminal's `icebox top`, say): the daemon never goes idle, so it would run on unless
+    /// the sweeper kills it.
     static let program = #"""
+        import Foundation
         import Glibc
         import IceboxCore
 
         setvbuf(stdout, nil, _IOLBF, 0)
         let daemon = try IceboxDaemon.start(executable: CommandLine.arguments[1])
-        var options = LaunchOptions(name: "app", command: ["sh", "-c", "while :; do sleep 1; done"])
+        let options = LaunchOptions(name: "app", command: ["sh", "-c", "while :; do sleep 1; done"])
         let app = try daemon.client.launch(options)
         _ = try daemon.client.suspend("app", grace: .zero)
+        let other = Process()
+        other.executableURL = URL(fileURLWithPath: CommandLine.arguments[2])
+        other.arguments = [
+            "-c", "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected', flush=True); time.sleep(600)",
+            daemon.paths.controlSocket,
+        ]
+        let said = Pipe()
+        other.standardOutput = said
+        try other.run()
+        _ = said.fileHandleForReading.availableData  // "connected"
+        print("client \(other.processIdentifier)")
         print("daemon \(daemon.pid)")
         print("pid \(app.pid)")
         for path in [app.cgroup, app.record.freezerV1, app.record.memoryV1, daemon.cgroupRoot, daemon.paths.runtimeDir,
@@ -158,7 +173,8 @@ struct IceboxDaemonTests {
 
     @Test(
         "the process that started a daemon, SIGKILLed with an app frozen, leaves no daemon, app, cgroup or directory",
-        .enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"))
+        .enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"),
+        .enabled(if: LibraryBuild.python3 != nil, "needs python3 for a client that outlives the program"))
     func killedWithoutStop() throws {
         let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -168,7 +184,9 @@ struct IceboxDaemonTests {
         _ = FileManager.default.createFile(atPath: out, contents: nil)
         let outFD = open(out, O_WRONLY | O_CLOEXEC)
         defer { close(outFD) }
-        var request = SpawnRequest(executable: owner, arguments: [owner, Sandbox.binary], environment: ["PATH=/usr/bin:/bin"])
+        let python = try #require(LibraryBuild.python3)
+        var request = SpawnRequest(
+            executable: owner, arguments: [owner, Sandbox.binary, python], environment: ["PATH=/usr/bin:/bin"])
         request.stdout = outFD
         request.stderr = outFD
         let spawned = try Spawner.spawn(request)
@@ -181,6 +199,8 @@ struct IceboxDaemonTests {
         let ready = Scenario.eventually(seconds: 30) { text().contains("ready\n") || Self.gone(ownerPID) }
         try #require(ready && text().contains("ready\n"), "the owner did not get ready: \(text())")
         let lines = text().split(separator: "\n")
+        let client = try #require(lines.first { $0.hasPrefix("client ") }.flatMap { pid_t($0.dropFirst(7)) })
+        defer { kill(client, SIGKILL) }
         let daemon = try #require(lines.first { $0.hasPrefix("daemon ") }.flatMap { pid_t($0.dropFirst(7)) })
         let app = try #require(lines.first { $0.hasPrefix("pid ") }.flatMap { pid_t($0.dropFirst(4)) })
         let paths = lines.filter { $0.hasPrefix("path ") }.map { String($0.dropFirst(5)) }
