@@ -422,11 +422,13 @@ extension Daemon {
                 return fail(
                     fd,
                     IceboxError(
-                        .failure, "\(name) is running (pid \(live.pid), \(live.record.state.rawValue))", hint: "terminate or evict it first"
-                    ))
+                        .wrongState(name: name, state: live.record.state),
+                        "\(name) is running (pid \(live.pid), \(live.record.state.rawValue))",
+                        hint: "terminate or evict it first"))
             }
             guard var options = ended[name]?.options else {
-                return fail(fd, IceboxError(.failure, "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
+                return fail(
+                    fd, IceboxError(.noSuchApp(name: name), "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
             }
             if ended[name]?.isAdopted == true {
                 // icebox never started it: what it has is what /proc showed when it was adopted.
@@ -444,8 +446,12 @@ extension Daemon {
         case .forget(let names):
             // A benchmark's app, say, that should leave no row in ps --all. Its own saved
             // state ($STATE_DIR/apps/NAME) is the app's, and stays.
-            for name in names where apps[name] != nil {
-                return fail(fd, IceboxError(.failure, "\(name) is running", hint: "terminate or evict it first"))
+            for name in names {
+                guard let live = apps[name] else { continue }
+                return fail(
+                    fd,
+                    IceboxError(
+                        .wrongState(name: name, state: live.record.state), "\(name) is running", hint: "terminate or evict it first"))
             }
             for name in names {
                 guard ended.removeValue(forKey: name) != nil else { continue }

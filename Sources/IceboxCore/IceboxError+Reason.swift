@@ -17,9 +17,9 @@ extension IceboxError {
     public enum Reason: Sendable, Hashable {
         /// No app of that name, running or ended. Exit code 1.
         case noSuchApp(name: String)
-        /// The app is in a state the request cannot apply to, and waiting will not change
-        /// that (it has exited, was terminated or evicted; a compact of an app that is not
-        /// suspended). Exit code 1.
+        /// The app is in a state the request cannot apply to, and waiting alone will not
+        /// change that: a suspend, resume, terminate or evict of an app that has ended
+        /// (exited, terminated, evicted), a relaunch or forget of one that runs. Exit code 1.
         case wrongState(name: String, state: AppState)
         /// The app is in a state the request cannot apply to yet (it is launching, in its
         /// grace, or a freeze, thaw or end is under way): the same request may succeed

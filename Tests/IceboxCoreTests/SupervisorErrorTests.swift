@@ -29,6 +29,12 @@ struct SupervisorErrorTests {
         #expect(Kernel.gone(app.pid))
         let ended = #expect(throws: IceboxError.self) { try supervisor.suspend("brief", grace: .zero) }
         #expect(ended?.reason == .wrongState(name: "brief", state: .evicted), "\(String(describing: ended))")
+        // A relaunch: of an app that runs, the wrong state; of one never launched, no such app.
+        _ = try supervisor.launch(LaunchOptions(name: "up", command: ["sleep", "100"]))
+        let running = #expect(throws: IceboxError.self) { try supervisor.relaunch("up") }
+        #expect(running?.reason == .wrongState(name: "up", state: .active), "\(String(describing: running))")
+        let never = #expect(throws: IceboxError.self) { try supervisor.relaunch("ghost") }
+        #expect(never?.reason == .noSuchApp(name: "ghost"), "\(String(describing: never))")
     }
 
     @Test("a command that is not there: commandNotFound(command), exit code 127, and no process or cgroup left")
