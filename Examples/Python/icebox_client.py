@@ -66,6 +66,10 @@ def show(replies):
             code = reply.get("code", 0)
             if code != 0 and reply.get("text"):
                 print(reply["text"], file=sys.stderr)
+            reason = reply.get("reason")
+            if code != 0 and reason:
+                # The typed reason, for a program to match on (its kind, and the app it names).
+                print("reason %s %s" % (reason["kind"], reason.get("app", "-")), file=sys.stderr)
     return code
 
 

@@ -191,11 +191,11 @@ struct DaemonClient {
         } catch {
             if connection.ended && !connection.resetUnanswered && !request.isReadOnly {
                 throw IceboxError(
-                    .failure,
+                    .daemonWentAway,
                     "the icebox daemon went away (it ended or was killed) before it finished \(request.commandName): it may or may not have been done, and is not sent again",
                     hint: "icebox ps (which starts the next daemon) shows where the apps stand; see \(paths.daemonLog)")
             }
-            throw IceboxError(error.code, error.message, hint: error.hint ?? "see \(paths.daemonLog)")
+            throw IceboxError(error.reason, error.message, hint: error.hint ?? "see \(paths.daemonLog)")
         }
     }
 }

@@ -210,10 +210,10 @@ extension DaemonClient {
             what += "; \(who) holds \(paths.lockFile) and does not listen"
             if holder > 0 {
                 return IceboxError(
-                    .unavailable, what,
+                    .daemonUnavailable, what,
                     hint: "if that daemon is stuck, stop it (kill -TERM \(holder)) and try again; see \(paths.daemonLog)")
             }
         }
-        return IceboxError(.unavailable, what, hint: "see \(paths.daemonLog), or run 'icebox daemon --foreground' to watch it")
+        return IceboxError(.daemonUnavailable, what, hint: "see \(paths.daemonLog), or run 'icebox daemon --foreground' to watch it")
     }
 }

@@ -37,7 +37,7 @@ enum MetricsCommand: IceboxCommand {
                 }
             }
         } catch {
-            throw IceboxError(error.code, error.message, hint: error.hint ?? "see \(paths.daemonLog)")
+            throw IceboxError(error.reason, error.message, hint: error.hint ?? "see \(paths.daemonLog)")
         }
     }
 }

@@ -34,6 +34,10 @@ package struct ControlReply: Codable, Sendable {
     package var policy: EvictionPolicy?
     /// The answer to a `version` request: ``ControlRequest/protocolVersion``.
     package var protocolVersion: Int?
+    /// Why a request failed, on a `done` reply whose code is not 0: the typed
+    /// ``IceboxError/Reason`` in its wire form (docs/protocol.md); nil for one the code says
+    /// all about. An old client ignores it.
+    package var reason: IceboxError.Reason.Wire?
 
     package init(kind: Kind, text: String? = nil, code: Int32? = nil) {
         self.kind = kind

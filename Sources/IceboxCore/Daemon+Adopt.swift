@@ -38,7 +38,7 @@ extension Daemon {
         try AppName.validateForLaunch(options.name)
         if let other = apps[options.name] {
             throw IceboxError(
-                .failure, "an app named '\(options.name)' is already running (pid \(other.pid))",
+                .nameTaken(name: options.name), "an app named '\(options.name)' is already running (pid \(other.pid))",
                 hint: "choose another name, or terminate it first")
         }
         let target = try adoptionTarget(options.source)
@@ -399,7 +399,8 @@ extension Daemon {
             return fail(
                 fd,
                 IceboxError(
-                    .tryAgain, "\(name) is \(app.record.state.rawValue): release hands back an app that is active or suspended",
+                    .busy(name: name, state: app.record.state),
+                    "\(name) is \(app.record.state.rawValue): release hands back an app that is active or suspended",
                     hint: "try again once it is (icebox ps)"))
         }
         if app.attachedClient != nil {
@@ -411,7 +412,11 @@ extension Daemon {
                     hint: "end it from that terminal, or icebox terminate \(name)"))
         }
         if app.operation != nil || app.destroying || app.lifecycle.isEnding {
-            return fail(fd, IceboxError(.tryAgain, "\(name) has a freeze, thaw or end under way", hint: "try again in a moment"))
+            return fail(
+                fd,
+                IceboxError(
+                    .busy(name: name, state: app.record.state), "\(name) has a freeze, thaw or end under way", hint: "try again in a moment"
+                ))
         }
         let start = Clock.monotonicNanos()
         let record = app.record

@@ -227,14 +227,16 @@ extension Daemon {
     }
 
     /// Ends a request: the final reply, then the connection closes (once the reply is out).
-    func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil) {
+    func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil, reason: IceboxError.Reason? = nil) {
         if let text { send(fd, ControlReply(kind: code == .success ? .line : .warning, text: text)) }
-        send(fd, ControlReply(kind: .done, code: code.rawValue))
+        var done = ControlReply(kind: .done, code: code.rawValue)
+        if code != .success { done.reason = reason?.wire }
+        send(fd, done)
         clientGone(fd, drain: true)
     }
 
     func fail(_ fd: Int32, _ error: IceboxError) {
-        finish(fd, error.code, "icebox: " + error.description)
+        finish(fd, error.code, "icebox: " + error.description, reason: error.reason)
     }
 
     // MARK: Waiters: a client waiting for one or more apps to finish a transition
@@ -255,11 +257,11 @@ extension Daemon {
     /// all taken, the client's own work took a CPU from the very tasks that had to run to
     /// freeze (measured: 10 busy processes froze in 0.29 ms with a client that did not read
     /// before the end, 0.59 ms with `icebox suspend`).
-    func report(_ id: Int, line: String, failed: ExitCode? = nil) {
+    func report(_ id: Int, line: String, failed: IceboxError.Reason? = nil) {
         guard var waiter = waiters[id] else { return }
         let reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
         if applyDepth > 0 || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
-        if let failed, waiter.code == .success { waiter.code = failed }
+        if let failed { noteFailure(&waiter, failed) }
         waiters[id] = waiter
     }
 
@@ -278,8 +280,27 @@ extension Daemon {
         waiters[id] = waiter
     }
 
+    /// Records why a waiter's request failed: the first reason stands, except that a
+    /// specific one replaces the bare code of the same app's failure reported with it
+    /// (``failed(_:because:)``).
+    func noteFailure(_ waiter: inout Waiter, _ reason: IceboxError.Reason) {
+        switch waiter.failure {
+        case nil: waiter.failure = reason
+        case .other(let code) where code == reason.exitCode: waiter.failure = reason
+        default: break
+        }
+    }
+
+    /// Gives a waiter's failure its typed reason (a freeze that failed, with its stuck tasks)
+    /// before the lifecycle settles it as failed.
+    func failed(_ id: Int, because reason: IceboxError.Reason) {
+        guard var waiter = waiters[id] else { return }
+        noteFailure(&waiter, reason)
+        waiters[id] = waiter
+    }
+
     /// Reports one app's outcome to a waiting client; the reply ends when no app remains.
-    func settle(_ id: Int, app: String, line: String?, failed: ExitCode? = nil) {
+    func settle(_ id: Int, app: String, line: String?, failed: IceboxError.Reason? = nil) {
         if let line { report(id, line: line, failed: failed) }
         guard var waiter = waiters[id] else { return }
         waiter.remaining.remove(app)
@@ -287,7 +308,7 @@ extension Daemon {
         if waiter.remaining.isEmpty {
             releaseHeldLines(of: id)
             waiters.removeValue(forKey: id)
-            finish(waiter.client, waiter.code)
+            finish(waiter.client, waiter.failure?.exitCode ?? .success, reason: waiter.failure)
         }
     }
 
@@ -401,11 +422,13 @@ extension Daemon {
                 return fail(
                     fd,
                     IceboxError(
-                        .failure, "\(name) is running (pid \(live.pid), \(live.record.state.rawValue))", hint: "terminate or evict it first"
-                    ))
+                        .wrongState(name: name, state: live.record.state),
+                        "\(name) is running (pid \(live.pid), \(live.record.state.rawValue))",
+                        hint: "terminate or evict it first"))
             }
             guard var options = ended[name]?.options else {
-                return fail(fd, IceboxError(.failure, "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
+                return fail(
+                    fd, IceboxError(.noSuchApp(name: name), "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
             }
             if ended[name]?.isAdopted == true {
                 // icebox never started it: what it has is what /proc showed when it was adopted.
@@ -423,8 +446,12 @@ extension Daemon {
         case .forget(let names):
             // A benchmark's app, say, that should leave no row in ps --all. Its own saved
             // state ($STATE_DIR/apps/NAME) is the app's, and stays.
-            for name in names where apps[name] != nil {
-                return fail(fd, IceboxError(.failure, "\(name) is running", hint: "terminate or evict it first"))
+            for name in names {
+                guard let live = apps[name] else { continue }
+                return fail(
+                    fd,
+                    IceboxError(
+                        .wrongState(name: name, state: live.record.state), "\(name) is running", hint: "terminate or evict it first"))
             }
             for name in names {
                 guard ended.removeValue(forKey: name) != nil else { continue }
@@ -484,10 +511,11 @@ extension Daemon {
                 fail(
                     fd,
                     IceboxError(
-                        .failure, "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
+                        .wrongState(name: name, state: old.state),
+                        "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
                         hint: "start it again with icebox relaunch \(name)"))
             } else {
-                fail(fd, IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps"))
+                fail(fd, IceboxError(.noSuchApp(name: name), "no app named '\(name)'", hint: "icebox ps lists the apps"))
             }
             return nil
         }

@@ -39,7 +39,7 @@ extension Daemon {
             } catch {
                 if let request {
                     if let waiter = request.waiter {
-                        report(waiter, line: "icebox: \(error)", failed: error.code)
+                        report(waiter, line: "icebox: \(error)", failed: error.reason)
                         settle(waiter, app: app.name, line: nil)
                     }
                     return
@@ -49,7 +49,7 @@ extension Daemon {
                 for effect in effects {
                     switch effect {
                     case .settle(let waiter, _, _), .report(let waiter, _, _), .refuse(let waiter, _, _):
-                        if told.insert(waiter).inserted { report(waiter, line: "icebox: \(error)", failed: error.code) }
+                        if told.insert(waiter).inserted { report(waiter, line: "icebox: \(error)", failed: error.reason) }
                     default: break
                     }
                 }
@@ -114,11 +114,13 @@ extension Daemon {
         case .log(let event):
             log(event)
         case .report(let waiter, let line, let failed):
-            report(waiter, line: line, failed: failed ? .failure : nil)
+            report(waiter, line: line, failed: failed ? .other(.failure) : nil)
         case .settle(let waiter, let line, let failed):
-            settle(waiter, app: app.name, line: line, failed: failed ? .failure : nil)
+            settle(waiter, app: app.name, line: line, failed: failed ? .other(.failure) : nil)
         case .refuse(let waiter, let line, let code):
-            settle(waiter, app: app.name, line: line, failed: code)
+            // Refused for now (75): the app is launching.
+            let reason: IceboxError.Reason = code == .tryAgain ? .busy(name: app.name, state: app.record.state) : .other(code)
+            settle(waiter, app: app.name, line: line, failed: reason)
         case .persist:
             saveRegistry(app.name)
         case .launched:
@@ -301,6 +303,16 @@ extension Daemon {
             if let aside {
                 log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)"))
             } else {
+                if op.direction == .freeze {
+                    // Typed for the clients waiting on this suspend: the stuck tasks' processes.
+                    var timedOut = false, pids: [Int32] = []
+                    if case .timeout(let t) = failure {
+                        timedOut = true
+                        for task in t.stuck where !pids.contains(task.pid) { pids.append(task.pid) }
+                    }
+                    let reason = IceboxError.Reason.freezeFailed(name: app.name, timedOut: timedOut, stuckPIDs: pids)
+                    for id in app.lifecycle.suspendWaiters { failed(id, because: reason) }
+                }
                 apply(op.direction == .freeze ? .freezeFailed(failure.description) : .thawFailed(failure.description), to: app)
             }
         }

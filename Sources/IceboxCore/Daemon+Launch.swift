@@ -21,7 +21,7 @@ extension Daemon {
             try AppName.validateForLaunch(options.name)
             if let other = apps[options.name] {
                 throw IceboxError(
-                    .failure, "an app named '\(options.name)' is already running (pid \(other.pid))",
+                    .nameTaken(name: options.name), "an app named '\(options.name)' is already running (pid \(other.pid))",
                     hint: "choose another --name, or terminate it first")
             }
             if options.command.isEmpty { throw IceboxError(.usage, "no command to launch") }
@@ -89,7 +89,7 @@ extension Daemon {
         let pathVar = env.last { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
         guard let executable = Spawner.resolve(options.command[0], path: pathVar) else {
             throw IceboxError(
-                .notFound, "\(options.command[0]): command not found",
+                .commandNotFound(command: options.command[0]), "\(options.command[0]): command not found",
                 hint: "check the name and PATH, or give a full path")
         }
         var cleanup: [() -> Void] = []
@@ -189,14 +189,15 @@ extension Daemon {
             case .success(let s): spawned = s
             case .failure(let error):
                 switch error {
-                case .notFound: throw IceboxError(.notFound, error.description)
+                case .notFound: throw IceboxError(.commandNotFound(command: options.command[0]), error.description)
                 case .execFailed(_, let step, let err):
                     let who = options.runAs.map { " (the app runs as \($0.short))" } ?? ""
                     let hint =
                         step.hasPrefix("chdir")
                         ? "the app's user must be able to enter it\(who): give --cwd" : "check the file's execute permission\(who)"
                     throw IceboxError(
-                        err == ENOENT ? .notFound : .notExecutable, "cannot run \(error.description)", hint: err == EACCES ? hint : nil)
+                        err == ENOENT ? .commandNotFound(command: options.command[0]) : .commandNotExecutable(command: options.command[0]),
+                        "cannot run \(error.description)", hint: err == EACCES ? hint : nil)
                 case .identityFailed:
                     throw IceboxError(.failure, "cannot launch \(options.name) as \(options.runAs?.short ?? "another user"): \(error)")
                 case .system(let e): throw IceboxError("launch \(options.name)", e)

@@ -62,7 +62,8 @@ package final class Daemon {
     struct Waiter {
         var client: Int32
         var remaining: Set<String>
-        var code: ExitCode = .success
+        /// Why the request failed: the first app's failure (its code is the request's).
+        var failure: IceboxError.Reason?
         /// Lines reported while one of its apps waits on the kernel (Daemon+Control `report`).
         var held: [ControlReply] = []
     }
@@ -523,7 +524,7 @@ package final class Daemon {
             for id in app.lifecycle.launchWaiters {
                 let line =
                     "icebox: the daemon stopped while \(app.name) was launching; it is left launching, its --ready-timeout deadline kept, for the next daemon (icebox ps shows it)"
-                settle(id, app: app.name, line: line, failed: .unavailable)
+                settle(id, app: app.name, line: line, failed: .other(.unavailable))
             }
             if let fd = app.attachedClient {
                 send(

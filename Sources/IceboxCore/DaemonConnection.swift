@@ -264,7 +264,9 @@ package final class DaemonConnection {
         while true {
             if hasBufferedLine, let reply = bufferedReply() { return reply }
             if try !readMore(until: deadline, what: what) {
-                throw IceboxError(.failure, "the icebox daemon closed the connection before it finished \(what)")
+                throw IceboxError(
+                    .daemonWentAway, "the icebox daemon closed the connection before it finished \(what)",
+                    hint: "it may or may not have been done: list the apps to see where they stand")
             }
         }
     }
@@ -278,7 +280,7 @@ package final class DaemonConnection {
         }
         if ready == 0 {
             throw IceboxError(
-                .unavailable, "the icebox daemon did not finish \(what) in time",
+                .daemonUnavailable, "the icebox daemon did not finish \(what) in time",
                 hint: "it may still be working on it; its event log says what it did")
         }
         return try readAvailable()
@@ -288,10 +290,19 @@ package final class DaemonConnection {
     /// the final reply's code (1 if it has none). Throws if the daemon closes the connection
     /// first or the deadline passes.
     package func replies(until deadline: UInt64, what: String, _ handle: (ControlReply) -> Void) throws(IceboxError) -> Int32 {
+        var reason: IceboxError.Reason.Wire?
+        return try replies(until: deadline, what: what, reason: &reason, handle)
+    }
+
+    /// `replies`, with the final reply's typed reason (its `reason` member, if any) in `reason`.
+    package func replies(
+        until deadline: UInt64, what: String, reason: inout IceboxError.Reason.Wire?, _ handle: (ControlReply) -> Void
+    ) throws(IceboxError) -> Int32 {
         while true {
             let reply = try nextOrClosed(until: deadline, what: what)
             switch reply.kind {
             case .done, .exit:
+                reason = reply.reason
                 // A refusal comes as a `done` with its reason: the reason is for the user.
                 if let text = reply.text, reply.code ?? 1 != 0 { handle(ControlReply(kind: .warning, text: text)) }
                 return reply.code ?? 1

@@ -9,14 +9,22 @@ import IceboxSystem
 /// daemon's ``ControlReply`` lines until it is done. Every wait has a deadline
 /// (``timeout`` plus the time-outs the request carries), so a daemon that hangs fails the
 /// call rather than blocking it forever. A request that fails throws an ``IceboxError``
-/// with the daemon's message and exit code. The client does not start a daemon: use a
-/// ``Supervisor`` (the engine in this process) or `icebox daemon`.
+/// with the daemon's message, exit code and typed reason. The client does not start a
+/// daemon: use a ``Supervisor`` (the engine in this process) or an ``IceboxDaemon`` (an
+/// `icebox daemon` process started for a test), whose `client` is one; see
+/// <doc:TestingAgainstADaemon>.
 ///
 /// ```swift
-/// let client = IceboxClient(runtimeDirectory: "/run/icebox", stateDirectory: "/var/lib/icebox")
+/// let daemon = try IceboxDaemon.start()   // its own directories and cgroup root
+/// defer { try? daemon.stop() }
+/// let client = IceboxClient(paths: daemon.paths)   // the same as daemon.client
 /// let app = try client.launch(LaunchOptions(name: "web", command: ["python3", "server.py"]))
 /// try client.suspend("web")
 /// ```
+///
+/// A daemon started some other way is reached through the directories it was given
+/// (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`), or, for the user's own, through
+/// `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)` (``IceboxPaths``).
 ///
 /// The calls block the calling thread (for milliseconds, or up to an app's grace period
 /// for ``suspend(_:)-(String)``); ``events(for:replay:)`` is the asynchronous part.
@@ -115,7 +123,7 @@ public struct IceboxClient: Sendable {
     /// Corresponds to `icebox release NAME`.
     public func release(_ name: String) throws(IceboxError) -> ReleasedApp {
         guard let record = try apps().last(where: { $0.name == name }) else {
-            throw IceboxError(.failure, "no app named '\(name)'", hint: "icebox ps lists the apps")
+            throw IceboxError(.noSuchApp(name: name), "no app named '\(name)'", hint: "icebox ps lists the apps")
         }
         let output = try send(.release(name: name))
         return ReleasedApp(record: record, output: output)
@@ -256,7 +264,8 @@ public struct IceboxClient: Sendable {
         try connection.send(line)
         let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
         var result = Exchange()
-        let code = try connection.replies(until: deadline, what: request.commandName) { reply in
+        var reason: IceboxError.Reason.Wire?
+        let code = try connection.replies(until: deadline, what: request.commandName, reason: &reason) { reply in
             switch reply.kind {
             case .line: if let text = reply.text { result.output.lines.append(text) }
             case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
@@ -267,7 +276,7 @@ public struct IceboxClient: Sendable {
         if code != 0 {
             let said = result.output.warnings.isEmpty ? result.output.lines : result.output.warnings
             let message = said.isEmpty ? "\(request.commandName) failed (exit code \(code))" : said.joined(separator: "; ")
-            throw IceboxError(ExitCode(rawValue: code) ?? .failure, message)
+            throw IceboxError(Self.reason(reason, code: code), message)
         }
         return result
     }
@@ -282,13 +291,21 @@ public struct IceboxClient: Sendable {
         } catch  where error.errno == ENOENT || error.errno == ECONNREFUSED {
             try paths.verify()
             throw IceboxError(
-                .unavailable, "no icebox daemon is running for \(paths.runtimeDir)",
+                .daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)",
                 hint: "start a Supervisor, or icebox daemon with ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)")
         } catch {
-            throw IceboxError(error.isPermissionDenied ? .permission : .unavailable, "cannot reach the icebox daemon: \(error)")
+            throw IceboxError(error.isPermissionDenied ? .permissionDenied : .daemonUnavailable, "cannot reach the icebox daemon: \(error)")
         }
         try connection.requireTrustedDaemon(socket: paths.controlSocket)
         return connection
+    }
+
+    /// The typed reason of a failed request: the daemon's, if it sent one this client knows
+    /// and it agrees with the code; else what the code alone says.
+    static func reason(_ wire: IceboxError.Reason.Wire?, code: Int32) -> IceboxError.Reason {
+        let exitCode = ExitCode(rawValue: code) ?? .failure
+        if let wire, let reason = IceboxError.Reason(wire: wire), reason.exitCode == exitCode { return reason }
+        return IceboxError.Reason(code: exitCode)
     }
 
     static func withoutPrefix(_ text: String) -> String {

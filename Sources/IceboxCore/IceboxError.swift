@@ -24,17 +24,43 @@ public enum ExitCode: Int32, Sendable, Codable {
 }
 
 /// Every error icebox reports: one line that says what was wrong, plus what to do.
+///
+/// A test matches on ``reason`` (what went wrong, typed); ``code`` is the exit code the CLI
+/// gives for it, which follows from the reason (``Reason/exitCode``).
+///
+/// ```swift
+/// do {
+///     try supervisor.suspend("ghost")
+/// } catch let error {
+///     #expect(error.reason == .noSuchApp(name: "ghost"))
+/// }
+/// ```
 public struct IceboxError: Error, CustomStringConvertible, Sendable {
-    /// The exit code the `icebox` command exits with for this error.
-    public var code: ExitCode
-    /// What was wrong, in one line.
+    /// What went wrong, for a program to match on.
+    public var reason: Reason
+    /// One line for people: what was wrong.
     public var message: String
-    /// What to do about it, when there is something to say.
+    /// What to do about it, if icebox knows.
     public var hint: String?
 
-    /// An error with its exit code, message and hint.
+    /// The exit code the CLI exits with for this error: the reason's
+    /// (``Reason/exitCode``). Setting another code makes the reason ``Reason/other(_:)``.
+    public var code: ExitCode {
+        get { reason.exitCode }
+        set { if newValue != reason.exitCode { reason = .other(newValue) } }
+    }
+
+    /// An error known only by its exit code: the reason is the one that code always means
+    /// (``ExitCode/permission``: ``Reason/permissionDenied``, ``ExitCode/usage``:
+    /// ``Reason/badRequest``, ``ExitCode/ioError``: ``Reason/recordNotWritten``), else
+    /// ``Reason/other(_:)``.
     public init(_ code: ExitCode, _ message: String, hint: String? = nil) {
-        self.code = code
+        self.init(Reason(code: code), message, hint: hint)
+    }
+
+    /// An error with its typed reason; its exit code follows from it.
+    public init(_ reason: Reason, _ message: String, hint: String? = nil) {
+        self.reason = reason
         self.message = message
         self.hint = hint
     }

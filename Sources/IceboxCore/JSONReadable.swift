@@ -228,11 +228,13 @@ extension ControlReply: JSONReadable {
     /// event or a policy (an attached run, a policy command: one at a time) is JSONDecoder's.
     package init?(json r: inout JSONReader) {
         var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?
+        var reason: IceboxError.Reason.Wire?
         let read = r.object { r, key in
             switch key {
             case "apps": return r.field(&apps)
             case "code": return r.field(&code)
             case "kind": return r.field(&kind)
+            case "reason": return r.field(&reason)
             case "summaries": return r.field(&summaries)
             case "text": return r.field(&text)
             default: return false
@@ -242,6 +244,7 @@ extension ControlReply: JSONReadable {
         self.init(kind: kind, text: text, code: code)
         self.apps = apps
         self.summaries = summaries
+        self.reason = reason
     }
 }
 

@@ -181,6 +181,7 @@ extension ControlReply: JSONWritable {
             w.field("kind", kind)
             w.field(codable: "policy", policy)  // once a policy command: not worth a form of its own
             w.field("protocol_version", protocolVersion)
+            w.field("reason", reason)
             w.field("summaries", summaries)
             w.field("text", text)
         }

@@ -28,10 +28,24 @@ struct SupervisorSweeper: @unchecked Sendable {
     /// nothing here is on anyone's path). Arguments: `cgroup:PATH` removes a cgroup tree
     /// made for the supervisor, `under:PATH` the trees below one it was given, `dir:PATH`
     /// removes a directory.
+    ///
+    /// Before the end, the pipe may name processes to kill first, a line `proc:PID:TICKS`
+    /// each (an `icebox daemon` started for a test, ``IceboxDaemon``): killed only if
+    /// /proc/PID/stat still gives that start time (field 22), so a reused pid is spared.
     static let script = #"""
-        IFS= read -r word
-        [ "$word" = q ] && exit 0
+        procs=""
+        while IFS= read -r word; do
+            case $word in
+            q) exit 0 ;;
+            proc:*) procs="$procs ${word#proc:}" ;;
+            esac
+        done
         trap '' HUP INT TERM PIPE
+        start_ticks() { set -- $1; shift 19; echo "$1"; }
+        for p in $procs; do
+            s=$(cat "/proc/${p%%:*}/stat" 2>/dev/null) || continue
+            [ "$(start_ticks "${s##*) }")" = "${p#*:}" ] && kill -KILL "${p%%:*}" 2>/dev/null
+        done
         # Calls $1 with each cgroup tree to sweep (never word-split: paths may hold spaces).
         each_tree() {
             f=$1
@@ -97,6 +111,13 @@ struct SupervisorSweeper: @unchecked Sendable {
             close(pipe.writeEnd)
             throw IceboxError(.failure, "start the supervisor's sweeper (/bin/sh): \(error)")
         }
+    }
+
+    /// Has the sweep kill `pid` (SIGKILL) before anything else, if it still is the process
+    /// that started at `startTicks` (/proc/PID/stat's field 22).
+    func killFirst(pid: pid_t, startTicks: UInt64) {
+        let line = "proc:\(pid):\(startTicks)\n"
+        _ = line.withCString { text in retryingOnInterrupt { write(writeEnd, text, strlen(text)) } }
     }
 
     /// After a clean stop: tells the sweeper there is nothing to sweep and reaps it.

@@ -78,11 +78,21 @@ struct StuckFreezeTests {
         // into the wait, and try again (at most three times).
         let sandbox = box
         var r: Sandbox.Result?
+        var reason: IceboxError.Reason?
         for attempt in 1...3 {
+            // Through the library's client: its error carries the typed reason (the daemon's).
             nonisolated(unsafe) var suspendResult: Sandbox.Result?  // written by the thread, read after done
+            nonisolated(unsafe) var suspendReason: IceboxError.Reason?
             let done = DispatchSemaphore(value: 0)
             Thread {
-                suspendResult = try? sandbox.icebox(["suspend", "--grace", "0", "stuck"], timeout: 60)
+                let client = IceboxClient(runtimeDirectory: sandbox.runtimeDir, stateDirectory: sandbox.stateDir)
+                do throws(IceboxError) {
+                    let output = try client.suspend("stuck", grace: .zero)
+                    suspendResult = Sandbox.Result(status: 0, stdout: output.lines.joined(separator: "\n"), stderr: "")
+                } catch {
+                    suspendResult = Sandbox.Result(status: error.code.rawValue, stdout: "", stderr: error.message)
+                    suspendReason = error.reason
+                }
                 done.signal()
             }.start()
             usleep(400_000)
@@ -96,6 +106,7 @@ struct StuckFreezeTests {
             let psTook = Date().timeIntervalSince(t1)
             #expect(done.wait(timeout: .now() + 30) == .success)
             r = suspendResult
+            reason = suspendReason
             if r?.status == 0 {
                 print("attempt \(attempt): the kernel froze the app after all (its OOM wait ended); again")
                 _ = try box.icebox(["resume", "stuck"])
@@ -119,6 +130,12 @@ struct StuckFreezeTests {
         let result = try #require(r)
         #expect(result.status == 1, "\(result.output)")
         #expect(result.output.contains("not frozen after") && result.output.contains("state D"), "\(result.output)")
+        guard case .freezeFailed(let name, let timedOut, let stuck) = reason else {
+            Issue.record("the reason is not freezeFailed: \(String(describing: reason))")
+            return
+        }
+        #expect(name == "stuck" && timedOut)
+        #expect(stuck.contains(record.pid), "the stuck pids \(stuck) name the app's \(record.pid)")
         #expect(try box.apps()["stuck"]?.state == .active)
         #expect(!Kernel.cgroupFrozen(try #require(record.cgroup)), "a failed freeze must not leave the cgroup frozen")
     }

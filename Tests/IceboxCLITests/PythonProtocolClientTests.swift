@@ -48,5 +48,6 @@ struct PythonProtocolClientTests {
         // An error is a warning reply and a done reply with its code.
         let missing = try client(box, ["suspend", "nobody"])
         #expect(missing.status == ExitCode.failure.rawValue && missing.stderr.contains("no app named 'nobody'"), "\(missing.output)")
+        #expect(missing.stderr.contains("reason no_such_app nobody"), "the done reply's typed reason: \(missing.output)")
     }
 }
