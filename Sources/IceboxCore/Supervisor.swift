@@ -276,25 +276,25 @@ public final class Supervisor: Sendable {
 
     /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
     @discardableResult
-    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
+    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> SuspendResult {
         try client.suspend(name, grace: grace)
     }
 
     /// Resumes an app; see ``IceboxClient/resume(_:waitReady:)-(String,_)``. Corresponds to `icebox resume`.
     @discardableResult
-    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
+    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> ResumeResult {
         try client.resume(name, waitReady: waitReady)
     }
 
     /// Terminates an app; see ``IceboxClient/terminate(_:timeout:)-(String,_)``. Corresponds to `icebox terminate`.
     @discardableResult
-    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
+    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> EndResult {
         try client.terminate(name, timeout: timeout)
     }
 
     /// Evicts an app; see ``IceboxClient/evict(_:)-(String)``. Corresponds to `icebox evict`.
     @discardableResult
-    public func evict(_ name: String) throws(IceboxError) -> CommandOutput { try client.evict(name) }
+    public func evict(_ name: String) throws(IceboxError) -> EndResult { try client.evict(name) }
 
     /// Relaunches an ended app; see ``IceboxClient/relaunch(_:)``. Corresponds to `icebox relaunch`.
     public func relaunch(_ name: String) throws(IceboxError) -> LaunchedApp { try client.relaunch(name) }
