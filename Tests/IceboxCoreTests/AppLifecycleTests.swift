@@ -383,7 +383,9 @@ struct AppLifecycleTests {
         let deadline = l.nextDeadline!
         let fx = l.handle(.tick, now: deadline)
         #expect(
-            fx.contains { if case .settle(4, let line?, true, _) = $0 { return line.contains("did not say READY=1") } else { return false } })
+            fx.contains {
+                if case .settle(4, let line?, true, _) = $0 { return line.contains("did not say READY=1") } else { return false }
+            })
     }
 
     @Test func readyTimeoutTerminatesAndKeepsTheLaunchWaiterUntilTheEnd() {
