@@ -18,8 +18,13 @@ import IceboxSystem
 /// try client.suspend("web")
 /// ```
 ///
-/// The calls block the calling thread (for milliseconds, or up to an app's grace period
-/// for ``suspend(_:)-(String)``); ``events(for:replay:)`` is the asynchronous part.
+/// Each call has two forms of the same name. The synchronous one blocks the calling thread
+/// (for milliseconds, or up to an app's grace period for a suspend); the `async` one, which
+/// Swift picks in an `async` context (`try await client.suspend("web")`), runs the exchange
+/// on a thread of its own and holds no thread of the cooperative pool, and a cancelled task
+/// ends its wait (the request may or may not have been done). ``events(for:replay:)`` streams
+/// the event log. The lifecycle calls return what they did, from the daemon's data:
+/// ``SuspendResult``, ``ResumeResult``, ``EndResult``, ``LaunchedApp``.
 public struct IceboxClient: Sendable {
     /// The daemon's runtime directory (its control socket) and state directory (its event
     /// log and registry).

@@ -274,7 +274,7 @@ public final class Supervisor: Sendable {
     @discardableResult
     public func release(_ name: String) throws(IceboxError) -> ReleasedApp { try client.release(name) }
 
-    /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
+    /// Suspends an app; see ``IceboxClient/suspend(_:grace:)-(String,_)``. Corresponds to `icebox suspend`.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> SuspendResult {
         try client.suspend(name, grace: grace)
