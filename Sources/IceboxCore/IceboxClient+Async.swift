@@ -50,7 +50,7 @@ extension IceboxClient {
     }
 
     /// Suspends an app, without blocking a thread through its grace; see
-    /// ``suspend(_:grace:)-(String,_)``. Corresponds to `icebox suspend NAME`.
+    /// ``suspend(_:grace:)-4fsnk``. Corresponds to `icebox suspend NAME`.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) async throws(IceboxError) -> SuspendResult {
         try await detached { (c) throws(IceboxError) in try c.suspend(name, grace: grace) }
@@ -62,7 +62,7 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.suspend(names, grace: grace) }
     }
 
-    /// Resumes an app; see ``resume(_:waitReady:)-(String,_)``. Corresponds to `icebox resume NAME`.
+    /// Resumes an app; see ``resume(_:waitReady:)-8uzw0``. Corresponds to `icebox resume NAME`.
     @discardableResult
     public func resume(_ name: String, waitReady: Bool = false) async throws(IceboxError) -> ResumeResult {
         try await detached { (c) throws(IceboxError) in try c.resume(name, waitReady: waitReady) }
@@ -74,7 +74,7 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.resume(names, waitReady: waitReady) }
     }
 
-    /// Terminates an app; see ``terminate(_:timeout:)-(String,_)``. Corresponds to `icebox terminate NAME`.
+    /// Terminates an app; see ``terminate(_:timeout:)-91jpu``. Corresponds to `icebox terminate NAME`.
     @discardableResult
     public func terminate(_ name: String, timeout: Duration = .seconds(10)) async throws(IceboxError) -> EndResult {
         try await detached { (c) throws(IceboxError) in try c.terminate(name, timeout: timeout) }
@@ -86,7 +86,7 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.terminate(names, timeout: timeout) }
     }
 
-    /// Evicts an app; see ``evict(_:)-(String)``. Corresponds to `icebox evict NAME`.
+    /// Evicts an app; see ``evict(_:)-85e9x``. Corresponds to `icebox evict NAME`.
     @discardableResult
     public func evict(_ name: String) async throws(IceboxError) -> EndResult {
         try await detached { (c) throws(IceboxError) in try c.evict(name) }

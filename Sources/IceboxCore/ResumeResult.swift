@@ -1,7 +1,7 @@
 /// What a resume did to one app, from the events of its steps: the kernel's thaw time (or
 /// that it was resumed during its grace, with nothing to thaw), the backend and tasks, and
 /// with `waitReady` how long the app took to say READY=1 again.
-/// ``IceboxClient/resume(_:waitReady:)-(String,_)`` returns one.
+/// ``IceboxClient/resume(_:waitReady:)-8uzw0`` returns one.
 ///
 /// ```swift
 /// let result = try supervisor.resume("web")

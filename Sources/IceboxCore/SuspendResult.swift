@@ -2,7 +2,7 @@ import IceboxSystem
 
 /// What a suspend did to one app, from the daemon's data (the events of its steps), not its
 /// text: the notice, the grace and how it ended, the kernel's freeze time, the backend and
-/// the tasks frozen. ``IceboxClient/suspend(_:grace:)-(String,_)`` returns one.
+/// the tasks frozen. ``IceboxClient/suspend(_:grace:)-4fsnk`` returns one.
 ///
 /// ```swift
 /// let result = try supervisor.suspend("web", grace: .seconds(3))
