@@ -226,20 +226,30 @@ extension AppSummary: JSONReadable {
 extension ControlReply: JSONReadable {
     /// The replies of `ps`, and the lines (with the event of their step) and ends of every
     /// command; one that carries a policy (a policy command: one at a time) is JSONDecoder's.
-    public init?(json r: inout JSONReader) {
+    public init?(json r: inout JSONReader) { self.init(json: &r, lineEvents: true) }
+
+    /// `lineEvents` false: the `event` of a `line` reply is passed over, not decoded (a
+    /// one-shot command prints the line and nothing of the event; decoding it was most of
+    /// the command's JSON work). An `event` reply's event is still read, by the caller's
+    /// fallback (`JSONLines.decode`, which reads it whole).
+    package init?(json r: inout JSONReader, lineEvents: Bool) {
         var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?, event: Event?
+        var skipped = false
         let read = r.object { r, key in
             switch key {
             case "apps": return r.field(&apps)
             case "code": return r.field(&code)
-            case "event": return r.field(&event)
+            case "event":
+                if lineEvents { return r.field(&event) }
+                skipped = true
+                return r.skipValue()
             case "kind": return r.field(&kind)
             case "summaries": return r.field(&summaries)
             case "text": return r.field(&text)
             default: return false
             }
         }
-        guard read, let kind else { return nil }
+        guard read, let kind, !(skipped && kind == .event) else { return nil }
         self.init(kind: kind, text: text, code: code)
         self.apps = apps
         self.summaries = summaries
