@@ -34,6 +34,7 @@ struct DaemonClient {
         do {
             let connection = try DaemonConnection(socket: paths.controlSocket)
             try connection.requireTrustedDaemon(socket: paths.controlSocket)
+            connection.readsLineEvents = false  // the CLI prints the lines; their events are the library's
             return connection
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ECONNREFUSED {
             try paths.verify()

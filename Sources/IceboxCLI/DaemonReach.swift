@@ -160,6 +160,7 @@ extension DaemonClient {
             return nil
         }
         try connection.requireTrustedDaemon(socket: paths.controlSocket)
+        connection.readsLineEvents = false  // the CLI prints the lines; their events are the library's
         return connection
     }
 

@@ -46,7 +46,7 @@ extension AdoptSource {
 ///
 /// ```swift
 /// var options = AdoptOptions(name: "build", source: .pid(4242))
-/// options.graceNanos = 2_000_000_000
+/// options.grace = .seconds(2)
 /// let app = try client.adopt(options)
 /// ```
 public struct AdoptOptions: Codable, Sendable, Equatable {
@@ -56,18 +56,18 @@ public struct AdoptOptions: Codable, Sendable, Equatable {
     public var source: AdoptSource
     /// How to freeze it (`--backend`): as for a launch; the move itself needs a cgroup.
     public var backend = BackendChoice.auto
-    /// The time it gets after its background notice (`--grace`).
-    public var graceNanos: UInt64 = 5_000_000_000
-    /// The cap for its EXTEND_TIMEOUT_USEC extensions (`--max-grace`).
-    public var maxGraceNanos: UInt64 = 30_000_000_000
+    /// ``grace`` in nanoseconds, as the wire (`grace_ns`) and the engine keep it.
+    package var graceNanos: UInt64 = 5_000_000_000
+    /// ``maxGrace`` in nanoseconds (`max_grace_ns`).
+    package var maxGraceNanos: UInt64 = 30_000_000_000
     /// The notice (`--background-signal`): auto sends SIGUSR1 when the process catches it.
     public var backgroundSignal = NoticeSignal.auto
     /// Sent after a thaw (`--foreground-signal`), nil for none.
     public var foregroundSignal: Int32?
     /// Its eviction band (`--priority`).
     public var priority = PriorityBand.normal
-    /// Compact it this long after each freeze (`--compact-after`), nil for the policy's.
-    public var compactAfterNanos: UInt64?
+    /// ``compactAfter`` in nanoseconds (`compact_after_ns`).
+    package var compactAfterNanos: UInt64?
 
     /// Options with the defaults `launch` has.
     public init(name: String, source: AdoptSource) {

@@ -1,6 +1,6 @@
-/// An app ``IceboxClient/adopt(_:)`` took over: the daemon's record of it just after the
-/// move, and what the daemon said. The record is a snapshot: ask ``IceboxClient/state(of:)``
-/// or ``IceboxClient/apps(all:)`` for the current state.
+/// An app ``IceboxClient/adopt(_:)-62exe`` took over: the daemon's record of it just after the
+/// move, and what the daemon said. The record is a snapshot: ask ``IceboxClient/state(of:)-i4f5``
+/// or ``IceboxClient/apps(all:)-5ebi5`` for the current state.
 public struct AdoptedApp: Sendable {
     /// The record `icebox ps --json` shows for the app, taken right after the adoption.
     public var record: AppRecord
@@ -14,7 +14,7 @@ public struct AdoptedApp: Sendable {
     /// The app's new cgroup v2 directory (`cgroup.events` in it says `frozen 1` while the app
     /// is suspended), or nil if the host has no usable cgroup v2 root.
     public var cgroup: String? { record.cgroup }
-    /// The v2 cgroup its main process was in before (where ``IceboxClient/release(_:)`` sends
+    /// The v2 cgroup its main process was in before (where ``IceboxClient/release(_:)-49msn`` sends
     /// it back); empty on a host without cgroup v2.
     public var origin: String { record.adoptedFrom ?? "" }
     /// How long moving every process of the tree into the app's cgroups took.
@@ -27,7 +27,7 @@ public struct AdoptedApp: Sendable {
     }
 }
 
-/// What ``IceboxClient/release(_:)`` handed back: the app's last record while it was
+/// What ``IceboxClient/release(_:)-49msn`` handed back: the app's last record while it was
 /// supervised, and the daemon's line, which says where its processes went.
 public struct ReleasedApp: Sendable {
     /// The app's record just before the release.

@@ -45,6 +45,8 @@ package struct AppLifecycle: Sendable {
     package private(set) var launchStart: UInt64
     /// When the ending (terminate or evict) began.
     package private(set) var endStart: UInt64 = 0
+    /// A terminate whose time-out passed: SIGKILL was sent (the end event's reason says so).
+    private var killedAfterTimeout = false
     /// The suspend the lifecycle is in before it ended (for "killed while suspended").
     private var stateBeforeEnd: AppState?
     /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
@@ -253,12 +255,12 @@ package struct AppLifecycle: Sendable {
         setState(.active, now)
         armWatchdog(now)
         fx.append(.stopProbe)
-        fx.append(
-            .log(
-                event(
-                    .ready, from: .launching, to: .active, duration: cold,
-                    "cold start: launch → ready in \(DurationText.format(cold)) (\(record.options.ready))", now)))
-        for id in launchWaiters { fx.append(.settle(waiter: id, line: launchedLine, failed: false)) }
+        var e = event(
+            .ready, from: .launching, to: .active, duration: cold,
+            "cold start: launch → ready in \(DurationText.format(cold)) (\(record.options.ready))", now)
+        e.reason = record.options.ready.description
+        fx.append(.log(e))
+        for id in launchWaiters { fx.append(.settle(waiter: id, line: launchedLine, failed: false, event: e)) }
         launchWaiters = []
         fx.append(.persist)
         fx.append(.launched)
@@ -323,7 +325,7 @@ package struct AppLifecycle: Sendable {
             var e = event(.ready, duration: took, text, now)
             e.reason = "READY=1"
             fx.append(.log(e))
-            for id in resumeWaiters { fx.append(.settle(waiter: id, line: "\(name)  \(text)", failed: false)) }
+            for id in resumeWaiters { fx.append(.settle(waiter: id, line: "\(name)  \(text)", failed: false, event: e)) }
             resumeWaiters = []
         default:
             break
@@ -362,20 +364,27 @@ package struct AppLifecycle: Sendable {
             let grace = Grace(now: now, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
             phase = .background(grace)
             let told: String
+            // The event's reason says which notice, as data (SuspendResult.Notice): the
+            // signal's name, or why none was sent.
+            let noticeReason: String
             if let notice {
                 fx.append(.signal(notice.signal))
                 told = "\(Signals.name(of: notice.signal)) sent (\(notice.why))"
+                noticeReason = Signals.name(of: notice.signal)
+            } else if record.options.backgroundSignal == NoticeSignal.none {
+                told = "no notice (--background-signal none)"
+                noticeReason = "none"
             } else {
-                told =
-                    record.options.backgroundSignal == NoticeSignal.none
-                    ? "no notice (--background-signal none)" : "no notice (the app has no SIGUSR1 handler)"
+                told = "no notice (the app has no SIGUSR1 handler)"
+                noticeReason = "no-handler"
             }
             let text = "\(told); " + (length == 0 ? "grace 0: freezing at once" : "grace \(DurationText.format(length))")
             var e = event(.notice, from: from, to: .background, text, now)
             e.graceNanos = grace.length
+            e.reason = noticeReason
             fx.append(.log(e))
             for id in suspendWaiters {
-                fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false))
+                fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false, event: e))
             }
             guard length > 0 else {
                 endGrace(reason: "grace 0", now, &fx)
@@ -435,7 +444,9 @@ package struct AppLifecycle: Sendable {
         e.tasks = outcome.tasks
         e.graceNanos = graceUsed
         fx.append(.log(e))
-        for id in suspendWaiters { fx.append(.settle(waiter: id, line: "\(name)  background → suspended  \(text)", failed: false)) }
+        for id in suspendWaiters {
+            fx.append(.settle(waiter: id, line: "\(name)  background → suspended  \(text)", failed: false, event: e))
+        }
         suspendWaiters = []
         fx.append(.persist)
         if pendingEviction {
@@ -539,10 +550,13 @@ package struct AppLifecycle: Sendable {
             }
             suspendWaiters = []
             let fg = foregroundSignal(&fx)
-            fx.append(.log(event(.resume, from: .background, to: .active, "resumed during its grace period; not frozen\(fg)", now)))
+            let e = event(.resume, from: .background, to: .active, "resumed during its grace period; not frozen\(fg)", now)
+            fx.append(.log(e))
             if let waiter {
                 fx.append(
-                    .settle(waiter: waiter, line: "\(name)  background → active  resumed during its grace period\(fg)", failed: false))
+                    .settle(
+                        waiter: waiter, line: "\(name)  background → active  resumed during its grace period\(fg)", failed: false,
+                        event: e))
             }
             fx.append(.persist)
         case .suspended:
@@ -581,11 +595,11 @@ package struct AppLifecycle: Sendable {
         for w in waiters {
             guard let id = w.id else { continue }
             if w.waitReady, case .notify = record.options.ready {
-                fx.append(.report(waiter: id, line: line, failed: false))
+                fx.append(.report(waiter: id, line: line, failed: false, event: e))
                 resumeWaiters.append(id)
                 resumeReadyDeadline = start.saturatingAdd(record.options.readyTimeoutNanos)
             } else {
-                fx.append(.settle(waiter: id, line: line, failed: false))
+                fx.append(.settle(waiter: id, line: line, failed: false, event: e))
             }
         }
         fx.append(.persist)
@@ -717,6 +731,7 @@ package struct AppLifecycle: Sendable {
             fx.append(.log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now))", now)))
         } else {
             phase = .ending(how, killDeadline: nil)
+            killedAfterTimeout = how == .terminate
             let why = how == .evict ? "finishing it" : "its SIGKILL deadline has passed"
             fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "\(began): \(why); SIGKILL", now)))
             fx.append(.killAll)
@@ -799,6 +814,7 @@ package struct AppLifecycle: Sendable {
             endGrace(reason: "expired", now, &fx)
         case .ending(let how, let kill?) where kill <= now:
             phase = .ending(how, killDeadline: nil)
+            killedAfterTimeout = true
             fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "still running after the time-out; SIGKILL", now)))
             fx.append(.killAll)
         default:
@@ -861,9 +877,15 @@ package struct AppLifecycle: Sendable {
             final == .evicted ? .evict : .exit, from: from, to: final,
             duration: final == .exited ? now.saturatingSub(launchStart) : now.saturatingSub(endStart), detail, now)
         e.exitStatus = termination?.shellStatus
+        // How it was ended, as data (EndResult.how): SIGTERM sufficed, or SIGKILL came.
+        switch final {
+        case .evicted: e.reason = "SIGKILL"
+        case .terminated: e.reason = killedAfterTimeout || termination == .signaled(SIGKILL) ? "SIGKILL" : "SIGTERM"
+        default: break
+        }
         fx.append(.log(e))
         let line = "\(name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
-        for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false)) }
+        for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false, event: e)) }
         for id in suspendWaiters {
             fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was frozen: \(how)", failed: true))
         }

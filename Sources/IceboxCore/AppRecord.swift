@@ -76,13 +76,6 @@ public struct AppRecord: Codable, Sendable {
     /// known), its output is not in `icebox logs`, `relaunch` uses the command line read from
     /// /proc at the adoption.
     public var isAdopted: Bool { adoptedFrom != nil }
-
-    /// Its cold start: launch → ready (nil for an adopted app, or one not ready yet).
-    public var coldStart: Duration? { coldStartNanos.map { .nanoseconds($0) } }
-    /// How long its last freeze took the kernel to confirm (nil before its first).
-    public var lastFreeze: Duration? { lastFreezeNanos.map { .nanoseconds($0) } }
-    /// How long its last thaw took the kernel to confirm (nil before its first).
-    public var lastThaw: Duration? { lastThawNanos.map { .nanoseconds($0) } }
 }
 
 extension AppRecord {

@@ -257,9 +257,13 @@ extension Daemon {
     /// all taken, the client's own work took a CPU from the very tasks that had to run to
     /// freeze (measured: 10 busy processes froze in 0.29 ms with a client that did not read
     /// before the end, 0.59 ms with `icebox suspend`).
-    func report(_ id: Int, line: String, failed: IceboxError.Reason? = nil) {
+    ///
+    /// `event`, the step the line tells of, travels with the line (a `line` reply's `event`
+    /// member, docs/protocol.md): IceboxClient builds its typed results from it.
+    func report(_ id: Int, line: String, failed: IceboxError.Reason? = nil, event: Event? = nil) {
         guard var waiter = waiters[id] else { return }
-        let reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
+        var reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
+        if failed == nil { reply.event = event }
         if applyDepth > 0 || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
         if let failed { noteFailure(&waiter, failed) }
         waiters[id] = waiter
@@ -300,8 +304,8 @@ extension Daemon {
     }
 
     /// Reports one app's outcome to a waiting client; the reply ends when no app remains.
-    func settle(_ id: Int, app: String, line: String?, failed: IceboxError.Reason? = nil) {
-        if let line { report(id, line: line, failed: failed) }
+    func settle(_ id: Int, app: String, line: String?, failed: IceboxError.Reason? = nil, event: Event? = nil) {
+        if let line { report(id, line: line, failed: failed, event: event) }
         guard var waiter = waiters[id] else { return }
         waiter.remaining.remove(app)
         waiters[id] = waiter

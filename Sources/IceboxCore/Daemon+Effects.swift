@@ -48,7 +48,7 @@ extension Daemon {
                 var told = Set<Int>()
                 for effect in effects {
                     switch effect {
-                    case .settle(let waiter, _, _), .report(let waiter, _, _), .refuse(let waiter, _, _):
+                    case .settle(let waiter, _, _, _), .report(let waiter, _, _, _), .refuse(let waiter, _, _):
                         if told.insert(waiter).inserted { report(waiter, line: "icebox: \(error)", failed: error.reason) }
                     default: break
                     }
@@ -113,10 +113,10 @@ extension Daemon {
             app.probeAt = nil
         case .log(let event):
             log(event)
-        case .report(let waiter, let line, let failed):
-            report(waiter, line: line, failed: failed ? .other(.failure) : nil)
-        case .settle(let waiter, let line, let failed):
-            settle(waiter, app: app.name, line: line, failed: failed ? .other(.failure) : nil)
+        case .report(let waiter, let line, let failed, let event):
+            report(waiter, line: line, failed: failed ? .other(.failure) : nil, event: event)
+        case .settle(let waiter, let line, let failed, let event):
+            settle(waiter, app: app.name, line: line, failed: failed ? .other(.failure) : nil, event: event)
         case .refuse(let waiter, let line, let code):
             // Refused for now (75): the app is launching.
             let reason: IceboxError.Reason = code == .tryAgain ? .busy(name: app.name, state: app.record.state) : .other(code)

@@ -161,6 +161,10 @@ package final class DaemonConnection {
     /// again, to the same bytes, was most of its client's time.
     package var rawApps: ((String) -> Void)?
 
+    /// Whether a `line` reply's `event` (its step's event, for IceboxClient's typed results)
+    /// is decoded; the CLI, which prints the line, sets it false and passes over it.
+    package var readsLineEvents = true
+
     /// The next buffered reply, if a complete line is there. Lines that do not decode (a
     /// newer daemon's reply kinds) are skipped.
     package func bufferedReply() -> ControlReply? {
@@ -174,7 +178,11 @@ package final class DaemonConnection {
             // Read from the buffer as it is; a String of the line only for JSONDecoder, when
             // the line is not in the plain form (JSONLines.decode).
             let reply =
-                buffer.withUnsafeBytes { JSONReader.read(UnsafeRawBufferPointer(rebasing: $0[..<newline])) { ControlReply(json: &$0) } }
+                buffer.withUnsafeBytes {
+                    JSONReader.read(UnsafeRawBufferPointer(rebasing: $0[..<newline])) {
+                        ControlReply(json: &$0, lineEvents: readsLineEvents)
+                    }
+                }
                 ?? JSONLines.decode(ControlReply.self, String(decoding: buffer[..<newline], as: UTF8.self))
             buffer.removeSubrange(...newline)
             searched = 0

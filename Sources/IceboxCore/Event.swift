@@ -108,12 +108,6 @@ public struct Event: Codable, Sendable, Equatable {
     public var pids: [Int32]?
     package var evictedFor: EvictionReason.Kind?  // on the event of a policy eviction done: why, as one word
 
-    /// How long the step took: a freeze or thaw's kernel confirmation, a launch → ready, a
-    /// move (adopt, release), ...; nil when it has no duration.
-    public var duration: Duration? { durationNanos.map { .nanoseconds($0) } }
-    /// How long the grace lasted (a freeze's event).
-    public var grace: Duration? { graceNanos.map { .nanoseconds($0) } }
-
     enum CodingKeys: String, CodingKey {
         case time, app, pid, kind = "event", from, to, detail, monotonicNanos, durationNanos
         case reason, backend, tasks, graceNanos, exitStatus, band, memoryBeforeBytes, memoryAfterBytes, victimMemoryBytes, pids

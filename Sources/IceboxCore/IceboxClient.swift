@@ -26,8 +26,13 @@ import IceboxSystem
 /// (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`), or, for the user's own, through
 /// `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)` (``IceboxPaths``).
 ///
-/// The calls block the calling thread (for milliseconds, or up to an app's grace period
-/// for ``suspend(_:)-(String)``); ``events(for:replay:)`` is the asynchronous part.
+/// Each call has two forms of the same name. The synchronous one blocks the calling thread
+/// (for milliseconds, or up to an app's grace period for a suspend); the `async` one, which
+/// Swift picks in an `async` context (`try await client.suspend("web")`), runs the exchange
+/// on a thread of its own and holds no thread of the cooperative pool, and a cancelled task
+/// ends its wait (the request may or may not have been done). ``events(for:replay:)`` streams
+/// the event log. The lifecycle calls return what they did, from the daemon's data:
+/// ``SuspendResult``, ``ResumeResult``, ``EndResult``, ``LaunchedApp``.
 public struct IceboxClient: Sendable {
     /// The daemon's runtime directory (its control socket) and state directory (its event
     /// log and registry).
@@ -36,6 +41,9 @@ public struct IceboxClient: Sendable {
     /// launch's readiness time-out, a terminate's SIGKILL time-out). The default, 60 s,
     /// covers a suspend that waits out the default maximum grace (30 s) and a slow freeze.
     public var timeout: Duration = .seconds(60)
+    /// Set on the copy an `async` form runs its blocking exchanges with: its task's
+    /// cancellation shuts their connections down.
+    var cancellation: CallCancellation?
 
     /// A client for the daemon that uses `paths`.
     public init(paths: IceboxPaths) {
@@ -79,16 +87,14 @@ public struct IceboxClient: Sendable {
             options.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         }
         if options.workingDirectory == nil { options.workingDirectory = ProcessEnvironment.workingDirectory }
-        let output = try send(.launch(options: options))
-        // A default name may have been made unique ("sleep-2"): the daemon's line starts with it.
-        var name = options.name
-        if options.nameIsDefault, let first = output.lines.first?.split(separator: " ").first {
-            name = String(first)
-        }
+        let result = try exchange(.launch(options: options))
+        // A default name may have been made unique ("sleep-2"): the ready event names the app.
+        let ready = result.steps.lazy.compactMap(\.event).last { $0.kind == .ready }
+        let name = ready?.app ?? options.name
         guard let record = try apps(all: true).last(where: { $0.name == name }) else {
             throw IceboxError(.failure, "the icebox daemon launched \(name) but does not list it")
         }
-        return LaunchedApp(record: record, output: output)
+        return LaunchedApp(record: record, output: result.output, readyEvent: ready)
     }
 
     /// Takes over a process tree (``AdoptSource/pid(_:)``) or a cgroup's processes
@@ -130,56 +136,88 @@ public struct IceboxClient: Sendable {
     }
 
     /// Active → Background (the notice and the grace) → Suspended: returns once the kernel
-    /// has confirmed the freeze. Corresponds to `icebox suspend NAME`; `grace` replaces the
-    /// app's own grace for this suspend, as `--grace` does (`.zero`: freeze at once; a
-    /// negative one is zero, one past what nanoseconds hold saturates).
+    /// has confirmed the freeze, with what was done (``SuspendResult``: the notice, the
+    /// grace used and how it ended, the freeze time, the backend, the tasks). `grace`
+    /// replaces the app's own grace for this suspend, as `--grace` does (`.zero`: freeze at
+    /// once; a negative one is zero, one past what nanoseconds hold saturates).
+    ///
+    /// This form blocks the calling thread through the grace; in an `async` context the
+    /// `async` form of the same name is chosen (`try await client.suspend(…)`), which does not.
+    /// - Throws: ``IceboxError``: no such app, it is still launching (``ExitCode/tryAgain``),
+    ///   it ended or was resumed before it was frozen, or the freeze failed.
+    ///
+    /// Corresponds to `icebox suspend NAME [--grace DUR]`.
     @discardableResult
-    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
-        try suspend([name], grace: grace)
+    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> SuspendResult {
+        try suspend([name], grace: grace)[0]
     }
 
-    /// Suspends several apps at once. Corresponds to `icebox suspend NAME...`.
+    /// Suspends several apps at once: one result per name, in the order given.
+    /// Corresponds to `icebox suspend NAME...`.
     @discardableResult
-    public func suspend(_ names: [String], grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
-        try send(.suspend(names: names, graceNanos: grace.map(Self.nanoseconds)))
+    public func suspend(_ names: [String], grace: Duration? = nil) throws(IceboxError) -> [SuspendResult] {
+        let steps = try exchange(Self.suspendRequest(names, grace)).steps
+        return names.map { SuspendResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
     /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with
     /// `waitReady` (for apps launched with `ready: .notify`), once the app says `READY=1`
-    /// again. Corresponds to `icebox resume NAME [--wait-ready]`.
+    /// again; with what was done (``ResumeResult``: the thaw time, or resumed during its
+    /// grace; with `waitReady`, the time to READY=1). Corresponds to
+    /// `icebox resume NAME [--wait-ready]`.
     @discardableResult
-    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
-        try resume([name], waitReady: waitReady)
+    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> ResumeResult {
+        try resume([name], waitReady: waitReady)[0]
     }
 
-    /// Resumes several apps at once. Corresponds to `icebox resume NAME...`.
+    /// Resumes several apps at once: one result per name, in the order given.
+    /// Corresponds to `icebox resume NAME...`.
     @discardableResult
-    public func resume(_ names: [String], waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
-        try send(.resume(names: names, waitReady: waitReady))
+    public func resume(_ names: [String], waitReady: Bool = false) throws(IceboxError) -> [ResumeResult] {
+        let steps = try exchange(.resume(names: names, waitReady: waitReady)).steps
+        return names.map { ResumeResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
     /// Ends an app the graceful way: SIGTERM (a frozen app is thawed first), SIGKILL after
-    /// `timeout`; returns once it has been reaped. Corresponds to
+    /// `timeout`; returns once it has been reaped, with how it ended (``EndResult``: SIGTERM
+    /// sufficed or SIGKILL came, its exit status, the time it took). Corresponds to
     /// `icebox terminate NAME --timeout DUR`.
     @discardableResult
-    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
-        try terminate([name], timeout: timeout)
+    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> EndResult {
+        try terminate([name], timeout: timeout)[0]
     }
 
-    /// Terminates several apps at once. Corresponds to `icebox terminate NAME...`.
+    /// Terminates several apps at once: one result per name, in the order given.
+    /// Corresponds to `icebox terminate NAME...`.
     @discardableResult
-    public func terminate(_ names: [String], timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
-        try send(.terminate(names: names, timeoutNanos: Self.nanoseconds(timeout)))
+    public func terminate(_ names: [String], timeout: Duration = .seconds(10)) throws(IceboxError) -> [EndResult] {
+        let steps = try exchange(.terminate(names: names, timeoutNanos: Self.nanoseconds(timeout))).steps
+        return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
     /// Kills an app without notice, as memory pressure does, reaps it and removes its
-    /// cgroup; it is recorded as evicted. Corresponds to `icebox evict NAME`.
+    /// cgroup; it is recorded as evicted. Returns how it ended (``EndResult``). Corresponds
+    /// to `icebox evict NAME`.
     @discardableResult
-    public func evict(_ name: String) throws(IceboxError) -> CommandOutput { try evict([name]) }
+    public func evict(_ name: String) throws(IceboxError) -> EndResult { try evict([name])[0] }
 
-    /// Evicts several apps at once. Corresponds to `icebox evict NAME...`.
+    /// Evicts several apps at once: one result per name, in the order given.
+    /// Corresponds to `icebox evict NAME...`.
     @discardableResult
-    public func evict(_ names: [String]) throws(IceboxError) -> CommandOutput { try send(.evict(names: names)) }
+    public func evict(_ names: [String]) throws(IceboxError) -> [EndResult] {
+        let steps = try exchange(.evict(names: names)).steps
+        return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
+    }
+
+    static func suspendRequest(_ names: [String], _ grace: Duration?) -> ControlRequest {
+        .suspend(names: names, graceNanos: grace.map(Self.nanoseconds))
+    }
+
+    /// One app's part of what the daemon said: the lines whose event names it, and those
+    /// without an event that start with its name ("web  already suspended (nothing to do)").
+    static func steps(of name: String, in steps: [Step]) -> [Step] {
+        steps.filter { $0.event.map { $0.app == name } ?? $0.line.hasPrefix(name + "  ") }
+    }
 
     /// Starts an ended app again with its last command line and options; it is told
     /// `ICEBOX_LAUNCH_REASON=restore` if it was evicted. Corresponds to `icebox relaunch NAME`.
@@ -251,27 +289,44 @@ public struct IceboxClient: Sendable {
 
     // MARK: The exchange
 
+    /// A line of the daemon's for stdout, with the event of the step it tells of (the
+    /// `event` member of a `line` reply, docs/protocol.md), from which the typed results
+    /// are built.
+    struct Step: Sendable {
+        var line: String
+        var event: Event?
+    }
+
     /// Everything the daemon said for one request, kept apart by kind.
     struct Exchange {
         var output = CommandOutput()
+        var steps: [Step] = []
         var apps: [AppRecord] = []
     }
 
     /// Connects, sends the request and reads the replies until `done`, with a deadline.
+    /// In an `async` form (``cancellation`` set), a cancelled task shuts the connection down,
+    /// which ends the wait here (see ``CallCancellation``).
     func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
+        let cancel = cancellation
         let line = DaemonConnection.Line(request)  // before the connect: see Line
         let connection = try connect()
+        // Kept alive until detached: the descriptor a cancellation shuts down is this one,
+        // never a number reused after its close.
+        defer { withExtendedLifetime(connection) { cancel?.detach() } }
+        try cancel?.attach(connection.fd, what: request.commandName)
         try connection.send(line)
         let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
         var result = Exchange()
         var reason: IceboxError.Reason.Wire?
-        let code = try connection.replies(until: deadline, what: request.commandName, reason: &reason) { reply in
-            switch reply.kind {
-            case .line: if let text = reply.text { result.output.lines.append(text) }
-            case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
-            case .data: result.apps += reply.apps ?? []
-            case .event, .done, .exit: break
-            }
+        let code: Int32
+        do throws(IceboxError) {
+            code = try replies(connection, until: deadline, what: request.commandName, reason: &reason, into: &result)
+        } catch {
+            // A cancelled call's connection was shut down under it: that, not the end it
+            // caused, is what happened.
+            if cancel?.isCancelled == true { throw CallCancellation.error(request.commandName) }
+            throw error
         }
         if code != 0 {
             let said = result.output.warnings.isEmpty ? result.output.lines : result.output.warnings
@@ -279,6 +334,24 @@ public struct IceboxClient: Sendable {
             throw IceboxError(Self.reason(reason, code: code), message)
         }
         return result
+    }
+
+    private func replies(
+        _ connection: DaemonConnection, until deadline: UInt64, what: String, reason: inout IceboxError.Reason.Wire?,
+        into result: inout Exchange
+    ) throws(IceboxError) -> Int32 {
+        try connection.replies(until: deadline, what: what, reason: &reason) { reply in
+            switch reply.kind {
+            case .line:
+                if let text = reply.text {
+                    result.output.lines.append(text)
+                    result.steps.append(Step(line: text, event: reply.event))
+                }
+            case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
+            case .data: result.apps += reply.apps ?? []
+            case .event, .done, .exit: break
+            }
+        }
     }
 
     /// Connects; before anything is sent, checks that the socket is a socket and that the

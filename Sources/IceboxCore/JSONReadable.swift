@@ -224,15 +224,26 @@ extension AppSummary: JSONReadable {
 }
 
 extension ControlReply: JSONReadable {
-    /// The replies of `ps`, and the lines and ends of every command; one that carries an
-    /// event or a policy (an attached run, a policy command: one at a time) is JSONDecoder's.
-    package init?(json r: inout JSONReader) {
-        var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?
+    /// The replies of `ps`, and the lines (with the event of their step) and ends of every
+    /// command; one that carries a policy (a policy command: one at a time) is JSONDecoder's.
+    package init?(json r: inout JSONReader) { self.init(json: &r, lineEvents: true) }
+
+    /// `lineEvents` false: the `event` of a `line` reply is passed over, not decoded (a
+    /// one-shot command prints the line and nothing of the event; decoding it was most of
+    /// the command's JSON work). An `event` reply's event is still read, by the caller's
+    /// fallback (`JSONLines.decode`, which reads it whole).
+    package init?(json r: inout JSONReader, lineEvents: Bool) {
+        var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?, event: Event?
         var reason: IceboxError.Reason.Wire?
+        var skipped = false
         let read = r.object { r, key in
             switch key {
             case "apps": return r.field(&apps)
             case "code": return r.field(&code)
+            case "event":
+                if lineEvents { return r.field(&event) }
+                skipped = true
+                return r.skipValue()
             case "kind": return r.field(&kind)
             case "reason": return r.field(&reason)
             case "summaries": return r.field(&summaries)
@@ -240,11 +251,64 @@ extension ControlReply: JSONReadable {
             default: return false
             }
         }
-        guard read, let kind else { return nil }
+        guard read, let kind, !(skipped && kind == .event) else { return nil }
         self.init(kind: kind, text: text, code: code)
         self.apps = apps
         self.summaries = summaries
         self.reason = reason
+        self.event = event
+    }
+}
+
+extension Event: JSONReadable {
+    /// An event as `Event.writeJSON` writes it (the log's lines, a reply's `event`).
+    package init?(json r: inout JSONReader) {
+        var time: String?, monotonic: UInt64?, app: String?, pid: Int32?, kind: EventKind?, from: AppState?, to: AppState?
+        var duration: UInt64?, detail: String?, reason: String?, backend: BackendKind?, tasks: Int?, grace: UInt64?
+        var exitStatus: Int32?, band: PriorityBand?, before: UInt64?, after: UInt64?, victim: UInt64?, pids: [Int32]?
+        var evictedFor: EvictionReason.Kind?
+        let read = r.object { r, key in
+            switch key {
+            case "app": return r.field(&app)
+            case "backend": return r.field(&backend)
+            case "band": return r.field(&band)
+            case "detail": return r.field(&detail)
+            case "duration_ns": return r.field(&duration)
+            case "event": return r.field(&kind)
+            case "evicted_for": return r.field(&evictedFor)
+            case "exit_status": return r.field(&exitStatus)
+            case "from": return r.field(&from)
+            case "grace_ns": return r.field(&grace)
+            case "memory_after_bytes": return r.field(&after)
+            case "memory_before_bytes": return r.field(&before)
+            case "monotonic_ns": return r.field(&monotonic)
+            case "pid": return r.field(&pid)
+            case "pids": return r.field(&pids)
+            case "reason": return r.field(&reason)
+            case "tasks": return r.field(&tasks)
+            case "time": return r.field(&time)
+            case "to": return r.field(&to)
+            case "victim_memory_bytes": return r.field(&victim)
+            default: return false
+            }
+        }
+        guard read, let time, let monotonic, let app, let kind, let detail else { return nil }
+        self.init(time: time, monotonicNanos: monotonic, app: app, kind: kind, detail: detail)
+        self.pid = pid
+        self.from = from
+        self.to = to
+        self.durationNanos = duration
+        self.reason = reason
+        self.backend = backend
+        self.tasks = tasks
+        self.graceNanos = grace
+        self.exitStatus = exitStatus
+        self.band = band
+        self.memoryBeforeBytes = before
+        self.memoryAfterBytes = after
+        self.victimMemoryBytes = victim
+        self.pids = pids
+        self.evictedFor = evictedFor
     }
 }
 

@@ -230,6 +230,46 @@ package struct JSONReader {
 
     // MARK: Bytes
 
+    /// Passes over one value without decoding it, checked as strictly as the rest: objects
+    /// of plain keys, arrays, strings, integers as JSONWriter writes them, `true`, `false`,
+    /// `null`; anything else (a fraction, an exponent, nesting past 16) fails, and the line is
+    /// JSONDecoder's. For a member a reader does not want (a one-shot command's `event` of a
+    /// `line` reply), where decoding it cost more than the command's other JSON together.
+    mutating func skipValue(depth: Int = 0) -> Bool {
+        guard depth < 16 else { return false }
+        skipSpace()
+        guard i < bytes.count else { return false }
+        switch bytes[i] {
+        case UInt8(ascii: "{"):
+            i += 1
+            if take(UInt8(ascii: "}")) { return true }
+            while true {
+                guard string() != nil, take(UInt8(ascii: ":")), skipValue(depth: depth + 1) else { return false }
+                if take(UInt8(ascii: ",")) { continue }
+                return take(UInt8(ascii: "}"))
+            }
+        case UInt8(ascii: "["):
+            i += 1
+            if take(UInt8(ascii: "]")) { return true }
+            while true {
+                guard skipValue(depth: depth + 1) else { return false }
+                if take(UInt8(ascii: ",")) { continue }
+                return take(UInt8(ascii: "]"))
+            }
+        case UInt8(ascii: "\""): return string() != nil
+        case UInt8(ascii: "t"): return literal("true")
+        case UInt8(ascii: "f"): return literal("false")
+        case UInt8(ascii: "n"): return literal("null")
+        default:
+            _ = take(UInt8(ascii: "-"))
+            let start = i
+            while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") { i += 1 }
+            // No leading zero (JSON's rule), no fraction or exponent (JSONWriter writes none).
+            guard i > start, bytes[start] != UInt8(ascii: "0") || i == start + 1 else { return false }
+            return i == bytes.count || (bytes[i] != UInt8(ascii: ".") && bytes[i] != UInt8(ascii: "e") && bytes[i] != UInt8(ascii: "E"))
+        }
+    }
+
     mutating func skipSpace() {
         while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
     }

@@ -60,28 +60,28 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var nameIsDefault = false
     public var command: [String]
     public var backend = BackendChoice.auto
-    public var graceNanos: UInt64 = 5_000_000_000
-    public var maxGraceNanos: UInt64 = 30_000_000_000
+    package var graceNanos: UInt64 = 5_000_000_000
+    package var maxGraceNanos: UInt64 = 30_000_000_000
     public var backgroundSignal = NoticeSignal.auto
     public var foregroundSignal: Int32?
     public var ready = ReadyMode.exec
-    public var readyTimeoutNanos: UInt64 = 30_000_000_000
+    package var readyTimeoutNanos: UInt64 = 30_000_000_000
     public var workingDirectory: String?
     public var environment: [String] = []  // the caller's environment, KEY=VALUE
     public var extraEnvironment: [String] = []  // --env KEY=VALUE, applied last
     public var priority = PriorityBand.normal  // eviction band: low, normal, high, critical (never)
-    public var compactAfterNanos: UInt64?  // compact this long after each freeze (else the daemon's policy)
+    package var compactAfterNanos: UInt64?  // compact this long after each freeze (else the daemon's policy)
     public var attached = false  // run (the client's stdio) or launch (a log file)
     /// `--watchdog`: an active app must send WATCHDOG=1 at least this often (WATCHDOG_USEC in
     /// its environment); paused while it is in the background or suspended.
-    public var watchdogNanos: UInt64?
+    package var watchdogNanos: UInt64?
     public var watchdogAction: WatchdogAction?  // nil: log
     /// `--start-limit-burst`, `--start-limit-interval`: `--watchdog-action restart` launches
     /// the app again at most this many times within the interval (systemd's StartLimitBurst=
     /// and StartLimitIntervalSec=, with its defaults); past that it stays ended. An interval
     /// of 0 turns the limit off. nil: the defaults.
     public var startLimitBurst: Int?
-    public var startLimitIntervalNanos: UInt64?
+    package var startLimitIntervalNanos: UInt64?
     /// `--user`: the uid, gid and groups the app runs as, with no capability and
     /// no_new_privs (nil: as the daemon's user).
     public var runAs: RunAs?

@@ -1,6 +1,6 @@
-/// An app ``IceboxClient/launch(_:)`` started: the daemon's record of it just after the
+/// An app ``IceboxClient/launch(_:)-7an0t`` started: the daemon's record of it just after the
 /// launch, and what the daemon said. The record is a snapshot: ask
-/// ``IceboxClient/state(of:)`` or ``IceboxClient/apps(all:)`` for the current state.
+/// ``IceboxClient/state(of:)-i4f5`` or ``IceboxClient/apps(all:)-5ebi5`` for the current state.
 public struct LaunchedApp: Sendable {
     /// The record `icebox ps --json` shows for the app, taken right after the launch.
     public var record: AppRecord
@@ -15,9 +15,25 @@ public struct LaunchedApp: Sendable {
     /// is suspended), or nil if the host has no usable cgroup v2 root.
     public var cgroup: String? { record.cgroup }
 
+    /// How it counted as ready (``LaunchOptions/ready``: exec, READY=1, a probe).
+    public var readyMode: ReadyMode { record.options.ready }
+    /// From the launch to ready (the cold start), as the daemon measured it; nil if not known.
+    public var readyAfter: Duration?
+    /// The event of its becoming ready (`ready`, launching → active), as in the event log.
+    public var readyEvent: Event?
+
     /// A launched app from its record and the daemon's lines.
     public init(record: AppRecord, output: CommandOutput) {
         self.record = record
         self.output = output
+        readyAfter = record.coldStartNanos.map { .nanoseconds($0) }
+    }
+
+    /// A launched app from its record, the daemon's lines and its ready event (whose
+    /// duration is the launch → ready time).
+    init(record: AppRecord, output: CommandOutput, readyEvent: Event?) {
+        self.init(record: record, output: output)
+        self.readyEvent = readyEvent
+        if let took = readyEvent?.durationNanos { readyAfter = .nanoseconds(took) }
     }
 }

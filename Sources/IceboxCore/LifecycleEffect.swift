@@ -94,10 +94,13 @@ package enum LifecycleEffect: Sendable, Equatable {
     /// Stop the readiness probe (ready, or given up).
     case stopProbe
     case log(Event)
-    /// A line to a waiting client, without ending its wait.
-    case report(waiter: Int, line: String, failed: Bool)
-    /// This app's part of a client's wait is over (with a last line, maybe).
-    case settle(waiter: Int, line: String?, failed: Bool)
+    /// A line to a waiting client, without ending its wait. `event`: the step the line
+    /// tells of, as logged in the same transition (the client builds its typed result from
+    /// it, not from the line's text); nil for a line that tells of no step.
+    case report(waiter: Int, line: String, failed: Bool, event: Event? = nil)
+    /// This app's part of a client's wait is over (with a last line, maybe, and the step's
+    /// event, as for `.report`).
+    case settle(waiter: Int, line: String?, failed: Bool, event: Event? = nil)
     /// This app's part of a client's request is refused, nothing done; `code` says why (75:
     /// not now, the same request may succeed later).
     case refuse(waiter: Int, line: String, code: ExitCode)

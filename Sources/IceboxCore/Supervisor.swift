@@ -261,48 +261,48 @@ public final class Supervisor: Sendable {
 
     // MARK: The lifecycle, as on IceboxClient
 
-    /// Launches an app; see ``IceboxClient/launch(_:)``. Corresponds to `icebox launch`.
+    /// Launches an app; see ``IceboxClient/launch(_:)-7an0t``. Corresponds to `icebox launch`.
     public func launch(_ options: LaunchOptions) throws(IceboxError) -> LaunchedApp { try client.launch(options) }
 
-    /// Takes over running processes as an app; see ``IceboxClient/adopt(_:)``. Corresponds to
+    /// Takes over running processes as an app; see ``IceboxClient/adopt(_:)-62exe``. Corresponds to
     /// `icebox adopt`. A process adopted here is not this process's child unless it was
     /// already; ``stop(timeout:)`` terminates it with the rest.
     public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp { try client.adopt(options) }
 
-    /// Hands an app back, still running; see ``IceboxClient/release(_:)``. Corresponds to
+    /// Hands an app back, still running; see ``IceboxClient/release(_:)-49msn``. Corresponds to
     /// `icebox release`.
     @discardableResult
     public func release(_ name: String) throws(IceboxError) -> ReleasedApp { try client.release(name) }
 
-    /// Suspends an app; see ``IceboxClient/suspend(_:)-(String)``. Corresponds to `icebox suspend`.
+    /// Suspends an app; see ``IceboxClient/suspend(_:grace:)-4fsnk``. Corresponds to `icebox suspend`.
     @discardableResult
-    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> CommandOutput {
+    public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> SuspendResult {
         try client.suspend(name, grace: grace)
     }
 
-    /// Resumes an app; see ``IceboxClient/resume(_:waitReady:)-(String,_)``. Corresponds to `icebox resume`.
+    /// Resumes an app; see ``IceboxClient/resume(_:waitReady:)-8uzw0``. Corresponds to `icebox resume`.
     @discardableResult
-    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> CommandOutput {
+    public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> ResumeResult {
         try client.resume(name, waitReady: waitReady)
     }
 
-    /// Terminates an app; see ``IceboxClient/terminate(_:timeout:)-(String,_)``. Corresponds to `icebox terminate`.
+    /// Terminates an app; see ``IceboxClient/terminate(_:timeout:)-91jpu``. Corresponds to `icebox terminate`.
     @discardableResult
-    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
+    public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> EndResult {
         try client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app; see ``IceboxClient/evict(_:)-(String)``. Corresponds to `icebox evict`.
+    /// Evicts an app; see ``IceboxClient/evict(_:)-85e9x``. Corresponds to `icebox evict`.
     @discardableResult
-    public func evict(_ name: String) throws(IceboxError) -> CommandOutput { try client.evict(name) }
+    public func evict(_ name: String) throws(IceboxError) -> EndResult { try client.evict(name) }
 
-    /// Relaunches an ended app; see ``IceboxClient/relaunch(_:)``. Corresponds to `icebox relaunch`.
+    /// Relaunches an ended app; see ``IceboxClient/relaunch(_:)-8bdfj``. Corresponds to `icebox relaunch`.
     public func relaunch(_ name: String) throws(IceboxError) -> LaunchedApp { try client.relaunch(name) }
 
-    /// An app's state; see ``IceboxClient/state(of:)``. Corresponds to `icebox ps --all`.
+    /// An app's state; see ``IceboxClient/state(of:)-i4f5``. Corresponds to `icebox ps --all`.
     public func state(of name: String) throws(IceboxError) -> AppState? { try client.state(of: name) }
 
-    /// The apps; see ``IceboxClient/apps(all:)``. Corresponds to `icebox ps --json`.
+    /// The apps; see ``IceboxClient/apps(all:)-5ebi5``. Corresponds to `icebox ps --json`.
     public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] { try client.apps(all: all) }
 
     /// The events as they happen; see ``IceboxClient/events(for:replay:)``. The stream ends
@@ -311,11 +311,11 @@ public final class Supervisor: Sendable {
         try client.events(for: name, replay: replay)
     }
 
-    /// Checks that the engine answers; see ``IceboxClient/ping()``.
+    /// Checks that the engine answers; see ``IceboxClient/ping()-4yhqk``.
     @discardableResult
     public func ping() throws(IceboxError) -> CommandOutput { try client.ping() }
 
-    /// Sends any request; see ``IceboxClient/send(_:)``.
+    /// Sends any request; see ``IceboxClient/send(_:)-5f2kx``.
     @discardableResult
     package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try client.send(request) }
 

@@ -27,14 +27,14 @@ struct SupervisorDeathTests {
         switch point {
         case "launching":
             options.ready = .notify
-            options.readyTimeoutNanos = 600_000_000_000
+            options.readyTimeout = .seconds(600)
             Thread { _ = try? supervisor.launch(options) }.start()
             while (try? supervisor.state(of: "app")) != .launching { usleep(1000) }
         case "frozen":
             _ = try supervisor.launch(options)
             _ = try supervisor.suspend("app", grace: .zero)
         default:  // "grace": the app handles its notice and never answers it
-            options.graceNanos = 600_000_000_000
+            options.grace = .seconds(600)
             _ = try supervisor.launch(options)
             Thread { _ = try? supervisor.suspend("app") }.start()
             while (try? supervisor.state(of: "app")) != .background { usleep(1000) }

@@ -154,7 +154,7 @@ struct AppLifecycleTests {
             }
             // Every waiter named in the input hears back or is kept: never answered twice.
             var settled: [Int: Int] = [:]
-            for case .settle(let id, _, _) in fx { settled[id, default: 0] += 1 }
+            for case .settle(let id, _, _, _) in fx { settled[id, default: 0] += 1 }
             #expect(settled.values.allSatisfy { $0 == 1 }, "\(start) × \(label): \(fx)")
         }
     }
@@ -165,7 +165,7 @@ struct AppLifecycleTests {
         #expect(l.handle(.notify(NotifyMessage.parse("STATUS=starting")), now: 5_000) == [.persist], "not ready without READY=1")
         var fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 9_000)
         #expect(l.state == .active && l.record.coldStartNanos == 8_000)
-        #expect(fx.contains(.settle(waiter: 7, line: l.launchedLine, failed: false)))
+        #expect(fx.contains { if case .settle(7, l.launchedLine, false, let e?) = $0 { return e.kind == .ready } else { return false } })
         fx = l.handle(.suspend(waiter: 1, notice: Self.usr1), now: 10_000)
         #expect(l.state == .background)
         #expect(Self.firstAction(fx) == .signal(SIGUSR1))
@@ -176,7 +176,7 @@ struct AppLifecycleTests {
         #expect(l.state == .background, "still background until the kernel confirms")
         fx = l.handle(.freezeConfirmed(Self.frozen), now: 120_000)
         #expect(l.state == .suspended && l.record.lastFreezeNanos == 80_000)
-        #expect(fx.contains { if case .settle(1, let line?, false) = $0 { return line.contains("(READY=1)") } else { return false } })
+        #expect(fx.contains { if case .settle(1, let line?, false, _) = $0 { return line.contains("(READY=1)") } else { return false } })
         #expect(fx.contains(.frozen))
         let freeze = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
         #expect(freeze?.kind == .freeze && freeze?.backend == .cgroup2 && freeze?.tasks == 1 && freeze?.reason == "READY=1")
@@ -237,7 +237,7 @@ struct AppLifecycleTests {
             _ = l.handle(.ready, now: 10)
             let fx = l.handle(.suspend(waiter: 1, notice: notice), now: 50)
             #expect(fx.last == .freeze(deadline: 50 + 10 * Self.second))
-            #expect(fx.contains { if case .report(1, let line, false) = $0 { return line.contains("grace 0") } else { return false } })
+            #expect(fx.contains { if case .report(1, let line, false, _) = $0 { return line.contains("grace 0") } else { return false } })
         }
     }
 
@@ -246,7 +246,7 @@ struct AppLifecycleTests {
         #expect(l.handle(.suspend(waiter: 9, notice: Self.usr1), now: 50).isEmpty, "no second notice")
         _ = l.handle(.tick, now: l.nextDeadline!)
         let fx = l.handle(.freezeConfirmed(Self.frozen), now: .max)
-        #expect(fx.contains { if case .settle(9, _, false) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .settle(9, _, false, _) = $0 { return true } else { return false } })
     }
 
     @Test func suspendedAppSuspendedAgainIsANoOp() {
@@ -263,7 +263,7 @@ struct AppLifecycleTests {
         _ = l.handle(.tick, now: l.nextDeadline!)
         let fx = l.handle(.freezeFailed("not frozen after 10s (cgroup2); rolled back, the app runs"), now: 20)
         #expect(l.state == .active)
-        #expect(fx.contains { if case .settle(5, let line?, true) = $0 { return line.contains("freeze failed") } else { return false } })
+        #expect(fx.contains { if case .settle(5, let line?, true, _) = $0 { return line.contains("freeze failed") } else { return false } })
     }
 
     @Test func exitDuringAFreezeCancelsItAndEndsTheApp() {
@@ -281,7 +281,7 @@ struct AppLifecycleTests {
                     return false
                 }
             })
-        #expect(fx.contains { if case .settle(99, _, true) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .settle(99, _, true, _) = $0 { return true } else { return false } })
         #expect(fx.last.map { if case .ended = $0 { return true } else { return false } } == true)
         // A freeze confirmation that arrives late changes nothing.
         #expect(l.handle(.freezeConfirmed(Self.frozen), now: 70).isEmpty)
@@ -304,7 +304,7 @@ struct AppLifecycleTests {
         #expect(l.state == .terminated && l.record.killedWhileSuspended)
         #expect(
             fx.contains {
-                if case .settle(1, let line?, false) = $0 { return line.hasPrefix("web  suspended → terminated") } else { return false }
+                if case .settle(1, let line?, false, _) = $0 { return line.hasPrefix("web  suspended → terminated") } else { return false }
             })
     }
 
@@ -318,9 +318,9 @@ struct AppLifecycleTests {
         fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 40)
         #expect(
             fx.contains {
-                if case .settle(1, let line?, true) = $0 { return line.contains("ended before it was frozen") } else { return false }
+                if case .settle(1, let line?, true, _) = $0 { return line.contains("ended before it was frozen") } else { return false }
             })
-        #expect(fx.contains { if case .settle(2, _, false) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .settle(2, _, false, _) = $0 { return true } else { return false } })
         #expect(l.state == .terminated)
     }
 
@@ -367,12 +367,12 @@ struct AppLifecycleTests {
         #expect(l.handle(.resume(waiter: 5), now: 1_001).isEmpty)
         fx = l.handle(.thawConfirmed(Self.frozen), now: 2_000)
         #expect(l.state == .active && l.record.lastThawNanos == 80_000)
-        #expect(fx.contains { if case .report(4, _, false) = $0 { return true } else { return false } })
-        #expect(fx.contains { if case .settle(5, _, false) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .report(4, _, false, _) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .settle(5, _, false, _) = $0 { return true } else { return false } })
         fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 5_000)
         #expect(
             fx.contains {
-                if case .settle(4, let line?, false) = $0 { return line.contains("resume → ready in 4.00 µs") } else { return false }
+                if case .settle(4, let line?, false, _) = $0 { return line.contains("resume → ready in 4.00 µs") } else { return false }
             })
     }
 
@@ -383,7 +383,9 @@ struct AppLifecycleTests {
         let deadline = l.nextDeadline!
         let fx = l.handle(.tick, now: deadline)
         #expect(
-            fx.contains { if case .settle(4, let line?, true) = $0 { return line.contains("did not say READY=1") } else { return false } })
+            fx.contains {
+                if case .settle(4, let line?, true, _) = $0 { return line.contains("did not say READY=1") } else { return false }
+            })
     }
 
     @Test func readyTimeoutTerminatesAndKeepsTheLaunchWaiterUntilTheEnd() {
@@ -392,11 +394,11 @@ struct AppLifecycleTests {
         let deadline = l.nextDeadline!
         var fx = l.handle(.tick, now: deadline)
         #expect(fx.contains(.stopProbe) && fx.contains(.signalMembers(SIGTERM)))
-        #expect(fx.contains { if case .report(3, _, true) = $0 { return true } else { return false } })
-        #expect(!fx.contains { if case .settle(3, _, _) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .report(3, _, true, _) = $0 { return true } else { return false } })
+        #expect(!fx.contains { if case .settle(3, _, _, _) = $0 { return true } else { return false } })
         _ = l.handle(.exited(.signaled(SIGTERM)), now: deadline + 1)
         fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: deadline + 2)
-        #expect(fx.contains { if case .settle(3, _, _) = $0 { return true } else { return false } })
+        #expect(fx.contains { if case .settle(3, _, _, _) = $0 { return true } else { return false } })
     }
 
     @Test func suspendedAppWhoseMainProcessLeftItsCgroupIsActiveAndTheRestThawed() {
@@ -420,7 +422,7 @@ struct AppLifecycleTests {
         #expect(l.state == .active)
         #expect(Self.firstAction(fx) == .cancelFreeze)
         let told = fx.contains {
-            if case .settle(7, let line?, true) = $0 { return line.contains("not in the app's cgroup") }
+            if case .settle(7, let line?, true, _) = $0 { return line.contains("not in the app's cgroup") }
             return false
         }
         #expect(told, "\(fx)")
@@ -836,8 +838,8 @@ struct LaunchingRequestTests {
     static func answered(_ fx: [LifecycleEffect], _ id: Int, failed: Bool) -> String? {
         for effect in fx {
             switch effect {
-            case .settle(id, let line, failed): return line ?? ""
-            case .report(id, let line, failed): return line
+            case .settle(id, let line, failed, _): return line ?? ""
+            case .report(id, let line, failed, _): return line
             case .refuse(id, let line, _) where failed: return line
             default: continue
             }

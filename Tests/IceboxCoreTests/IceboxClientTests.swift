@@ -58,9 +58,24 @@ struct IceboxClientTests {
             ControlReply(kind: .done, code: 0),
         ]
         var request: ControlRequest?
-        let output = try FakeDaemon.answering(replies, received: { request = $0 }) { client in try client.resume("web") }
+        let output = try FakeDaemon.answering(replies, received: { request = $0 }) { client in
+            try client.send(.resume(names: ["web"], waitReady: false))
+        }
         #expect(output == CommandOutput(lines: ["web  suspended → active  thawed in 82.5 µs (cgroup2)"], warnings: ["a note"]))
         #expect(request == .resume(names: ["web"], waitReady: false))
+    }
+
+    @Test("a typed result is built from the event a line carries, not from its text")
+    func resultFromEvent() throws {
+        var thaw = Event(app: "web", pid: 42, kind: .thaw, from: .suspended, to: .active, durationNanos: 82_500, detail: "x", now: 7)
+        thaw.backend = .cgroup1
+        thaw.tasks = 3
+        var line = ControlReply(kind: .line, text: "web  suspended → active  thawed in 1 year (words)")
+        line.event = thaw
+        let result = try FakeDaemon.answering([line, ControlReply(kind: .done, code: 0)]) { client in try client.resume("web") }
+        #expect(result.how == .thawed && result.thawTime == .nanoseconds(82_500))
+        #expect(result.backend == .cgroup1 && result.tasks == 3 && result.readyAfter == nil)
+        #expect(result.lines == ["web  suspended → active  thawed in 1 year (words)"] && result.events == [thaw])
     }
 
     @Test("a daemon that hangs up before done is an error, not a success")

@@ -77,21 +77,21 @@ struct SupervisorErrorTests {
         // Never says READY=1: it stays launching until its ready time-out (or the terminate below).
         var options = LaunchOptions(name: "slow", command: ["sleep", "100"])
         options.ready = .notify
-        options.readyTimeoutNanos = 30_000_000_000
+        options.readyTimeout = .seconds(30)
         let launch = try JoinableThread { _ = try? supervisor.launch(options) }
         defer { launch.join(until: Clock.monotonicNanos() + 10_000_000_000) }
         let spawn = await collect(events, through: .spawn, within: .seconds(10)).last
         let pid = try #require(spawn?.pid)
-        #expect(try supervisor.state(of: "slow") == .launching)
+        #expect(try await supervisor.state(of: "slow") == .launching)
 
-        let error = #expect(throws: IceboxError.self) { try supervisor.suspend("slow", grace: .zero) }
+        let error = await #expect(throws: IceboxError.self) { try await supervisor.suspend("slow", grace: .zero) }
         #expect(error?.reason == .busy(name: "slow", state: .launching), "\(String(describing: error))")
         #expect(error?.code == .tryAgain)
-        let cgroup = try #require(try supervisor.apps().first { $0.name == "slow" }?.cgroup)
+        let cgroup = try #require(try await supervisor.apps().first { $0.name == "slow" }?.cgroup)
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "0", "the kernel shows it frozen")
         #expect(Kernel.processState(pid).map { $0 != "T" } == true)
 
-        try supervisor.terminate("slow", timeout: .seconds(5))
+        try await supervisor.terminate("slow", timeout: .seconds(5))
         #expect(Kernel.gone(pid))
     }
 }

@@ -21,28 +21,31 @@ struct SupervisorTests {
         var options = LaunchOptions(name: "nap", command: ["sleep", "100"])
         options.environment = ["PATH=/usr/local/bin:/usr/bin:/bin"]
         #expect(Spawner.resolve("icebox", path: "/usr/local/bin:/usr/bin:/bin") == nil)
-        let app = try supervisor.launch(options)
+        let app = try await supervisor.launch(options)
         #expect(app.record.state == .active)
         #expect(app.output.lines.first?.hasPrefix("nap  launched  pid \(app.pid)") == true)
         let cgroup = try #require(app.cgroup)
         #expect(cgroup == root + "/nap")
         #expect(Kernel.cgroupProcs(cgroup) == [app.pid])
 
-        let suspended = try supervisor.suspend("nap", grace: .zero)
+        let suspended = try await supervisor.suspend("nap", grace: .zero)
         #expect(suspended.lines.last?.contains("frozen in") == true, "\(suspended)")
+        #expect(suspended.graceEnd == .zero && suspended.backend == .cgroup2 && suspended.tasks == 1, "\(suspended)")
+        #expect(suspended.freezeTime > .zero)
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "1")
-        #expect(try supervisor.state(of: "nap") == .suspended)
+        #expect(try await supervisor.state(of: "nap") == .suspended)
 
-        let resumed = try supervisor.resume("nap")
+        let resumed = try await supervisor.resume("nap")
         #expect(resumed.lines.last?.contains("thawed in") == true, "\(resumed)")
+        #expect(resumed.how == .thawed && resumed.thawTime.map { $0 > .zero } == true, "\(resumed)")
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "0")
         #expect(Kernel.processState(app.pid).map { $0 != "T" && $0 != "Z" } == true)
-        #expect(try supervisor.state(of: "nap") == .active)
+        #expect(try await supervisor.state(of: "nap") == .active)
 
-        try supervisor.terminate("nap", timeout: .seconds(5))
+        try await supervisor.terminate("nap", timeout: .seconds(5))
         #expect(Kernel.processState(app.pid) == nil, "the app's process is gone (and reaped)")
         #expect(!FileIO.exists(cgroup))
-        #expect(try supervisor.state(of: "nap") == .terminated)
+        #expect(try await supervisor.state(of: "nap") == .terminated)
 
         let kinds = await collect(events, through: .exit, within: .seconds(10)).map(\.kind)
         let expected: [EventKind] = [.spawn, .notice, .freeze, .thaw, .exit]

@@ -1,0 +1,55 @@
+/// How an app ended when a terminate or an eviction ended it, from the event of its end:
+/// what it took (SIGTERM, or SIGKILL), its exit status and how long it took.
+/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:)-85e9x``
+/// return one.
+///
+/// ```swift
+/// let result = try supervisor.terminate("web", timeout: .seconds(5))
+/// #expect(result.how == .sigterm)       // it went on SIGTERM, before the time-out
+/// #expect(result.exitStatus == 143)
+/// ```
+public struct EndResult: Sendable, Equatable {
+    /// What ended it.
+    public enum How: Sendable, Equatable {
+        /// SIGTERM sufficed: the app ended before the time-out.
+        case sigterm
+        /// The app was still running at the time-out: SIGKILL.
+        case sigkillAfterTimeout
+        /// Evicted: killed without notice (SIGKILL) and reaped.
+        case evicted
+        /// It ended otherwise (on its own meanwhile, or a newer daemon's reason).
+        case other(String?)
+    }
+
+    /// The app's name.
+    public var name: String
+    /// The state it ended in: ``AppState/terminated`` or ``AppState/evicted``.
+    public var state: AppState?
+    /// What ended it.
+    public var how: How
+    /// Its exit status, the shell's way (128 + the signal for a signal), nil if unknown
+    /// (an adopted app: icebox is not its parent).
+    public var exitStatus: Int32?
+    /// From the request to the app's end (reaped, its cgroups removed).
+    public var time: Duration
+    /// The lines `icebox terminate` or `icebox evict` prints for this app.
+    public var lines: [String]
+    /// The events of this app's steps, as in the event log (its end).
+    public var events: [Event]
+
+    init(name: String, steps: [IceboxClient.Step]) {
+        self.name = name
+        lines = steps.map(\.line)
+        events = steps.compactMap(\.event)
+        let end = events.last { $0.kind == .exit || $0.kind == .evict }
+        state = end?.to
+        exitStatus = end?.exitStatus
+        time = .nanoseconds(end?.durationNanos ?? 0)
+        switch (end?.kind, end?.reason) {
+        case (.evict?, _): how = .evicted
+        case (_, "SIGTERM"): how = .sigterm
+        case (_, "SIGKILL"): how = .sigkillAfterTimeout
+        case (_, let reason): how = .other(reason)
+        }
+    }
+}
