@@ -2,13 +2,18 @@ import IceboxSystem
 
 /// When a launched app counts as ready (Inactive → Active).
 public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
-    case exec  // execve succeeded
-    case notify  // the app sent READY=1
-    case tcp(UInt16)  // the port accepts a connection on 127.0.0.1
-    case command(String)  // the probe (run by /bin/sh -c) exits 0
-    case http(String)  // a GET of the URL answers 2xx
+    /// Ready once `execve` succeeded.
+    case exec
+    /// Ready when the app sends `READY=1` to its `NOTIFY_SOCKET` (sd_notify).
+    case notify
+    /// Ready when this port accepts a connection on 127.0.0.1.
+    case tcp(UInt16)
+    /// Ready when this probe (run by `/bin/sh -c`) exits 0.
+    case command(String)
+    /// Ready when a GET of this `http://` URL answers 2xx.
+    case http(String)
 
-    public static func parse(_ text: String) -> ReadyMode? {
+    package static func parse(_ text: String) -> ReadyMode? {
         if text == "exec" { return .exec }
         if text == "notify" { return .notify }
         if text.hasPrefix("tcp:"), let port = UInt16(text.dropFirst(4)), port > 0 { return .tcp(port) }
@@ -19,7 +24,7 @@ public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
 
     /// Why `parse` refused `text`, where there is more to say than "invalid": an http: URL
     /// that cannot be probed (a host name, https, a bad port).
-    public static func parseProblem(_ text: String) -> String? {
+    package static func parseProblem(_ text: String) -> String? {
         guard text.hasPrefix("http:") else { return nil }
         do {
             _ = try HTTPURL(parsing: String(text.dropFirst(5)))
@@ -56,26 +61,38 @@ public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
 /// What `run` and `launch` ask for. Sent to the daemon as JSON, kept in the registry so an
 /// ended app can be started again the same way.
 public struct LaunchOptions: Codable, Sendable, Equatable {
+    /// The app's name: letters, digits, `.`, `_` and `-` (``IceboxError/Reason/badRequest``
+    /// otherwise), unique among the daemon's apps.
     public var name: String
-    public var nameIsDefault = false
+    package var nameIsDefault = false
+    /// The command line; a relative command is found on the `PATH` of ``environment``.
     public var command: [String]
+    /// How it is frozen: ``BackendChoice/auto`` picks the best the host offers.
     public var backend = BackendChoice.auto
     package var graceNanos: UInt64 = 5_000_000_000
     package var maxGraceNanos: UInt64 = 30_000_000_000
+    /// The notice it gets when it goes to the background (didEnterBackground).
     public var backgroundSignal = NoticeSignal.auto
+    /// A signal it gets once thawed (willEnterForeground); nil: none.
     public var foregroundSignal: Int32?
+    /// When it counts as ready: ``LaunchedApp`` is returned then.
     public var ready = ReadyMode.exec
     package var readyTimeoutNanos: UInt64 = 30_000_000_000
+    /// Its working directory; nil: the caller's.
     public var workingDirectory: String?
-    public var environment: [String] = []  // the caller's environment, KEY=VALUE
-    public var extraEnvironment: [String] = []  // --env KEY=VALUE, applied last
-    public var priority = PriorityBand.normal  // eviction band: low, normal, high, critical (never)
+    /// Its environment, `KEY=VALUE`; empty: the caller's (so `PATH` finds `sleep`).
+    public var environment: [String] = []
+    /// Variables set on top of ``environment``, `KEY=VALUE` (`--env`).
+    public var extraEnvironment: [String] = []
+    /// Its band under memory pressure.
+    public var priority = PriorityBand.normal
     package var compactAfterNanos: UInt64?  // compact this long after each freeze (else the daemon's policy)
-    public var attached = false  // run (the client's stdio) or launch (a log file)
+    package var attached = false  // run (the client's stdio) or launch (a log file)
     /// `--watchdog`: an active app must send WATCHDOG=1 at least this often (WATCHDOG_USEC in
     /// its environment); paused while it is in the background or suspended.
     package var watchdogNanos: UInt64?
-    public var watchdogAction: WatchdogAction?  // nil: log
+    /// What happens when it misses its watchdog (``watchdog``); nil: ``WatchdogAction/log``.
+    public var watchdogAction: WatchdogAction?
     /// `--start-limit-burst`, `--start-limit-interval`: `--watchdog-action restart` launches
     /// the app again at most this many times within the interval (systemd's StartLimitBurst=
     /// and StartLimitIntervalSec=, with its defaults); past that it stays ended. An interval
@@ -89,19 +106,21 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     /// The least watchdog interval: `--watchdog` refuses less, and an app's WATCHDOG_USEC=
     /// below it is raised to it (1 µs had the watchdog fire, and a restart follow, on every
     /// turn of the loop).
-    public static let leastWatchdogNanos: UInt64 = 100_000_000
+    package static let leastWatchdogNanos: UInt64 = 100_000_000
+    /// Restarts allowed within the start limit's interval when ``startLimitBurst`` is nil.
     public static let defaultStartLimitBurst = 5
-    public static let defaultStartLimitIntervalNanos: UInt64 = 10_000_000_000
+    package static let defaultStartLimitIntervalNanos: UInt64 = 10_000_000_000
     /// The most `--start-limit-burst` takes (the registry keeps one time per restart).
     public static let maxStartLimitBurst = 1000
 
     /// The start limit in force: restarts allowed within the interval (nil: no limit).
-    public var startLimit: (burst: Int, intervalNanos: UInt64)? {
+    package var startLimit: (burst: Int, intervalNanos: UInt64)? {
         let interval = startLimitIntervalNanos ?? Self.defaultStartLimitIntervalNanos
         guard interval > 0 else { return nil }
         return (min(max(startLimitBurst ?? Self.defaultStartLimitBurst, 1), Self.maxStartLimitBurst), interval)
     }
 
+    /// A launch of `command` as `name`, every other option at its default.
     public init(name: String, command: [String]) {
         self.name = name
         self.command = command

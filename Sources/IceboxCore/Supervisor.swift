@@ -370,7 +370,7 @@ public final class Supervisor: Sendable {
 }
 
 /// Numbers the supervisors of this process, for unique cgroup roots.
-private let nextSupervisor = Atomic<Int>(0)
+let nextSupervisor = Atomic<Int>(0)
 
 /// How the engine's `run()` ended: true if it served until stopped, false if another daemon
 /// already served the runtime directory, or the error it threw.

@@ -175,10 +175,10 @@ struct IceboxDaemonTests {
         "the process that started a daemon, SIGKILLed with an app frozen, leaves no daemon, app, cgroup or directory",
         .enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"),
         .enabled(if: LibraryBuild.python3 != nil, "needs python3 for a client that outlives the program"))
-    func killedWithoutStop() throws {
+    func killedWithoutStop() async throws {
         let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try LibraryBuild.link(Self.program, named: "owner", in: dir)
+        try await LibraryBuild.link(Self.program, named: "owner", in: dir)
         let owner = dir + "/owner"
         let out = dir + "/out"
         _ = FileManager.default.createFile(atPath: out, contents: nil)

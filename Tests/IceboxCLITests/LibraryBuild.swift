@@ -74,13 +74,23 @@ enum LibraryBuild {
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    /// Builds `source` (Swift, importing IceboxCore and IceboxSystem) into `dir/name`, a
-    /// static executable linked with the library targets' objects, as a program that
-    /// depends on IceboxCore is.
-    static func link(_ source: String, named name: String, in dir: String) throws {
+    /// `run`, awaited on a thread of its own: a static link takes tens of seconds on a loaded
+    /// machine, and a test blocked that long in the cooperative pool (two threads here) held
+    /// up every async test meanwhile (a `sleep 100` app ended before its test went on).
+    static func runOffPool(_ executable: String, _ args: [String], in dir: String) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try run(executable, args, in: dir) })
+            }.start()
+        }
+    }
+
+    /// Builds `source` (Swift, importing IceboxCore) into `dir/name`, a static executable
+    /// linked with the library targets' objects, as a program that depends on IceboxCore is.
+    static func link(_ source: String, named name: String, in dir: String) async throws {
         try source.write(toFile: dir + "/\(name).swift", atomically: true, encoding: .utf8)
         let build = buildDir, root = packageRoot
-        let link = try run(
+        let link = try await runOffPool(
             try #require(swiftc),
             [
                 "-static-executable", "-I", build + "/Modules",

@@ -10,7 +10,7 @@ import Testing
 @Suite(.enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct LibraryLinkTests {
     @Test("a static program linked with the libraries keeps $ORIGIN and CommandLine.arguments")
-    func staticProgramKeepsOriginAndArguments() throws {
+    func staticProgramKeepsOriginAndArguments() async throws {
         let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-link-XXXXXX")).map { String(cString: $0) })
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let program = #"""
@@ -29,7 +29,7 @@ struct LibraryLinkTests {
         try "int probe(void) { return 1; }\n".write(toFile: dir + "/libprobe.c", atomically: true, encoding: .utf8)
         let cc = try LibraryBuild.run("/usr/bin/cc", ["-shared", "-fPIC", "-o", "libprobe.so", "libprobe.c"], in: dir)
         try #require(cc.status == 0, "\(cc.output)")
-        try LibraryBuild.link(program, named: "probe", in: dir)
+        try await LibraryBuild.link(program, named: "probe", in: dir)
         let probe = try LibraryBuild.run(dir + "/probe", ["one", "two words", ""], in: "/")
         #expect(probe.status == 0, "\(probe.output)")
         let lines = probe.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

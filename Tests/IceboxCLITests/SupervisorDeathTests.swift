@@ -65,12 +65,12 @@ struct SupervisorDeathTests {
             ("launching", "cgroup2", SIGKILL), ("frozen", "cgroup2", SIGKILL), ("frozen", "cgroup1", SIGKILL),
             ("grace", "cgroup2", SIGTERM), ("frozen", "cgroup2", SIGINT), ("frozen", "signal", SIGKILL),
         ])
-    func killedWithoutStop(point: String, backend: String, signal: Int32) throws {
+    func killedWithoutStop(point: String, backend: String, signal: Int32) async throws {
         if backend == "cgroup1" { try #require(Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)") }
         // The program, built for this case in a directory of its own (a link takes about a second).
         let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try LibraryBuild.link(Self.program, named: "owner", in: dir)
+        try await LibraryBuild.link(Self.program, named: "owner", in: dir)
         let owner = dir + "/owner"
         let out = dir + "/out"
         _ = FileManager.default.createFile(atPath: out, contents: nil)

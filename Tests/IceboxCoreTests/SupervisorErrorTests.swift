@@ -24,13 +24,13 @@ struct SupervisorErrorTests {
             #expect(error?.code == .failure)
         }
         // An ended app is in the wrong state for a suspend, not unknown.
-        let app = try supervisor.launch(LaunchOptions(name: "brief", command: ["sleep", "100"]))
+        let app = try supervisor.launch(LaunchOptions(name: "brief", command: ["sleep", "100000"]))
         try supervisor.evict("brief")
         #expect(Kernel.gone(app.pid))
         let ended = #expect(throws: IceboxError.self) { try supervisor.suspend("brief", grace: .zero) }
         #expect(ended?.reason == .wrongState(name: "brief", state: .evicted), "\(String(describing: ended))")
         // A relaunch: of an app that runs, the wrong state; of one never launched, no such app.
-        _ = try supervisor.launch(LaunchOptions(name: "up", command: ["sleep", "100"]))
+        _ = try supervisor.launch(LaunchOptions(name: "up", command: ["sleep", "100000"]))
         let running = #expect(throws: IceboxError.self) { try supervisor.relaunch("up") }
         #expect(running?.reason == .wrongState(name: "up", state: .active), "\(String(describing: running))")
         let never = #expect(throws: IceboxError.self) { try supervisor.relaunch("ghost") }
@@ -60,7 +60,7 @@ struct SupervisorErrorTests {
     func nameTaken() throws {
         let supervisor = try Supervisor.start()
         defer { try? supervisor.stop() }
-        let app = try supervisor.launch(LaunchOptions(name: "web", command: ["sleep", "100"]))
+        let app = try supervisor.launch(LaunchOptions(name: "web", command: ["sleep", "100000"]))
         let cgroup = try #require(app.cgroup)
         let error = #expect(throws: IceboxError.self) {
             try supervisor.launch(LaunchOptions(name: "web", command: ["sleep", "200"]))
@@ -75,7 +75,7 @@ struct SupervisorErrorTests {
         defer { try? supervisor.stop() }
         let events = try supervisor.events(for: "slow")
         // Never says READY=1: it stays launching until its ready time-out (or the terminate below).
-        var options = LaunchOptions(name: "slow", command: ["sleep", "100"])
+        var options = LaunchOptions(name: "slow", command: ["sleep", "100000"])
         options.ready = .notify
         options.readyTimeout = .seconds(30)
         let launch = try JoinableThread { _ = try? supervisor.launch(options) }

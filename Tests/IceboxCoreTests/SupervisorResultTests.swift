@@ -78,7 +78,7 @@ struct SupervisorResultTests {
     @Test("suspend with grace 0: no notice to an app without a handler, ended as zero; already suspended is said so")
     func graceZeroAndAlreadySuspended() throws {
         try Supervisor.with { supervisor in
-            let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+            let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100000"]))
             let cgroup = try #require(app.cgroup)
             let suspended = try supervisor.suspend("nap", grace: .zero)
             #expect(suspended.notice == .noHandler && suspended.graceEnd == .zero && suspended.graceGranted == .zero, "\(suspended)")
@@ -93,7 +93,7 @@ struct SupervisorResultTests {
     @Test("resume during the grace: resumedDuringGrace, nothing thawed; an active app: alreadyActive")
     func resumeInGrace() throws {
         try Supervisor.with { supervisor in
-            let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+            let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100000"]))
             let cgroup = try #require(app.cgroup)
             let suspending = Thread0.start { (try? supervisor.suspend("nap", grace: .seconds(30))) != nil }
             #expect(Kernel.waitUntil(seconds: 10) { (try? supervisor.state(of: "nap")) == .background })
@@ -118,7 +118,7 @@ struct SupervisorResultTests {
         .enabled(if: hasPython, "needs python3"))
     func endings() throws {
         try Supervisor.with { supervisor in
-            let nap = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+            let nap = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100000"]))
             var result: EndResult?
             let took = try Self.elapsed { result = try supervisor.terminate("nap", timeout: .seconds(10)) }
             let ended = try #require(result)
@@ -135,7 +135,7 @@ struct SupervisorResultTests {
             #expect(killed.time >= .milliseconds(300))
             #expect(Kernel.gone(stubborn.pid))
 
-            let victim = try supervisor.launch(LaunchOptions(name: "victim", command: ["sleep", "100"]))
+            let victim = try supervisor.launch(LaunchOptions(name: "victim", command: ["sleep", "100000"]))
             let cgroup = try #require(victim.cgroup)
             _ = try supervisor.suspend("victim", grace: .zero)
             let evicted = try supervisor.evict("victim")

@@ -16,7 +16,7 @@ struct SupervisorScopeTests {
     }
 
     func launchNap(_ supervisor: Supervisor) throws -> Made {
-        let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100"]))
+        let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100000"]))
         try supervisor.suspend("nap", grace: .zero)
         let cgroup = try #require(app.cgroup)
         #expect(Kernel.cgroupEvents(cgroup)["frozen"] == "1")

@@ -18,7 +18,7 @@ struct SupervisorTests {
         let events = try supervisor.events(for: "nap")
 
         // A relative command, found on a PATH with no icebox on it: nothing here execs icebox.
-        var options = LaunchOptions(name: "nap", command: ["sleep", "100"])
+        var options = LaunchOptions(name: "nap", command: ["sleep", "100000"])
         options.environment = ["PATH=/usr/local/bin:/usr/bin:/bin"]
         #expect(Spawner.resolve("icebox", path: "/usr/local/bin:/usr/bin:/bin") == nil)
         let app = try await supervisor.launch(options)
@@ -111,8 +111,8 @@ struct SupervisorTests {
         }
         #expect(missing?.code == .notFound)
         #expect(missing?.message.contains("icebox-no-such-command: command not found") == true, "\(String(describing: missing))")
-        _ = try supervisor.launch(LaunchOptions(name: "twin", command: ["sleep", "100"]))
-        let twin = #expect(throws: IceboxError.self) { try supervisor.launch(LaunchOptions(name: "twin", command: ["sleep", "100"])) }
+        _ = try supervisor.launch(LaunchOptions(name: "twin", command: ["sleep", "100000"]))
+        let twin = #expect(throws: IceboxError.self) { try supervisor.launch(LaunchOptions(name: "twin", command: ["sleep", "100000"])) }
         #expect(twin?.message.contains("already running") == true, "\(String(describing: twin))")
         try supervisor.stop()
     }
@@ -145,7 +145,7 @@ struct SupervisorTests {
         do {
             let supervisor = try Supervisor.start()
             root = try #require(supervisor.cgroupRoot, "\(supervisor.cgroupProblem ?? "")")
-            pid = try supervisor.launch(LaunchOptions(name: "orphan", command: ["sleep", "100"])).pid
+            pid = try supervisor.launch(LaunchOptions(name: "orphan", command: ["sleep", "100000"])).pid
             try supervisor.suspend("orphan", grace: .zero)
         }
         #expect(Kernel.processState(pid) == nil)

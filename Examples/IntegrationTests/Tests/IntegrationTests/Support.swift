@@ -5,14 +5,7 @@ import IceboxCore
 enum Host {
     /// Why the tests cannot run here (printed as the skip reason), or nil: they need a
     /// cgroup v2 hierarchy this process may create cgroups in (root, or a delegated subtree).
-    static let problem: String? = {
-        guard let unified = CgroupMounts.read().unified else { return "no cgroup2 filesystem is mounted" }
-        let probe = unified + "/icebox-example-probe-\(getpid())"
-        let facts = HostFacts.discover(cgroupRootOverride: probe)
-        rmdir(probe)
-        if let v1 = facts.freezerV1Root { rmdir(v1) }
-        return facts.cgroup2Usable ? nil : "no usable cgroup v2 root: \(facts.cgroupRootProblem ?? "unknown")"
-    }()
+    static let problem: String? = Supervisor.hostProblem
 
     /// Drops from PATH every directory holding an `icebox` executable, so that nothing
     /// could run one by accident.

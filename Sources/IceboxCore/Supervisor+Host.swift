@@ -1,0 +1,25 @@
+import Glibc
+
+extension Supervisor {
+    /// Why a supervisor started now would find no usable cgroup v2 root here (no cgroup2
+    /// mount, or this process may not make cgroups in it: not root, no delegated subtree), or
+    /// nil when it would. For a suite to skip with the reason before any test runs:
+    ///
+    /// ```swift
+    /// @Suite(.enabled(if: Supervisor.hostProblem == nil, "\(Supervisor.hostProblem ?? "")"))
+    /// struct FreezeTests { ... }
+    /// ```
+    ///
+    /// It tries for real: a probe cgroup is made where ``start(runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
+    /// would make its root, and removed again, in every hierarchy it was made in.
+    public static var hostProblem: String? {
+        guard let unified = CgroupMounts.read().unified else { return "no cgroup2 filesystem is mounted" }
+        let probe = unified + "/icebox-probe-\(getpid())-\(nextSupervisor.add(1, ordering: .relaxed).newValue)"
+        let facts = HostFacts.discover(cgroupRootOverride: probe)
+        for root in [probe, facts.freezerV1Root, facts.memoryV1Root].compactMap({ $0 })
+        where root.hasSuffix(probe.split(separator: "/").last!) {
+            rmdir(root)
+        }
+        return facts.cgroup2Usable ? nil : "no usable cgroup v2 root: \(facts.cgroupRootProblem ?? "unknown")"
+    }
+}
