@@ -5,8 +5,9 @@ import IceboxSystem
 /// has commands.
 ///
 /// Each call opens a connection to the daemon's control socket
-/// (``IceboxPaths/controlSocket``, in its runtime directory), sends one ``ControlRequest`` and reads the
-/// daemon's ``ControlReply`` lines until it is done. Every wait has a deadline
+/// (``IceboxPaths/controlSocket``, in its runtime directory), sends one request line and
+/// reads the daemon's reply lines until it is done (the JSON-lines protocol of
+/// `docs/protocol.md` in the icebox repository). Every wait has a deadline
 /// (``timeout`` plus the time-outs the request carries), so a daemon that hangs fails the
 /// call rather than blocking it forever. A request that fails throws an ``IceboxError``
 /// with the daemon's message, exit code and typed reason. The client does not start a

@@ -43,7 +43,7 @@ extension IceboxError {
         /// code 69.
         case daemonUnavailable
         /// The daemon closed the connection before it finished the request (it stopped or
-        /// died): the request may or may not have been done, so look (``IceboxClient/apps(all:)``).
+        /// died): the request may or may not have been done, so look (``IceboxClient/apps(all:)-5ebi5``).
         /// Exit code 1.
         case daemonWentAway
         /// The daemon could not write the app's record (its registry, a state file): nothing

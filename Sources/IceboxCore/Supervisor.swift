@@ -2,7 +2,7 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// An icebox supervisor inside this process: the daemon's engine (``Daemon``) on a thread
+/// An icebox supervisor inside this process: the daemon's engine on a thread
 /// of its own, with its own runtime directory, state directory and cgroup root, driven
 /// through the same typed calls as ``IceboxClient``. For integration tests: no icebox
 /// executable, no separate daemon process, nothing shared with another supervisor.
@@ -18,10 +18,8 @@ import Synchronization
 /// ```
 ///
 /// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone
-/// and does not become the child subreaper (``Daemon/Configuration/ownsProcess`` is
-/// false), and it never exits on its own for want of apps
-/// (``Daemon/Configuration/idleExitNanos`` is nil). The apps it launches are children of
-/// this process.
+/// and does not become the child subreaper, and it never exits on its own for want of
+/// apps. The apps it launches are children of this process.
 ///
 /// If this process dies without ``stop(timeout:)`` (SIGKILL from a test runner's timeout,
 /// a crash, Ctrl-C), nothing is left behind: a small `/bin/sh` sweeper, started with the
@@ -76,9 +74,9 @@ public final class Supervisor: Sendable {
     ///   - cgroupRoot: the cgroup v2 directory for the apps' cgroups; nil: a new one,
     ///     `icebox-supervisor-PID-N`, directly under the host's cgroup2 mount (found in
     ///     /proc/self/mountinfo), removed by ``stop(timeout:)``.
+    ///   - readyTimeout: how long to wait for the engine to listen.
     ///
     /// The eviction policy is the one saved in the state directory, if any (none in a new one).
-    ///   - readyTimeout: how long to wait for the engine to listen.
     /// - Throws: ``IceboxError`` if a directory cannot be made or the engine cannot start;
     ///   whatever was made is removed again.
     ///
