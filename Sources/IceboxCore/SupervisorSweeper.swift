@@ -46,6 +46,18 @@ struct SupervisorSweeper: @unchecked Sendable {
             s=$(cat "/proc/${p%%:*}/stat" 2>/dev/null) || continue
             [ "$(start_ticks "${s##*) }")" = "${p#*:}" ] && kill -KILL "${p%%:*}" 2>/dev/null
         done
+        # Gone (or a zombie) before the sweep: a daemon still dying could make a cgroup (a
+        # spawn stand-in's) after the sweep looked, and leave it. 1 s at most.
+        for p in $procs; do
+            i=0
+            while [ $i -lt 100 ]; do
+                s=$(cat "/proc/${p%%:*}/stat" 2>/dev/null) || break
+                s=${s##*) }
+                [ "${s%% *}" = Z ] && break
+                sleep 0.01
+                i=$((i + 1))
+            done
+        done
         # Calls $1 with each cgroup tree to sweep (never word-split: paths may hold spaces).
         each_tree() {
             f=$1

@@ -163,8 +163,11 @@ struct IceboxDaemonTests {
         print("client \(other.processIdentifier)")
         print("daemon \(daemon.pid)")
         print("pid \(app.pid)")
-        for path in [app.cgroup, app.record.freezerV1, app.record.memoryV1, daemon.cgroupRoot, daemon.paths.runtimeDir,
-            daemon.paths.stateDir, daemon.outputLog].compactMap({ $0 }) {
+        // The app's cgroups, the roots they are in (their parents: in v1 memory, the daemon's
+        // spawn stand-ins sit there too), and the daemon's directories.
+        let cgroups = [app.cgroup, app.record.freezerV1, app.record.memoryV1].compactMap { $0 }
+        let roots = cgroups.map { "/" + $0.split(separator: "/").dropLast().joined(separator: "/") }
+        for path in cgroups + roots + [daemon.cgroupRoot, daemon.paths.runtimeDir, daemon.paths.stateDir, daemon.outputLog].compactMap({ $0 }) {
             print("path \(path)")
         }
         print("ready")
@@ -179,31 +182,16 @@ struct IceboxDaemonTests {
         let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try await LibraryBuild.link(Self.program, named: "owner", in: dir)
-        let owner = dir + "/owner"
-        let out = dir + "/out"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        let outFD = open(out, O_WRONLY | O_CLOEXEC)
-        defer { close(outFD) }
         let python = try #require(LibraryBuild.python3)
-        var request = SpawnRequest(
-            executable: owner, arguments: [owner, Sandbox.binary, python], environment: ["PATH=/usr/bin:/bin"])
-        request.stdout = outFD
-        request.stderr = outFD
-        let spawned = try Spawner.spawn(request)
-        let ownerPID = spawned.handle.pid
-        defer {
-            _ = try? spawned.handle.send(SIGKILL)
-            _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
-        }
-        let text = { (try? String(contentsOfFile: out, encoding: .utf8)) ?? "" }
-        let ready = Scenario.eventually(seconds: 30) { text().contains("ready\n") || Self.gone(ownerPID) }
-        try #require(ready && text().contains("ready\n"), "the owner did not get ready: \(text())")
-        let lines = text().split(separator: "\n")
-        let client = try #require(lines.first { $0.hasPrefix("client ") }.flatMap { pid_t($0.dropFirst(7)) })
+        let owner = try LibraryBuild.startOwner([dir + "/owner", Sandbox.binary, python], in: dir)
+        defer { owner.kill() }
+        let ownerPID = owner.pid
+        let client = try #require(owner.pid("client"))
         defer { kill(client, SIGKILL) }
-        let daemon = try #require(lines.first { $0.hasPrefix("daemon ") }.flatMap { pid_t($0.dropFirst(7)) })
-        let app = try #require(lines.first { $0.hasPrefix("pid ") }.flatMap { pid_t($0.dropFirst(4)) })
-        let paths = lines.filter { $0.hasPrefix("path ") }.map { String($0.dropFirst(5)) }
+        let daemon = try #require(owner.pid("daemon"))
+        let app = try #require(owner.pid("pid"))
+        let paths = owner.paths
+        let text = { owner.lines.joined(separator: "\n") }
         #expect(paths.count >= 4, "\(text())")
         // Whatever happens below, nothing is left by this test.
         defer {
@@ -217,7 +205,7 @@ struct IceboxDaemonTests {
         #expect(((try? String(contentsOfFile: frozen + "/cgroup.events", encoding: .utf8)) ?? "").contains("frozen 1"))
 
         kill(ownerPID, SIGKILL)
-        _ = try spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        _ = try owner.process.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
         let start = Clock.monotonicNanos()
         let swept = Scenario.eventually(seconds: 10) {
             Self.gone(daemon) && Self.gone(app) && paths.allSatisfy { !Self.exists($0) }

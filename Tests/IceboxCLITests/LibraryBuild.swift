@@ -101,4 +101,48 @@ enum LibraryBuild {
         try #require(link.status == 0, "\(link.output)")
     }
 
+
+    /// A death test's owner: the program built in `dir`, started with `arguments` (its own
+    /// path first), its output to `dir/out`, once it has printed what it made and then
+    /// "ready" (30 s at most). Killed if it never gets there; the caller kills it otherwise.
+    struct Owner {
+        let process: SpawnedProcess
+        let lines: [Substring]
+        var pid: pid_t { process.handle.pid }
+
+        /// The value of the line that starts with `key` and a space ("pid 42" → 42).
+        func pid(_ key: String) -> pid_t? { lines.first { $0.hasPrefix(key + " ") }.flatMap { pid_t($0.dropFirst(key.count + 1)) } }
+        /// Every `path` line's path.
+        var paths: [String] { lines.filter { $0.hasPrefix("path ") }.map { String($0.dropFirst(5)) } }
+
+        /// SIGKILL, then a wait of 5 s at most.
+        func kill() {
+            _ = try? process.handle.send(SIGKILL)
+            _ = try? process.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        }
+    }
+
+    static func startOwner(_ arguments: [String], in dir: String) throws -> Owner {
+        let out = dir + "/out"
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let outFD = open(out, O_WRONLY | O_CLOEXEC)
+        defer { close(outFD) }
+        var request = SpawnRequest(executable: arguments[0], arguments: arguments, environment: ["PATH=/usr/bin:/bin"])
+        request.stdout = outFD
+        request.stderr = outFD
+        let spawned = try Spawner.spawn(request)
+        let text = { (try? String(contentsOfFile: out, encoding: .utf8)) ?? "" }
+        let ready = Scenario.eventually(seconds: 30) { text().contains("ready\n") || SupervisorDeathTests.gone(spawned.handle.pid) }
+        let owner = Owner(process: spawned, lines: text().split(separator: "\n"))
+        guard ready && text().contains("ready\n") else {
+            owner.kill()
+            throw OwnerNotReady(output: text())
+        }
+        return owner
+    }
+
+    struct OwnerNotReady: Error, CustomStringConvertible {
+        let output: String
+        var description: String { "the owner did not get ready: \(output)" }
+    }
 }

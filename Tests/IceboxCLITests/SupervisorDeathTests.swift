@@ -71,28 +71,14 @@ struct SupervisorDeathTests {
         let dir = try #require(mkdtemp(strdup(NSTemporaryDirectory() + "icebox-death-XXXXXX")).map { String(cString: $0) })
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try await LibraryBuild.link(Self.program, named: "owner", in: dir)
-        let owner = dir + "/owner"
-        let out = dir + "/out"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        let outFD = open(out, O_WRONLY | O_CLOEXEC)
-        defer { close(outFD) }
         // In a session of its own, as a test runner under a terminal is: SIGINT goes to its
         // whole process group, as Ctrl-C sends it.
-        var request = SpawnRequest(executable: owner, arguments: [owner, point, backend], environment: ["PATH=/usr/bin:/bin"])
-        request.stdout = outFD
-        request.stderr = outFD
-        let spawned = try Spawner.spawn(request)
-        let ownerPID = spawned.handle.pid
-        defer {
-            _ = try? spawned.handle.send(SIGKILL)
-            _ = try? spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
-        }
-        let text = { (try? String(contentsOfFile: out, encoding: .utf8)) ?? "" }
-        let ready = Scenario.eventually(seconds: 30) { text().contains("ready\n") || Self.gone(ownerPID) }
-        try #require(ready && text().contains("ready\n"), "the owner did not get ready: \(text())")
-        let lines = text().split(separator: "\n")
-        let app = try #require(lines.first { $0.hasPrefix("pid ") }.flatMap { pid_t($0.dropFirst(4)) })
-        let paths = lines.filter { $0.hasPrefix("path ") }.map { String($0.dropFirst(5)) }
+        let owner = try LibraryBuild.startOwner([dir + "/owner", point, backend], in: dir)
+        defer { owner.kill() }
+        let ownerPID = owner.pid
+        let app = try #require(owner.pid("pid"))
+        let paths = owner.paths
+        let text = { owner.lines.joined(separator: "\n") }
         #expect(paths.count >= 3, "\(text())")
         // Whatever happens below, nothing is left by this test: the app, the cgroups (the
         // roots, so their trees, with the apps' in every hierarchy), the directories.
@@ -105,7 +91,7 @@ struct SupervisorDeathTests {
         #expect(!Self.gone(app))
 
         kill(signal == SIGINT ? -ownerPID : ownerPID, signal)
-        _ = try spawned.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        _ = try owner.process.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
         let swept = Scenario.eventually(seconds: 10) { Self.gone(app) && paths.allSatisfy { !FileManager.default.fileExists(atPath: $0) } }
         #expect(swept, "left: app \(Self.gone(app) ? "gone" : "running"), \(paths.filter { FileManager.default.fileExists(atPath: $0) })")
     }
