@@ -101,7 +101,6 @@ enum LibraryBuild {
         try #require(link.status == 0, "\(link.output)")
     }
 
-
     /// A death test's owner: the program built in `dir`, started with `arguments` (its own
     /// path first), its output to `dir/out`, once it has printed what it made and then
     /// "ready" (30 s at most). Killed if it never gets there; the caller kills it otherwise.
