@@ -13,13 +13,10 @@ extension Supervisor {
     /// It tries for real: a probe cgroup is made where ``start(runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
     /// would make its root, and removed again, in every hierarchy it was made in.
     public static var hostProblem: String? {
-        guard let unified = CgroupMounts.read().unified else { return "no cgroup2 filesystem is mounted" }
-        let probe = unified + "/icebox-probe-\(getpid())-\(nextSupervisor.add(1, ordering: .relaxed).newValue)"
-        let facts = HostFacts.discover(cgroupRootOverride: probe)
-        for root in [probe, facts.freezerV1Root, facts.memoryV1Root].compactMap({ $0 })
-        where root.hasSuffix(probe.split(separator: "/").last!) {
-            rmdir(root)
-        }
+        guard CgroupMounts.read().unified != nil else { return "no cgroup2 filesystem is mounted" }
+        var made: [String] = []
+        let facts = TestCgroups.discover(nil, prefix: "icebox-probe", owned: &made)
+        for root in made { rmdir(root) }
         return facts.cgroup2Usable ? nil : "no usable cgroup v2 root: \(facts.cgroupRootProblem ?? "unknown")"
     }
 }

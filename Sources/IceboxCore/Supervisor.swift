@@ -103,29 +103,13 @@ public final class Supervisor: Sendable {
             for dir in [runtimeDirectory, stateDirectory].compactMap({ $0 }) where !FileIO.exists(dir) { owned.append(dir) }
             try paths.prepare()
 
-            let unique = "icebox-supervisor-\(getpid())-\(nextSupervisor.add(1, ordering: .relaxed).newValue)"
-            let mounts = CgroupMounts.read()
-            var root = cgroupRoot
-            if root == nil, let unified = mounts.unified { root = unified + "/" + unique }
-            // The v1 freezer directory discovery makes mirrors the v2 root's relative path.
-            let mirrored = root.flatMap { r in mounts.unified.flatMap { r.hasPrefix($0 + "/") ? String(r.dropFirst($0.count)) : nil } }
-            let freezerExisted = mirrored.flatMap { rel in mounts.freezerV1.map { FileIO.exists($0 + rel) } } ?? true
-            let rootExisted = root.map(FileIO.exists) ?? true
-            let facts = HostFacts.discover(cgroupRootOverride: root)
-            if let root = facts.cgroupRoot, !rootExisted { ownedRoots.append(root) }
-            if let v1 = facts.freezerV1Root, !freezerExisted { ownedRoots.append(v1) }
-            // Per-app v1 memory cgroups (hybrid hosts) go under a directory named like the root.
-            if let memory = facts.memoryV1Root, !FileIO.exists(memory), cgroupRoot == nil { ownedRoots.append(memory) }
+            let facts = TestCgroups.discover(cgroupRoot, prefix: "icebox-supervisor", owned: &ownedRoots)
 
             // Before anything is launched: whatever kills this process from here on, the
             // sweeper removes what the engine made (see SupervisorSweeper).
-            var targets = SupervisorSweeper.Targets(cgroupTrees: ownedRoots, directories: owned)
-            targets.cgroupParents = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter {
-                !ownedRoots.contains($0)
-            }
-            sweeper = try SupervisorSweeper.start(targets)
+            sweeper = try SupervisorSweeper.start(TestCgroups.sweep(facts, ownedRoots: ownedRoots, directories: owned))
 
-            var config = Daemon.Configuration(paths: paths, cgroupRootOverride: root)
+            var config = Daemon.Configuration(paths: paths, cgroupRootOverride: cgroupRoot ?? facts.cgroupRoot)
             config.cgroupRootIsExplicit = cgroupRoot != nil  // a root made up here may fall back
             config.ownsProcess = false
             config.idleExitNanos = nil
@@ -366,9 +350,6 @@ public final class Supervisor: Sendable {
         }
     }
 }
-
-/// Numbers the supervisors of this process, for unique cgroup roots.
-let nextSupervisor = Atomic<Int>(0)
 
 /// How the engine's `run()` ended: true if it served until stopped, false if another daemon
 /// already served the runtime directory, or the error it threw.

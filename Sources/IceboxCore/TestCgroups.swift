@@ -2,9 +2,9 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// The cgroup roots of an engine started for a test (an ``IceboxDaemon``): a fresh root of its
-/// own unless one is given, and which roots were made for it, so that its stop (or its
-/// sweeper) removes exactly those. As ``Supervisor/start(runtimeDirectory:stateDirectory:cgroupRoot:policy:readyTimeout:)`` does for its engine.
+/// The cgroup roots of an engine started for a test (a ``Supervisor``'s, an ``IceboxDaemon``'s,
+/// `Supervisor.hostProblem`'s probe): a fresh root of its own unless one is given, and which
+/// roots were made for it, so that its stop (or its sweeper) removes exactly those.
 enum TestCgroups {
     /// Discovers (and makes) the roots for `given` (nil: `<cgroup2 mount>/<prefix>-PID-N`);
     /// appends the ones that did not exist before to `owned`.
@@ -12,6 +12,7 @@ enum TestCgroups {
         let mounts = CgroupMounts.read()
         var root = given
         if root == nil, let unified = mounts.unified {
+            // Numbered in this process, for roots no other engine of it shares.
             root = unified + "/\(prefix)-\(getpid())-\(next.add(1, ordering: .relaxed).newValue)"
         }
         // The v1 freezer directory discovery makes mirrors the v2 root's relative path.

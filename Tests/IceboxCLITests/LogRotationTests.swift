@@ -175,7 +175,7 @@ struct LogRotationTests {
         follower.executableURL = URL(fileURLWithPath: Sandbox.binary)
         follower.arguments = ["logs", "writer", "--follow"]
         follower.environment = box.environment
-        follower.standardOutput = try #require(FileHandle(forWritingAtPath: followedPath))
+        follower.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: followedPath))
         try follower.run()
         defer { follower.terminate(); follower.waitUntilExit() }
         let logs = box.stateDir + "/logs"
