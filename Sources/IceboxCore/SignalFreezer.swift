@@ -91,7 +91,7 @@ package struct SignalFreezer: Freezer {
 /// process still running: each step costs only what is left to confirm, and little while
 /// nothing has stopped yet. The members are read again only once every process read before is
 /// stopped: a process forked before its parent stopped shows up then (and none can later).
-struct SignalFreezeSteps: FreezeSteps {
+package struct SignalFreezeSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Stopped by someone else before this freeze: not ours to continue on a rollback.
     let keepStopped: Set<pid_t>
@@ -111,7 +111,7 @@ struct SignalFreezeSteps: FreezeSteps {
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
-    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
+    package init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
         self.members = members
         self.keepStopped = keepStopped
     }
@@ -124,7 +124,7 @@ struct SignalFreezeSteps: FreezeSteps {
         return pids
     }
 
-    mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
+    package mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
         let took = now.saturatingSub(startedAt)
         if next >= queue.count && !refill() {
             cancel()
@@ -136,7 +136,7 @@ struct SignalFreezeSteps: FreezeSteps {
                 cancel()
                 return .failed(.gone("no processes left to stop"))
             }
-            if queue.isEmpty {
+            if queue.isEmpty && rejectContinued() {
                 let tasks = lastMembers.reduce(0) { $0 + (done[$1] ?? 0) }
                 return .confirmed(FreezeReport(backend: .signal, durationNanos: took, tasks: tasks))
             }
@@ -151,7 +151,7 @@ struct SignalFreezeSteps: FreezeSteps {
     }
 
     /// SIGSTOP to `pids` (the members, just read), queued for the first step.
-    mutating func begin(with pids: [pid_t]) { _ = refill(pids) }
+    package mutating func begin(with pids: [pid_t]) { _ = refill(pids) }
 
     /// Reads the members (unless given), stops any new one and queues those not seen stopped
     /// yet; false when there is no member at all.
@@ -192,6 +192,28 @@ struct SignalFreezeSteps: FreezeSteps {
     }
 
     /// The next process's threads are listed afresh.
+    /// The last look before a confirmation: every member seen stopped, one after another,
+    /// is still stopped now. One seen stopped early can have been continued since by one
+    /// stopped later (processes that SIGCONT each other): the pass finds it running. It is
+    /// stopped again and confirmed anew (the loop then goes on until the deadline, as for
+    /// any process that will not stay stopped). A pass that finds every one stopped, with
+    /// no signal sent during it, is a snapshot: a member continued during it would have
+    /// had to be continued by one running, which the pass would have seen, unless it was
+    /// stopped again meanwhile, which only this freezer does. True when all are stopped.
+    private mutating func rejectContinued() -> Bool {
+        let continued = lastMembers.filter { pid in
+            ProcFS.threads(of: pid).contains { tid in
+                guard let state = ProcFS.state(pid: pid, tid: tid), state != "Z" && state != "X" else { return false }
+                return !SignalFreezer.stoppedState(state)
+            }
+        }
+        for pid in continued {
+            done[pid] = nil
+            signaled.remove(pid)
+        }
+        return continued.isEmpty
+    }
+
     private mutating func startThreadCursor() {
         threads = []
         threadsSeen = 0
@@ -199,7 +221,7 @@ struct SignalFreezeSteps: FreezeSteps {
     }
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
-    func cancel() {
+    package func cancel() {
         SignalFreezer.continueOurs(signaled, keeping: keepStopped)
     }
 }
