@@ -55,7 +55,7 @@ enum RunCommand: IceboxCommand {
         let request = ControlRequest.launch(options: options)
         // Reset before a word of answer, the request was never read (DaemonConnection.
         // resetUnanswered): it goes once more to the next daemon, at the send or the first
-        // read, within the client's reach deadline (DaemonClient.mayResend).
+        // read, within the client's reach deadline (ClientSession.mayResend).
         func sendAgainIfUnread() throws(IceboxError) -> Bool {
             guard client.mayResend(request, after: connection) else { return false }
             connection = try client.connect()

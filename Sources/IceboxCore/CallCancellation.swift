@@ -7,7 +7,7 @@ import Synchronization
 /// cancellation handler shuts its connection down (`shutdown(2)`), so the thread's poll
 /// wakes at once and the call throws. The daemon sees the client go; what it had begun
 /// goes on (a suspend still freezes the app): the request may or may not have been done.
-final class CallCancellation: Sendable {
+package final class CallCancellation: Sendable {
     private struct State {
         var fd: Int32?
         var cancelled = false

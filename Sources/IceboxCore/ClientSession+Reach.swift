@@ -1,8 +1,7 @@
 import Glibc
-import IceboxCore
 import IceboxSystem
 
-/// The slow path of `DaemonClient.connect`: its first try found no daemon listening. A
+/// The slow path of `ClientSession.connect`: its first try found no daemon listening. A
 /// command can arrive while a daemon restarts (after a crash, or one exiting idle as the
 /// next is needed) and find:
 ///
@@ -27,12 +26,12 @@ import IceboxSystem
 /// socket file is in place, the dead one's or its own): hundreds of commands waiting out
 /// one restart start about one each, as at a cold start, not one per wake-up.
 ///
-/// A request lost with a connection is `DaemonClient.mayResend`'s matter.
-extension DaemonClient {
+/// A request lost with a connection is `ClientSession.mayResend`'s matter.
+extension ClientSession {
     /// How long a command tries to reach a daemon once it found none: a daemon starting
     /// under load takes well under a second to listen; ten leave room for a loaded machine
     /// and a restart or two on the way.
-    static let reachBudgetNanos: UInt64 = 10_000_000_000
+    package static let reachBudgetNanos: UInt64 = 10_000_000_000
 
     /// What the tries came to, for the message if they all fail.
     struct ReachTries {
@@ -47,7 +46,7 @@ extension DaemonClient {
 
     /// Connects to the daemon, starting one and riding over a restart, within the reach
     /// deadline (see above).
-    mutating func reachDaemon() throws(IceboxError) -> DaemonConnection {
+    mutating func reachDaemon(_ autostart: DaemonAutostart) throws(IceboxError) -> DaemonConnection {
         let began = Clock.monotonicNanos()
         let deadline = reachDeadline ?? began.saturatingAdd(Self.reachBudgetNanos)
         reachDeadline = deadline
@@ -85,7 +84,7 @@ extension DaemonClient {
             // waits for its lock (Daemon.takeLock) and serves.
             let socketLeft = tries.lastError?.errno == ECONNREFUSED
             if holderPID == nil || !socketLeft, ours == nil, oursExiting == nil, now >= nextStart {
-                let starting = try spawnDaemon()
+                let starting = try spawnDaemon(autostart)
                 ours = starting
                 startedDaemon = starting.process
                 said = nil
@@ -160,7 +159,7 @@ extension DaemonClient {
             return nil
         }
         try connection.requireTrustedDaemon(socket: paths.controlSocket)
-        connection.readsLineEvents = false  // the CLI prints the lines; their events are the library's
+        connection.readsLineEvents = readsLineEvents
         return connection
     }
 
@@ -181,7 +180,7 @@ extension DaemonClient {
     /// (overlayfs names its upper layer's), no holder is found: a command then starts a
     /// daemon whenever none of its own is on its way, spaced by `nextStart`, each started
     /// in vain saying "busy": more processes, the same outcome.
-    static func lockHolder(_ path: String) -> pid_t? {
+    package static func lockHolder(_ path: String) -> pid_t? {
         var status = stat()
         guard stat(path, &status) == 0, let locks = try? FileLocks.read() else { return nil }
         let dev = UInt64(status.st_dev)

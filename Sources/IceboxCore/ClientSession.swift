@@ -1,59 +1,79 @@
 import Glibc
-import IceboxCore
 import IceboxSystem
 
-/// The client side of the control socket: connect (starting a daemon on demand), send one
-/// request, read the replies.
-struct DaemonClient {
-    let paths: IceboxPaths
-    let autostart: Bool
-    let cgroupRoot: String?
-    /// The daemon this client started, if it did, so it can be reaped if it ends first.
-    var startedDaemon: ProcessHandle?
-    /// Until when (monotonic ns) this command keeps trying to reach a daemon, set when it
-    /// first finds none: every retry of the command (a connect, a resend) shares it.
-    var reachDeadline: UInt64?
+/// How a client starts a daemon when none runs: `EXECUTABLE daemon --foreground`, for the
+/// CLI's commands (the `icebox` executable itself). A library client has none: it never
+/// starts a daemon behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when asked).
+package struct DaemonAutostart: Sendable {
+    /// The `icebox` program to run; nil: this process's own executable (/proc/self/exe),
+    /// looked up only when a daemon is started, not on every command.
+    package var executable: String?
+    /// The daemon's `--cgroup-root`, if one was given.
+    package var cgroupRoot: String?
 
+    package init(executable: String? = nil, cgroupRoot: String? = nil) {
+        self.executable = executable
+        self.cgroupRoot = cgroupRoot
+    }
+}
+
+/// One command's (or one library call's) way to the daemon: connect (starting a daemon on
+/// demand, riding over a restart: ClientSession+Reach), send one request, read the replies
+/// until `done`, and send the request once more when it provably went unread. The CLI's
+/// commands and ``IceboxClient``'s calls both go through it (`IceboxClient.session()`), so
+/// every CLI test exercises the library's way to the daemon.
+package struct ClientSession {
+    package let paths: IceboxPaths
+    /// Set, a command that finds no daemon starts one; nil, it fails (69) with `noDaemonHint`.
+    package let autostart: DaemonAutostart?
+    /// Whether a `line` reply's event is decoded (the library's typed results need it; the
+    /// CLI prints the line and passes over it: DaemonConnection.readsLineEvents).
+    package let readsLineEvents: Bool
+    /// The daemon this session started, if it did, so it can be reaped if it ends first.
+    package var startedDaemon: ProcessHandle?
+    /// Until when (monotonic ns) this session keeps trying to reach a daemon, set when it
+    /// first finds none: every retry (a connect, a resend) shares it.
+    package var reachDeadline: UInt64?
     /// What to suggest when no daemon runs and none may be started.
-    var noDaemonHint = "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART"
+    package var noDaemonHint: String
 
-    /// `environment` looks up one variable (this process's: `ProcessEnvironment.value`).
-    init(environment: (String) -> String?, autostartFlagOff: Bool, cgroupRoot: String?) {
-        paths = IceboxPaths.fromEnvironment(environment)
-        autostart = !autostartFlagOff && environment("ICEBOX_NO_AUTOSTART").map { $0.isEmpty || $0 == "0" } ?? true
-        self.cgroupRoot = cgroupRoot ?? environment("ICEBOX_CGROUP_ROOT").flatMap { $0.isEmpty ? nil : $0 }
+    package init(paths: IceboxPaths, autostart: DaemonAutostart?, readsLineEvents: Bool, noDaemonHint: String) {
+        self.paths = paths
+        self.autostart = autostart
+        self.readsLineEvents = readsLineEvents
+        self.noDaemonHint = noDaemonHint
     }
 
-    /// Connects to the daemon, starting one if none runs. Before anything is sent, the
-    /// socket must be a socket (not a link) and the daemon this user's (or root's, for
-    /// root); with no daemon, the directories must be this user's (`IceboxPaths.verify`).
-    /// The first try is the whole of it when a daemon runs; otherwise `reachDaemon` starts
-    /// one and rides over a daemon restarting meanwhile (DaemonReach).
-    mutating func connect() throws(IceboxError) -> DaemonConnection {
+    /// Connects to the daemon, starting one if none runs and the session may. Before
+    /// anything is sent, the socket must be a socket (not a link) and the daemon this
+    /// user's (or root's, for root); with no daemon, the directories must be this user's
+    /// (`IceboxPaths.verify`). The first try is the whole of it when a daemon runs;
+    /// otherwise `reachDaemon` starts one and rides over a daemon restarting meanwhile.
+    package mutating func connect() throws(IceboxError) -> DaemonConnection {
         try DaemonConnection.checkSocketPath(paths.controlSocket)
         do {
             let connection = try DaemonConnection(socket: paths.controlSocket)
             try connection.requireTrustedDaemon(socket: paths.controlSocket)
-            connection.readsLineEvents = false  // the CLI prints the lines; their events are the library's
+            connection.readsLineEvents = readsLineEvents
             return connection
         } catch let error as SystemError where error.errno == ENOENT || error.errno == ECONNREFUSED {
             try paths.verify()
-            guard autostart else {
-                throw IceboxError(.unavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
+            guard let autostart else {
+                throw IceboxError(.daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
             }
+            return try reachDaemon(autostart)
         } catch let error as SystemError {
             throw Self.connectFailure(error)
         } catch {
             // requireTrustedDaemon's refusal (the only other error thrown above).
             throw error as? IceboxError ?? IceboxError(.failure, "\(error)")
         }
-        return try reachDaemon()
     }
 
     /// A connect that failed otherwise than for want of a daemon (permission, a path too long).
     static func connectFailure(_ error: SystemError) -> IceboxError {
         IceboxError(
-            error.isPermissionDenied ? .permission : .unavailable,
+            error.isPermissionDenied ? .permissionDenied : .daemonUnavailable,
             "cannot reach the icebox daemon: \(error)",
             hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
     }
@@ -61,9 +81,9 @@ struct DaemonClient {
     /// Starts `icebox daemon --foreground` and waits (up to 10 s) until it says it listens,
     /// through a pipe it inherits as descriptor 3: no polling of the socket. (For `icebox
     /// daemon`; a command that needs a daemon starts one through `reachDaemon`.)
-    mutating func startDaemon() throws(IceboxError) {
+    package mutating func startDaemon() throws(IceboxError) {
         try paths.prepare()
-        let starting = try spawnDaemon()
+        let starting = try spawnDaemon(autostart ?? DaemonAutostart())
         defer { close(starting.readyFD) }
         startedDaemon = starting.process
         var buffer = [UInt8](repeating: 0, count: 16)
@@ -81,7 +101,7 @@ struct DaemonClient {
         if n <= 0 { throw didNotStart() }
     }
 
-    /// The daemon this command started ended before it said it listens.
+    /// The daemon this session started ended before it said it listens.
     func didNotStart() -> IceboxError {
         let tail = ((try? FileIO.read(paths.daemonLog)) ?? "").split(separator: "\n").suffix(3).joined(separator: "; ")
         return IceboxError(
@@ -89,7 +109,7 @@ struct DaemonClient {
             hint: "see \(paths.daemonLog), or run 'icebox daemon --foreground' to watch it")
     }
 
-    /// A daemon this command started, until it says whether it serves.
+    /// A daemon this session started, until it says whether it serves.
     struct StartingDaemon {
         let process: ProcessHandle
         /// The read end of the pipe it says "ready" or "busy" on (its descriptor 3).
@@ -98,7 +118,7 @@ struct DaemonClient {
 
     /// Spawns `icebox daemon --foreground`, its output to the daemon log, with the write end
     /// of a pipe as descriptor 3 for its word. The directories are prepared already.
-    func spawnDaemon() throws(IceboxError) -> StartingDaemon {
+    func spawnDaemon(_ autostart: DaemonAutostart) throws(IceboxError) -> StartingDaemon {
         var pipeFDs: [Int32] = [-1, -1]
         do { (pipeFDs[0], pipeFDs[1]) = try PipePair.closeOnExec() } catch { throw IceboxError("start the daemon", error) }
         let logFD = open(paths.daemonLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -106,8 +126,8 @@ struct DaemonClient {
         var env = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]
         var args = ["icebox", "daemon", "--foreground"]
-        if let cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
-        var request = SpawnRequest(executable: Spawner.selfExecutable, arguments: args, environment: env)
+        if let cgroupRoot = autostart.cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
+        var request = SpawnRequest(executable: autostart.executable ?? Spawner.selfExecutable, arguments: args, environment: env)
         request.stdout = logFD
         request.stderr = logFD
         request.extraFD = pipeFDs[1]
@@ -122,28 +142,25 @@ struct DaemonClient {
         return StartingDaemon(process: spawned.handle, readyFD: pipeFDs[0])
     }
 
-    /// How long a command waits for the daemon beyond the time-outs its request carries.
-    /// Generous (an app's grace can be long), but a hung daemon still ends the wait.
-    static let replyBudgetNanos: UInt64 = 3_600_000_000_000
-
-    /// The deadline for the replies to `request`, from now.
-    static func deadline(for request: ControlRequest) -> UInt64 {
-        DaemonConnection.deadline(for: request, base: replyBudgetNanos)
-    }
-
-    /// Sends a request and prints the replies until `done`. Returns the exit code.
-    mutating func perform(
-        _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil,
-        onSummaries: (([AppSummary]) -> Void)? = nil, rawApps: ((String) -> Void)? = nil
+    /// Sends a request and hands each reply to `handle` until the final one; returns its exit
+    /// code, and its typed reason in `reason`. With `cancellation` (an `async` call's), each
+    /// connection is attached to it before the request goes, and detached before the
+    /// connection is closed, so a cancel never shuts down a descriptor number reused since.
+    /// A request no daemon read goes once more to the next one: see `mayResend`.
+    package mutating func perform(
+        _ request: ControlRequest, until deadline: UInt64, reason: inout IceboxError.Reason.Wire?,
+        rawApps: ((String) -> Void)? = nil, cancellation: CallCancellation? = nil, _ handle: (ControlReply) -> Void
     ) throws(IceboxError) -> Int32 {
         let line = DaemonConnection.Line(request)  // before the connect: see Line
         var connection = try connect()
         while true {
             connection.rawApps = rawApps
             do {
+                defer { withExtendedLifetime(connection) { cancellation?.detach() } }
+                try cancellation?.attach(connection.fd, what: request.commandName)
                 try connection.send(line)
-                return try replies(to: request, on: connection, onData: onData, onPolicy: onPolicy, onSummaries: onSummaries)
-            } catch  where mayResend(request, after: connection) {
+                return try replies(to: request, on: connection, until: deadline, reason: &reason, handle)
+            } catch  where mayResend(request, after: connection) && cancellation?.isCancelled != true {
                 // Once more, to the next daemon (started if need be): see mayResend.
                 connection = try connect()
             }
@@ -158,8 +175,9 @@ struct DaemonClient {
     /// nothing printed, and no refusal, which would only be refused again). A request that
     /// changes something and was read may have been carried out: it is not sent again (a
     /// second suspend could undo a resume another command made since), and fails saying so.
-    /// Every resend is within the reach deadline (DaemonReach), set here if no connect set it.
-    mutating func mayResend(_ request: ControlRequest, after connection: DaemonConnection) -> Bool {
+    /// Every resend is within the reach deadline (ClientSession+Reach), set here if no
+    /// connect set it.
+    package mutating func mayResend(_ request: ControlRequest, after connection: DaemonConnection) -> Bool {
         guard connection.resetUnanswered || request.isReadOnly && connection.endedBeforeAnyReply else { return false }
         let now = Clock.monotonicNanos()
         let deadline = reachDeadline ?? now.saturatingAdd(Self.reachBudgetNanos)
@@ -168,27 +186,11 @@ struct DaemonClient {
     }
 
     private func replies(
-        to request: ControlRequest, on connection: DaemonConnection, onData: (([AppRecord]) -> Void)?,
-        onPolicy: ((EvictionPolicy) -> Void)?, onSummaries: (([AppSummary]) -> Void)?
+        to request: ControlRequest, on connection: DaemonConnection, until deadline: UInt64,
+        reason: inout IceboxError.Reason.Wire?, _ handle: (ControlReply) -> Void
     ) throws(IceboxError) -> Int32 {
         do {
-            return try connection.replies(until: Self.deadline(for: request), what: request.commandName) { reply in
-                switch reply.kind {
-                // The daemon's lines may quote what an app or another user supplied.
-                case .line: if let t = reply.text { Output.out(TerminalText.escaped(t, keepingLayout: true)) }
-                case .warning: if let t = reply.text { Output.err(TerminalText.escaped(t, keepingLayout: true)) }
-                case .event: if let e = reply.event { Output.err(e.humanLine) }
-                case .data:
-                    if let policy = reply.policy {
-                        onPolicy?(policy)
-                    } else if let summaries = reply.summaries {
-                        onSummaries?(summaries)
-                    } else {
-                        onData?(reply.apps ?? [])
-                    }
-                case .done, .exit: break
-                }
-            }
+            return try connection.replies(until: deadline, what: request.commandName, reason: &reason, handle)
         } catch {
             if connection.ended && !connection.resetUnanswered && !request.isReadOnly {
                 throw IceboxError(

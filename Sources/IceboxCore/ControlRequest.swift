@@ -118,7 +118,7 @@ package enum ControlRequest: Codable, Sendable, Equatable {
 
     /// Whether the request only reads (the daemon's answer changes nothing): sent twice, it
     /// has no effect the first had not. Such a request goes again to the next daemon when the
-    /// one it went to died before answering (DaemonClient.mayResend); any other goes again
+    /// one it went to died before answering (ClientSession.mayResend); any other goes again
     /// only if no daemon read it.
     package var isReadOnly: Bool {
         switch self {

@@ -45,6 +45,13 @@ public struct IceboxClient: Sendable {
     /// Set on the copy an `async` form runs its blocking exchanges with: its task's
     /// cancellation shuts their connections down.
     var cancellation: CallCancellation?
+    /// How the CLI's client starts a daemon when none runs (`icebox daemon --foreground`);
+    /// nil, as for every library client: a call then fails with
+    /// ``IceboxError/Reason/daemonUnavailable``.
+    package var autostart: DaemonAutostart?
+    /// Whether a `line` reply's event is decoded: the typed results need it; the CLI, which
+    /// prints the line, passes over it (DaemonConnection.readsLineEvents).
+    package var readsLineEvents = true
 
     /// A client for the daemon that uses `paths`.
     public init(paths: IceboxPaths) {
@@ -305,24 +312,32 @@ public struct IceboxClient: Sendable {
         var apps: [AppRecord] = []
     }
 
-    /// Connects, sends the request and reads the replies until `done`, with a deadline.
-    /// In an `async` form (``cancellation`` set), a cancelled task shuts the connection down,
-    /// which ends the wait here (see ``CallCancellation``).
+    /// Connects, sends the request and reads the replies until `done`, with a deadline,
+    /// through the same ``ClientSession`` as every CLI command. In an `async` form
+    /// (``cancellation`` set), a cancelled task shuts the connection down, which ends the
+    /// wait here (see ``CallCancellation``).
     func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
         let cancel = cancellation
-        let line = DaemonConnection.Line(request)  // before the connect: see Line
-        let connection = try connect()
-        // Kept alive until detached: the descriptor a cancellation shuts down is this one,
-        // never a number reused after its close.
-        defer { withExtendedLifetime(connection) { cancel?.detach() } }
-        try cancel?.attach(connection.fd, what: request.commandName)
-        try connection.send(line)
+        var session = session()
         let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
         var result = Exchange()
         var reason: IceboxError.Reason.Wire?
         let code: Int32
         do throws(IceboxError) {
-            code = try replies(connection, until: deadline, what: request.commandName, reason: &reason, into: &result)
+            code = try session.perform(
+                request, until: deadline, reason: &reason, cancellation: cancel
+            ) { reply in
+                switch reply.kind {
+                case .line:
+                    if let text = reply.text {
+                        result.output.lines.append(text)
+                        result.steps.append(Step(line: text, event: reply.event))
+                    }
+                case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
+                case .data: result.apps += reply.apps ?? []
+                case .event, .done, .exit: break
+                }
+            }
         } catch {
             // A cancelled call's connection was shut down under it: that, not the end it
             // caused, is what happened.
@@ -337,41 +352,15 @@ public struct IceboxClient: Sendable {
         return result
     }
 
-    private func replies(
-        _ connection: DaemonConnection, until deadline: UInt64, what: String, reason: inout IceboxError.Reason.Wire?,
-        into result: inout Exchange
-    ) throws(IceboxError) -> Int32 {
-        try connection.replies(until: deadline, what: what, reason: &reason) { reply in
-            switch reply.kind {
-            case .line:
-                if let text = reply.text {
-                    result.output.lines.append(text)
-                    result.steps.append(Step(line: text, event: reply.event))
-                }
-            case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
-            case .data: result.apps += reply.apps ?? []
-            case .event, .done, .exit: break
-            }
-        }
-    }
-
-    /// Connects; before anything is sent, checks that the socket is a socket and that the
-    /// daemon runs as this user (or root, for root). See ``IceboxPaths/verify()``.
-    func connect() throws(IceboxError) -> DaemonConnection {
-        try DaemonConnection.checkSocketPath(paths.controlSocket)
-        let connection: DaemonConnection
-        do {
-            connection = try DaemonConnection(socket: paths.controlSocket)
-        } catch  where error.errno == ENOENT || error.errno == ECONNREFUSED {
-            try paths.verify()
-            throw IceboxError(
-                .daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)",
-                hint: "start a Supervisor, or icebox daemon with ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)")
-        } catch {
-            throw IceboxError(error.isPermissionDenied ? .permissionDenied : .daemonUnavailable, "cannot reach the icebox daemon: \(error)")
-        }
-        try connection.requireTrustedDaemon(socket: paths.controlSocket)
-        return connection
+    /// The way to the daemon for one call (or one CLI command): this client's directories,
+    /// and whether it starts a daemon when none runs (``autostart``, the CLI's; a library
+    /// client never does).
+    package func session() -> ClientSession {
+        ClientSession(
+            paths: paths, autostart: autostart, readsLineEvents: readsLineEvents,
+            noDaemonHint: autostart == nil
+                ? "start a Supervisor, or icebox daemon with ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)"
+                : "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
     }
 
     /// The typed reason of a failed request: the daemon's, if it sent one this client knows

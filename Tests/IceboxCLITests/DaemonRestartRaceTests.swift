@@ -260,8 +260,8 @@ struct DaemonRestartRaceTests {
         let path = box.runtimeDir + "/daemon.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-        #expect(DaemonClient.lockHolder(path) == getpid())
+        #expect(ClientSession.lockHolder(path) == getpid())
         close(fd)
-        #expect(DaemonClient.lockHolder(path) == nil)
+        #expect(ClientSession.lockHolder(path) == nil)
     }
 }

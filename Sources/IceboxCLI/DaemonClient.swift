@@ -1,0 +1,82 @@
+import IceboxCore
+import IceboxSystem
+
+/// A command's client of the daemon: the library's ``IceboxClient`` with the CLI's two
+/// differences, that it starts a daemon when none runs (unless told not to) and prints the
+/// daemon's lines as they come rather than building typed results. The way to the daemon
+/// (connect, trust, ride over a restart, resend, deadlines, errors) is the library's own
+/// `ClientSession`.
+struct DaemonClient {
+    var session: ClientSession
+
+    /// `environment` looks up one variable (this process's: `ProcessEnvironment.value`).
+    init(environment: (String) -> String?, autostartFlagOff: Bool, cgroupRoot: String?) {
+        var client = IceboxClient(paths: IceboxPaths.fromEnvironment(environment))
+        let autostart = !autostartFlagOff && environment("ICEBOX_NO_AUTOSTART").map { $0.isEmpty || $0 == "0" } ?? true
+        if autostart {
+            let root = cgroupRoot ?? environment("ICEBOX_CGROUP_ROOT").flatMap { $0.isEmpty ? nil : $0 }
+            client.autostart = DaemonAutostart(cgroupRoot: root)
+        }
+        client.readsLineEvents = false  // the CLI prints the lines; their events are the library's
+        session = client.session()
+    }
+
+    var paths: IceboxPaths { session.paths }
+
+    /// The daemon this command started, if it did, so it can be reaped if it ends first.
+    var startedDaemon: ProcessHandle? {
+        get { session.startedDaemon }
+        set { session.startedDaemon = newValue }
+    }
+
+    /// What to suggest when no daemon runs and none may be started.
+    var noDaemonHint: String {
+        get { session.noDaemonHint }
+        set { session.noDaemonHint = newValue }
+    }
+
+    mutating func connect() throws(IceboxError) -> DaemonConnection { try session.connect() }
+
+    /// Starts `icebox daemon --foreground` and waits until it listens (for `icebox daemon`).
+    mutating func startDaemon() throws(IceboxError) { try session.startDaemon() }
+
+    /// Whether `request`, whose connection ended unanswered, may go to the next daemon
+    /// (`ClientSession.mayResend`).
+    mutating func mayResend(_ request: ControlRequest, after connection: DaemonConnection) -> Bool {
+        session.mayResend(request, after: connection)
+    }
+
+    /// How long a command waits for the daemon beyond the time-outs its request carries.
+    /// Generous (an app's grace can be long), but a hung daemon still ends the wait.
+    static let replyBudgetNanos: UInt64 = 3_600_000_000_000
+
+    /// The deadline for the replies to `request`, from now.
+    static func deadline(for request: ControlRequest) -> UInt64 {
+        DaemonConnection.deadline(for: request, base: replyBudgetNanos)
+    }
+
+    /// Sends a request and prints the replies until `done`. Returns the exit code.
+    mutating func perform(
+        _ request: ControlRequest, onData: (([AppRecord]) -> Void)? = nil, onPolicy: ((EvictionPolicy) -> Void)? = nil,
+        onSummaries: (([AppSummary]) -> Void)? = nil, rawApps: ((String) -> Void)? = nil
+    ) throws(IceboxError) -> Int32 {
+        var reason: IceboxError.Reason.Wire?
+        return try session.perform(request, until: Self.deadline(for: request), reason: &reason, rawApps: rawApps) { reply in
+            switch reply.kind {
+            // The daemon's lines may quote what an app or another user supplied.
+            case .line: if let t = reply.text { Output.out(TerminalText.escaped(t, keepingLayout: true)) }
+            case .warning: if let t = reply.text { Output.err(TerminalText.escaped(t, keepingLayout: true)) }
+            case .event: if let e = reply.event { Output.err(e.humanLine) }
+            case .data:
+                if let policy = reply.policy {
+                    onPolicy?(policy)
+                } else if let summaries = reply.summaries {
+                    onSummaries?(summaries)
+                } else {
+                    onData?(reply.apps ?? [])
+                }
+            case .done, .exit: break
+            }
+        }
+    }
+}
