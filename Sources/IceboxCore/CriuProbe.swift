@@ -27,7 +27,7 @@ package enum CriuProbe {
                 reason: "no criu: none in ICEBOX_CRIU, \(CriuBinary.installed) or PATH (scripts/criu builds one)",
                 kernel: kernel)
         }
-        guard let identity = binary.identity() else {
+        guard let identity = cacheIdentity(binary) else {
             return CriuVerdict(
                 outcome: .notFound, path: binary.path, source: binary.source, version: nil,
                 reason: "\(binary.path) is not a file", kernel: kernel)
@@ -44,6 +44,18 @@ package enum CriuProbe {
             }
         }
         return verdict
+    }
+
+    /// What a cached verdict must match besides the kernel: the binary (path, inode, size,
+    /// modification time) and this process's effective and bounding capabilities, which criu
+    /// inherits (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root).
+    /// Nil when the binary is not a file.
+    package static func cacheIdentity(_ binary: CriuBinary) -> String? {
+        guard let file = binary.identity() else { return nil }
+        let status = (try? FileIO.read("/proc/self/status")) ?? ""
+        let effective = ProcFS.statusField("CapEff", in: status) ?? "?"
+        let bounding = ProcFS.statusField("CapBnd", in: status) ?? "?"
+        return file + " caps " + effective + "/" + bounding
     }
 
     /// The probe itself, uncached.

@@ -45,6 +45,15 @@ struct DoctorCriuTests {
         #expect((report["features"] as? [String: Bool])?["criu"] == true, "\(second.stdout)")
         let finding = (report["findings"] as? [[String: Any]])?.first { $0["check"] as? String == "criu" }
         #expect((finding?["detail"] as? String)?.contains("cached for kernel") == true, "\(second.stdout)")
+        // With other capabilities (CAP_SYS_ADMIN out of the bounding set, as a daemon that
+        // dropped it), criu would run with others too: that verdict is not reused.
+        let setpriv = Process()
+        setpriv.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        setpriv.arguments = ["--bounding-set", "-sys_admin", "--", Sandbox.binary, "doctor", "--color", "never"]
+        setpriv.environment = box.environment.merging(["ICEBOX_CRIU": ""]) { $1 }
+        let fewer = try Sandbox.runToEnd(setpriv, timeout: 60, what: "setpriv ... icebox doctor")
+        let fewerLine = try #require(Self.criuLine(fewer.stdout), "\(fewer.output)")
+        #expect(!fewerLine.contains("cached for kernel"), "\(fewerLine)")
     }
 
     @Test("doctor names a criu too old for this kernel and why; --require criu then exits 1")

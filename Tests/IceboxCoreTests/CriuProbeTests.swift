@@ -202,7 +202,7 @@ struct CriuProbeTests {
             removeTree(state)
         }
         let binary = CriuBinary(path: fake.path, source: "ICEBOX_CRIU")
-        let identity = try #require(binary.identity())
+        let identity = try #require(CriuProbe.cacheIdentity(binary))
         _ = CriuProbe.run(environment: ["ICEBOX_CRIU": fake.path], stateDir: state)
         let kernel = CriuProbe.kernelRelease()
         #expect(CriuProbeCache.load(stateDir: state, kernel: kernel, binary: fake.path, identity: identity) != nil)
