@@ -29,6 +29,9 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
+#ifndef CLONE_NEWPID
+#define CLONE_NEWPID 0x20000000
+#endif
 #ifndef CLONE_PARENT
 #define CLONE_PARENT 0x00008000
 #endif
@@ -400,7 +403,8 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
 
 int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_result *result, int clone_parent,
                     int *err_read) {
-    uint64_t parent_flag = clone_parent ? CLONE_PARENT : 0;
+    // The new PID namespace (if asked for) travels with every clone3 below, as the parent flag.
+    uint64_t parent_flag = (clone_parent ? CLONE_PARENT : 0) | (req->new_pid_namespace ? CLONE_NEWPID : 0);
     memset(result, 0, sizeof *result);
     result->pidfd = -1;
     int err_pipe[2] = {-1, -1}, go_pipe[2] = {-1, -1};
@@ -443,7 +447,7 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
             return close_pair_and_fail(err_pipe, go_pipe);
         pid = icebox_clone3_pidfd(parent_flag, -1, &pidfd);
         method = ICEBOX_SPAWN_CLONE3_THEN_MOVE;
-        if (pid < 0 && errno == ENOSYS && !clone_parent) {
+        if (pid < 0 && errno == ENOSYS && !clone_parent && !req->new_pid_namespace) {
             pid = fork();
             method = ICEBOX_SPAWN_FORK_THEN_MOVE;
         }

@@ -34,7 +34,7 @@ struct spec {
     uint32_t path, cwd; // string offsets; cwd 0: inherit
     uint32_t argv, envp, groups;
     uint32_t argc, envc, ngroups;
-    int32_t new_session, set_identity, cap_last_cap;
+    int32_t new_session, set_identity, cap_last_cap, new_pid_namespace;
     uint32_t uid, gid;
     uint64_t nofile_soft;
 };
@@ -90,6 +90,7 @@ static int write_spec(const struct icebox_spawn_request *req) {
         .magic = SPEC_MAGIC, .size = (uint32_t)size, .argv = (uint32_t)argv_off, .envp = (uint32_t)envp_off,
         .groups = (uint32_t)groups_off, .argc = (uint32_t)argc, .envc = (uint32_t)envc, .ngroups = (uint32_t)req->ngroups,
         .new_session = req->new_session, .set_identity = req->set_identity, .cap_last_cap = req->cap_last_cap,
+        .new_pid_namespace = req->new_pid_namespace,
         .uid = req->uid, .gid = req->gid, .nofile_soft = req->nofile_soft,
     };
     h->path = PUT(req->path);
@@ -235,6 +236,7 @@ static int read_spec(int memfd, struct icebox_spawn_request *req) {
     req->groups = h.ngroups ? (const gid_t *)(base + h.groups) : NULL;
     req->ngroups = h.ngroups;
     req->new_session = h.new_session;
+    req->new_pid_namespace = h.new_pid_namespace;
     req->set_identity = h.set_identity;
     req->cap_last_cap = h.cap_last_cap;
     req->uid = h.uid;

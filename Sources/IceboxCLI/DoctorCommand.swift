@@ -5,12 +5,13 @@ import IceboxSystem
 /// icebox doctor: what works on this host and why, each finding checked for real, and
 /// nothing on the host changed: no cgroup root is created (one that does not exist yet is
 /// judged by the directory it would be made in), and the test spawn goes into doctor's own
-/// cgroup, so there is nothing to clean up.
+/// cgroup, so there is nothing to clean up. The one file it may write is the CRIU probe's
+/// cached verdict (criu-probe.json in a state directory that exists: CriuProbeCache).
 enum DoctorCommand: IceboxCommand {
     static let name = "doctor"
     static let spec = CommandSpec(
         name: name, usage: "icebox doctor [-j] [--require FEATURE,...] [--cgroup-root PATH]",
-        summary: "what works on this host and why: cgroups, freezers, pidfd, clone3, PSI, capabilities",
+        summary: "what works on this host and why: cgroups, freezers, pidfd, clone3, PSI, capabilities, CRIU",
         options: [
             OptionSpec(name: "json", value: nil, help: "the findings as one JSON object", short: "j"),
             OptionSpec(
@@ -21,7 +22,10 @@ enum DoctorCommand: IceboxCommand {
         ],
         details: """
             Exits 0 when icebox can run apps here (pidfd works and a freeze backend is usable)
-            and every --require'd feature works, 1 otherwise. Changes nothing on the host.
+            and every --require'd feature works, 1 otherwise. Changes nothing on the host but
+            the cached CRIU verdict (criu-probe.json in an existing state directory): criu is found
+            through ICEBOX_CRIU, /usr/local/libexec/icebox/criu, then PATH, and probed with
+            `criu check` and a canary dumped and restored, once per kernel and criu binary.
             """,
         operands: .nothing)
 
@@ -34,6 +38,7 @@ enum DoctorCommand: IceboxCommand {
         case pidfd  // pidfd_open (Linux 5.3), which the daemon needs
         case clone3  // clone3 with CLONE_INTO_CGROUP (Linux 5.7)
         case cgroupKill = "cgroup-kill"  // cgroup.kill (Linux 5.14)
+        case criu  // a criu >= 4.1 that passes `criu check` and dumps and restores a canary
     }
 
     struct Finding: Codable {
@@ -119,6 +124,8 @@ enum DoctorCommand: IceboxCommand {
             let key = String(line.prefix(19)).trimmingTrailingSpaces()
             f.append(Finding(check: "policy: " + key, ok: true, detail: String(line.dropFirst(19))))
         }
+        let criu = CriuProbe.run(environment: env, stateDir: paths.stateDir)
+        f.append(Finding(check: "criu", ok: criu.works, detail: criu.summary))
         f.append(
             Finding(
                 check: "memory accounting", ok: true,
@@ -138,7 +145,7 @@ enum DoctorCommand: IceboxCommand {
 
         let features: [Feature: Bool] = [
             .cgroup2: facts.cgroup2Usable, .cgroup1: facts.cgroup1Usable, .signal: signalWorks, .psi: psi, .pidfd: pidfd,
-            .clone3: spawn.ok, .cgroupKill: cgroupKill,
+            .clone3: spawn.ok, .cgroupKill: cgroupKill, .criu: criu.works,
         ]
         let usable = pidfd && auto != "none"
         let missing = required.filter { features[$0] != true }

@@ -16,6 +16,12 @@ package struct SpawnRequest: Sendable {
     package var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
     package var v1MemoryProcsFD: Int32 = -1  // a second one (the v1 memory cgroup)
     package var newSession = true
+    /// The program starts as pid 1 of a PID namespace of its own (CLONE_NEWPID; needs
+    /// CAP_SYS_ADMIN): its processes' pids inside are its own, free again when CRIU restores
+    /// it. With `newSession`, it leads its session inside the namespace, as a dump requires.
+    /// As pid 1 there it gets only the signals it handles (and SIGKILL, SIGSTOP) from outside,
+    /// and its end kills every process left in the namespace.
+    package var newPIDNamespace = false
     /// The soft limit on open descriptors the program starts with (0: this process's own).
     /// The daemon raises its own limit and gives apps back the one they would have had.
     package var descriptorSoftLimit: UInt64 = 0
@@ -144,7 +150,7 @@ package enum Spawner {
                                 nofile_soft: request.descriptorSoftLimit, set_identity: identity == nil ? 0 : 1,
                                 uid: identity?.uid ?? 0, gid: identity?.gid ?? 0,
                                 groups: groupList.isEmpty ? nil : groupList.baseAddress, ngroups: groupList.count,
-                                cap_last_cap: lastCap)
+                                cap_last_cap: lastCap, new_pid_namespace: request.newPIDNamespace ? 1 : 0)
                             return body(&req)
                         }
                     }

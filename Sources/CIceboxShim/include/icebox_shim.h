@@ -52,6 +52,11 @@ struct icebox_spawn_request {
     const gid_t *_Nullable groups;      // supplementary groups (ngroups of them; none: NULL, 0)
     size_t ngroups;
     int cap_last_cap;                   // /proc/sys/kernel/cap_last_cap, read by the parent
+    // 1: the child is the first process (pid 1) of a new PID namespace (CLONE_NEWPID, which
+    // needs CAP_SYS_ADMIN), so a CRIU restore finds its pids free; with new_session it leads
+    // its session inside it, as a dump requires. Only by clone3: without it the spawn
+    // fails (ENOSYS) rather than fall back to fork.
+    int new_pid_namespace;
 };
 
 /// The step of a spawn that failed (icebox_spawn_result.failed_step).

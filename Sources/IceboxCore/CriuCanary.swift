@@ -1,0 +1,105 @@
+import Glibc
+import IceboxSystem
+
+/// The canary of the CRIU probe: a throwaway child (`sleep`, in a session of its own, its
+/// standard streams on /dev/null) dumped to a fresh 0700 directory and restored as this
+/// process's child again (`--restore-sibling --restore-detached`), then killed and reaped, and
+/// the directory removed. `criu check` passes on kernels that break dump or restore; this
+/// does not. Nothing is left behind, whatever fails.
+package enum CriuCanary {
+    /// Each criu run's deadline: a canary takes ~150 ms.
+    static let timeoutNanos: UInt64 = 30_000_000_000
+
+    package struct Timing: Sendable, Equatable {
+        package var dumpNanos: UInt64
+        package var restoreNanos: UInt64
+    }
+
+    /// Dumps and restores a canary with the criu at `criu`; the timing, or why it failed.
+    package static func run(criu: String) -> Result<Timing, CriuCanaryFailure> {
+        let dir: String
+        do { dir = try FileIO.makeTemporaryDirectory(prefix: "icebox-criu-canary.") } catch {
+            return .failure(CriuCanaryFailure("cannot make the canary's image directory: \(error)"))
+        }
+        defer { try? FileIO.removeTree(dir) }
+        guard let sleep = ["/usr/bin/sleep", "/bin/sleep"].first(where: { (path: String) in access(path, X_OK) == 0 }) else {
+            return .failure(CriuCanaryFailure("no /usr/bin/sleep to use as the canary"))
+        }
+        var request = SpawnRequest(executable: sleep, arguments: ["sleep", "3600"], environment: [])
+        request.newSession = true  // criu dumps a tree whose session leader is inside it
+        let canary: ProcessHandle
+        do { canary = try Spawner.spawn(request).handle } catch {
+            return .failure(CriuCanaryFailure("cannot start the canary: \(error)"))
+        }
+        defer { killAndReap(canary) }
+
+        let dump: CriuCommand
+        do {
+            dump = try CriuCommand.run(
+                criu, ["dump", "--tree", String(canary.pid), "--images-dir", dir, "--log-file", "dump.log"],
+                timeoutNanos: timeoutNanos)
+        } catch { return .failure(CriuCanaryFailure("cannot run criu dump: \(error)")) }
+        guard dump.succeeded else {
+            return .failure(CriuCanaryFailure("dump: " + reason(dump, log: dir + "/dump.log")))
+        }
+        // criu killed the dumped canary; its pid is free only once reaped, and a restore
+        // before that fails (`Can't fork for PID: File exists`).
+        guard case .signaled(SIGKILL)? = (try? canary.wait(until: Clock.monotonicNanos() + 5_000_000_000)) ?? nil else {
+            return .failure(CriuCanaryFailure("criu dump exited 0 but the canary was not killed by it"))
+        }
+
+        let pidFile = dir + "/restored.pid"
+        let restore: CriuCommand
+        do {
+            restore = try CriuCommand.run(
+                criu,
+                [
+                    "restore", "--images-dir", dir, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
+                    "--pidfile", pidFile,
+                ], timeoutNanos: timeoutNanos)
+        } catch { return .failure(CriuCanaryFailure("cannot run criu restore: \(error)")) }
+        // A restored canary is this process's child whatever criu said: find it and end it.
+        let restoredPid = ((try? FileIO.read(pidFile)) ?? "").trimmed()
+        let restored = pid_t(restoredPid).flatMap { try? ProcessHandle(adopting: $0) }
+        defer { if let restored { killAndReap(restored) } }
+        guard restore.succeeded else {
+            return .failure(CriuCanaryFailure("restore: " + reason(restore, log: dir + "/restore.log")))
+        }
+        guard let restored else {
+            return .failure(CriuCanaryFailure("criu restore exited 0 but wrote no live pid to \(pidFile)"))
+        }
+        // From the kernel: the canary runs again, with its pid, as this process's child.
+        guard restored.pid == canary.pid, let stat = try? FileIO.read("/proc/\(restored.pid)/stat"),
+            let parent = parentPid(inStat: stat), parent == getpid()
+        else {
+            return .failure(
+                CriuCanaryFailure("the restored canary (pid \(restored.pid), dumped as \(canary.pid)) is not this process's child"))
+        }
+        return .success(Timing(dumpNanos: dump.nanos, restoreNanos: restore.nanos))
+    }
+
+    /// The first `Error (` line of criu's log (else of its output), else how it ended.
+    static func reason(_ command: CriuCommand, log: String) -> String {
+        CriuCommand.firstError(in: (try? FileIO.read(log)) ?? "") ?? CriuCommand.firstError(in: command.output)
+            ?? "criu " + command.ending(timeoutNanos: timeoutNanos)
+    }
+
+    /// The fourth field of /proc/PID/stat (after the command name in parentheses).
+    static func parentPid(inStat text: String) -> pid_t? {
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? pid_t(fields[1]) : nil
+    }
+
+    static func killAndReap(_ process: ProcessHandle) {
+        guard (try? process.reapIfExited()) == nil else { return }
+        _ = try? process.send(SIGKILL)
+        _ = try? process.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+    }
+}
+
+/// Why the canary could not be dumped and restored.
+package struct CriuCanaryFailure: Error, Sendable, Equatable {
+    package var reason: String
+    init(_ reason: String) { self.reason = reason }
+}

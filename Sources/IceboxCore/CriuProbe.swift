@@ -1,0 +1,143 @@
+import Glibc
+import IceboxSystem
+
+/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), reads its version
+/// (4.1 or newer where the kernel maps `[vvar_vclock]`: older ones fail every command there),
+/// runs `criu check` (not `--all`: it fails here for autofs and soft-dirty, which icebox does
+/// not use), then dumps and restores a canary (``CriuCanary``). The verdict is cached in the
+/// state directory per kernel release and binary (``CriuProbeCache``). Every criu run has a
+/// deadline and is reaped.
+package enum CriuProbe {
+    static let versionTimeoutNanos: UInt64 = 10_000_000_000
+    static let checkTimeoutNanos: UInt64 = 30_000_000_000
+    /// The version the vDSO fix came in (CRIU 4.1: x86 kernels from 6.13 split the vDSO data
+    /// into `[vvar]` and `[vvar_vclock]`, and 3.x fails with "Unexpected rt vDSO area bounds").
+    package static let minimumForSplitVvar = [4, 1]
+
+    /// Probes (or reads the cached verdict) for the criu this environment selects.
+    /// `stateDir`: where the verdict is cached (nil: not cached); `useCache` false probes
+    /// anew (and caches the new verdict).
+    package static func run(
+        environment: [String: String], stateDir: String?, useCache: Bool = true, installedPath: String = CriuBinary.installed
+    ) -> CriuVerdict {
+        let kernel = kernelRelease()
+        guard let binary = CriuBinary.find(environment: environment, installedPath: installedPath) else {
+            return CriuVerdict(
+                outcome: .notFound, path: nil, source: nil, version: nil,
+                reason: "no criu: none in ICEBOX_CRIU, \(CriuBinary.installed) or PATH (scripts/criu builds one)",
+                kernel: kernel)
+        }
+        guard let identity = cacheIdentity(binary) else {
+            return CriuVerdict(
+                outcome: .notFound, path: binary.path, source: binary.source, version: nil,
+                reason: "\(binary.path) is not a file", kernel: kernel)
+        }
+        if useCache, let stateDir,
+            let cached = CriuProbeCache.load(stateDir: stateDir, kernel: kernel, binary: binary.path, identity: identity)
+        {
+            return cached
+        }
+        var verdict = probe(binary, kernel: kernel)
+        if let stateDir {
+            do { try CriuProbeCache.store(verdict, stateDir: stateDir, binary: binary.path, identity: identity) } catch {
+                verdict.cacheProblem = error.message
+            }
+        }
+        return verdict
+    }
+
+    /// What a cached verdict must match besides the kernel: the binary (path, inode, size,
+    /// modification time) and this process's effective and bounding capabilities, which criu
+    /// inherits (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root).
+    /// Nil when the binary is not a file.
+    package static func cacheIdentity(_ binary: CriuBinary) -> String? {
+        guard let file = binary.identity() else { return nil }
+        let status = (try? FileIO.read("/proc/self/status")) ?? ""
+        let effective = ProcFS.statusField("CapEff", in: status) ?? "?"
+        let bounding = ProcFS.statusField("CapBnd", in: status) ?? "?"
+        return file + " caps " + effective + "/" + bounding
+    }
+
+    /// The probe itself, uncached.
+    static func probe(_ binary: CriuBinary, kernel: String) -> CriuVerdict {
+        var verdict = CriuVerdict(
+            outcome: .checkFailed, path: binary.path, source: binary.source, version: nil, reason: nil, kernel: kernel)
+        let versionRun: CriuCommand
+        do { versionRun = try CriuCommand.run(binary.path, ["--version"], timeoutNanos: versionTimeoutNanos) } catch {
+            verdict.reason = "cannot run it: \(error)"
+            return verdict
+        }
+        guard versionRun.succeeded, let version = version(in: versionRun.output) else {
+            verdict.outcome = .tooOld
+            verdict.reason = "`criu --version` printed no version (it \(versionRun.ending(timeoutNanos: versionTimeoutNanos)))"
+            return verdict
+        }
+        verdict.version = version
+        if kernelSplitsVvar(), !atLeast(version, minimumForSplitVvar) {
+            verdict.outcome = .tooOld
+            verdict.reason =
+                "criu \(version) is older than 4.1, which this kernel needs ([vvar_vclock] in /proc/self/maps): "
+                + "run scripts/criu, or set ICEBOX_CRIU to a criu >= 4.1"
+            return verdict
+        }
+        let check: CriuCommand
+        do { check = try CriuCommand.run(binary.path, ["check"], timeoutNanos: checkTimeoutNanos) } catch {
+            verdict.reason = "cannot run criu check: \(error)"
+            return verdict
+        }
+        verdict.checkNanos = check.nanos
+        guard check.succeeded else {
+            verdict.reason =
+                "criu check: "
+                + (CriuCommand.firstError(in: check.output) ?? lastLine(check.output).map {
+                    "\($0) (\(check.ending(timeoutNanos: checkTimeoutNanos)))"
+                }
+                    ?? check.ending(timeoutNanos: checkTimeoutNanos))
+            return verdict
+        }
+        switch CriuCanary.run(criu: binary.path) {
+        case .success(let timing):
+            verdict.outcome = .works
+            verdict.dumpNanos = timing.dumpNanos
+            verdict.restoreNanos = timing.restoreNanos
+        case .failure(let failure):
+            verdict.outcome = .canaryFailed
+            verdict.reason = "canary " + failure.reason
+        }
+        return verdict
+    }
+
+    /// "4.1.1" from `criu --version` ("Version: 4.1.1", then perhaps a GitID line).
+    package static func version(in output: String) -> String? {
+        for line in output.split(separator: "\n") where line.hasPrefix("Version:") {
+            let text = String(line.dropFirst("Version:".count)).trimmed()
+            let version = text.prefix { $0.isNumber || $0 == "." }
+            if !version.isEmpty, version.first!.isNumber { return String(version) }
+        }
+        return nil
+    }
+
+    /// Whether dotted `version` >= `minimum` ("4.1.1" against [4, 1]).
+    package static func atLeast(_ version: String, _ minimum: [Int]) -> Bool {
+        let parts = version.split(separator: ".").map { Int($0) ?? 0 }
+        for (index, wanted) in minimum.enumerated() {
+            let have = index < parts.count ? parts[index] : 0
+            if have != wanted { return have > wanted }
+        }
+        return true
+    }
+
+    /// Whether this kernel splits the vDSO data ([vvar_vclock] in this process's maps).
+    package static func kernelSplitsVvar(maps: String = "/proc/self/maps") -> Bool {
+        ((try? FileIO.read(maps)) ?? "").contains("[vvar_vclock]")
+    }
+
+    /// uname -r.
+    package static func kernelRelease() -> String {
+        ((try? FileIO.read("/proc/sys/kernel/osrelease")) ?? "unknown").trimmed()
+    }
+
+    static func lastLine(_ text: String) -> String? {
+        text.split(separator: "\n").last.map { String(String($0).trimmed().prefix(400)) }
+    }
+}
