@@ -7,7 +7,7 @@ import Testing
 /// can be continued by one stopped later (processes that SIGCONT each other): the freeze
 /// must not be confirmed then. Real processes and real signals, stepped by hand so that the
 /// order of events is the test's, not the scheduler's.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SignalFreezeConfirmationTests {
     /// Waits (up to 5 s) until `pid`'s state, as the kernel tells it, satisfies `test`.
     static func wait(_ pid: pid_t, until test: (Character) -> Bool) -> Bool {
