@@ -107,8 +107,9 @@ package final class Daemon {
     var dirtyRecords = Set<String>()
     /// Records written once this turn's replies are out (a confirmed freeze's: Daemon+Effects).
     var recordsAfterReplies = Set<String>()
-    /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back.
-    var thawGuard = PreemptionGuard()
+    /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
+    /// disabled in an engine embedded in another program (`ownsProcess` false).
+    var thawGuard: PreemptionGuard
     var originalDescriptorLimit: UInt64 = 0
     /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`), and
     /// what that leaves to keep per app.
@@ -151,6 +152,7 @@ package final class Daemon {
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
         spawnPool = SpawnPool(freezerRoot: facts.freezerV1Root, memoryRoot: facts.memoryV1Root)
         freezerKeyHold = facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
+        thawGuard = PreemptionGuard(enabled: config.ownsProcess)
         do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
     }
 

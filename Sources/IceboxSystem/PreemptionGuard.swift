@@ -12,13 +12,20 @@ import CIceboxShim
 /// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or
 /// under a policy someone chose with chrt, the stretch runs as it is: the first refusal is
 /// remembered, so a daemon that may not pays one failed call, not one per thaw.
+///
+/// Only a daemon that owns its process uses it (`enabled`): an engine embedded in another
+/// program (a `Supervisor` in a test process) must not make a thread of that program
+/// real-time, even for microseconds; its thaws run as they are.
 package struct PreemptionGuard: Sendable {
     /// Whether the kernel refused the policy once; the guard no longer asks.
     package private(set) var refused = false
+    /// False: the guard runs every body as it is, never asking for SCHED_FIFO.
+    package let enabled: Bool
 
-    package init() {}
+    package init(enabled: Bool = true) { self.enabled = enabled }
 
     package mutating func run<T>(_ body: () -> T) -> T {
+        guard enabled else { return body() }
         var saved = icebox_scheduling()
         guard !refused, icebox_preemption_off(&saved) == 0 else {
             refused = true

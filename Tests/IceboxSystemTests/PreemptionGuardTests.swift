@@ -75,6 +75,22 @@ struct PreemptionGuardTests {
         #expect(seen.childPolicy == SCHED_OTHER, "a process started in the stretch must not run real-time")
     }
 
+    /// An engine embedded in a test process (Supervisor: Daemon's `ownsProcess` false) runs
+    /// its thaws with the guard disabled: no thread of someone else's program goes real-time.
+    @Test(.enabled(if: Capabilities.hasEffective("cap_sys_nice") == true, "SCHED_FIFO needs CAP_SYS_NICE, which this test process lacks"))
+    func disabledRunsTheBodyAsItIs() {
+        let seen = Self.onOwnThread {
+            var seen = Seen()
+            var guardian = PreemptionGuard(enabled: false)
+            seen.inside = guardian.run { sched_getscheduler(0) }
+            seen.refused = guardian.refused
+            seen.after = sched_getscheduler(0)
+            return seen
+        }
+        #expect(seen.inside == SCHED_OTHER, "a disabled guard asked for SCHED_FIFO")
+        #expect(seen.after == SCHED_OTHER && !seen.refused)
+    }
+
     @Test func leavesAPolicySomeoneChoseAlone() {
         // SCHED_IDLE needs no privilege to enter; the guard must not turn it into FIFO and
         // back into SCHED_OTHER.
