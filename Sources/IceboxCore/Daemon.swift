@@ -107,6 +107,9 @@ package final class Daemon {
     var dirtyRecords = Set<String>()
     /// Records written once this turn's replies are out (a confirmed freeze's: Daemon+Effects).
     var recordsAfterReplies = Set<String>()
+    /// Why the loop ended other than by a stop (its epoll_wait failed): `run` throws it once
+    /// the daemon has shut down as for a stop that leaves the apps.
+    var loopFailure: IceboxError?
     /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
     /// disabled in an engine embedded in another program (`ownsProcess` false).
     var thawGuard: PreemptionGuard
@@ -230,6 +233,7 @@ package final class Daemon {
         releaseLocks()
         for fd in stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
+        if let loopFailure { throw loopFailure }
         return true
     }
 
@@ -302,7 +306,9 @@ package final class Daemon {
         while clients.values.contains(where: { $0.pendingOutput > 0 }) {
             let now = Clock.monotonicNanos()
             if now >= deadline { break }
-            for (token, events) in epoll.wait(timeoutNanos: min(deadline - now, 1_000_000_000)) {
+            // The loop's own failure (loopFailure) ends the drain: its replies cannot be waited for.
+            guard let ready = try? epoll.wait(timeoutNanos: min(deadline - now, 1_000_000_000)) else { break }
+            for (token, events) in ready {
                 if case .client(let fd) = sources[token], events & EpollEvents.writable != 0 { flushClient(fd) }
             }
         }
@@ -378,7 +384,16 @@ package final class Daemon {
             // the idle deadline, until something else woke it.
             if shouldExit(now: Clock.monotonicNanos()) { return }
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
-            for (token, events) in epoll.wait(timeoutNanos: timeout) {
+            let ready: [(token: UInt64, events: UInt32)]
+            do { ready = try epoll.wait(timeoutNanos: timeout) } catch {
+                // A bug of ours (Epoll.wait): the loop can wait on nothing any more. The daemon
+                // stops as on SIGTERM, leaving the apps as they are for the next one to
+                // re-adopt, and `run` then fails with this.
+                loopFailure = IceboxError("wait for the daemon's events", error)
+                log(Event(app: "-", pid: getpid(), kind: .error, detail: "the event loop failed: \(error); stopping, leaving the apps"))
+                return
+            }
+            for (token, events) in ready {
                 guard let source = sources[token] else { continue }
                 dispatch(source, events: events)
             }

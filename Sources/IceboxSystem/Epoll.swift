@@ -34,14 +34,20 @@ package final class Epoll {
 
     /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the
     /// nanosecond (epoll_pwait2) where the kernel has it: the daemon re-reads a freeze in
-    /// progress tens of µs apart, which whole milliseconds would round to 1 ms.
-    package func wait(timeoutNanos: UInt64?, max: Int = 64) -> [(token: UInt64, events: UInt32)] {
+    /// progress tens of µs apart, which whole milliseconds would round to 1 ms. A signal
+    /// (EINTR) is an empty wait; any other failure (EBADF, EFAULT, EINVAL: only a bug of ours
+    /// with this descriptor or buffer causes one) is thrown, never taken for "nothing ready",
+    /// which would have the caller spin or sleep through what it waits for.
+    package func wait(timeoutNanos: UInt64?, max: Int = 64) throws(SystemError) -> [(token: UInt64, events: UInt32)] {
         var events = [epoll_event](repeating: epoll_event(), count: max)
         let timeout = timeoutNanos.map { Int64(min($0, 60_000_000_000)) } ?? -1
         let n = events.withUnsafeMutableBufferPointer { buf in
             icebox_epoll_wait_ns(fd, buf.baseAddress!, Int32(max), timeout)
         }
-        if n <= 0 { return [] }
+        if n < 0 {
+            if errno == EINTR { return [] }
+            throw SystemError("epoll_wait", errno: errno)
+        }
         return events[0..<Int(n)].map { ($0.data.u64, $0.events) }
     }
 }

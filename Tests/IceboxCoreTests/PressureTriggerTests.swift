@@ -122,7 +122,7 @@ struct PressureTriggerTests {
         let trigger = try PressureTrigger(spec: PressureSpec.parse("full 1s/2s"))
         let epoll = try Epoll()
         try epoll.add(trigger.fd, events: PressureTrigger.epollEvents, token: 7)
-        let ready = epoll.wait(timeoutNanos: 0)
+        let ready = try epoll.wait(timeoutNanos: 0)
         #expect(ready.allSatisfy { $0.token == 7 && $0.events & EpollEvents.priority != 0 })
     }
 
