@@ -15,16 +15,18 @@ package struct AppLifecycle: Sendable {
         case active
         /// Notice sent (or not), the grace running.
         case background(Grace)
-        /// The grace is over; the kernel is freezing the app.
-        case freezing(grace: Grace, reason: String)
+        /// The grace is over (how: `ended`); the kernel is freezing the app.
+        case freezing(grace: Grace, ended: GraceEnding)
         case suspended
         /// The kernel is thawing the app.
         case thawing(start: UInt64, waiters: [ThawWaiter])
-        /// SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed without notice.
-        case ending(Ending, killDeadline: UInt64?)
-        /// The main process is gone; what is left is being killed and the cgroups removed.
-        case cleaningUp(final: AppState, termination: Termination?)
-        case ended
+        /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed
+        /// without notice.
+        case ending(Ending, since: UInt64, killDeadline: UInt64?)
+        /// The main process is gone (why: the payload); what is left is being killed and the
+        /// cgroups removed.
+        case cleaningUp(AppEnd)
+        case ended(AppEnd)
     }
 
     /// How an app is being ended; kept in its record (`AppRecord.endIntent`) while it is.
@@ -43,12 +45,6 @@ package struct AppLifecycle: Sendable {
     /// Re-adopted after a daemon restart: not our child, so its exit status cannot be known.
     package let adopted: Bool
     package private(set) var launchStart: UInt64
-    /// When the ending (terminate or evict) began.
-    package private(set) var endStart: UInt64 = 0
-    /// A terminate whose time-out passed: SIGKILL was sent (the end event's reason says so).
-    private var killedAfterTimeout = false
-    /// The suspend the lifecycle is in before it ended (for "killed while suspended").
-    private var stateBeforeEnd: AppState?
     /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
     package private(set) var pendingEviction = false
     /// EXTEND_TIMEOUT_USEC messages a policy victim sent, all refused (the first is logged).
@@ -92,7 +88,7 @@ package struct AppLifecycle: Sendable {
 
     /// An app re-adopted after a daemon restart, in the state the kernel says it is in.
     /// A grace under way runs on to its recorded deadline.
-    package init(adopting record: AppRecord, now: UInt64) {
+    package init(adopting record: AppRecord, now: Instant) {
         self.record = record
         self.adopted = true
         self.launchStart = record.launchStartNanos
@@ -100,19 +96,19 @@ package struct AppLifecycle: Sendable {
         if let how = record.endIntent {
             // A terminate or eviction the last daemon began: it goes on to its recorded kill
             // deadline (an eviction's is at once); `.resumeEnding` does what may be undone.
-            endStart = record.endStartNanos ?? now
-            stateBeforeEnd = record.state
-            phase = .ending(how, killDeadline: how == .evict ? nil : record.killDeadlineNanos ?? now)
+            let since = record.endStartNanos ?? now.monotonicNanos
+            phase = .ending(how, since: since, killDeadline: how == .evict ? nil : record.killDeadlineNanos ?? now.monotonicNanos)
             return
         }
         switch record.state {
         case .launching:
             let ready =
-                record.options.ready == .exec ? nil : max(record.launchStartNanos.saturatingAdd(record.options.readyTimeoutNanos), now)
+                record.options.ready == .exec
+                ? nil : max(record.launchStartNanos.saturatingAdd(record.options.readyTimeoutNanos), now.monotonicNanos)
             phase = .launching(readyDeadline: ready)
         case .background:
-            let start = record.graceStartNanos ?? now
-            let deadline = record.graceDeadlineNanos ?? now
+            let start = record.graceStartNanos ?? now.monotonicNanos
+            let deadline = record.graceDeadlineNanos ?? now.monotonicNanos
             phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline))
         case .suspended: phase = .suspended
         default:
@@ -132,9 +128,17 @@ package struct AppLifecycle: Sendable {
         }
     }
     package var isEvicting: Bool {
-        if case .ending(.evict, _) = phase { return true }
-        if case .cleaningUp(.evicted, _) = phase { return true }
+        if case .ending(.evict, _, _) = phase { return true }
+        if case .cleaningUp(.evicted) = phase { return true }
         return false
+    }
+    /// When the terminate or eviction began (monotonic), once one has; 0 before.
+    package var endStart: UInt64 {
+        switch phase {
+        case .ending(_, let since, _): return since
+        case .cleaningUp(let end), .ended(let end): return end.since ?? 0
+        default: return 0
+        }
     }
     package var grace: Grace? {
         switch phase {
@@ -149,7 +153,7 @@ package struct AppLifecycle: Sendable {
         switch phase {
         case .launching(let ready): return d.earlier(ready)
         case .background(let grace): return d.earlier(grace.deadline)
-        case .ending(_, let kill): return d.earlier(kill)
+        case .ending(_, _, let kill): return d.earlier(kill)
         default: return d
         }
     }
@@ -171,14 +175,14 @@ package struct AppLifecycle: Sendable {
         // A terminate or eviction under way, with its SIGKILL deadline: a daemon that takes
         // over after a crash kills the app then, rather than adopting it as if nothing began.
         switch phase {
-        case .ending(let how, let kill):
+        case .ending(let how, let since, let kill):
             r.endIntent = how
-            r.endStartNanos = endStart
-            r.killDeadlineNanos = how == .evict ? endStart : kill ?? endStart
-        case .cleaningUp(let final, _) where final != .exited:
-            r.endIntent = final == .evicted ? .evict : .terminate
-            r.endStartNanos = endStart
-            r.killDeadlineNanos = endStart
+            r.endStartNanos = since
+            r.killDeadlineNanos = how == .evict ? since : kill ?? since
+        case .cleaningUp(let end) where end.since != nil:
+            r.endIntent = end.state == .evicted ? .evict : .terminate
+            r.endStartNanos = end.since
+            r.killDeadlineNanos = end.since
         default:
             r.endIntent = nil
             r.endStartNanos = nil
@@ -196,7 +200,7 @@ package struct AppLifecycle: Sendable {
     // MARK: Transitions
 
     /// Takes one input at `now`; returns what must be done, in order, its events first.
-    package mutating func handle(_ input: LifecycleInput, now: UInt64) -> [LifecycleEffect] {
+    package mutating func handle(_ input: LifecycleInput, now: Instant) -> [LifecycleEffect] {
         var fx: [LifecycleEffect] = []
         switch input {
         case .ready: becomeActive(now, &fx)
@@ -234,22 +238,22 @@ package struct AppLifecycle: Sendable {
     /// Records STATUS=, the last compaction and similar facts the lifecycle only keeps.
     package mutating func update(_ change: (inout AppRecord) -> Void) { change(&record) }
 
-    private mutating func setState(_ state: AppState, _ now: UInt64) {
+    private mutating func setState(_ state: AppState, _ now: Instant) {
         record.state = state
-        record.sinceMonotonicNanos = now
-        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        record.sinceMonotonicNanos = now.monotonicNanos
+        record.sinceWall = now.rfc3339
     }
 
     private func event(
-        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, _ detail: String, _ now: UInt64
+        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, _ detail: String, _ now: Instant
     ) -> Event {
-        Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, now: now)
+        Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, at: now)
     }
 
     // Launching → Active.
-    private mutating func becomeActive(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func becomeActive(_ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .launching = phase else { return }
-        let cold = now.saturatingSub(launchStart)
+        let cold = now.since(launchStart)
         record.coldStartNanos = cold
         phase = .active
         setState(.active, now)
@@ -266,18 +270,18 @@ package struct AppLifecycle: Sendable {
         fx.append(.launched)
     }
 
-    private mutating func notify(_ message: NotifyMessage, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func notify(_ message: NotifyMessage, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         // What an app can repeat without end writes a line at most once a second and its
         // record at most every 250 ms (NotifyRepeats); the rest is counted, then summarised.
         if let status = message.status {
             record.statusText = status
-            if repeats.recordChanged(now: now, status: true) { fx.append(.persist) }
+            if repeats.recordChanged(now: now.monotonicNanos, status: true) { fx.append(.persist) }
         }
-        if message.stopping, repeats.line(.stopping, now: now) { fx.append(.log(event(.notify, "STOPPING=1", now))) }
+        if message.stopping, repeats.line(.stopping, now: now.monotonicNanos) { fx.append(.log(event(.notify, "STOPPING=1", now))) }
         if let interval = message.watchdogNanos, interval > 0 {
             // 1 µs would have the watchdog fire on every turn of the loop.
             watchdogInterval = max(interval, LaunchOptions.leastWatchdogNanos)
-            if interval < LaunchOptions.leastWatchdogNanos, repeats.line(.watchdogInterval, now: now) {
+            if interval < LaunchOptions.leastWatchdogNanos, repeats.line(.watchdogInterval, now: now.monotonicNanos) {
                 let asked = DurationText.format(interval), least = DurationText.format(LaunchOptions.leastWatchdogNanos)
                 fx.append(.log(event(.watchdog, "WATCHDOG_USEC asks for \(asked), below the least interval: \(least) it is", now)))
             }
@@ -291,16 +295,16 @@ package struct AppLifecycle: Sendable {
             // behind it, up to --max-grace. Said once.
             victimExtensionsRefused += 1
             if victimExtensionsRefused == 1 {
-                let left = DurationText.format(grace.deadline.saturatingSub(now))
+                let left = DurationText.format(grace.deadline.saturatingSub(now.monotonicNanos))
                 var e = event(.grace, "EXTEND_TIMEOUT_USEC ignored: chosen for eviction, the grace ends in \(left) as it was", now)
                 e.graceNanos = grace.length
                 fx.append(.log(e))
             }
         } else if let extra = message.extendNanos, case .background(var grace) = phase {
-            let capped = grace.extend(by: extra, now: now)
+            let capped = grace.extend(by: extra, now: now.monotonicNanos)
             phase = .background(grace)
-            if repeats.recordChanged(now: now, status: false) { fx.append(.persist) }
-            if repeats.line(.extend, now: now) {
+            if repeats.recordChanged(now: now.monotonicNanos, status: false) { fx.append(.persist) }
+            if repeats.line(.extend, now: now.monotonicNanos) {
                 var e = event(
                     .grace,
                     "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(grace.length)) in all\(capped ? " (capped by --max-grace)" : "")",
@@ -314,13 +318,13 @@ package struct AppLifecycle: Sendable {
         case .launching:
             if case .notify = record.options.ready { becomeActive(now, &fx) }
         case .background:
-            endGrace(reason: "READY=1", now, &fx)
+            endGrace(.ready, now, &fx)
         case .active:
             // The hot start as the app sees it: thaw → the app says it is ready again.
             guard let resumed = resumedAt else { return }
             resumedAt = nil
             resumeReadyDeadline = nil
-            let took = now.saturatingSub(resumed)
+            let took = now.since(resumed)
             let text = "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"
             var e = event(.ready, duration: took, text, now)
             e.reason = "READY=1"
@@ -334,7 +338,7 @@ package struct AppLifecycle: Sendable {
 
     // Active → Background (notice, grace) → Suspended.
     private mutating func suspend(
-        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, _ now: UInt64,
+        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, _ now: Instant,
         _ fx: inout [LifecycleEffect]
     ) {
         switch phase {
@@ -361,7 +365,7 @@ package struct AppLifecycle: Sendable {
             // only its length decides, and --grace 0 freezes at once.
             let length = min(cap ?? .max, asked ?? record.options.graceNanos)
             // A grace cut by the policy (`cap`) is not extended past its cut.
-            let grace = Grace(now: now, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
+            let grace = Grace(now: now.monotonicNanos, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
             phase = .background(grace)
             let told: String
             // The event's reason says which notice, as data (SuspendResult.Notice): the
@@ -387,7 +391,7 @@ package struct AppLifecycle: Sendable {
                 fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false, event: e))
             }
             guard length > 0 else {
-                endGrace(reason: "grace 0", now, &fx)
+                endGrace(.zero, now, &fx)
                 return
             }
             fx.append(.persist)  // the grace deadline survives a daemon crash
@@ -397,20 +401,20 @@ package struct AppLifecycle: Sendable {
     }
 
     /// "web is still launching (waiting for READY=1, 4.5s left); try again when it is active"
-    private func stillLaunching(_ readyDeadline: UInt64?, _ now: UInt64) -> String {
+    private func stillLaunching(_ readyDeadline: UInt64?, _ now: Instant) -> String {
         let what: String
         switch record.options.ready {
         case .notify: what = "waiting for READY=1"
         case .exec: what = "waiting for its exec"
         default: what = "waiting for --ready \(record.options.ready)"
         }
-        let left = readyDeadline.map { ", \(DurationText.format($0.saturatingSub(now))) left" } ?? ""
+        let left = readyDeadline.map { ", \(DurationText.format($0.saturatingSub(now.monotonicNanos))) left" } ?? ""
         return "\(name) is still launching (\(what)\(left)); try again when it is active"
     }
 
     /// A launch that will never be ready (the app is being ended first): its clients hear why
     /// now, as failed, and wait on for the end so that nothing is left when they return.
-    private mutating func abandonLaunch(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func abandonLaunch(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .launching = phase else { return }
         for id in launchWaiters {
             fx.append(.report(waiter: id, line: "icebox: \(name) \(why)", failed: true))
@@ -420,26 +424,26 @@ package struct AppLifecycle: Sendable {
     }
 
     /// The grace is over (READY=1, expired, no notice): ask the kernel to freeze.
-    private mutating func endGrace(reason: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func endGrace(_ how: GraceEnding, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .background(let grace) = phase else { return }
-        phase = .freezing(grace: grace, reason: reason)
-        fx.append(.freeze(deadline: now.saturatingAdd(freezeTimeout)))
+        phase = .freezing(grace: grace, ended: how)
+        fx.append(.freeze(deadline: now.plus(freezeTimeout)))
     }
 
-    private mutating func frozen(_ outcome: FreezeOutcome, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .freezing(let grace, let reason) = phase else { return }
-        let graceUsed = now.saturatingSub(grace.start).saturatingSub(outcome.durationNanos)
+    private mutating func frozen(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .freezing(let grace, let how) = phase else { return }
+        let graceUsed = now.since(grace.start).saturatingSub(outcome.durationNanos)
         phase = .suspended
         record.lastFreezeNanos = outcome.durationNanos
         setState(.suspended, now)
         let extended = grace.extensions > 0 ? ", extended \(grace.extensions)×" : ""
         let unit = outcome.backend == .signal ? "thread" : "process"
         let graceText =
-            reason == "grace 0" ? "no grace (grace 0)" : "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended))"
+            how == .zero ? "no grace (grace 0)" : "grace ended after \(DurationText.format(graceUsed)) (\(how.rawValue)\(extended))"
         let text =
             "\(graceText), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
         var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
-        e.reason = reason
+        e.reason = how.rawValue
         e.backend = outcome.backend
         e.tasks = outcome.tasks
         e.graceNanos = graceUsed
@@ -456,7 +460,7 @@ package struct AppLifecycle: Sendable {
         }
     }
 
-    private mutating func freezeFailed(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func freezeFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .freezing = phase else { return }
         // The freezer rolled back: the app runs, and says so.
         phase = .active
@@ -477,7 +481,7 @@ package struct AppLifecycle: Sendable {
     /// a later suspend starts from a running app. Freezing: the freeze could not hold the main
     /// process, so it fails and is rolled back. Other phases: nothing is claimed that this
     /// changes (a running app runs; an ending one is killed through its pidfd wherever it is).
-    private mutating func leftCgroup(_ to: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func leftCgroup(_ to: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         let moved = "pid \(record.pid) left the app's cgroup for \(to)"
         switch phase {
         case .suspended:
@@ -503,7 +507,7 @@ package struct AppLifecycle: Sendable {
     /// runs, so it is active, and told so as a resume would (its foreground signal); only a
     /// suspended app can be, since an operation under way reads the kernel itself. Left as
     /// "suspended", a later suspend would answer "nothing to do" while it ran.
-    private mutating func thawedOutside(_ how: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func thawedOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .suspended = phase else { return }
         phase = .active
         setState(.active, now)
@@ -519,7 +523,7 @@ package struct AppLifecycle: Sendable {
     /// active app no longer runs, so it is suspended, as if icebox had frozen it with no
     /// notice, and the policy's follow-ups apply; `icebox resume` thaws it. Left as "active",
     /// a resume would answer "nothing to do" while it stayed frozen.
-    private mutating func frozenOutside(_ how: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func frozenOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .active = phase else { return }
         phase = .suspended
         watchdogDeadline = nil  // paused, as in a suspend
@@ -532,7 +536,7 @@ package struct AppLifecycle: Sendable {
     }
 
     // Back to Active.
-    private mutating func resume(_ waiter: Int?, _ waitReady: Bool, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func resume(_ waiter: Int?, _ waitReady: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .active, .launching:
             if let waiter {
@@ -560,8 +564,8 @@ package struct AppLifecycle: Sendable {
             }
             fx.append(.persist)
         case .suspended:
-            phase = .thawing(start: now, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)])
-            fx.append(.thaw(deadline: now.saturatingAdd(freezeTimeout)))
+            phase = .thawing(start: now.monotonicNanos, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)])
+            fx.append(.thaw(deadline: now.plus(freezeTimeout)))
         case .thawing(let start, var waiters):
             waiters.append(ThawWaiter(id: waiter, waitReady: waitReady))
             phase = .thawing(start: start, waiters: waiters)
@@ -576,7 +580,7 @@ package struct AppLifecycle: Sendable {
         return "; \(Signals.name(of: sig)) sent"
     }
 
-    private mutating func thawed(_ outcome: FreezeOutcome, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func thawed(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .thawing(let start, let waiters) = phase else { return }
         phase = .active
         resumedAt = start
@@ -605,7 +609,7 @@ package struct AppLifecycle: Sendable {
         fx.append(.persist)
     }
 
-    private mutating func thawFailed(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func thawFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .thawing(_, let waiters) = phase else { return }
         phase = .suspended
         let text = "thaw failed: \(why)"
@@ -616,14 +620,14 @@ package struct AppLifecycle: Sendable {
 
     // The watchdog.
 
-    private mutating func armWatchdog(_ now: UInt64) {
-        watchdogDeadline = watchdogInterval.map { now.saturatingAdd($0) }
+    private mutating func armWatchdog(_ now: Instant) {
+        watchdogDeadline = watchdogInterval.map { now.plus($0) }
     }
 
     /// An active app missed its WATCHDOG=1 (or asked to be treated as hung): logged, and
     /// acted on as `--watchdog-action` says. With `log` it is not logged again until the app
     /// pings again.
-    private mutating func watchdogFired(_ now: UInt64, _ fx: inout [LifecycleEffect], triggered: Bool) {
+    private mutating func watchdogFired(_ now: Instant, _ fx: inout [LifecycleEffect], triggered: Bool) {
         watchdogDeadline = nil
         let action = record.options.watchdogAction ?? .log
         let why =
@@ -636,7 +640,7 @@ package struct AppLifecycle: Sendable {
         case .log: what = "logged only (--watchdog-action log)"
         case .kill: what = "killing it (--watchdog-action kill)"
         case .restart:
-            switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now, limit: record.options.startLimit) {
+            switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now.monotonicNanos, limit: record.options.startLimit) {
             case .restart(let times):
                 restart = true
                 restartTimes = times
@@ -648,7 +652,7 @@ package struct AppLifecycle: Sendable {
         }
         // Logged only, it can fire again at once (WATCHDOG=trigger in a loop, or a ping
         // followed by a missed one): a line a second at most.
-        if action != .log || repeats.line(.watchdog, now: now) {
+        if action != .log || repeats.line(.watchdog, now: now.monotonicNanos) {
             var e = event(.watchdog, "\(why): \(what)", now)
             e.reason = triggered ? "WATCHDOG=trigger" : "timeout"
             fx.append(.log(e))
@@ -656,14 +660,13 @@ package struct AppLifecycle: Sendable {
         guard action != .log else { return }
         restartWhenEnded = restart
         _ = leaveForEnding(now, &fx)
-        endStart = now
-        phase = .ending(.terminate, killDeadline: nil)
+        phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: nil)
         fx.append(.killAll)
     }
 
     /// The summary lines of what the app's repeated messages held back, for each kind whose
     /// second has ended by `upTo`.
-    private mutating func summariseRepeats(upTo: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func summariseRepeats(upTo: UInt64, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         for (kind, count) in repeats.take(now: upTo) {
             let logged: EventKind
             switch kind {
@@ -681,13 +684,12 @@ package struct AppLifecycle: Sendable {
 
     /// SIGTERM to every process of the app (a frozen app is thawed first so it can act on
     /// it), then SIGKILL when the time-out passes.
-    private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         if let waiter { endWaiters.append(waiter) }
         guard !isEnding else { return }
         abandonLaunch("was terminated before it was ready (SIGTERM sent; SIGKILL after \(DurationText.format(timeout)))", now, &fx)
         let frozenNow = leaveForEnding(now, &fx)
-        endStart = now
-        phase = .ending(.terminate, killDeadline: now.saturatingAdd(timeout))
+        phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: now.plus(timeout))
         // Before the SIGTERM (`apply` writes first): the kill deadline survives a daemon crash.
         fx.append(.persist)
         if frozenNow { fx.append(.thawForTermination) }
@@ -697,18 +699,17 @@ package struct AppLifecycle: Sendable {
     }
 
     /// What memory pressure does: kill without any notice, reap, record the app as evicted.
-    private mutating func evict(_ waiter: Int?, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func evict(_ waiter: Int?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         if let waiter { endWaiters.append(waiter) }
         switch phase {
-        case .ending(.evict, _), .cleaningUp, .ended: return
-        case .ending(.terminate, _):
+        case .ending(.evict, _, _), .cleaningUp, .ended: return
+        case .ending(.terminate, let since, _):
             // A terminate under way becomes an eviction: killed now, recorded as evicted.
-            phase = .ending(.evict, killDeadline: nil)
+            phase = .ending(.evict, since: since, killDeadline: nil)
         default:
             abandonLaunch("was evicted before it was ready (killed without notice)", now, &fx)
             _ = leaveForEnding(now, &fx)
-            endStart = now
-            phase = .ending(.evict, killDeadline: nil)
+            phase = .ending(.evict, since: now.monotonicNanos, killDeadline: nil)
         }
         // Before the kill: a daemon killed in between leaves its successor the eviction to finish.
         fx.append(.persist)
@@ -721,27 +722,26 @@ package struct AppLifecycle: Sendable {
     /// have died in between, and a missing one would have the app SIGKILLed unwarned; an app
     /// already ending gets asked twice) and a frozen one thawed to act on it; past its
     /// deadline, or an eviction, it is killed now.
-    private mutating func resumeEnding(_ frozen: Bool, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .ending(let how, let kill) = phase else { return }
+    private mutating func resumeEnding(_ frozen: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .ending(let how, let endStart, let kill) = phase else { return }
         let began =
-            "a \(how == .evict ? "eviction" : "terminate") begun \(DurationText.format(now.saturatingSub(endStart))) ago, before a daemon restart"
-        if how == .terminate, let kill, kill > now {
+            "a \(how == .evict ? "eviction" : "terminate") begun \(DurationText.format(now.since(endStart))) ago, before a daemon restart"
+        if how == .terminate, let kill, kill > now.monotonicNanos {
             if frozen { fx.append(.thawForTermination) }
             fx.append(.signalMembers(SIGTERM))
-            fx.append(.log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now))", now)))
+            fx.append(
+                .log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now.monotonicNanos))", now)))
         } else {
-            phase = .ending(how, killDeadline: nil)
-            killedAfterTimeout = how == .terminate
+            phase = .ending(how, since: endStart, killDeadline: nil)
             let why = how == .evict ? "finishing it" : "its SIGKILL deadline has passed"
-            fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "\(began): \(why); SIGKILL", now)))
+            fx.append(.log(event(.terminate, duration: now.since(endStart), "\(began): \(why); SIGKILL", now)))
             fx.append(.killAll)
         }
     }
 
     /// Leaves the current phase for an ending: pending work is withdrawn and clients waiting
     /// for a state that will not come are told. Returns whether the app is (or may be) frozen.
-    private mutating func leaveForEnding(_ now: UInt64, _ fx: inout [LifecycleEffect]) -> Bool {
-        stateBeforeEnd = record.state
+    private mutating func leaveForEnding(_ now: Instant, _ fx: inout [LifecycleEffect]) -> Bool {
         watchdogDeadline = nil
         switch phase {
         case .launching:
@@ -762,7 +762,7 @@ package struct AppLifecycle: Sendable {
     }
 
     private mutating func policyVictim(
-        _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: UInt64, _ fx: inout [LifecycleEffect]
+        _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: Instant, _ fx: inout [LifecycleEffect]
     ) {
         victimExtensionsRefused = 0  // chosen anew (after a resume withdrew it): said again
         switch phase {
@@ -770,7 +770,7 @@ package struct AppLifecycle: Sendable {
             evict(nil, now, &fx)
         case .background(var g):
             pendingEviction = true
-            g.cut(to: now.saturatingAdd(grace))
+            g.cut(to: now.plus(grace))
             phase = .background(g)
         case .freezing:
             pendingEviction = true
@@ -788,20 +788,20 @@ package struct AppLifecycle: Sendable {
         }
     }
 
-    private mutating func tick(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        summariseRepeats(upTo: now, now, &fx)
-        if repeats.recordWrite(now: now) { fx.append(.persist) }
-        if let d = watchdogDeadline, d <= now, case .active = phase { watchdogFired(now, &fx, triggered: false) }
-        if let d = resumeReadyDeadline, d <= now {
+    private mutating func tick(_ now: Instant, _ fx: inout [LifecycleEffect]) {
+        summariseRepeats(upTo: now.monotonicNanos, now, &fx)
+        if repeats.recordWrite(now: now.monotonicNanos) { fx.append(.persist) }
+        if let d = watchdogDeadline, d <= now.monotonicNanos, case .active = phase { watchdogFired(now, &fx, triggered: false) }
+        if let d = resumeReadyDeadline, d <= now.monotonicNanos {
             resumeReadyDeadline = nil
             let line = "icebox: \(name) did not say READY=1 within \(DurationText.format(record.options.readyTimeoutNanos)) of its resume"
             for id in resumeWaiters { fx.append(.settle(waiter: id, line: line, failed: true)) }
             resumeWaiters = []
         }
         switch phase {
-        case .launching(let ready?) where ready <= now:
+        case .launching(let ready?) where ready <= now.monotonicNanos:
             phase = .launching(readyDeadline: nil)
-            let waited = now.saturatingSub(launchStart)
+            let waited = now.since(launchStart)
             let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
             let line = "\(name) \(why)"
             fx.append(.stopProbe)
@@ -810,12 +810,11 @@ package struct AppLifecycle: Sendable {
             // behind when the command returns.
             abandonLaunch(why, now, &fx)
             terminate(nil, 10_000_000_000, now, &fx)
-        case .background(let grace) where grace.deadline <= now:
-            endGrace(reason: "expired", now, &fx)
-        case .ending(let how, let kill?) where kill <= now:
-            phase = .ending(how, killDeadline: nil)
-            killedAfterTimeout = true
-            fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "still running after the time-out; SIGKILL", now)))
+        case .background(let grace) where grace.deadline <= now.monotonicNanos:
+            endGrace(.expired, now, &fx)
+        case .ending(let how, let endStart, let kill?) where kill <= now.monotonicNanos:
+            phase = .ending(how, since: endStart, killDeadline: nil)
+            fx.append(.log(event(.terminate, duration: now.since(endStart), "still running after the time-out; SIGKILL", now)))
             fx.append(.killAll)
         default:
             break
@@ -824,7 +823,7 @@ package struct AppLifecycle: Sendable {
 
     /// The main process ended: whatever the phase, the rest of the app goes with it
     /// (systemd's KillMode=control-group).
-    private mutating func exited(_ termination: Termination?, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func exited(_ termination: Termination?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .cleaningUp, .ended: return
         case .freezing: fx.append(.cancelFreeze)
@@ -835,39 +834,43 @@ package struct AppLifecycle: Sendable {
             }
         default: break
         }
-        let before = stateBeforeEnd ?? record.state
-        stateBeforeEnd = before
         watchdogDeadline = nil
-        let final: AppState
         switch phase {
-        case .ending(.evict, _): final = .evicted
-        case .ending(.terminate, _): final = .terminated
-        default: final = .exited
+        case .ending(.evict, let since, _):
+            // Killed by icebox: the main process's end is SIGKILL, whether or not it is ours to reap.
+            phase = .cleaningUp(.evicted(termination ?? .signaled(SIGKILL), since: since))
+        case .ending(.terminate, let since, let kill):
+            // SIGKILL once its kill deadline has been cleared: the time-out passed (or the
+            // watchdog killed it at once); before it, SIGTERM sufficed.
+            let by: EndSignal = kill == nil || termination == .signaled(SIGKILL) ? .sigkill : .sigterm
+            phase = .cleaningUp(.terminated(termination, by: by, since: since))
+        default:
+            phase = .cleaningUp(.exited(termination))
         }
-        phase = .cleaningUp(final: final, termination: termination)
         fx.append(.destroy)
     }
 
-    private mutating func cleanedUp(_ leftovers: Int, _ problems: [String], _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .cleaningUp(let final, let given) = phase else { return }
+    private mutating func cleanedUp(_ leftovers: Int, _ problems: [String], _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .cleaningUp(let end) = phase else { return }
+        let final = end.state, termination = end.termination, endStart = end.since ?? launchStart
         // Re-adopted apps are not our children: the kernel tells only the parent how they ended.
-        let termination = given ?? (final == .evicted ? .signaled(SIGKILL) : nil)
         let how =
             termination?.description
             ?? (record.isAdopted
                 ? "exited (status unknown: adopted, icebox is not its parent)"
                 : "ended (exit status unknown: re-adopted after a daemon restart)")
         let from = record.state
-        phase = .ended
+        phase = .ended(end)
         setState(final, now)
         record.exitStatus = termination?.shellStatus
         record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
-        record.killedWhileSuspended = (stateBeforeEnd ?? from) == .suspended && termination == .signaled(SIGKILL)
+        // The record's state is left as it was through the ending: it is the state the app was killed in.
+        record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
         var detail: String
         switch final {
-        case .evicted: detail = "evicted without notice: killed and reaped in \(DurationText.format(now.saturatingSub(endStart))); \(how)"
-        case .terminated: detail = "terminated in \(DurationText.format(now.saturatingSub(endStart))); \(how)"
-        default: detail = "\(how) after \(DurationText.format(now.saturatingSub(launchStart)))"
+        case .evicted: detail = "evicted without notice: killed and reaped in \(DurationText.format(now.since(endStart))); \(how)"
+        case .terminated: detail = "terminated in \(DurationText.format(now.since(endStart))); \(how)"
+        default: detail = "\(how) after \(DurationText.format(now.since(launchStart)))"
         }
         if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
         if let hit = startLimitHit { detail += "; \(hit), not restarted" }
@@ -875,14 +878,10 @@ package struct AppLifecycle: Sendable {
         if !problems.isEmpty { detail += "; cleanup: " + problems.joined(separator: "; ") }
         var e = event(
             final == .evicted ? .evict : .exit, from: from, to: final,
-            duration: final == .exited ? now.saturatingSub(launchStart) : now.saturatingSub(endStart), detail, now)
+            duration: final == .exited ? now.since(launchStart) : now.since(endStart), detail, now)
         e.exitStatus = termination?.shellStatus
         // How it was ended, as data (EndResult.how): SIGTERM sufficed, or SIGKILL came.
-        switch final {
-        case .evicted: e.reason = "SIGKILL"
-        case .terminated: e.reason = killedAfterTimeout || termination == .signaled(SIGKILL) ? "SIGKILL" : "SIGTERM"
-        default: break
-        }
+        e.reason = end.signal?.rawValue
         fx.append(.log(e))
         let line = "\(name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
         for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false, event: e)) }

@@ -17,7 +17,7 @@ extension Daemon {
     /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
     /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
     /// its waiting clients are told the record could not be written (exit 74).
-    func apply(_ input: LifecycleInput, to app: LiveApp, now: UInt64 = Clock.monotonicNanos()) {
+    func apply(_ input: LifecycleInput, to app: LiveApp, now: Instant = .read()) {
         var next = app.lifecycle
         var effects = next.handle(input, now: now)
         // The kernel's confirmation of a freeze changes the record, but the record of intent
@@ -79,7 +79,7 @@ extension Daemon {
         switch effect {
         case .signal(let sig):
             do { try app.handle.send(sig) } catch {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "\(Signals.name(of: sig)) not sent: \(error)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "\(Signals.name(of: sig)) not sent: \(error)", at: .read()))
             }
         case .signalMembers(let sig):
             for pid in app.members() { kill(pid, sig) }
@@ -287,7 +287,7 @@ extension Daemon {
             if let aside {
                 var event = Event(
                     app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                    detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)")
+                    detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)", at: .read())
                 if aside.isResumeStep {
                     event.from = .suspended
                     event.to = .active
@@ -301,7 +301,7 @@ extension Daemon {
             let aside = app.operationAside
             endOperation(app)
             if let aside {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)", at: .read()))
             } else {
                 if op.direction == .freeze {
                     // Typed for the clients waiting on this suspend: the stuck tasks' processes.
@@ -379,7 +379,7 @@ extension Daemon {
     func killAll(_ app: LiveApp) {
         if !app.cgroups.isEmpty {
             for problem in app.cgroups.killAll() {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)", at: .read()))
             }
         } else {
             for pid in ProcFS.pids(inSession: app.pid) { kill(pid, SIGKILL) }

@@ -77,12 +77,16 @@ public struct SuspendResult: Sendable, Equatable {
         graceGranted = noticeEvent?.graceNanos.map { .nanoseconds($0) }
         let freeze = events.last { $0.kind == .freeze }
         graceUsed = .nanoseconds(freeze?.graceNanos ?? 0)
+        // The wire's reason, read back through the lifecycle's own type (one spelling of each).
         switch freeze?.reason {
         case nil: graceEnd = .alreadySuspended
-        case "READY=1": graceEnd = .ready
-        case "expired": graceEnd = .expired
-        case "grace 0": graceEnd = .zero
-        case let other?: graceEnd = .other(other)
+        case let reason?:
+            switch GraceEnding(rawValue: reason) {
+            case .ready?: graceEnd = .ready
+            case .expired?: graceEnd = .expired
+            case .zero?: graceEnd = .zero
+            case nil: graceEnd = .other(reason)
+            }
         }
         freezeTime = .nanoseconds(freeze?.durationNanos ?? 0)
         backend = freeze?.backend
