@@ -325,11 +325,11 @@ package struct AppLifecycle: Sendable {
             resumedAt = nil
             resumeReadyDeadline = nil
             let took = now.since(resumed)
-            let text = "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"
+            let text = LifecycleText.hotStart(took)
             var e = event(.ready, duration: took, text, now)
             e.reason = "READY=1"
             fx.append(.log(e))
-            for id in resumeWaiters { fx.append(.settle(waiter: id, line: "\(name)  \(text)", failed: false, event: e)) }
+            for id in resumeWaiters { fx.append(.settle(waiter: id, line: LifecycleText.step(name, text), failed: false, event: e)) }
             resumeWaiters = []
         default:
             break
@@ -343,12 +343,12 @@ package struct AppLifecycle: Sendable {
     ) {
         switch phase {
         case .suspended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: "\(name)  already suspended (nothing to do)", failed: false)) }
+            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.nothingToDo(name, already: .suspended), failed: false)) }
         case .background, .freezing:
             if let waiter { suspendWaiters.append(waiter) }
         case .thawing:
             if let waiter {
-                fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being thawed; suspend it once it is active", failed: true))
+                fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .beingThawed), failed: true))
             }
         case .launching(let ready):
             // Refused, nothing done: an app not yet ready has no state to save on a notice,
@@ -367,28 +367,21 @@ package struct AppLifecycle: Sendable {
             // A grace cut by the policy (`cap`) is not extended past its cut.
             let grace = Grace(now: now.monotonicNanos, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
             phase = .background(grace)
-            let told: String
-            // The event's reason says which notice, as data (SuspendResult.Notice): the
-            // signal's name, or why none was sent.
-            let noticeReason: String
+            let sent: NoticeSent
             if let notice {
                 fx.append(.signal(notice.signal))
-                told = "\(Signals.name(of: notice.signal)) sent (\(notice.why))"
-                noticeReason = Signals.name(of: notice.signal)
-            } else if record.options.backgroundSignal == NoticeSignal.none {
-                told = "no notice (--background-signal none)"
-                noticeReason = "none"
+                sent = .signal(notice.signal, why: notice.why)
             } else {
-                told = "no notice (the app has no SIGUSR1 handler)"
-                noticeReason = "no-handler"
+                sent = record.options.backgroundSignal == NoticeSignal.none ? .disabled : .noHandler
             }
-            let text = "\(told); " + (length == 0 ? "grace 0: freezing at once" : "grace \(DurationText.format(length))")
+            let text = LifecycleText.notice(sent, graceNanos: length)
             var e = event(.notice, from: from, to: .background, text, now)
             e.graceNanos = grace.length
-            e.reason = noticeReason
+            // Which notice, as data (SuspendResult.Notice): the signal's name, or why none was sent.
+            e.reason = sent.reason
             fx.append(.log(e))
             for id in suspendWaiters {
-                fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false, event: e))
+                fx.append(.report(waiter: id, line: LifecycleText.step(name, from: from, to: .background, text), failed: false, event: e))
             }
             guard length > 0 else {
                 endGrace(.zero, now, &fx)
@@ -396,7 +389,9 @@ package struct AppLifecycle: Sendable {
             }
             fx.append(.persist)  // the grace deadline survives a daemon crash
         case .ending, .cleaningUp, .ended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being stopped; not suspending it", failed: true)) }
+            if let waiter {
+                fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .beingStopped(suspending: true)), failed: true))
+            }
         }
     }
 
@@ -417,7 +412,7 @@ package struct AppLifecycle: Sendable {
     private mutating func abandonLaunch(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .launching = phase else { return }
         for id in launchWaiters {
-            fx.append(.report(waiter: id, line: "icebox: \(name) \(why)", failed: true))
+            fx.append(.report(waiter: id, line: LifecycleText.failure(name, .launchAbandoned(why)), failed: true))
             endWaiters.append(id)
         }
         launchWaiters = []
@@ -436,12 +431,7 @@ package struct AppLifecycle: Sendable {
         phase = .suspended
         record.lastFreezeNanos = outcome.durationNanos
         setState(.suspended, now)
-        let extended = grace.extensions > 0 ? ", extended \(grace.extensions)×" : ""
-        let unit = outcome.backend == .signal ? "thread" : "process"
-        let graceText =
-            how == .zero ? "no grace (grace 0)" : "grace ended after \(DurationText.format(graceUsed)) (\(how.rawValue)\(extended))"
-        let text =
-            "\(graceText), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
+        let text = LifecycleText.frozen(how, graceUsedNanos: graceUsed, extensions: grace.extensions, outcome)
         var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
         e.reason = how.rawValue
         e.backend = outcome.backend
@@ -449,7 +439,7 @@ package struct AppLifecycle: Sendable {
         e.graceNanos = graceUsed
         fx.append(.log(e))
         for id in suspendWaiters {
-            fx.append(.settle(waiter: id, line: "\(name)  background → suspended  \(text)", failed: false, event: e))
+            fx.append(.settle(waiter: id, line: LifecycleText.step(name, from: .background, to: .suspended, text), failed: false, event: e))
         }
         suspendWaiters = []
         fx.append(.persist)
@@ -466,9 +456,8 @@ package struct AppLifecycle: Sendable {
         phase = .active
         setState(.active, now)
         armWatchdog(now)
-        let text = "freeze failed: \(why)"
-        fx.append(.log(event(.error, from: .background, to: .active, text, now)))
-        for id in suspendWaiters { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) }
+        fx.append(.log(event(.error, from: .background, to: .active, LifecycleText.freezeFailed(why), now)))
+        for id in suspendWaiters { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .freezeFailed(why)), failed: true)) }
         suspendWaiters = []
         fx.append(.persist)
         // A policy victim goes even if it could not be frozen: killing needs no freeze.
@@ -512,7 +501,7 @@ package struct AppLifecycle: Sendable {
         phase = .active
         setState(.active, now)
         armWatchdog(now)
-        let fg = foregroundSignal(&fx)
+        let fg = LifecycleText.foreground(foregroundSignal(&fx))
         var e = event(.thaw, from: .suspended, to: .active, "thawed outside icebox (\(how)): the app runs\(fg)", now)
         e.reason = "outside"
         fx.append(.log(e))
@@ -540,7 +529,7 @@ package struct AppLifecycle: Sendable {
         switch phase {
         case .active, .launching:
             if let waiter {
-                fx.append(.settle(waiter: waiter, line: "\(name)  already \(record.state.rawValue) (nothing to do)", failed: false))
+                fx.append(.settle(waiter: waiter, line: LifecycleText.nothingToDo(name, already: record.state), failed: false))
             }
         case .background, .freezing:
             // Back before the freeze: withdraw it (a freeze in flight is rolled back).
@@ -550,17 +539,16 @@ package struct AppLifecycle: Sendable {
             setState(.active, now)
             armWatchdog(now)
             for id in suspendWaiters {
-                fx.append(.settle(waiter: id, line: "icebox: \(name) was resumed before it was frozen", failed: true))
+                fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .resumedBeforeFrozen), failed: true))
             }
             suspendWaiters = []
-            let fg = foregroundSignal(&fx)
-            let e = event(.resume, from: .background, to: .active, "resumed during its grace period; not frozen\(fg)", now)
+            let text = LifecycleText.resumedDuringGrace(foreground: foregroundSignal(&fx))
+            let e = event(.resume, from: .background, to: .active, text.detail, now)
             fx.append(.log(e))
             if let waiter {
                 fx.append(
                     .settle(
-                        waiter: waiter, line: "\(name)  background → active  resumed during its grace period\(fg)", failed: false,
-                        event: e))
+                        waiter: waiter, line: LifecycleText.step(name, from: .background, to: .active, text.line), failed: false, event: e))
             }
             fx.append(.persist)
         case .suspended:
@@ -570,14 +558,15 @@ package struct AppLifecycle: Sendable {
             waiters.append(ThawWaiter(id: waiter, waitReady: waitReady))
             phase = .thawing(start: start, waiters: waiters)
         case .ending, .cleaningUp, .ended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is not running", failed: true)) }
+            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
         }
     }
 
-    private func foregroundSignal(_ fx: inout [LifecycleEffect]) -> String {
-        guard let sig = record.options.foregroundSignal else { return "" }
+    /// Sends the foreground signal, if the app has one; returns it.
+    private func foregroundSignal(_ fx: inout [LifecycleEffect]) -> Int32? {
+        guard let sig = record.options.foregroundSignal else { return nil }
         fx.append(.signal(sig))
-        return "; \(Signals.name(of: sig)) sent"
+        return sig
     }
 
     private mutating func thawed(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
@@ -587,15 +576,13 @@ package struct AppLifecycle: Sendable {
         record.lastThawNanos = outcome.durationNanos
         setState(.active, now)
         armWatchdog(now)
-        let fg = foregroundSignal(&fx)
-        let compacted = compactedWhileSuspended ? "; first resume after a compaction" : ""
+        let text = LifecycleText.thawed(outcome, foreground: foregroundSignal(&fx), afterCompaction: compactedWhileSuspended)
         compactedWhileSuspended = false
-        let text = "thawed in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue))\(fg)\(compacted)"
         var e = event(.thaw, from: .suspended, to: .active, duration: outcome.durationNanos, text, now)
         e.backend = outcome.backend
         e.tasks = outcome.tasks
         fx.append(.log(e))
-        let line = "\(name)  suspended → active  \(text)"
+        let line = LifecycleText.step(name, from: .suspended, to: .active, text)
         for w in waiters {
             guard let id = w.id else { continue }
             if w.waitReady, case .notify = record.options.ready {
@@ -612,9 +599,10 @@ package struct AppLifecycle: Sendable {
     private mutating func thawFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .thawing(_, let waiters) = phase else { return }
         phase = .suspended
-        let text = "thaw failed: \(why)"
-        fx.append(.log(event(.error, text, now)))
-        for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) } }
+        fx.append(.log(event(.error, LifecycleText.thawFailed(why), now)))
+        for w in waiters {
+            if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .thawFailed(why)), failed: true)) }
+        }
         fx.append(.persist)
     }
 
@@ -754,7 +742,11 @@ package struct AppLifecycle: Sendable {
             return true
         case .thawing(_, let waiters):
             // The thaw in flight goes on; its confirmation no longer matters.
-            for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name) is being stopped", failed: true)) } }
+            for w in waiters {
+                if let id = w.id {
+                    fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .beingStopped(suspending: false)), failed: true))
+                }
+            }
             return true
         default:
             return false
@@ -794,7 +786,7 @@ package struct AppLifecycle: Sendable {
         if let d = watchdogDeadline, d <= now.monotonicNanos, case .active = phase { watchdogFired(now, &fx, triggered: false) }
         if let d = resumeReadyDeadline, d <= now.monotonicNanos {
             resumeReadyDeadline = nil
-            let line = "icebox: \(name) did not say READY=1 within \(DurationText.format(record.options.readyTimeoutNanos)) of its resume"
+            let line = LifecycleText.failure(name, .notReadyAfterResume(within: record.options.readyTimeoutNanos))
             for id in resumeWaiters { fx.append(.settle(waiter: id, line: line, failed: true)) }
             resumeWaiters = []
         }
@@ -830,7 +822,7 @@ package struct AppLifecycle: Sendable {
         case .launching: fx.append(.stopProbe)
         case .thawing(_, let waiters):
             for w in waiters {
-                if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name) ended during its thaw", failed: true)) }
+                if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedDuringThaw), failed: true)) }
             }
         default: break
         }
@@ -852,13 +844,11 @@ package struct AppLifecycle: Sendable {
 
     private mutating func cleanedUp(_ leftovers: Int, _ problems: [String], _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .cleaningUp(let end) = phase else { return }
-        let final = end.state, termination = end.termination, endStart = end.since ?? launchStart
+        let final = end.state, termination = end.termination
+        // From the terminate or eviction; for an app that ended on its own, from its launch.
+        let took = now.since(end.since ?? launchStart)
         // Re-adopted apps are not our children: the kernel tells only the parent how they ended.
-        let how =
-            termination?.description
-            ?? (record.isAdopted
-                ? "exited (status unknown: adopted, icebox is not its parent)"
-                : "ended (exit status unknown: re-adopted after a daemon restart)")
+        let how = LifecycleText.how(termination, adopted: record.isAdopted)
         let from = record.state
         phase = .ended(end)
         setState(final, now)
@@ -866,30 +856,21 @@ package struct AppLifecycle: Sendable {
         record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
         // The record's state is left as it was through the ending: it is the state the app was killed in.
         record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
-        var detail: String
-        switch final {
-        case .evicted: detail = "evicted without notice: killed and reaped in \(DurationText.format(now.since(endStart))); \(how)"
-        case .terminated: detail = "terminated in \(DurationText.format(now.since(endStart))); \(how)"
-        default: detail = "\(how) after \(DurationText.format(now.since(launchStart)))"
-        }
-        if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
-        if let hit = startLimitHit { detail += "; \(hit), not restarted" }
+        let detail = LifecycleText.ended(
+            end, how: how, tookNanos: took, leftovers: leftovers, startLimitHit: startLimitHit, problems: problems)
         summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
-        if !problems.isEmpty { detail += "; cleanup: " + problems.joined(separator: "; ") }
-        var e = event(
-            final == .evicted ? .evict : .exit, from: from, to: final,
-            duration: final == .exited ? now.since(launchStart) : now.since(endStart), detail, now)
+        var e = event(final == .evicted ? .evict : .exit, from: from, to: final, duration: took, detail, now)
         e.exitStatus = termination?.shellStatus
         // How it was ended, as data (EndResult.how): SIGTERM sufficed, or SIGKILL came.
         e.reason = end.signal?.rawValue
         fx.append(.log(e))
-        let line = "\(name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
+        let line = LifecycleText.step(name, from: from, to: final, detail)
         for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false, event: e)) }
         for id in suspendWaiters {
-            fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was frozen: \(how)", failed: true))
+            fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedBeforeFrozen(how: how)), failed: true))
         }
         for id in launchWaiters + resumeWaiters {
-            fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was ready: \(how)", failed: true))
+            fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedBeforeReady(how: how)), failed: true))
         }
         endWaiters = []
         suspendWaiters = []

@@ -54,3 +54,10 @@ public struct EndResult: Sendable, Equatable {
         }
     }
 }
+
+extension EndResult: CustomStringConvertible {
+    /// What `icebox terminate` or `icebox evict` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
+}

@@ -68,8 +68,8 @@ public struct SuspendResult: Sendable, Equatable {
         let noticeEvent = events.last { $0.kind == .notice }
         notice = noticeEvent.flatMap { e in
             switch e.reason {
-            case "none": return .disabled
-            case "no-handler": return .noHandler
+            case NoticeSent.disabled.reason: return .disabled
+            case NoticeSent.noHandler.reason: return .noHandler
             case let name?: return Signals.number(of: name).map(Notice.signal)
             case nil: return nil
             }
@@ -92,4 +92,11 @@ public struct SuspendResult: Sendable, Equatable {
         backend = freeze?.backend
         tasks = freeze?.tasks ?? 0
     }
+}
+
+extension SuspendResult: CustomStringConvertible {
+    /// What `icebox suspend` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
 }
