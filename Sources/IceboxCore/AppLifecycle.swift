@@ -13,10 +13,12 @@ package struct AppLifecycle: Sendable {
         /// Inactive until ready (exec, notify, a probe); given up at the deadline.
         case launching(readyDeadline: UInt64?)
         case active
-        /// Notice sent (or not), the grace running.
-        case background(Grace)
-        /// The grace is over (how: `ended`); the kernel is freezing the app.
-        case freezing(grace: Grace, ended: GraceEnding)
+        /// Notice sent (or not), the grace running; `victim`: chosen by the policy, evicted
+        /// once frozen.
+        case background(Grace, victim: Victim?)
+        /// The grace is over (how: `ended`); the kernel is freezing the app (a `victim` is
+        /// evicted once frozen, or at once if the freeze fails).
+        case freezing(grace: Grace, ended: GraceEnding, victim: Bool)
         case suspended
         /// The kernel is thawing the app.
         case thawing(start: UInt64, waiters: [ThawWaiter])
@@ -34,6 +36,12 @@ package struct AppLifecycle: Sendable {
         case terminate, evict
     }
 
+    /// The policy's victim in its grace: its EXTEND_TIMEOUT_USEC messages are refused (the
+    /// first is logged).
+    package struct Victim: Sendable, Equatable {
+        package var extensionsRefused = 0
+    }
+
     package struct ThawWaiter: Sendable, Equatable {
         package var id: Int?
         package var waitReady: Bool
@@ -45,10 +53,6 @@ package struct AppLifecycle: Sendable {
     /// Re-adopted after a daemon restart: not our child, so its exit status cannot be known.
     package let adopted: Bool
     package private(set) var launchStart: UInt64
-    /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
-    package private(set) var pendingEviction = false
-    /// EXTEND_TIMEOUT_USEC messages a policy victim sent, all refused (the first is logged).
-    private var victimExtensionsRefused = 0
     /// When the last thaw began, until the app says READY=1 again (resume → ready).
     package private(set) var resumedAt: UInt64?
     package private(set) var resumeReadyDeadline: UInt64?
@@ -109,7 +113,7 @@ package struct AppLifecycle: Sendable {
         case .background:
             let start = record.graceStartNanos ?? now.monotonicNanos
             let deadline = record.graceDeadlineNanos ?? now.monotonicNanos
-            phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline))
+            phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline), victim: nil)
         case .suspended: phase = .suspended
         default:
             phase = .active
@@ -142,8 +146,16 @@ package struct AppLifecycle: Sendable {
     }
     package var grace: Grace? {
         switch phase {
-        case .background(let g), .freezing(let g, _): return g
+        case .background(let g, _), .freezing(let g, _, _): return g
         default: return nil
+        }
+    }
+    /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
+    package var pendingEviction: Bool {
+        switch phase {
+        case .background(_, let victim): return victim != nil
+        case .freezing(_, _, let victim): return victim
+        default: return false
         }
     }
 
@@ -152,7 +164,7 @@ package struct AppLifecycle: Sendable {
         let d = resumeReadyDeadline.earlier(watchdogDeadline).earlier(repeats.dueAt)
         switch phase {
         case .launching(let ready): return d.earlier(ready)
-        case .background(let grace): return d.earlier(grace.deadline)
+        case .background(let grace, _): return d.earlier(grace.deadline)
         case .ending(_, _, let kill): return d.earlier(kill)
         default: return d
         }
@@ -163,7 +175,7 @@ package struct AppLifecycle: Sendable {
     package var persistentRecord: AppRecord {
         var r = record
         r.launchStartNanos = launchStart
-        if case .background(let g) = phase {
+        if case .background(let g, _) = phase {
             r.graceStartNanos = g.start
             r.graceDeadlineNanos = g.deadline
             r.graceCapNanos = g.cap
@@ -289,20 +301,21 @@ package struct AppLifecycle: Sendable {
         }
         if message.watchdogPing, case .active = phase { armWatchdog(now) }
         if message.watchdogTrigger, case .active = phase { watchdogFired(now, &fx, triggered: true) }
-        if message.extendNanos != nil, case .background(let grace) = phase, pendingEviction {
+        if message.extendNanos != nil, case .background(let grace, var victim?) = phase {
             // The policy's victim: its grace is --eviction-grace and no more (the cut also
             // lowered its cap), or it could hold off its own eviction, and every other one
             // behind it, up to --max-grace. Said once.
-            victimExtensionsRefused += 1
-            if victimExtensionsRefused == 1 {
+            victim.extensionsRefused += 1
+            phase = .background(grace, victim: victim)
+            if victim.extensionsRefused == 1 {
                 let left = DurationText.format(grace.deadline.saturatingSub(now.monotonicNanos))
                 var e = event(.grace, "EXTEND_TIMEOUT_USEC ignored: chosen for eviction, the grace ends in \(left) as it was", now)
                 e.graceNanos = grace.length
                 fx.append(.log(e))
             }
-        } else if let extra = message.extendNanos, case .background(var grace) = phase {
+        } else if let extra = message.extendNanos, case .background(var grace, nil) = phase {
             let capped = grace.extend(by: extra, now: now.monotonicNanos)
-            phase = .background(grace)
+            phase = .background(grace, victim: nil)
             if repeats.recordChanged(now: now.monotonicNanos, status: false) { fx.append(.persist) }
             if repeats.line(.extend, now: now.monotonicNanos) {
                 var e = event(
@@ -366,7 +379,8 @@ package struct AppLifecycle: Sendable {
             let length = min(cap ?? .max, asked ?? record.options.graceNanos)
             // A grace cut by the policy (`cap`) is not extended past its cut.
             let grace = Grace(now: now.monotonicNanos, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
-            phase = .background(grace)
+            // A cap is the policy's cut: the app is its victim.
+            phase = .background(grace, victim: cap == nil ? nil : Victim())
             let sent: NoticeSent
             if let notice {
                 fx.append(.signal(notice.signal))
@@ -420,13 +434,13 @@ package struct AppLifecycle: Sendable {
 
     /// The grace is over (READY=1, expired, no notice): ask the kernel to freeze.
     private mutating func endGrace(_ how: GraceEnding, _ now: Instant, _ fx: inout [LifecycleEffect]) {
-        guard case .background(let grace) = phase else { return }
-        phase = .freezing(grace: grace, ended: how)
+        guard case .background(let grace, let victim) = phase else { return }
+        phase = .freezing(grace: grace, ended: how, victim: victim != nil)
         fx.append(.freeze(deadline: now.plus(freezeTimeout)))
     }
 
     private mutating func frozen(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
-        guard case .freezing(let grace, let how) = phase else { return }
+        guard case .freezing(let grace, let how, let victim) = phase else { return }
         let graceUsed = now.since(grace.start).saturatingSub(outcome.durationNanos)
         phase = .suspended
         record.lastFreezeNanos = outcome.durationNanos
@@ -443,7 +457,7 @@ package struct AppLifecycle: Sendable {
         }
         suspendWaiters = []
         fx.append(.persist)
-        if pendingEviction {
+        if victim {
             evict(nil, now, &fx)
         } else {
             fx.append(.frozen)
@@ -451,7 +465,7 @@ package struct AppLifecycle: Sendable {
     }
 
     private mutating func freezeFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
-        guard case .freezing = phase else { return }
+        guard case .freezing(_, _, let victim) = phase else { return }
         // The freezer rolled back: the app runs, and says so.
         phase = .active
         setState(.active, now)
@@ -461,7 +475,7 @@ package struct AppLifecycle: Sendable {
         suspendWaiters = []
         fx.append(.persist)
         // A policy victim goes even if it could not be frozen: killing needs no freeze.
-        if pendingEviction { evict(nil, now, &fx) }
+        if victim { evict(nil, now, &fx) }
     }
 
     /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it
@@ -534,8 +548,7 @@ package struct AppLifecycle: Sendable {
         case .background, .freezing:
             // Back before the freeze: withdraw it (a freeze in flight is rolled back).
             if case .freezing = phase { fx.append(.cancelFreeze) }
-            phase = .active
-            pendingEviction = false
+            phase = .active  // no longer the policy's victim either
             setState(.active, now)
             armWatchdog(now)
             for id in suspendWaiters {
@@ -756,16 +769,15 @@ package struct AppLifecycle: Sendable {
     private mutating func policyVictim(
         _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: Instant, _ fx: inout [LifecycleEffect]
     ) {
-        victimExtensionsRefused = 0  // chosen anew (after a resume withdrew it): said again
         switch phase {
         case .suspended, .thawing:
             evict(nil, now, &fx)
-        case .background(var g):
-            pendingEviction = true
+        case .background(var g, _):
             g.cut(to: now.plus(grace))
-            phase = .background(g)
-        case .freezing:
-            pendingEviction = true
+            // Chosen anew (after a resume withdrew it, say): a refused extension is said again.
+            phase = .background(g, victim: Victim())
+        case .freezing(let g, let how, _):
+            phase = .freezing(grace: g, ended: how, victim: true)
         case .launching:
             // Not ready yet, so no state to save: killed now, rather than frozen unready (a
             // resume in its grace would make it active without ever being ready).
@@ -773,7 +785,6 @@ package struct AppLifecycle: Sendable {
             evict(nil, now, &fx)
         case .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
-            pendingEviction = true
             suspend(nil, notice, length: nil, cap: grace, now, &fx)
         case .ending, .cleaningUp, .ended:
             break
@@ -802,7 +813,7 @@ package struct AppLifecycle: Sendable {
             // behind when the command returns.
             abandonLaunch(why, now, &fx)
             terminate(nil, 10_000_000_000, now, &fx)
-        case .background(let grace) where grace.deadline <= now.monotonicNanos:
+        case .background(let grace, _) where grace.deadline <= now.monotonicNanos:
             endGrace(.expired, now, &fx)
         case .ending(let how, let endStart, let kill?) where kill <= now.monotonicNanos:
             phase = .ending(how, since: endStart, killDeadline: nil)

@@ -417,7 +417,7 @@ struct AppLifecycleTests {
     @Test func freezeOfAnAppWhoseMainProcessLeftItsCgroupFailsAndTellsTheWaiter() {
         var l = Self.lifecycle(in: .active)
         _ = l.handle(.suspend(waiter: 7, notice: nil, grace: 0), now: 3_000)
-        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), ended: .zero))
+        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), ended: .zero, victim: false))
         let fx = l.handle(.leftCgroup(to: "/elsewhere"), now: 3_100)
         #expect(l.state == .active)
         #expect(Self.firstAction(fx) == .cancelFreeze)
@@ -1151,7 +1151,7 @@ struct AppLifecycleOutcomeTests {
         case .expired: (phase, event) = Self.freeze(grace: Self.second - 10_000, ending: .tick)
         case .zero: (phase, event) = Self.freeze(grace: 0, ending: nil)
         }
-        guard case .freezing(_, let how) = phase else {
+        guard case .freezing(_, let how, false) = phase else {
             Issue.record("not freezing: \(phase)")
             return
         }
