@@ -19,9 +19,10 @@ package struct AppLifecycle: Sendable {
         /// The grace is over (how: `ended`); the kernel is freezing the app (a `victim` is
         /// evicted once frozen, or at once if the freeze fails).
         case freezing(grace: Grace, ended: GraceEnding, victim: Bool)
-        case suspended
-        /// The kernel is thawing the app.
-        case thawing(start: UInt64, waiters: [ThawWaiter])
+        /// Frozen; `compacted`: its memory was reclaimed since (its next resume says so).
+        case suspended(compacted: Bool)
+        /// The kernel is thawing the app (`compacted`: as it was suspended, kept if the thaw fails).
+        case thawing(start: UInt64, waiters: [ThawWaiter], compacted: Bool)
         /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed
         /// without notice.
         case ending(Ending, since: UInt64, killDeadline: UInt64?)
@@ -56,7 +57,6 @@ package struct AppLifecycle: Sendable {
     /// When the last thaw began, until the app says READY=1 again (resume → ready).
     package private(set) var resumedAt: UInt64?
     package private(set) var resumeReadyDeadline: UInt64?
-    package private(set) var compactedWhileSuspended = false
     /// When an active app's next WATCHDOG=1 is due; nil when the watchdog is off or paused
     /// (background, suspended: a frozen app cannot ping, systemd users hit exactly that).
     package private(set) var watchdogDeadline: UInt64?
@@ -114,7 +114,7 @@ package struct AppLifecycle: Sendable {
             let start = record.graceStartNanos ?? now.monotonicNanos
             let deadline = record.graceDeadlineNanos ?? now.monotonicNanos
             phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline), victim: nil)
-        case .suspended: phase = .suspended
+        case .suspended: phase = .suspended(compacted: false)
         default:
             phase = .active
             armWatchdog(now)
@@ -229,7 +229,7 @@ package struct AppLifecycle: Sendable {
         case .thawFailed(let why): thawFailed(why, now, &fx)
         case .exited(let termination): exited(termination, now, &fx)
         case .cleanedUp(let leftovers, let problems): cleanedUp(leftovers, problems, now, &fx)
-        case .compacted: if case .suspended = phase { compactedWhileSuspended = true }
+        case .compacted: if case .suspended = phase { phase = .suspended(compacted: true) }
         case .leftCgroup(let to): leftCgroup(to, now, &fx)
         case .thawedOutside(let how): thawedOutside(how, now, &fx)
         case .frozenOutside(let how): frozenOutside(how, now, &fx)
@@ -442,7 +442,7 @@ package struct AppLifecycle: Sendable {
     private mutating func frozen(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .freezing(let grace, let how, let victim) = phase else { return }
         let graceUsed = now.since(grace.start).saturatingSub(outcome.durationNanos)
-        phase = .suspended
+        phase = .suspended(compacted: false)
         record.lastFreezeNanos = outcome.durationNanos
         setState(.suspended, now)
         let text = LifecycleText.frozen(how, graceUsedNanos: graceUsed, extensions: grace.extensions, outcome)
@@ -528,7 +528,7 @@ package struct AppLifecycle: Sendable {
     /// a resume would answer "nothing to do" while it stayed frozen.
     private mutating func frozenOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .active = phase else { return }
-        phase = .suspended
+        phase = .suspended(compacted: false)
         watchdogDeadline = nil  // paused, as in a suspend
         setState(.suspended, now)
         var e = event(.freeze, from: .active, to: .suspended, "frozen outside icebox (\(how)): it was not told", now)
@@ -564,12 +564,12 @@ package struct AppLifecycle: Sendable {
                         waiter: waiter, line: LifecycleText.step(name, from: .background, to: .active, text.line), failed: false, event: e))
             }
             fx.append(.persist)
-        case .suspended:
-            phase = .thawing(start: now.monotonicNanos, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)])
+        case .suspended(let compacted):
+            phase = .thawing(start: now.monotonicNanos, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)], compacted: compacted)
             fx.append(.thaw(deadline: now.plus(freezeTimeout)))
-        case .thawing(let start, var waiters):
+        case .thawing(let start, var waiters, let compacted):
             waiters.append(ThawWaiter(id: waiter, waitReady: waitReady))
-            phase = .thawing(start: start, waiters: waiters)
+            phase = .thawing(start: start, waiters: waiters, compacted: compacted)
         case .ending, .cleaningUp, .ended:
             if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
         }
@@ -583,14 +583,13 @@ package struct AppLifecycle: Sendable {
     }
 
     private mutating func thawed(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
-        guard case .thawing(let start, let waiters) = phase else { return }
+        guard case .thawing(let start, let waiters, let compacted) = phase else { return }
         phase = .active
         resumedAt = start
         record.lastThawNanos = outcome.durationNanos
         setState(.active, now)
         armWatchdog(now)
-        let text = LifecycleText.thawed(outcome, foreground: foregroundSignal(&fx), afterCompaction: compactedWhileSuspended)
-        compactedWhileSuspended = false
+        let text = LifecycleText.thawed(outcome, foreground: foregroundSignal(&fx), afterCompaction: compacted)
         var e = event(.thaw, from: .suspended, to: .active, duration: outcome.durationNanos, text, now)
         e.backend = outcome.backend
         e.tasks = outcome.tasks
@@ -610,8 +609,8 @@ package struct AppLifecycle: Sendable {
     }
 
     private mutating func thawFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
-        guard case .thawing(_, let waiters) = phase else { return }
-        phase = .suspended
+        guard case .thawing(_, let waiters, let compacted) = phase else { return }
+        phase = .suspended(compacted: compacted)
         fx.append(.log(event(.error, LifecycleText.thawFailed(why), now)))
         for w in waiters {
             if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .thawFailed(why)), failed: true)) }
@@ -753,7 +752,7 @@ package struct AppLifecycle: Sendable {
             return false
         case .suspended:
             return true
-        case .thawing(_, let waiters):
+        case .thawing(_, let waiters, _):
             // The thaw in flight goes on; its confirmation no longer matters.
             for w in waiters {
                 if let id = w.id {
@@ -831,7 +830,7 @@ package struct AppLifecycle: Sendable {
         case .cleaningUp, .ended: return
         case .freezing: fx.append(.cancelFreeze)
         case .launching: fx.append(.stopProbe)
-        case .thawing(_, let waiters):
+        case .thawing(_, let waiters, _):
             for w in waiters {
                 if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedDuringThaw), failed: true)) }
             }

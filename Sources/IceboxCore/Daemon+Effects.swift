@@ -189,7 +189,7 @@ extension Daemon {
     /// nothing (ps, a resume, the log) goes on calling a running process suspended. Looked at
     /// when cgroup.events changes while the app is suspended and before a request about it.
     func noticeDeparture(_ app: LiveApp) {
-        guard app.lifecycle.phase == .suspended, app.operation == nil, let outside = mainProcessOutside(app) else { return }
+        guard case .suspended = app.lifecycle.phase, app.operation == nil, let outside = mainProcessOutside(app) else { return }
         apply(.leftCgroup(to: outside), to: app)
     }
 
@@ -198,7 +198,7 @@ extension Daemon {
     /// cgroup.events changes (cgroup2: at once) and before a suspend of an app recorded as
     /// suspended (every backend; the v1 freezer and SIGSTOP have no notification).
     func noticeOutsideThaw(_ app: LiveApp) {
-        guard app.lifecycle.phase == .suspended, app.operation == nil, !app.destroying else { return }
+        guard case .suspended = app.lifecycle.phase, app.operation == nil, !app.destroying else { return }
         // The request, not the frozen state: a task moved into a frozen cgroup makes it read
         // "frozen 0" until the kernel has frozen that task too.
         guard !app.freezer.freezeStarted() else { return }

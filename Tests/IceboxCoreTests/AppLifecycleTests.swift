@@ -454,7 +454,7 @@ struct AppLifecycleTests {
     @Test func anActiveAppFrozenOutsideIsSuspendedUntoldAndResumeThawsIt() {
         var l = Self.lifecycle(in: .active)
         let fx = l.handle(.frozenOutside(how: "its cgroup.freeze reads 1"), now: 5_000)
-        #expect(l.state == .suspended && l.phase == .suspended)
+        #expect(l.state == .suspended && l.phase == .suspended(compacted: false))
         #expect(l.record.sinceMonotonicNanos == 5_000)
         #expect(!fx.contains { if case .signal = $0 { return true } else { return false } }, "a frozen app cannot be told")
         #expect(fx.contains(.persist) && fx.contains(.frozen), "\(fx)")
@@ -1198,5 +1198,44 @@ struct AppLifecycleOutcomeTests {
             [(.terminate(waiter: nil, timeout: 10), 2_000), (.tick, 2_010), (.exited(nil), 3_000), (cleaned, 3_000)], adopted: true)
         #expect(end == .terminated(nil, by: .sigkill, since: 2_000) && e?.reason == "SIGKILL" && e?.exitStatus == nil)
         #expect(EndResult(name: "web", steps: [IceboxClient.Step(line: "", event: e)]).how == .sigkillAfterTimeout)
+    }
+}
+
+/// A compaction is a fact of one suspension (`Phase.suspended(compacted:)`): the resume that
+/// ends it says so, a failed thaw keeps it, and it goes with the phase when the app runs again
+/// some other way.
+@Suite("AppLifecycle: a compaction belongs to its suspension")
+struct CompactionInThePhaseTests {
+    static func thawLine(_ fx: [LifecycleEffect]) -> String? {
+        fx.compactMap { if case .log(let e) = $0, e.kind == .thaw { return e.detail } else { return nil } }.first
+    }
+
+    @Test func theResumeAfterACompactionSaysSoOnceAndAFailedThawKeepsIt() {
+        var l = AppLifecycleTests.lifecycle(in: .suspended)
+        _ = l.handle(.compacted, now: 3_000)
+        #expect(l.phase == .suspended(compacted: true))
+        _ = l.handle(.resume(waiter: 1), now: 4_000)
+        _ = l.handle(.thawFailed("EBUSY"), now: 5_000)
+        #expect(l.phase == .suspended(compacted: true), "still the same suspension")
+        _ = l.handle(.resume(waiter: 2), now: 6_000)
+        var fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 7_000)
+        #expect(Self.thawLine(fx)?.hasSuffix("; first resume after a compaction") == true)
+        _ = l.handle(.suspend(waiter: nil, notice: nil, grace: 0), now: 8_000)
+        _ = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 9_000)
+        _ = l.handle(.resume(waiter: 3), now: 10_000)
+        fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 11_000)
+        #expect(Self.thawLine(fx)?.contains("compaction") == false, "said once")
+    }
+
+    @Test func aThawOutsideIceboxEndsTheSuspensionAndItsCompaction() {
+        var l = AppLifecycleTests.lifecycle(in: .suspended)
+        _ = l.handle(.compacted, now: 3_000)
+        _ = l.handle(.thawedOutside(how: "its cgroup.freeze reads 0"), now: 4_000)
+        _ = l.handle(.suspend(waiter: nil, notice: nil, grace: 0), now: 5_000)
+        _ = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 6_000)
+        #expect(l.phase == .suspended(compacted: false), "a new suspension, not compacted")
+        _ = l.handle(.resume(waiter: 1), now: 7_000)
+        let fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 8_000)
+        #expect(Self.thawLine(fx)?.contains("compaction") == false)
     }
 }
