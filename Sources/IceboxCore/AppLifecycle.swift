@@ -12,7 +12,9 @@ package struct AppLifecycle: Sendable {
     package enum Phase: Sendable, Equatable {
         /// Inactive until ready (exec, notify, a probe); given up at the deadline.
         case launching(readyDeadline: UInt64?)
-        case active
+        /// Running; `resumedAt`: when the thaw that made it active began, until the app says
+        /// READY=1 again (its hot start, resume → ready).
+        case active(resumedAt: UInt64?)
         /// Notice sent (or not), the grace running; `victim`: chosen by the policy, evicted
         /// once frozen.
         case background(Grace, victim: Victim?)
@@ -54,8 +56,6 @@ package struct AppLifecycle: Sendable {
     /// Re-adopted after a daemon restart: not our child, so its exit status cannot be known.
     package let adopted: Bool
     package private(set) var launchStart: UInt64
-    /// When the last thaw began, until the app says READY=1 again (resume → ready).
-    package private(set) var resumedAt: UInt64?
     package private(set) var resumeReadyDeadline: UInt64?
     /// When an active app's next WATCHDOG=1 is due; nil when the watchdog is off or paused
     /// (background, suspended: a frozen app cannot ping, systemd users hit exactly that).
@@ -116,7 +116,7 @@ package struct AppLifecycle: Sendable {
             phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline), victim: nil)
         case .suspended: phase = .suspended(compacted: false)
         default:
-            phase = .active
+            phase = .active(resumedAt: nil)
             armWatchdog(now)
         }
     }
@@ -267,7 +267,7 @@ package struct AppLifecycle: Sendable {
         guard case .launching = phase else { return }
         let cold = now.since(launchStart)
         record.coldStartNanos = cold
-        phase = .active
+        phase = .active(resumedAt: nil)
         setState(.active, now)
         armWatchdog(now)
         fx.append(.stopProbe)
@@ -332,10 +332,10 @@ package struct AppLifecycle: Sendable {
             if case .notify = record.options.ready { becomeActive(now, &fx) }
         case .background:
             endGrace(.ready, now, &fx)
-        case .active:
+        case .active(let resumedAt):
             // The hot start as the app sees it: thaw → the app says it is ready again.
             guard let resumed = resumedAt else { return }
-            resumedAt = nil
+            phase = .active(resumedAt: nil)
             resumeReadyDeadline = nil
             let took = now.since(resumed)
             let text = LifecycleText.hotStart(took)
@@ -467,7 +467,7 @@ package struct AppLifecycle: Sendable {
     private mutating func freezeFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .freezing(_, _, let victim) = phase else { return }
         // The freezer rolled back: the app runs, and says so.
-        phase = .active
+        phase = .active(resumedAt: nil)
         setState(.active, now)
         armWatchdog(now)
         fx.append(.log(event(.error, from: .background, to: .active, LifecycleText.freezeFailed(why), now)))
@@ -488,7 +488,7 @@ package struct AppLifecycle: Sendable {
         let moved = "pid \(record.pid) left the app's cgroup for \(to)"
         switch phase {
         case .suspended:
-            phase = .active
+            phase = .active(resumedAt: nil)
             setState(.active, now)
             armWatchdog(now)
             var e = event(
@@ -512,7 +512,7 @@ package struct AppLifecycle: Sendable {
     /// "suspended", a later suspend would answer "nothing to do" while it ran.
     private mutating func thawedOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .suspended = phase else { return }
-        phase = .active
+        phase = .active(resumedAt: nil)
         setState(.active, now)
         armWatchdog(now)
         let fg = LifecycleText.foreground(foregroundSignal(&fx))
@@ -548,7 +548,7 @@ package struct AppLifecycle: Sendable {
         case .background, .freezing:
             // Back before the freeze: withdraw it (a freeze in flight is rolled back).
             if case .freezing = phase { fx.append(.cancelFreeze) }
-            phase = .active  // no longer the policy's victim either
+            phase = .active(resumedAt: nil)  // no longer the policy's victim either
             setState(.active, now)
             armWatchdog(now)
             for id in suspendWaiters {
@@ -584,8 +584,7 @@ package struct AppLifecycle: Sendable {
 
     private mutating func thawed(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .thawing(let start, let waiters, let compacted) = phase else { return }
-        phase = .active
-        resumedAt = start
+        phase = .active(resumedAt: start)
         record.lastThawNanos = outcome.durationNanos
         setState(.active, now)
         armWatchdog(now)

@@ -223,7 +223,7 @@ extension Daemon {
     /// else (a terminal's ^Z) is theirs to continue, and the signal backend leaves it stopped
     /// (SignalFreezer).
     func noticeOutsideFreeze(_ app: LiveApp) {
-        guard app.lifecycle.phase == .active, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
+        guard case .active = app.lifecycle.phase, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
         // Both: the request (not only an ancestor's freeze, which no resume of ours undoes)
         // and the kernel's confirmation (not a freeze still under way).
         guard app.freezer.freezeStarted(), app.freezer.isFrozen() else { return }

@@ -404,7 +404,7 @@ struct AppLifecycleTests {
     @Test func suspendedAppWhoseMainProcessLeftItsCgroupIsActiveAndTheRestThawed() {
         var l = Self.lifecycle(in: .suspended)
         let fx = l.handle(.leftCgroup(to: "/sys/fs/cgroup/other"), now: 5_000)
-        #expect(l.state == .active && l.phase == .active)
+        #expect(l.state == .active && l.phase == .active(resumedAt: nil))
         #expect(l.record.sinceMonotonicNanos == 5_000)
         #expect(fx.contains(.thawRemainder) && fx.contains(.persist))
         let event = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
@@ -441,7 +441,7 @@ struct AppLifecycleTests {
         var l = Self.lifecycle(in: .suspended)
         l.update { $0.options.foregroundSignal = SIGUSR2 }
         let fx = l.handle(.thawedOutside(how: "its cgroup.freeze reads 0"), now: 5_000)
-        #expect(l.state == .active && l.phase == .active)
+        #expect(l.state == .active && l.phase == .active(resumedAt: nil))
         #expect(l.record.sinceMonotonicNanos == 5_000)
         #expect(fx.contains(.signal(SIGUSR2)), "told it is in the foreground, as a resume would: \(fx)")
         #expect(fx.contains(.persist))
@@ -1053,7 +1053,7 @@ struct EndingAcrossACrashTests {
 
     @Test func resumeEndingOutsideAnEndingDoesNothing() {
         var l = AppLifecycleTests.lifecycle(in: .active)
-        #expect(l.handle(.resumeEnding(frozen: true), now: 5_000).isEmpty && l.phase == .active)
+        #expect(l.handle(.resumeEnding(frozen: true), now: 5_000).isEmpty && l.phase == .active(resumedAt: nil))
     }
 
     @Test func anAdoptedLaunchKeepsItsReadyDeadline() {
@@ -1237,5 +1237,32 @@ struct CompactionInThePhaseTests {
         _ = l.handle(.resume(waiter: 1), now: 7_000)
         let fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 8_000)
         #expect(Self.thawLine(fx)?.contains("compaction") == false)
+    }
+}
+
+/// The hot start (thaw → READY=1) is timed from the thaw that made the app active: the time
+/// is the active phase's own (`Phase.active(resumedAt:)`), gone once the app leaves it.
+@Suite("AppLifecycle: a hot start belongs to its thaw")
+struct HotStartInThePhaseTests {
+    @Test func aHotStartIsTimedFromItsThawAndNotFromAnOlderOne() {
+        var l = AppLifecycleTests.lifecycle(in: .suspended)
+        _ = l.handle(.resume(waiter: nil), now: 10_000)
+        _ = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 20_000)
+        #expect(l.phase == .active(resumedAt: 10_000))
+        // Suspended again before its READY=1, and resumed in that grace: no thaw this time.
+        _ = l.handle(.suspend(waiter: nil, notice: AppLifecycleTests.usr1), now: 30_000)
+        _ = l.handle(.resume(waiter: nil), now: 40_000)
+        #expect(l.phase == .active(resumedAt: nil))
+        let fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 50_000)
+        #expect(
+            !fx.contains { if case .log(let e) = $0 { return e.kind == .ready } else { return false } },
+            "no hot start of a thaw two steps back")
+        // A thaw, then READY=1: timed from that thaw's start.
+        _ = l.handle(.suspend(waiter: nil, notice: nil, grace: 0), now: 60_000)
+        _ = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 70_000)
+        _ = l.handle(.resume(waiter: nil), now: 80_000)
+        _ = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 90_000)
+        let ready = AppLifecycleInstantTests.logged(l.handle(.notify(NotifyMessage.parse("READY=1")), now: 95_000)).first
+        #expect(ready?.kind == .ready && ready?.durationNanos == 15_000 && ready?.reason == "READY=1")
     }
 }
