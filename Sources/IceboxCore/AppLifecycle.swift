@@ -12,24 +12,37 @@ package struct AppLifecycle: Sendable {
     package enum Phase: Sendable, Equatable {
         /// Inactive until ready (exec, notify, a probe); given up at the deadline.
         case launching(readyDeadline: UInt64?)
-        case active
-        /// Notice sent (or not), the grace running.
-        case background(Grace)
-        /// The grace is over; the kernel is freezing the app.
-        case freezing(grace: Grace, reason: String)
-        case suspended
-        /// The kernel is thawing the app.
-        case thawing(start: UInt64, waiters: [ThawWaiter])
-        /// SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed without notice.
-        case ending(Ending, killDeadline: UInt64?)
-        /// The main process is gone; what is left is being killed and the cgroups removed.
-        case cleaningUp(final: AppState, termination: Termination?)
-        case ended
+        /// Running; `resumedAt`: when the thaw that made it active began, until the app says
+        /// READY=1 again (its hot start, resume → ready).
+        case active(resumedAt: UInt64?)
+        /// Notice sent (or not), the grace running; `victim`: chosen by the policy, evicted
+        /// once frozen.
+        case background(Grace, victim: Victim?)
+        /// The grace is over (how: `ended`); the kernel is freezing the app (a `victim` is
+        /// evicted once frozen, or at once if the freeze fails).
+        case freezing(grace: Grace, ended: GraceEnding, victim: Bool)
+        /// Frozen; `compacted`: its memory was reclaimed since (its next resume says so).
+        case suspended(compacted: Bool)
+        /// The kernel is thawing the app (`compacted`: as it was suspended, kept if the thaw fails).
+        case thawing(start: UInt64, waiters: [ThawWaiter], compacted: Bool)
+        /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed
+        /// without notice.
+        case ending(Ending, since: UInt64, killDeadline: UInt64?)
+        /// The main process is gone (why: the payload); what is left is being killed and the
+        /// cgroups removed.
+        case cleaningUp(AppEnd)
+        case ended(AppEnd)
     }
 
     /// How an app is being ended; kept in its record (`AppRecord.endIntent`) while it is.
     package enum Ending: String, Sendable, Equatable, Codable {
         case terminate, evict
+    }
+
+    /// The policy's victim in its grace: its EXTEND_TIMEOUT_USEC messages are refused (the
+    /// first is logged).
+    package struct Victim: Sendable, Equatable {
+        package var extensionsRefused = 0
     }
 
     package struct ThawWaiter: Sendable, Equatable {
@@ -43,20 +56,7 @@ package struct AppLifecycle: Sendable {
     /// Re-adopted after a daemon restart: not our child, so its exit status cannot be known.
     package let adopted: Bool
     package private(set) var launchStart: UInt64
-    /// When the ending (terminate or evict) began.
-    package private(set) var endStart: UInt64 = 0
-    /// A terminate whose time-out passed: SIGKILL was sent (the end event's reason says so).
-    private var killedAfterTimeout = false
-    /// The suspend the lifecycle is in before it ended (for "killed while suspended").
-    private var stateBeforeEnd: AppState?
-    /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
-    package private(set) var pendingEviction = false
-    /// EXTEND_TIMEOUT_USEC messages a policy victim sent, all refused (the first is logged).
-    private var victimExtensionsRefused = 0
-    /// When the last thaw began, until the app says READY=1 again (resume → ready).
-    package private(set) var resumedAt: UInt64?
     package private(set) var resumeReadyDeadline: UInt64?
-    package private(set) var compactedWhileSuspended = false
     /// When an active app's next WATCHDOG=1 is due; nil when the watchdog is off or paused
     /// (background, suspended: a frozen app cannot ping, systemd users hit exactly that).
     package private(set) var watchdogDeadline: UInt64?
@@ -92,7 +92,7 @@ package struct AppLifecycle: Sendable {
 
     /// An app re-adopted after a daemon restart, in the state the kernel says it is in.
     /// A grace under way runs on to its recorded deadline.
-    package init(adopting record: AppRecord, now: UInt64) {
+    package init(adopting record: AppRecord, now: Instant) {
         self.record = record
         self.adopted = true
         self.launchStart = record.launchStartNanos
@@ -100,23 +100,23 @@ package struct AppLifecycle: Sendable {
         if let how = record.endIntent {
             // A terminate or eviction the last daemon began: it goes on to its recorded kill
             // deadline (an eviction's is at once); `.resumeEnding` does what may be undone.
-            endStart = record.endStartNanos ?? now
-            stateBeforeEnd = record.state
-            phase = .ending(how, killDeadline: how == .evict ? nil : record.killDeadlineNanos ?? now)
+            let since = record.endStartNanos ?? now.monotonicNanos
+            phase = .ending(how, since: since, killDeadline: how == .evict ? nil : record.killDeadlineNanos ?? now.monotonicNanos)
             return
         }
         switch record.state {
         case .launching:
             let ready =
-                record.options.ready == .exec ? nil : max(record.launchStartNanos.saturatingAdd(record.options.readyTimeoutNanos), now)
+                record.options.ready == .exec
+                ? nil : max(record.launchStartNanos.saturatingAdd(record.options.readyTimeoutNanos), now.monotonicNanos)
             phase = .launching(readyDeadline: ready)
         case .background:
-            let start = record.graceStartNanos ?? now
-            let deadline = record.graceDeadlineNanos ?? now
-            phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline))
-        case .suspended: phase = .suspended
+            let start = record.graceStartNanos ?? now.monotonicNanos
+            let deadline = record.graceDeadlineNanos ?? now.monotonicNanos
+            phase = .background(Grace(start: start, deadline: deadline, cap: record.graceCapNanos ?? deadline), victim: nil)
+        case .suspended: phase = .suspended(compacted: false)
         default:
-            phase = .active
+            phase = .active(resumedAt: nil)
             armWatchdog(now)
         }
     }
@@ -132,14 +132,30 @@ package struct AppLifecycle: Sendable {
         }
     }
     package var isEvicting: Bool {
-        if case .ending(.evict, _) = phase { return true }
-        if case .cleaningUp(.evicted, _) = phase { return true }
+        if case .ending(.evict, _, _) = phase { return true }
+        if case .cleaningUp(.evicted) = phase { return true }
         return false
+    }
+    /// When the terminate or eviction began (monotonic), once one has; 0 before.
+    package var endStart: UInt64 {
+        switch phase {
+        case .ending(_, let since, _): return since
+        case .cleaningUp(let end), .ended(let end): return end.since ?? 0
+        default: return 0
+        }
     }
     package var grace: Grace? {
         switch phase {
-        case .background(let g), .freezing(let g, _): return g
+        case .background(let g, _), .freezing(let g, _, _): return g
         default: return nil
+        }
+    }
+    /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
+    package var pendingEviction: Bool {
+        switch phase {
+        case .background(_, let victim): return victim != nil
+        case .freezing(_, _, let victim): return victim
+        default: return false
         }
     }
 
@@ -148,8 +164,8 @@ package struct AppLifecycle: Sendable {
         let d = resumeReadyDeadline.earlier(watchdogDeadline).earlier(repeats.dueAt)
         switch phase {
         case .launching(let ready): return d.earlier(ready)
-        case .background(let grace): return d.earlier(grace.deadline)
-        case .ending(_, let kill): return d.earlier(kill)
+        case .background(let grace, _): return d.earlier(grace.deadline)
+        case .ending(_, _, let kill): return d.earlier(kill)
         default: return d
         }
     }
@@ -159,7 +175,7 @@ package struct AppLifecycle: Sendable {
     package var persistentRecord: AppRecord {
         var r = record
         r.launchStartNanos = launchStart
-        if case .background(let g) = phase {
+        if case .background(let g, _) = phase {
             r.graceStartNanos = g.start
             r.graceDeadlineNanos = g.deadline
             r.graceCapNanos = g.cap
@@ -171,14 +187,14 @@ package struct AppLifecycle: Sendable {
         // A terminate or eviction under way, with its SIGKILL deadline: a daemon that takes
         // over after a crash kills the app then, rather than adopting it as if nothing began.
         switch phase {
-        case .ending(let how, let kill):
+        case .ending(let how, let since, let kill):
             r.endIntent = how
-            r.endStartNanos = endStart
-            r.killDeadlineNanos = how == .evict ? endStart : kill ?? endStart
-        case .cleaningUp(let final, _) where final != .exited:
-            r.endIntent = final == .evicted ? .evict : .terminate
-            r.endStartNanos = endStart
-            r.killDeadlineNanos = endStart
+            r.endStartNanos = since
+            r.killDeadlineNanos = how == .evict ? since : kill ?? since
+        case .cleaningUp(let end) where end.since != nil:
+            r.endIntent = end.state == .evicted ? .evict : .terminate
+            r.endStartNanos = end.since
+            r.killDeadlineNanos = end.since
         default:
             r.endIntent = nil
             r.endStartNanos = nil
@@ -196,7 +212,7 @@ package struct AppLifecycle: Sendable {
     // MARK: Transitions
 
     /// Takes one input at `now`; returns what must be done, in order, its events first.
-    package mutating func handle(_ input: LifecycleInput, now: UInt64) -> [LifecycleEffect] {
+    package mutating func handle(_ input: LifecycleInput, now: Instant) -> [LifecycleEffect] {
         var fx: [LifecycleEffect] = []
         switch input {
         case .ready: becomeActive(now, &fx)
@@ -213,7 +229,7 @@ package struct AppLifecycle: Sendable {
         case .thawFailed(let why): thawFailed(why, now, &fx)
         case .exited(let termination): exited(termination, now, &fx)
         case .cleanedUp(let leftovers, let problems): cleanedUp(leftovers, problems, now, &fx)
-        case .compacted: if case .suspended = phase { compactedWhileSuspended = true }
+        case .compacted: if case .suspended = phase { phase = .suspended(compacted: true) }
         case .leftCgroup(let to): leftCgroup(to, now, &fx)
         case .thawedOutside(let how): thawedOutside(how, now, &fx)
         case .frozenOutside(let how): frozenOutside(how, now, &fx)
@@ -234,24 +250,24 @@ package struct AppLifecycle: Sendable {
     /// Records STATUS=, the last compaction and similar facts the lifecycle only keeps.
     package mutating func update(_ change: (inout AppRecord) -> Void) { change(&record) }
 
-    private mutating func setState(_ state: AppState, _ now: UInt64) {
+    private mutating func setState(_ state: AppState, _ now: Instant) {
         record.state = state
-        record.sinceMonotonicNanos = now
-        record.sinceWall = Clock.rfc3339(wallNanos: Clock.wallNanos())
+        record.sinceMonotonicNanos = now.monotonicNanos
+        record.sinceWall = now.rfc3339
     }
 
     private func event(
-        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, _ detail: String, _ now: UInt64
+        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, _ detail: String, _ now: Instant
     ) -> Event {
-        Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, now: now)
+        Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, at: now)
     }
 
     // Launching → Active.
-    private mutating func becomeActive(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func becomeActive(_ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .launching = phase else { return }
-        let cold = now.saturatingSub(launchStart)
+        let cold = now.since(launchStart)
         record.coldStartNanos = cold
-        phase = .active
+        phase = .active(resumedAt: nil)
         setState(.active, now)
         armWatchdog(now)
         fx.append(.stopProbe)
@@ -266,18 +282,18 @@ package struct AppLifecycle: Sendable {
         fx.append(.launched)
     }
 
-    private mutating func notify(_ message: NotifyMessage, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func notify(_ message: NotifyMessage, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         // What an app can repeat without end writes a line at most once a second and its
         // record at most every 250 ms (NotifyRepeats); the rest is counted, then summarised.
         if let status = message.status {
             record.statusText = status
-            if repeats.recordChanged(now: now, status: true) { fx.append(.persist) }
+            if repeats.recordChanged(now: now.monotonicNanos, status: true) { fx.append(.persist) }
         }
-        if message.stopping, repeats.line(.stopping, now: now) { fx.append(.log(event(.notify, "STOPPING=1", now))) }
+        if message.stopping, repeats.line(.stopping, now: now.monotonicNanos) { fx.append(.log(event(.notify, "STOPPING=1", now))) }
         if let interval = message.watchdogNanos, interval > 0 {
             // 1 µs would have the watchdog fire on every turn of the loop.
             watchdogInterval = max(interval, LaunchOptions.leastWatchdogNanos)
-            if interval < LaunchOptions.leastWatchdogNanos, repeats.line(.watchdogInterval, now: now) {
+            if interval < LaunchOptions.leastWatchdogNanos, repeats.line(.watchdogInterval, now: now.monotonicNanos) {
                 let asked = DurationText.format(interval), least = DurationText.format(LaunchOptions.leastWatchdogNanos)
                 fx.append(.log(event(.watchdog, "WATCHDOG_USEC asks for \(asked), below the least interval: \(least) it is", now)))
             }
@@ -285,22 +301,23 @@ package struct AppLifecycle: Sendable {
         }
         if message.watchdogPing, case .active = phase { armWatchdog(now) }
         if message.watchdogTrigger, case .active = phase { watchdogFired(now, &fx, triggered: true) }
-        if message.extendNanos != nil, case .background(let grace) = phase, pendingEviction {
+        if message.extendNanos != nil, case .background(let grace, var victim?) = phase {
             // The policy's victim: its grace is --eviction-grace and no more (the cut also
             // lowered its cap), or it could hold off its own eviction, and every other one
             // behind it, up to --max-grace. Said once.
-            victimExtensionsRefused += 1
-            if victimExtensionsRefused == 1 {
-                let left = DurationText.format(grace.deadline.saturatingSub(now))
+            victim.extensionsRefused += 1
+            phase = .background(grace, victim: victim)
+            if victim.extensionsRefused == 1 {
+                let left = DurationText.format(grace.deadline.saturatingSub(now.monotonicNanos))
                 var e = event(.grace, "EXTEND_TIMEOUT_USEC ignored: chosen for eviction, the grace ends in \(left) as it was", now)
                 e.graceNanos = grace.length
                 fx.append(.log(e))
             }
-        } else if let extra = message.extendNanos, case .background(var grace) = phase {
-            let capped = grace.extend(by: extra, now: now)
-            phase = .background(grace)
-            if repeats.recordChanged(now: now, status: false) { fx.append(.persist) }
-            if repeats.line(.extend, now: now) {
+        } else if let extra = message.extendNanos, case .background(var grace, nil) = phase {
+            let capped = grace.extend(by: extra, now: now.monotonicNanos)
+            phase = .background(grace, victim: nil)
+            if repeats.recordChanged(now: now.monotonicNanos, status: false) { fx.append(.persist) }
+            if repeats.line(.extend, now: now.monotonicNanos) {
                 var e = event(
                     .grace,
                     "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(grace.length)) in all\(capped ? " (capped by --max-grace)" : "")",
@@ -314,18 +331,18 @@ package struct AppLifecycle: Sendable {
         case .launching:
             if case .notify = record.options.ready { becomeActive(now, &fx) }
         case .background:
-            endGrace(reason: "READY=1", now, &fx)
-        case .active:
+            endGrace(.ready, now, &fx)
+        case .active(let resumedAt):
             // The hot start as the app sees it: thaw → the app says it is ready again.
             guard let resumed = resumedAt else { return }
-            resumedAt = nil
+            phase = .active(resumedAt: nil)
             resumeReadyDeadline = nil
-            let took = now.saturatingSub(resumed)
-            let text = "hot start: resume → ready in \(DurationText.format(took)) (READY=1)"
+            let took = now.since(resumed)
+            let text = LifecycleText.hotStart(took)
             var e = event(.ready, duration: took, text, now)
             e.reason = "READY=1"
             fx.append(.log(e))
-            for id in resumeWaiters { fx.append(.settle(waiter: id, line: "\(name)  \(text)", failed: false, event: e)) }
+            for id in resumeWaiters { fx.append(.settle(waiter: id, line: LifecycleText.step(name, text), failed: false, event: e)) }
             resumeWaiters = []
         default:
             break
@@ -334,17 +351,17 @@ package struct AppLifecycle: Sendable {
 
     // Active → Background (notice, grace) → Suspended.
     private mutating func suspend(
-        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, _ now: UInt64,
+        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, _ now: Instant,
         _ fx: inout [LifecycleEffect]
     ) {
         switch phase {
         case .suspended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: "\(name)  already suspended (nothing to do)", failed: false)) }
+            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.nothingToDo(name, already: .suspended), failed: false)) }
         case .background, .freezing:
             if let waiter { suspendWaiters.append(waiter) }
         case .thawing:
             if let waiter {
-                fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being thawed; suspend it once it is active", failed: true))
+                fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .beingThawed), failed: true))
             }
         case .launching(let ready):
             // Refused, nothing done: an app not yet ready has no state to save on a notice,
@@ -361,114 +378,104 @@ package struct AppLifecycle: Sendable {
             // only its length decides, and --grace 0 freezes at once.
             let length = min(cap ?? .max, asked ?? record.options.graceNanos)
             // A grace cut by the policy (`cap`) is not extended past its cut.
-            let grace = Grace(now: now, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
-            phase = .background(grace)
-            let told: String
-            // The event's reason says which notice, as data (SuspendResult.Notice): the
-            // signal's name, or why none was sent.
-            let noticeReason: String
+            let grace = Grace(now: now.monotonicNanos, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
+            // A cap is the policy's cut: the app is its victim.
+            phase = .background(grace, victim: cap == nil ? nil : Victim())
+            let sent: NoticeSent
             if let notice {
                 fx.append(.signal(notice.signal))
-                told = "\(Signals.name(of: notice.signal)) sent (\(notice.why))"
-                noticeReason = Signals.name(of: notice.signal)
-            } else if record.options.backgroundSignal == NoticeSignal.none {
-                told = "no notice (--background-signal none)"
-                noticeReason = "none"
+                sent = .signal(notice.signal, why: notice.why)
             } else {
-                told = "no notice (the app has no SIGUSR1 handler)"
-                noticeReason = "no-handler"
+                sent = record.options.backgroundSignal == NoticeSignal.none ? .disabled : .noHandler
             }
-            let text = "\(told); " + (length == 0 ? "grace 0: freezing at once" : "grace \(DurationText.format(length))")
+            let text = LifecycleText.notice(sent, graceNanos: length)
             var e = event(.notice, from: from, to: .background, text, now)
             e.graceNanos = grace.length
-            e.reason = noticeReason
+            // Which notice, as data (SuspendResult.Notice): the signal's name, or why none was sent.
+            e.reason = sent.reason
             fx.append(.log(e))
             for id in suspendWaiters {
-                fx.append(.report(waiter: id, line: "\(name)  \(from.rawValue) → background  \(text)", failed: false, event: e))
+                fx.append(.report(waiter: id, line: LifecycleText.step(name, from: from, to: .background, text), failed: false, event: e))
             }
             guard length > 0 else {
-                endGrace(reason: "grace 0", now, &fx)
+                endGrace(.zero, now, &fx)
                 return
             }
             fx.append(.persist)  // the grace deadline survives a daemon crash
         case .ending, .cleaningUp, .ended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is being stopped; not suspending it", failed: true)) }
+            if let waiter {
+                fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .beingStopped(suspending: true)), failed: true))
+            }
         }
     }
 
     /// "web is still launching (waiting for READY=1, 4.5s left); try again when it is active"
-    private func stillLaunching(_ readyDeadline: UInt64?, _ now: UInt64) -> String {
+    private func stillLaunching(_ readyDeadline: UInt64?, _ now: Instant) -> String {
         let what: String
         switch record.options.ready {
         case .notify: what = "waiting for READY=1"
         case .exec: what = "waiting for its exec"
         default: what = "waiting for --ready \(record.options.ready)"
         }
-        let left = readyDeadline.map { ", \(DurationText.format($0.saturatingSub(now))) left" } ?? ""
+        let left = readyDeadline.map { ", \(DurationText.format($0.saturatingSub(now.monotonicNanos))) left" } ?? ""
         return "\(name) is still launching (\(what)\(left)); try again when it is active"
     }
 
     /// A launch that will never be ready (the app is being ended first): its clients hear why
     /// now, as failed, and wait on for the end so that nothing is left when they return.
-    private mutating func abandonLaunch(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func abandonLaunch(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .launching = phase else { return }
         for id in launchWaiters {
-            fx.append(.report(waiter: id, line: "icebox: \(name) \(why)", failed: true))
+            fx.append(.report(waiter: id, line: LifecycleText.failure(name, .launchAbandoned(why)), failed: true))
             endWaiters.append(id)
         }
         launchWaiters = []
     }
 
     /// The grace is over (READY=1, expired, no notice): ask the kernel to freeze.
-    private mutating func endGrace(reason: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .background(let grace) = phase else { return }
-        phase = .freezing(grace: grace, reason: reason)
-        fx.append(.freeze(deadline: now.saturatingAdd(freezeTimeout)))
+    private mutating func endGrace(_ how: GraceEnding, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .background(let grace, let victim) = phase else { return }
+        phase = .freezing(grace: grace, ended: how, victim: victim != nil)
+        fx.append(.freeze(deadline: now.plus(freezeTimeout)))
     }
 
-    private mutating func frozen(_ outcome: FreezeOutcome, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .freezing(let grace, let reason) = phase else { return }
-        let graceUsed = now.saturatingSub(grace.start).saturatingSub(outcome.durationNanos)
-        phase = .suspended
+    private mutating func frozen(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .freezing(let grace, let how, let victim) = phase else { return }
+        let graceUsed = now.since(grace.start).saturatingSub(outcome.durationNanos)
+        phase = .suspended(compacted: false)
         record.lastFreezeNanos = outcome.durationNanos
         setState(.suspended, now)
-        let extended = grace.extensions > 0 ? ", extended \(grace.extensions)×" : ""
-        let unit = outcome.backend == .signal ? "thread" : "process"
-        let graceText =
-            reason == "grace 0" ? "no grace (grace 0)" : "grace ended after \(DurationText.format(graceUsed)) (\(reason)\(extended))"
-        let text =
-            "\(graceText), frozen in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue), \(outcome.tasks) \(unit)\(outcome.tasks == 1 ? "" : unit == "process" ? "es" : "s"))"
+        let text = LifecycleText.frozen(how, graceUsedNanos: graceUsed, extensions: grace.extensions, outcome)
         var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
-        e.reason = reason
+        e.reason = how.rawValue
         e.backend = outcome.backend
         e.tasks = outcome.tasks
         e.graceNanos = graceUsed
         fx.append(.log(e))
         for id in suspendWaiters {
-            fx.append(.settle(waiter: id, line: "\(name)  background → suspended  \(text)", failed: false, event: e))
+            fx.append(.settle(waiter: id, line: LifecycleText.step(name, from: .background, to: .suspended, text), failed: false, event: e))
         }
         suspendWaiters = []
         fx.append(.persist)
-        if pendingEviction {
+        if victim {
             evict(nil, now, &fx)
         } else {
             fx.append(.frozen)
         }
     }
 
-    private mutating func freezeFailed(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .freezing = phase else { return }
+    private mutating func freezeFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .freezing(_, _, let victim) = phase else { return }
         // The freezer rolled back: the app runs, and says so.
-        phase = .active
+        phase = .active(resumedAt: nil)
         setState(.active, now)
         armWatchdog(now)
-        let text = "freeze failed: \(why)"
-        fx.append(.log(event(.error, from: .background, to: .active, text, now)))
-        for id in suspendWaiters { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) }
+        fx.append(.log(event(.error, from: .background, to: .active, LifecycleText.freezeFailed(why), now)))
+        for id in suspendWaiters { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .freezeFailed(why)), failed: true)) }
         suspendWaiters = []
         fx.append(.persist)
         // A policy victim goes even if it could not be frozen: killing needs no freeze.
-        if pendingEviction { evict(nil, now, &fx) }
+        if victim { evict(nil, now, &fx) }
     }
 
     /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it
@@ -477,11 +484,11 @@ package struct AppLifecycle: Sendable {
     /// a later suspend starts from a running app. Freezing: the freeze could not hold the main
     /// process, so it fails and is rolled back. Other phases: nothing is claimed that this
     /// changes (a running app runs; an ending one is killed through its pidfd wherever it is).
-    private mutating func leftCgroup(_ to: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func leftCgroup(_ to: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         let moved = "pid \(record.pid) left the app's cgroup for \(to)"
         switch phase {
         case .suspended:
-            phase = .active
+            phase = .active(resumedAt: nil)
             setState(.active, now)
             armWatchdog(now)
             var e = event(
@@ -503,12 +510,12 @@ package struct AppLifecycle: Sendable {
     /// runs, so it is active, and told so as a resume would (its foreground signal); only a
     /// suspended app can be, since an operation under way reads the kernel itself. Left as
     /// "suspended", a later suspend would answer "nothing to do" while it ran.
-    private mutating func thawedOutside(_ how: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func thawedOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .suspended = phase else { return }
-        phase = .active
+        phase = .active(resumedAt: nil)
         setState(.active, now)
         armWatchdog(now)
-        let fg = foregroundSignal(&fx)
+        let fg = LifecycleText.foreground(foregroundSignal(&fx))
         var e = event(.thaw, from: .suspended, to: .active, "thawed outside icebox (\(how)): the app runs\(fg)", now)
         e.reason = "outside"
         fx.append(.log(e))
@@ -519,9 +526,9 @@ package struct AppLifecycle: Sendable {
     /// active app no longer runs, so it is suspended, as if icebox had frozen it with no
     /// notice, and the policy's follow-ups apply; `icebox resume` thaws it. Left as "active",
     /// a resume would answer "nothing to do" while it stayed frozen.
-    private mutating func frozenOutside(_ how: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func frozenOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .active = phase else { return }
-        phase = .suspended
+        phase = .suspended(compacted: false)
         watchdogDeadline = nil  // paused, as in a suspend
         setState(.suspended, now)
         var e = event(.freeze, from: .active, to: .suspended, "frozen outside icebox (\(how)): it was not told", now)
@@ -532,66 +539,61 @@ package struct AppLifecycle: Sendable {
     }
 
     // Back to Active.
-    private mutating func resume(_ waiter: Int?, _ waitReady: Bool, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func resume(_ waiter: Int?, _ waitReady: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .active, .launching:
             if let waiter {
-                fx.append(.settle(waiter: waiter, line: "\(name)  already \(record.state.rawValue) (nothing to do)", failed: false))
+                fx.append(.settle(waiter: waiter, line: LifecycleText.nothingToDo(name, already: record.state), failed: false))
             }
         case .background, .freezing:
             // Back before the freeze: withdraw it (a freeze in flight is rolled back).
             if case .freezing = phase { fx.append(.cancelFreeze) }
-            phase = .active
-            pendingEviction = false
+            phase = .active(resumedAt: nil)  // no longer the policy's victim either
             setState(.active, now)
             armWatchdog(now)
             for id in suspendWaiters {
-                fx.append(.settle(waiter: id, line: "icebox: \(name) was resumed before it was frozen", failed: true))
+                fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .resumedBeforeFrozen), failed: true))
             }
             suspendWaiters = []
-            let fg = foregroundSignal(&fx)
-            let e = event(.resume, from: .background, to: .active, "resumed during its grace period; not frozen\(fg)", now)
+            let text = LifecycleText.resumedDuringGrace(foreground: foregroundSignal(&fx))
+            let e = event(.resume, from: .background, to: .active, text.detail, now)
             fx.append(.log(e))
             if let waiter {
                 fx.append(
                     .settle(
-                        waiter: waiter, line: "\(name)  background → active  resumed during its grace period\(fg)", failed: false,
-                        event: e))
+                        waiter: waiter, line: LifecycleText.step(name, from: .background, to: .active, text.line), failed: false, event: e))
             }
             fx.append(.persist)
-        case .suspended:
-            phase = .thawing(start: now, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)])
-            fx.append(.thaw(deadline: now.saturatingAdd(freezeTimeout)))
-        case .thawing(let start, var waiters):
+        case .suspended(let compacted):
+            phase = .thawing(start: now.monotonicNanos, waiters: [ThawWaiter(id: waiter, waitReady: waitReady)], compacted: compacted)
+            fx.append(.thaw(deadline: now.plus(freezeTimeout)))
+        case .thawing(let start, var waiters, let compacted):
             waiters.append(ThawWaiter(id: waiter, waitReady: waitReady))
-            phase = .thawing(start: start, waiters: waiters)
+            phase = .thawing(start: start, waiters: waiters, compacted: compacted)
         case .ending, .cleaningUp, .ended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: "icebox: \(name) is not running", failed: true)) }
+            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
         }
     }
 
-    private func foregroundSignal(_ fx: inout [LifecycleEffect]) -> String {
-        guard let sig = record.options.foregroundSignal else { return "" }
+    /// Sends the foreground signal, if the app has one; returns it.
+    private func foregroundSignal(_ fx: inout [LifecycleEffect]) -> Int32? {
+        guard let sig = record.options.foregroundSignal else { return nil }
         fx.append(.signal(sig))
-        return "; \(Signals.name(of: sig)) sent"
+        return sig
     }
 
-    private mutating func thawed(_ outcome: FreezeOutcome, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .thawing(let start, let waiters) = phase else { return }
-        phase = .active
-        resumedAt = start
+    private mutating func thawed(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .thawing(let start, let waiters, let compacted) = phase else { return }
+        phase = .active(resumedAt: start)
         record.lastThawNanos = outcome.durationNanos
         setState(.active, now)
         armWatchdog(now)
-        let fg = foregroundSignal(&fx)
-        let compacted = compactedWhileSuspended ? "; first resume after a compaction" : ""
-        compactedWhileSuspended = false
-        let text = "thawed in \(DurationText.format(outcome.durationNanos)) (\(outcome.backend.rawValue))\(fg)\(compacted)"
+        let text = LifecycleText.thawed(outcome, foreground: foregroundSignal(&fx), afterCompaction: compacted)
         var e = event(.thaw, from: .suspended, to: .active, duration: outcome.durationNanos, text, now)
         e.backend = outcome.backend
         e.tasks = outcome.tasks
         fx.append(.log(e))
-        let line = "\(name)  suspended → active  \(text)"
+        let line = LifecycleText.step(name, from: .suspended, to: .active, text)
         for w in waiters {
             guard let id = w.id else { continue }
             if w.waitReady, case .notify = record.options.ready {
@@ -605,25 +607,26 @@ package struct AppLifecycle: Sendable {
         fx.append(.persist)
     }
 
-    private mutating func thawFailed(_ why: String, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .thawing(_, let waiters) = phase else { return }
-        phase = .suspended
-        let text = "thaw failed: \(why)"
-        fx.append(.log(event(.error, text, now)))
-        for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name): \(text)", failed: true)) } }
+    private mutating func thawFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .thawing(_, let waiters, let compacted) = phase else { return }
+        phase = .suspended(compacted: compacted)
+        fx.append(.log(event(.error, LifecycleText.thawFailed(why), now)))
+        for w in waiters {
+            if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .thawFailed(why)), failed: true)) }
+        }
         fx.append(.persist)
     }
 
     // The watchdog.
 
-    private mutating func armWatchdog(_ now: UInt64) {
-        watchdogDeadline = watchdogInterval.map { now.saturatingAdd($0) }
+    private mutating func armWatchdog(_ now: Instant) {
+        watchdogDeadline = watchdogInterval.map { now.plus($0) }
     }
 
     /// An active app missed its WATCHDOG=1 (or asked to be treated as hung): logged, and
     /// acted on as `--watchdog-action` says. With `log` it is not logged again until the app
     /// pings again.
-    private mutating func watchdogFired(_ now: UInt64, _ fx: inout [LifecycleEffect], triggered: Bool) {
+    private mutating func watchdogFired(_ now: Instant, _ fx: inout [LifecycleEffect], triggered: Bool) {
         watchdogDeadline = nil
         let action = record.options.watchdogAction ?? .log
         let why =
@@ -636,7 +639,7 @@ package struct AppLifecycle: Sendable {
         case .log: what = "logged only (--watchdog-action log)"
         case .kill: what = "killing it (--watchdog-action kill)"
         case .restart:
-            switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now, limit: record.options.startLimit) {
+            switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now.monotonicNanos, limit: record.options.startLimit) {
             case .restart(let times):
                 restart = true
                 restartTimes = times
@@ -648,7 +651,7 @@ package struct AppLifecycle: Sendable {
         }
         // Logged only, it can fire again at once (WATCHDOG=trigger in a loop, or a ping
         // followed by a missed one): a line a second at most.
-        if action != .log || repeats.line(.watchdog, now: now) {
+        if action != .log || repeats.line(.watchdog, now: now.monotonicNanos) {
             var e = event(.watchdog, "\(why): \(what)", now)
             e.reason = triggered ? "WATCHDOG=trigger" : "timeout"
             fx.append(.log(e))
@@ -656,14 +659,13 @@ package struct AppLifecycle: Sendable {
         guard action != .log else { return }
         restartWhenEnded = restart
         _ = leaveForEnding(now, &fx)
-        endStart = now
-        phase = .ending(.terminate, killDeadline: nil)
+        phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: nil)
         fx.append(.killAll)
     }
 
     /// The summary lines of what the app's repeated messages held back, for each kind whose
     /// second has ended by `upTo`.
-    private mutating func summariseRepeats(upTo: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func summariseRepeats(upTo: UInt64, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         for (kind, count) in repeats.take(now: upTo) {
             let logged: EventKind
             switch kind {
@@ -681,13 +683,12 @@ package struct AppLifecycle: Sendable {
 
     /// SIGTERM to every process of the app (a frozen app is thawed first so it can act on
     /// it), then SIGKILL when the time-out passes.
-    private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         if let waiter { endWaiters.append(waiter) }
         guard !isEnding else { return }
         abandonLaunch("was terminated before it was ready (SIGTERM sent; SIGKILL after \(DurationText.format(timeout)))", now, &fx)
         let frozenNow = leaveForEnding(now, &fx)
-        endStart = now
-        phase = .ending(.terminate, killDeadline: now.saturatingAdd(timeout))
+        phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: now.plus(timeout))
         // Before the SIGTERM (`apply` writes first): the kill deadline survives a daemon crash.
         fx.append(.persist)
         if frozenNow { fx.append(.thawForTermination) }
@@ -697,18 +698,17 @@ package struct AppLifecycle: Sendable {
     }
 
     /// What memory pressure does: kill without any notice, reap, record the app as evicted.
-    private mutating func evict(_ waiter: Int?, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func evict(_ waiter: Int?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         if let waiter { endWaiters.append(waiter) }
         switch phase {
-        case .ending(.evict, _), .cleaningUp, .ended: return
-        case .ending(.terminate, _):
+        case .ending(.evict, _, _), .cleaningUp, .ended: return
+        case .ending(.terminate, let since, _):
             // A terminate under way becomes an eviction: killed now, recorded as evicted.
-            phase = .ending(.evict, killDeadline: nil)
+            phase = .ending(.evict, since: since, killDeadline: nil)
         default:
             abandonLaunch("was evicted before it was ready (killed without notice)", now, &fx)
             _ = leaveForEnding(now, &fx)
-            endStart = now
-            phase = .ending(.evict, killDeadline: nil)
+            phase = .ending(.evict, since: now.monotonicNanos, killDeadline: nil)
         }
         // Before the kill: a daemon killed in between leaves its successor the eviction to finish.
         fx.append(.persist)
@@ -721,27 +721,26 @@ package struct AppLifecycle: Sendable {
     /// have died in between, and a missing one would have the app SIGKILLed unwarned; an app
     /// already ending gets asked twice) and a frozen one thawed to act on it; past its
     /// deadline, or an eviction, it is killed now.
-    private mutating func resumeEnding(_ frozen: Bool, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .ending(let how, let kill) = phase else { return }
+    private mutating func resumeEnding(_ frozen: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .ending(let how, let endStart, let kill) = phase else { return }
         let began =
-            "a \(how == .evict ? "eviction" : "terminate") begun \(DurationText.format(now.saturatingSub(endStart))) ago, before a daemon restart"
-        if how == .terminate, let kill, kill > now {
+            "a \(how == .evict ? "eviction" : "terminate") begun \(DurationText.format(now.since(endStart))) ago, before a daemon restart"
+        if how == .terminate, let kill, kill > now.monotonicNanos {
             if frozen { fx.append(.thawForTermination) }
             fx.append(.signalMembers(SIGTERM))
-            fx.append(.log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now))", now)))
+            fx.append(
+                .log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now.monotonicNanos))", now)))
         } else {
-            phase = .ending(how, killDeadline: nil)
-            killedAfterTimeout = how == .terminate
+            phase = .ending(how, since: endStart, killDeadline: nil)
             let why = how == .evict ? "finishing it" : "its SIGKILL deadline has passed"
-            fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "\(began): \(why); SIGKILL", now)))
+            fx.append(.log(event(.terminate, duration: now.since(endStart), "\(began): \(why); SIGKILL", now)))
             fx.append(.killAll)
         }
     }
 
     /// Leaves the current phase for an ending: pending work is withdrawn and clients waiting
     /// for a state that will not come are told. Returns whether the app is (or may be) frozen.
-    private mutating func leaveForEnding(_ now: UInt64, _ fx: inout [LifecycleEffect]) -> Bool {
-        stateBeforeEnd = record.state
+    private mutating func leaveForEnding(_ now: Instant, _ fx: inout [LifecycleEffect]) -> Bool {
         watchdogDeadline = nil
         switch phase {
         case .launching:
@@ -752,9 +751,13 @@ package struct AppLifecycle: Sendable {
             return false
         case .suspended:
             return true
-        case .thawing(_, let waiters):
+        case .thawing(_, let waiters, _):
             // The thaw in flight goes on; its confirmation no longer matters.
-            for w in waiters { if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name) is being stopped", failed: true)) } }
+            for w in waiters {
+                if let id = w.id {
+                    fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .beingStopped(suspending: false)), failed: true))
+                }
+            }
             return true
         default:
             return false
@@ -762,18 +765,17 @@ package struct AppLifecycle: Sendable {
     }
 
     private mutating func policyVictim(
-        _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: UInt64, _ fx: inout [LifecycleEffect]
+        _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: Instant, _ fx: inout [LifecycleEffect]
     ) {
-        victimExtensionsRefused = 0  // chosen anew (after a resume withdrew it): said again
         switch phase {
         case .suspended, .thawing:
             evict(nil, now, &fx)
-        case .background(var g):
-            pendingEviction = true
-            g.cut(to: now.saturatingAdd(grace))
-            phase = .background(g)
-        case .freezing:
-            pendingEviction = true
+        case .background(var g, _):
+            g.cut(to: now.plus(grace))
+            // Chosen anew (after a resume withdrew it, say): a refused extension is said again.
+            phase = .background(g, victim: Victim())
+        case .freezing(let g, let how, _):
+            phase = .freezing(grace: g, ended: how, victim: true)
         case .launching:
             // Not ready yet, so no state to save: killed now, rather than frozen unready (a
             // resume in its grace would make it active without ever being ready).
@@ -781,27 +783,26 @@ package struct AppLifecycle: Sendable {
             evict(nil, now, &fx)
         case .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
-            pendingEviction = true
             suspend(nil, notice, length: nil, cap: grace, now, &fx)
         case .ending, .cleaningUp, .ended:
             break
         }
     }
 
-    private mutating func tick(_ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        summariseRepeats(upTo: now, now, &fx)
-        if repeats.recordWrite(now: now) { fx.append(.persist) }
-        if let d = watchdogDeadline, d <= now, case .active = phase { watchdogFired(now, &fx, triggered: false) }
-        if let d = resumeReadyDeadline, d <= now {
+    private mutating func tick(_ now: Instant, _ fx: inout [LifecycleEffect]) {
+        summariseRepeats(upTo: now.monotonicNanos, now, &fx)
+        if repeats.recordWrite(now: now.monotonicNanos) { fx.append(.persist) }
+        if let d = watchdogDeadline, d <= now.monotonicNanos, case .active = phase { watchdogFired(now, &fx, triggered: false) }
+        if let d = resumeReadyDeadline, d <= now.monotonicNanos {
             resumeReadyDeadline = nil
-            let line = "icebox: \(name) did not say READY=1 within \(DurationText.format(record.options.readyTimeoutNanos)) of its resume"
+            let line = LifecycleText.failure(name, .notReadyAfterResume(within: record.options.readyTimeoutNanos))
             for id in resumeWaiters { fx.append(.settle(waiter: id, line: line, failed: true)) }
             resumeWaiters = []
         }
         switch phase {
-        case .launching(let ready?) where ready <= now:
+        case .launching(let ready?) where ready <= now.monotonicNanos:
             phase = .launching(readyDeadline: nil)
-            let waited = now.saturatingSub(launchStart)
+            let waited = now.since(launchStart)
             let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
             let line = "\(name) \(why)"
             fx.append(.stopProbe)
@@ -810,12 +811,11 @@ package struct AppLifecycle: Sendable {
             // behind when the command returns.
             abandonLaunch(why, now, &fx)
             terminate(nil, 10_000_000_000, now, &fx)
-        case .background(let grace) where grace.deadline <= now:
-            endGrace(reason: "expired", now, &fx)
-        case .ending(let how, let kill?) where kill <= now:
-            phase = .ending(how, killDeadline: nil)
-            killedAfterTimeout = true
-            fx.append(.log(event(.terminate, duration: now.saturatingSub(endStart), "still running after the time-out; SIGKILL", now)))
+        case .background(let grace, _) where grace.deadline <= now.monotonicNanos:
+            endGrace(.expired, now, &fx)
+        case .ending(let how, let endStart, let kill?) where kill <= now.monotonicNanos:
+            phase = .ending(how, since: endStart, killDeadline: nil)
+            fx.append(.log(event(.terminate, duration: now.since(endStart), "still running after the time-out; SIGKILL", now)))
             fx.append(.killAll)
         default:
             break
@@ -824,73 +824,62 @@ package struct AppLifecycle: Sendable {
 
     /// The main process ended: whatever the phase, the rest of the app goes with it
     /// (systemd's KillMode=control-group).
-    private mutating func exited(_ termination: Termination?, _ now: UInt64, _ fx: inout [LifecycleEffect]) {
+    private mutating func exited(_ termination: Termination?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .cleaningUp, .ended: return
         case .freezing: fx.append(.cancelFreeze)
         case .launching: fx.append(.stopProbe)
-        case .thawing(_, let waiters):
+        case .thawing(_, let waiters, _):
             for w in waiters {
-                if let id = w.id { fx.append(.settle(waiter: id, line: "icebox: \(name) ended during its thaw", failed: true)) }
+                if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedDuringThaw), failed: true)) }
             }
         default: break
         }
-        let before = stateBeforeEnd ?? record.state
-        stateBeforeEnd = before
         watchdogDeadline = nil
-        let final: AppState
         switch phase {
-        case .ending(.evict, _): final = .evicted
-        case .ending(.terminate, _): final = .terminated
-        default: final = .exited
+        case .ending(.evict, let since, _):
+            // Killed by icebox: the main process's end is SIGKILL, whether or not it is ours to reap.
+            phase = .cleaningUp(.evicted(termination ?? .signaled(SIGKILL), since: since))
+        case .ending(.terminate, let since, let kill):
+            // SIGKILL once its kill deadline has been cleared: the time-out passed (or the
+            // watchdog killed it at once); before it, SIGTERM sufficed.
+            let by: EndSignal = kill == nil || termination == .signaled(SIGKILL) ? .sigkill : .sigterm
+            phase = .cleaningUp(.terminated(termination, by: by, since: since))
+        default:
+            phase = .cleaningUp(.exited(termination))
         }
-        phase = .cleaningUp(final: final, termination: termination)
         fx.append(.destroy)
     }
 
-    private mutating func cleanedUp(_ leftovers: Int, _ problems: [String], _ now: UInt64, _ fx: inout [LifecycleEffect]) {
-        guard case .cleaningUp(let final, let given) = phase else { return }
+    private mutating func cleanedUp(_ leftovers: Int, _ problems: [String], _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .cleaningUp(let end) = phase else { return }
+        let final = end.state, termination = end.termination
+        // From the terminate or eviction; for an app that ended on its own, from its launch.
+        let took = now.since(end.since ?? launchStart)
         // Re-adopted apps are not our children: the kernel tells only the parent how they ended.
-        let termination = given ?? (final == .evicted ? .signaled(SIGKILL) : nil)
-        let how =
-            termination?.description
-            ?? (record.isAdopted
-                ? "exited (status unknown: adopted, icebox is not its parent)"
-                : "ended (exit status unknown: re-adopted after a daemon restart)")
+        let how = LifecycleText.how(termination, adopted: record.isAdopted)
         let from = record.state
-        phase = .ended
+        phase = .ended(end)
         setState(final, now)
         record.exitStatus = termination?.shellStatus
         record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
-        record.killedWhileSuspended = (stateBeforeEnd ?? from) == .suspended && termination == .signaled(SIGKILL)
-        var detail: String
-        switch final {
-        case .evicted: detail = "evicted without notice: killed and reaped in \(DurationText.format(now.saturatingSub(endStart))); \(how)"
-        case .terminated: detail = "terminated in \(DurationText.format(now.saturatingSub(endStart))); \(how)"
-        default: detail = "\(how) after \(DurationText.format(now.saturatingSub(launchStart)))"
-        }
-        if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
-        if let hit = startLimitHit { detail += "; \(hit), not restarted" }
+        // The record's state is left as it was through the ending: it is the state the app was killed in.
+        record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
+        let detail = LifecycleText.ended(
+            end, how: how, tookNanos: took, leftovers: leftovers, startLimitHit: startLimitHit, problems: problems)
         summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
-        if !problems.isEmpty { detail += "; cleanup: " + problems.joined(separator: "; ") }
-        var e = event(
-            final == .evicted ? .evict : .exit, from: from, to: final,
-            duration: final == .exited ? now.saturatingSub(launchStart) : now.saturatingSub(endStart), detail, now)
+        var e = event(final == .evicted ? .evict : .exit, from: from, to: final, duration: took, detail, now)
         e.exitStatus = termination?.shellStatus
         // How it was ended, as data (EndResult.how): SIGTERM sufficed, or SIGKILL came.
-        switch final {
-        case .evicted: e.reason = "SIGKILL"
-        case .terminated: e.reason = killedAfterTimeout || termination == .signaled(SIGKILL) ? "SIGKILL" : "SIGTERM"
-        default: break
-        }
+        e.reason = end.signal?.rawValue
         fx.append(.log(e))
-        let line = "\(name)  \(from.rawValue) → \(final.rawValue)  \(detail)"
+        let line = LifecycleText.step(name, from: from, to: final, detail)
         for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false, event: e)) }
         for id in suspendWaiters {
-            fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was frozen: \(how)", failed: true))
+            fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedBeforeFrozen(how: how)), failed: true))
         }
         for id in launchWaiters + resumeWaiters {
-            fx.append(.settle(waiter: id, line: "icebox: \(name) ended before it was ready: \(how)", failed: true))
+            fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedBeforeReady(how: how)), failed: true))
         }
         endWaiters = []
         suspendWaiters = []

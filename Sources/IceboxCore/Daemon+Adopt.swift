@@ -116,7 +116,10 @@ extension Daemon {
             throw error
         }
         do { try cgroups.endMoveHold() } catch {
-            log(Event(app: options.name, pid: main, kind: .error, detail: "adopt: the move's freeze could not be lifted: \(error)"))
+            log(
+                Event(
+                    app: options.name, pid: main, kind: .error, detail: "adopt: the move's freeze could not be lifted: \(error)",
+                    at: .read()))
         }
         let moveNanos = Clock.monotonicNanos().saturatingSub(moveStart)
         record.cgroup = cgroups.v2Path
@@ -128,7 +131,7 @@ extension Daemon {
             forgetIntent()
             throw error
         }
-        var lifecycle = AppLifecycle(adopting: record, now: Clock.monotonicNanos())
+        var lifecycle = AppLifecycle(adopting: record, now: .read())
         lifecycle.freezeTimeout = config.freezeTimeoutNanos
         let app = LiveApp(lifecycle: lifecycle, handle: handle, cgroups: cgroups, notify: .shared(path: notifyPath))
         do { try watch(handle.pidfd, .pidfd(app.name)) } catch {
@@ -145,7 +148,7 @@ extension Daemon {
         let who = target.what == "pid \(main)" ? "pid \(main) (\(commandText))" : "\(target.what) (main pid \(main), \(commandText))"
         let detail =
             "adopted \(who): \(moved) process\(moved == 1 ? "" : "es") moved from \(origin.v2 ?? origin.freezerV1 ?? "?") in \(DurationText.format(moveNanos)) (\(rounds) round\(rounds == 1 ? "" : "s"), backend \(backend.rawValue)); its exit status cannot be known (icebox is not its parent), its output is not captured"
-        var event = Event(app: app.name, pid: main, kind: .adopted, to: .active, durationNanos: moveNanos, detail: detail)
+        var event = Event(app: app.name, pid: main, kind: .adopted, to: .active, durationNanos: moveNanos, detail: detail, at: .read())
         event.backend = backend
         event.tasks = moved
         log(event)
@@ -354,7 +357,10 @@ extension Daemon {
         try? cgroups.endMoveHold()
         let left = cgroups.removeEmptied()
         if !problems.isEmpty || !left.isEmpty {
-            log(Event(app: cgroups.name, pid: nil, kind: .error, detail: "adopt rolled back: " + (problems + left).joined(separator: "; ")))
+            log(
+                Event(
+                    app: cgroups.name, pid: nil, kind: .error, detail: "adopt rolled back: " + (problems + left).joined(separator: "; "),
+                    at: .read()))
         }
     }
 
@@ -383,7 +389,8 @@ extension Daemon {
             Event(
                 app: saved.name, pid: saved.pid, kind: .error,
                 detail:
-                    "the adoption of pid \(saved.pid) was cut short by the daemon's end: \(count) process\(count == 1 ? "" : "es") moved back to \(target.v2 ?? target.freezerV1 ?? "?"), thawed; not adopted\(outcome)"
+                    "the adoption of pid \(saved.pid) was cut short by the daemon's end: \(count) process\(count == 1 ? "" : "es") moved back to \(target.v2 ?? target.freezerV1 ?? "?"), thawed; not adopted\(outcome)",
+                at: .read()
             ))
         if !problems.isEmpty { leaveUnadopted(saved, why: "its interrupted adoption could not be undone") }
     }
@@ -482,7 +489,7 @@ extension Daemon {
         var detail =
             "released (pid \(app.pid), was \(record.state.rawValue)): \(processes) process\(processes == 1 ? "" : "es") thawed and moved to \(whereText.joined(separator: ", ")) in \(DurationText.format(nanos)); no longer supervised"
         if !left.isEmpty { detail += "; its cgroups: " + left.joined(separator: "; ") }
-        log(Event(app: name, pid: app.pid, kind: .released, from: record.state, durationNanos: nanos, detail: detail))
+        log(Event(app: name, pid: app.pid, kind: .released, from: record.state, durationNanos: nanos, detail: detail, at: .read()))
         finish(fd, .success, "\(name)  released  \(detail)")
     }
 }

@@ -35,7 +35,7 @@ extension Daemon {
             notify = .own(fd: notifyFD, path: notifyPath)
         }
         let app = LiveApp(
-            lifecycle: AppLifecycle(adopting: record, now: Clock.monotonicNanos()), handle: handle, cgroups: cgroups,
+            lifecycle: AppLifecycle(adopting: record, now: .read()), handle: handle, cgroups: cgroups,
             notify: notify)
         do {
             try watch(handle.pidfd, .pidfd(app.name))
@@ -52,14 +52,14 @@ extension Daemon {
         log(
             Event(
                 app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
-                detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)"))
+                detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)", at: .read()))
     }
 
     /// An app that runs but cannot be supervised again: said in the log and kept in the
     /// record (as left running), never dropped without a word.
     func leaveUnadopted(_ saved: AppRecord, why: String) {
         var record = saved
-        log(Event(app: record.name, pid: record.pid, kind: .error, detail: "cannot re-adopt: \(why); left running"))
+        log(Event(app: record.name, pid: record.pid, kind: .error, detail: "cannot re-adopt: \(why); left running", at: .read()))
         record.state = .exited
         record.ending = "left running: not re-adopted (\(why))"
         ended[record.name] = record
@@ -108,7 +108,7 @@ extension Daemon {
         log(
             Event(
                 app: record.name, pid: record.pid == 0 ? nil : record.pid, kind: .exit, from: saved.state, to: record.state,
-                detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)"))
+                detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)", at: .read()))
     }
 
     /// Kills whatever is left in the cgroups and removes them, saying what it did. This runs
@@ -166,7 +166,8 @@ extension Daemon {
                 Event(
                     app: saved.name, pid: nil, kind: .error,
                     detail:
-                        "an interrupted launch's cgroup holds \(inside.count) process(es) without this daemon's marks (another daemon's?): left alone"
+                        "an interrupted launch's cgroup holds \(inside.count) process(es) without this daemon's marks (another daemon's?): left alone",
+                    at: .read()
                 ))
             return
         }
@@ -193,7 +194,9 @@ extension Daemon {
                 if inside.isEmpty {
                     if ownsRoot && CgroupTree.remove(path).isEmpty {
                         log(
-                            Event(app: name, pid: nil, kind: .daemon, detail: "removed an empty leftover cgroup \(path) (no app claims it)")
+                            Event(
+                                app: name, pid: nil, kind: .daemon, detail: "removed an empty leftover cgroup \(path) (no app claims it)",
+                                at: .read())
                         )
                     }
                     continue
@@ -210,7 +213,8 @@ extension Daemon {
                             Event(
                                 app: name, pid: main, kind: .adopt, to: app.record.state,
                                 detail:
-                                    "found by its marks without a registry record (cgroup \(path)); adopted as \(app.record.backend.rawValue)"
+                                    "found by its marks without a registry record (cgroup \(path)); adopted as \(app.record.backend.rawValue)",
+                                at: .read()
                             ))
                         continue
                     }
@@ -220,7 +224,8 @@ extension Daemon {
                     Event(
                         app: name, pid: nil, kind: .error,
                         detail:
-                            "\(ours.count) process(es) with this app's marks in \(path) but no record and no main process (or the name is taken): killed"
+                            "\(ours.count) process(es) with this app's marks in \(path) but no record and no main process (or the name is taken): killed",
+                        at: .read()
                     ))
             }
         }
@@ -285,7 +290,8 @@ extension Daemon {
     /// freeze under way becomes a grace that is over (the first turn of the loop freezes), a
     /// thaw under way is requested again. A grace under way keeps its recorded deadline.
     func reconcile(_ app: LiveApp, saved: AppRecord) -> String {
-        let now = Clock.monotonicNanos()
+        let instant = Instant.read()
+        let now = instant.monotonicNanos
         let frozen = app.freezer.isFrozen()
         let started = app.freezer.freezeStarted()
         var record = saved
@@ -344,14 +350,14 @@ extension Daemon {
         default:
             outcome = saved.state.rawValue
         }
-        var lifecycle = AppLifecycle(adopting: record, now: now)
+        var lifecycle = AppLifecycle(adopting: record, now: instant)
         lifecycle.freezeTimeout = config.freezeTimeoutNanos
         app.lifecycle = lifecycle
         saveRegistry(app.name)
         if let how = saved.endIntent {
             // A terminate or eviction under way is finished, not forgotten: the lifecycle
             // starts in it (its recorded kill deadline) and says what that takes.
-            apply(.resumeEnding(frozen: frozen || started), to: app, now: now)
+            apply(.resumeEnding(frozen: frozen || started), to: app, now: instant)
             let kill = how == .evict ? now : saved.killDeadlineNanos ?? now
             return (how == .evict ? "an eviction" : "a terminate") + " under way: "
                 + (kill > now ? "SIGTERM again, SIGKILL in \(DurationText.format(kill - now))" : "SIGKILL now")

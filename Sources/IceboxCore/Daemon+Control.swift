@@ -53,7 +53,7 @@ extension Daemon {
         log(
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
-                detail: "cannot accept control connections: out of descriptors, \(why); retrying as descriptors free up"))
+                detail: "cannot accept control connections: out of descriptors, \(why); retrying as descriptors free up", at: .read()))
     }
 
     /// Watches the listener again after `pauseAccepting`.
@@ -127,7 +127,7 @@ extension Daemon {
     /// A misbehaving client is dropped, with the reason logged; the daemon goes on.
     func cutOff(_ fd: Int32, _ why: String) {
         let peer = UnixSocket.peerCredentials(fd).map { "pid \($0.pid)" } ?? "a client"
-        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "cut off \(peer) on the control socket: it \(why)"))
+        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "cut off \(peer) on the control socket: it \(why)", at: .read()))
         clientGone(fd, drain: false)
     }
 
@@ -142,7 +142,10 @@ extension Daemon {
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.lifecycle.isEnding {
-                log(Event(app: name, pid: app.pid, kind: .detach, detail: "the attached icebox run went away; terminating the app"))
+                log(
+                    Event(
+                        app: name, pid: app.pid, kind: .detach, detail: "the attached icebox run went away; terminating the app",
+                        at: .read()))
                 apply(.terminate(waiter: nil, timeout: 10_000_000_000), to: app)
             }
         }
@@ -411,7 +414,7 @@ extension Daemon {
             log(
                 Event(
                     app: "-", pid: getpid(), kind: .policy,
-                    detail: "policy changed: " + settings.map(\.summary).joined(separator: ", ")))
+                    detail: "policy changed: " + settings.map(\.summary).joined(separator: ", "), at: .read()))
             var reply = ControlReply(kind: .data)
             reply.policy = policy
             send(fd, reply)

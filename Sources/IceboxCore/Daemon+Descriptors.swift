@@ -23,7 +23,8 @@ extension Daemon {
             log(
                 Event(
                     app: "-", pid: getpid(), kind: .daemon,
-                    detail: "\(apps.count) apps: descriptors are plenty again; apps keep their cgroup files open between operations"))
+                    detail: "\(apps.count) apps: descriptors are plenty again; apps keep their cgroup files open between operations",
+                    at: .read()))
             return
         }
         for app in apps.values { shedDescriptors(app) }
@@ -31,7 +32,8 @@ extension Daemon {
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
                 detail:
-                    "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptorBudget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)"
+                    "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptorBudget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)",
+                at: .read()
             ))
     }
 

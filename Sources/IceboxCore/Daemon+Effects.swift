@@ -17,7 +17,7 @@ extension Daemon {
     /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
     /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
     /// its waiting clients are told the record could not be written (exit 74).
-    func apply(_ input: LifecycleInput, to app: LiveApp, now: UInt64 = Clock.monotonicNanos()) {
+    func apply(_ input: LifecycleInput, to app: LiveApp, now: Instant = .read()) {
         var next = app.lifecycle
         var effects = next.handle(input, now: now)
         // The kernel's confirmation of a freeze changes the record, but the record of intent
@@ -79,7 +79,7 @@ extension Daemon {
         switch effect {
         case .signal(let sig):
             do { try app.handle.send(sig) } catch {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "\(Signals.name(of: sig)) not sent: \(error)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "\(Signals.name(of: sig)) not sent: \(error)", at: .read()))
             }
         case .signalMembers(let sig):
             for pid in app.members() { kill(pid, sig) }
@@ -189,7 +189,7 @@ extension Daemon {
     /// nothing (ps, a resume, the log) goes on calling a running process suspended. Looked at
     /// when cgroup.events changes while the app is suspended and before a request about it.
     func noticeDeparture(_ app: LiveApp) {
-        guard app.lifecycle.phase == .suspended, app.operation == nil, let outside = mainProcessOutside(app) else { return }
+        guard case .suspended = app.lifecycle.phase, app.operation == nil, let outside = mainProcessOutside(app) else { return }
         apply(.leftCgroup(to: outside), to: app)
     }
 
@@ -198,7 +198,7 @@ extension Daemon {
     /// cgroup.events changes (cgroup2: at once) and before a suspend of an app recorded as
     /// suspended (every backend; the v1 freezer and SIGSTOP have no notification).
     func noticeOutsideThaw(_ app: LiveApp) {
-        guard app.lifecycle.phase == .suspended, app.operation == nil, !app.destroying else { return }
+        guard case .suspended = app.lifecycle.phase, app.operation == nil, !app.destroying else { return }
         // The request, not the frozen state: a task moved into a frozen cgroup makes it read
         // "frozen 0" until the kernel has frozen that task too.
         guard !app.freezer.freezeStarted() else { return }
@@ -223,7 +223,7 @@ extension Daemon {
     /// else (a terminal's ^Z) is theirs to continue, and the signal backend leaves it stopped
     /// (SignalFreezer).
     func noticeOutsideFreeze(_ app: LiveApp) {
-        guard app.lifecycle.phase == .active, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
+        guard case .active = app.lifecycle.phase, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
         // Both: the request (not only an ancestor's freeze, which no resume of ours undoes)
         // and the kernel's confirmation (not a freeze still under way).
         guard app.freezer.freezeStarted(), app.freezer.isFrozen() else { return }
@@ -287,7 +287,7 @@ extension Daemon {
             if let aside {
                 var event = Event(
                     app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                    detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)")
+                    detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)", at: .read())
                 if aside.isResumeStep {
                     event.from = .suspended
                     event.to = .active
@@ -301,7 +301,7 @@ extension Daemon {
             let aside = app.operationAside
             endOperation(app)
             if let aside {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)", at: .read()))
             } else {
                 if op.direction == .freeze {
                     // Typed for the clients waiting on this suspend: the stuck tasks' processes.
@@ -379,7 +379,7 @@ extension Daemon {
     func killAll(_ app: LiveApp) {
         if !app.cgroups.isEmpty {
             for problem in app.cgroups.killAll() {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)"))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)", at: .read()))
             }
         } else {
             for pid in ProcFS.pids(inSession: app.pid) { kill(pid, SIGKILL) }

@@ -45,7 +45,7 @@ extension Daemon {
             if let problem = app.cgroups.memoryV1Problem {
                 let text =
                     "no v1 memory cgroup: \(problem); the app runs without one (its memory is read from its v2 cgroup, if that has the memory controller)"
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: text))
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: text, at: .read()))
                 if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
             }
             // A detached launch answers once the app is ready (or gone).
@@ -60,7 +60,7 @@ extension Daemon {
             if let fd {
                 fail(fd, e)
             } else {
-                log(Event(app: options.name, pid: nil, kind: .error, detail: "launch failed: \(e)"))
+                log(Event(app: options.name, pid: nil, kind: .error, detail: "launch failed: \(e)", at: .read()))
             }
         }
     }
@@ -233,7 +233,8 @@ extension Daemon {
             app.spawnEvent = Event(
                 app: app.name, pid: app.pid, kind: .spawn, to: .launching, durationNanos: spawnNanos,
                 detail:
-                    "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue), as \(Self.identityText(record)))"
+                    "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue), as \(Self.identityText(record)))",
+                at: .read()
             )
             app.spawnEvent?.backend = backend
             ended.removeValue(forKey: app.name)
@@ -256,7 +257,7 @@ extension Daemon {
             case .failed(let error): return .failure(error)
             case .unusable(let why) where why.errno == ETIMEDOUT: throw IceboxError("launch \(app)", why)
             case .unusable(let why):
-                log(Event(app: app, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly"))
+                log(Event(app: app, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly", at: .read()))
             }
         }
         return Result { () throws(SpawnError) in try Spawner.spawn(request) }

@@ -13,7 +13,7 @@ extension Daemon {
             try watch(rotator.fd, .appLogs)
             appLogs = rotator
         } catch {
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)"))
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)", at: .read()))
         }
     }
 
@@ -28,11 +28,13 @@ extension Daemon {
     func stepAppLogs(now: UInt64) {
         guard let appLogs else { return }
         for failure in appLogs.step(now: now) {
-            log(Event(app: failure.app, pid: nil, kind: .error, detail: failure.text))
+            log(Event(app: failure.app, pid: nil, kind: .error, detail: failure.text, at: .read()))
         }
         if appLogs.armed, tokensByFD[appLogs.fd] == nil {
             do { try watch(appLogs.fd, .appLogs) } catch {
-                log(Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)"))
+                log(
+                    Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)", at: .read())
+                )
                 self.appLogs = nil
             }
         }

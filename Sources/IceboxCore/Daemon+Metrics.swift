@@ -37,7 +37,7 @@ extension Daemon {
             let text = "metrics file: \(error); the next change tries again"
             guard text != metricsFileFailure else { return }
             metricsFileFailure = text
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: text))
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: text, at: .read()))
         }
     }
 }

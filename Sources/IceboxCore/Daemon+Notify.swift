@@ -101,7 +101,7 @@ extension Daemon {
         log(
             Event(
                 app: app.name, pid: pid, kind: .notify,
-                detail: "dropped \(NotifyDrops.describe(n, sender: pid)): not a process of \(app.name)"))
+                detail: "dropped \(NotifyDrops.describe(n, sender: pid)): not a process of \(app.name)", at: .read()))
     }
 
     func logSharedNotifyDrops(now: UInt64) {
@@ -109,7 +109,8 @@ extension Daemon {
         log(
             Event(
                 app: "-", pid: pid, kind: .notify,
-                detail: "dropped \(NotifyDrops.describe(n, sender: pid)) on the shared notify socket: not a process of an app that uses it"
+                detail: "dropped \(NotifyDrops.describe(n, sender: pid)) on the shared notify socket: not a process of an app that uses it",
+                at: .read()
             ))
     }
 }

@@ -20,7 +20,7 @@ extension Daemon {
     func loadPolicy() {
         policy = config.policy ?? EvictionPolicy.load(from: config.paths.policyFile)
         do { try applyPolicy() } catch {
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(error); pressure trigger off"))
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(error); pressure trigger off", at: .read()))
             policy.pressure = nil
         }
         try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
@@ -75,14 +75,15 @@ extension Daemon {
         switch state {
         case .crossed:
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
-            log(Event(app: "-", pid: getpid(), kind: .pressure, detail: "PSI trigger \(trigger.spec) crossed\(stats)"))
+            log(Event(app: "-", pid: getpid(), kind: .pressure, detail: "PSI trigger \(trigger.spec) crossed\(stats)", at: .read()))
             enforcePolicy(pressure: true)
         case .gone:
             unwatch(trigger.fd)
             pressureTrigger = nil
             log(
                 Event(
-                    app: "-", pid: getpid(), kind: .error, detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off"))
+                    app: "-", pid: getpid(), kind: .error, detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off",
+                    at: .read()))
         case .quiet:
             break
         }
@@ -141,7 +142,8 @@ extension Daemon {
         }
         guard let choice = ordered.first, let app = apps[choice.name] else {
             var event = Event(
-                app: "-", pid: getpid(), kind: .policy, detail: "\(reason), but no app may be evicted (critical, or active and protected)")
+                app: "-", pid: getpid(), kind: .policy, detail: "\(reason), but no app may be evicted (critical, or active and protected)",
+                at: .read())
             event.reason = reason.description
             log(event)
             return
@@ -154,7 +156,8 @@ extension Daemon {
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,
             detail:
-                "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start.saturatingSub(app.record.sinceMonotonicNanos))); decided in \(DurationText.format(decision))"
+                "chosen for eviction (\(reason)): \(app.record.options.priority.rawValue) band, \(app.record.state.rawValue) for \(DurationText.format(start.saturatingSub(app.record.sinceMonotonicNanos))); decided in \(DurationText.format(decision))",
+            at: .read()
         )
         chosen.reason = reason.description
         chosen.band = app.record.options.priority
@@ -173,7 +176,7 @@ extension Daemon {
         victim = nil
         var event = Event(
             app: app.name, pid: app.pid, kind: .policy,
-            detail: "eviction withdrawn: resumed before it was frozen (\(v.reason)); the policy measures again")
+            detail: "eviction withdrawn: resumed before it was frozen (\(v.reason)); the policy measures again", at: .read())
         event.reason = v.reason.description
         log(event)
     }
@@ -188,7 +191,8 @@ extension Daemon {
         var event = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: killTime,
             detail:
-                "evicted for \(v.reason): \(apps)the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))"
+                "evicted for \(v.reason): \(apps)the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))",
+            at: .read()
         )
         event.reason = v.reason.description
         event.band = app.record.options.priority
@@ -236,12 +240,13 @@ extension Daemon {
         let what = "holds a \(first.holder.kind.rawValue) lock on inode \(first.holder.inode) that pid \(waiting) waits on"
         if policy.onLockContention == .evict {
             var event = Event(
-                app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)")
+                app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)",
+                at: .read())
             event.pids = waiterPIDs
             log(event)
             apply(.evict(waiter: nil), to: app)
         } else {
-            var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): thawing it")
+            var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): thawing it", at: .read())
             event.pids = waiterPIDs
             log(event)
             apply(.resume(waiter: nil), to: app)
@@ -262,13 +267,14 @@ extension Daemon {
                 Event(
                     app: app.name, pid: app.pid, kind: .compact, durationNanos: report.durationNanos,
                     detail:
-                        "compacted (\(mode.rawValue), \(report.method.rawValue)) in \(DurationText.format(report.durationNanos)): \(summary)\(swapNote)"
+                        "compacted (\(mode.rawValue), \(report.method.rawValue)) in \(DurationText.format(report.durationNanos)): \(summary)\(swapNote)",
+                    at: .read()
                 ))
             saveRegistry(app.name)
             return .success(report)
         } catch {
             let e = IceboxError("compact \(app.name)", error)
-            log(Event(app: app.name, pid: app.pid, kind: .error, detail: e.description))
+            log(Event(app: app.name, pid: app.pid, kind: .error, detail: e.description, at: .read()))
             return .failure(e)
         }
     }

@@ -58,7 +58,7 @@ extension Daemon {
             try? watch(fd, .standIn(fd))
         case .lost(let entry, let reason):
             if let entry { unwatch(entry.standIn.watchDescriptor) }
-            log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason))
+            log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason, at: .read()))
             if standInFillAt == nil { deferSpawnPoolFill() }
         }
     }

@@ -211,7 +211,8 @@ package final class Daemon {
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
                 detail:
-                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"))
+                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)",
+                at: .read()))
         if config.ownsProcess { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
@@ -224,7 +225,7 @@ package final class Daemon {
         closeSharedNotify()
         freezerKeyHold?.release()
         if apps.isEmpty { removeEmptyRoots() }
-        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped"))
+        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped", at: .read()))
         writeMetricsFile(now: Clock.monotonicNanos())
         // Everything is written: the runtime directory and the cgroup root are free before the
         // stop requesters hear "done". A command run right after `daemon --stop` starts the
@@ -248,13 +249,14 @@ package final class Daemon {
             log(
                 Event(
                     app: "-", pid: getpid(), kind: .daemon,
-                    detail: "program image locked in memory: \(bytes / 1024) KiB, in \(took)"))
+                    detail: "program image locked in memory: \(bytes / 1024) KiB, in \(took)", at: .read()))
         } catch {
             log(
                 Event(
                     app: "-", pid: getpid(), kind: .daemon,
                     detail:
-                        "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it"
+                        "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it",
+                    at: .read()
                 ))
         }
     }
@@ -326,7 +328,8 @@ package final class Daemon {
         log(
             Event(
                 app: "-", pid: nil, kind: .daemon,
-                detail: "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key"))
+                detail: "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key",
+                at: .read()))
     }
 
     /// With no app left, the directories this daemon's apps lived under go too, if empty (a
@@ -503,7 +506,7 @@ package final class Daemon {
                 log(
                     Event(
                         app: "-", pid: getpid(), kind: .daemon,
-                        detail: "\(Signals.name(of: sig)) received: stopping; apps left as they are"))
+                        detail: "\(Signals.name(of: sig)) received: stopping; apps left as they are", at: .read()))
                 leaveAppsAndStop()
             }
         }
@@ -610,12 +613,12 @@ package final class Daemon {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
             dirtyRecords.remove(record.name)
             if registryFailures.removeValue(forKey: record.name) != nil {
-                log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again"))
+                log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again", at: .read()))
             }
         } catch {
             if registryFailures[record.name] == nil {
                 registryFailures[record.name] = error.message
-                log(Event(app: record.name, pid: nil, kind: .error, detail: error.description))
+                log(Event(app: record.name, pid: nil, kind: .error, detail: error.description, at: .read()))
             }
             throw error
         }

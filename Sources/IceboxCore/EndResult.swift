@@ -45,11 +45,19 @@ public struct EndResult: Sendable, Equatable {
         state = end?.to
         exitStatus = end?.exitStatus
         time = .nanoseconds(end?.durationNanos ?? 0)
-        switch (end?.kind, end?.reason) {
+        // The wire's reason, read back through the lifecycle's own type (`AppEnd.signal`).
+        switch (end?.kind, end?.reason.flatMap(EndSignal.init(rawValue:))) {
         case (.evict?, _): how = .evicted
-        case (_, "SIGTERM"): how = .sigterm
-        case (_, "SIGKILL"): how = .sigkillAfterTimeout
-        case (_, let reason): how = .other(reason)
+        case (_, .sigterm?): how = .sigterm
+        case (_, .sigkill?): how = .sigkillAfterTimeout
+        case (_, nil): how = .other(end?.reason)
         }
     }
+}
+
+extension EndResult: CustomStringConvertible {
+    /// What `icebox terminate` or `icebox evict` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
 }

@@ -116,10 +116,12 @@ public struct Event: Codable, Sendable, Equatable {
 
     package init(
         app: String, pid: Int32?, kind: EventKind, from: AppState? = nil, to: AppState? = nil,
-        durationNanos: UInt64? = nil, detail: String, now: UInt64 = Clock.monotonicNanos()
+        durationNanos: UInt64? = nil, detail: String, at instant: Instant
     ) {
-        self.time = Clock.rfc3339(wallNanos: Clock.wallNanos())
-        self.monotonicNanos = now
+        // Stamped with the instant given (the lifecycle's input, or the daemon's own reading),
+        // never a clock read here: an event says when its transition happened.
+        self.time = instant.rfc3339
+        self.monotonicNanos = instant.monotonicNanos
         self.app = app
         self.pid = pid
         self.kind = kind

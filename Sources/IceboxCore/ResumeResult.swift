@@ -55,3 +55,10 @@ public struct ResumeResult: Sendable, Equatable {
         readyAfter = events.last { $0.kind == .ready }?.durationNanos.map { .nanoseconds($0) }
     }
 }
+
+extension ResumeResult: CustomStringConvertible {
+    /// What `icebox resume` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
+}

@@ -68,8 +68,8 @@ public struct SuspendResult: Sendable, Equatable {
         let noticeEvent = events.last { $0.kind == .notice }
         notice = noticeEvent.flatMap { e in
             switch e.reason {
-            case "none": return .disabled
-            case "no-handler": return .noHandler
+            case NoticeSent.disabled.reason: return .disabled
+            case NoticeSent.noHandler.reason: return .noHandler
             case let name?: return Signals.number(of: name).map(Notice.signal)
             case nil: return nil
             }
@@ -77,15 +77,26 @@ public struct SuspendResult: Sendable, Equatable {
         graceGranted = noticeEvent?.graceNanos.map { .nanoseconds($0) }
         let freeze = events.last { $0.kind == .freeze }
         graceUsed = .nanoseconds(freeze?.graceNanos ?? 0)
+        // The wire's reason, read back through the lifecycle's own type (one spelling of each).
         switch freeze?.reason {
         case nil: graceEnd = .alreadySuspended
-        case "READY=1": graceEnd = .ready
-        case "expired": graceEnd = .expired
-        case "grace 0": graceEnd = .zero
-        case let other?: graceEnd = .other(other)
+        case let reason?:
+            switch GraceEnding(rawValue: reason) {
+            case .ready?: graceEnd = .ready
+            case .expired?: graceEnd = .expired
+            case .zero?: graceEnd = .zero
+            case nil: graceEnd = .other(reason)
+            }
         }
         freezeTime = .nanoseconds(freeze?.durationNanos ?? 0)
         backend = freeze?.backend
         tasks = freeze?.tasks ?? 0
     }
+}
+
+extension SuspendResult: CustomStringConvertible {
+    /// What `icebox suspend` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
 }

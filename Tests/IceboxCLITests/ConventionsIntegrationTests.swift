@@ -114,7 +114,7 @@ struct ConventionsIntegrationTests {
         defer { box.close() }
         // A log with an event from 2020 and the events of a real app.
         try FileManager.default.createDirectory(atPath: box.stateDir, withIntermediateDirectories: true)
-        var old = Event(app: "ancient", pid: 7, kind: .exit, from: .active, to: .exited, detail: "long ago")
+        var old = Event(app: "ancient", pid: 7, kind: .exit, from: .active, to: .exited, detail: "long ago", at: .read())
         old.time = "2020-01-02T03:04:05.000006Z"
         try (JSONLines.encode(old) + "\n").write(toFile: box.stateDir + "/events.jsonl", atomically: false, encoding: .utf8)
         #expect(try box.icebox(["launch", "web", "--", "sleep", "1000"]).status == 0)

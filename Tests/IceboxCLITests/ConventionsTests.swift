@@ -238,7 +238,7 @@ struct TimeTextTests {
     }
 
     @Test func eventLinesCarryTheDateWhenNotFromToday() {
-        var event = Event(app: "web", pid: 1, kind: .freeze, from: .background, to: .suspended, detail: "frozen")
+        var event = Event(app: "web", pid: 1, kind: .freeze, from: .background, to: .suspended, detail: "frozen", at: .read())
         event.time = "2026-11-29T23:30:00.000001Z"
         let today = EventText.line(event, nowWallNanos: Self.noon, offset: Self.plusTwo)
         #expect(today.hasPrefix("01:30:00.000001  web "), "\(today)")

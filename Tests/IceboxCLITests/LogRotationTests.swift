@@ -287,7 +287,7 @@ struct LogRotationTests {
         try FileManager.default.createDirectory(atPath: box.stateDir, withIntermediateDirectories: true)
         let log = LogGenerations(path: box.stateDir + "/events.jsonl")
         func line(_ app: String, _ kind: EventKind, _ detail: String) -> String {
-            JSONLines.encode(Event(app: app, pid: 7, kind: kind, from: .active, to: .background, detail: detail))
+            JSONLines.encode(Event(app: app, pid: 7, kind: kind, from: .active, to: .background, detail: detail, at: .read()))
         }
         let oldest = line("x", .spawn, "oldest")
         let a = line("x", .notice, "a")
@@ -321,14 +321,15 @@ struct LogRotationTests {
         var samples: [Event] = []
         for kind in EventKind.allCases {
             var e = Event(
-                app: "web-\(kind.rawValue)", pid: 42, kind: kind, from: .suspended, to: .active, durationNanos: 1234, detail: "→ µs ok")
+                app: "web-\(kind.rawValue)", pid: 42, kind: kind, from: .suspended, to: .active, durationNanos: 1234, detail: "→ µs ok",
+                at: .read())
             e.exitStatus = kind == .exit ? 143 : nil
             e.pids = [1, 2, 3]
             e.evictedFor = kind == .evict ? .budget : nil
             e.reason = "READY=1"
             e.backend = .cgroup2
             samples.append(e)
-            samples.append(Event(app: "-", pid: nil, kind: kind, detail: ""))
+            samples.append(Event(app: "-", pid: nil, kind: kind, detail: "", at: .read()))
         }
         for event in samples {
             let line = JSONLines.encode(event)

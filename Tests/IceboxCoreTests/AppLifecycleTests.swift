@@ -70,8 +70,8 @@ struct AppLifecycleTests {
         case .freezing: return .freezing
         case .suspended: return .suspended
         case .thawing: return .thawing
-        case .ending(.terminate, _): return .terminating
-        case .ending(.evict, _): return .evicting
+        case .ending(.terminate, _, _): return .terminating
+        case .ending(.evict, _, _): return .evicting
         case .cleaningUp: return .cleaningUp
         case .ended: return .ended
         }
@@ -404,7 +404,7 @@ struct AppLifecycleTests {
     @Test func suspendedAppWhoseMainProcessLeftItsCgroupIsActiveAndTheRestThawed() {
         var l = Self.lifecycle(in: .suspended)
         let fx = l.handle(.leftCgroup(to: "/sys/fs/cgroup/other"), now: 5_000)
-        #expect(l.state == .active && l.phase == .active)
+        #expect(l.state == .active && l.phase == .active(resumedAt: nil))
         #expect(l.record.sinceMonotonicNanos == 5_000)
         #expect(fx.contains(.thawRemainder) && fx.contains(.persist))
         let event = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
@@ -417,7 +417,7 @@ struct AppLifecycleTests {
     @Test func freezeOfAnAppWhoseMainProcessLeftItsCgroupFailsAndTellsTheWaiter() {
         var l = Self.lifecycle(in: .active)
         _ = l.handle(.suspend(waiter: 7, notice: nil, grace: 0), now: 3_000)
-        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), reason: "grace 0"))
+        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), ended: .zero, victim: false))
         let fx = l.handle(.leftCgroup(to: "/elsewhere"), now: 3_100)
         #expect(l.state == .active)
         #expect(Self.firstAction(fx) == .cancelFreeze)
@@ -441,7 +441,7 @@ struct AppLifecycleTests {
         var l = Self.lifecycle(in: .suspended)
         l.update { $0.options.foregroundSignal = SIGUSR2 }
         let fx = l.handle(.thawedOutside(how: "its cgroup.freeze reads 0"), now: 5_000)
-        #expect(l.state == .active && l.phase == .active)
+        #expect(l.state == .active && l.phase == .active(resumedAt: nil))
         #expect(l.record.sinceMonotonicNanos == 5_000)
         #expect(fx.contains(.signal(SIGUSR2)), "told it is in the foreground, as a resume would: \(fx)")
         #expect(fx.contains(.persist))
@@ -454,7 +454,7 @@ struct AppLifecycleTests {
     @Test func anActiveAppFrozenOutsideIsSuspendedUntoldAndResumeThawsIt() {
         var l = Self.lifecycle(in: .active)
         let fx = l.handle(.frozenOutside(how: "its cgroup.freeze reads 1"), now: 5_000)
-        #expect(l.state == .suspended && l.phase == .suspended)
+        #expect(l.state == .suspended && l.phase == .suspended(compacted: false))
         #expect(l.record.sinceMonotonicNanos == 5_000)
         #expect(!fx.contains { if case .signal = $0 { return true } else { return false } }, "a frozen app cannot be told")
         #expect(fx.contains(.persist) && fx.contains(.frozen), "\(fx)")
@@ -1053,7 +1053,7 @@ struct EndingAcrossACrashTests {
 
     @Test func resumeEndingOutsideAnEndingDoesNothing() {
         var l = AppLifecycleTests.lifecycle(in: .active)
-        #expect(l.handle(.resumeEnding(frozen: true), now: 5_000).isEmpty && l.phase == .active)
+        #expect(l.handle(.resumeEnding(frozen: true), now: 5_000).isEmpty && l.phase == .active(resumedAt: nil))
     }
 
     @Test func anAdoptedLaunchKeepsItsReadyDeadline() {
@@ -1062,5 +1062,207 @@ struct EndingAcrossACrashTests {
         r.launchStartNanos = 50 * Self.second
         let l = AppLifecycle(adopting: r, now: 52 * Self.second)
         #expect(l.nextDeadline == 60 * Self.second)
+    }
+}
+
+/// The lifecycle reads no clock: every timestamp it writes (an event's `time` and
+/// `monotonicNanos`, the record's `sinceWall` and `sinceMonotonicNanos`) is the instant of the
+/// input that made it. Instants decades in the past make a clock read show at once.
+@Suite("AppLifecycle: stamped with the instant it is given")
+struct AppLifecycleInstantTests {
+    static let second: UInt64 = 1_000_000_000
+
+    static func logged(_ fx: [LifecycleEffect]) -> [Event] {
+        fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }
+    }
+
+    @Test func eachTransitionCarriesItsOwnInstant() {
+        var l = AppLifecycle(record: AppLifecycleTests.record(ready: .notify), launchStart: 1_000)
+        // 1970-01-01T00:00:00Z, 1970-01-01T00:00:01.5Z, 1973-03-03T09:46:40Z: no clock gives these today.
+        let ready = Instant(monotonicNanos: 9_000, wallNanos: 0)
+        let notice = Instant(monotonicNanos: 10_000, wallNanos: 1_500_000_000)
+        let frozen = Instant(monotonicNanos: 130_000, wallNanos: 100_000_000_000_000_000)
+        var fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: ready)
+        #expect(Self.logged(fx).map(\.time) == ["1970-01-01T00:00:00.000000Z"])
+        #expect(Self.logged(fx).map(\.monotonicNanos) == [9_000])
+        #expect(l.record.sinceWall == "1970-01-01T00:00:00.000000Z" && l.record.sinceMonotonicNanos == 9_000)
+        #expect(l.record.coldStartNanos == 8_000, "launch at 1 000 → ready at 9 000")
+
+        fx = l.handle(.suspend(waiter: 1, notice: AppLifecycleTests.usr1), now: notice)
+        #expect(Self.logged(fx).map(\.time) == ["1970-01-01T00:00:01.500000Z"])
+        #expect(l.record.sinceWall == "1970-01-01T00:00:01.500000Z" && l.record.sinceMonotonicNanos == 10_000)
+        #expect(l.grace?.start == 10_000 && l.grace?.deadline == 10_000 + 5 * Self.second)
+
+        _ = l.handle(.notify(NotifyMessage.parse("READY=1")), now: Instant(monotonicNanos: 40_000, wallNanos: 7))
+        fx = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: frozen)
+        let freeze = Self.logged(fx).first
+        #expect(freeze?.time == "1973-03-03T09:46:40.000000Z" && freeze?.monotonicNanos == 130_000)
+        // From the notice (10 000) to the freeze's start (130 000 − its 80 000).
+        #expect(freeze?.graceNanos == 40_000)
+        #expect(l.record.sinceWall == "1973-03-03T09:46:40.000000Z" && l.record.sinceMonotonicNanos == 130_000)
+        #expect(l.persistentRecord.sinceWall == l.record.sinceWall)
+    }
+
+    @Test func anEndIsStampedAtItsCleanupAndTimedFromItsRequest() {
+        var l = AppLifecycleTests.lifecycle(in: .active)
+        _ = l.handle(.terminate(waiter: 3, timeout: Self.second), now: Instant(monotonicNanos: 50_000, wallNanos: 1_000))
+        _ = l.handle(.exited(.signaled(SIGTERM)), now: Instant(monotonicNanos: 60_000, wallNanos: 2_000))
+        let fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: Instant(monotonicNanos: 75_000, wallNanos: 86_400_000_000_000))
+        let end = Self.logged(fx).last
+        #expect(end?.kind == .exit && end?.time == "1970-01-02T00:00:00.000000Z" && end?.monotonicNanos == 75_000)
+        #expect(end?.durationNanos == 25_000, "from the terminate (50 000) to the cleanup (75 000)")
+        #expect(l.record.sinceWall == "1970-01-02T00:00:00.000000Z" && l.state == .terminated)
+    }
+
+    @Test func anAdoptedGraceRunsOnFromItsRecordAndTheInstantGiven() {
+        var r = AppLifecycleTests.record()
+        r.state = .background
+        r.graceStartNanos = nil
+        r.graceDeadlineNanos = nil
+        let l = AppLifecycle(adopting: r, now: Instant(monotonicNanos: 77, wallNanos: 0))
+        #expect(l.grace?.start == 77 && l.nextDeadline == 77, "no recorded grace: over at the instant of adoption")
+    }
+}
+
+/// How a grace ended and why an app ended are types the lifecycle decides with; the wire
+/// keeps the words it has always written (`reason`: "READY=1", "expired", "grace 0";
+/// "SIGTERM", "SIGKILL"), and the library reads them back through the same types.
+@Suite("AppLifecycle: typed outcomes")
+struct AppLifecycleOutcomeTests {
+    static let second = AppLifecycleTests.second
+
+    static func logged(_ fx: [LifecycleEffect]) -> [Event] { AppLifecycleInstantTests.logged(fx) }
+
+    /// Suspends an active app with `grace`, ends its grace with `input` at 1 s, confirms the freeze.
+    static func freeze(grace: UInt64, ending input: LifecycleInput?) -> (AppLifecycle.Phase, Event?) {
+        var l = AppLifecycleTests.lifecycle(in: .active)
+        _ = l.handle(.suspend(waiter: 1, notice: AppLifecycleTests.usr1, grace: grace), now: 10_000)
+        if let input { _ = l.handle(input, now: Self.second) }
+        let freezing = l.phase
+        let fx = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 2 * Self.second)
+        return (freezing, logged(fx).first { $0.kind == .freeze })
+    }
+
+    @Test(arguments: [GraceEnding.ready, .expired, .zero])
+    func eachGraceEndingIsTypedAndWrittenAsBefore(_ ending: GraceEnding) {
+        let (phase, event): (AppLifecycle.Phase, Event?)
+        switch ending {
+        case .ready: (phase, event) = Self.freeze(grace: 5 * Self.second, ending: .notify(NotifyMessage.parse("READY=1")))
+        case .expired: (phase, event) = Self.freeze(grace: Self.second - 10_000, ending: .tick)
+        case .zero: (phase, event) = Self.freeze(grace: 0, ending: nil)
+        }
+        guard case .freezing(_, let how, false) = phase else {
+            Issue.record("not freezing: \(phase)")
+            return
+        }
+        #expect(how == ending)
+        #expect(event?.reason == ["READY=1", "expired", "grace 0"][GraceEnding.allCases.firstIndex(of: ending)!])
+        let result = SuspendResult(name: "web", steps: [IceboxClient.Step(line: "", event: event)])
+        #expect(result.graceEnd == [.ready, .expired, .zero][GraceEnding.allCases.firstIndex(of: ending)!])
+    }
+
+    /// Ends an app `how` and returns the end it was given and the end event.
+    static func end(_ steps: [(LifecycleInput, UInt64)], adopted: Bool = false) -> (AppEnd?, Event?) {
+        var r = AppLifecycleTests.record()
+        r.state = .active
+        var l = adopted ? AppLifecycle(adopting: r, now: 1_000) : AppLifecycleTests.lifecycle(in: .active)
+        var fx: [LifecycleEffect] = []
+        for (input, at) in steps { fx = l.handle(input, now: at) }
+        guard case .ended(let end) = l.phase else { return (nil, nil) }
+        return (end, logged(fx).last)
+    }
+
+    @Test func eachEndIsTypedAndItsReasonWrittenAsBefore() {
+        let cleaned = LifecycleInput.cleanedUp(leftovers: 0, problems: [])
+        var (end, e) = Self.end([(.exited(.exited(3)), 9_000), (cleaned, 9_000)])
+        #expect(end == .exited(.exited(3)) && e?.reason == nil && e?.exitStatus == 3 && e?.to == .exited)
+
+        (end, e) = Self.end([
+            (.terminate(waiter: nil, timeout: Self.second), 5_000), (.exited(.signaled(SIGTERM)), 6_000), (cleaned, 7_000),
+        ])
+        #expect(end == .terminated(.signaled(SIGTERM), by: .sigterm, since: 5_000) && e?.reason == "SIGTERM" && e?.durationNanos == 2_000)
+
+        (end, e) = Self.end([
+            (.terminate(waiter: nil, timeout: Self.second), 5_000), (.tick, 5_000 + Self.second),
+            (.exited(.signaled(SIGKILL)), 2 * Self.second),
+            (cleaned, 2 * Self.second),
+        ])
+        #expect(end == .terminated(.signaled(SIGKILL), by: .sigkill, since: 5_000) && e?.reason == "SIGKILL")
+
+        (end, e) = Self.end([(.evict(waiter: nil), 5_000), (.exited(nil), 6_000), (cleaned, 6_000)])
+        #expect(end == .evicted(.signaled(SIGKILL), since: 5_000) && e?.reason == "SIGKILL" && e?.exitStatus == 137 && e?.kind == .evict)
+        #expect(EndResult(name: "web", steps: [IceboxClient.Step(line: "", event: e)]).how == .evicted)
+
+        // Re-adopted, so how it ended is unknown; terminated past its time-out, it was SIGKILLed.
+        (end, e) = Self.end(
+            [(.terminate(waiter: nil, timeout: 10), 2_000), (.tick, 2_010), (.exited(nil), 3_000), (cleaned, 3_000)], adopted: true)
+        #expect(end == .terminated(nil, by: .sigkill, since: 2_000) && e?.reason == "SIGKILL" && e?.exitStatus == nil)
+        #expect(EndResult(name: "web", steps: [IceboxClient.Step(line: "", event: e)]).how == .sigkillAfterTimeout)
+    }
+}
+
+/// A compaction is a fact of one suspension (`Phase.suspended(compacted:)`): the resume that
+/// ends it says so, a failed thaw keeps it, and it goes with the phase when the app runs again
+/// some other way.
+@Suite("AppLifecycle: a compaction belongs to its suspension")
+struct CompactionInThePhaseTests {
+    static func thawLine(_ fx: [LifecycleEffect]) -> String? {
+        fx.compactMap { if case .log(let e) = $0, e.kind == .thaw { return e.detail } else { return nil } }.first
+    }
+
+    @Test func theResumeAfterACompactionSaysSoOnceAndAFailedThawKeepsIt() {
+        var l = AppLifecycleTests.lifecycle(in: .suspended)
+        _ = l.handle(.compacted, now: 3_000)
+        #expect(l.phase == .suspended(compacted: true))
+        _ = l.handle(.resume(waiter: 1), now: 4_000)
+        _ = l.handle(.thawFailed("EBUSY"), now: 5_000)
+        #expect(l.phase == .suspended(compacted: true), "still the same suspension")
+        _ = l.handle(.resume(waiter: 2), now: 6_000)
+        var fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 7_000)
+        #expect(Self.thawLine(fx)?.hasSuffix("; first resume after a compaction") == true)
+        _ = l.handle(.suspend(waiter: nil, notice: nil, grace: 0), now: 8_000)
+        _ = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 9_000)
+        _ = l.handle(.resume(waiter: 3), now: 10_000)
+        fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 11_000)
+        #expect(Self.thawLine(fx)?.contains("compaction") == false, "said once")
+    }
+
+    @Test func aThawOutsideIceboxEndsTheSuspensionAndItsCompaction() {
+        var l = AppLifecycleTests.lifecycle(in: .suspended)
+        _ = l.handle(.compacted, now: 3_000)
+        _ = l.handle(.thawedOutside(how: "its cgroup.freeze reads 0"), now: 4_000)
+        _ = l.handle(.suspend(waiter: nil, notice: nil, grace: 0), now: 5_000)
+        _ = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 6_000)
+        #expect(l.phase == .suspended(compacted: false), "a new suspension, not compacted")
+        _ = l.handle(.resume(waiter: 1), now: 7_000)
+        let fx = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 8_000)
+        #expect(Self.thawLine(fx)?.contains("compaction") == false)
+    }
+}
+
+/// The hot start (thaw → READY=1) is timed from the thaw that made the app active: the time
+/// is the active phase's own (`Phase.active(resumedAt:)`), gone once the app leaves it.
+@Suite("AppLifecycle: a hot start belongs to its thaw")
+struct HotStartInThePhaseTests {
+    @Test func aHotStartIsTimedFromItsThawAndNotFromAnOlderOne() {
+        var l = AppLifecycleTests.lifecycle(in: .suspended)
+        _ = l.handle(.resume(waiter: nil), now: 10_000)
+        _ = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 20_000)
+        #expect(l.phase == .active(resumedAt: 10_000))
+        // Suspended again before its READY=1, and resumed in that grace: no thaw this time.
+        _ = l.handle(.suspend(waiter: nil, notice: AppLifecycleTests.usr1), now: 30_000)
+        _ = l.handle(.resume(waiter: nil), now: 40_000)
+        #expect(l.phase == .active(resumedAt: nil))
+        let fx = l.handle(.notify(NotifyMessage.parse("READY=1")), now: 50_000)
+        #expect(
+            !fx.contains { if case .log(let e) = $0 { return e.kind == .ready } else { return false } },
+            "no hot start of a thaw two steps back")
+        // A thaw, then READY=1: timed from that thaw's start.
+        _ = l.handle(.suspend(waiter: nil, notice: nil, grace: 0), now: 60_000)
+        _ = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 70_000)
+        _ = l.handle(.resume(waiter: nil), now: 80_000)
+        _ = l.handle(.thawConfirmed(AppLifecycleTests.frozen), now: 90_000)
+        let ready = AppLifecycleInstantTests.logged(l.handle(.notify(NotifyMessage.parse("READY=1")), now: 95_000)).first
+        #expect(ready?.kind == .ready && ready?.durationNanos == 15_000 && ready?.reason == "READY=1")
     }
 }

@@ -67,7 +67,9 @@ struct IceboxClientTests {
 
     @Test("a typed result is built from the event a line carries, not from its text")
     func resultFromEvent() throws {
-        var thaw = Event(app: "web", pid: 42, kind: .thaw, from: .suspended, to: .active, durationNanos: 82_500, detail: "x", now: 7)
+        var thaw = Event(
+            app: "web", pid: 42, kind: .thaw, from: .suspended, to: .active, durationNanos: 82_500, detail: "x",
+            at: Instant(monotonicNanos: 7, wallNanos: 0))
         thaw.backend = .cgroup1
         thaw.tasks = 3
         var line = ControlReply(kind: .line, text: "web  suspended → active  thawed in 1 year (words)")
@@ -98,12 +100,12 @@ struct IceboxClientTests {
         let client = IceboxClient(runtimeDirectory: dir + "/run", stateDirectory: dir + "/state")
         let log = client.paths.eventLog
         try FileIO.makeDirectories(client.paths.stateDir)
-        try FileIO.appendLine(log, JSONLines.encode(Event(app: "web", pid: 1, kind: .spawn, detail: "old")))
+        try FileIO.appendLine(log, JSONLines.encode(Event(app: "web", pid: 1, kind: .spawn, detail: "old", at: .read())))
 
         let web = try client.events(for: "web")
         let everything = try client.events(replay: true)
         for (app, kind) in [("db", EventKind.spawn), ("web", .notice), ("web", .freeze)] {
-            try FileIO.appendLine(log, JSONLines.encode(Event(app: app, pid: 2, kind: kind, detail: "new")))
+            try FileIO.appendLine(log, JSONLines.encode(Event(app: app, pid: 2, kind: kind, detail: "new", at: .read())))
         }
         let seen = await collect(web, through: .freeze, within: .seconds(10))
         #expect(seen.map(\.kind) == [.notice, .freeze])

@@ -124,7 +124,8 @@ struct JSONWriterTests {
         mutating func event() -> Event {
             var e = Event(
                 app: string(), pid: optional(), kind: pick(EventKind.allCases), from: chance() ? pick(AppState.allCases) : nil,
-                to: chance() ? pick(AppState.allCases) : nil, durationNanos: optional(), detail: string(), now: integer())
+                to: chance() ? pick(AppState.allCases) : nil, durationNanos: optional(), detail: string(),
+                at: Instant(monotonicNanos: integer(), wallNanos: 0))
             e.time = string()
             e.reason = optionalString()
             e.backend = chance() ? pick(BackendKind.allCases) : nil
@@ -212,14 +213,15 @@ struct JSONWriterTests {
 
     @Test(arguments: JSONWriterTests.awkward)
     func everyAwkwardStringEncodesToTheSameBytes(_ text: String) {
-        var e = Event(app: text, pid: nil, kind: .notify, detail: text, now: 0)
+        var e = Event(app: text, pid: nil, kind: .notify, detail: text, at: Instant(monotonicNanos: 0, wallNanos: 0))
         e.time = text
         expectSame(e, "Event with \(text.unicodeScalars.map { String($0.value, radix: 16) })")
         expectSame(ControlRequest.suspend(names: [text, text], graceNanos: nil), "a request naming \(text.debugDescription)")
     }
 
     @Test func extremeIntegersEncodeToTheSameBytes() {
-        var e = Event(app: "a", pid: Int32.min, kind: .freeze, durationNanos: UInt64.max, detail: "", now: 0)
+        var e = Event(
+            app: "a", pid: Int32.min, kind: .freeze, durationNanos: UInt64.max, detail: "", at: Instant(monotonicNanos: 0, wallNanos: 0))
         e.tasks = Int.min
         e.exitStatus = Int32.max
         e.pids = [0, -1, Int32.min, Int32.max]

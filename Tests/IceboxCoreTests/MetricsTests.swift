@@ -95,7 +95,9 @@ struct MetricsTests {
     }
 
     func event(_ kind: EventKind, from: AppState? = nil, to: AppState? = nil, nanos: UInt64? = nil) -> Event {
-        Event(app: "web", pid: 42, kind: kind, from: from, to: to, durationNanos: nanos, detail: "test", now: 1)
+        Event(
+            app: "web", pid: 42, kind: kind, from: from, to: to, durationNanos: nanos, detail: "test",
+            at: Instant(monotonicNanos: 1, wallNanos: 0))
     }
 
     @Test("events feed the histograms and counters by kind and structured fields")

@@ -227,7 +227,7 @@ struct ProtocolCodingTests {
         var reply = ControlReply(kind: .event, text: "hello", code: 3)
         let event = Event(
             app: "web", pid: 4242, kind: .freeze, from: .background, to: .suspended,
-            durationNanos: 212_000, detail: "cgroup2: 3 tasks")
+            durationNanos: 212_000, detail: "cgroup2: 3 tasks", at: .read())
         reply.event = event
         let json = JSONLines.encode(reply)
         #expect(json.contains("\"kind\":\"event\""))
@@ -249,7 +249,7 @@ struct ProtocolCodingTests {
     @Test func eventUsesSnakeCaseKeysOnDisk() throws {
         var e = Event(
             app: "web", pid: 4242, kind: .freeze, from: .background, to: .suspended,
-            durationNanos: 212_000, detail: "SIGUSR1 sent")
+            durationNanos: 212_000, detail: "SIGUSR1 sent", at: .read())
         e.time = "2026-11-30T08:09:23.123456Z"
         e.monotonicNanos = 987_654_321
         let json = JSONLines.encode(e)
@@ -271,7 +271,7 @@ struct ProtocolCodingTests {
     }
 
     @Test func eventHumanLineShowsTheTransition() {
-        var e = Event(app: "web", pid: 1, kind: .grace, from: .active, to: .background, detail: "SIGUSR1 sent")
+        var e = Event(app: "web", pid: 1, kind: .grace, from: .active, to: .background, detail: "SIGUSR1 sent", at: .read())
         e.time = "2026-11-30T08:09:23.123456Z"
         #expect(e.humanLine.hasPrefix("08:09:23.123456  web          active → background"))
         #expect(e.humanLine.hasSuffix(" SIGUSR1 sent"))

@@ -11,7 +11,8 @@ struct ReplyEventReadingTests {
 
     static func event() -> Event {
         var e = Event(
-            app: "web", pid: 42, kind: .freeze, from: .background, to: .suspended, durationNanos: 340, detail: "frozen → µs", now: 7)
+            app: "web", pid: 42, kind: .freeze, from: .background, to: .suspended, durationNanos: 340, detail: "frozen → µs",
+            at: Instant(monotonicNanos: 7, wallNanos: 0))
         e.reason = "READY=1"
         e.backend = .cgroup2
         e.tasks = 3
