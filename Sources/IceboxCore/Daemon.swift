@@ -393,7 +393,10 @@ package final class Daemon {
                 // stops as on SIGTERM, leaving the apps as they are for the next one to
                 // re-adopt, and `run` then fails with this.
                 loopFailure = IceboxError("wait for the daemon's events", error)
-                log(Event(app: "-", pid: getpid(), kind: .error, detail: "the event loop failed: \(error); stopping, leaving the apps"))
+                log(
+                    Event(
+                        app: "-", pid: getpid(), kind: .error, detail: "the event loop failed: \(error); stopping, leaving the apps",
+                        at: .read()))
                 return
             }
             for (token, events) in ready {
