@@ -102,6 +102,7 @@ extension LaunchOptions: JSONReadable {
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
         var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
         var watchdog: UInt64?, workingDirectory: String?, startLimitBurst: Int?, startLimitInterval: UInt64?
+        var pidNamespace: Bool?
         let read = r.object { r, key in
             switch key {
             case "attached": return r.field(&attached)
@@ -116,6 +117,7 @@ extension LaunchOptions: JSONReadable {
             case "max_grace_ns": return r.field(&maxGrace)
             case "name": return r.field(&name)
             case "name_is_default": return r.field(&nameIsDefault)
+            case "pid_namespace": return r.field(&pidNamespace)
             case "priority": return r.field(&priority)
             case "ready": return r.field(&ready)
             case "ready_timeout_ns": return r.field(&readyTimeout)
@@ -150,6 +152,7 @@ extension LaunchOptions: JSONReadable {
         self.startLimitBurst = startLimitBurst
         self.startLimitIntervalNanos = startLimitInterval
         self.runAs = runAs
+        self.pidNamespace = pidNamespace ?? false
     }
 }
 
