@@ -104,7 +104,7 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var runAs: RunAs?
     /// `--pid-namespace`: the app's process tree gets a PID namespace of its own, under a
     /// tiny init that is pid 1 there (the pids inside are then free when CRIU restores the
-    /// app). Needs a daemon with CAP_SYS_ADMIN (``IceboxError/Reason/permission`` otherwise).
+    /// app). Needs a daemon with CAP_SYS_ADMIN (``IceboxError/Reason/permissionDenied`` otherwise).
     public var pidNamespace = false
 
     /// The least watchdog interval: `--watchdog` refuses less, and an app's WATCHDOG_USEC=
