@@ -58,6 +58,11 @@ struct PIDNamespaceTests {
         let record = try #require(try box.apps()["web"])
         let app = try Self.initAndApp(record)
         let cgroup = try #require(record.cgroup)
+        // The daemon raised CAP_SYS_ADMIN (bit 21) for the clone only: permitted, not effective.
+        let daemon = try #require(box.daemonPID)
+        func capabilitySet(_ name: String) -> UInt64 { UInt64(Self.statusField(name, pid: daemon).first ?? "", radix: 16) ?? 0 }
+        #expect(capabilitySet("CapPrm") & (1 << 21) != 0, "CapPrm lacks cap_sys_admin")
+        #expect(capabilitySet("CapEff") & (1 << 21) == 0, "CapEff still has cap_sys_admin after the launch")
         // ps says so.
         let ps = try box.icebox(["ps", "--json", "web"])
         #expect(ps.stdout.contains("\"pid_namespace\":true"), "\(ps.stdout)")
