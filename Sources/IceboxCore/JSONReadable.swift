@@ -193,7 +193,7 @@ extension AppSummary: JSONReadable {
         var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
         var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
         var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
-        var statusText: String?, adopted: Bool?
+        var statusText: String?, adopted: Bool?, pidNamespace: Bool?
         let read = r.object { r, key in
             switch key {
             case "adopted": return r.field(&adopted)
@@ -207,6 +207,7 @@ extension AppSummary: JSONReadable {
             case "memory_bytes": return r.field(&memoryBytes)
             case "name": return r.field(&name)
             case "pid": return r.field(&pid)
+            case "pid_namespace": return r.field(&pidNamespace)
             case "priority": return r.field(&priority)
             case "runs_as": return r.field(&runsAs)
             case "since_monotonic_ns": return r.field(&sinceMonotonic)
@@ -223,6 +224,7 @@ extension AppSummary: JSONReadable {
             memoryBytes: memoryBytes, lastFreezeNanos: lastFreeze, lastThawNanos: lastThaw, statusText: statusText,
             ending: ending, exitStatus: exitStatus, command: command, priority: priority, cgroup: cgroup, runsAs: runsAs,
             adopted: adopted)
+        self.pidNamespace = pidNamespace
     }
 }
 

@@ -66,6 +66,8 @@ struct PIDNamespaceTests {
         // ps says so.
         let ps = try box.icebox(["ps", "--json", "web"])
         #expect(ps.stdout.contains("\"pid_namespace\":true"), "\(ps.stdout)")
+        let field = try box.icebox(["ps", "--format", "{{.PID}} {{.PIDNamespace}}", "web"])
+        #expect(field.stdout == "\(record.pid) yes\n", "\(field.output)")
 
         // The notice (auto: the app, not the init, handles SIGUSR1) reaches the app through
         // the init: it answers READY=1, and the cgroup is frozen.
@@ -97,6 +99,9 @@ struct PIDNamespaceTests {
         #expect(try box.icebox(["launch", "--pid-namespace", "sleeper", "--", "sleep", "1000"]).status == 0)
         let record = try #require(try box.apps()["sleeper"])
         let app = try Self.initAndApp(record)
+        #expect(try box.icebox(["launch", "plain", "--", "sleep", "1000"]).status == 0)
+        let field = try box.icebox(["ps", "--format", "{{.Name}} {{.PIDNamespace}}"])
+        #expect(field.stdout.split(separator: "\n").sorted() == ["plain no", "sleeper yes"], "\(field.output)")
         // sleep has no handler for SIGUSR1: auto sends no notice (the init's own mask is not
         // asked), and the freeze comes at once.
         let s = try box.icebox(["suspend", "sleeper"])
