@@ -759,3 +759,12 @@ long long icebox_lock_program_image(void) {
     }
     return (long long)state.locked;
 }
+
+// Defined by the icebox executable's own C target (CIceboxStart/pid_namespace_init.c), which
+// runs the init of a --pid-namespace app; absent (NULL) in a program that only links the
+// libraries.
+extern const int icebox_start_pid_namespace_init __attribute__((weak));
+
+int icebox_executable_has_pid_namespace_init(void) {
+    return &icebox_start_pid_namespace_init != NULL;
+}

@@ -177,6 +177,12 @@ package enum ProcFS {
         ((try? FileIO.list("\(procRoot)/\(pid)/task")) ?? []).compactMap { pid_t($0) }
     }
 
+    /// The children of a (single-threaded) process, from /proc/PID/task/PID/children.
+    package static func children(of pid: pid_t, procRoot: String = "/proc") -> [pid_t] {
+        ((try? FileIO.read("\(procRoot)/\(pid)/task/\(pid)/children")) ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" })
+            .compactMap { pid_t($0) }
+    }
+
     /// Every pid whose process belongs to the session (the fallback when a process has no cgroup).
     package static func pids(inSession session: pid_t, procRoot: String = "/proc") -> [pid_t] {
         ((try? FileIO.list(procRoot)) ?? []).compactMap { pid_t($0) }.filter { stat(pid: $0, procRoot: procRoot)?.session == session }

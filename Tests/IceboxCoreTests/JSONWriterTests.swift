@@ -82,6 +82,7 @@ struct JSONWriterTests {
             o.startLimitBurst = optional()
             o.startLimitIntervalNanos = optional()
             o.runAs = runAs()
+            o.pidNamespace = chance()
             return o
         }
 
@@ -269,6 +270,7 @@ struct JSONWriterTests {
         full.adoptedFromMemoryV1 = "/m"
         full.adoptMoveNanos = 15
         full.options.runAs = full.runsAs
+        full.options.pidNamespace = true
         expectSame(full, "AppRecord with every field")
 
         let bare = AppRecord(

@@ -75,7 +75,7 @@ struct ProtocolCodingTests {
         let o = LaunchOptions(name: "web", command: ["sleep", "1"])
         #expect(
             JSONLines.encode(o)
-                == #"{"attached":false,"backend":"auto","background_signal":"auto","command":["sleep","1"],"environment":[],"extra_environment":[],"grace_ns":5000000000,"max_grace_ns":30000000000,"name":"web","name_is_default":false,"priority":"normal","ready":"exec","ready_timeout_ns":30000000000}"#
+                == #"{"attached":false,"backend":"auto","background_signal":"auto","command":["sleep","1"],"environment":[],"extra_environment":[],"grace_ns":5000000000,"max_grace_ns":30000000000,"name":"web","name_is_default":false,"pid_namespace":false,"priority":"normal","ready":"exec","ready_timeout_ns":30000000000}"#
         )
     }
 

@@ -135,6 +135,10 @@ struct epoll_event;
    milliseconds, rounded up, on a kernel without it (before 5.11). */
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
 int icebox_set_pdeathsig(int sig);
+/// 1 when this executable carries the init of a --pid-namespace app (the `icebox` executable:
+/// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links
+/// the libraries.
+int icebox_executable_has_pid_namespace_init(void);
 
 /// Sends a message with descriptors attached (SCM_RIGHTS). Returns bytes sent or -1.
 ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *_Nullable fds, int nfds);

@@ -208,7 +208,7 @@ enum DoctorCommand: IceboxCommand {
         var f: [Finding] = []
         let keptNames = DaemonCapabilities.kept.map(\.name)
         for cap in DaemonCapabilities.kept {
-            let has = Capabilities.hasEffective(cap.name) ?? false
+            let has = (cap.effective ? Capabilities.hasEffective(cap.name) : Capabilities.hasPermitted(cap.name)) ?? false
             f.append(Finding(check: cap.name, ok: has, detail: (has ? "kept by the daemon for " : "missing: disables ") + cap.why))
         }
         let dropped = Capabilities.allNames.filter { !keptNames.contains($0) }

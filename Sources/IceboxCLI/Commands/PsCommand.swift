@@ -22,7 +22,7 @@ enum PsCommand: IceboxCommand {
             NAME may be a glob ('web*'). A named app is shown even if it has ended; a NAME that
             matches no app is an error (exit 1). --format fields: .Name .PID .State .Since
             .Backend .Memory .MemoryBytes .LastFreeze .LastThaw .Status .Command .Priority
-            .ExitStatus .Cgroup .User, and {{json .}}; '\\t' is a tab.
+            .ExitStatus .Cgroup .User .PIDNamespace, and {{json .}}; '\\t' is a tab.
             """)
 
     /// What `ps` prints without --format (and with --format table).

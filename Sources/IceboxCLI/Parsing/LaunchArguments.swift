@@ -26,6 +26,9 @@ enum LaunchArguments {
         OptionSpec(
             name: "user", value: "USER[:GROUP]",
             help: "run the app as this user and group (names or ids), with no capabilities and no_new_privs"),
+        OptionSpec(
+            name: "pid-namespace", value: nil,
+            help: "run the app under a tiny init in a PID namespace of its own (needs a root daemon; for CRIU)"),
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
         OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
     ]
@@ -129,6 +132,7 @@ enum LaunchArguments {
             throw IceboxError(.usage, "--start-limit-burst and --start-limit-interval need --watchdog-action restart")
         }
         if let user = args.value("user") { o.runAs = try RunAs.resolve(user) }
+        o.pidNamespace = args.flag("pid-namespace")
         o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         o.extraEnvironment = args.all("env")
         return o

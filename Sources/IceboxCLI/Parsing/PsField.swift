@@ -18,6 +18,7 @@ enum PsField: String, TemplateField {
     case exitStatus = "ExitStatus"
     case cgroup = "Cgroup"
     case user = "User"
+    case pidNamespace = "PIDNamespace"
 
     /// This field of an app as text; "–" where there is no value. Safe on a terminal: an
     /// app's STATUS= (and anything else not ours) has its control characters escaped
@@ -43,6 +44,7 @@ enum PsField: String, TemplateField {
         case .exitStatus: return r.exitStatus.map { String($0) } ?? "–"
         case .cgroup: return r.cgroup ?? "–"
         case .user: return r.runsAs?.short ?? "–"
+        case .pidNamespace: return r.pidNamespace == true ? "yes" : "no"
         }
     }
 

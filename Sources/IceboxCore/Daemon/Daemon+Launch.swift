@@ -84,6 +84,7 @@ extension Daemon {
                     hint: "--user needs a daemon running as root, or one given CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_CHOWN")
             }
         }
+        let initExecutable = try options.pidNamespace ? pidNamespaceInit(for: options) : nil
         let backend = try facts.resolve(options.backend)
         let env = environment(for: options)
         let pathVar = env.last { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
@@ -128,7 +129,9 @@ extension Daemon {
             // v1 memory one on hybrid hosts (how its memory is measured there).
             // On a host with v1 hierarchies a parked stand-in (SpawnPool) gives its directories
             // and clones the app into them, so no write to cgroup.procs waits on the launch.
-            let standIn = takeStandIn(for: backend)
+            // Not for --pid-namespace: the clone3 that makes the namespace must be this
+            // process's, the only one that can raise CAP_SYS_ADMIN for it.
+            let standIn = options.pidNamespace ? nil : takeStandIn(for: backend)
             let cgroups: AppCgroups
             do {
                 cgroups = try AppCgroups.create(
@@ -167,6 +170,12 @@ extension Daemon {
             request.workingDirectory = options.workingDirectory
             request.descriptorSoftLimit = originalDescriptorLimit
             request.identity = options.runAs?.identity
+            if let initExecutable {
+                // The init is pid 1 and its session's leader; the app its child (PIDNamespaceInit).
+                request.executable = initExecutable
+                request.arguments = PIDNamespaceInit.arguments(program: executable, command: options.command)
+                request.newPIDNamespace = true
+            }
             var opened: [Int32] = []
             defer { for fd in opened { close(fd) } }
             if options.attached {
@@ -260,7 +269,31 @@ extension Daemon {
                 log(Event(app: app, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly", at: .read()))
             }
         }
+        // CAP_SYS_ADMIN is effective only for the clone3 of a --pid-namespace launch.
+        if request.newPIDNamespace {
+            return Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace) {
+                Result { () throws(SpawnError) in try Spawner.spawn(request) }
+            }
+        }
         return Result { () throws(SpawnError) in try Spawner.spawn(request) }
+    }
+
+    /// The executable that runs a --pid-namespace app's init, once this daemon is known able
+    /// to make the namespace; a clear refusal (77) rather than a failed clone otherwise.
+    private func pidNamespaceInit(for options: LaunchOptions) throws(IceboxError) -> String {
+        guard DaemonCapabilities.canMakePIDNamespaces() else {
+            throw IceboxError(
+                .permission,
+                "cannot launch \(options.name) with --pid-namespace: this daemon (uid \(geteuid())) lacks CAP_SYS_ADMIN, which a new PID namespace needs",
+                hint: "run the daemon as root (it keeps CAP_SYS_ADMIN permitted for this), or launch without --pid-namespace")
+        }
+        guard let path = PIDNamespaceInit.executable(onPath: { IceboxDaemon.executableOnPath() }) else {
+            throw IceboxError(
+                .commandNotFound(command: "icebox"),
+                "cannot launch \(options.name) with --pid-namespace: no icebox executable to run its init with",
+                hint: "put icebox on PATH (a program linking the library runs the init from it)")
+        }
+        return path
     }
 
     /// The ids the daemon runs as: an app launched without --user gets them.

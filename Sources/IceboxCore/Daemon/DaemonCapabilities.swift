@@ -10,6 +10,14 @@ package enum DaemonCapabilities {
     package struct Kept: Sendable {
         package var name: String
         package var why: String
+        /// false: kept in the permitted set only, raised with `Capabilities.withEffective`.
+        package var effective = true
+
+        init(name: String, why: String, effective: Bool = true) {
+            self.name = name
+            self.why = why
+            self.effective = effective
+        }
     }
 
     package static let kept: [Kept] = [
@@ -29,7 +37,14 @@ package enum DaemonCapabilities {
         Kept(name: "cap_sys_nice", why: "process_madvise (compaction) on another process, and SCHED_FIFO for a thaw's write and read-back"),
         Kept(name: "cap_sys_resource", why: "PSI triggers with windows that are not multiples of 2 s"),
         Kept(name: "cap_ipc_lock", why: "locking the daemon's own program image in memory (mlock) past RLIMIT_MEMLOCK"),
+        Kept(
+            name: "cap_sys_admin",
+            why: "--pid-namespace: the clone3(CLONE_NEWPID) of such a launch (permitted only: effective just around that call)",
+            effective: false),
     ]
+
+    /// What `--pid-namespace` needs the daemon to have permitted (raised around the clone).
+    package static let neededForPIDNamespace = "cap_sys_admin"
 
     /// What `--user` needs the daemon to have in its effective set.
     package static let neededForUser = ["cap_setuid", "cap_setgid", "cap_setpcap", "cap_chown"]
@@ -37,7 +52,12 @@ package enum DaemonCapabilities {
     /// Drops every capability not in `kept` from this thread. Returns the names dropped
     /// (those that were permitted).
     package static func dropUnused() throws(SystemError) -> [String] {
-        try Capabilities.keepOnly(Set(kept.map(\.name)))
+        try Capabilities.keepOnly(Set(kept.map(\.name)), permittedOnly: Set(kept.filter { !$0.effective }.map(\.name)))
+    }
+
+    /// Whether this process can launch an app with `--pid-namespace` (CAP_SYS_ADMIN permitted).
+    package static func canMakePIDNamespaces() -> Bool {
+        Capabilities.hasPermitted(neededForPIDNamespace) == true
     }
 
     /// The capabilities `--user` needs that this process lacks (empty: it can launch as

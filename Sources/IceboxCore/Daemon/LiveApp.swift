@@ -16,7 +16,21 @@ final class LiveApp {
     let notify: NotifyChannel
     /// Its main process's /proc/PID/stat, kept open for the background notice's look at
     /// the signals it catches (`--background-signal auto`); the descriptor stays that process.
-    let statFile: CgroupFile
+    /// For a `--pid-namespace` app, the app's, not its init's (which forwards every signal
+    /// icebox sends and catches none itself): the init's only child, found on first use
+    /// (not kept while the init has not forked it yet).
+    var statFile: CgroupFile {
+        if let keptStatFile { return keptStatFile }
+        var target = pid
+        if record.options.pidNamespace {
+            guard let app = ProcFS.children(of: pid).first else { return CgroupFile(path: "/proc/\(pid)/stat", writable: false) }
+            target = app
+        }
+        let file = CgroupFile(path: "/proc/\(target)/stat", writable: false)
+        keptStatFile = file
+        return file
+    }
+    private var keptStatFile: CgroupFile?
     /// The control connection of `icebox run`, which gets this app's events and its exit.
     var attachedClient: Int32?
     var spawnEvent: Event?
@@ -67,7 +81,6 @@ final class LiveApp {
         self.cgroups = cgroups
         self.notify = notify
         let pid = handle.pid
-        statFile = CgroupFile(path: "/proc/\(pid)/stat", writable: false)
         freezer = cgroups.freezer(backend: lifecycle.record.backend) { ProcFS.pids(inSession: pid) }
     }
 

@@ -21,14 +21,18 @@ package struct AppSummary: Codable, Sendable, Equatable {
     package var runsAs: RunAs?
     /// true for an app `icebox adopt` took over (nil otherwise).
     package var adopted: Bool?
+    /// true for an app launched with `--pid-namespace` (nil otherwise: not on the wire).
+    package var pidNamespace: Bool? = nil
 }
 
 extension AppRecord {
     package var summary: AppSummary {
-        AppSummary(
+        var summary = AppSummary(
             name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonicNanos, sinceWall: sinceWall,
             backend: backend, memoryBytes: memoryBytes, lastFreezeNanos: lastFreezeNanos, lastThawNanos: lastThawNanos,
             statusText: statusText, ending: ending, exitStatus: exitStatus, command: options.command,
             priority: options.priority, cgroup: cgroup, runsAs: runsAs, adopted: isAdopted ? true : nil)
+        summary.pidNamespace = options.pidNamespace ? true : nil
+        return summary
     }
 }

@@ -102,6 +102,7 @@ extension LaunchOptions: JSONReadable {
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
         var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
         var watchdog: UInt64?, workingDirectory: String?, startLimitBurst: Int?, startLimitInterval: UInt64?
+        var pidNamespace: Bool?
         let read = r.object { r, key in
             switch key {
             case "attached": return r.field(&attached)
@@ -116,6 +117,7 @@ extension LaunchOptions: JSONReadable {
             case "max_grace_ns": return r.field(&maxGrace)
             case "name": return r.field(&name)
             case "name_is_default": return r.field(&nameIsDefault)
+            case "pid_namespace": return r.field(&pidNamespace)
             case "priority": return r.field(&priority)
             case "ready": return r.field(&ready)
             case "ready_timeout_ns": return r.field(&readyTimeout)
@@ -150,6 +152,7 @@ extension LaunchOptions: JSONReadable {
         self.startLimitBurst = startLimitBurst
         self.startLimitIntervalNanos = startLimitInterval
         self.runAs = runAs
+        self.pidNamespace = pidNamespace ?? false
     }
 }
 
@@ -190,7 +193,7 @@ extension AppSummary: JSONReadable {
         var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
         var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
         var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
-        var statusText: String?, adopted: Bool?
+        var statusText: String?, adopted: Bool?, pidNamespace: Bool?
         let read = r.object { r, key in
             switch key {
             case "adopted": return r.field(&adopted)
@@ -204,6 +207,7 @@ extension AppSummary: JSONReadable {
             case "memory_bytes": return r.field(&memoryBytes)
             case "name": return r.field(&name)
             case "pid": return r.field(&pid)
+            case "pid_namespace": return r.field(&pidNamespace)
             case "priority": return r.field(&priority)
             case "runs_as": return r.field(&runsAs)
             case "since_monotonic_ns": return r.field(&sinceMonotonic)
@@ -220,6 +224,7 @@ extension AppSummary: JSONReadable {
             memoryBytes: memoryBytes, lastFreezeNanos: lastFreeze, lastThawNanos: lastThaw, statusText: statusText,
             ending: ending, exitStatus: exitStatus, command: command, priority: priority, cgroup: cgroup, runsAs: runsAs,
             adopted: adopted)
+        self.pidNamespace = pidNamespace
     }
 }
 

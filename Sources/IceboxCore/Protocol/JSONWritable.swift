@@ -82,6 +82,7 @@ extension LaunchOptions: JSONWritable {
             w.field("max_grace_ns", maxGraceNanos)
             w.field("name", name)
             w.field("name_is_default", nameIsDefault)
+            w.field("pid_namespace", pidNamespace)
             w.field("priority", priority)
             w.field("ready", ready)
             w.field("ready_timeout_ns", readyTimeoutNanos)
@@ -135,6 +136,7 @@ extension AppSummary: JSONWritable {
             w.field("memory_bytes", memoryBytes)
             w.field("name", name)
             w.field("pid", pid)
+            if let pidNamespace { w.field("pid_namespace", pidNamespace) }
             w.field("priority", priority)
             w.field("runs_as", runsAs)
             w.field("since_monotonic_ns", sinceMonotonicNanos)

@@ -102,6 +102,10 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     /// `--user`: the uid, gid and groups the app runs as, with no capability and
     /// no_new_privs (nil: as the daemon's user).
     public var runAs: RunAs?
+    /// `--pid-namespace`: the app's process tree gets a PID namespace of its own, under a
+    /// tiny init that is pid 1 there (the pids inside are then free when CRIU restores the
+    /// app). Needs a daemon with CAP_SYS_ADMIN (``IceboxError/Reason/permissionDenied`` otherwise).
+    public var pidNamespace = false
 
     /// The least watchdog interval: `--watchdog` refuses less, and an app's WATCHDOG_USEC=
     /// below it is raised to it (1 µs had the watchdog fire, and a restart follow, on every
@@ -150,5 +154,6 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
         startLimitBurst = try c.decodeIfPresent(Int.self, forKey: .startLimitBurst)
         startLimitIntervalNanos = try c.decodeIfPresent(UInt64.self, forKey: .startLimitIntervalNanos)
         runAs = try c.decodeIfPresent(RunAs.self, forKey: .runAs)
+        pidNamespace = try c.decodeIfPresent(Bool.self, forKey: .pidNamespace) ?? pidNamespace
     }
 }
