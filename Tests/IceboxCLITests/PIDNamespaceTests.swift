@@ -195,14 +195,7 @@ struct PIDNamespaceTests {
         while try box.apps()["counter"]?.state == .active, Clock.monotonicNanos() < ended { usleep(20_000) }
         #expect(!Kernel.alive(record.pid) && !Kernel.alive(app))
 
-        let restore = try CriuCommand.run(
-            criu,
-            [
-                "restore", "--images-dir", images, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
-                "--pidfile", images + "/restored.pid",
-            ], timeoutNanos: 30_000_000_000)
-        let restoredPid = pid_t(((try? FileIO.read(images + "/restored.pid")) ?? "").trimmed())
-        let restored = restoredPid.flatMap { try? ProcessHandle(adopting: $0) }
+        let (restore, restored) = try CriuCommand.restore(criu, images: images, timeoutNanos: 30_000_000_000)
         defer { if let restored { CriuCanary.killAndReap(restored) } }
         #expect(restore.succeeded, "\(CriuCanary.reason(restore, log: images + "/restore.log"))")
         let root = try #require(restored)

@@ -69,14 +69,7 @@ struct CriuPIDNamespaceTests {
         #expect(try app.wait(until: Clock.monotonicNanos() + 5_000_000_000) == .signaled(SIGKILL))
         #expect(!FileIO.exists("/proc/\(forked)"))
 
-        let restore = try CriuCommand.run(
-            criu,
-            [
-                "restore", "--images-dir", images, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
-                "--pidfile", images + "/restored.pid",
-            ], timeoutNanos: 30_000_000_000)
-        let restoredPid = pid_t(((try? FileIO.read(images + "/restored.pid")) ?? "").trimmed())
-        let restored = restoredPid.flatMap { try? ProcessHandle(adopting: $0) }
+        let (restore, restored) = try CriuCommand.restore(criu, images: images, timeoutNanos: 30_000_000_000)
         defer { if let restored { CriuCanary.killAndReap(restored) } }
         #expect(restore.succeeded, "\(CriuCanary.reason(restore, log: images + "/restore.log"))")
         let root = try #require(restored)

@@ -48,25 +48,17 @@ package enum CriuCanary {
             return .failure(CriuCanaryFailure("criu dump exited 0 but the canary was not killed by it"))
         }
 
-        let pidFile = dir + "/restored.pid"
-        let restore: CriuCommand
-        do {
-            restore = try CriuCommand.run(
-                criu,
-                [
-                    "restore", "--images-dir", dir, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
-                    "--pidfile", pidFile,
-                ], timeoutNanos: timeoutNanos)
-        } catch { return .failure(CriuCanaryFailure("cannot run criu restore: \(error)")) }
-        // A restored canary is this process's child whatever criu said: find it and end it.
-        let restoredPid = ((try? FileIO.read(pidFile)) ?? "").trimmed()
-        let restored = pid_t(restoredPid).flatMap { try? ProcessHandle(adopting: $0) }
+        let restore: CriuCommand, restored: ProcessHandle?
+        do { (restore, restored) = try CriuCommand.restore(criu, images: dir, timeoutNanos: timeoutNanos) } catch {
+            return .failure(CriuCanaryFailure("cannot run criu restore: \(error)"))
+        }
+        // A restored canary is this process's child whatever criu said: it is ended.
         defer { if let restored { killAndReap(restored) } }
         guard restore.succeeded else {
             return .failure(CriuCanaryFailure("restore: " + reason(restore, log: dir + "/restore.log")))
         }
         guard let restored else {
-            return .failure(CriuCanaryFailure("criu restore exited 0 but wrote no live pid to \(pidFile)"))
+            return .failure(CriuCanaryFailure("criu restore exited 0 but wrote no live pid to \(dir)/restored.pid"))
         }
         // From the kernel: the canary runs again, with its pid, as this process's child.
         guard restored.pid == canary.pid, let stat = try? FileIO.read("/proc/\(restored.pid)/stat"),

@@ -95,4 +95,23 @@ package struct CriuCommand: Sendable {
         }
         return nil
     }
+
+    /// A tree restored from `images` as this process's child (`--restore-sibling
+    /// --restore-detached`, its root's pid written to `restored.pid` there, criu's log to
+    /// `restore.log`), and the handle of that root when one runs, whatever criu said: the
+    /// caller owns it (ends or adopts it). One way to restore, for the probe's canary and
+    /// every test that restores.
+    package static func restore(
+        _ criu: String, images: String, timeoutNanos: UInt64
+    ) throws(SystemError) -> (result: CriuCommand, restored: ProcessHandle?) {
+        let pidFile = images + "/restored.pid"
+        let result = try run(
+            criu,
+            [
+                "restore", "--images-dir", images, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
+                "--pidfile", pidFile,
+            ], timeoutNanos: timeoutNanos)
+        let pid = pid_t(((try? FileIO.read(pidFile)) ?? "").trimmed())  // none written: none restored
+        return (result, pid.flatMap { try? ProcessHandle(adopting: $0) })
+    }
 }
