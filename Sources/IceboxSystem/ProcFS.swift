@@ -173,6 +173,19 @@ package enum ProcFS {
         return withStatLine(path) { line, fieldThree in Character(Unicode.Scalar(line[fieldThree])) }
     }
 
+    /// Whether a SIGSTOP waits to be taken by the thread (its own pending set, SigPnd, or
+    /// its process's, ShdPnd, in /proc/PID/task/TID/status). A thread in the kernel (state D)
+    /// with one pending stops before it runs a single instruction of its program again.
+    package static func stopPending(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Bool {
+        guard let status = try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/status") else { return false }
+        let bit = UInt64(1) << UInt64(SIGSTOP - 1)
+        for line in status.split(separator: "\n") where line.hasPrefix("SigPnd:") || line.hasPrefix("ShdPnd:") {
+            let hex = line.dropFirst(7).drop { $0 == " " || $0 == "\t" }
+            if let mask = UInt64(hex, radix: 16), mask & bit != 0 { return true }
+        }
+        return false
+    }
+
     package static func threads(of pid: pid_t, procRoot: String = "/proc") -> [pid_t] {
         ((try? FileIO.list("\(procRoot)/\(pid)/task")) ?? []).compactMap { pid_t($0) }
     }

@@ -1,6 +1,7 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 /// The SIGSTOP backend confirms a freeze one process after another. One seen stopped early
@@ -62,5 +63,75 @@ struct SignalFreezeConfirmationTests {
         }
         #expect(confirmed)
         #expect(pids.allSatisfy { ProcFS.state(pid: $0) == "T" }, "both stopped when confirmed")
+    }
+
+    /// A C compiler on PATH (the tests build a vfork parent with it).
+    static let compiler: String? = ["cc", "gcc", "clang"].lazy.compactMap {
+        Spawner.resolve($0, path: ProcessEnvironment.dictionary["PATH"])
+    }.first
+
+    @Test(
+        "a vfork parent waiting in the kernel for a child stopped before its exec counts as stopped: the freeze is confirmed, not timed out",
+        .enabled(if: SignalFreezeConfirmationTests.compiler != nil, "needs a C compiler (cc, gcc or clang) on PATH"))
+    func vforkParent() throws {
+        let dir = makeTemporaryDirectory("vfork")
+        defer { removeTree(dir) }
+        // The child stops itself between vfork and exec: its parent then waits in the kernel
+        // (state D, in kernel_clone) for as long as the child stays stopped, as dash and
+        // glibc's posix_spawn do when a SIGSTOP round catches them there.
+        let source = """
+            #include <signal.h>
+            #include <sys/wait.h>
+            #include <unistd.h>
+            int main(void) {
+                pid_t child = vfork();
+                if (child == 0) {
+                    raise(SIGSTOP);
+                    execl("/bin/sleep", "sleep", "100", (char *)0);
+                    _exit(127);
+                }
+                int status;
+                while (waitpid(child, &status, 0) < 0) {}
+                return 0;
+            }
+            """
+        try source.write(toFile: dir + "/vforker.c", atomically: true, encoding: .utf8)
+        let cc = try Spawner.spawn(
+            SpawnRequest(
+                executable: try #require(Self.compiler), arguments: ["cc", "-o", dir + "/vforker", dir + "/vforker.c"],
+                environment: ["PATH=/usr/local/bin:/usr/bin:/bin:/opt/swift/usr/bin"]))
+        try #require(try cc.handle.wait(until: Clock.monotonicNanos() + 60_000_000_000) == .exited(0), "the compiler failed")
+        let parent = try Spawner.spawn(SpawnRequest(executable: dir + "/vforker", arguments: ["vforker"], environment: []))
+        var child: pid_t?
+        defer {
+            if let child { kill(child, SIGKILL) }
+            kill(parent.handle.pid, SIGKILL)
+            _ = try? parent.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        }
+        let found = Clock.monotonicNanos() + 5_000_000_000
+        while child == nil && Clock.monotonicNanos() < found {
+            child = ProcFS.children(of: parent.handle.pid).first { ProcFS.state(pid: $0) == "T" }
+            if child == nil { usleep(1_000) }
+        }
+        let stoppedChild = try #require(child, "the vfork child did not stop")
+        try #require(Self.wait(parent.handle.pid) { $0 == "D" }, "the parent is not waiting in the kernel")
+        let pids = [parent.handle.pid, stoppedChild]
+        var steps = SignalFreezeSteps(members: { pids })
+        let start = Clock.monotonicNanos(), deadline = start + 3_000_000_000
+        steps.begin(with: pids)
+        var outcome: FreezeProgress = .waiting(recheckAt: 0, watch: nil)
+        while case .waiting = outcome, Clock.monotonicNanos() < deadline + 100_000_000 {
+            usleep(1_000)
+            outcome = steps.step(now: Clock.monotonicNanos(), startedAt: start, deadline: deadline)
+        }
+        guard case .confirmed(let report) = outcome else {
+            Issue.record("not confirmed: \(outcome)")
+            return
+        }
+        #expect(report.tasks == 2)
+        // Thawed, the child execs and the parent goes on: nothing was left stuck.
+        kill(stoppedChild, SIGCONT)
+        kill(parent.handle.pid, SIGCONT)
+        #expect(Self.wait(parent.handle.pid) { $0 == "S" }, "the parent did not go on after the thaw")
     }
 }

@@ -30,6 +30,15 @@ package struct SignalFreezer: Freezer {
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
+    /// Whether a thread of ours is held: stopped, or in the kernel (D) with the SIGSTOP we
+    /// sent still pending, so that it stops before it runs its program again. The second
+    /// is how a vfork parent looks (glibc's posix_spawn, dash): it waits in the kernel until
+    /// its child execs, and the child, stopped before that, never does; waiting for the
+    /// parent's T timed every such freeze out.
+    static func held(pid: pid_t, tid: pid_t, state: Character) -> Bool {
+        stoppedState(state) || state == "D" && ProcFS.stopPending(pid: pid, tid: tid)
+    }
+
     /// SIGCONT to the processes a freeze stopped: all but those someone else had stopped.
     /// One held in a tracer's stop (state t) gets it all the same: the freeze's SIGSTOP waits
     /// queued behind the trace stop and would stop the app once the tracer detaches, long
@@ -61,7 +70,7 @@ package struct SignalFreezer: Freezer {
         let pids = members()
         return !pids.isEmpty
             && pids.allSatisfy { pid in
-                ProcFS.threads(of: pid).allSatisfy { Self.stoppedState(ProcFS.state(pid: pid, tid: $0) ?? "T") }
+                ProcFS.threads(of: pid).allSatisfy { tid in Self.held(pid: pid, tid: tid, state: ProcFS.state(pid: pid, tid: tid) ?? "T") }
             }
     }
 
@@ -174,7 +183,7 @@ package struct SignalFreezeSteps: FreezeSteps {
                 while threadsSeen < threads.count {
                     let tid = threads[threadsSeen]
                     if let state = ProcFS.state(pid: pid, tid: tid), state != "Z" && state != "X" {
-                        if !SignalFreezer.stoppedState(state) { return }
+                        if !SignalFreezer.held(pid: pid, tid: tid, state: state) { return }
                         threadsAlive += 1
                     }
                     threadsSeen += 1
@@ -204,7 +213,7 @@ package struct SignalFreezeSteps: FreezeSteps {
         let continued = lastMembers.filter { pid in
             ProcFS.threads(of: pid).contains { tid in
                 guard let state = ProcFS.state(pid: pid, tid: tid), state != "Z" && state != "X" else { return false }
-                return !SignalFreezer.stoppedState(state)
+                return !SignalFreezer.held(pid: pid, tid: tid, state: state)
             }
         }
         for pid in continued {
