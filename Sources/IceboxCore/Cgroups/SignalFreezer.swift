@@ -30,13 +30,19 @@ package struct SignalFreezer: Freezer {
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
-    /// Whether a thread of ours is held: stopped, or in the kernel (D) with the SIGSTOP we
-    /// sent still pending, so that it stops before it runs its program again. The second
-    /// is how a vfork parent looks (glibc's posix_spawn, dash): it waits in the kernel until
-    /// its child execs, and the child, stopped before that, never does; waiting for the
-    /// parent's T timed every such freeze out.
+    /// Whether a thread of ours is held: stopped, or a vfork parent (glibc's posix_spawn,
+    /// dash) waiting in the kernel for its child's exec (state D in kernel_clone) with the
+    /// SIGSTOP we sent still pending. The child, stopped before its exec, never execs, so
+    /// the parent never returns to its program, and the pending stop takes it first if it
+    /// does; waiting for its T timed every such freeze out. The cgroup freezers count it
+    /// frozen too. Any other wait in D (an OOM wait, I/O) is not held: like cgroup v2, the
+    /// freeze waits for it and names it if it does not end.
     static func held(pid: pid_t, tid: pid_t, state: Character) -> Bool {
-        stoppedState(state) || state == "D" && ProcFS.stopPending(pid: pid, tid: tid)
+        if stoppedState(state) { return true }
+        guard state == "D", ProcFS.stopPending(pid: pid, tid: tid) else { return false }
+        // Unreadable: not held. (wait_for_vfork_done where the kernel does not inline it.)
+        let wchan = ((try? FileIO.read("/proc/\(pid)/task/\(tid)/wchan")) ?? "").trimmed()
+        return wchan == "kernel_clone" || wchan == "wait_for_vfork_done"
     }
 
     /// SIGCONT to the processes a freeze stopped: all but those someone else had stopped.
