@@ -1,6 +1,6 @@
 # Getting a CRIU that works here (scripts/criu, scripts/test): the check, the mirror, the
-# download, the build. Sourced, not run. Facts behind it: /work/shared/docs/criu-facts.md,
-# summarised in docs/criu.md.
+# download, the build. Sourced, not run. The facts behind it (which versions work on this
+# kernel, what Debian serves, the build dependencies) are in docs/criu.md.
 
 # Where the built criu goes: icebox's own place for programs it runs (the library looks here
 # after ICEBOX_CRIU and before PATH: CriuProbe.swift). Never /usr/sbin/criu, which is
