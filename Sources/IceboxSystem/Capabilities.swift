@@ -6,22 +6,18 @@ import Glibc
 /// and children it starts later inherit), so it is called before any other thread exists.
 package enum Capabilities {
     /// Whether the named capability (e.g. "cap_sys_admin") is in the effective set.
-    package static func hasEffective(_ name: String) -> Bool? {
-        var value: cap_value_t = 0
-        guard cap_from_name(name, &value) == 0, let caps = cap_get_proc() else { return nil }
-        defer { cap_free(UnsafeMutableRawPointer(caps)) }
-        var flag: cap_flag_value_t = CAP_CLEAR
-        guard cap_get_flag(caps, value, CAP_EFFECTIVE, &flag) == 0 else { return nil }
-        return flag == CAP_SET
-    }
+    package static func hasEffective(_ name: String) -> Bool? { has(name, in: CAP_EFFECTIVE) }
 
     /// Whether the named capability is in the permitted set (it can be raised to effective).
-    package static func hasPermitted(_ name: String) -> Bool? {
+    package static func hasPermitted(_ name: String) -> Bool? { has(name, in: CAP_PERMITTED) }
+
+    /// Whether the named capability is in one of this thread's sets; nil if libcap cannot say.
+    private static func has(_ name: String, in set: cap_flag_t) -> Bool? {
         var value: cap_value_t = 0
         guard cap_from_name(name, &value) == 0, let caps = cap_get_proc() else { return nil }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }
         var flag: cap_flag_value_t = CAP_CLEAR
-        guard cap_get_flag(caps, value, CAP_PERMITTED, &flag) == 0 else { return nil }
+        guard cap_get_flag(caps, value, set, &flag) == 0 else { return nil }
         return flag == CAP_SET
     }
 

@@ -178,12 +178,15 @@ package enum ProcFS {
     /// with one pending stops before it runs a single instruction of its program again.
     package static func stopPending(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Bool {
         guard let status = try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/status") else { return false }
-        let bit = UInt64(1) << UInt64(SIGSTOP - 1)
-        for line in status.split(separator: "\n") where line.hasPrefix("SigPnd:") || line.hasPrefix("ShdPnd:") {
-            let hex = line.dropFirst(7).drop { $0 == " " || $0 == "\t" }
-            if let mask = UInt64(hex, radix: 16), mask & bit != 0 { return true }
+        return ["SigPnd", "ShdPnd"].contains { key in
+            statusField(key, in: status).flatMap { UInt64($0, radix: 16) }.map { maskHasSignal($0, SIGSTOP) } ?? false
         }
-        return false
+    }
+
+    /// Where a thread sleeps in the kernel (/proc/PID/task/TID/wchan: a function name, "0"
+    /// when it runs); empty when it cannot be read.
+    package static func wchan(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> String {
+        ((try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/wchan")) ?? "").trimmed()
     }
 
     package static func threads(of pid: pid_t, procRoot: String = "/proc") -> [pid_t] {

@@ -33,7 +33,7 @@ package struct StuckTask: Sendable, CustomStringConvertible {
             for tid in ProcFS.threads(of: pid) {
                 guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
                 if skippingStopped && (st.state == "T" || st.state == "t") { continue }
-                let wchan = ((try? FileIO.read("/proc/\(pid)/task/\(tid)/wchan")) ?? "").trimmed()
+                let wchan = ProcFS.wchan(pid: pid, tid: tid)
                 // Already frozen: asleep in the cgroup v2 freezer's trap (reached from
                 // get_signal, state S), or an older kernel's v1 refrigerator. Not what held the
                 // freeze up. (A v1-frozen task on Linux 6.1+ reads as D where it slept before:

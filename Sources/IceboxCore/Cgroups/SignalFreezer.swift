@@ -41,7 +41,7 @@ package struct SignalFreezer: Freezer {
         if stoppedState(state) { return true }
         guard state == "D", ProcFS.stopPending(pid: pid, tid: tid) else { return false }
         // Unreadable: not held. (wait_for_vfork_done where the kernel does not inline it.)
-        let wchan = ((try? FileIO.read("/proc/\(pid)/task/\(tid)/wchan")) ?? "").trimmed()
+        let wchan = ProcFS.wchan(pid: pid, tid: tid)
         return wchan == "kernel_clone" || wchan == "wait_for_vfork_done"
     }
 
