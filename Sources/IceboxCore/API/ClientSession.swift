@@ -86,19 +86,19 @@ package struct ClientSession {
         let starting = try spawnDaemon(autostart ?? DaemonAutostart())
         defer { close(starting.readyFD) }
         startedDaemon = starting.process
-        var buffer = [UInt8](repeating: 0, count: 16)
-        var pfd = pollfd(fd: starting.readyFD, events: Int16(POLLIN), revents: 0)
-        let n = poll(&pfd, 1, 10_000) > 0 ? read(starting.readyFD, &buffer, 16) : 0
+        // A failed wait is a daemon that said nothing in time: didNotStart below says so.
+        let ready = (try? Poll.wait(starting.readyFD, events: Int16(POLLIN), timeoutNanos: 10_000_000_000)) ?? 0
+        let word = ready != 0 ? Self.readWord(starting.readyFD) : nil
         // "busy" with the socket in place: another command started a daemon at the same
         // moment, and that one serves; connect() goes on to it.
-        if n > 0 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("busy") && !FileIO.exists(paths.controlSocket) {
+        if word?.hasPrefix("busy") == true && !FileIO.exists(paths.controlSocket) {
             let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
             throw IceboxError(
                 .unavailable,
                 "an icebox daemon (pid \(holder.isEmpty ? "unknown" : holder)) holds \(paths.lockFile) but its control socket \(paths.controlSocket) is gone",
                 hint: "stop that daemon (kill -TERM \(holder.isEmpty ? "PID" : holder)) and try again")
         }
-        if n <= 0 { throw didNotStart() }
+        if word == nil { throw didNotStart() }
     }
 
     /// The daemon this session started ended before it said it listens.
