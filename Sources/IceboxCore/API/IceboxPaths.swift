@@ -168,39 +168,52 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
 
 extension IceboxPaths {
     /// Opens (creating) the daemon's lock file through the runtime directory's descriptor,
-    /// never through a symbolic link (O_NOFOLLOW), and checks what was opened: a regular file
-    /// of ours in a directory of ours (mode 0700). `verify` checked the paths; this is the
-    /// check that holds even if a path changed since.
+    /// never through a symbolic link, and checks what was opened (`openTrusted`). `verify`
+    /// checked the paths; this is the check that holds even if a path changed since.
     package func openLockFile() throws(IceboxError) -> Int32 {
+        try Self.openTrusted(
+            "daemon.lock", in: runtimeDir, role: "runtime directory", variables: "XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR",
+            flags: O_RDWR | O_CREAT, mode: 0o600, unopenableDirectory: verify)
+    }
+
+    /// Opens `name` in `directory` through the directory's descriptor, never through a
+    /// symbolic link (O_NOFOLLOW), and checks what was opened: a regular file of ours in a
+    /// directory of ours (mode 0700). `unopenableDirectory` runs first when the directory
+    /// itself cannot be opened (a symbolic link, ELOOP, or something else), to say which.
+    package static func openTrusted(
+        _ name: String, in directory: String, role: String, variables: String, flags: Int32, mode: mode_t = 0o600,
+        unopenableDirectory: () throws(IceboxError) -> Void = {}
+    ) throws(IceboxError) -> Int32 {
         let user = geteuid()
+        let path = directory + "/" + name
         let dirFD: Int32
-        do { dirFD = try FileIO.openDirectory(runtimeDir) } catch {
-            try verify()  // a symbolic link (ELOOP) or something else: say which
-            throw IceboxError("open runtime directory \(runtimeDir)", error)
+        do { dirFD = try FileIO.openDirectory(directory) } catch {
+            try unopenableDirectory()
+            throw IceboxError("open \(role) \(directory)", error)
         }
         defer { close(dirFD) }
         let dir: FileIO.Status
-        do { dir = try FileIO.status(fd: dirFD, path: runtimeDir) } catch { throw IceboxError("open \(lockFile)", error) }
-        if let problem = Self.trustProblem(dir, expected: .directory, user: user) {
+        do { dir = try FileIO.status(fd: dirFD, path: directory) } catch { throw IceboxError("open \(path)", error) }
+        if let problem = trustProblem(dir, expected: .directory, user: user) {
             throw IceboxError(
-                .permission, "refusing to use runtime directory \(runtimeDir): \(problem)",
-                hint: "remove it, or set XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR to a directory of your own")
+                .permission, "refusing to use \(role) \(directory): \(problem)",
+                hint: "remove it, or set \(variables) to a directory of your own")
         }
         let fd: Int32
-        do { fd = try FileIO.openAt(dirFD, "daemon.lock", flags: O_RDWR | O_CREAT, mode: 0o600, path: lockFile) } catch {
+        do { fd = try FileIO.openAt(dirFD, name, flags: flags, mode: mode, path: path) } catch {
             if error.errno == ELOOP {
-                throw IceboxError(.permission, "refusing to use file \(lockFile): it is a symbolic link", hint: "remove it")
+                throw IceboxError(.permission, "refusing to use file \(path): it is a symbolic link", hint: "remove it")
             }
-            throw IceboxError("open \(lockFile)", error)
+            throw IceboxError("open \(path)", error)
         }
         let file: FileIO.Status
-        do { file = try FileIO.status(fd: fd, path: lockFile) } catch {
+        do { file = try FileIO.status(fd: fd, path: path) } catch {
             close(fd)
-            throw IceboxError("open \(lockFile)", error)
+            throw IceboxError("open \(path)", error)
         }
-        if let problem = Self.trustProblem(file, expected: .regular, user: user) {
+        if let problem = trustProblem(file, expected: .regular, user: user) {
             close(fd)
-            throw IceboxError(.permission, "refusing to use file \(lockFile): \(problem)", hint: "remove it")
+            throw IceboxError(.permission, "refusing to use file \(path): \(problem)", hint: "remove it")
         }
         return fd
     }

@@ -19,16 +19,13 @@ package enum CriuProbeCache {
     /// The cached verdict for this kernel and binary, or nil (none, another one, or a file
     /// that is not to be trusted).
     package static func load(stateDir: String, kernel: String, binary: String, identity: String) -> CriuVerdict? {
-        let user = geteuid()
-        guard let dirFD = try? FileIO.openDirectory(stateDir) else { return nil }
-        defer { close(dirFD) }
-        guard let dir = try? FileIO.status(fd: dirFD, path: stateDir),
-            IceboxPaths.trustProblem(dir, expected: .directory, user: user) == nil,
-            let fd = try? FileIO.openAt(dirFD, fileName, flags: O_RDONLY, path: stateDir + "/" + fileName)
+        // Unreadable, not ours or through a link: no cached verdict (openTrusted checks).
+        guard
+            let fd = try? IceboxPaths.openTrusted(
+                fileName, in: stateDir, role: "state directory", variables: "XDG_STATE_HOME or ICEBOX_STATE_DIR", flags: O_RDONLY)
         else { return nil }
         defer { close(fd) }
-        guard let file = try? FileIO.status(fd: fd, path: fileName),
-            IceboxPaths.trustProblem(file, expected: .regular, user: user) == nil,
+        guard
             let text = try? FileIO.readAll(fd: fd, path: fileName), text.utf8.count < 1 << 16,
             let entry = JSONLines.decode(Entry.self, text),
             entry.kernel == kernel, entry.binary == binary, entry.identity == identity
