@@ -25,7 +25,7 @@ struct AppLifecycleTests {
 
     /// The phases by name, each reached through the inputs a real app goes through.
     enum Named: String, CaseIterable {
-        case launching, active, background, freezing, suspended, thawing, terminating, evicting, cleaningUp, ended
+        case launching, active, background, freezing, suspended, thawing, checkpointing, terminating, evicting, cleaningUp, ended
     }
 
     static func lifecycle(in named: Named, ready: ReadyMode = .notify) -> AppLifecycle {
@@ -49,6 +49,11 @@ struct AppLifecycleTests {
             go(.notify(NotifyMessage.parse("READY=1")))
             go(.freezeConfirmed(frozen))
             go(.resume(waiter: nil))
+        case .checkpointing:
+            go(.suspend(waiter: nil, notice: usr1))
+            go(.notify(NotifyMessage.parse("READY=1")))
+            go(.freezeConfirmed(frozen))
+            go(.evictToDisk(waiter: nil))
         case .terminating: go(.terminate(waiter: nil, timeout: second))
         case .evicting: go(.evict(waiter: nil))
         case .cleaningUp:
@@ -70,6 +75,7 @@ struct AppLifecycleTests {
         case .freezing: return .freezing
         case .suspended: return .suspended
         case .thawing: return .thawing
+        case .checkpointing: return .checkpointing
         case .ending(.terminate, _, _): return .terminating
         case .ending(.evict, _, _): return .evicting
         case .cleaningUp: return .cleaningUp
@@ -96,17 +102,21 @@ struct AppLifecycleTests {
         ("leftCgroup", .leftCgroup(to: "/sys/fs/cgroup/elsewhere")),
         ("thawedOutside", .thawedOutside(how: "its cgroup.freeze reads 0")),
         ("frozenOutside", .frozenOutside(how: "its cgroup.freeze reads 1")),
+        ("toDisk", .evictToDisk(waiter: 5)),
+        ("victimToDisk", .policyVictim(grace: second, notice: usr1, toDisk: true)),
+        ("written", .checkpointEnded(.written(CheckpointLifecycleTests.written))),
+        ("dumpFailed", .checkpointEnded(.failed("Error (criu/sk-unix.c:123): Can't dump half of stream unix connection"))),
     ]
 
     /// Where each phase goes on each input (phase, input) → phase. What is not listed stays.
     static let table: [Named: [String: Named]] = [
         .launching: [
             "ready": .active, "READY=1": .active, "terminate": .terminating, "evict": .evicting, "victim": .evicting,
-            "exited": .cleaningUp,
+            "exited": .cleaningUp, "victimToDisk": .evicting,
         ],
         .active: [
             "suspend": .background, "terminate": .terminating, "evict": .evicting, "victim": .background, "exited": .cleaningUp,
-            "frozenOutside": .suspended,
+            "frozenOutside": .suspended, "victimToDisk": .background,
         ],
         .background: [
             "READY=1": .freezing, "resume": .active, "terminate": .terminating, "evict": .evicting, "exited": .cleaningUp,
@@ -117,12 +127,15 @@ struct AppLifecycleTests {
         ],
         .suspended: [
             "resume": .thawing, "terminate": .terminating, "evict": .evicting, "victim": .evicting, "exited": .cleaningUp,
-            "leftCgroup": .active, "thawedOutside": .active,
+            "leftCgroup": .active, "thawedOutside": .active, "toDisk": .checkpointing, "victimToDisk": .checkpointing,
         ],
         .thawing: [
             "terminate": .terminating, "evict": .evicting, "victim": .evicting, "thawConfirmed": .active, "thawFailed": .suspended,
-            "exited": .cleaningUp,
+            "exited": .cleaningUp, "victimToDisk": .evicting,
         ],
+        // CRIU holds the tree: the dump's end decides (a terminate or eviction waits for it,
+        // and the main process's end, which the dump causes, is expected).
+        .checkpointing: ["dumpFailed": .evicting],
         .terminating: ["evict": .evicting, "exited": .cleaningUp],
         .evicting: ["exited": .cleaningUp],
         .cleaningUp: ["cleanedUp": .ended],
@@ -417,7 +430,7 @@ struct AppLifecycleTests {
     @Test func freezeOfAnAppWhoseMainProcessLeftItsCgroupFailsAndTellsTheWaiter() {
         var l = Self.lifecycle(in: .active)
         _ = l.handle(.suspend(waiter: 7, notice: nil, grace: 0), now: 3_000)
-        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), ended: .zero, victim: false))
+        #expect(l.phase == .freezing(grace: Grace(now: 3_000, length: 0, maxLength: 30 * Self.second), ended: .zero, victim: nil))
         let fx = l.handle(.leftCgroup(to: "/elsewhere"), now: 3_100)
         #expect(l.state == .active)
         #expect(Self.firstAction(fx) == .cancelFreeze)
@@ -1151,7 +1164,7 @@ struct AppLifecycleOutcomeTests {
         case .expired: (phase, event) = Self.freeze(grace: Self.second - 10_000, ending: .tick)
         case .zero: (phase, event) = Self.freeze(grace: 0, ending: nil)
         }
-        guard case .freezing(_, let how, false) = phase else {
+        guard case .freezing(_, let how, nil) = phase else {
             Issue.record("not freezing: \(phase)")
             return
         }

@@ -39,6 +39,7 @@ struct Style: Sendable, Equatable {
     static let yellow = Style(code: "33")
     static let red = Style(code: "31")
     static let blue = Style(code: "34")
+    static let magenta = Style(code: "35")
     static let dim = Style(code: "2")
     static let bold = Style(code: "1")
     static let error = Style(code: "1;31")
@@ -49,12 +50,13 @@ struct Style: Sendable, Equatable {
     }
 
     /// The colour of a lifecycle state: active green, suspended cyan, background yellow,
-    /// launching blue; an ended app dim, or red when it ended in failure (a non-zero exit
+    /// launching blue, on disk magenta; an ended app dim, or red when it ended in failure (a non-zero exit
     /// status, or killed by a signal it did not ask for).
     static func of(_ state: AppState, exitStatus: Int32? = nil) -> Style {
         switch state {
         case .active: return .green
         case .suspended: return .cyan
+        case .onDisk: return .magenta
         case .background: return .yellow
         case .launching: return .blue
         case .exited: return (exitStatus ?? 0) == 0 ? .dim : .red

@@ -96,6 +96,15 @@ package struct CriuCommand: Sendable {
         return nil
     }
 
+    /// The arguments of every restore: the tree is the caller's child (`--restore-sibling
+    /// --restore-detached`), its root's pid in `restored.pid`, criu's log in `restore.log`.
+    package static func restoreArguments(images: String) -> [String] {
+        [
+            "restore", "--images-dir", images, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
+            "--pidfile", images + "/restored.pid",
+        ]
+    }
+
     /// A tree restored from `images` as this process's child (`--restore-sibling
     /// --restore-detached`, its root's pid written to `restored.pid` there, criu's log to
     /// `restore.log`), and the handle of that root when one runs, whatever criu said: the
@@ -105,12 +114,7 @@ package struct CriuCommand: Sendable {
         _ criu: String, images: String, timeoutNanos: UInt64
     ) throws(SystemError) -> (result: CriuCommand, restored: ProcessHandle?) {
         let pidFile = images + "/restored.pid"
-        let result = try run(
-            criu,
-            [
-                "restore", "--images-dir", images, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
-                "--pidfile", pidFile,
-            ], timeoutNanos: timeoutNanos)
+        let result = try run(criu, restoreArguments(images: images), timeoutNanos: timeoutNanos)
         let pid = pid_t(((try? FileIO.read(pidFile)) ?? "").trimmed())  // none written: none restored
         return (result, pid.flatMap { try? ProcessHandle(adopting: $0) })
     }

@@ -17,42 +17,58 @@ extension Daemon {
         }
         if let why = holdsThisDaemon(record) { return leaveUnadopted(record, why: why) }
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
+        let app: LiveApp
+        switch attach(record, lifecycle: AppLifecycle(adopting: record, now: .read()), handle: handle, cgroups: cgroups) {
+        case .success(let attached): app = attached
+        case .failure(let why): return leaveUnadopted(record, why: why.message)
+        }
+        let outcome = reconcile(app, saved: saved)
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
+                detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)", at: .read()))
+    }
+
+    /// Makes a running process an app of this daemon again (re-adopted, or restored from
+    /// disk): its notify socket bound again at the path it was given, its pidfd and socket
+    /// watched, the app added. On failure nothing is left watched or open.
+    func attach(
+        _ record: AppRecord, lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups
+    ) -> Result<LiveApp, AttachFailure> {
         let notifyPath = notifySocketPath(of: record)
         let notify: NotifyChannel
         if notifyPath == config.paths.sharedNotifySocket {
-            guard (try? sharedNotifySocket()) != nil else {
-                return leaveUnadopted(record, why: "the shared notify socket \(notifyPath) cannot be bound")
+            guard (try? sharedNotifySocket()) != nil else {  // why not: said in the failure
+                return .failure(AttachFailure(message: "the shared notify socket \(notifyPath) cannot be bound"))
             }
             notify = .shared(path: notifyPath)
         } else {
             guard
-                let notifyFD = try? AppNotifySocket.bind(
+                let notifyFD = try? AppNotifySocket.bind(  // why not: said in the failure
                     app: record.name, paths: config.paths, runAs: record.options.runAs, existing: notifyPath
                 ).fd
             else {
-                return leaveUnadopted(record, why: "the notify socket \(notifyPath) cannot be bound")
+                return .failure(AttachFailure(message: "the notify socket \(notifyPath) cannot be bound"))
             }
             notify = .own(fd: notifyFD, path: notifyPath)
         }
-        let app = LiveApp(
-            lifecycle: AppLifecycle(adopting: record, now: .read()), handle: handle, cgroups: cgroups,
-            notify: notify)
+        let app = LiveApp(lifecycle: lifecycle, handle: handle, cgroups: cgroups, notify: notify)
         do {
             try watch(handle.pidfd, .pidfd(app.name))
             if let fd = notify.ownFD { try watch(fd, .notify(app.name)) }
         } catch {
             unwatch(handle.pidfd)
             if let fd = notify.ownFD { close(fd) }
-            return leaveUnadopted(record, why: "\(error)")
+            return .failure(AttachFailure(message: "\(error)"))
         }
         apps[app.name] = app
         appDeadlines.add(app)
         rebalanceDescriptors(adding: app)
-        let outcome = reconcile(app, saved: saved)
-        log(
-            Event(
-                app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
-                detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)", at: .read()))
+        return .success(app)
+    }
+
+    struct AttachFailure: Error {
+        var message: String
     }
 
     /// An app that runs but cannot be supervised again: said in the log and kept in the

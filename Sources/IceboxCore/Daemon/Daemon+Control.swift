@@ -353,7 +353,8 @@ extension Daemon {
             // of reference-counted fields, and a stable sort moving a thousand of them was a
             // quarter of the daemon's time for `ps` with 1000 apps.
             var rows: [(wall: String, name: String, app: LiveApp?)] = apps.values.map { ($0.lifecycle.record.launchedWall, $0.name, $0) }
-            if all { rows += ended.values.filter { apps[$0.name] == nil }.map { ($0.launchedWall, $0.name, nil) } }
+            // An app on disk is not ended: it shows without --all.
+            rows += ended.values.filter { apps[$0.name] == nil && (all || $0.state == .onDisk) }.map { ($0.launchedWall, $0.name, nil) }
             rows.sort { $0.wall < $1.wall }
             if brief {
                 reply.summaries = rows.compactMap { row in
@@ -433,6 +434,14 @@ extension Daemon {
                         "\(name) is running (pid \(live.pid), \(live.record.state.rawValue))",
                         hint: "terminate or evict it first"))
             }
+            if restores[name] != nil {
+                return fail(fd, IceboxError(.tryAgain, "\(name) is being restored from disk", hint: "try again once it is active"))
+            }
+            if ended[name]?.state == .onDisk, let dir = ended[name]?.images {
+                // Relaunched fresh: the checkpoint will never be restored.
+                discardImages(CheckpointImages(directory: dir), of: name)
+                send(fd, ControlReply(kind: .line, text: "\(name)  was on disk: its images are discarded, and it starts fresh"))
+            }
             guard var options = ended[name]?.options else {
                 return fail(
                     fd, IceboxError(.noSuchApp(name: name), "no ended app named '\(name)' to relaunch", hint: "icebox ps --all lists them"))
@@ -460,7 +469,13 @@ extension Daemon {
                     IceboxError(
                         .wrongState(name: name, state: live.record.state), "\(name) is running", hint: "terminate or evict it first"))
             }
+            for name in names where restores[name] != nil {
+                return fail(fd, IceboxError(.tryAgain, "\(name) is being restored from disk", hint: "try again once it is active"))
+            }
             for name in names {
+                if ended[name]?.state == .onDisk, let dir = ended[name]?.images {
+                    discardImages(CheckpointImages(directory: dir), of: name)
+                }
                 guard ended.removeValue(forKey: name) != nil else { continue }
                 dirtyRecords.remove(name)
                 unlink(config.paths.registryRecord(name))
@@ -476,8 +491,12 @@ extension Daemon {
                 apply(.suspend(waiter: id, notice: notice(for: app), grace: grace), to: app)
             }
         case .resume(let names, let waitReady):
-            guard let targets = liveApps(names, for: request, client: fd) else { return }
+            // An app on disk is restored; the others thawed.
+            let fromDisk = names.filter(isOnDisk)
+            guard let targets = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
+            else { return }
             let id = newWaiter(client: fd, apps: names)
+            for name in fromDisk { restoreRequested(name, waiter: id) }
             for app in targets {
                 // One recorded as active may have been frozen by someone else since: then it
                 // is thawed, not "already active" while it stays frozen.
@@ -491,13 +510,17 @@ extension Daemon {
             apply(.resume(waiter: id), to: target)
             for app in previous { apply(.suspend(waiter: id, notice: notice(for: app)), to: app) }
         case .terminate(let names, let timeout):
-            guard let targets = liveApps(names, for: request, client: fd) else { return }
+            let fromDisk = names.filter(isOnDisk)
+            if let busy = fromDisk.first(where: { restores[$0] != nil }) {
+                return fail(fd, IceboxError(.tryAgain, "\(busy) is being restored from disk", hint: "try again once it is active"))
+            }
+            guard let targets = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
+            else { return }
             let id = newWaiter(client: fd, apps: names)
+            for name in fromDisk { endOnDisk(name, as: .terminated, waiter: id) }
             for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
         case .evict(let names):
-            guard let targets = liveApps(names, for: request, client: fd) else { return }
-            let id = newWaiter(client: fd, apps: names)
-            for app in targets { apply(.evict(waiter: id), to: app) }
+            evictRequested(names, toDisk: false, request: request, client: fd)
         case .adopt(let options):
             adoptRequested(options, client: fd)
         case .release(let name):
@@ -505,14 +528,47 @@ extension Daemon {
         }
     }
 
+    /// `icebox evict [--to-disk]`: killed (an app on disk: its images discarded), or
+    /// checkpointed to disk.
+    func evictRequested(_ names: [String], toDisk: Bool, request: ControlRequest, client fd: Int32) {
+        let fromDisk = names.filter(isOnDisk)
+        if let busy = fromDisk.first(where: { restores[$0] != nil }) {
+            return fail(fd, IceboxError(.tryAgain, "\(busy) is being restored from disk", hint: "try again once it is active"))
+        }
+        guard let targets = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
+        else { return }
+        let id = newWaiter(client: fd, apps: names)
+        for name in fromDisk {
+            if toDisk {
+                settle(id, app: name, line: LifecycleText.nothingToDo(name, already: .onDisk))
+            } else {
+                endOnDisk(name, as: .evicted, waiter: id)
+            }
+        }
+        for app in targets { apply(toDisk ? .evictToDisk(waiter: id) : .evict(waiter: id), to: app) }
+    }
+
     /// The live apps a command names, each checked before anything is done to any of them;
     /// nil (and the client answered) if one is missing.
-    func liveApps(_ names: [String], for request: ControlRequest, client fd: Int32) -> [LiveApp]? {
+    func liveApps(_ names: [String], for request: ControlRequest, client fd: Int32, allowEmpty: Bool = false) -> [LiveApp]? {
+        if names.isEmpty && allowEmpty { return [] }
         if names.isEmpty {
             fail(fd, IceboxError(.usage, "\(request.commandName) needs at least one app name"))
             return nil
         }
         for name in names where apps[name] == nil {
+            if restores[name] != nil {
+                fail(fd, IceboxError(.busy(name: name, state: .onDisk), "\(name) is being restored from disk", hint: "try again once it is active"))
+                return nil
+            }
+            if let old = ended[name], old.state == .onDisk {
+                fail(
+                    fd,
+                    IceboxError(
+                        .wrongState(name: name, state: .onDisk), "\(name) is on disk (checkpointed)",
+                        hint: "icebox resume \(name) restores it"))
+                return nil
+            }
             if let old = ended[name] {
                 let why = old.ending.map { " (\($0))" } ?? ""
                 fail(

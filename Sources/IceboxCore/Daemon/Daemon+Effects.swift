@@ -66,7 +66,7 @@ extension Daemon {
     /// cannot be written; nil for any other input, which goes ahead.
     static func refusable(_ input: LifecycleInput) -> Refusable? {
         switch input {
-        case .suspend(let waiter, _, _), .resume(let waiter, _): return Refusable(waiter: waiter)
+        case .suspend(let waiter, _, _), .resume(let waiter, _), .evictToDisk(let waiter): return Refusable(waiter: waiter)
         default: return nil
         }
     }
@@ -106,6 +106,10 @@ extension Daemon {
             thawAside(app, .remainder)
         case .killAll:
             killAll(app)
+        case .checkpoint(let deadline):
+            startCheckpoint(app, deadline: deadline)
+        case .discardImages(let directory):
+            discardImages(CheckpointImages(directory: directory), of: app.name)
         case .stopProbe:
             if let fd = app.probe?.watchedFD { unwatch(fd) }
             app.probe?.cancel()
@@ -119,7 +123,10 @@ extension Daemon {
             settle(waiter, app: app.name, line: line, failed: failed ? .other(.failure) : nil, event: event)
         case .refuse(let waiter, let line, let code):
             // Refused for now (75): the app is launching.
-            let reason: IceboxError.Reason = code == .tryAgain ? .busy(name: app.name, state: app.record.state) : .other(code)
+            let reason: IceboxError.Reason =
+                code == .tryAgain
+                ? .busy(name: app.name, state: app.record.state)
+                : code == .failure ? .wrongState(name: app.name, state: app.record.state) : .other(code)
             settle(waiter, app: app.name, line: line, failed: reason)
         case .persist:
             saveRegistry(app.name)

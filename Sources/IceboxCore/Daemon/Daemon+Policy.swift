@@ -191,7 +191,7 @@ extension Daemon {
         var event = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: killTime,
             detail:
-                "evicted for \(v.reason): \(apps)the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), kill → reaped \(DurationText.format(killTime))",
+                "evicted for \(v.reason): \(apps)the app had \(SizeText.format(v.victimMemory.bytes)) (\(v.victimMemory.source.rawValue)); decision \(DurationText.format(v.decisionNanos)), \(app.record.state == .onDisk ? "checkpoint to disk" : "kill → reaped") \(DurationText.format(killTime))",
             at: .read()
         )
         event.reason = v.reason.description

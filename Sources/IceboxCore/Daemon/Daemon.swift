@@ -57,6 +57,8 @@ package final class Daemon {
         case pressure
         case appLogs
         case standIn(Int32)
+        /// The criu (or sync) of an app's checkpoint or restore.
+        case criu(String)
     }
 
     struct Waiter {
@@ -88,7 +90,10 @@ package final class Daemon {
     var apps: [String: LiveApp] = [:]
     /// When each app next needs the loop (added and removed with `apps`).
     let appDeadlines = AppDeadlines()
+    /// Apps without a process: ended ones, and those on disk (state on-disk), by name.
     var ended: [String: AppRecord] = [:]
+    /// Restores from disk under way (Daemon+Restore), by app name.
+    var restores: [String: RestoreJob] = [:]
     var waiters: [Int: Waiter] = [:]
     var nextWaiter = 1
     /// How deep `apply` is: lines reported inside it wait for its end (Daemon+Control `report`).
@@ -414,7 +419,7 @@ package final class Daemon {
 
     /// No app, and no client but those waiting for the daemon's stop.
     var isIdle: Bool {
-        apps.isEmpty && clients.keys.allSatisfy(stopRequesters.contains)
+        apps.isEmpty && restores.isEmpty && clients.keys.allSatisfy(stopRequesters.contains)
     }
 
     /// How long the loop may sleep: until the earliest deadline of any app, client or timer
@@ -424,6 +429,7 @@ package final class Daemon {
             .earlier(sharedNotifyDrops.dueAt)
         if !stopping { next = next.earlier(standInFillAt) }
         next = next.earlier(appDeadlines.earliest)
+        for job in restores.values { next = next.earlier(job.run.deadline) }
         for client in clients.values { next = next.earlier(client.closeAt) }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
         guard let next else { return nil }
@@ -443,6 +449,7 @@ package final class Daemon {
         case .pressure: pressureFired(events: events)
         case .appLogs: appLogsChanged()
         case .standIn(let fd): standInReadable(fd)
+        case .criu(let name): criuExited(name)
         }
     }
 
@@ -478,6 +485,7 @@ package final class Daemon {
         if let d = metricsFileDue, d <= now { writeMetricsFile(now: now) }
         if let d = sharedNotifyDrops.dueAt, d <= now { logSharedNotifyDrops(now: now) }
         if let d = appLogs?.nextDeadline, d <= now { stepAppLogs(now: now) }
+        for job in Array(restores.values) where job.run.deadline <= now { restoreOverran(job) }
         for name in appDeadlines.takeDue(now: now) {
             guard let app = apps[name] else { continue }
             defer { appDeadlines.touch(app) }  // taken off the schedule: its next deadline goes back on
@@ -489,6 +497,7 @@ package final class Daemon {
             if let d = app.destroyAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
             if let d = app.notifyDrops.dueAt, d <= now { logDroppedNotify(app, now: now) }
+            if let d = app.checkpoint?.run.deadline, d <= now { checkpointOverran(app) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
                     _ = compact(app, mode: policy.compactMode)
@@ -521,6 +530,8 @@ package final class Daemon {
         while let pid = Reaper.peekExitedChild() {
             if let app = apps.values.first(where: { $0.pid == pid }) {
                 appExited(app)
+            } else if let name = criuRunning(pid: pid) {
+                criuExited(name)  // as its pidfd would report: reaped there, with its status
             } else if let app = apps.values.first(where: { $0.probe?.childPID == pid }) {
                 probeAnswered(app, events: EpollEvents.readable)  // as its pidfd would report
             } else {
@@ -633,6 +644,8 @@ package final class Daemon {
         for record in Registry.load(directory: config.paths.registryDir) {
             if record.state.isEnded {
                 ended[record.name] = record
+            } else if record.state == .onDisk || record.diskIntent != nil {
+                recoverDisk(record)
             } else if record.pid == 0 {
                 finishInterruptedLaunch(record)
             } else {

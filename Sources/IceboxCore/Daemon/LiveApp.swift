@@ -60,6 +60,9 @@ final class LiveApp {
     /// the kernel's notification instead of re-reading (`FreezeOperation.expectPromptNotification`).
     var eventsChangedAt: UInt64?
 
+    /// A checkpoint to disk being carried out (criu's dump, then the sync of its images).
+    var checkpoint: CheckpointWork? { didSet { deadlineMayHaveChanged() } }
+
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
     var compactAt: UInt64? { didSet { deadlineMayHaveChanged() } }
     var lockCheckAt: UInt64? { didSet { deadlineMayHaveChanged() } }
@@ -124,6 +127,6 @@ final class LiveApp {
     /// tell `deadlines` when they are set: a new one must do the same.
     var nextDeadline: UInt64? {
         lifecycle.nextDeadline.earlier(probeAt).earlier(operationAt).earlier(destroyAt).earlier(compactAt)
-            .earlier(lockCheckAt).earlier(notifyDrops.dueAt)
+            .earlier(lockCheckAt).earlier(notifyDrops.dueAt).earlier(checkpoint?.run.deadline)
     }
 }

@@ -12,6 +12,9 @@ package enum AppEnd: Sendable, Equatable {
     case terminated(Termination?, by: EndSignal, since: UInt64)
     /// Killed without notice (memory pressure, `icebox evict`), begun at `since`.
     case evicted(Termination?, since: UInt64)
+    /// Checkpointed to disk (begun at `since`): CRIU wrote its images and killed the tree.
+    /// Not an end of the app, only of its processes: a resume restores it.
+    case checkpointed(DiskCheckpoint, since: UInt64)
 
     /// The state the app ends in.
     package var state: AppState {
@@ -19,19 +22,22 @@ package enum AppEnd: Sendable, Equatable {
         case .exited: return .exited
         case .terminated: return .terminated
         case .evicted: return .evicted
+        case .checkpointed: return .onDisk
         }
     }
 
     package var termination: Termination? {
         switch self {
         case .exited(let t), .terminated(let t, _, _), .evicted(let t, _): return t
+        // CRIU's SIGKILL after the dump is not how the app ended: it did not.
+        case .checkpointed: return nil
         }
     }
 
     /// What ended it, for a terminate or an eviction (an eviction is always SIGKILL).
     package var signal: EndSignal? {
         switch self {
-        case .exited: return nil
+        case .exited, .checkpointed: return nil
         case .terminated(_, let by, _): return by
         case .evicted: return .sigkill
         }
@@ -41,7 +47,7 @@ package enum AppEnd: Sendable, Equatable {
     package var since: UInt64? {
         switch self {
         case .exited: return nil
-        case .terminated(_, _, let since), .evicted(_, let since): return since
+        case .terminated(_, _, let since), .evicted(_, let since), .checkpointed(_, let since): return since
         }
     }
 }

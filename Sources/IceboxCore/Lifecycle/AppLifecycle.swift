@@ -20,9 +20,11 @@ package struct AppLifecycle: Sendable {
         case background(Grace, victim: Victim?)
         /// The grace is over (how: `ended`); the kernel is freezing the app (a `victim` is
         /// evicted once frozen, or at once if the freeze fails).
-        case freezing(grace: Grace, ended: GraceEnding, victim: Bool)
+        case freezing(grace: Grace, ended: GraceEnding, victim: Victim?)
         /// Frozen; `compacted`: its memory was reclaimed since (its next resume says so).
         case suspended(compacted: Bool)
+        /// Frozen, and being checkpointed to disk (CRIU's dump, then a sync of the images).
+        case checkpointing(Checkpointing)
         /// The kernel is thawing the app (`compacted`: as it was suspended, kept if the thaw fails).
         case thawing(start: UInt64, waiters: [ThawWaiter], compacted: Bool)
         /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed
@@ -43,6 +45,8 @@ package struct AppLifecycle: Sendable {
     /// first is logged).
     package struct Victim: Sendable, Equatable {
         package var extensionsRefused = 0
+        /// Checkpointed to disk once frozen, rather than killed (`--evict-to disk`).
+        package var toDisk = false
     }
 
     package struct ThawWaiter: Sendable, Equatable {
@@ -79,6 +83,9 @@ package struct AppLifecycle: Sendable {
 
     /// How long a freeze or thaw may take before it is rolled back (or reported failed).
     package var freezeTimeout: UInt64 = 10_000_000_000
+    /// How long a checkpoint to disk (dump and sync) may take before it counts as failed: a
+    /// few GiB written at disk speed.
+    package var checkpointTimeout: UInt64 = 120_000_000_000
 
     /// A freshly spawned app: launching until ready.
     package init(record: AppRecord, launchStart: UInt64) {
@@ -121,6 +128,37 @@ package struct AppLifecycle: Sendable {
         }
     }
 
+    /// An app restored from disk by CRIU as this daemon's child (so its exit status is known):
+    /// active again, where its checkpoint left it. `restoredFromDisk` says so.
+    package init(restored record: AppRecord, now: Instant) {
+        self.record = record
+        self.adopted = false
+        self.launchStart = record.launchStartNanos
+        watchdogInterval = record.options.watchdogNanos.map { max($0, LaunchOptions.leastWatchdogNanos) }
+        phase = .active(resumedAt: nil)
+        armWatchdog(now)
+    }
+
+    /// The restore, told: its event (on-disk → active, how long, the image), each waiting
+    /// client's line, the foreground signal as after a thaw, and the record. The app itself
+    /// never learns it was on disk: no READY=1 is awaited (`resume --wait-ready` settles here).
+    package mutating func restoredFromDisk(restoreNanos: UInt64, imageBytes: UInt64?, waiters: [Int], now: Instant) -> [LifecycleEffect] {
+        var fx: [LifecycleEffect] = []
+        record.lastRestoreNanos = restoreNanos
+        record.images = nil
+        record.imageBytes = nil
+        setState(.active, now)
+        let text = LifecycleText.restored(restoreNanos: restoreNanos, imageBytes: imageBytes, foreground: foregroundSignal(&fx))
+        var e = event(.restore, from: .onDisk, to: .active, duration: restoreNanos, text, now)
+        e.imageBytes = imageBytes
+        fx.insert(.log(e), at: 0)
+        let line = LifecycleText.step(name, from: .onDisk, to: .active, text)
+        for id in waiters { fx.append(.settle(waiter: id, line: line, failed: false, event: e)) }
+        fx.append(.persist)
+        fx.append(.launched)  // its memory counts against the policy's budget again
+        return fx
+    }
+
     // MARK: Reading
 
     package var name: String { record.name }
@@ -154,7 +192,7 @@ package struct AppLifecycle: Sendable {
     package var pendingEviction: Bool {
         switch phase {
         case .background(_, let victim): return victim != nil
-        case .freezing(_, _, let victim): return victim
+        case .freezing(_, _, let victim): return victim != nil
         default: return false
         }
     }
@@ -191,7 +229,7 @@ package struct AppLifecycle: Sendable {
             r.endIntent = how
             r.endStartNanos = since
             r.killDeadlineNanos = how == .evict ? since : kill ?? since
-        case .cleaningUp(let end) where end.since != nil:
+        case .cleaningUp(let end) where end.since != nil && end.state != .onDisk:
             r.endIntent = end.state == .evicted ? .evict : .terminate
             r.endStartNanos = end.since
             r.killDeadlineNanos = end.since
@@ -199,6 +237,19 @@ package struct AppLifecycle: Sendable {
             r.endIntent = nil
             r.endStartNanos = nil
             r.killDeadlineNanos = nil
+        }
+        // A checkpoint under way: a daemon that takes over after a crash waits for the criu
+        // it left, then finds the app in memory, or on disk with complete images.
+        if case .checkpointing(let c) = phase {
+            r.diskIntent = .checkpoint
+            r.diskIntentStartNanos = c.since
+        } else if case .cleaningUp(.checkpointed(let written, let since)) = phase {
+            r.diskIntent = .checkpoint
+            r.diskIntentStartNanos = since
+            r.images = written.images
+        } else {
+            r.diskIntent = nil
+            r.diskIntentStartNanos = nil
         }
         return r
     }
@@ -221,7 +272,9 @@ package struct AppLifecycle: Sendable {
         case .resume(let waiter, let waitReady): resume(waiter, waitReady, now, &fx)
         case .terminate(let waiter, let timeout): terminate(waiter, timeout, now, &fx)
         case .evict(let waiter): evict(waiter, now, &fx)
-        case .policyVictim(let grace, let notice): policyVictim(grace, notice, now, &fx)
+        case .evictToDisk(let waiter): evictToDisk(waiter, now, &fx)
+        case .checkpointEnded(let outcome): checkpointEnded(outcome, now, &fx)
+        case .policyVictim(let grace, let notice, let toDisk): policyVictim(grace, notice, toDisk: toDisk, now, &fx)
         case .tick: tick(now, &fx)
         case .freezeConfirmed(let outcome): frozen(outcome, now, &fx)
         case .freezeFailed(let why): freezeFailed(why, now, &fx)
@@ -351,11 +404,11 @@ package struct AppLifecycle: Sendable {
 
     // Active → Background (notice, grace) → Suspended.
     private mutating func suspend(
-        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, _ now: Instant,
-        _ fx: inout [LifecycleEffect]
+        _ waiter: Int?, _ notice: LifecycleInput.Notice?, length asked: UInt64?, cap: UInt64?, toDisk victimToDisk: Bool = false,
+        _ now: Instant, _ fx: inout [LifecycleEffect]
     ) {
         switch phase {
-        case .suspended:
+        case .suspended, .checkpointing:
             if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.nothingToDo(name, already: .suspended), failed: false)) }
         case .background, .freezing:
             if let waiter { suspendWaiters.append(waiter) }
@@ -380,7 +433,7 @@ package struct AppLifecycle: Sendable {
             // A grace cut by the policy (`cap`) is not extended past its cut.
             let grace = Grace(now: now.monotonicNanos, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
             // A cap is the policy's cut: the app is its victim.
-            phase = .background(grace, victim: cap == nil ? nil : Victim())
+            phase = .background(grace, victim: cap == nil ? nil : Victim(toDisk: victimToDisk))
             let sent: NoticeSent
             if let notice {
                 fx.append(.signal(notice.signal))
@@ -435,7 +488,7 @@ package struct AppLifecycle: Sendable {
     /// The grace is over (READY=1, expired, no notice): ask the kernel to freeze.
     private mutating func endGrace(_ how: GraceEnding, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .background(let grace, let victim) = phase else { return }
-        phase = .freezing(grace: grace, ended: how, victim: victim != nil)
+        phase = .freezing(grace: grace, ended: how, victim: victim)
         fx.append(.freeze(deadline: now.plus(freezeTimeout)))
     }
 
@@ -457,7 +510,9 @@ package struct AppLifecycle: Sendable {
         }
         suspendWaiters = []
         fx.append(.persist)
-        if victim {
+        if let victim, victim.toDisk {
+            startCheckpoint(nil, victim: true, now, &fx)
+        } else if victim != nil {
             evict(nil, now, &fx)
         } else {
             fx.append(.frozen)
@@ -475,7 +530,7 @@ package struct AppLifecycle: Sendable {
         suspendWaiters = []
         fx.append(.persist)
         // A policy victim goes even if it could not be frozen: killing needs no freeze.
-        if victim { evict(nil, now, &fx) }
+        if victim != nil { evict(nil, now, &fx) }
     }
 
     /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it
@@ -570,6 +625,9 @@ package struct AppLifecycle: Sendable {
         case .thawing(let start, var waiters, let compacted):
             waiters.append(ThawWaiter(id: waiter, waitReady: waitReady))
             phase = .thawing(start: start, waiters: waiters, compacted: compacted)
+        case .checkpointing:
+            // CRIU holds the tree; a dump cannot be taken back halfway.
+            if let waiter { fx.append(.refuse(waiter: waiter, line: LifecycleText.failure(name, .beingCheckpointed), code: .tryAgain)) }
         case .ending, .cleaningUp, .ended:
             if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
         }
@@ -686,6 +744,12 @@ package struct AppLifecycle: Sendable {
     private mutating func terminate(_ waiter: Int?, _ timeout: UInt64, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         if let waiter { endWaiters.append(waiter) }
         guard !isEnding else { return }
+        if case .checkpointing(var c) = phase {
+            if c.then == nil { c.then = .terminate }
+            c.thenTimeout = timeout
+            phase = .checkpointing(c)
+            return
+        }
         abandonLaunch("was terminated before it was ready (SIGTERM sent; SIGKILL after \(DurationText.format(timeout)))", now, &fx)
         let frozenNow = leaveForEnding(now, &fx)
         phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: now.plus(timeout))
@@ -702,6 +766,10 @@ package struct AppLifecycle: Sendable {
         if let waiter { endWaiters.append(waiter) }
         switch phase {
         case .ending(.evict, _, _), .cleaningUp, .ended: return
+        case .checkpointing(var c):
+            c.then = .evict
+            phase = .checkpointing(c)
+            return
         case .ending(.terminate, let since, _):
             // A terminate under way becomes an eviction: killed now, recorded as evicted.
             phase = .ending(.evict, since: since, killDeadline: nil)
@@ -713,6 +781,86 @@ package struct AppLifecycle: Sendable {
         // Before the kill: a daemon killed in between leaves its successor the eviction to finish.
         fx.append(.persist)
         fx.append(.killAll)
+    }
+
+    /// `icebox evict --to-disk`: a suspended app is checkpointed (a running one must be
+    /// suspended first: its notice and grace are the app's to have, and an app in a
+    /// transition is refused until it settles).
+    private mutating func evictToDisk(_ waiter: Int?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        switch phase {
+        case .suspended:
+            startCheckpoint(waiter, victim: false, now, &fx)
+        case .checkpointing(var c):
+            if let waiter { c.waiters.append(waiter) }
+            phase = .checkpointing(c)
+        case .active, .launching:
+            if let waiter {
+                fx.append(.refuse(waiter: waiter, line: LifecycleText.failure(name, .notSuspended(record.state)), code: .failure))
+            }
+        case .background, .freezing, .thawing:
+            if let waiter {
+                fx.append(.refuse(waiter: waiter, line: LifecycleText.failure(name, .notSuspended(record.state)), code: .tryAgain))
+            }
+        case .ending, .cleaningUp, .ended:
+            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
+        }
+    }
+
+    /// Suspended → checkpointing: the record says so first (a daemon killed during the dump
+    /// leaves its successor the criu to wait for), then CRIU is started.
+    private mutating func startCheckpoint(_ waiter: Int?, victim: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        var c = Checkpointing(since: now.monotonicNanos, victim: victim)
+        if let waiter { c.waiters.append(waiter) }
+        phase = .checkpointing(c)
+        fx.append(.persist)
+        fx.append(.checkpoint(deadline: now.plus(checkpointTimeout)))
+    }
+
+    private mutating func checkpointEnded(_ outcome: CheckpointOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .checkpointing(var c) = phase else { return }
+        switch outcome {
+        case .written(let written):
+            c.written = written
+            phase = .checkpointing(c)
+            if c.mainEnded { finishCheckpoint(now, &fx) }
+        case .failed(let why):
+            record.diskWorker = nil
+            record.diskWorkerStartTicks = nil
+            record.images = nil
+            // Today's eviction instead: the memory must still be freed (the policy chose it,
+            // or the user asked for it gone from memory), the reason said.
+            var e = event(.checkpoint, duration: now.since(c.since), LifecycleText.checkpointFailed(why, then: c.then), now)
+            e.reason = "failed"
+            fx.append(.log(e))
+            endWaiters += c.waiters
+            phase = .suspended(compacted: false)
+            if c.then == .terminate {
+                terminate(nil, c.thenTimeout, now, &fx)
+            } else {
+                evict(nil, now, &fx)
+            }
+            if c.mainEnded { exited(c.termination, now, &fx) }
+        }
+    }
+
+    /// Written and the tree gone: the processes' end is cleaned up as any end (the cgroups
+    /// removed, the notify socket closed); the app then rests on disk (`.ended(.checkpointed)`).
+    /// A terminate or kill eviction asked for meanwhile ends it instead, its images discarded.
+    private mutating func finishCheckpoint(_ now: Instant, _ fx: inout [LifecycleEffect]) {
+        guard case .checkpointing(let c) = phase, let written = c.written else { return }
+        endWaiters += c.waiters
+        watchdogDeadline = nil
+        switch c.then {
+        case .terminate?:
+            phase = .cleaningUp(.terminated(.signaled(SIGKILL), by: .sigkill, since: c.since))
+            fx.append(.discardImages(written.images))
+        case .evict?:
+            phase = .cleaningUp(.evicted(.signaled(SIGKILL), since: c.since))
+            fx.append(.discardImages(written.images))
+        case nil:
+            phase = .cleaningUp(.checkpointed(written, since: c.since))
+        }
+        fx.append(.destroy)
     }
 
     /// Re-adopted with a terminate or eviction the last daemon began (`init(adopting:)` put
@@ -765,17 +913,21 @@ package struct AppLifecycle: Sendable {
     }
 
     private mutating func policyVictim(
-        _ grace: UInt64, _ notice: LifecycleInput.Notice?, _ now: Instant, _ fx: inout [LifecycleEffect]
+        _ grace: UInt64, _ notice: LifecycleInput.Notice?, toDisk: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]
     ) {
         switch phase {
+        case .suspended where toDisk:
+            startCheckpoint(nil, victim: true, now, &fx)
         case .suspended, .thawing:
             evict(nil, now, &fx)
+        case .checkpointing:
+            break  // on its way out of memory already
         case .background(var g, _):
             g.cut(to: now.plus(grace))
             // Chosen anew (after a resume withdrew it, say): a refused extension is said again.
-            phase = .background(g, victim: Victim())
+            phase = .background(g, victim: Victim(toDisk: toDisk))
         case .freezing(let g, let how, _):
-            phase = .freezing(grace: g, ended: how, victim: true)
+            phase = .freezing(grace: g, ended: how, victim: Victim(toDisk: toDisk))
         case .launching:
             // Not ready yet, so no state to save: killed now, rather than frozen unready (a
             // resume in its grace would make it active without ever being ready).
@@ -783,7 +935,7 @@ package struct AppLifecycle: Sendable {
             evict(nil, now, &fx)
         case .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
-            suspend(nil, notice, length: nil, cap: grace, now, &fx)
+            suspend(nil, notice, length: nil, cap: grace, toDisk: toDisk, now, &fx)
         case .ending, .cleaningUp, .ended:
             break
         }
@@ -827,6 +979,15 @@ package struct AppLifecycle: Sendable {
     private mutating func exited(_ termination: Termination?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .cleaningUp, .ended: return
+        case .checkpointing(var c):
+            // CRIU kills the tree once its images are written: expected, and done once CRIU
+            // has said so too (before or after). Without a written dump the app ended while
+            // being dumped (a failed dump kills it; or it died): it is gone either way.
+            c.mainEnded = true
+            c.termination = termination
+            phase = .checkpointing(c)
+            if c.written != nil { finishCheckpoint(now, &fx) }
+            return
         case .freezing: fx.append(.cancelFreeze)
         case .launching: fx.append(.stopProbe)
         case .thawing(_, let waiters, _):
@@ -865,10 +1026,25 @@ package struct AppLifecycle: Sendable {
         record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
         // The record's state is left as it was through the ending: it is the state the app was killed in.
         record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
+        record.diskWorker = nil
+        record.diskWorkerStartTicks = nil
+        if case .checkpointed(let written, _) = end {
+            record.images = written.images
+            record.imageBytes = written.imageBytes
+            record.lastCheckpointNanos = written.dumpNanos
+            record.ending = nil  // not an end: it rests on disk
+        } else {
+            record.images = nil
+        }
         let detail = LifecycleText.ended(
             end, how: how, tookNanos: took, leftovers: leftovers, startLimitHit: startLimitHit, problems: problems)
         summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
-        var e = event(final == .evicted ? .evict : .exit, from: from, to: final, duration: took, detail, now)
+        var e = event(Self.endKind(final), from: from, to: final, duration: took, detail, now)
+        if case .checkpointed(let written, _) = end {
+            e.memoryBeforeBytes = written.memoryBytes
+            e.memoryAfterBytes = 0
+            e.imageBytes = written.imageBytes
+        }
         e.exitStatus = termination?.shellStatus
         // How it was ended, as data (EndResult.how): SIGTERM sufficed, or SIGKILL came.
         e.reason = end.signal?.rawValue
@@ -888,5 +1064,14 @@ package struct AppLifecycle: Sendable {
         resumeReadyDeadline = nil
         fx.append(.persist)
         fx.append(.ended(line: line))
+    }
+
+    /// The event that records an end (or a rest on disk).
+    private static func endKind(_ state: AppState) -> EventKind {
+        switch state {
+        case .evicted: return .evict
+        case .onDisk: return .checkpoint
+        default: return .exit
+        }
     }
 }

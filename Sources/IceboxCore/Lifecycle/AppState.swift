@@ -18,6 +18,10 @@ public enum AppState: String, Codable, Sendable, CaseIterable {
     /// Killed without notice to free memory (an eviction); relaunched, it is told to
     /// restore its state.
     case evicted
+    /// Checkpointed to disk by CRIU (`icebox evict --to-disk`, or the policy with
+    /// `--evict-to disk`): no process and no memory, its whole state in image files; a resume
+    /// restores it where it stopped (a failed restore relaunches it cold, told to restore).
+    case onDisk = "on-disk"
 
     /// Whether the app has ended (exited, terminated or evicted).
     public var isEnded: Bool { self == .exited || self == .terminated || self == .evicted }

@@ -17,9 +17,15 @@ package enum LifecycleInput: Sendable, Equatable {
     case terminate(waiter: Int?, timeout: UInt64)
     /// Kill without notice (as memory pressure does).
     case evict(waiter: Int?)
+    /// `icebox evict --to-disk`: checkpoint a suspended app to disk (CRIU), its processes and
+    /// memory gone, its state kept; a resume restores it.
+    case evictToDisk(waiter: Int?)
+    /// The checkpoint started by `.checkpoint` ended (written, or failed: then a kill).
+    case checkpointEnded(CheckpointOutcome)
     /// The policy chose this app: evict it, through Suspended if it is not there yet, its
-    /// notice (decided by the caller, as for `.suspend`) and grace cut to `grace`.
-    case policyVictim(grace: UInt64, notice: Notice?)
+    /// notice (decided by the caller, as for `.suspend`) and grace cut to `grace`; `toDisk`:
+    /// checkpoint it once suspended rather than kill it (`--evict-to disk`, an app that can go).
+    case policyVictim(grace: UInt64, notice: Notice?, toDisk: Bool = false)
     /// A deadline of this app passed (`nextDeadline`).
     case tick
     case freezeConfirmed(FreezeOutcome)
@@ -91,6 +97,12 @@ package enum LifecycleEffect: Sendable, Equatable {
     case thawRemainder
     /// Kill every process of the app now.
     case killAll
+    /// Start a checkpoint to disk of the frozen app (CRIU's dump, then a sync of its
+    /// images); its outcome comes back as `.checkpointEnded`, by `deadline` at the latest.
+    case checkpoint(deadline: UInt64)
+    /// Remove a checkpoint's images (the app was terminated or evicted while on its way to
+    /// disk: nothing will restore them, and they hold its whole heap).
+    case discardImages(String)
     /// Stop the readiness probe (ready, or given up).
     case stopProbe
     case log(Event)

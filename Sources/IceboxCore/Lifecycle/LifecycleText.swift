@@ -37,6 +37,9 @@ package enum LifecycleText {
         case .notReadyAfterResume(let within):
             return "icebox: \(app) did not say READY=1 within \(DurationText.format(within)) of its resume"
         case .launchAbandoned(let why): return "icebox: \(app) \(why)"
+        case .beingCheckpointed: return "icebox: \(app) is being checkpointed to disk; resume it once it is on disk (that restores it)"
+        case .notSuspended(let state):
+            return "icebox: \(app) is \(state.rawValue): evict --to-disk checkpoints suspended apps (icebox suspend \(app) first)"
         }
     }
 
@@ -106,6 +109,24 @@ package enum LifecycleText {
                 : "ended (exit status unknown: re-adopted after a daemon restart)")
     }
 
+    /// "checkpointed to disk in 412 ms (dump 380 ms, sync 32 ms): image 6.8 MiB, 13.1 MiB freed"
+    package static func checkpointed(_ written: DiskCheckpoint, tookNanos took: UInt64) -> String {
+        let freed = written.memoryBytes.map { ", \(SizeText.format($0)) of memory freed" } ?? ""
+        return "checkpointed to disk in \(DurationText.format(took)) (dump \(DurationText.format(written.dumpNanos)), sync "
+            + "\(DurationText.format(written.syncNanos))): image \(SizeText.format(written.imageBytes))\(freed)"
+    }
+
+    /// "restored from disk in 74 ms (image 11.5 MiB)"
+    package static func restored(restoreNanos: UInt64, imageBytes: UInt64?, foreground: Int32?) -> String {
+        let image = imageBytes.map { " (image \(SizeText.format($0)))" } ?? ""
+        return "restored from disk in \(DurationText.format(restoreNanos))\(image)" + Self.foreground(foreground)
+    }
+
+    /// A checkpoint that failed, and what is done instead.
+    package static func checkpointFailed(_ why: String, then: AppLifecycle.Ending?) -> String {
+        "checkpoint to disk failed: \(why); " + (then == .terminate ? "terminating it as asked" : "evicting it by a kill instead")
+    }
+
     /// The end event's detail: "terminated in 3 ms; killed by SIGTERM; killed 2 remaining processes".
     /// `took`: from the terminate or eviction (or, for an app that ended on its own, its launch).
     package static func ended(
@@ -116,6 +137,7 @@ package enum LifecycleText {
         case .evicted: detail = "evicted without notice: killed and reaped in \(DurationText.format(took)); \(how)"
         case .terminated: detail = "terminated in \(DurationText.format(took)); \(how)"
         case .exited: detail = "\(how) after \(DurationText.format(took))"
+        case .checkpointed(let written, _): detail = checkpointed(written, tookNanos: took)
         }
         if leftovers > 0 { detail += "; killed \(leftovers) remaining process\(leftovers == 1 ? "" : "es")" }
         if let startLimitHit { detail += "; \(startLimitHit), not restarted" }
@@ -141,4 +163,8 @@ package enum LifecycleFailure: Sendable, Equatable {
     case notReadyAfterResume(within: UInt64)
     /// A launch that will never be ready: `why` says what ends it.
     case launchAbandoned(String)
+    /// A resume while CRIU dumps the app.
+    case beingCheckpointed
+    /// `evict --to-disk` of an app that is not suspended (in `state`).
+    case notSuspended(AppState)
 }

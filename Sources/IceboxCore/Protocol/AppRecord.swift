@@ -54,6 +54,20 @@ public struct AppRecord: Codable, Sendable {
     package var endIntent: AppLifecycle.Ending?
     package var endStartNanos: UInt64?
     package var killDeadlineNanos: UInt64?
+    /// A checkpoint to disk or a restore under way (its start, monotonic ns), and the criu
+    /// doing it (pid and /proc start time): a daemon taking over after a crash waits for that
+    /// criu, then finds the app in memory, on disk with complete images, or restored.
+    package var diskIntent: DiskIntent?
+    package var diskIntentStartNanos: UInt64?
+    package var diskWorker: Int32?
+    package var diskWorkerStartTicks: UInt64?
+    /// Where its checkpoint's images are, while it is on disk (state `on-disk`).
+    public var images: String?
+    /// The size of those images, in bytes.
+    public var imageBytes: UInt64?
+    /// How long its last checkpoint's dump took, and its last restore.
+    package var lastCheckpointNanos: UInt64?
+    package var lastRestoreNanos: UInt64?
     /// Who the app runs as: its --user, else the daemon's own ids (nil in records from before).
     public var runsAs: RunAs?
     /// The app's NOTIFY_SOCKET when it is not the notify directory's (an app run as another

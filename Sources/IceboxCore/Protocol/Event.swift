@@ -24,6 +24,10 @@ public enum EventKind: String, Codable, Sendable, CaseIterable {
     case exit
     /// Killed without notice, reaped, recorded.
     case evict
+    /// Checkpointed to disk (CRIU), or a checkpoint that failed.
+    case checkpoint
+    /// Restored from disk (CRIU), or a restore that failed.
+    case restore
     /// A notify message worth recording (STOPPING=1, a dropped sender).
     case notify
     /// Something failed; the detail says what and what was done about it.
@@ -107,11 +111,13 @@ public struct Event: Codable, Sendable, Equatable {
     /// Other processes involved (lock waiters, killed leftovers).
     public var pids: [Int32]?
     package var evictedFor: EvictionReason.Kind?  // on the event of a policy eviction done: why, as one word
+    /// A checkpoint's images on disk, in bytes (checkpoint and restore events).
+    public var imageBytes: UInt64?
 
     enum CodingKeys: String, CodingKey {
         case time, app, pid, kind = "event", from, to, detail, monotonicNanos, durationNanos
         case reason, backend, tasks, graceNanos, exitStatus, band, memoryBeforeBytes, memoryAfterBytes, victimMemoryBytes, pids
-        case evictedFor
+        case evictedFor, imageBytes
     }
 
     package init(

@@ -36,6 +36,8 @@ extension AppRecord: JSONReadable {
         var graceDeadline: UInt64?, graceCap: UInt64?, runsAs: RunAs?, notifySocket: String?, restartTimes: [UInt64]?
         var endIntent: AppLifecycle.Ending?, endStart: UInt64?, killDeadline: UInt64?
         var adoptMove: UInt64?, adoptedFrom: String?, adoptedFromFreezerV1: String?, adoptedFromMemoryV1: String?
+        var diskIntent: DiskIntent?, diskIntentStart: UInt64?, diskWorker: Int32?, diskWorkerStart: UInt64?
+        var imageBytes: UInt64?, images: String?, lastCheckpoint: UInt64?, lastRestore: UInt64?
         let read = r.object { r, key in
             switch key {
             case "adopt_move_ns": return r.field(&adoptMove)
@@ -45,6 +47,10 @@ extension AppRecord: JSONReadable {
             case "backend": return r.field(&backend)
             case "cgroup": return r.field(&cgroup)
             case "cold_start_ns": return r.field(&coldStart)
+            case "disk_intent": return r.field(&diskIntent)
+            case "disk_intent_start_ns": return r.field(&diskIntentStart)
+            case "disk_worker": return r.field(&diskWorker)
+            case "disk_worker_start_ticks": return r.field(&diskWorkerStart)
             case "end_intent": return r.field(&endIntent)
             case "end_start_ns": return r.field(&endStart)
             case "ending": return r.field(&ending)
@@ -53,9 +59,13 @@ extension AppRecord: JSONReadable {
             case "grace_cap_ns": return r.field(&graceCap)
             case "grace_deadline_ns": return r.field(&graceDeadline)
             case "grace_start_ns": return r.field(&graceStart)
+            case "image_bytes": return r.field(&imageBytes)
+            case "images": return r.field(&images)
             case "kill_deadline_ns": return r.field(&killDeadline)
             case "killed_while_suspended": return r.field(&killedWhileSuspended)
+            case "last_checkpoint_ns": return r.field(&lastCheckpoint)
             case "last_compaction": return r.field(&lastCompaction)
+            case "last_restore_ns": return r.field(&lastRestore)
             case "last_freeze_ns": return r.field(&lastFreeze)
             case "last_thaw_ns": return r.field(&lastThaw)
             case "launch_start_ns": return r.field(&launchStart)
@@ -92,6 +102,14 @@ extension AppRecord: JSONReadable {
             killDeadlineNanos: killDeadline, runsAs: runsAs, notifySocket: notifySocket, restartTimesNanos: restartTimes,
             adoptedFrom: adoptedFrom, adoptedFromFreezerV1: adoptedFromFreezerV1, adoptedFromMemoryV1: adoptedFromMemoryV1,
             adoptMoveNanos: adoptMove)
+        self.diskIntent = diskIntent
+        self.diskIntentStartNanos = diskIntentStart
+        self.diskWorker = diskWorker
+        self.diskWorkerStartTicks = diskWorkerStart
+        self.imageBytes = imageBytes
+        self.images = images
+        self.lastCheckpointNanos = lastCheckpoint
+        self.lastRestoreNanos = lastRestore
     }
 }
 
@@ -271,7 +289,7 @@ extension Event: JSONReadable {
         var time: String?, monotonic: UInt64?, app: String?, pid: Int32?, kind: EventKind?, from: AppState?, to: AppState?
         var duration: UInt64?, detail: String?, reason: String?, backend: BackendKind?, tasks: Int?, grace: UInt64?
         var exitStatus: Int32?, band: PriorityBand?, before: UInt64?, after: UInt64?, victim: UInt64?, pids: [Int32]?
-        var evictedFor: EvictionReason.Kind?
+        var evictedFor: EvictionReason.Kind?, imageBytes: UInt64?
         let read = r.object { r, key in
             switch key {
             case "app": return r.field(&app)
@@ -284,6 +302,7 @@ extension Event: JSONReadable {
             case "exit_status": return r.field(&exitStatus)
             case "from": return r.field(&from)
             case "grace_ns": return r.field(&grace)
+            case "image_bytes": return r.field(&imageBytes)
             case "memory_after_bytes": return r.field(&after)
             case "memory_before_bytes": return r.field(&before)
             case "monotonic_ns": return r.field(&monotonic)
@@ -314,6 +333,7 @@ extension Event: JSONReadable {
         self.victimMemoryBytes = victim
         self.pids = pids
         self.evictedFor = evictedFor
+        self.imageBytes = imageBytes
     }
 }
 

@@ -1,0 +1,179 @@
+import Glibc
+import IceboxSystem
+
+/// Evicting to disk: a suspended app checkpointed by CRIU (issue 32; docs/criu.md). The
+/// lifecycle decides (`.checkpointing`); this carries it out as states of the loop: criu's
+/// dump, then `sync` on the images, each a child watched through its pidfd, its outcome fed
+/// back as `.checkpointEnded`. Nothing here waits.
+extension Daemon {
+    /// The criu this daemon runs (ICEBOX_CRIU, icebox's prefix, PATH), or nil.
+    func criuBinary() -> CriuBinary? {
+        var environment: [String: String] = [:]
+        for key in ["ICEBOX_CRIU", "PATH"] { if let value = getenv(key) { environment[key] = String(cString: value) } }
+        return CriuBinary.find(environment: environment)
+    }
+
+    /// Why this app cannot be checkpointed now, before criu is run; nil when it may be.
+    func checkpointRefusal(_ app: LiveApp) -> String? {
+        if !app.record.options.pidNamespace {
+            return "it was launched without --pid-namespace (its pids could not be had back at a restore)"
+        }
+        if app.freezer.kind == .signal {
+            return "it is frozen by SIGSTOP (no cgroup freezer here), which criu would restore stopped"
+        }
+        if app.record.options.attached { return "it is attached to a terminal (icebox run), which criu cannot take" }
+        guard let criu = criuBinary() else {
+            return "no criu found (ICEBOX_CRIU, \(CriuBinary.installed), PATH): scripts/criu builds one"
+        }
+        if let identity = CriuProbe.cacheIdentity(criu),
+            let verdict = CriuProbeCache.load(
+                stateDir: config.paths.stateDir, kernel: CriuProbe.kernelRelease(), binary: criu.path, identity: identity),
+            !verdict.works
+        {
+            return "criu at \(criu.path) failed its probe: \(verdict.reason ?? "see icebox doctor")"
+        }
+        let obstacles: [CheckpointObstacle]
+        do { obstacles = try CheckpointObstacle.find(pids: app.members()) } catch {
+            return "its sockets could not be read (\(error))"
+        }
+        if !obstacles.isEmpty {
+            return "criu cannot dump it: " + obstacles.prefix(3).map(\.description).joined(separator: "; ")
+        }
+        return nil
+    }
+
+    /// `.checkpoint`: starts criu's dump of the frozen app (its cgroup kept frozen by criu
+    /// with --freeze-cgroup; --skip-in-flight so a connection attempted while it was frozen
+    /// does not fail the dump), or feeds back why it cannot.
+    func startCheckpoint(_ app: LiveApp, deadline: UInt64) {
+        if let why = checkpointRefusal(app) { return apply(.checkpointEnded(.failed(why)), to: app) }
+        guard let criu = criuBinary() else { return }
+        let images: CheckpointImages
+        do { images = try CheckpointImages.prepare(stateDir: config.paths.stateDir, app: app.name) } catch {
+            return apply(.checkpointEnded(.failed(error.message)), to: app)
+        }
+        let memory = memoryReader()(app).bytes
+        var arguments = [
+            "dump", "--tree", String(app.pid), "--images-dir", images.directory, "--log-file", "dump.log", "--skip-in-flight",
+        ]
+        if let frozen = app.freezer.kind == .cgroup1 ? app.cgroups.freezerV1Path : app.cgroups.v2Path {
+            arguments += ["--freeze-cgroup", frozen]
+        }
+        let now = Clock.monotonicNanos()
+        let run: CriuRun
+        do {
+            run = try CriuRun.start(
+                criu.path, arguments, output: images.directory + "/dump.out", timeoutNanos: deadline.saturatingSub(now))
+            try watch(run.handle.pidfd, .criu(app.name))
+        } catch {
+            try? images.discard()  // never written: nothing to keep
+            return apply(.checkpointEnded(.failed("\(error)")), to: app)
+        }
+        app.checkpoint = CheckpointWork(stage: .dump, run: run, images: images, memoryBytes: memory)
+        // Who is dumping it, durably, before anything else: a daemon killed now leaves its
+        // successor the criu to wait for (Daemon+DiskRecovery).
+        app.lifecycle.update {
+            $0.diskWorker = run.pid
+            $0.diskWorkerStartTicks = ProcFS.stat(pid: run.pid)?.startTimeTicks
+            $0.images = images.directory
+        }
+        do throws(IceboxError) { try writeRecord(app.lifecycle.persistentRecord, intent: true) } catch {
+            saveRegistry(app.name)  // said in the log; tried again next turn
+        }
+        log(
+            Event(
+                app: app.name, pid: app.pid, kind: .checkpoint,
+                detail: "criu dump started (pid \(run.pid)) into \(images.directory); the app had \(SizeText.format(memory))",
+                at: .read()))
+    }
+
+    /// The criu (or sync) run of an app's checkpoint or restore has ended, or may have.
+    func criuExited(_ name: String) {
+        if let app = apps[name], let work = app.checkpoint {
+            guard let termination = work.run.ended() else { return }
+            unwatch(work.run.handle.pidfd)
+            checkpointStepEnded(app, work, termination)
+        } else if let job = restores[name] {
+            guard let termination = job.run.ended() else { return }
+            unwatch(job.run.handle.pidfd)
+            restoreEnded(job, termination)
+        }
+    }
+
+    /// Which app's criu (or sync) `pid` is, if it is one.
+    func criuRunning(pid: pid_t) -> String? {
+        if let app = apps.values.first(where: { $0.checkpoint?.run.pid == pid }) { return app.name }
+        return restores.values.first { $0.run.pid == pid }?.name
+    }
+
+    private func checkpointStepEnded(_ app: LiveApp, _ work: CheckpointWork, _ termination: Termination) {
+        let now = Clock.monotonicNanos()
+        var work = work
+        switch work.stage {
+        case .dump:
+            work.dumpNanos = now.saturatingSub(work.run.started)
+            guard termination == .exited(0) else {
+                let why = work.images.firstError(in: work.images.dumpLog) ?? "criu dump \(termination)"
+                return checkpointFailed(app, work, why)
+            }
+            // Durable before it counts: the memory is gone, the images are all that is left.
+            let files = work.images.imageFiles()
+            do {
+                guard let sync = Spawner.resolve("sync", path: "/usr/bin:/bin") else {
+                    throw IceboxError(.unavailable, "no sync program (coreutils) in /usr/bin or /bin")
+                }
+                work.run = try CriuRun.start(
+                    sync, files + [work.images.directory], output: work.images.directory + "/sync.out",
+                    timeoutNanos: app.checkpoint.map { $0.run.deadline.saturatingSub(now) } ?? 60_000_000_000)
+                try watch(work.run.handle.pidfd, .criu(app.name))
+            } catch {
+                // The tree is gone already (criu killed it): the images are what there is.
+                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "cannot sync the images: \(error)", at: .read()))
+                return checkpointWritten(app, work, syncNanos: 0)
+            }
+            work.stage = .sync
+            app.checkpoint = work
+        case .sync:
+            if termination != .exited(0) {
+                log(
+                    Event(
+                        app: app.name, pid: app.pid, kind: .error,
+                        detail: "sync of the images \(termination): they may not survive a crash of the host", at: .read()))
+            }
+            checkpointWritten(app, work, syncNanos: now.saturatingSub(work.run.started))
+        }
+    }
+
+    private func checkpointWritten(_ app: LiveApp, _ work: CheckpointWork, syncNanos: UInt64) {
+        app.checkpoint = nil
+        do { try work.images.markComplete() } catch {
+            log(Event(app: app.name, pid: app.pid, kind: .error, detail: "cannot mark the images complete: \(error)", at: .read()))
+        }
+        let written = DiskCheckpoint(
+            images: work.images.directory, dumpNanos: work.dumpNanos, syncNanos: syncNanos, imageBytes: work.images.bytes(),
+            memoryBytes: work.memoryBytes)
+        apply(.checkpointEnded(.written(written)), to: app)
+    }
+
+    private func checkpointFailed(_ app: LiveApp, _ work: CheckpointWork, _ why: String) {
+        app.checkpoint = nil
+        discardImages(work.images, of: app.name)
+        apply(.checkpointEnded(.failed(why)), to: app)
+    }
+
+    /// The checkpoint's deadline passed: its criu (or sync) is killed, and it failed.
+    func checkpointOverran(_ app: LiveApp) {
+        guard let work = app.checkpoint else { return }
+        unwatch(work.run.handle.pidfd)
+        work.run.kill()
+        let what = work.stage == .dump ? "criu dump" : "the sync of the images"
+        checkpointFailed(app, work, "\(what) ran past its deadline (\(DurationText.format(work.run.deadline - work.run.started))): killed")
+    }
+
+    /// Removes an app's images, saying so if that fails (they hold its heap).
+    func discardImages(_ images: CheckpointImages, of name: String) {
+        do { try images.discard() } catch {
+            log(Event(app: name, pid: nil, kind: .error, detail: "cannot remove the images \(images.directory): \(error)", at: .read()))
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Glibc
+import IceboxSystem
+
+/// Taking over apps a previous daemon left on disk, or in the middle of a checkpoint or a
+/// restore (issue 32, item 5): the criu it started runs on after its death (nothing kills
+/// it: a criu killed halfway could leave its parasite in the app), so this daemon waits for
+/// that criu, then looks. An app is then in memory (adopted as usual), on disk with complete
+/// images, or restored (adopted, images gone): never lost, never twice. This runs once, as
+/// the daemon starts and before it serves anyone, so its waits are bounded, not evented.
+extension Daemon {
+    /// Longest wait for a criu a previous daemon left running (a dump or restore of a few GiB).
+    static let leftCriuWaitNanos: UInt64 = 120_000_000_000
+
+    /// A registry record on disk or with a disk intent: taken over here.
+    func recoverDisk(_ saved: AppRecord) {
+        waitForLeftCriu(saved)
+        var record = saved
+        let images = CheckpointImages(directory: saved.images ?? config.paths.stateDir + "/images/" + saved.name)
+        switch saved.diskIntent {
+        case .checkpoint?:
+            clearDiskIntent(&record)
+            if isSameProcess(saved) {
+                // The dump did not finish (criu failed, or never began): the app is still in
+                // memory, and the images, whatever they are, go.
+                try? images.discard()  // partial: nothing reads them
+                log(
+                    Event(
+                        app: saved.name, pid: saved.pid, kind: .checkpoint,
+                        detail: "a checkpoint to disk was under way when the last daemon ended; the app is still in memory", at: .read()))
+                return adopt(record)
+            }
+            guard images.isComplete || images.dumpLogSaysDone else {
+                try? images.discard()  // partial: nothing reads them
+                return recordEndedWhileAway(record, ending: "ended during a checkpoint to disk that did not complete")
+            }
+            // criu finished after the daemon died: made durable and marked here.
+            if !images.isComplete {
+                let files = images.imageFiles() + [images.directory]
+                if let sync = Spawner.resolve("sync", path: "/usr/bin:/bin") {
+                    _ = try? CriuCommand.run(sync, files, timeoutNanos: 60_000_000_000)  // failed: the mark below still says what criu wrote
+                }
+                try? images.markComplete()  // failed: the next restore says the images are incomplete
+            }
+            restOnDisk(record, images, how: "checkpointed by a criu that finished after the last daemon ended")
+        case .restore?:
+            clearDiskIntent(&record)
+            if let pid = pid_t(((try? FileIO.read(images.restoredPIDFile)) ?? "").trimmed()), images.restoreLogSaysDone,  // none: not restored
+                let stat = ProcFS.stat(pid: pid), stat.state != "Z"
+            {
+                record.pid = pid
+                record.startTicks = stat.startTimeTicks
+                record.state = .active
+                record.images = nil
+                record.imageBytes = nil
+                record.sinceMonotonicNanos = Clock.monotonicNanos()
+                log(
+                    Event(
+                        app: saved.name, pid: pid, kind: .restore, from: .onDisk, to: .active,
+                        detail: "restored by a criu that finished after the last daemon ended", at: .read()))
+                try? images.discard()  // restored: never again
+                return adopt(record)
+            }
+            // Not restored: whatever it began is killed, and the images stay.
+            _ = clearLeftovers(AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1))
+            try? FileIO.removeTree(images.restoredPIDFile)  // stale: a later restore writes its own
+            restOnDisk(record, images, how: "a restore under way when the last daemon ended did not finish; still on disk")
+        case nil:
+            restOnDisk(record, images, how: nil)
+        }
+    }
+
+    /// The app is on disk (if its images are complete; else it is recorded evicted, its state
+    /// lost, told to restore it at its next launch).
+    private func restOnDisk(_ saved: AppRecord, _ images: CheckpointImages, how: String?) {
+        var record = saved
+        if images.isComplete {
+            record.state = .onDisk
+            record.images = images.directory
+            record.imageBytes = record.imageBytes ?? images.bytes()
+            record.pid = saved.pid
+        } else {
+            record.state = .evicted
+            record.killedWhileSuspended = true
+            record.ending = "its images in \(images.directory) are gone or incomplete"
+            try? images.discard()  // incomplete: nothing reads them
+        }
+        let notifyPath = notifySocketPath(of: record)
+        if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
+        ended[record.name] = record
+        saveRegistry(record.name)
+        if let how {
+            log(Event(app: record.name, pid: nil, kind: .checkpoint, from: saved.state, to: record.state, detail: how, at: .read()))
+        }
+    }
+
+    private func clearDiskIntent(_ record: inout AppRecord) {
+        record.diskIntent = nil
+        record.diskIntentStartNanos = nil
+        record.diskWorker = nil
+        record.diskWorkerStartTicks = nil
+    }
+
+    /// Waits (bounded) for the criu the record names, if it still runs (same start time).
+    private func waitForLeftCriu(_ record: AppRecord) {
+        guard let pid = record.diskWorker, let ticks = record.diskWorkerStartTicks,
+            let stat = ProcFS.stat(pid: pid), stat.startTimeTicks == ticks, stat.state != "Z",
+            let handle = try? ProcessHandle(adopting: pid)  // gone meanwhile: nothing to wait for
+        else { return }
+        log(
+            Event(
+                app: record.name, pid: pid, kind: .daemon,
+                detail: "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)",
+                at: .read()))
+        let deadline = Clock.monotonicNanos().saturatingAdd(Self.leftCriuWaitNanos)
+        if (try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)) ?? 0 == 0 {  // failed or timed out: kill it
+            _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
+        }
+    }
+}

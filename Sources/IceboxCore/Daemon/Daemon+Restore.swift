@@ -1,0 +1,173 @@
+import Glibc
+import IceboxSystem
+
+/// Resuming an app that is on disk: CRIU restores its tree, as this daemon's child, into fresh
+/// thawed cgroups at the paths it had (criu puts each process back where the dump found it),
+/// and the restored process becomes the app again (`attach`, as a re-adoption does). A restore
+/// that fails relaunches the app cold, told to restore its own state (ICEBOX_LAUNCH_REASON=
+/// restore), as after a kill eviction. The images go once the app runs again, either way:
+/// never restored twice.
+extension Daemon {
+    /// Whether `name` is on disk (or being restored): no live app, a record that says so.
+    func isOnDisk(_ name: String) -> Bool {
+        apps[name] == nil && (restores[name] != nil || ended[name]?.state == .onDisk)
+    }
+
+    /// `icebox resume` of an app on disk: starts its restore (or joins the one under way).
+    func restoreRequested(_ name: String, waiter id: Int) {
+        if let job = restores[name] {
+            job.waiters.append(id)
+            return
+        }
+        guard var record = ended[name], record.state == .onDisk else { return }
+        let images = CheckpointImages(directory: record.images ?? config.paths.stateDir + "/images/" + name)
+        guard images.isComplete else {
+            return restoreFailed(record, images, cgroups: nil, waiters: [id], why: "its images in \(images.directory) are not complete")
+        }
+        guard let criu = criuBinary() else {
+            return restoreFailed(
+                record, images, cgroups: nil, waiters: [id], why: "no criu found (ICEBOX_CRIU, \(CriuBinary.installed), PATH)")
+        }
+        // Fresh and thawed, where the dump found it: criu restores each process into the cgroup
+        // it was dumped in (a frozen one would hang the restore).
+        let cgroups: AppCgroups
+        do {
+            cgroups = try AppCgroups.create(
+                name: name, v2Root: record.cgroup == nil ? nil : facts.cgroupRoot,
+                freezerV1Root: record.freezerV1 == nil ? nil : facts.freezerV1Root,
+                memoryV1Root: record.memoryV1 == nil ? nil : facts.memoryV1Root, backend: record.backend)
+        } catch {
+            return restoreFailed(record, images, cgroups: nil, waiters: [id], why: error.message)
+        }
+        if cgroups.v2Path != record.cgroup || cgroups.freezerV1Path != record.freezerV1 || cgroups.memoryV1Path != record.memoryV1 {
+            return restoreFailed(
+                record, images, cgroups: cgroups, waiters: [id],
+                why: "this daemon's cgroups for it (\(cgroups.v2Path ?? "none")) are not where it was dumped (\(record.cgroup ?? "none"))")
+        }
+        let run: CriuRun
+        do {
+            run = try CriuRun.start(
+                criu.path, CriuCommand.restoreArguments(images: images.directory), output: images.directory + "/restore.out",
+                timeoutNanos: Self.restoreTimeoutNanos)
+            try watch(run.handle.pidfd, .criu(name))
+        } catch {
+            return restoreFailed(record, images, cgroups: cgroups, waiters: [id], why: "\(error)")
+        }
+        // Durably, before it goes on: a daemon killed now leaves its successor the criu to
+        // wait for, then the restored app to take over or the images to keep.
+        record.diskIntent = .restore
+        record.diskIntentStartNanos = run.started
+        record.diskWorker = run.pid
+        record.diskWorkerStartTicks = ProcFS.stat(pid: run.pid)?.startTimeTicks
+        ended[name] = record
+        do throws(IceboxError) { try writeRecord(record, intent: true) } catch { saveRegistry(name) }
+        restores[name] = RestoreJob(name: name, record: record, run: run, images: images, cgroups: cgroups, waiters: [id])
+    }
+
+    /// How long a restore may take: a few GiB read back from disk.
+    static let restoreTimeoutNanos: UInt64 = 120_000_000_000
+
+    func restoreEnded(_ job: RestoreJob, _ termination: Termination) {
+        restores[job.name] = nil
+        let nanos = Clock.monotonicNanos().saturatingSub(job.run.started)
+        let pid = pid_t(((try? FileIO.read(job.images.restoredPIDFile)) ?? "").trimmed())  // none: nothing restored
+        guard termination == .exited(0), let pid, let handle = try? ProcessHandle(adopting: pid),  // gone already: failed
+            ProcFS.stat(pid: pid)?.ppid == getpid()
+        else {
+            let why = job.images.firstError(in: job.images.restoreLog) ?? "criu restore \(termination)"
+            return restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: why)
+        }
+        var record = job.record
+        record.pid = pid
+        record.startTicks = ProcFS.stat(pid: pid)?.startTimeTicks ?? 0
+        record.diskIntent = nil
+        record.diskIntentStartNanos = nil
+        record.diskWorker = nil
+        record.diskWorkerStartTicks = nil
+        record.exitStatus = nil
+        record.ending = nil
+        let now = Instant.read()
+        var lifecycle = AppLifecycle(restored: record, now: now)
+        lifecycle.freezeTimeout = config.freezeTimeoutNanos
+        let effects = lifecycle.restoredFromDisk(
+            restoreNanos: nanos, imageBytes: record.imageBytes, waiters: job.waiters, now: now)
+        switch attach(record, lifecycle: lifecycle, handle: handle, cgroups: job.cgroups) {
+        case .success(let app):
+            ended[job.name] = nil
+            for effect in effects { perform(effect, for: app) }
+            discardImages(job.images, of: job.name)
+        case .failure(let why):
+            // It runs, but cannot be an app of ours: not left running unsupervised.
+            _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
+            _ = try? handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
+            restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: "restored, but \(why.message)")
+        }
+    }
+
+    /// The restore's deadline passed: its criu is killed, and it failed.
+    func restoreOverran(_ job: RestoreJob) {
+        restores[job.name] = nil
+        unwatch(job.run.handle.pidfd)
+        job.run.kill()
+        restoreFailed(
+            job.record, job.images, cgroups: job.cgroups, waiters: job.waiters,
+            why: "criu restore ran past its deadline (\(DurationText.format(Self.restoreTimeoutNanos))): killed")
+    }
+
+    /// The restore failed: what it left is killed and its cgroups removed, the images
+    /// discarded, the app recorded as evicted (killed while suspended) and launched again
+    /// cold, told to restore its own state, as after a kill eviction.
+    func restoreFailed(_ saved: AppRecord, _ images: CheckpointImages, cgroups: AppCgroups?, waiters: [Int], why: String) {
+        let left = cgroups.map { clearLeftovers($0) }
+        discardImages(images, of: saved.name)
+        var record = saved
+        record.state = .evicted
+        record.killedWhileSuspended = true
+        record.ending = "its restore from disk failed: \(why)"
+        record.diskIntent = nil
+        record.diskIntentStartNanos = nil
+        record.diskWorker = nil
+        record.diskWorkerStartTicks = nil
+        record.images = nil
+        record.imageBytes = nil
+        let now = Instant.read()
+        record.sinceMonotonicNanos = now.monotonicNanos
+        record.sinceWall = now.rfc3339
+        ended[record.name] = record
+        do throws(IceboxError) { try writeRecord(record) } catch { saveRegistry(record.name) }
+        var e = Event(
+            app: record.name, pid: nil, kind: .restore, from: .onDisk, to: .evicted,
+            detail: "restore from disk failed: \(why)\(left.map { "; \($0)" } ?? ""); relaunching it cold (ICEBOX_LAUNCH_REASON=restore)",
+            at: now)
+        e.reason = "failed"
+        log(e)
+        let line = "icebox: \(record.name) could not be restored from disk (\(why)); relaunched cold, told to restore its state"
+        for id in waiters { settle(id, app: record.name, line: line, failed: .other(.failure)) }
+        var options = record.options
+        options.attached = false
+        options.nameIsDefault = false
+        if !stopping { launch(options, stdio: [], client: nil) }
+    }
+
+    /// `icebox terminate` or `evict` (kill) of an app on disk: there is no process to end,
+    /// only its images, which go; it is recorded as terminated or evicted.
+    func endOnDisk(_ name: String, as state: AppState, waiter id: Int) {
+        guard var record = ended[name], record.state == .onDisk else { return }
+        if let dir = record.images { discardImages(CheckpointImages(directory: dir), of: name) }
+        let now = Instant.read()
+        record.state = state
+        record.killedWhileSuspended = state == .evicted
+        record.ending = "ended while on disk: its images discarded"
+        record.images = nil
+        record.imageBytes = nil
+        record.sinceMonotonicNanos = now.monotonicNanos
+        record.sinceWall = now.rfc3339
+        ended[name] = record
+        do throws(IceboxError) { try writeRecord(record) } catch { saveRegistry(name) }
+        let e = Event(
+            app: name, pid: nil, kind: state == .evicted ? .evict : .terminate, from: .onDisk, to: state,
+            detail: "ended while on disk: its images discarded", at: now)
+        log(e)
+        settle(id, app: name, line: LifecycleText.step(name, from: .onDisk, to: state, e.detail), event: e)
+    }
+}
