@@ -494,7 +494,7 @@ extension Daemon {
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
             for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
-        case .evict(let names):
+        case .evict(let names, _):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
             for app in targets { apply(.evict(waiter: id), to: app) }
