@@ -151,7 +151,7 @@ struct JSONWriterTests {
             case 4: return .resume(names: strings(), waitReady: chance())
             case 5: return .switchTo(name: string())
             case 6: return .terminate(names: strings(), timeoutNanos: optional())
-            case 7: return .evict(names: strings())
+            case 7: return .evict(names: strings(), toDisk: chance())
             case 8: return .relaunch(name: string())
             case 9: return .compact(names: strings(), mode: chance() ? .pageout : nil)
             case 10: return .policy
@@ -178,6 +178,7 @@ struct JSONWriterTests {
             if below(4) == 0 {
                 var policy = EvictionPolicy()
                 policy.memoryBudgetBytes = optional()
+                policy.evictTo = chance() ? .disk : .kill
                 r.policy = policy
             }
             return r

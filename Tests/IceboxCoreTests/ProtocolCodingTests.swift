@@ -92,13 +92,14 @@ struct ProtocolCodingTests {
         .suspend(names: ["web", "db"]), .resume(names: ["web"], waitReady: true), .switchTo(name: "web"),
         .terminate(names: ["web"], timeoutNanos: 7_000_000_000), .terminate(names: ["web"], timeoutNanos: nil),
         .evict(names: ["db"]), .relaunch(name: "web"), .compact(names: ["web"], mode: .cold), .policy,
+        .evict(names: ["db", "web"], toDisk: true),
         .setPolicy(settings: [.memoryBudget(1 << 30), .pressure(nil), .onLockContention(.evict)]),
         .stop(terminateApps: true, timeoutNanos: nil), .forget(names: ["bench"]), .version,
         .adopt(options: AdoptOptions(name: "build", source: .pid(4242))), .adopt(options: AdoptOptions(name: "b", source: .cgroup("/x y"))),
         .release(name: "build"),
         .setPolicy(settings: [
             .pressureScope(.apps), .maxSuspended(nil), .maxSuspended(2), .evictionGrace(5), .protectActive(false), .compactAfter(nil),
-            .compactAfter(9), .compactMode(.cold), .memoryBudget(nil), .pressure("some 150ms/2s"),
+            .compactAfter(9), .compactMode(.cold), .memoryBudget(nil), .pressure("some 150ms/2s"), .evictTo(.disk), .evictTo(.kill),
         ]),
     ])
     func controlRequestRoundTrips(_ request: ControlRequest) throws {

@@ -76,11 +76,22 @@ enum TerminateCommand: IceboxCommand {
 enum EvictCommand: IceboxCommand {
     static let name = "evict"
     static let spec = CommandSpec(
-        name: name, usage: "icebox evict NAME...",
+        name: name, usage: "icebox evict [--to-disk] NAME...",
         summary: "kill without notice (as memory pressure does), reap, record as evicted",
-        options: LifecycleRequest.common)
+        options: [
+            OptionSpec(
+                name: "to-disk", value: nil,
+                help:
+                    "checkpoint the app to disk with CRIU instead of killing it (it must be suspended and launched with --pid-namespace); resume restores it; falls back to a kill if the dump fails"
+            )
+        ] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        try LifecycleRequest.send(args, spec: spec) { .evict(names: $0) }
+        try LifecycleRequest.send(args, spec: spec) { request(names: $0, args) }
+    }
+
+    /// The request for these names and options, apart so the parse is tested without a daemon.
+    static func request(names: [String], _ args: ParsedArguments) -> ControlRequest {
+        .evict(names: names, toDisk: args.flag("to-disk"))
     }
 }
 

@@ -15,6 +15,11 @@ enum PolicyOptions {
         OptionSpec(name: "on-lock-contention", value: "thaw|evict", help: "a frozen app holding a lock others wait on (default thaw)"),
         OptionSpec(name: "compact-after", value: "DUR|none", help: "compact suspended apps this long after freezing (default never)"),
         OptionSpec(name: "compact-mode", value: "pageout|cold", help: "pageout reclaims now, cold only under pressure (default pageout)"),
+        OptionSpec(
+            name: "evict-to", value: "kill|disk",
+            help:
+                "what the policy does to a victim: kill it (default), or checkpoint it to disk with CRIU when it can (--pid-namespace apps; others are killed)"
+        ),
     ]
 
     /// The settings given on the command line, parsed here so mistakes exit 64.

@@ -1,6 +1,6 @@
 /// How an app ended when a terminate or an eviction ended it, from the event of its end:
 /// what it took (SIGTERM, or SIGKILL), its exit status and how long it took.
-/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:)-85e9x``
+/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:toDisk:)-2anup``
 /// return one.
 ///
 /// ```swift

@@ -86,16 +86,18 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.terminate(names, timeout: timeout) }
     }
 
-    /// Evicts an app; see ``evict(_:)-85e9x``. Corresponds to `icebox evict NAME`.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
+    /// ``evict(_:toDisk:)-2anup``. Corresponds to `icebox evict [--to-disk] NAME`.
     @discardableResult
-    public func evict(_ name: String) async throws(IceboxError) -> EndResult {
-        try await detached { (c) throws(IceboxError) in try c.evict(name) }
+    public func evict(_ name: String, toDisk: Bool = false) async throws(IceboxError) -> EndResult {
+        try await detached { (c) throws(IceboxError) in try c.evict(name, toDisk: toDisk) }
     }
 
-    /// Evicts several apps at once; one result per name. Corresponds to `icebox evict NAME...`.
+    /// Evicts several apps at once, or checkpoints them to disk with `toDisk`; one result per
+    /// name. Corresponds to `icebox evict [--to-disk] NAME...`.
     @discardableResult
-    public func evict(_ names: [String]) async throws(IceboxError) -> [EndResult] {
-        try await detached { (c) throws(IceboxError) in try c.evict(names) }
+    public func evict(_ names: [String], toDisk: Bool = false) async throws(IceboxError) -> [EndResult] {
+        try await detached { (c) throws(IceboxError) in try c.evict(names, toDisk: toDisk) }
     }
 
     /// Relaunches an ended app; see ``relaunch(_:)``. Corresponds to `icebox relaunch NAME`.

@@ -206,14 +206,28 @@ public struct IceboxClient: Sendable {
     /// Kills an app without notice, as memory pressure does, reaps it and removes its
     /// cgroup; it is recorded as evicted. Returns how it ended (``EndResult``). Corresponds
     /// to `icebox evict NAME`.
+    ///
+    /// - Parameters:
+    ///   - name: The app.
+    ///   - toDisk: Checkpoint the app to disk with CRIU instead of killing it: it must be
+    ///     suspended and launched with a PID namespace of its own (`--pid-namespace`); a
+    ///     resume restores it. If the dump fails the app is killed, as without it.
+    ///     Corresponds to `icebox evict --to-disk NAME`.
     @discardableResult
-    public func evict(_ name: String) throws(IceboxError) -> EndResult { try evict([name])[0] }
+    public func evict(_ name: String, toDisk: Bool = false) throws(IceboxError) -> EndResult {
+        try evict([name], toDisk: toDisk)[0]
+    }
 
     /// Evicts several apps at once: one result per name, in the order given.
     /// Corresponds to `icebox evict NAME...`.
+    ///
+    /// - Parameters:
+    ///   - names: The apps.
+    ///   - toDisk: Checkpoint each app to disk with CRIU instead of killing it, as for one
+    ///     app (``evict(_:toDisk:)-2anup``). Corresponds to `icebox evict --to-disk NAME...`.
     @discardableResult
-    public func evict(_ names: [String]) throws(IceboxError) -> [EndResult] {
-        let steps = try exchange(.evict(names: names)).steps
+    public func evict(_ names: [String], toDisk: Bool = false) throws(IceboxError) -> [EndResult] {
+        let steps = try exchange(.evict(names: names, toDisk: toDisk)).steps
         return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 

@@ -36,9 +36,12 @@ extension Supervisor {
         try await client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app; see ``IceboxClient/evict(_:)-85e9x``. Corresponds to `icebox evict`.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
+    /// ``IceboxClient/evict(_:toDisk:)-2anup``. Corresponds to `icebox evict [--to-disk]`.
     @discardableResult
-    public func evict(_ name: String) async throws(IceboxError) -> EndResult { try await client.evict(name) }
+    public func evict(_ name: String, toDisk: Bool = false) async throws(IceboxError) -> EndResult {
+        try await client.evict(name, toDisk: toDisk)
+    }
 
     /// Relaunches an ended app; see ``IceboxClient/relaunch(_:)-8bdfj``. Corresponds to `icebox relaunch`.
     public func relaunch(_ name: String) async throws(IceboxError) -> LaunchedApp { try await client.relaunch(name) }

@@ -274,9 +274,12 @@ public final class Supervisor: Sendable {
         try client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app; see ``IceboxClient/evict(_:)-85e9x``. Corresponds to `icebox evict`.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
+    /// ``IceboxClient/evict(_:toDisk:)-2anup``. Corresponds to `icebox evict [--to-disk]`.
     @discardableResult
-    public func evict(_ name: String) throws(IceboxError) -> EndResult { try client.evict(name) }
+    public func evict(_ name: String, toDisk: Bool = false) throws(IceboxError) -> EndResult {
+        try client.evict(name, toDisk: toDisk)
+    }
 
     /// Relaunches an ended app; see ``IceboxClient/relaunch(_:)-8bdfj``. Corresponds to `icebox relaunch`.
     public func relaunch(_ name: String) throws(IceboxError) -> LaunchedApp { try client.relaunch(name) }

@@ -519,8 +519,8 @@ extension Daemon {
             let id = newWaiter(client: fd, apps: names)
             for name in fromDisk { endOnDisk(name, as: .terminated, waiter: id) }
             for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
-        case .evict(let names):
-            evictRequested(names, toDisk: false, request: request, client: fd)
+        case .evict(let names, let toDisk):
+            evictRequested(names, toDisk: toDisk, request: request, client: fd)
         case .adopt(let options):
             adoptRequested(options, client: fd)
         case .release(let name):

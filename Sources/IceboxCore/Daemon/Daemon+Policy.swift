@@ -165,7 +165,12 @@ extension Daemon {
         log(chosen)
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
-        apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app)), to: app)
+        // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
+        let toDisk = policy.evictTo == .disk && checkpointRefusal(app) == nil
+        if policy.evictTo == .disk, let why = checkpointRefusal(app) {
+            log(Event(app: app.name, pid: app.pid, kind: .policy, detail: "not checkpointed to disk: \(why); killed instead", at: .read()))
+        }
+        apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
     }
 
     /// A victim resumed during its eviction grace (`icebox resume`) is no longer on its way

@@ -24,11 +24,12 @@ package enum PolicySetting: Codable, Sendable, Equatable {
     case onLockContention(LockContentionAction)
     case compactAfter(UInt64?)
     case compactMode(CompactionMode)
+    case evictTo(EvictionTarget)
 
     /// The settings by their option names, as `icebox daemon` and `icebox policy set` take them.
     package static let keys = [
         "memory-budget", "pressure", "pressure-scope", "max-suspended", "eviction-grace", "protect-active",
-        "on-lock-contention", "compact-after", "compact-mode",
+        "on-lock-contention", "compact-after", "compact-mode", "evict-to",
     ]
 
     /// A setting from its option name and text; "none" (or "off") clears an optional one.
@@ -71,6 +72,11 @@ package enum PolicySetting: Codable, Sendable, Equatable {
                 throw bad("use pageout (reclaim now) or cold (reclaim under pressure)")
             }
             return .compactMode(mode)
+        case "evict-to":
+            guard let target = EvictionTarget(rawValue: value) else {
+                throw bad("use kill (the default) or disk (checkpoint with CRIU; apps without --pid-namespace are killed)")
+            }
+            return .evictTo(target)
         default:
             throw IceboxError(.usage, "unknown policy setting '\(key)'", hint: "settings: " + keys.joined(separator: ", "))
         }
@@ -88,6 +94,7 @@ package enum PolicySetting: Codable, Sendable, Equatable {
         case .onLockContention(let a): return "on-lock-contention=" + a.rawValue
         case .compactAfter(let d): return "compact-after=" + (d.map(DurationText.format) ?? "none")
         case .compactMode(let m): return "compact-mode=" + m.rawValue
+        case .evictTo(let t): return "evict-to=" + t.rawValue
         }
     }
 }
@@ -98,7 +105,7 @@ package enum PolicySetting: Codable, Sendable, Equatable {
 extension PolicySetting {
     enum CodingKeys: String, CodingKey {
         case memoryBudgetBytes, pressure, pressureScope, maxSuspended, evictionGraceNanos, protectActive, onLockContention
-        case compactAfterNanos, compactMode
+        case compactAfterNanos, compactMode, evictTo
     }
 
     package init(from decoder: any Decoder) throws {
@@ -117,6 +124,7 @@ extension PolicySetting {
         case .onLockContention: self = .onLockContention(try c.decode(LockContentionAction.self, forKey: key))
         case .compactAfterNanos: self = .compactAfter(try c.decode(UInt64?.self, forKey: key))
         case .compactMode: self = .compactMode(try c.decode(CompactionMode.self, forKey: key))
+        case .evictTo: self = .evictTo(try c.decode(EvictionTarget.self, forKey: key))
         }
     }
 
@@ -132,6 +140,7 @@ extension PolicySetting {
         case .onLockContention(let v): try c.encode(v, forKey: .onLockContention)
         case .compactAfter(let v): try c.encode(v, forKey: .compactAfterNanos)
         case .compactMode(let v): try c.encode(v, forKey: .compactMode)
+        case .evictTo(let v): try c.encode(v, forKey: .evictTo)
         }
     }
 }
@@ -149,6 +158,7 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
     package var onLockContention = LockContentionAction.thaw
     package var compactAfterNanos: UInt64?  // compact suspended apps this long after freezing
     package var compactMode = CompactionMode.pageout
+    package var evictTo = EvictionTarget.kill  // what a victim's eviction is: a kill, or a CRIU dump when it can
 
     package init() {}
 
@@ -168,6 +178,7 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
         case .onLockContention(let a): onLockContention = a
         case .compactAfter(let d): compactAfterNanos = d
         case .compactMode(let m): compactMode = m
+        case .evictTo(let t): evictTo = t
         }
     }
 
@@ -189,7 +200,27 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
             "protect active     " + (protectActive ? "yes" : "no"),
             "on lock contention " + onLockContention.rawValue,
             "compact after      " + (compactAfterNanos.map { "\(DurationText.format($0)) (\(compactMode.rawValue))" } ?? "never"),
+            "evict to           " + evictTo.rawValue,
         ]
+    }
+}
+
+/// The policy's JSONDecoder reading (policy.json, a `policy` reply): as the synthesized one,
+/// but `evict_to` may be missing, as in a file saved or a reply sent before it existed: that
+/// policy kills its victims (`kill`), as it did.
+extension EvictionPolicy {
+    package init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        memoryBudgetBytes = try c.decodeIfPresent(UInt64.self, forKey: .memoryBudgetBytes)
+        pressure = try c.decodeIfPresent(String.self, forKey: .pressure)
+        pressureScope = try c.decode(PressureScope.self, forKey: .pressureScope)
+        maxSuspended = try c.decodeIfPresent(Int.self, forKey: .maxSuspended)
+        evictionGraceNanos = try c.decode(UInt64.self, forKey: .evictionGraceNanos)
+        protectActive = try c.decode(Bool.self, forKey: .protectActive)
+        onLockContention = try c.decode(LockContentionAction.self, forKey: .onLockContention)
+        compactAfterNanos = try c.decodeIfPresent(UInt64.self, forKey: .compactAfterNanos)
+        compactMode = try c.decode(CompactionMode.self, forKey: .compactMode)
+        evictTo = try c.decodeIfPresent(EvictionTarget.self, forKey: .evictTo) ?? .kill
     }
 }
 

@@ -19,7 +19,9 @@ package enum ControlRequest: Codable, Sendable, Equatable {
     /// Resume `name` and send the active app(s) to the background.
     case switchTo(name: String)
     case terminate(names: [String], timeoutNanos: UInt64?)
-    case evict(names: [String])
+    /// `toDisk`: checkpoint each app to disk with CRIU instead of killing it (`evict
+    /// --to-disk`); `to_disk` on the wire, optional, absent or false being the kill.
+    case evict(names: [String], toDisk: Bool = false)
     case relaunch(name: String)
     case compact(names: [String], mode: CompactionMode?)
     case policy

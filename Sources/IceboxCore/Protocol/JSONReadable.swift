@@ -338,7 +338,7 @@ extension Event: JSONReadable {
 }
 
 extension ControlRequest: JSONReadable {
-    /// The requests typed in a shell one after another (ps, suspend, resume, switch, ping);
+    /// The requests typed in a shell one after another (ps, suspend, resume, switch, evict, ping);
     /// the others, and any request in another form, are JSONDecoder's.
     package init?(json r: inout JSONReader) {
         var request: ControlRequest?
@@ -385,6 +385,17 @@ extension ControlRequest: JSONReadable {
                 var name: String?
                 guard r.object({ r, key in key == "name" && r.field(&name) }), let name else { return false }
                 request = .switchTo(name: name)
+            case "evict":
+                var names: [String]?, toDisk: Bool?
+                let read = r.object { r, key in
+                    switch key {
+                    case "names": return r.field(&names)
+                    case "to_disk": return r.field(&toDisk)
+                    default: return false
+                    }
+                }
+                guard read, let names else { return false }
+                request = .evict(names: names, toDisk: toDisk ?? false)  // absent: the kill, as before to_disk
             default: return false
             }
             return true

@@ -229,7 +229,11 @@ extension ControlRequest: JSONWritable {
                     w.field("names", names)
                     w.field("timeout_ns", timeout)
                 }
-            case .evict(let names): w.member("evict") { $0.field("names", names) }
+            case .evict(let names, let toDisk):
+                w.member("evict") { w in
+                    w.field("names", names)
+                    w.field("to_disk", toDisk)
+                }
             case .relaunch(let name): w.member("relaunch") { $0.field("name", name) }
             case .compact(let names, let mode):
                 w.member("compact") { w in
