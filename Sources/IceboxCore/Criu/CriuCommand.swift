@@ -97,10 +97,12 @@ package struct CriuCommand: Sendable {
     }
 
     /// The arguments of every restore: the tree is the caller's child (`--restore-sibling
-    /// --restore-detached`), its root's pid in `restored.pid`, criu's log in `restore.log`.
+    /// --restore-detached`), its root's pid in `restored.pid`, criu's log in `restore.log` at
+    /// level 3 (its "Restore finished successfully" is what a daemon that did not see criu's
+    /// exit goes by).
     package static func restoreArguments(images: String) -> [String] {
         [
-            "restore", "--images-dir", images, "--log-file", "restore.log", "--restore-sibling", "--restore-detached",
+            "restore", "--images-dir", images, "--log-file", "restore.log", "-v3", "--restore-sibling", "--restore-detached",
             "--pidfile", images + "/restored.pid",
         ]
     }

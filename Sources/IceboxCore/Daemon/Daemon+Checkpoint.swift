@@ -54,7 +54,7 @@ extension Daemon {
         }
         let memory = memoryReader()(app).bytes
         var arguments = [
-            "dump", "--tree", String(app.pid), "--images-dir", images.directory, "--log-file", "dump.log", "--skip-in-flight",
+            "dump", "--tree", String(app.pid), "--images-dir", images.directory, "--log-file", "dump.log", "-v3", "--skip-in-flight",
         ]
         if let frozen = app.freezer.kind == .cgroup1 ? app.cgroups.freezerV1Path : app.cgroups.v2Path {
             arguments += ["--freeze-cgroup", frozen]

@@ -166,8 +166,9 @@ extension Daemon {
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
         // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
-        let toDisk = policy.evictTo == .disk && checkpointRefusal(app) == nil
-        if policy.evictTo == .disk, let why = checkpointRefusal(app) {
+        let refusal = policy.evictTo == .disk ? checkpointRefusal(app) : nil
+        let toDisk = policy.evictTo == .disk && refusal == nil
+        if let why = refusal {
             log(Event(app: app.name, pid: app.pid, kind: .policy, detail: "not checkpointed to disk: \(why); killed instead", at: .read()))
         }
         apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
