@@ -88,7 +88,11 @@ package struct CriuCommand: Sendable {
     /// run writes when it may not raise RLIMIT_NOFILE. Nil when there is none.
     package static func firstError(in text: String) -> String? {
         for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+            var trimmed = line.drop { $0 == " " || $0 == "\t" }
+            // At -v3 and above every line starts with its time: "(00.033938) Error (...".
+            if trimmed.hasPrefix("("), let close = trimmed.firstIndex(of: ")") {
+                trimmed = trimmed[trimmed.index(after: close)...].drop { $0 == " " }
+            }
             guard trimmed.hasPrefix("Error (") || trimmed.hasPrefix("Error:") else { continue }
             if trimmed.contains("RLIMIT_NOFILE") { continue }
             return String(trimmed.prefix(400))

@@ -1,0 +1,252 @@
+import Foundation
+import Glibc
+import IceboxSystem
+import Testing
+
+@testable import IceboxCore
+
+/// Evicting to disk with the real criu (issue 32): a suspended --pid-namespace app
+/// checkpointed, its processes and memory gone (checked from the kernel), restored on resume
+/// with its pids inside and its count going on; an HTTP server answering after its restore;
+/// the memory policy choosing disk; a dump that cannot succeed falling back to a kill; a
+/// daemon killed during a dump losing nothing; a restore that fails relaunching cold.
+@Suite("evict --to-disk: checkpoint and restore with criu", .serialized)
+struct EvictToDiskTests {
+
+    /// A python counter writing its count (and its pid inside its namespace) to `file`.
+    static func counter(_ file: String, megabytes: Int = 0) -> String {
+        """
+        import os, time
+        ballast = bytearray(\(megabytes) << 20)
+        for i in range(0, len(ballast), 4096): ballast[i] = 1
+        i = 0
+        while True:
+            i += 1
+            with open('\(file).tmp', 'w') as f: f.write('%d %d' % (i, os.getpid()))
+            os.rename('\(file).tmp', '\(file)')
+            time.sleep(0.02)
+        """
+    }
+
+    /// (count, pid inside its namespace) as the counter last wrote them.
+    static func read(_ file: String) -> (count: Int, pid: Int) {
+        let parts = ((try? FileIO.read(file)) ?? "").split(separator: " ").compactMap { Int($0) }  // not written yet: zeros
+        return parts.count == 2 ? (parts[0], parts[1]) : (0, 0)
+    }
+
+    static func waitFor(_ what: String, seconds: UInt64 = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Clock.monotonicNanos() + seconds * 1_000_000_000
+        while Clock.monotonicNanos() < deadline {
+            if try condition() { return true }
+            usleep(20_000)
+        }
+        return try condition()
+    }
+
+    static func launchCounter(_ box: Sandbox, name: String, megabytes: Int = 0, pidNamespace: Bool = true) throws -> String {
+        let file = box.dir + "/\(name).count"
+        let r = try box.icebox(
+            ["launch"] + (pidNamespace ? ["--pid-namespace"] : []) + [name, "--", "python3", "-c", counter(file, megabytes: megabytes)])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(waitFor("the count") { read(file).count >= 3 })
+        return file
+    }
+
+    @Test(
+        "a counting app evicted to disk is gone from memory and comes back on resume with the same pid inside, counting on",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func countGoesOn() throws {
+        let box = Sandbox("disk-count")
+        defer { box.close() }
+        let file = try Self.launchCounter(box, name: "counter", megabytes: 32)
+        let before = try #require(try box.apps()["counter"])
+        let cgroup = try #require(before.cgroup)
+        #expect(try box.icebox(["suspend", "--grace", "0", "counter"]).status == 0)
+        let frozenAt = Self.read(file)
+        // Its memory as the kernel counts it (memory.current, or the v1 memory cgroup's usage).
+        let charged = try box.apps()["counter"]?.memoryBytes ?? 0
+        #expect(charged > 32 << 20, "the app's cgroup holds its memory: \(charged)")
+        let memoryV1 = before.memoryV1
+
+        let r = try box.icebox(["evict", "--to-disk", "counter"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.stdout.contains("suspended → on-disk") && r.stdout.contains("checkpointed to disk"), "\(r.stdout)")
+        // From the kernel: no process of it, no cgroup (its memory charged nowhere).
+        #expect(!Kernel.alive(before.pid))
+        #expect(!FileIO.exists(cgroup), "\(cgroup) is left")
+        if let memoryV1 { #expect(!FileIO.exists(memoryV1), "\(memoryV1) is left") }
+        let onDisk = try #require(try box.apps()["counter"])
+        #expect(onDisk.state == .onDisk && (onDisk.imageBytes ?? 0) > 32 << 20, "\(onDisk.state) \(String(describing: onDisk.imageBytes))")
+        let images = try #require(onDisk.images)
+        var st = stat()
+        #expect(lstat(images, &st) == 0 && st.st_mode & 0o777 == 0o700 && st.st_uid == geteuid())
+        #expect(lstat(box.stateDir + "/images", &st) == 0 && st.st_mode & 0o777 == 0o700)
+        #expect(Self.read(file).count == frozenAt.count, "nothing counted while on disk")
+        let e = try #require(box.events("counter").last { $0.kind == .checkpoint && $0.to == .onDisk })
+        #expect((e.memoryBeforeBytes ?? 0) > 32 << 20 && e.imageBytes == onDisk.imageBytes && e.durationNanos != nil)
+        // `ps` without --all shows it: it is not ended.
+        #expect(try box.icebox(["ps"]).stdout.contains("on-disk"))
+
+        let resumed = try box.icebox(["resume", "counter"])
+        #expect(resumed.status == 0, "\(resumed.output)")
+        #expect(resumed.stdout.contains("on-disk → active") && resumed.stdout.contains("restored from disk"), "\(resumed.stdout)")
+        #expect(Self.waitFor("the count to go on") { Self.read(file).count > frozenAt.count })
+        let after = Self.read(file)
+        #expect(after.pid == frozenAt.pid && after.pid == 2, "the same pid inside its namespace: \(frozenAt.pid) → \(after.pid)")
+        let active = try #require(try box.apps()["counter"])
+        #expect(active.state == .active && active.images == nil && Kernel.alive(active.pid))
+        #expect(Set(Sandbox.pids(in: cgroup)).contains(active.pid), "restored into its cgroup")
+        #expect(!FileIO.exists(images), "the images go once it runs again")
+        // Ours again: suspend, resume and terminate work, its exit status known.
+        #expect(try box.icebox(["suspend", "--grace", "0", "counter"]).status == 0)
+        #expect(((try? FileIO.read(cgroup + "/cgroup.events")) ?? "").contains("frozen 1"))
+        #expect(try box.icebox(["resume", "counter"]).status == 0)
+        #expect(try box.icebox(["terminate", "counter"]).status == 0)
+        #expect(try box.apps()["counter"]?.exitStatus == 143)
+    }
+
+    @Test(
+        "an HTTP server evicted to disk answers a GET after its restore",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func httpServer() throws {
+        let box = Sandbox("disk-http")
+        defer { box.close() }
+        let port = 20_000 + Int(getpid() % 20_000)
+        try "restored\n".write(toFile: box.dir + "/index.txt", atomically: true, encoding: .utf8)
+        let r = try box.icebox([
+            "launch", "--pid-namespace", "--ready", "tcp:\(port)", "--cwd", box.dir, "web", "--",
+            "python3", "-m", "http.server", "--bind", "127.0.0.1", String(port),
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        func get() -> String? {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            p.arguments = ["-c", "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/index.txt', timeout=5).read().decode())"]
+            return try? Sandbox.runToEnd(p, timeout: 20, what: "GET").stdout
+        }
+        #expect(get()?.contains("restored") == true)
+        #expect(try box.icebox(["suspend", "--grace", "0", "web"]).status == 0)
+        let evicted = try box.icebox(["evict", "--to-disk", "web"])
+        #expect(evicted.status == 0, "\(evicted.output)")
+        #expect(try box.apps()["web"]?.state == .onDisk)
+        #expect(try box.icebox(["resume", "web"]).status == 0)
+        #expect(get()?.contains("restored") == true, "the restored server answers")
+    }
+
+    @Test(
+        "the memory policy with --evict-to disk checkpoints the suspended app it chooses, freeing its memory; resume brings it back",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func policyToDisk() throws {
+        let box = Sandbox("disk-policy")
+        defer { box.close() }
+        let file = try Self.launchCounter(box, name: "old", megabytes: 48)
+        let record = try #require(try box.apps()["old"])
+        let cgroup = try #require(record.cgroup)
+        #expect(try box.icebox(["policy", "set", "--evict-to", "disk", "--max-suspended", "0"]).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "old"]).status == 0)
+        #expect(try Self.waitFor("the policy's checkpoint") { try box.apps()["old"]?.state == .onDisk })
+        #expect(!Kernel.alive(record.pid) && !FileIO.exists(cgroup), "its processes and cgroup are gone")
+        let e = try #require(box.events("old").last { $0.kind == .checkpoint && $0.to == .onDisk })
+        #expect((e.memoryBeforeBytes ?? 0) > 48 << 20, "the memory it freed: \(String(describing: e.memoryBeforeBytes))")
+        #expect(box.events("old").contains { $0.kind == .policy && $0.detail.contains("checkpoint to disk") })
+        let stopped = Self.read(file).count
+        #expect(try box.icebox(["policy", "set", "--max-suspended", "none"]).status == 0)
+        #expect(try box.icebox(["resume", "old"]).status == 0)
+        #expect(Self.waitFor("the count to go on") { Self.read(file).count > stopped })
+    }
+
+    @Test(
+        "a dump that cannot succeed falls back to a kill, the reason logged: a socket to outside, and an app without --pid-namespace",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func fallsBackToAKill() throws {
+        let box = Sandbox("disk-fallback")
+        defer { box.close() }
+        // A stream unix socket whose other end this test holds: criu cannot dump half of it.
+        let path = box.dir + "/peer.sock"
+        let listener = try UnixSocket.listen(path: path)
+        defer { close(listener) }
+        let client = "import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.connect('\(path)')\nwhile True: time.sleep(1)\n"
+        #expect(try box.icebox(["launch", "--pid-namespace", "tied", "--", "python3", "-c", client]).status == 0)
+        #expect(Self.waitFor("the connection") { Poll.ready(listener, Int16(POLLIN)) })
+        let peer = accept(listener, nil, nil)
+        defer { if peer >= 0 { close(peer) } }
+        _ = try Self.launchCounter(box, name: "plain", pidNamespace: false)
+        for name in ["tied", "plain"] {
+            let pid = try #require(try box.apps()[name]?.pid)
+            #expect(try box.icebox(["suspend", "--grace", "0", name]).status == 0)
+            let r = try box.icebox(["evict", "--to-disk", name])
+            #expect(r.status == 0, "\(r.output)")
+            let record = try #require(try box.apps()[name])
+            #expect(record.state == .evicted && record.killedWhileSuspended && record.images == nil, "\(name): \(record.state)")
+            #expect(!Kernel.alive(pid))
+            let failed = try #require(box.events(name).last { $0.kind == .checkpoint && $0.reason == "failed" })
+            let why = name == "tied" ? "stream unix socket" : "without --pid-namespace"
+            #expect(failed.detail.contains(why) && failed.detail.contains("evicting it by a kill instead"), "\(failed.detail)")
+        }
+        #expect(((try? FileIO.list(box.stateDir + "/images")) ?? []).isEmpty, "no images left")
+    }
+
+    @Test(
+        "a daemon killed in the middle of a dump loses nothing: its successor waits for criu and finds the app on disk or in memory",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func daemonKilledDuringTheDump() throws {
+        let box = Sandbox("disk-crash")
+        defer { box.close() }
+        let file = try Self.launchCounter(box, name: "big", megabytes: 300)
+        #expect(try box.icebox(["suspend", "--grace", "0", "big"]).status == 0)
+        let stopped = Self.read(file)
+        let daemon = try #require(box.daemonPID)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        p.arguments = ["evict", "--to-disk", "big"]
+        p.environment = box.environment
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { p.terminate() } }
+        #expect(Self.waitFor("criu to start") { box.events("big").contains { $0.detail.hasPrefix("criu dump started") } })
+        kill(daemon, SIGKILL)
+        p.waitUntilExit()
+        // The next daemon (started by this command) waits for the criu left running.
+        let record = try #require(try box.apps()["big"])
+        #expect(record.state == .onDisk || record.state == .suspended, "\(record.state): lost")
+        if record.state == .onDisk {
+            #expect(FileIO.exists((record.images ?? "") + "/complete"))
+        }
+        #expect(try box.icebox(["resume", "big"]).status == 0)
+        #expect(Self.waitFor("the count to go on") { Self.read(file).count > stopped.count })
+        #expect(Self.read(file).pid == stopped.pid, "the same process, not a relaunch")
+        let live = try box.apps().values.filter { $0.state == .active }
+        #expect(live.count == 1, "never twice: \(live.map(\.name))")
+    }
+
+    @Test(
+        "a restore that fails relaunches the app cold, told to restore its state; terminate of an app on disk discards its images",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func failedRestoreRelaunchesCold() throws {
+        let box = Sandbox("disk-cold")
+        defer { box.close() }
+        let reason = box.dir + "/reason"
+        let source = "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
+        #expect(try box.icebox(["launch", "--pid-namespace", "app", "--", "python3", "-c", source]).status == 0)
+        #expect(Self.waitFor("its start") { FileIO.exists(reason) })
+        #expect(try box.icebox(["suspend", "--grace", "0", "app"]).status == 0)
+        #expect(try box.icebox(["evict", "--to-disk", "app"]).status == 0)
+        let images = try #require(try box.apps()["app"]?.images)
+        // Its images damaged on disk: the restore fails.
+        for file in try FileIO.list(images) where file.hasPrefix("core-") { unlink(images + "/" + file) }
+        let r = try box.icebox(["resume", "app"])
+        #expect(r.status != 0 && r.stderr.contains("could not be restored from disk"), "\(r.output)")
+        #expect(Self.waitFor("the cold relaunch") { ((try? FileIO.read(reason)) ?? "").contains("restore") })
+        #expect(((try? FileIO.read(reason)) ?? "").split(separator: "\n") == ["fresh", "restore"])
+        #expect(try box.apps()["app"]?.state == .active)
+        #expect(!FileIO.exists(images))
+        #expect(box.events("app").contains { $0.kind == .restore && $0.reason == "failed" })
+
+        #expect(try box.icebox(["suspend", "--grace", "0", "app"]).status == 0)
+        #expect(try box.icebox(["evict", "--to-disk", "app"]).status == 0)
+        let again = try #require(try box.apps()["app"]?.images)
+        #expect(try box.icebox(["terminate", "app"]).status == 0)
+        #expect(try box.apps()["app"]?.state == .terminated && !FileIO.exists(again))
+    }
+}
