@@ -249,4 +249,24 @@ struct EvictToDiskTests {
         #expect(try box.icebox(["terminate", "app"]).status == 0)
         #expect(try box.apps()["app"]?.state == .terminated && !FileIO.exists(again))
     }
+
+    @Test(
+        "the library's typed results: evict(toDisk:) says checkpointed with the image and memory freed, or why it fell back; resume says restored",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func typedResults() throws {
+        let box = Sandbox("disk-typed")
+        defer { box.close() }
+        _ = try Self.launchCounter(box, name: "typed", megabytes: 16)
+        _ = try Self.launchCounter(box, name: "plain", pidNamespace: false)
+        let client = IceboxClient(runtimeDirectory: box.runtimeDir, stateDirectory: box.stateDir)
+        _ = try client.suspend(["typed", "plain"], grace: .zero)
+        let ended = try client.evict(["typed", "plain"], toDisk: true)
+        #expect(ended[0].how == .checkpointed && ended[0].state == .onDisk, "\(ended[0])")
+        #expect((ended[0].imageBytes ?? 0) > 16 << 20 && (ended[0].memoryFreedBytes ?? 0) > 16 << 20 && ended[0].checkpointFailure == nil)
+        #expect(ended[1].how == .evicted && ended[1].state == .evicted, "\(ended[1])")
+        #expect(ended[1].checkpointFailure?.contains("without --pid-namespace") == true, "\(String(describing: ended[1].checkpointFailure))")
+        let resumed = try client.resume("typed")
+        #expect(resumed.how == .restored && (resumed.restoreTime ?? .zero) > .zero, "\(resumed)")
+        #expect(try box.apps()["typed"]?.state == .active)
+    }
 }

@@ -1,5 +1,7 @@
 /// How an app ended when a terminate or an eviction ended it, from the event of its end:
-/// what it took (SIGTERM, or SIGKILL), its exit status and how long it took.
+/// what it took (SIGTERM, or SIGKILL), its exit status and how long it took; or, for an
+/// eviction to disk, that it rests there (its image's size, the memory it freed) or why
+/// the checkpoint failed and it was killed instead.
 /// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:toDisk:)-2anup``
 /// return one.
 ///
@@ -17,13 +19,17 @@ public struct EndResult: Sendable, Equatable {
         case sigkillAfterTimeout
         /// Evicted: killed without notice (SIGKILL) and reaped.
         case evicted
+        /// Checkpointed to disk (``AppState/onDisk``): CRIU wrote its state and ended its
+        /// processes; a resume restores it.
+        case checkpointed
         /// It ended otherwise (on its own meanwhile, or a newer daemon's reason).
         case other(String?)
     }
 
     /// The app's name.
     public var name: String
-    /// The state it ended in: ``AppState/terminated`` or ``AppState/evicted``.
+    /// The state it ended in: ``AppState/terminated`` or ``AppState/evicted`` (or
+    /// ``AppState/onDisk``: not an end, its processes' only).
     public var state: AppState?
     /// What ended it.
     public var how: How
@@ -32,6 +38,12 @@ public struct EndResult: Sendable, Equatable {
     public var exitStatus: Int32?
     /// From the request to the app's end (reaped, its cgroups removed).
     public var time: Duration
+    /// Checkpointed: the images' size on disk, and the app's memory before the dump (what
+    /// it freed); nil otherwise.
+    public var imageBytes: UInt64?
+    public var memoryFreedBytes: UInt64?
+    /// An eviction to disk whose checkpoint failed (the app was killed instead): why.
+    public var checkpointFailure: String?
     /// The lines `icebox terminate` or `icebox evict` prints for this app.
     public var lines: [String]
     /// The events of this app's steps, as in the event log (its end).
@@ -41,13 +53,19 @@ public struct EndResult: Sendable, Equatable {
         self.name = name
         lines = steps.map(\.line)
         events = steps.compactMap(\.event)
-        let end = events.last { $0.kind == .exit || $0.kind == .evict }
+        let end = events.last { $0.kind == .exit || $0.kind == .evict || ($0.kind == .checkpoint && $0.to == .onDisk) }
+        checkpointFailure = events.last { $0.kind == .checkpoint && $0.reason == "failed" }?.detail
+        if end?.kind == .checkpoint {
+            imageBytes = end?.imageBytes
+            memoryFreedBytes = end?.memoryBeforeBytes
+        }
         state = end?.to
         exitStatus = end?.exitStatus
         time = .nanoseconds(end?.durationNanos ?? 0)
         // The wire's reason, read back through the lifecycle's own type (`AppEnd.signal`).
         switch (end?.kind, end?.reason.flatMap(EndSignal.init(rawValue:))) {
         case (.evict?, _): how = .evicted
+        case (.checkpoint?, _): how = .checkpointed
         case (_, .sigterm?): how = .sigterm
         case (_, .sigkill?): how = .sigkillAfterTimeout
         case (_, nil): how = .other(end?.reason)

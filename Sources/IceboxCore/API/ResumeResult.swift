@@ -17,6 +17,8 @@ public struct ResumeResult: Sendable, Equatable {
         case resumedDuringGrace
         /// The app was active already: nothing was done.
         case alreadyActive
+        /// The app was on disk (``AppState/onDisk``): CRIU restored it where it stopped.
+        case restored
     }
 
     /// The app's name.
@@ -26,6 +28,8 @@ public struct ResumeResult: Sendable, Equatable {
     /// How long the kernel took to confirm the thaw, as the daemon measured it; nil unless
     /// ``how`` is ``How/thawed``.
     public var thawTime: Duration?
+    /// How long CRIU's restore took; nil unless ``how`` is ``How/restored``.
+    public var restoreTime: Duration?
     /// The freezer that thawed it; nil if nothing was thawed.
     public var backend: BackendKind?
     /// The processes (threads, for the signal backend) the thaw confirmed; nil if nothing
@@ -49,6 +53,9 @@ public struct ResumeResult: Sendable, Equatable {
             thawTime = thaw.durationNanos.map { .nanoseconds($0) }
             backend = thaw.backend
             tasks = thaw.tasks
+        } else if let restore = events.last(where: { $0.kind == .restore && $0.to == .active }) {
+            how = .restored
+            restoreTime = restore.durationNanos.map { .nanoseconds($0) }
         } else {
             how = events.contains { $0.kind == .resume } ? .resumedDuringGrace : .alreadyActive
         }

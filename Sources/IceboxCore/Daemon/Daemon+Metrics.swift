@@ -16,7 +16,10 @@ extension Daemon {
     /// few file reads per app, done only when asked (a request, a due refresh of the file).
     func metricsText(_ format: MetricsFormat) -> String {
         let memory = memoryReader()
-        let snapshots = apps.values.map { AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: memory($0)) }
+        // An app on disk is supervised too: it holds no memory, only its images.
+        let snapshots =
+            apps.values.map { AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: memory($0)) }
+            + ended.values.filter { $0.state == .onDisk }.map { AppMetricsSnapshot(name: $0.name, state: .onDisk, memory: nil) }
         return MetricsExposition.render(metrics.families(apps: snapshots, process: ProcessUsage.read()), format: format)
     }
 

@@ -832,6 +832,8 @@ package struct AppLifecycle: Sendable {
             var e = event(.checkpoint, duration: now.since(c.since), LifecycleText.checkpointFailed(why, then: c.then), now)
             e.reason = "failed"
             fx.append(.log(e))
+            // Its clients hear why before they hear the kill (the event: `EndResult.checkpointFailure`).
+            for id in c.waiters { fx.append(.report(waiter: id, line: LifecycleText.step(name, e.detail), failed: false, event: e)) }
             endWaiters += c.waiters
             phase = .suspended(compacted: false)
             if c.then == .terminate {

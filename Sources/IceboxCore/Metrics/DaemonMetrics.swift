@@ -30,7 +30,7 @@ package struct DaemonMetrics: Sendable, Equatable {
     package private(set) var exits: [AppState: UInt64] = [:]
 
     /// The states `icebox_apps` always shows (at zero too, so a query never finds nothing).
-    package static let liveStates: [AppState] = [.launching, .active, .background, .suspended]
+    package static let liveStates: [AppState] = [.launching, .active, .background, .suspended, .onDisk]
     package static let endedStates: [AppState] = [.exited, .terminated, .evicted]
 
     package init() {}
