@@ -121,7 +121,10 @@ struct EvictToDiskTests {
         func get() -> String? {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            p.arguments = ["-c", "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/index.txt', timeout=5).read().decode())"]
+            p.arguments = [
+                "-c",
+                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/index.txt', timeout=5).read().decode())",
+            ]
             return try? Sandbox.runToEnd(p, timeout: 20, what: "GET").stdout
         }
         #expect(get()?.contains("restored") == true)
@@ -227,7 +230,8 @@ struct EvictToDiskTests {
         let box = Sandbox("disk-cold")
         defer { box.close() }
         let reason = box.dir + "/reason"
-        let source = "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
+        let source =
+            "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
         #expect(try box.icebox(["launch", "--pid-namespace", "app", "--", "python3", "-c", source]).status == 0)
         #expect(Self.waitFor("its start") { FileIO.exists(reason) })
         #expect(try box.icebox(["suspend", "--grace", "0", "app"]).status == 0)
@@ -264,7 +268,8 @@ struct EvictToDiskTests {
         #expect(ended[0].how == .checkpointed && ended[0].state == .onDisk, "\(ended[0])")
         #expect((ended[0].imageBytes ?? 0) > 16 << 20 && (ended[0].memoryFreedBytes ?? 0) > 16 << 20 && ended[0].checkpointFailure == nil)
         #expect(ended[1].how == .evicted && ended[1].state == .evicted, "\(ended[1])")
-        #expect(ended[1].checkpointFailure?.contains("without --pid-namespace") == true, "\(String(describing: ended[1].checkpointFailure))")
+        #expect(
+            ended[1].checkpointFailure?.contains("without --pid-namespace") == true, "\(String(describing: ended[1].checkpointFailure))")
         let resumed = try client.resume("typed")
         #expect(resumed.how == .restored && (resumed.restoreTime ?? .zero) > .zero, "\(resumed)")
         #expect(try box.apps()["typed"]?.state == .active)

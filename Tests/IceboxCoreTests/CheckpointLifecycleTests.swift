@@ -111,7 +111,8 @@ struct CheckpointLifecycleTests {
         _ = l.handle(.checkpointEnded(.written(Self.written)), now: 20)
         _ = l.handle(.exited(.signaled(SIGKILL)), now: 30)
         let end = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 40)
-        #expect(LaunchingRequestTests.answered(end, 1, failed: false) != nil && LaunchingRequestTests.answered(end, 2, failed: false) != nil)
+        #expect(
+            LaunchingRequestTests.answered(end, 1, failed: false) != nil && LaunchingRequestTests.answered(end, 2, failed: false) != nil)
     }
 
     @Test("the policy's victim with --evict-to disk: notice and cut grace, frozen, then checkpointed instead of killed")

@@ -558,7 +558,10 @@ extension Daemon {
         }
         for name in names where apps[name] == nil {
             if restores[name] != nil {
-                fail(fd, IceboxError(.busy(name: name, state: .onDisk), "\(name) is being restored from disk", hint: "try again once it is active"))
+                fail(
+                    fd,
+                    IceboxError(
+                        .busy(name: name, state: .onDisk), "\(name) is being restored from disk", hint: "try again once it is active"))
                 return nil
             }
             if let old = ended[name], old.state == .onDisk {

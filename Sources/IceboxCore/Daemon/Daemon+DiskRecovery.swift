@@ -37,14 +37,16 @@ extension Daemon {
             if !images.isComplete {
                 let files = images.imageFiles() + [images.directory]
                 if let sync = Spawner.resolve("sync", path: "/usr/bin:/bin") {
-                    _ = try? CriuCommand.run(sync, files, timeoutNanos: 60_000_000_000)  // failed: the mark below still says what criu wrote
+                    // Failed: the mark below still says what criu wrote.
+                    _ = try? CriuCommand.run(sync, files, timeoutNanos: 60_000_000_000)
                 }
                 try? images.markComplete()  // failed: the next restore says the images are incomplete
             }
             restOnDisk(record, images, how: "checkpointed by a criu that finished after the last daemon ended")
         case .restore?:
             clearDiskIntent(&record)
-            if let pid = pid_t(((try? FileIO.read(images.restoredPIDFile)) ?? "").trimmed()), images.restoreLogSaysDone,  // none: not restored
+            // No pid file: nothing was restored.
+            if let pid = pid_t(((try? FileIO.read(images.restoredPIDFile)) ?? "").trimmed()), images.restoreLogSaysDone,
                 let stat = ProcFS.stat(pid: pid), stat.state != "Z"
             {
                 record.pid = pid
@@ -109,7 +111,8 @@ extension Daemon {
         log(
             Event(
                 app: record.name, pid: pid, kind: .daemon,
-                detail: "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)",
+                detail:
+                    "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)",
                 at: .read()))
         let deadline = Clock.monotonicNanos().saturatingAdd(Self.leftCriuWaitNanos)
         if (try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)) ?? 0 == 0 {  // failed or timed out: kill it
