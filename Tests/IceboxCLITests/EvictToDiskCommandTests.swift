@@ -59,7 +59,7 @@ struct EvictToDiskArgumentsTests {
 
 /// The same through the binary and a real daemon: the exit status, the stored policy and
 /// what `icebox policy` shows.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"))
 struct EvictToDiskPolicyTests {
     @Test("a bad --evict-to exits 64 naming the values, and starts no daemon")
     func badValueExits64() throws {

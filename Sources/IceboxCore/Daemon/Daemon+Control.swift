@@ -510,12 +510,7 @@ extension Daemon {
             apply(.resume(waiter: id), to: target)
             for app in previous { apply(.suspend(waiter: id, notice: notice(for: app)), to: app) }
         case .terminate(let names, let timeout):
-            let fromDisk = names.filter(isOnDisk)
-            if let busy = fromDisk.first(where: { restores[$0] != nil }) {
-                return fail(fd, IceboxError(.tryAgain, "\(busy) is being restored from disk", hint: "try again once it is active"))
-            }
-            guard let targets = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
-            else { return }
+            guard let (fromDisk, targets) = appsToEnd(names, for: request, client: fd) else { return }
             let id = newWaiter(client: fd, apps: names)
             for name in fromDisk { endOnDisk(name, as: .terminated, waiter: id) }
             for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
@@ -531,12 +526,7 @@ extension Daemon {
     /// `icebox evict [--to-disk]`: killed (an app on disk: its images discarded), or
     /// checkpointed to disk.
     func evictRequested(_ names: [String], toDisk: Bool, request: ControlRequest, client fd: Int32) {
-        let fromDisk = names.filter(isOnDisk)
-        if let busy = fromDisk.first(where: { restores[$0] != nil }) {
-            return fail(fd, IceboxError(.tryAgain, "\(busy) is being restored from disk", hint: "try again once it is active"))
-        }
-        guard let targets = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
-        else { return }
+        guard let (fromDisk, targets) = appsToEnd(names, for: request, client: fd) else { return }
         let id = newWaiter(client: fd, apps: names)
         for name in fromDisk {
             if toDisk {
@@ -546,6 +536,19 @@ extension Daemon {
             }
         }
         for app in targets { apply(toDisk ? .evictToDisk(waiter: id) : .evict(waiter: id), to: app) }
+    }
+
+    /// The apps a terminate or evict names: those on disk (nothing runs: their images go) and
+    /// the live ones; nil (and the client answered) if one is missing or being restored.
+    func appsToEnd(_ names: [String], for request: ControlRequest, client fd: Int32) -> (onDisk: [String], live: [LiveApp])? {
+        let fromDisk = names.filter(isOnDisk)
+        if let busy = fromDisk.first(where: { restores[$0] != nil }) {
+            fail(fd, IceboxError(.tryAgain, "\(busy) is being restored from disk", hint: "try again once it is active"))
+            return nil
+        }
+        guard let live = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
+        else { return nil }
+        return (fromDisk, live)
     }
 
     /// The live apps a command names, each checked before anything is done to any of them;

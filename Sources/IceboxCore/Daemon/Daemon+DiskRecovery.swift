@@ -18,7 +18,7 @@ extension Daemon {
         let images = CheckpointImages(directory: saved.images ?? config.paths.stateDir + "/images/" + saved.name)
         switch saved.diskIntent {
         case .checkpoint?:
-            clearDiskIntent(&record)
+            record.clearDiskWork()
             if isSameProcess(saved) {
                 // The dump did not finish (criu failed, or never began): the app is still in
                 // memory, and the images, whatever they are, go.
@@ -44,7 +44,7 @@ extension Daemon {
             }
             restOnDisk(record, images, how: "checkpointed by a criu that finished after the last daemon ended")
         case .restore?:
-            clearDiskIntent(&record)
+            record.clearDiskWork()
             // No pid file: nothing was restored.
             if let pid = pid_t(((try? FileIO.read(images.restoredPIDFile)) ?? "").trimmed()), images.restoreLogSaysDone,
                 let stat = ProcFS.stat(pid: pid), stat.state != "Z"
@@ -93,13 +93,6 @@ extension Daemon {
         if let how {
             log(Event(app: record.name, pid: nil, kind: .checkpoint, from: saved.state, to: record.state, detail: how, at: .read()))
         }
-    }
-
-    private func clearDiskIntent(_ record: inout AppRecord) {
-        record.diskIntent = nil
-        record.diskIntentStartNanos = nil
-        record.diskWorker = nil
-        record.diskWorkerStartTicks = nil
     }
 
     /// Waits (bounded) for the criu the record names, if it still runs (same start time).

@@ -80,10 +80,7 @@ extension Daemon {
         var record = job.record
         record.pid = pid
         record.startTicks = ProcFS.stat(pid: pid)?.startTimeTicks ?? 0
-        record.diskIntent = nil
-        record.diskIntentStartNanos = nil
-        record.diskWorker = nil
-        record.diskWorkerStartTicks = nil
+        record.clearDiskWork()
         record.exitStatus = nil
         record.ending = nil
         let now = Instant.read()
@@ -124,10 +121,7 @@ extension Daemon {
         record.state = .evicted
         record.killedWhileSuspended = true
         record.ending = "its restore from disk failed: \(why)"
-        record.diskIntent = nil
-        record.diskIntentStartNanos = nil
-        record.diskWorker = nil
-        record.diskWorkerStartTicks = nil
+        record.clearDiskWork()
         record.images = nil
         record.imageBytes = nil
         let now = Instant.read()

@@ -824,8 +824,7 @@ package struct AppLifecycle: Sendable {
             phase = .checkpointing(c)
             if c.mainEnded { finishCheckpoint(now, &fx) }
         case .failed(let why):
-            record.diskWorker = nil
-            record.diskWorkerStartTicks = nil
+            record.clearDiskWork()
             record.images = nil
             // Today's eviction instead: the memory must still be freed (the policy chose it,
             // or the user asked for it gone from memory), the reason said.
@@ -1028,8 +1027,7 @@ package struct AppLifecycle: Sendable {
         record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
         // The record's state is left as it was through the ending: it is the state the app was killed in.
         record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
-        record.diskWorker = nil
-        record.diskWorkerStartTicks = nil
+        record.clearDiskWork()
         if case .checkpointed(let written, _) = end {
             record.images = written.images
             record.imageBytes = written.imageBytes

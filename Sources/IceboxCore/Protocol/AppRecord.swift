@@ -93,6 +93,14 @@ public struct AppRecord: Codable, Sendable {
 }
 
 extension AppRecord {
+    /// No checkpoint or restore under way any more: its intent and its criu forgotten.
+    package mutating func clearDiskWork() {
+        diskIntent = nil
+        diskIntentStartNanos = nil
+        diskWorker = nil
+        diskWorkerStartTicks = nil
+    }
+
     /// The record as it may leave the daemon (`ps`, `ps --json`): the environment's variable
     /// names stay, their values do not (a token in the caller's environment, or passed with
     /// --env, must never reach a terminal, a CI log or a bug report).
