@@ -174,7 +174,9 @@ struct EvictToDiskTests {
         let peer = accept(listener, nil, nil)
         defer { if peer >= 0 { close(peer) } }
         _ = try Self.launchCounter(box, name: "plain", pidNamespace: false)
-        for name in ["tied", "plain"] {
+        let user = try box.icebox(["launch", "--pid-namespace", "--user", "nobody", "other", "--", "sleep", "1000"])
+        #expect(user.status == 0, "\(user.output)")
+        for name in ["tied", "plain", "other"] {
             let pid = try #require(try box.apps()[name]?.pid)
             #expect(try box.icebox(["suspend", "--grace", "0", name]).status == 0)
             let r = try box.icebox(["evict", "--to-disk", name])
@@ -183,7 +185,7 @@ struct EvictToDiskTests {
             #expect(record.state == .evicted && record.killedWhileSuspended && record.images == nil, "\(name): \(record.state)")
             #expect(!Kernel.alive(pid))
             let failed = try #require(box.events(name).last { $0.kind == .checkpoint && $0.reason == "failed" })
-            let why = name == "tied" ? "stream unix socket" : "without --pid-namespace"
+            let why = ["tied": "stream unix socket", "plain": "without --pid-namespace", "other": "runs as another user"][name] ?? ""
             #expect(failed.detail.contains(why) && failed.detail.contains("evicting it by a kill instead"), "\(failed.detail)")
         }
         #expect(((try? FileIO.list(box.stateDir + "/images")) ?? []).isEmpty, "no images left")

@@ -22,6 +22,12 @@ extension Daemon {
             return "it is frozen by SIGSTOP (no cgroup freezer here), which criu would restore stopped"
         }
         if app.record.options.attached { return "it is attached to a terminal (icebox run), which criu cannot take" }
+        if let user = app.record.options.runAs, user.uid != geteuid() {
+            // criu's parasite runs in the app as the app's user: in a PID namespace of its own
+            // it needs a /proc of that namespace, which it can only mount with privileges the
+            // app was launched without (criu: "Can't create a directory", "Can't get /proc fd").
+            return "it runs as another user (--user), and criu's parasite could not mount the /proc of its PID namespace"
+        }
         guard let criu = criuBinary() else {
             return "no criu found (ICEBOX_CRIU, \(CriuBinary.installed), PATH): scripts/criu builds one"
         }
