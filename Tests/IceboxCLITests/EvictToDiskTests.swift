@@ -226,6 +226,42 @@ struct EvictToDiskTests {
     }
 
     @Test(
+        "a daemon killed in the middle of a restore loses nothing: its successor finds the app restored (or still on disk), once",
+        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+    func daemonKilledDuringTheRestore() throws {
+        let box = Sandbox("disk-crash-restore")
+        defer { box.close() }
+        let file = try Self.launchCounter(box, name: "big", megabytes: 300)
+        #expect(try box.icebox(["suspend", "--grace", "0", "big"]).status == 0)
+        #expect(try box.icebox(["evict", "--to-disk", "big"]).status == 0)
+        let stopped = Self.read(file)
+        let daemon = try #require(box.daemonPID)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
+        p.arguments = ["resume", "big"]
+        p.environment = box.environment
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { p.terminate() } }
+        // The record of intent names the restore before criu goes on.
+        let record = box.stateDir + "/registry/big.json"
+        #expect(Self.waitFor("the restore's intent") { ((try? FileIO.read(record)) ?? "").contains("\"disk_intent\":\"restore\"") })
+        kill(daemon, SIGKILL)
+        p.waitUntilExit()
+        let after = try #require(try box.apps()["big"])
+        #expect(after.state == .active || after.state == .onDisk, "\(after.state): lost")
+        if after.state == .onDisk { #expect(try box.icebox(["resume", "big"]).status == 0) }
+        #expect(Self.waitFor("the count to go on") { Self.read(file).count > stopped.count })
+        #expect(Self.read(file).pid == stopped.pid, "the same process, not a relaunch")
+        let running = try #require(try box.apps()["big"])
+        #expect(running.state == .active && running.images == nil && Kernel.alive(running.pid))
+        #expect(((try? FileIO.list(box.stateDir + "/images")) ?? []).isEmpty, "restored once: no images left")
+        // Its cgroup holds exactly one app: the restored one, never a second copy.
+        if let cgroup = running.cgroup { #expect(Sandbox.pids(in: cgroup).count == 2, "\(Sandbox.pids(in: cgroup))") }
+    }
+
+    @Test(
         "a restore that fails relaunches the app cold, told to restore its state; terminate of an app on disk discards its images",
         .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
     func failedRestoreRelaunchesCold() throws {
