@@ -21,7 +21,7 @@ struct DoctorCriuTests {
 
     @Test(
         "doctor reports a working criu: version, path, canary times; --require criu passes; the verdict is cached",
-        .enabled(if: working, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        .enabled(if: working, "no working criu >= 4.1 (4.2 on Linux >= 6.16) here (run scripts/criu as root to build one)"))
     func reportsWorkingCriu() throws {
         let box = Sandbox()
         defer { box.close() }
@@ -68,11 +68,32 @@ struct DoctorCriuTests {
         let line = try #require(Self.criuLine(doctor.stdout), "\(doctor.stdout)")
         #expect(line.hasPrefix("-- "), "\(line)")
         #expect(line.contains("criu 3.17.1 at \(fake) (ICEBOX_CRIU): "), "\(line)")
-        if CriuProbe.kernelSplitsVvar() {
+        if CriuProbe.kernelRestrictsPassCred() {
+            #expect(line.contains("older than 4.2, which this kernel needs"), "\(line)")
+        } else if CriuProbe.kernelSplitsVvar() {
             #expect(line.contains("older than 4.1, which this kernel needs"), "\(line)")
         } else {
             #expect(line.contains("criu check: Error (fake.c:1): fake"), "\(line)")
         }
         #expect(doctor.stderr.contains("required but missing: criu"), "\(doctor.stderr)")
+    }
+
+    @Test("doctor says why a criu 4.1.1 is not enough on a kernel that restricts SO_PASSCRED (Linux >= 6.16)")
+    func reportsCriu411AsTooOldWherePassCredIsRestricted() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let fake = box.dir + "/criu"
+        let script = "#!/bin/sh\ncase \"$1\" in --version) echo 'Version: 4.1.1' ;; *) echo 'Error (fake.c:1): fake' >&2; exit 1 ;; esac\n"
+        #expect(FileManager.default.createFile(atPath: fake, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+        let doctor = try box.icebox(["doctor", "--color", "never", "--require", "criu"], extraEnv: ["ICEBOX_CRIU": fake])
+        #expect(doctor.status == 1, "\(doctor.output)")
+        let line = try #require(Self.criuLine(doctor.stdout), "\(doctor.stdout)")
+        #expect(line.hasPrefix("-- ") && line.contains("criu 4.1.1 at \(fake) (ICEBOX_CRIU): "), "\(line)")
+        if CriuProbe.kernelRestrictsPassCred() {
+            #expect(line.contains("older than 4.2, which this kernel needs"), "\(line)")
+            #expect(line.contains("SO_PASSCRED") && line.contains("Linux 6.16") && line.contains("TCP or UDP socket"), "\(line)")
+        } else {
+            #expect(line.contains("criu check: Error (fake.c:1): fake"), "\(line)")
+        }
     }
 }

@@ -33,7 +33,7 @@ struct CriuPIDNamespaceTests {
 
     @Test(
         "a tree in its own PID namespace is dumped and restored with pids 1 and 2 inside, as this process's child",
-        .enabled(if: criu != nil, "no working criu >= 4.1 here, or not root (run scripts/criu as root to build one)"))
+        .enabled(if: criu != nil, "no working criu here (>= 4.2 on Linux 6.16+), or not root (run scripts/criu as root to build one)"))
     func dumpAndRestoreKeepsPidsInside() throws {
         let criu = try #require(Self.criu)
         let images = makeTemporaryDirectory("criu-pidns")

@@ -59,7 +59,7 @@ struct CriuProbeTests {
 
     @Test(
         "the probe finds the criu scripts/criu built (or the host's) and dumps and restores a canary",
-        .enabled(if: working != nil, "no working criu >= 4.1 here, or not root (run scripts/criu as root to build one)"))
+        .enabled(if: working != nil, "no working criu here (>= 4.2 on Linux 6.16+), or not root (run scripts/criu as root to build one)"))
     func findsAWorkingCriu() throws {
         let state = makeTemporaryDirectory("criu-state")
         defer { removeTree(state) }
@@ -68,6 +68,7 @@ struct CriuProbeTests {
         #expect(verdict.reason == nil)
         let version = try #require(verdict.version)
         #expect(CriuProbe.atLeast(version, [4, 1]), "\(version)")
+        if CriuProbe.kernelRestrictsPassCred() { #expect(CriuProbe.atLeast(version, [4, 2]), "\(version)") }
         if FileIO.exists(CriuBinary.installed) {
             #expect(verdict.path == CriuBinary.installed && verdict.source == "icebox's prefix")
         }
@@ -83,7 +84,7 @@ struct CriuProbeTests {
 
     @Test(
         "the canary is dumped, restored with its pid as this process's child, then killed and reaped: nothing is left",
-        .enabled(if: working != nil, "no working criu >= 4.1 here, or not root (run scripts/criu as root to build one)"))
+        .enabled(if: working != nil, "no working criu here (>= 4.2 on Linux 6.16+), or not root (run scripts/criu as root to build one)"))
     func canaryLeavesNothing() throws {
         let real = try #require(Self.working?.path)
         // A wrapper that logs each call and execs the real criu (so criu's parent is still
@@ -113,13 +114,87 @@ struct CriuProbeTests {
         defer { removeTree(fake.dir) }
         let verdict = CriuProbe.run(environment: ["ICEBOX_CRIU": fake.path], stateDir: nil)
         #expect(verdict.path == fake.path && verdict.version == "3.17.1" && !verdict.works)
-        if CriuProbe.kernelSplitsVvar() {
+        if CriuProbe.kernelRestrictsPassCred() {
+            #expect(verdict.outcome == .tooOld, "\(verdict.summary)")
+            #expect(verdict.reason?.contains("criu 3.17.1 is older than 4.2") == true, "\(verdict.summary)")
+            #expect(Self.calls(fake.dir) == ["--version"])
+        } else if CriuProbe.kernelSplitsVvar() {
             #expect(verdict.outcome == .tooOld, "\(verdict.summary)")
             #expect(verdict.reason?.contains("criu 3.17.1 is older than 4.1") == true, "\(verdict.summary)")
             #expect(Self.calls(fake.dir) == ["--version"])
         } else {
             #expect(verdict.outcome == .checkFailed, "\(verdict.summary)")
         }
+    }
+
+    @Test("a criu 4.1.1 on a kernel that allows SO_PASSCRED only on unix sockets is too old, naming the change and 4.2")
+    func criu411IsTooOldWherePassCredIsRestricted() {
+        let fake = Self.fakeCriu(version: "4.1.1", check: "echo 'Error (x.c:1): fake check' >&2; exit 1")
+        defer { removeTree(fake.dir) }
+        let verdict = CriuProbe.run(environment: ["ICEBOX_CRIU": fake.path], stateDir: nil)
+        #expect(verdict.version == "4.1.1" && !verdict.works, "\(verdict.summary)")
+        if CriuProbe.kernelRestrictsPassCred() {
+            #expect(verdict.outcome == .tooOld, "\(verdict.summary)")
+            let reason = verdict.reason ?? ""
+            #expect(reason.contains("criu 4.1.1 is older than 4.2, which this kernel needs"), "\(reason)")
+            #expect(reason.contains("SO_PASSCRED") && reason.contains("Linux 6.16"), "\(reason)")
+            #expect(reason.contains("criu >= 4.2"), "\(reason)")
+            #expect(Self.calls(fake.dir) == ["--version"], "criu check ran although the version rule refused it")
+        } else {
+            // An older kernel: 4.1.1 is new enough, and goes on to its (failing) check.
+            #expect(verdict.outcome == .checkFailed, "\(verdict.summary)")
+        }
+    }
+
+    @Test("the SO_PASSCRED restriction is read from a real getsockopt: unix sockets keep the option, kernels >= 6.16 refuse it on TCP")
+    func passCredRestrictionComesFromTheKernel() throws {
+        // The option exists on unix sockets on every kernel: EOPNOTSUPP on an AF_INET one is
+        // the 6.16 restriction, not an option this kernel lacks.
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        defer { pair.forEach { close($0) } }
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        #expect(getsockopt(pair[0], SOL_SOCKET, SO_PASSCRED, &value, &length) == 0, "errno \(errno)")
+        // Mainline restricts it from 6.16 on (commit 7d8d93fdde50b): such a kernel must be
+        // detected; an older one may have it backported, so nothing is asserted there.
+        let release = CriuProbe.kernelRelease()
+        let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        try #require(parts.count == 2, "cannot read a version from \(release)")
+        if parts[0] > 6 || (parts[0] == 6 && parts[1] >= 16) {
+            #expect(CriuProbe.kernelRestrictsPassCred(), "kernel \(release) lets an AF_INET socket read SO_PASSCRED")
+        }
+        // The detection leaves no socket behind: the descriptor count is unchanged.
+        let before = try FileIO.list("/proc/self/fd").count
+        _ = CriuProbe.kernelRestrictsPassCred()
+        #expect(try FileIO.list("/proc/self/fd").count == before)
+    }
+
+    @Test("the canary holds a TCP listening socket at dump time: a criu that cannot dump one fails the probe, nothing left behind")
+    func canaryHoldsATCPListeningSocket() throws {
+        // A fake 4.2.1 whose dump fails as criu 4.1.1 does on Linux >= 6.16 when, and only
+        // when, the tree it is given holds a listening TCP socket: found from the kernel
+        // (the inode of /proc/PID/fd/3 in state 0A in /proc/net/tcp).
+        let fake = Self.fakeCriu(
+            version: "4.2.1",
+            dump: """
+                while [ $# -gt 0 ]; do case "$1" in --images-dir) d=$2 ;; --tree) p=$2 ;; esac; shift; done
+                inode=$(readlink /proc/$p/fd/3 | sed -n 's/^socket:\\[\\([0-9]*\\)\\]$/\\1/p')
+                if [ -n "$inode" ] && awk -v i="$inode" '$4 == "0A" && $10 == i { f = 1 } END { exit !f }' /proc/net/tcp; then
+                    echo "listening $inode" >> "$(dirname "$0")/seen.log"
+                    echo "Error (criu/sockets.c:628): sockets: Can't get 1:16 opt: Operation not supported" > "$d/dump.log"; exit 1
+                fi
+                exit 0
+                """)
+        defer { removeTree(fake.dir) }
+        let verdict = CriuProbe.run(environment: ["ICEBOX_CRIU": fake.path], stateDir: nil)
+        #expect(verdict.outcome == .canaryFailed, "\(verdict.summary)")
+        #expect(verdict.reason == "canary dump: Error (criu/sockets.c:628): sockets: Can't get 1:16 opt: Operation not supported")
+        #expect(((try? FileIO.read(fake.dir + "/seen.log")) ?? "").hasPrefix("listening "))
+        let dump = try #require(Self.calls(fake.dir).first { $0.hasPrefix("dump ") })
+        let pid = try #require(Self.argument("--tree", in: dump).flatMap { pid_t($0) })
+        #expect(!FileIO.exists("/proc/\(pid)"), "the canary \(pid) was left running or unreaped")
+        #expect(!FileIO.exists(try #require(Self.argument("--images-dir", in: dump))))
     }
 
     @Test("a failing criu check gives its first Error line, found on PATH when icebox's prefix has none")
@@ -140,7 +215,7 @@ struct CriuProbeTests {
 
     @Test("a check that fails without an Error line gives how criu ended")
     func failingCheckWithoutErrorLine() {
-        let fake = Self.fakeCriu(version: "4.1.1", check: "echo 'something else went wrong'; exit 3")
+        let fake = Self.fakeCriu(version: "4.2.1", check: "echo 'something else went wrong'; exit 3")
         defer { removeTree(fake.dir) }
         let verdict = CriuProbe.run(environment: ["ICEBOX_CRIU": fake.path], stateDir: nil)
         #expect(verdict.reason == "criu check: something else went wrong (exited with status 3)", "\(verdict.summary)")
@@ -150,7 +225,7 @@ struct CriuProbeTests {
     func failingDumpGivesTheLogLine() throws {
         // The fake dump writes a log as criu does (in --images-dir, --log-file) and fails.
         let fake = Self.fakeCriu(
-            version: "4.1.1",
+            version: "4.2.1",
             dump: """
                 while [ $# -gt 0 ]; do [ "$1" = --images-dir ] && d=$2; shift; done
                 printf '%s\\n' 'Error (criu/util.c:1533): rlimit: RLIMIT_NOFILE' 'Error (criu/sk-unix.c:1): Can'"'"'t dump half of stream unix connection' > "$d/dump.log"; exit 1
@@ -168,7 +243,7 @@ struct CriuProbeTests {
 
     @Test("the verdict is cached per binary: used while the binary is unchanged, probed again once it changes")
     func cacheFollowsTheBinary() throws {
-        let fake = Self.fakeCriu(version: "4.1.1", check: "echo 'Error (x.c:1): fake' >&2; exit 1")
+        let fake = Self.fakeCriu(version: "4.2", check: "echo 'Error (x.c:1): fake' >&2; exit 1")
         let state = makeTemporaryDirectory("criu-cache")
         defer {
             removeTree(fake.dir)
@@ -182,7 +257,7 @@ struct CriuProbeTests {
         #expect(second.cached && second.outcome == .checkFailed && second.reason == first.reason)
         #expect(Self.calls(fake.dir).count == 2, "the cached verdict ran criu again")
         // Another binary in its place (a new version installed): probed again.
-        let replacement = try FileIO.read(fake.path).replacingOccurrences(of: "Version: 4.1.1", with: "Version: 4.2.1")
+        let replacement = try FileIO.read(fake.path).replacingOccurrences(of: "Version: 4.2\"", with: "Version: 4.2.1\"")
         writeFile(fake.path + ".new", replacement, mode: 0o755)
         #expect(rename(fake.path + ".new", fake.path) == 0)
         let third = CriuProbe.run(environment: env, stateDir: state)
@@ -195,7 +270,7 @@ struct CriuProbeTests {
 
     @Test("a cache file for another kernel, or one that is a symbolic link, is not used")
     func cacheIsKernelBoundAndNeverFollowsLinks() throws {
-        let fake = Self.fakeCriu(version: "4.1.1", check: "exit 1")
+        let fake = Self.fakeCriu(version: "4.2.1", check: "exit 1")
         let state = makeTemporaryDirectory("criu-cache")
         defer {
             removeTree(fake.dir)
@@ -222,7 +297,7 @@ struct CriuProbeTests {
 
     @Test("no state directory: the verdict is not kept, and none is made for it")
     func noStateDirectoryIsMade() {
-        let fake = Self.fakeCriu(version: "4.1.1", check: "exit 1")
+        let fake = Self.fakeCriu(version: "4.2.1", check: "exit 1")
         defer { removeTree(fake.dir) }
         let state = fake.dir + "/state"
         let verdict = CriuProbe.run(environment: ["ICEBOX_CRIU": fake.path], stateDir: state)

@@ -10,6 +10,12 @@ ICEBOX_CRIU_INSTALLED=/usr/local/libexec/icebox/criu
 # The oldest CRIU that runs on x86 kernels >= 6.13 (whose vDSO data is split into [vvar]
 # and [vvar_vclock]); 4.1.1, 4.2 and 4.2.1 were tested here.
 ICEBOX_CRIU_MINIMUM=4.1
+# The oldest CRIU that dumps a process holding an AF_INET/AF_INET6 socket on kernels >= 6.16,
+# which allow SO_PASSCRED, SO_PASSPIDFD and SO_PASSSEC only on unix, netlink and bluetooth
+# sockets (kernel commit 7d8d93fdde50b): criu 4.1.1 reads them from every socket and fails
+# with "sockets: Can't get 1:16 opt: Operation not supported" (checkpoint-restore/criu
+# #2705, #2718; fixed by #2719 in 4.2).
+ICEBOX_CRIU_MINIMUM_PASSCRED=4.2
 
 # Debian 12's packages that build it (criu-facts.md, measured: 13 s to install).
 ICEBOX_CRIU_BUILD_PACKAGES=(
@@ -18,8 +24,58 @@ ICEBOX_CRIU_BUILD_PACKAGES=(
     libnet1-dev libbsd-dev libnftables-dev
 )
 
-# The Debian release whose source package is built: the first one with criu >= 4.1.
-ICEBOX_CRIU_SUITE=trixie
+# The Debian release whose source package is built: sid (unstable), the only one with criu
+# >= 4.2 (trixie has 4.1.1, which cannot dump a TCP socket on kernels >= 6.16). sid moves: the
+# build refuses a version older than icebox_criu_minimum, and the built binary must pass
+# icebox_criu_works before it replaces the installed one. ICEBOX_CRIU_SUITE=trixie still
+# works on kernels older than 6.16.
+ICEBOX_CRIU_SUITE=${ICEBOX_CRIU_SUITE:-sid}
+
+# Build dependencies in the source record that `make criu` does not use (packaging, man
+# pages, the Python bindings and crit); any other one not in ICEBOX_CRIU_BUILD_PACKAGES is
+# installed too when this release has it (icebox_criu_extra_build_packages).
+ICEBOX_CRIU_UNNEEDED_BUILD_DEPENDS=(
+    asciidoc debhelper-compat dh-python pybuild-plugin-pyproject python3-all python3-setuptools
+    python3-googleapis-common-protos xmlto pkgconf
+)
+
+# icebox_kernel_restricts_passcred: whether this kernel refuses SO_PASSCRED on an AF_INET
+# socket (getsockopt fails with EOPNOTSUPP: Linux >= 6.16). Asked of the kernel itself, not
+# inferred from its version (a distribution may backport the change); only without python3
+# does the release decide.
+icebox_kernel_restricts_passcred() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c '
+import errno, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try:
+    s.getsockopt(socket.SOL_SOCKET, getattr(socket, "SO_PASSCRED", 16))
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EOPNOTSUPP else 1)
+sys.exit(1)'
+        return
+    fi
+    icebox_version_at_least "$(uname -r | sed 's/^\([0-9][0-9.]*\).*/\1/')" 6.16
+}
+
+# icebox_criu_minimum: the oldest criu that works on this kernel: 4.2 where it restricts
+# SO_PASSCRED, else 4.1.
+icebox_criu_minimum() {
+    if icebox_kernel_restricts_passcred; then
+        echo "$ICEBOX_CRIU_MINIMUM_PASSCRED"
+    else
+        echo "$ICEBOX_CRIU_MINIMUM"
+    fi
+}
+
+# icebox_criu_why_minimum: why icebox_criu_minimum says what it says, for messages.
+icebox_criu_why_minimum() {
+    if icebox_kernel_restricts_passcred; then
+        echo "this kernel allows SO_PASSCRED only on unix sockets (Linux >= 6.16), and older criu cannot dump a TCP or UDP socket here"
+    else
+        echo "x86 kernels >= 6.13 split the vDSO data, and older criu fails every command there"
+    fi
+}
 
 # icebox_criu_version BINARY: "4.1.1" from `criu --version` ("Version: 4.1.1"), or nothing.
 icebox_criu_version() {
@@ -31,19 +87,21 @@ icebox_version_at_least() {
     [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]
 }
 
-# icebox_criu_works BINARY: whether BINARY is a criu >= 4.1 whose `criu check` exits 0 (the
-# library's probe adds a canary dump and restore: `icebox doctor`). Says why not on stderr
-# when BINARY exists.
+# icebox_criu_works BINARY: whether BINARY is a criu >= icebox_criu_minimum whose `criu
+# check` exits 0 and which dumps a process holding a TCP listening socket
+# (icebox_criu_dumps_tcp; the library's probe adds a restore: `icebox doctor`). Says why not
+# on stderr when BINARY exists.
 icebox_criu_works() {
-    local binary=$1 version
+    local binary=$1 version minimum
     [ -x "$binary" ] || return 1
     version=$(icebox_criu_version "$binary")
     if [ -z "$version" ]; then
         echo "icebox: $binary --version prints no version: not used" >&2
         return 1
     fi
-    if ! icebox_version_at_least "$version" "$ICEBOX_CRIU_MINIMUM"; then
-        echo "icebox: $binary is criu $version; icebox needs >= $ICEBOX_CRIU_MINIMUM on this kernel: not used" >&2
+    minimum=$(icebox_criu_minimum)
+    if ! icebox_version_at_least "$version" "$minimum"; then
+        echo "icebox: $binary is criu $version; icebox needs >= $minimum on this kernel ($(icebox_criu_why_minimum)): not used" >&2
         return 1
     fi
     # criu check needs root; as another user it says so and fails: reported, not fatal.
@@ -51,6 +109,61 @@ icebox_criu_works() {
         echo "icebox: '$binary check' fails (criu $version): not used" >&2
         return 1
     fi
+    icebox_criu_dumps_tcp "$binary" "$version"
+}
+
+# icebox_criu_dumps_tcp BINARY VERSION: whether BINARY dumps (--leave-running) a throwaway
+# python3 holding a TCP listening socket on 127.0.0.1, in a session of its own: what every
+# server evicted to disk needs, and what criu 4.1.1 cannot do on kernels >= 6.16 although its
+# `criu check` passes. ~0.2 s. Without python3 there is no canary: the version rule stands
+# alone (said on stderr).
+icebox_criu_dumps_tcp() {
+    local binary=$1 version=$2 dir fd pid line ok=0
+    if ! command -v python3 >/dev/null 2>&1; then
+        echo "icebox: no python3 for the TCP canary dump: $binary is checked by its version alone" >&2
+        return 0
+    fi
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/icebox-criu-tcp.XXXXXX") || return 1
+    # The canary says "ready" once it listens, then lets go of the pipe (criu would dump it)
+    # and sleeps; it is this shell's child (the process substitution execs it).
+    exec {fd}< <(exec python3 -c '
+import os, socket, time
+os.setsid()
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.bind(("127.0.0.1", 0))
+s.listen()
+print("ready", flush=True)
+os.dup2(os.open(os.devnull, os.O_RDWR), 1)
+time.sleep(3600)' </dev/null 2>/dev/null)
+    pid=$!
+    if IFS= read -r -t 10 line <&"$fd" && [ "$line" = ready ] &&
+        timeout 30 "$binary" dump --tree "$pid" --images-dir "$dir" --leave-running --log-file dump.log >/dev/null 2>&1; then
+        ok=1
+    fi
+    kill -KILL "$pid" 2>/dev/null || true
+    exec {fd}<&-
+    wait "$pid" 2>/dev/null || true
+    if [ "$ok" -eq 0 ]; then
+        # The first error but the RLIMIT_NOFILE one every 4.x run logs.
+        line=$(grep 'Error (' "$dir/dump.log" 2>/dev/null | grep -v -m 1 RLIMIT_NOFILE || true)
+        echo "icebox: $binary (criu $version) cannot dump a process holding a TCP listening socket${line:+: ${line#*Error }}: not used" >&2
+    fi
+    rm -rf "$dir"
+    [ "$ok" -eq 1 ]
+}
+
+# icebox_criu_extra_build_packages RECORD: the build dependencies in the source record
+# RECORD (apt-cache showsrc) that are neither in ICEBOX_CRIU_BUILD_PACKAGES nor known to be
+# unneeded by `make criu`, one a line: a newer criu may need a library the list does not
+# name yet.
+icebox_criu_extra_build_packages() {
+    local known=" ${ICEBOX_CRIU_BUILD_PACKAGES[*]} ${ICEBOX_CRIU_UNNEEDED_BUILD_DEPENDS[*]} " package
+    # The field may go on over indented continuation lines.
+    printf '%s\n' "$1" | awk '/^Build-Depends:/ { on = 1; sub(/^Build-Depends:/, ""); print; next }
+        on && /^[ \t]/ { print; next } { on = 0 }' | tr '\n' ',' | tr ',' '\n' |
+        sed 's/|.*//; s/[[(<].*//; s/:any//; s/^ *//; s/ *$//' | while read -r package; do
+        [ -n "$package" ] && [[ $known != *" $package "* ]] && echo "$package"
+    done
     return 0
 }
 
@@ -159,8 +272,10 @@ EOF
         echo "icebox: cannot build criu: Debian $ICEBOX_CRIU_SUITE's source index has no criu record with an upstream tarball" >&2
         exit 69
     fi
-    if ! icebox_version_at_least "$upstream" "$ICEBOX_CRIU_MINIMUM"; then
-        echo "icebox: cannot build criu: Debian $ICEBOX_CRIU_SUITE has criu $version, older than $ICEBOX_CRIU_MINIMUM" >&2
+    local minimum
+    minimum=$(icebox_criu_minimum)
+    if ! icebox_version_at_least "$upstream" "$minimum"; then
+        echo "icebox: cannot build criu: Debian $ICEBOX_CRIU_SUITE has criu $version, older than $minimum, which this kernel needs ($(icebox_criu_why_minimum)); ICEBOX_CRIU_SUITE names another release" >&2
         exit 69
     fi
     # apt-get source fetches the .dsc, the .orig and the .debian tarballs; this mirror serves
@@ -182,8 +297,21 @@ EOF
     unset APT_CONFIG
     echo "icebox: $orig: sha256 $sha matches Debian $ICEBOX_CRIU_SUITE's index" >&2
 
-    local missing=() package
-    for package in "${ICEBOX_CRIU_BUILD_PACKAGES[@]}"; do
+    # The list this script knows, plus what the record names beyond it (and beyond what
+    # `make criu` does not use) when this release has such a package: said, so that a build
+    # that fails for want of one says which.
+    local wanted=("${ICEBOX_CRIU_BUILD_PACKAGES[@]}") package
+    while read -r package; do
+        [ -n "$package" ] || continue
+        if [ -n "$(apt-cache policy "$package" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)')" ]; then
+            echo "icebox: criu $version's source record also names $package as a build dependency: installing it" >&2
+            wanted+=("$package")
+        else
+            echo "icebox: criu $version's source record names $package as a build dependency, which this release does not have: building without it" >&2
+        fi
+    done < <(icebox_criu_extra_build_packages "$record")
+    local missing=()
+    for package in "${wanted[@]}"; do
         [ "$(dpkg-query -W -f '${db:Status-Status}' "$package" 2>/dev/null)" = installed ] || missing+=("$package")
     done
     if [ ${#missing[@]} -gt 0 ]; then
@@ -214,17 +342,21 @@ EOF
     fi
     echo "icebox: built criu $upstream in $((SECONDS - build_started)) s" >&2
 
-    # Installed beside, then renamed over: a criu that runs meanwhile keeps its file.
+    # Checked where it was built, before it replaces anything: a criu that fails the check
+    # (sid moves) leaves the installed one as it was.
+    if ! icebox_criu_works "$work/build/criu/criu"; then
+        echo "icebox: the criu $upstream just built fails its check (above): $ICEBOX_CRIU_INSTALLED left as it was" >&2
+        exit 70
+    fi
+    # Copied beside (same file system), then renamed over: a criu that runs meanwhile keeps
+    # its file, and a criu started meanwhile gets the old or the new one, whole.
     local dir
     dir=$(dirname "$ICEBOX_CRIU_INSTALLED")
     mkdir -p "$dir"
     install -m 755 "$work/build/criu/criu" "$ICEBOX_CRIU_INSTALLED.new"
     printf 'criu %s, built by icebox scripts/criu from Debian %s source package criu %s\n%s  %s\nmirror %s\nlicence GPL-2.0 (CRIU); icebox runs this program, it does not ship it\n' \
-        "$upstream" "$ICEBOX_CRIU_SUITE" "$version" "$sha" "$orig" "$mirror" >"$dir/criu.source"
+        "$upstream" "$ICEBOX_CRIU_SUITE" "$version" "$sha" "$orig" "$mirror" >"$dir/criu.source.new"
     mv -f "$ICEBOX_CRIU_INSTALLED.new" "$ICEBOX_CRIU_INSTALLED"
-    if ! icebox_criu_works "$ICEBOX_CRIU_INSTALLED"; then
-        echo "icebox: the criu just built ($ICEBOX_CRIU_INSTALLED) fails its check" >&2
-        exit 70
-    fi
+    mv -f "$dir/criu.source.new" "$dir/criu.source"
     echo "icebox: installed criu $upstream as $ICEBOX_CRIU_INSTALLED in $((SECONDS - started)) s" >&2
 }

@@ -2,10 +2,12 @@ import Glibc
 import IceboxSystem
 
 /// The canary of the CRIU probe: a throwaway child (`sleep`, in a session of its own, its
-/// standard streams on /dev/null) dumped to a fresh 0700 directory and restored as this
-/// process's child again (`--restore-sibling --restore-detached`), then killed and reaped, and
-/// the directory removed. `criu check` passes on kernels that break dump or restore; this
-/// does not. Nothing is left behind, whatever fails.
+/// standard streams on /dev/null, holding a TCP socket listening on 127.0.0.1 as its
+/// descriptor 3) dumped to a fresh 0700 directory and restored as this process's child again
+/// (`--restore-sibling --restore-detached`), listening again, then killed and reaped, and the
+/// directory removed. `criu check` passes on kernels that break dump or restore, and criu
+/// 4.1.1's passes on Linux 6.16 where it cannot dump any TCP socket; this does not. Nothing
+/// is left behind, whatever fails.
 package enum CriuCanary {
     /// Each criu run's deadline: a canary takes ~150 ms.
     static let timeoutNanos: UInt64 = 30_000_000_000
@@ -25,10 +27,21 @@ package enum CriuCanary {
         guard let sleep = ["/usr/bin/sleep", "/bin/sleep"].first(where: { (path: String) in access(path, X_OK) == 0 }) else {
             return .failure(CriuCanaryFailure("no /usr/bin/sleep to use as the canary"))
         }
+        // Every server evicted to disk holds one; the canary's is the only copy once it runs
+        // (ours is closed), so the port is free again when criu's dump kills it.
+        let listener: Int32
+        switch listeningSocket() {
+        case .success(let fd): listener = fd
+        case .failure(let failure): return .failure(failure)
+        }
         var request = SpawnRequest(executable: sleep, arguments: ["sleep", "3600"], environment: [])
         request.newSession = true  // criu dumps a tree whose session leader is inside it
+        request.extraFD = listener
         let canary: ProcessHandle
-        do { canary = try Spawner.spawn(request).handle } catch {
+        do {
+            defer { close(listener) }
+            canary = try Spawner.spawn(request).handle
+        } catch {
             return .failure(CriuCanaryFailure("cannot start the canary: \(error)"))
         }
         defer { killAndReap(canary) }
@@ -67,6 +80,10 @@ package enum CriuCanary {
             return .failure(
                 CriuCanaryFailure("the restored canary (pid \(restored.pid), dumped as \(canary.pid)) is not this process's child"))
         }
+        guard listensOnTCP(pid: restored.pid, fd: 3) else {
+            return .failure(
+                CriuCanaryFailure("the restored canary (pid \(restored.pid)) holds no listening TCP socket as descriptor 3"))
+        }
         return .success(Timing(dumpNanos: dump.nanos, restoreNanos: restore.nanos))
     }
 
@@ -74,6 +91,40 @@ package enum CriuCanary {
     static func reason(_ command: CriuCommand, log: String) -> String {
         CriuCommand.firstError(in: (try? FileIO.read(log)) ?? "") ?? CriuCommand.firstError(in: command.output)
             ?? "criu " + command.ending(timeoutNanos: timeoutNanos)
+    }
+
+    /// A TCP socket listening on 127.0.0.1, on a port the kernel picks (close-on-exec: the
+    /// spawn gives the canary its own descriptor 3).
+    static func listeningSocket() -> Result<Int32, CriuCanaryFailure> {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            return .failure(CriuCanaryFailure("cannot make the canary's TCP socket: \(SystemError("socket"))"))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 1) == 0 else {
+            let error = SystemError(bound == 0 ? "listen" : "bind 127.0.0.1:0")
+            close(fd)
+            return .failure(CriuCanaryFailure("cannot make the canary's TCP socket: \(error)"))
+        }
+        return .success(fd)
+    }
+
+    /// Whether descriptor `fd` of `pid` is a TCP socket in LISTEN state, from the kernel:
+    /// its inode (the /proc/PID/fd link) on a line of /proc/net/tcp whose state is 0A.
+    static func listensOnTCP(pid: pid_t, fd: Int32, table: String = "/proc/net/tcp") -> Bool {
+        guard let target = CheckpointObstacle.descriptors(of: pid).first(where: { $0.fd == fd })?.target,
+            let inode = CheckpointObstacle.socketInode(target)
+        else { return false }
+        // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ..."
+        return ((try? FileIO.read(table)) ?? "").split(separator: "\n").dropFirst().contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 9 && fields[3] == "0A" && UInt32(fields[9]) == inode
+        }
     }
 
     /// The fourth field of /proc/PID/stat (after the command name in parentheses).

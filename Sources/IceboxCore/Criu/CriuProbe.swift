@@ -2,8 +2,9 @@ import Glibc
 import IceboxSystem
 
 /// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), reads its version
-/// (4.1 or newer where the kernel maps `[vvar_vclock]`: older ones fail every command there),
-/// runs `criu check` (not `--all`: it fails here for autofs and soft-dirty, which icebox does
+/// (4.1 or newer where the kernel maps `[vvar_vclock]`: older ones fail every command there;
+/// 4.2 or newer where the kernel allows SO_PASSCRED only on unix sockets: older ones cannot
+/// dump a process holding a TCP or UDP socket there), runs `criu check` (not `--all`: it fails here for autofs and soft-dirty, which icebox does
 /// not use), then dumps and restores a canary (``CriuCanary``). The verdict is cached in the
 /// state directory per kernel release and binary (``CriuProbeCache``). Every criu run has a
 /// deadline and is reaped.
@@ -13,6 +14,12 @@ package enum CriuProbe {
     /// The version the vDSO fix came in (CRIU 4.1: x86 kernels from 6.13 split the vDSO data
     /// into `[vvar]` and `[vvar_vclock]`, and 3.x fails with "Unexpected rt vDSO area bounds").
     package static let minimumForSplitVvar = [4, 1]
+    /// The version the SO_PASSCRED fix came in (CRIU 4.2, checkpoint-restore/criu #2719):
+    /// Linux 6.16 (commit 7d8d93fdde50b) allows SO_PASSCRED, SO_PASSPIDFD and SO_PASSSEC only
+    /// on unix, netlink and bluetooth sockets, and criu 4.1.x reads them from every socket it
+    /// dumps, failing with "sockets: Can't get 1:16 opt: Operation not supported" on any
+    /// process holding an AF_INET or AF_INET6 socket (every server).
+    package static let minimumForPassCredRestriction = [4, 2]
 
     /// Probes (or reads the cached verdict) for the criu this environment selects.
     /// `stateDir`: where the verdict is cached (nil: not cached); `useCache` false probes
@@ -73,6 +80,16 @@ package enum CriuProbe {
             return verdict
         }
         verdict.version = version
+        // The higher minimum first: a 3.x on a kernel with both changes is told to get 4.2.
+        if kernelRestrictsPassCred(), !atLeast(version, minimumForPassCredRestriction) {
+            verdict.outcome = .tooOld
+            verdict.reason =
+                "criu \(version) is older than 4.2, which this kernel needs: it allows SO_PASSCRED only on unix, "
+                + "netlink and bluetooth sockets (Linux 6.16; getsockopt on a TCP socket fails with EOPNOTSUPP), "
+                + "and criu before 4.2 then cannot dump any process holding a TCP or UDP socket "
+                + "(\"Can't get 1:16 opt\"): run scripts/criu, or set ICEBOX_CRIU to a criu >= 4.2"
+            return verdict
+        }
         if kernelSplitsVvar(), !atLeast(version, minimumForSplitVvar) {
             verdict.outcome = .tooOld
             verdict.reason =
@@ -130,6 +147,19 @@ package enum CriuProbe {
     /// Whether this kernel splits the vDSO data ([vvar_vclock] in this process's maps).
     package static func kernelSplitsVvar(maps: String = "/proc/self/maps") -> Bool {
         ((try? FileIO.read(maps)) ?? "").contains("[vvar_vclock]")
+    }
+
+    /// Whether this kernel refuses SO_PASSCRED on an AF_INET socket (Linux >= 6.16, or a
+    /// kernel with that change backported): asked of the kernel through a real getsockopt
+    /// on a fresh TCP socket, not inferred from its release. False when no AF_INET socket
+    /// can be made (then nothing icebox dumps holds one either).
+    package static func kernelRestrictsPassCred() -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_PASSCRED, &value, &length) < 0 && errno == EOPNOTSUPP
     }
 
     /// uname -r.
