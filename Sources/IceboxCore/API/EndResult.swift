@@ -38,9 +38,10 @@ public struct EndResult: Sendable, Equatable {
     public var exitStatus: Int32?
     /// From the request to the app's end (reaped, its cgroups removed).
     public var time: Duration
-    /// Checkpointed: the images' size on disk, and the app's memory before the dump (what
-    /// it freed); nil otherwise.
+    /// Checkpointed: the images' size on disk, in bytes; nil otherwise.
     public var imageBytes: UInt64?
+    /// Checkpointed: the app's memory just before the dump, as the kernel counted it (what the
+    /// dump freed), in bytes; nil otherwise.
     public var memoryFreedBytes: UInt64?
     /// An eviction to disk whose checkpoint failed (the app was killed instead): why.
     public var checkpointFailure: String?

@@ -107,6 +107,7 @@ package struct CriuCommand: Sendable {
     package static func restoreArguments(images: String) -> [String] {
         [
             "restore", "--images-dir", images, "--log-file", "restore.log", "-v3", "--restore-sibling", "--restore-detached",
+            "--manage-cgroups=ignore",
             "--pidfile", images + "/restored.pid",
         ]
     }

@@ -18,7 +18,11 @@ final class CriuRun {
 
     /// Starts `executable ARGUMENTS` with stdin /dev/null, stdout and stderr to `output`, and
     /// only PATH and LC_ALL=C in its environment (criu runs no program of the app's).
-    static func start(_ executable: String, _ arguments: [String], output: String, timeoutNanos: UInt64) throws(IceboxError) -> CriuRun {
+    /// `cgroups`: where it starts (a restore's criu starts in the app's fresh cgroups, so the
+    /// tree it forks is there from its first page, its memory charged to the app).
+    static func start(
+        _ executable: String, _ arguments: [String], output: String, timeoutNanos: UInt64, cgroups: AppCgroups? = nil
+    ) throws(IceboxError) -> CriuRun {
         let name = FileIO.split(executable).name
         let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw IceboxError("run \(name)", SystemError("create", path: output)) }
@@ -28,6 +32,18 @@ final class CriuRun {
             environment: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
         request.stdout = fd
         request.stderr = fd
+        if let cgroups {
+            let descriptors: SpawnDescriptors
+            do { descriptors = try cgroups.spawnDescriptors() } catch { throw IceboxError("run \(name)", error) }
+            descriptors.apply(to: &request)
+            let run = Result { () throws(IceboxError) in try spawn(request, executable: executable, timeoutNanos: timeoutNanos) }
+            descriptors.close()  // the child has them (or has failed): ours go now
+            return try run.get()
+        }
+        return try spawn(request, executable: executable, timeoutNanos: timeoutNanos)
+    }
+
+    private static func spawn(_ request: SpawnRequest, executable: String, timeoutNanos: UInt64) throws(IceboxError) -> CriuRun {
         let started = Clock.monotonicNanos()
         do {
             let spawned = try Spawner.spawn(request)

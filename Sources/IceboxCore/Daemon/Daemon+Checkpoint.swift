@@ -61,6 +61,11 @@ extension Daemon {
         let memory = memoryReader()(app).bytes
         var arguments = [
             "dump", "--tree", String(app.pid), "--images-dir", images.directory, "--log-file", "dump.log", "-v3", "--skip-in-flight",
+            // No cgroup in the images: criu's default dumps every controller's tree below the
+            // app's cgroup there, which for a controller where the app has none of its own is
+            // the whole host's (other apps' cgroups included, whose removal later fails the
+            // restore). The restore's criu starts in the app's fresh cgroups instead.
+            "--manage-cgroups=ignore",
         ]
         if let frozen = app.freezer.kind == .cgroup1 ? app.cgroups.freezerV1Path : app.cgroups.v2Path {
             arguments += ["--freeze-cgroup", frozen]

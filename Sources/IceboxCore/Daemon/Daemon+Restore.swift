@@ -48,7 +48,7 @@ extension Daemon {
         do {
             run = try CriuRun.start(
                 criu.path, CriuCommand.restoreArguments(images: images.directory), output: images.directory + "/restore.out",
-                timeoutNanos: Self.restoreTimeoutNanos)
+                timeoutNanos: Self.restoreTimeoutNanos, cgroups: cgroups)
             try watch(run.handle.pidfd, .criu(name))
         } catch {
             return restoreFailed(record, images, cgroups: cgroups, waiters: [id], why: "\(error)")
