@@ -14,38 +14,28 @@ import Testing
     .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"),
     .timeLimit(.minutes(5)))
 struct BenchDiskTests {
-    /// A python app with `megabytes` of touched ballast that beats: it writes its count and
-    /// its pid inside its namespace to `file` every 10 ms. No inet socket, so any criu >= 4.1
-    /// dumps it.
-    static func beating(_ file: String, megabytes: Int) -> String {
+    /// A python HTTP server on `port` with `megabytes` of touched ballast (the dump must carry
+    /// it; the memory freed must count it).
+    static func server(port: UInt16, megabytes: Int) -> String {
         """
-        import os, time
         ballast = bytearray(\(megabytes) << 20)
         for i in range(0, len(ballast), 4096): ballast[i] = 1
-        i = 0
-        while True:
-            i += 1
-            with open('\(file).tmp', 'w') as f: f.write('%d %d' % (i, os.getpid()))
-            os.rename('\(file).tmp', '\(file)')
-            time.sleep(0.01)
+        from http.server import ThreadingHTTPServer, SimpleHTTPRequestHandler
+        ThreadingHTTPServer(('127.0.0.1', \(port)), SimpleHTTPRequestHandler).serve_forever()
         """
     }
-
-    /// Ready once it has beaten since the last check: the probe takes the beat away, so a
-    /// frozen, dumped or not yet started app is not ready until it writes again.
-    static func probe(_ file: String) -> String { "rm -- '\(file)' 2>/dev/null" }
 
     @Test("bench --to-disk: a disk row with positive figures beside hot and cold, image and memory freed, in text, JSON, CSV and Markdown")
     func diskRow() throws {
         let box = Sandbox("bench-disk")
         defer { box.close() }
-        let beat = box.dir + "/beat"
+        let port = try #require(freeLoopbackPort())
         let json = box.dir + "/b.json", csv = box.dir + "/b.csv", md = box.dir + "/b.md"
         let r = try box.icebox(
             [
-                "bench", "--to-disk", "--grace", "0", "--ready", "cmd:" + Self.probe(beat), "--runs", "2", "--warmup", "0",
+                "bench", "--to-disk", "--grace", "0", "--ready", "http:http://127.0.0.1:\(port)/", "--runs", "2", "--warmup", "0",
                 "--hold", "100ms", "--evict-every", "0", "--export-json", json, "--export-csv", csv, "--export-markdown", md,
-                "--", "python3", "-c", Self.beating(beat, megabytes: 24),
+                "--", "python3", "-c", Self.server(port: port, megabytes: 24),
             ], timeout: 180)
         #expect(r.status == 0, "\(r.output)")
         let rows = r.stdout.split(separator: "\n").map(String.init)
@@ -93,10 +83,11 @@ struct BenchDiskTests {
         #expect(events.filter { $0.kind == .checkpoint && $0.to == .onDisk }.count == 2)
         #expect(events.filter { $0.kind == .restore && $0.to == .active }.count == 2)
         #expect(!events.contains { $0.kind == .checkpoint && $0.reason == "failed" })
-        // From the kernel: the app stopped beating (nothing of it runs), and no images are left.
-        _ = unlink(beat)
-        usleep(100_000)
-        #expect(!FileManager.default.fileExists(atPath: beat), "the app still beats after the benchmark")
+        // From the kernel: nothing listens on its port any more (no instance of it is left,
+        // restored or not), and no images are left.
+        let connect = try ShellHarness.run(
+            ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 2)"], environment: box.environment)
+        #expect(connect.status != 0, "something still answers on \(port) after the benchmark")
         #expect(((try? FileIO.list(box.stateDir + "/images")) ?? []).isEmpty, "no images left")
         #expect(try box.apps().isEmpty)
     }
