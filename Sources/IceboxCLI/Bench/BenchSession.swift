@@ -34,7 +34,8 @@ struct BenchSession {
         var memoryFreedBytes: UInt64?
         /// The resume request until the restored app passed the readiness check.
         var restore: UInt64
-        /// The app's CPU time from the resume request to ready (nil: no v2 cgroup).
+        /// The CPU time the restored instance's (fresh) cgroup used until ready, criu's
+        /// restorer's included (nil: no v2 cgroup).
         var restoreCPU: CPUTime?
     }
 
