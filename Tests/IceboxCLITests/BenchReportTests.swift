@@ -57,4 +57,58 @@ struct BenchReportTests {
         #expect(!BenchStyle.color.showsProgress(terminal: true) && BenchStyle.color.usesColour(terminal: false))
         #expect(!BenchStyle.none.printsResults && !BenchStyle.none.showsProgress(terminal: true))
     }
+
+    /// Two runs' figures as BenchSession gives them, with or without a trip to disk.
+    static func report(toDisk: Bool) -> BenchReport {
+        func disk(_ restore: UInt64, _ image: UInt64, _ freed: UInt64?) -> BenchSession.DiskRun? {
+            toDisk ? BenchSession.DiskRun(checkpoint: 120_000_000, imageBytes: image, memoryFreedBytes: freed, restore: restore) : nil
+        }
+        let runs = [
+            BenchSession.Run(cold: 200_000_000, hot: 2_000_000, disk: disk(80_000_000, 8 << 20, 9 << 20)),
+            BenchSession.Run(cold: 220_000_000, hot: 3_000_000, disk: disk(120_000_000, 10 << 20, 11 << 20)),
+        ]
+        var events: [Event] = []
+        if toDisk {
+            for (i, nanos) in [UInt64(50_000_000), 70_000_000].enumerated() {
+                let at = Instant(monotonicNanos: UInt64(i + 1) * 1_000_000_000, wallNanos: 0)
+                events.append(
+                    Event(
+                        app: "bench", pid: 1, kind: .restore, from: .onDisk, to: .active, durationNanos: nanos, detail: "restored", at: at))
+            }
+        }
+        return BenchReport(
+            options: LaunchOptions(name: "bench", command: ["python3", "app.py"]), runs: 2, warmup: 0, evictEvery: 0,
+            holdNanos: 100_000_000, measured: runs, events: events)
+    }
+
+    @Test("--to-disk: a disk row after hot, the checkpoint and criu's restore, disk vs cold, and the sizes' means")
+    func diskRow() throws {
+        let report = Self.report(toDisk: true)
+        #expect(report.phases.map(\.id) == ["cold_start", "hot_resume", "disk_restore", "checkpoint", "restore"])
+        let disk = try #require(report.phases.first { $0.id == "disk_restore" })
+        #expect(disk.summary.samples == [80_000_000, 120_000_000] && disk.label == "Disk restore (resume → ready)")
+        #expect(report.phases.first { $0.id == "restore" }?.summary.samples == [50_000_000, 70_000_000])
+        #expect(report.diskSpeedupMedian == 2.1, "cold median 210 ms over disk median 100 ms")
+        let lines = report.lines()
+        #expect(lines.contains("Disk restore is 2.1× faster than cold start (median, same run)."), "\(lines)")
+        #expect(lines.contains("Disk: image 9.0 MiB, 10.0 MiB of memory freed (mean of 2 checkpoints)."), "\(lines)")
+        #expect(BenchReport.diskRatio(0.5) == "Disk restore is 2.0× slower than cold start")
+
+        let json = report.jsonText()
+        #expect(json.contains("\"phase\" : \"disk_restore\"") && json.contains("\"image_bytes\" : 9437184"), "\(json)")
+        #expect(json.contains("\"memory_freed_bytes_mean\" : 10485760") && json.contains("\"disk_speedup_median\" : 2.1"), "\(json)")
+        #expect(report.csvText().contains(",disk_restore,0.1,"), "\(report.csvText())")
+        let markdown = report.markdownText()
+        #expect(markdown.contains("| Disk restore (resume → ready) | 100.000 |"), "\(markdown)")
+        #expect(markdown.contains("Disk restore is 2.1× faster than cold start (median)."), "\(markdown)")
+    }
+
+    @Test("without --to-disk: no disk row, no disk keys in the JSON")
+    func noDiskRow() {
+        let report = Self.report(toDisk: false)
+        #expect(report.phases.map(\.id) == ["cold_start", "hot_resume"])
+        #expect(report.diskSpeedupMedian == nil && report.diskLine == nil)
+        let json = report.jsonText()
+        #expect(!json.contains("disk") && !json.contains("image_bytes"), "\(json)")
+    }
 }

@@ -15,6 +15,9 @@ enum BenchCommand: IceboxCommand {
             OptionSpec(name: "hold", value: "DUR", help: "how long the app stays frozen each run (default 1s)"),
             OptionSpec(
                 name: "evict-every", value: "K", help: "every K runs, evict and relaunch (cold start after eviction; default 5, 0: never)"),
+            OptionSpec(
+                name: "to-disk", value: nil,
+                help: "each run also suspends again, checkpoints to disk with criu and resumes from there (implies --pid-namespace)"),
             OptionSpec(name: "export-json", value: "FILE", help: "write every figure and sample as JSON in hyperfine's schema (seconds)"),
             OptionSpec(name: "export-csv", value: "FILE", help: "write the summary as CSV, one row per phase (seconds)"),
             OptionSpec(name: "export-markdown", value: "FILE", help: "write the summary as a Markdown table"),
@@ -26,9 +29,12 @@ enum BenchCommand: IceboxCommand {
         details: """
             Each run launches CMD cold and waits until it is ready, suspends it (notice and
             grace as configured), holds it frozen, resumes it and waits until it is ready
-            again. Readiness is checked the same way for cold and hot starts: --ready tcp:PORT,
-            http:URL, cmd:PROBE, or notify (READY=1 after launch, and again after the
-            --foreground-signal that a resume sends).
+            again. With --to-disk, it then suspends it again, evicts it to disk (a criu dump),
+            holds it there and resumes it from disk until ready: the disk restore, beside hot
+            and cold, with the image size and the memory the dump freed. Readiness is checked
+            the same way for cold, hot and disk: --ready tcp:PORT, http:URL, cmd:PROBE, or
+            notify (READY=1 after launch, and again after the --foreground-signal that a resume
+            sends).
             """)
 
     /// The most --runs, --warmup or --evict-every may be: far more runs than anyone waits
@@ -65,7 +71,10 @@ enum BenchCommand: IceboxCommand {
         _ = try LaunchArguments.build(name: args.value("name") ?? "bench", nameIsDefault: false, command: command, args, attached: false)
         let name: String
         if let given = args.value("name") { name = given } else { name = try BenchSession.defaultName(LaunchArguments.client(args)) }
-        let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
+        var options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
+        let toDisk = args.flag("to-disk")
+        // Only the root of its own PID namespace can be checkpointed (its pids free at restore).
+        if toDisk { options.pidNamespace = true }
         if case .notify = options.ready, options.foregroundSignal == nil {
             throw IceboxError(
                 .usage, "--ready notify needs --foreground-signal SIG",
@@ -75,6 +84,7 @@ enum BenchCommand: IceboxCommand {
         let signalFD: Int32
         do { signalFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP]) } catch { throw IceboxError("set up signals", error) }
         var session = BenchSession(client: LaunchArguments.client(args), options: options, holdNanos: hold, signalFD: signalFD)
+        session.toDisk = toDisk
         defer { session.cleanUp() }
         let progress = !quiet && style.showsProgress(terminal: isatty(2) == 1)
 
@@ -88,7 +98,11 @@ enum BenchCommand: IceboxCommand {
                 if counted && measuringSince == 0 { measuringSince = Clock.monotonicNanos() }
                 if progress {
                     let label = counted ? "run \(i - warmup + 1)/\(runs)" : "warm-up \(i + 1)/\(warmup)"
-                    let last = measured.last.map { "cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))" } ?? ""
+                    let last =
+                        measured.last.map {
+                            "cold \(DurationText.format($0.cold)), hot \(DurationText.format($0.hot))"
+                                + ($0.disk.map { ", disk \(DurationText.format($0.restore))" } ?? "")
+                        } ?? ""
                     let eta = ProgressBar.remaining(elapsedNanos: Clock.monotonicNanos() - started, done: i, total: total)
                     let line = ProgressBar.line(
                         label: label, done: i, total: total, detail: last, etaNanos: eta, columns: Terminal.columns(2) ?? 80)

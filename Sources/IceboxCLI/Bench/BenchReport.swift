@@ -57,6 +57,13 @@ struct BenchReport {
     var holdNanos: UInt64
     var phases: [BenchPhase]
     var speedupMedian: Double?
+    /// Cold start's median over the restore's from disk (--to-disk): above 1 the restore is
+    /// faster, below 1 slower (a large heap read back can take longer than a fresh start).
+    var diskSpeedupMedian: Double?
+    /// The checkpoints' images on disk, per run, in bytes (--to-disk; empty without).
+    var imageBytes: [UInt64] = []
+    /// The memory each checkpoint freed (the app's, before the dump), per run, in bytes.
+    var memoryFreedBytes: [UInt64] = []
 
     init(
         options: LaunchOptions, runs: Int, warmup: Int, evictEvery: Int, holdNanos: UInt64, measured: [BenchSession.Run],
@@ -90,10 +97,17 @@ struct BenchReport {
         phases = [
             phase("cold_start", "Cold start", "launch → ready", measured.map(\.cold), cpu: measured.map(\.coldCPU)),
             phase("hot_resume", "Hot resume", "resume → ready", measured.map(\.hot), cpu: measured.map(\.hotCPU)),
+            phase(
+                "disk_restore", "Disk restore", "resume → ready", measured.compactMap(\.disk?.restore),
+                cpu: measured.compactMap(\.disk).map(\.restoreCPU)),
             phase("freeze", "Freeze", "write → frozen", freezes.compactMap(\.durationNanos)),
             phase("thaw", "Thaw", "write → thawed", events.filter { $0.kind == .thaw }.compactMap(\.durationNanos)),
             phase("suspend", "Suspend", "notice → frozen", suspends, cpu: measured.map(\.suspendCPU)),
             phase("grace", "grace used", "notice → freeze", graces, indented: true),
+            phase("checkpoint", "Checkpoint", "evict → on disk", measured.compactMap(\.disk?.checkpoint)),
+            phase(
+                "restore", "Restore", "criu restore",
+                events.filter { $0.kind == .restore && $0.to == .active }.compactMap(\.durationNanos)),
             phase(
                 "relaunch_after_eviction", "Relaunch after eviction", "evict → ready", measured.compactMap(\.relaunch),
                 cpu: measured.filter { $0.relaunch != nil }.map(\.relaunchCPU)),
@@ -103,6 +117,33 @@ struct BenchReport {
         {
             speedupMedian = (Double(cold.summary.median) / Double(hot.summary.median) * 10).rounded() / 10
         }
+        if let cold = phases.first(where: { $0.id == "cold_start" }), let disk = phases.first(where: { $0.id == "disk_restore" }),
+            disk.summary.median > 0
+        {
+            diskSpeedupMedian = (Double(cold.summary.median) / Double(disk.summary.median) * 100).rounded() / 100
+        }
+        imageBytes = measured.compactMap(\.disk?.imageBytes)
+        memoryFreedBytes = measured.compactMap(\.disk?.memoryFreedBytes)
+    }
+
+    /// The mean of some byte counts; nil for none.
+    static func mean(_ values: [UInt64]) -> UInt64? {
+        values.isEmpty ? nil : values.reduce(0) { $0.saturatingAdd($1) } / UInt64(values.count)
+    }
+
+    /// "Disk restore is 2.1× faster than cold start", or "… 1.6× slower …" below 1.
+    static func diskRatio(_ ratio: Double) -> String {
+        ratio >= 1
+            ? "Disk restore is \(DurationText.formatFixed(ratio, 1))× faster than cold start"
+            : "Disk restore is \(DurationText.formatFixed(1 / ratio, 1))× slower than cold start"
+    }
+
+    /// What the checkpoints wrote and freed, on average: "Disk: image 7.7 MiB, 8.2 MiB of
+    /// memory freed (mean of 10 checkpoints)."; nil without --to-disk.
+    var diskLine: String? {
+        guard let image = Self.mean(imageBytes) else { return nil }
+        let freed = Self.mean(memoryFreedBytes).map { ", \(SizeText.format($0)) of memory freed" } ?? ", memory freed unknown"
+        return "Disk: image \(SizeText.format(image))\(freed) (mean of \(Plural.count(imageBytes.count, "checkpoint")))."
     }
 
     /// The mean of the runs that have a figure; nil if none has.
@@ -146,6 +187,8 @@ struct BenchReport {
         if let speedup = speedupMedian {
             out.append("Hot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median, same run).")
         }
+        if let ratio = diskSpeedupMedian { out.append(Self.diskRatio(ratio) + " (median, same run).") }
+        if let diskLine { out.append(diskLine) }
         return out
     }
 
@@ -223,12 +266,17 @@ struct BenchReport {
         var p95: Double
         var outliers: Int
         var cpuMeasured: Bool
+        /// The disk rows' sizes (checkpoint and disk_restore), means in bytes; absent elsewhere.
+        var imageBytes: UInt64? = nil
+        var memoryFreedBytes: UInt64? = nil
 
         enum CodingKeys: String, CodingKey {
             case command, mean, stddev, median, user, system, min, max, times
             case exitCodes = "exit_codes"
             case phase, p95, outliers
             case cpuMeasured = "cpu_measured"
+            case imageBytes = "image_bytes"
+            case memoryFreedBytes = "memory_freed_bytes"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -247,6 +295,23 @@ struct BenchReport {
             try c.encode(p95, forKey: .p95)
             try c.encode(outliers, forKey: .outliers)
             try c.encode(cpuMeasured, forKey: .cpuMeasured)
+            try c.encodeIfPresent(imageBytes, forKey: .imageBytes)
+            try c.encodeIfPresent(memoryFreedBytes, forKey: .memoryFreedBytes)
+        }
+    }
+
+    /// The checkpoints' sizes, every run's and their means, in bytes (--to-disk).
+    struct DiskSizes: Encodable {
+        var imageBytes: [UInt64]
+        var imageBytesMean: UInt64?
+        var memoryFreedBytes: [UInt64]
+        var memoryFreedBytesMean: UInt64?
+
+        enum CodingKeys: String, CodingKey {
+            case imageBytes = "image_bytes"
+            case imageBytesMean = "image_bytes_mean"
+            case memoryFreedBytes = "memory_freed_bytes"
+            case memoryFreedBytesMean = "memory_freed_bytes_mean"
         }
     }
 
@@ -261,6 +326,8 @@ struct BenchReport {
         var evictEvery: Int
         var hold: Double
         var speedupMedian: Double?
+        var diskSpeedupMedian: Double?
+        var disk: DiskSizes?
         var units: String
 
         enum CodingKeys: String, CodingKey {
@@ -268,7 +335,26 @@ struct BenchReport {
             case evictEvery = "evict_every"
             case hold
             case speedupMedian = "speedup_median"
+            case diskSpeedupMedian = "disk_speedup_median"
+            case disk
             case units
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(version, forKey: .version)
+            try c.encode(command, forKey: .command)
+            try c.encode(backend, forKey: .backend)
+            try c.encode(ready, forKey: .ready)
+            try c.encode(runs, forKey: .runs)
+            try c.encode(warmup, forKey: .warmup)
+            try c.encode(evictEvery, forKey: .evictEvery)
+            try c.encode(hold, forKey: .hold)
+            try c.encodeIfPresent(speedupMedian, forKey: .speedupMedian)
+            // Only with --to-disk: the keys of a plain benchmark stay as they were.
+            try c.encodeIfPresent(diskSpeedupMedian, forKey: .diskSpeedupMedian)
+            try c.encodeIfPresent(disk, forKey: .disk)
+            try c.encode(units, forKey: .units)
         }
     }
 
@@ -282,7 +368,7 @@ struct BenchReport {
     var hyperfineExport: HyperfineExport {
         let results = phases.map { p in
             let s = p.summary
-            return HyperfineResult(
+            var result = HyperfineResult(
                 command: "\(p.label): \(commandLine)", mean: Self.seconds(s.mean),
                 stddev: s.samples.count > 1 ? Self.seconds(s.stddev) : nil, median: Self.seconds(s.median),
                 user: Self.seconds(p.cpu?.user ?? 0), system: Self.seconds(p.cpu?.system ?? 0), min: Self.seconds(s.min),
@@ -291,12 +377,24 @@ struct BenchReport {
                 // --ignore-failure), so every sample is of one that succeeded.
                 exitCodes: s.samples.map { _ in 0 }, phase: p.id, p95: Self.seconds(s.p95), outliers: s.outliers,
                 cpuMeasured: p.cpu != nil)
+            if p.id == "checkpoint" || p.id == "disk_restore" {
+                result.imageBytes = Self.mean(imageBytes)
+                result.memoryFreedBytes = Self.mean(memoryFreedBytes)
+            }
+            return result
         }
+        let disk =
+            imageBytes.isEmpty
+            ? nil
+            : DiskSizes(
+                imageBytes: imageBytes, imageBytesMean: Self.mean(imageBytes), memoryFreedBytes: memoryFreedBytes,
+                memoryFreedBytesMean: Self.mean(memoryFreedBytes))
         return HyperfineExport(
             results: results,
             icebox: Context(
                 version: IceboxMain.version, command: command, backend: backend, ready: ready, runs: runs, warmup: warmup,
                 evictEvery: evictEvery, hold: Self.seconds(holdNanos), speedupMedian: speedupMedian,
+                diskSpeedupMedian: diskSpeedupMedian, disk: disk,
                 units:
                     "times in seconds; user and system: the app's CPU time in the phase (its cgroup's cpu.stat), mean per run, 0 where cpu_measured is false"
             ))
@@ -389,6 +487,8 @@ struct BenchReport {
         if let speedup = speedupMedian {
             text += "\nHot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median).\n"
         }
+        if let ratio = diskSpeedupMedian { text += "\n" + Self.diskRatio(ratio) + " (median).\n" }
+        if let diskLine { text += "\n" + diskLine + "\n" }
         return text
     }
 }

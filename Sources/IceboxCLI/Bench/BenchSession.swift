@@ -10,6 +10,9 @@ struct BenchSession {
         var cold: UInt64
         var hot: UInt64
         var relaunch: UInt64?
+        /// With --to-disk: the app suspended again after its hot resume, checkpointed to disk
+        /// and resumed from there (the restore) until ready; nil without --to-disk.
+        var disk: DiskRun?
         /// The CPU time the app used in each step, from its cgroup's cpu.stat (nil: the app
         /// has no v2 cgroup). Cold and relaunch: all a fresh instance used until it was
         /// ready (read right after); hot: from the resume request to ready; suspend: from
@@ -18,6 +21,22 @@ struct BenchSession {
         var hotCPU: CPUTime?
         var suspendCPU: CPUTime?
         var relaunchCPU: CPUTime?
+    }
+
+    /// One run's trip to disk: the daemon's figures for the checkpoint (from its event) and
+    /// the resume from disk until ready, timed here as the hot resume is.
+    struct DiskRun {
+        /// The daemon's checkpoint, evict request to images on disk (criu dump and sync).
+        var checkpoint: UInt64
+        /// The images' size on disk.
+        var imageBytes: UInt64
+        /// The app's memory before the dump, all of which the eviction freed (nil: unknown).
+        var memoryFreedBytes: UInt64?
+        /// The resume request until the restored app passed the readiness check.
+        var restore: UInt64
+        /// The CPU time the restored instance's (fresh) cgroup used until ready, criu's
+        /// restorer's included (nil: no v2 cgroup).
+        var restoreCPU: CPUTime?
     }
 
     /// The app's name when --name is not given: "bench", so that a benchmark leaves one
@@ -40,6 +59,8 @@ struct BenchSession {
     var client: DaemonClient
     let options: LaunchOptions
     let holdNanos: UInt64
+    /// Each run also goes to disk and back after its hot resume (`--to-disk`).
+    var toDisk = false
     let signalFD: Int32
     var appLive = false
     let interruption = Interruption()
@@ -48,16 +69,26 @@ struct BenchSession {
 
     /// Sends one request and collects its lines; a failure becomes an error with its lines.
     mutating func call(_ request: ControlRequest) throws(IceboxError) -> [String] {
+        try exchange(request).lines
+    }
+
+    /// Sends one request and collects its lines and the events its replies carry (an
+    /// eviction's or a resume's own event); a failure becomes an error with its lines.
+    mutating func exchange(_ request: ControlRequest) throws(IceboxError) -> (lines: [String], events: [Event]) {
         let connection = try client.connect()
+        // The CLI passes over a line's event; the benchmark reads the daemon's own figures in it.
+        connection.readsLineEvents = true
         try connection.send(request)
         var lines: [String] = []
+        var events: [Event] = []
         let code = try connection.replies(until: DaemonClient.deadline(for: request), what: request.commandName) { reply in
             if reply.kind == .line || reply.kind == .warning, let t = reply.text { lines.append(t) }
+            if let event = reply.event { events.append(event) }
         }
         if code != 0 {
             throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: "))
         }
-        return lines
+        return (lines, events)
     }
 
     /// The daemon waits for readiness itself only for `notify`; every other probe runs here.
@@ -107,6 +138,25 @@ struct BenchSession {
         _ = try call(.evict(names: [options.name]))
         appLive = false
         return Clock.monotonicNanos() - start
+    }
+
+    /// Checkpoints the (suspended) app to disk; returns the daemon's checkpoint event. A dump
+    /// that failed ends in a kill instead (the app is evicted): that fails the benchmark
+    /// with criu's reason, so a relaunch is never measured as a restore.
+    mutating func evictToDisk() throws(IceboxError) -> Event {
+        let since = Clock.monotonicNanos()
+        let (lines, events) = try exchange(.evict(names: [options.name], toDisk: true))
+        if let event = events.first(where: { $0.kind == .checkpoint && $0.to == .onDisk }) { return event }
+        appLive = false  // killed instead
+        // The failed checkpoint's event is logged, not sent: its detail has criu's reason.
+        let failed = BenchReport.events(of: options.name, since: since, in: client.paths).last {
+            $0.kind == .checkpoint && $0.reason == "failed"
+        }
+        throw IceboxError(
+            .failure,
+            "\(options.name) could not go to disk: "
+                + (failed?.detail ?? lines.joined(separator: "; ").replacingPrefix("icebox: ")),
+            hint: "see 'icebox doctor' for criu, and 'icebox log \(options.name)'")
     }
 
     /// How long the readiness check runs before it first asks the daemon whether the app still
@@ -219,6 +269,20 @@ struct BenchSession {
         try pause(holdNanos)
         let hot = try resume()
         let resumed = cpu()
+        var disk: DiskRun?
+        if toDisk {
+            try checkInterrupted()
+            try waitUntilAtRest()
+            try suspend()
+            let checkpoint = try evictToDisk()
+            try pause(holdNanos)
+            let restore = try resume()
+            // The restored instance's cgroup is a fresh one.
+            cgroup = try self.records().first { $0.name == options.name }?.cgroup
+            disk = DiskRun(
+                checkpoint: checkpoint.durationNanos ?? 0, imageBytes: checkpoint.imageBytes ?? 0,
+                memoryFreedBytes: checkpoint.memoryBeforeBytes, restore: restore, restoreCPU: cpu())
+        }
         var relaunch: UInt64?
         var relaunchCPU: CPUTime?
         if relaunchAfterEviction {
@@ -233,7 +297,7 @@ struct BenchSession {
             return to.since(from)
         }
         return Run(
-            cold: cold, hot: hot, relaunch: relaunch, coldCPU: coldCPU, hotCPU: spent(frozen, resumed),
+            cold: cold, hot: hot, relaunch: relaunch, disk: disk, coldCPU: coldCPU, hotCPU: spent(frozen, resumed),
             suspendCPU: spent(beforeSuspend, frozen), relaunchCPU: relaunchCPU)
     }
 
