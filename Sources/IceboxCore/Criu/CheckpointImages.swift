@@ -59,6 +59,7 @@ package struct CheckpointImages: Sendable, Equatable {
 
     /// The image files (criu's `*.img`), for the sync.
     package func imageFiles() -> [String] {
+        // Unreadable: no files to name (the sync and the size then cover none, and say so).
         ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".img") }.sorted().map { directory + "/" + $0 }
     }
 

@@ -59,6 +59,7 @@ final class CriuRun {
     /// Kills it (its deadline passed) and reaps it, bounded.
     func kill() {
         _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
+        // Not reaped in time: the loop reaps it later (reapChildren).
         _ = try? handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
     }
 

@@ -96,6 +96,7 @@ extension Daemon {
         case .failure(let why):
             // It runs, but cannot be an app of ours: not left running unsupervised.
             _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
+            // Not reaped in time: the loop reaps it later (reapChildren).
             _ = try? handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
             restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: "restored, but \(why.message)")
         }
