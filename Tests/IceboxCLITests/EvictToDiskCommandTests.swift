@@ -74,6 +74,17 @@ struct EvictToDiskPolicyTests {
         #expect(!FileManager.default.fileExists(atPath: box.stateDir + "/policy.json"), "nothing was saved")
     }
 
+    @Test("launch --evict-to: disk needs --pid-namespace, an unknown value is refused; both 64, nothing launched")
+    func launchEvictToIsChecked() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let disk = try box.icebox(["launch", "--evict-to", "disk", "a", "--", "sleep", "100"])
+        #expect(disk.status == 64 && disk.stderr.contains("--evict-to disk needs --pid-namespace"), "\(disk.output)")
+        let odd = try box.icebox(["launch", "--pid-namespace", "--evict-to", "swap", "a", "--", "sleep", "100"])
+        #expect(odd.status == 64 && odd.stderr.contains("invalid --evict-to 'swap'"), "\(odd.output)")
+        #expect(!FileManager.default.fileExists(atPath: box.runtimeDir + "/icebox.sock"), "nothing was sent")
+    }
+
     @Test("policy set --evict-to disk is kept, shown and survives a daemon restart; an older policy.json reads as kill")
     func setShownAndKept() throws {
         let box = Sandbox()

@@ -43,10 +43,14 @@ struct EvictToDiskTests {
         return try condition()
     }
 
-    static func launchCounter(_ box: Sandbox, name: String, megabytes: Int = 0, pidNamespace: Bool = true) throws -> String {
+    static func launchCounter(
+        _ box: Sandbox, name: String, megabytes: Int = 0, pidNamespace: Bool = true, extra: [String] = []
+    ) throws -> String {
         let file = box.dir + "/\(name).count"
         let r = try box.icebox(
-            ["launch"] + (pidNamespace ? ["--pid-namespace"] : []) + [name, "--", "python3", "-c", counter(file, megabytes: megabytes)])
+            ["launch"] + (pidNamespace ? ["--pid-namespace"] : []) + extra + [
+                name, "--", "python3", "-c", counter(file, megabytes: megabytes),
+            ])
         #expect(r.status == 0, "\(r.output)")
         #expect(waitFor("the count") { read(file).count >= 3 })
         return file
@@ -137,7 +141,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "the memory policy with --evict-to disk checkpoints the suspended app it chooses, freeing its memory; resume brings it back",
+        "the memory policy with --evict-to disk checkpoints the suspended app it chooses, freeing its memory, an app's own --evict-to winning; resume brings it back",
         .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
     func policyToDisk() throws {
         let box = Sandbox("disk-policy")
@@ -153,6 +157,14 @@ struct EvictToDiskTests {
         #expect((e.memoryBeforeBytes ?? 0) > 48 << 20, "the memory it freed: \(String(describing: e.memoryBeforeBytes))")
         #expect(box.events("old").contains { $0.kind == .policy && $0.detail.contains("checkpoint to disk") })
         let stopped = Self.read(file).count
+        // An app's own --evict-to wins over the policy's, both ways.
+        _ = try Self.launchCounter(box, name: "killme", extra: ["--evict-to", "kill"])
+        #expect(try box.icebox(["suspend", "--grace", "0", "killme"]).status == 0)
+        #expect(try Self.waitFor("the policy's kill") { try box.apps()["killme"]?.state == .evicted })
+        #expect(try box.icebox(["policy", "set", "--evict-to", "kill"]).status == 0)
+        _ = try Self.launchCounter(box, name: "perapp", extra: ["--evict-to", "disk"])
+        #expect(try box.icebox(["suspend", "--grace", "0", "perapp"]).status == 0)
+        #expect(try Self.waitFor("the policy's checkpoint of perapp") { try box.apps()["perapp"]?.state == .onDisk })
         #expect(try box.icebox(["policy", "set", "--max-suspended", "none"]).status == 0)
         #expect(try box.icebox(["resume", "old"]).status == 0)
         #expect(Self.waitFor("the count to go on") { Self.read(file).count > stopped })

@@ -83,6 +83,7 @@ struct JSONWriterTests {
             o.startLimitIntervalNanos = optional()
             o.runAs = runAs()
             o.pidNamespace = chance()
+            o.evictTo = chance() ? pick(EvictionTarget.allCases) : nil
             return o
         }
 
@@ -272,6 +273,7 @@ struct JSONWriterTests {
         full.adoptMoveNanos = 15
         full.options.runAs = full.runsAs
         full.options.pidNamespace = true
+        full.options.evictTo = .disk
         expectSame(full, "AppRecord with every field")
 
         let bare = AppRecord(

@@ -29,6 +29,9 @@ enum LaunchArguments {
         OptionSpec(
             name: "pid-namespace", value: nil,
             help: "run the app under a tiny init in a PID namespace of its own (needs a root daemon; for CRIU)"),
+        OptionSpec(
+            name: "evict-to", value: "kill|disk",
+            help: "what the memory policy does to this app as its victim, over the policy's --evict-to (disk needs --pid-namespace)"),
         OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup v2 directory for the apps' cgroups (for a daemon this starts)"),
         OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
     ]
@@ -133,6 +136,16 @@ enum LaunchArguments {
         }
         if let user = args.value("user") { o.runAs = try RunAs.resolve(user) }
         o.pidNamespace = args.flag("pid-namespace")
+        if let text = args.value("evict-to") {
+            guard let target = EvictionTarget(rawValue: text) else {
+                throw IceboxError(.usage, "invalid --evict-to '\(text)'", hint: "use kill or disk (checkpoint with CRIU)")
+            }
+            if target == .disk && !o.pidNamespace {
+                throw IceboxError(
+                    .usage, "--evict-to disk needs --pid-namespace", hint: "a checkpoint's pids must be free at its restore")
+            }
+            o.evictTo = target
+        }
         o.environment = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }
         o.extraEnvironment = args.all("env")
         return o

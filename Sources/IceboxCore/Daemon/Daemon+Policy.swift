@@ -166,8 +166,10 @@ extension Daemon {
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
         // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
-        let refusal = policy.evictTo == .disk ? checkpointRefusal(app) : nil
-        let toDisk = policy.evictTo == .disk && refusal == nil
+        // The app's own --evict-to, else the policy's.
+        let target = app.record.options.evictTo ?? policy.evictTo
+        let refusal = target == .disk ? checkpointRefusal(app) : nil
+        let toDisk = target == .disk && refusal == nil
         if let why = refusal {
             log(Event(app: app.name, pid: app.pid, kind: .policy, detail: "not checkpointed to disk: \(why); killed instead", at: .read()))
         }

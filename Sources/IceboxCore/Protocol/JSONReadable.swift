@@ -120,7 +120,7 @@ extension LaunchOptions: JSONReadable {
         var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
         var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
         var watchdog: UInt64?, workingDirectory: String?, startLimitBurst: Int?, startLimitInterval: UInt64?
-        var pidNamespace: Bool?
+        var pidNamespace: Bool?, evictTo: EvictionTarget?
         let read = r.object { r, key in
             switch key {
             case "attached": return r.field(&attached)
@@ -135,6 +135,7 @@ extension LaunchOptions: JSONReadable {
             case "max_grace_ns": return r.field(&maxGrace)
             case "name": return r.field(&name)
             case "name_is_default": return r.field(&nameIsDefault)
+            case "evict_to": return r.field(&evictTo)
             case "pid_namespace": return r.field(&pidNamespace)
             case "priority": return r.field(&priority)
             case "ready": return r.field(&ready)
@@ -171,6 +172,7 @@ extension LaunchOptions: JSONReadable {
         self.startLimitIntervalNanos = startLimitInterval
         self.runAs = runAs
         self.pidNamespace = pidNamespace ?? false
+        self.evictTo = evictTo
     }
 }
 

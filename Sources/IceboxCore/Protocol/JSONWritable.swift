@@ -84,6 +84,7 @@ extension LaunchOptions: JSONWritable {
             w.field("command", command)
             w.field("compact_after_ns", compactAfterNanos)
             w.field("environment", environment)
+            w.field("evict_to", evictTo)
             w.field("extra_environment", extraEnvironment)
             w.field("foreground_signal", foregroundSignal)
             w.field("grace_ns", graceNanos)

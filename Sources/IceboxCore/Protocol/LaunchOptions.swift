@@ -106,6 +106,9 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     /// tiny init that is pid 1 there (the pids inside are then free when CRIU restores the
     /// app). Needs a daemon with CAP_SYS_ADMIN (``IceboxError/Reason/permissionDenied`` otherwise).
     public var pidNamespace = false
+    /// `--evict-to`: what the memory policy does to this app when it is its victim, over the
+    /// policy's own `--evict-to` (nil: the policy's). `disk` needs ``pidNamespace``.
+    package var evictTo: EvictionTarget?
 
     /// The least watchdog interval: `--watchdog` refuses less, and an app's WATCHDOG_USEC=
     /// below it is raised to it (1 µs had the watchdog fire, and a restart follow, on every
@@ -155,5 +158,6 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
         startLimitIntervalNanos = try c.decodeIfPresent(UInt64.self, forKey: .startLimitIntervalNanos)
         runAs = try c.decodeIfPresent(RunAs.self, forKey: .runAs)
         pidNamespace = try c.decodeIfPresent(Bool.self, forKey: .pidNamespace) ?? pidNamespace
+        evictTo = try c.decodeIfPresent(EvictionTarget.self, forKey: .evictTo)
     }
 }
