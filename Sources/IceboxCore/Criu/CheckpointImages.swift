@@ -16,10 +16,18 @@ package struct CheckpointImages: Sendable, Equatable {
     package var restoreLog: String { directory + "/restore.log" }
     package var restoredPIDFile: String { directory + "/restored.pid" }
 
+    /// Where `app`'s images are kept under `stateDir`.
+    static func root(stateDir: String) -> String { stateDir + "/images" }
+
+    /// The images of a recorded app: where its record says, else where they are made.
+    package static func of(_ record: AppRecord, stateDir: String) -> CheckpointImages {
+        CheckpointImages(directory: record.images ?? root(stateDir: stateDir) + "/" + record.name)
+    }
+
     /// A fresh, empty directory for `app`'s next checkpoint (what an earlier one left there
     /// is removed first: it was never completed, or its app was restored since).
     package static func prepare(stateDir: String, app: String) throws(IceboxError) -> CheckpointImages {
-        let root = stateDir + "/images"
+        let root = root(stateDir: stateDir)
         do throws(SystemError) {
             if mkdir(root, 0o700) < 0 && errno != EEXIST { throw SystemError("create", path: root) }
             try checkOwnDirectory(root)
@@ -33,14 +41,14 @@ package struct CheckpointImages: Sendable, Equatable {
         }
     }
 
-    /// A directory, ours, 0700, not a link (lstat: a link planted in its place is refused).
+    /// A directory of ours that no one else may write, by the rule of every directory icebox
+    /// keeps (`IceboxPaths.trustProblem`: a link planted in its place is refused), then 0700.
     static func checkOwnDirectory(_ path: String) throws(SystemError) {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { throw SystemError("inspect", path: path) }
-        guard (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == geteuid() else {
-            throw SystemError("use (not a directory of this user's)", path: path, errno: EPERM)
+        guard let status = try FileIO.linkStatus(path) else { throw SystemError("inspect", path: path, errno: ENOENT) }
+        if let problem = IceboxPaths.trustProblem(status, expected: .directory, user: geteuid()) {
+            throw SystemError("use (\(problem))", path: path, errno: EPERM)
         }
-        if st.st_mode & 0o077 != 0 { chmod(path, 0o700) }
+        if IceboxPaths.onlyTooReadable(status, user: geteuid()) { chmod(path, 0o700) }
     }
 
     /// Whether the images were completed (dumped, synced, marked).
@@ -55,6 +63,13 @@ package struct CheckpointImages: Sendable, Equatable {
         defer { close(fd) }
         if fsync(fd) < 0 { throw SystemError("sync", path: path) }
         try FileIO.syncDirectory(of: path)
+    }
+
+    /// coreutils' `sync` of every image file and the directory (fsync of each): what makes
+    /// the images durable. nil when there is no `sync` in /usr/bin or /bin.
+    package func syncCommand() -> (executable: String, arguments: [String])? {
+        guard let sync = Spawner.resolve("sync", path: "/usr/bin:/bin") else { return nil }
+        return (sync, imageFiles() + [directory])
     }
 
     /// The image files (criu's `*.img`), for the sync.

@@ -25,9 +25,7 @@ package struct CriuCommand: Sendable {
         // Non-blocking: the read loop stops at criu's exit even if something it started
         // (a restored task) still held the pipe.
         _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
-        var request = SpawnRequest(
-            executable: path, arguments: ["criu"] + arguments,
-            environment: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
+        var request = spawnRequest(path, arguments)
         request.stdout = writeEnd
         request.stderr = writeEnd
         let started = Clock.monotonicNanos()
@@ -77,6 +75,14 @@ package struct CriuCommand: Sendable {
         }
         return CriuCommand(
             termination: termination, output: String(decoding: output, as: UTF8.self), nanos: Clock.monotonicNanos() - started)
+    }
+
+    /// How icebox starts criu (and the `sync` of its images): argv[0] the program's name, only
+    /// PATH and LC_ALL=C in its environment (criu runs no program of the app's).
+    static func spawnRequest(_ executable: String, _ arguments: [String]) -> SpawnRequest {
+        SpawnRequest(
+            executable: executable, arguments: [FileIO.split(executable).name] + arguments,
+            environment: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
     }
 
     /// How it ended, for a reason: "exited with status 1", "ran past its 30 s deadline: killed".

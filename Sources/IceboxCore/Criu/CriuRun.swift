@@ -27,9 +27,7 @@ final class CriuRun {
         let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw IceboxError("run \(name)", SystemError("create", path: output)) }
         defer { close(fd) }
-        var request = SpawnRequest(
-            executable: executable, arguments: [name] + arguments,
-            environment: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
+        var request = CriuCommand.spawnRequest(executable, arguments)
         request.stdout = fd
         request.stderr = fd
         if let cgroups {

@@ -15,6 +15,41 @@ extension Daemon {
 
     /// Why this app cannot be checkpointed now, before criu is run; nil when it may be.
     func checkpointRefusal(_ app: LiveApp) -> String? {
+        if case .failure(let refusal) = checkpointCriu(for: app) { return refusal.why }
+        return nil
+    }
+
+    /// Why a checkpoint is refused before criu runs.
+    struct CheckpointRefusal: Error {
+        var why: String
+    }
+
+    /// The criu that checkpoints this app, or why it cannot be checkpointed now.
+    func checkpointCriu(for app: LiveApp) -> Result<CriuBinary, CheckpointRefusal> {
+        if let why = appRefusal(app) { return .failure(CheckpointRefusal(why: why)) }
+        guard let criu = criuBinary() else {
+            return .failure(CheckpointRefusal(why: "no criu found (ICEBOX_CRIU, \(CriuBinary.installed), PATH): scripts/criu builds one"))
+        }
+        if let identity = CriuProbe.cacheIdentity(criu),
+            let verdict = CriuProbeCache.load(
+                stateDir: config.paths.stateDir, kernel: CriuProbe.kernelRelease(), binary: criu.path, identity: identity),
+            !verdict.works
+        {
+            return .failure(CheckpointRefusal(why: "criu at \(criu.path) failed its probe: \(verdict.reason ?? "see icebox doctor")"))
+        }
+        let obstacles: [CheckpointObstacle]
+        do { obstacles = try CheckpointObstacle.find(pids: app.members()) } catch {
+            return .failure(CheckpointRefusal(why: "its sockets could not be read (\(error))"))
+        }
+        if !obstacles.isEmpty {
+            return .failure(
+                CheckpointRefusal(why: "criu cannot dump it: " + obstacles.prefix(3).map(\.description).joined(separator: "; ")))
+        }
+        return .success(criu)
+    }
+
+    /// What in the app itself keeps criu from taking it; nil when nothing does.
+    private func appRefusal(_ app: LiveApp) -> String? {
         if !app.record.options.pidNamespace {
             return "it was launched without --pid-namespace (its pids could not be had back at a restore)"
         }
@@ -28,23 +63,6 @@ extension Daemon {
             // app was launched without (criu: "Can't create a directory", "Can't get /proc fd").
             return "it runs as another user (--user), and criu's parasite could not mount the /proc of its PID namespace"
         }
-        guard let criu = criuBinary() else {
-            return "no criu found (ICEBOX_CRIU, \(CriuBinary.installed), PATH): scripts/criu builds one"
-        }
-        if let identity = CriuProbe.cacheIdentity(criu),
-            let verdict = CriuProbeCache.load(
-                stateDir: config.paths.stateDir, kernel: CriuProbe.kernelRelease(), binary: criu.path, identity: identity),
-            !verdict.works
-        {
-            return "criu at \(criu.path) failed its probe: \(verdict.reason ?? "see icebox doctor")"
-        }
-        let obstacles: [CheckpointObstacle]
-        do { obstacles = try CheckpointObstacle.find(pids: app.members()) } catch {
-            return "its sockets could not be read (\(error))"
-        }
-        if !obstacles.isEmpty {
-            return "criu cannot dump it: " + obstacles.prefix(3).map(\.description).joined(separator: "; ")
-        }
         return nil
     }
 
@@ -52,8 +70,11 @@ extension Daemon {
     /// with --freeze-cgroup; --skip-in-flight so a connection attempted while it was frozen
     /// does not fail the dump), or feeds back why it cannot.
     func startCheckpoint(_ app: LiveApp, deadline: UInt64) {
-        if let why = checkpointRefusal(app) { return apply(.checkpointEnded(.failed(why)), to: app) }
-        guard let criu = criuBinary() else { return }
+        let criu: CriuBinary
+        switch checkpointCriu(for: app) {
+        case .success(let found): criu = found
+        case .failure(let refusal): return apply(.checkpointEnded(.failed(refusal.why)), to: app)
+        }
         let images: CheckpointImages
         do { images = try CheckpointImages.prepare(stateDir: config.paths.stateDir, app: app.name) } catch {
             return apply(.checkpointEnded(.failed(error.message)), to: app)
@@ -128,14 +149,14 @@ extension Daemon {
                 return checkpointFailed(app, work, why)
             }
             // Durable before it counts: the memory is gone, the images are all that is left.
-            let files = work.images.imageFiles()
             do {
-                guard let sync = Spawner.resolve("sync", path: "/usr/bin:/bin") else {
+                guard let sync = work.images.syncCommand() else {
                     throw IceboxError(.unavailable, "no sync program (coreutils) in /usr/bin or /bin")
                 }
+                // Within the checkpoint's one deadline, the dump's.
                 work.run = try CriuRun.start(
-                    sync, files + [work.images.directory], output: work.images.directory + "/sync.out",
-                    timeoutNanos: app.checkpoint.map { $0.run.deadline.saturatingSub(now) } ?? 60_000_000_000)
+                    sync.executable, sync.arguments, output: work.images.directory + "/sync.out",
+                    timeoutNanos: work.run.deadline.saturatingSub(now))
                 try watch(work.run.handle.pidfd, .criu(app.name))
             } catch {
                 // The tree is gone already (criu killed it): the images are what there is.

@@ -15,7 +15,7 @@ extension Daemon {
     func recoverDisk(_ saved: AppRecord) {
         waitForLeftCriu(saved)
         var record = saved
-        let images = CheckpointImages(directory: saved.images ?? config.paths.stateDir + "/images/" + saved.name)
+        let images = CheckpointImages.of(saved, stateDir: config.paths.stateDir)
         switch saved.diskIntent {
         case .checkpoint?:
             record.clearDiskWork()
@@ -35,10 +35,9 @@ extension Daemon {
             }
             // criu finished after the daemon died: made durable and marked here.
             if !images.isComplete {
-                let files = images.imageFiles() + [images.directory]
-                if let sync = Spawner.resolve("sync", path: "/usr/bin:/bin") {
+                if let sync = images.syncCommand() {
                     // Failed: the mark below still says what criu wrote.
-                    _ = try? CriuCommand.run(sync, files, timeoutNanos: 60_000_000_000)
+                    _ = try? CriuCommand.run(sync.executable, sync.arguments, timeoutNanos: 60_000_000_000)
                 }
                 try? images.markComplete()  // failed: the next restore says the images are incomplete
             }

@@ -20,7 +20,7 @@ extension Daemon {
             return
         }
         guard var record = ended[name], record.state == .onDisk else { return }
-        let images = CheckpointImages(directory: record.images ?? config.paths.stateDir + "/images/" + name)
+        let images = CheckpointImages.of(record, stateDir: config.paths.stateDir)
         guard images.isComplete else {
             return restoreFailed(record, images, cgroups: nil, waiters: [id], why: "its images in \(images.directory) are not complete")
         }
@@ -117,19 +117,8 @@ extension Daemon {
     /// cold, told to restore its own state, as after a kill eviction.
     func restoreFailed(_ saved: AppRecord, _ images: CheckpointImages, cgroups: AppCgroups?, waiters: [Int], why: String) {
         let left = cgroups.map { clearLeftovers($0) }
-        discardImages(images, of: saved.name)
-        var record = saved
-        record.state = .evicted
-        record.killedWhileSuspended = true
-        record.ending = "its restore from disk failed: \(why)"
-        record.clearDiskWork()
-        record.images = nil
-        record.imageBytes = nil
         let now = Instant.read()
-        record.sinceMonotonicNanos = now.monotonicNanos
-        record.sinceWall = now.rfc3339
-        ended[record.name] = record
-        do throws(IceboxError) { try writeRecord(record) } catch { saveRegistry(record.name) }
+        let record = retireFromDisk(saved, images, as: .evicted, ending: "its restore from disk failed: \(why)", now: now)
         var e = Event(
             app: record.name, pid: nil, kind: .restore, from: .onDisk, to: .evicted,
             detail: "restore from disk failed: \(why)\(left.map { "; \($0)" } ?? ""); relaunching it cold (ICEBOX_LAUNCH_REASON=restore)",
@@ -147,22 +136,34 @@ extension Daemon {
     /// `icebox terminate` or `evict` (kill) of an app on disk: there is no process to end,
     /// only its images, which go; it is recorded as terminated or evicted.
     func endOnDisk(_ name: String, as state: AppState, waiter id: Int) {
-        guard var record = ended[name], record.state == .onDisk else { return }
-        if let dir = record.images { discardImages(CheckpointImages(directory: dir), of: name) }
+        guard let record = ended[name], record.state == .onDisk else { return }
+        let images = CheckpointImages.of(record, stateDir: config.paths.stateDir)
         let now = Instant.read()
-        record.state = state
-        record.killedWhileSuspended = state == .evicted
-        record.ending = "ended while on disk: its images discarded"
-        record.images = nil
-        record.imageBytes = nil
-        record.sinceMonotonicNanos = now.monotonicNanos
-        record.sinceWall = now.rfc3339
-        ended[name] = record
-        do throws(IceboxError) { try writeRecord(record) } catch { saveRegistry(name) }
+        _ = retireFromDisk(record, images, as: state, ending: "ended while on disk: its images discarded", now: now)
         let e = Event(
             app: name, pid: nil, kind: state == .evicted ? .evict : .terminate, from: .onDisk, to: state,
             detail: "ended while on disk: its images discarded", at: now)
         log(e)
         settle(id, app: name, line: LifecycleText.step(name, from: .onDisk, to: state, e.detail), event: e)
+    }
+
+    /// An app that leaves the disk without a process: its images discarded, recorded ended as
+    /// `state` (an eviction as killed while suspended: its next launch is told to restore), now.
+    private func retireFromDisk(
+        _ saved: AppRecord, _ images: CheckpointImages, as state: AppState, ending: String, now: Instant
+    ) -> AppRecord {
+        discardImages(images, of: saved.name)
+        var record = saved
+        record.state = state
+        record.killedWhileSuspended = state == .evicted
+        record.ending = ending
+        record.clearDiskWork()
+        record.images = nil
+        record.imageBytes = nil
+        record.sinceMonotonicNanos = now.monotonicNanos
+        record.sinceWall = now.rfc3339
+        ended[record.name] = record
+        do throws(IceboxError) { try writeRecord(record) } catch { saveRegistry(record.name) }
+        return record
     }
 }
