@@ -176,7 +176,11 @@ struct PIDNamespaceTests {
         let images = Sandbox.temporaryDirectory("pidns-criu")
         defer { try? FileManager.default.removeItem(atPath: images) }
         let counter = box.dir + "/count"
-        let source = "import time\ni = 0\nwhile True:\n    i += 1\n    open('\(counter)', 'w').write(str(i))\n    time.sleep(0.02)\n"
+        // Written whole (a rename): a read between the truncate and the write of an in-place
+        // rewrite saw an empty file, a count of 0, under a loaded full run.
+        let source =
+            "import os, time\ni = 0\nwhile True:\n    i += 1\n    open('\(counter).tmp', 'w').write(str(i))\n"
+            + "    os.rename('\(counter).tmp', '\(counter)')\n    time.sleep(0.02)\n"
         #expect(try box.icebox(["launch", "--pid-namespace", "counter", "--", "python3", "-c", source]).status == 0)
         let record = try #require(try box.apps()["counter"])
         let app = try Self.initAndApp(record)
