@@ -18,7 +18,7 @@ enum TmuxHost {
 /// from the kernel after each key.
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: TmuxHost.path != nil, "tmux is not installed (scripts/test installs it)"), .timeLimit(.minutes(2)))
+    .enabled(if: TmuxHost.path != nil, "tmux is not installed (scripts/test installs it)"), .timeLimit(.minutes(5)))
 struct TopTests {
     /// A tmux server of the test's own (its own socket), with one session running a shell.
     struct Tmux {

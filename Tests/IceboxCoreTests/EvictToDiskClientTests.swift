@@ -2,7 +2,7 @@ import IceboxCore
 import Testing
 
 /// The library's evict with `toDisk`: the request it sends, against the fake daemon (no root).
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct EvictToDiskClientTests {
     let done = [ControlReply(kind: .done, code: 0)]
 

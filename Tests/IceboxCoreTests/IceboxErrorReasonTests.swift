@@ -4,7 +4,7 @@ import Testing
 
 /// The typed reasons of errors: their exit codes, their wire form (the `reason` member of a
 /// `done` reply), and the client rebuilding them from a daemon's reply. No root needed.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(5)))
 struct IceboxErrorReasonTests {
     /// One of every case.
     static let all: [IceboxError.Reason] = [

@@ -8,7 +8,7 @@ import Testing
 /// starts itself, checked from the kernel.
 @Suite(
     .serialized, .enabled(if: SupervisorHost.unavailableReason == nil, "\(SupervisorHost.unavailableReason ?? "")"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct SupervisorAdoptTests {
     static func cgroup(of pid: pid_t, _ facts: HostFacts) -> String? {
         facts.mounts.unifiedMount.flatMap { CgroupMembership.path(of: pid, mount: $0) }
