@@ -31,6 +31,7 @@ ICEBOX_TEST_PACKAGES=(
     libnss-extrausers=library:libnss_extrausers.so
     python3-prometheus-client=python:prometheus_client
     tmux=command:tmux
+    strace=command:strace
 )
 
 # icebox_has KIND:WHAT: whether what a package provides is there.

@@ -35,6 +35,8 @@ enum DaemonCommand: IceboxCommand {
         let settings = try PolicyOptions.settings(args)
         let metricsFile = try MetricsFileOption.path(args, environment: env)
         let logRotation = try LogRotationOptions.rotation(args, environment: env)
+        // Checked here too, so that `icebox daemon` says at once what a started daemon would.
+        let without = try SpeedMechanism.parseWithout(env[SpeedMechanism.environmentVariable] ?? "")
         if !args.flag("foreground") {
             var client = DaemonClient(environment: { env[$0] }, autostartFlagOff: false, cgroupRoot: cgroupRoot)
             // Someone else's daemon (or a link where the socket should be) is an error, not "running".
@@ -59,12 +61,15 @@ enum DaemonCommand: IceboxCommand {
             return 0
         }
         // Before anything else runs (capabilities are per thread: no other thread exists yet).
-        do { _ = try DaemonCapabilities.dropUnused() } catch { throw IceboxError("drop the daemon's unused capabilities", error) }
+        do { _ = try DaemonCapabilities.dropUnused(without: without) } catch {
+            throw IceboxError("drop the daemon's unused capabilities", error)
+        }
         var config = Daemon.Configuration(paths: IceboxPaths.fromEnvironment(env), cgroupRootOverride: cgroupRoot)
         try config.paths.prepare()
         try savePolicy(settings, in: config.paths)
         config.metricsFile = metricsFile
         config.logRotation = logRotation
+        config.without = without
         config.listenerFD = try SocketActivation.controlSocket(environment: env)
         config.serviceNotifier = ServiceNotifier(environment: env)
         unsetenv("NOTIFY_SOCKET")

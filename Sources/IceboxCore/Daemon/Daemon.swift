@@ -38,6 +38,8 @@ package final class Daemon {
         package var metricsFile: String?
         /// When the event log and the apps' output logs rotate (Daemon+Logs).
         package var logRotation = LogRotation()
+        /// The speed mechanisms left out (ICEBOX_WITHOUT; SpeedMechanism says why one would).
+        package var without: Set<SpeedMechanism> = []
 
         package init(paths: IceboxPaths, cgroupRootOverride: String?) {
             self.paths = paths
@@ -158,9 +160,14 @@ package final class Daemon {
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride, explicit: config.cgroupRootIsExplicit)
         idleExit = IdleExit(afterNanos: config.idleExitNanos)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
-        spawnPool = SpawnPool(freezerRoot: facts.freezerV1Root, memoryRoot: facts.memoryV1Root)
-        freezerKeyHold = facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
-        thawGuard = PreemptionGuard(enabled: config.ownsProcess)
+        // Without stand-ins, the pool has no v1 directory to park one in: it parks none, as
+        // on a pure v2 host, and every launch moves its app itself.
+        let standIns = !config.without.contains(.standIns)
+        spawnPool = SpawnPool(
+            freezerRoot: standIns ? facts.freezerV1Root : nil, memoryRoot: standIns ? facts.memoryV1Root : nil)
+        freezerKeyHold =
+            config.without.contains(.freezerKeyHold) ? nil : facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
+        thawGuard = PreemptionGuard(enabled: config.ownsProcess && !config.without.contains(.thawPriority))
         do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
     }
 
@@ -216,9 +223,10 @@ package final class Daemon {
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
                 detail:
-                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)",
+                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
+                    + withoutText,
                 at: .read()))
-        if config.ownsProcess { lockProgramImage() }
+        if config.ownsProcess && !config.without.contains(.imageLock) { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
         config.serviceNotifier?.notify("STOPPING=1")
@@ -241,6 +249,12 @@ package final class Daemon {
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         if let loopFailure { throw loopFailure }
         return true
+    }
+
+    /// ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
+    var withoutText: String {
+        let left = SpeedMechanism.allCases.filter(config.without.contains)
+        return left.isEmpty ? "" : ", without " + left.map(\.rawValue).joined(separator: ", ")
     }
 
     /// Keeps the daemon's own code and data in memory (ProgramImage.lockInMemory says why),

@@ -49,10 +49,15 @@ package enum DaemonCapabilities {
     /// What `--user` needs the daemon to have in its effective set.
     package static let neededForUser = ["cap_setuid", "cap_setgid", "cap_setpcap", "cap_chown"]
 
-    /// Drops every capability not in `kept` from this thread. Returns the names dropped
-    /// (those that were permitted).
-    package static func dropUnused() throws(SystemError) -> [String] {
-        try Capabilities.keepOnly(Set(kept.map(\.name)), permittedOnly: Set(kept.filter { !$0.effective }.map(\.name)))
+    /// The capability only a speed mechanism needs: left out with it.
+    static let neededOnlyBy: [SpeedMechanism: String] = [.imageLock: "cap_ipc_lock"]
+
+    /// Drops every capability not in `kept` from this thread, and those only the mechanisms
+    /// in `without` need. Returns the names dropped (those that were permitted).
+    package static func dropUnused(without: Set<SpeedMechanism> = []) throws(SystemError) -> [String] {
+        let unneeded = Set(without.compactMap { neededOnlyBy[$0] })
+        let keep = kept.filter { !unneeded.contains($0.name) }
+        return try Capabilities.keepOnly(Set(keep.map(\.name)), permittedOnly: Set(keep.filter { !$0.effective }.map(\.name)))
     }
 
     /// Whether this process can launch an app with `--pid-namespace` (CAP_SYS_ADMIN permitted).

@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// strace, which sees a process's system calls from outside it.
+enum Strace {
+    static let path: String? = ["/usr/bin/strace", "/bin/strace"].first { access($0, X_OK) == 0 }
+}
+
+/// ICEBOX_WITHOUT: each speed mechanism is on by default and off when named, seen from the
+/// kernel in two daemons side by side, one with every mechanism and one without any. The
+/// budget benchmark (scripts/bench/budget) measures what each buys through this switch, so a
+/// switch that did not switch would make its figures lie.
+@Suite(
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(if: Sandbox.mounts.freezerV1 != nil, "the key hold and the stand-ins are for the v1 freezer; this host has none"),
+    .enabled(if: Strace.path != nil, "needs strace to see the daemon's sched_setattr calls (scripts/test installs it)"),
+    .timeLimit(.minutes(5)))
+struct SpeedMechanismSwitchTests {
+    static let everything = SpeedMechanism.allCases.map(\.rawValue).joined(separator: ",")
+
+    /// A field of /proc/PID/status.
+    static func status(_ pid: pid_t, _ key: String) -> String? {
+        ProcFS.statusField(key, in: (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? "")
+    }
+
+    static func hasIPCLock(_ pid: pid_t) -> Bool {
+        // CAP_IPC_LOCK is capability 14.
+        (UInt64(status(pid, "CapPrm") ?? "", radix: 16) ?? 0) & (1 << 14) != 0
+    }
+
+    static func holds(_ box: Sandbox) -> [String] {
+        guard let root = box.freezerRoot else { return [] }
+        return ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0.hasPrefix(".freezer-hold-") }
+    }
+
+    /// The SCHED_FIFO requests `daemon` makes while `body` runs, as strace sees them.
+    static func fifoRequests(of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
+        let out = Sandbox.temporaryDirectory("strace") + "/trace"
+        let tracer = Process()
+        tracer.executableURL = URL(fileURLWithPath: try #require(Strace.path))
+        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=sched_setattr", "-o", out]
+        tracer.standardError = FileHandle.nullDevice
+        try tracer.run()
+        // SIGKILL ends it: the kernel detaches the daemon, which runs on, and each line is in
+        // the file already (strace writes them whole). SIGINT and SIGTERM did not: a child of
+        // the test runner had them blocked, and the first try sat out a SIGINT for good.
+        var ended = false
+        func end() {
+            kill(tracer.processIdentifier, SIGKILL)
+            tracer.waitUntilExit()
+            ended = true
+        }
+        defer { if !ended { end() } }
+        try #require(
+            Scenario.eventually { (status(daemon, "TracerPid").flatMap { pid_t($0) } ?? 0) == tracer.processIdentifier },
+            "strace did not attach to the daemon")
+        try body()
+        end()
+        #expect(Scenario.eventually { status(daemon, "TracerPid") == "0" }, "the daemon is still traced")
+        let trace = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        return trace.split(separator: "\n").map(String.init).filter { $0.contains("SCHED_FIFO") }
+    }
+
+    @Test("on by default, off with ICEBOX_WITHOUT: the key hold, the image lock and CAP_IPC_LOCK, the stand-ins, the thaw's SCHED_FIFO")
+    func switches() throws {
+        let with = Sandbox()
+        defer { with.close() }
+        let without = Sandbox()
+        defer { without.close() }
+        let off = ["ICEBOX_WITHOUT": Self.everything]
+        for (box, env) in [(with, [:]), (without, off)] {
+            let r = try box.icebox(["launch", "--backend", "cgroup1", "--grace", "0", "first", "--", "sleep", "1000"], extraEnv: env)
+            #expect(r.status == 0, "\(r.output)")
+        }
+        let on = try #require(with.daemonPID)
+        let bare = try #require(without.daemonPID)
+
+        // The start event says what was left out.
+        let started = without.events().first { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") }?.detail ?? ""
+        #expect(started.hasSuffix(", without thaw-priority, freezer-key-hold, image-lock, stand-ins"), "\(started)")
+        #expect(with.events().contains { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") && !$0.detail.contains("without") })
+
+        // The key hold: an empty v1 freezer cgroup held FROZEN, or none.
+        #expect(Self.holds(with) == [".freezer-hold-\(on)"])
+        #expect(Self.holds(without).isEmpty, "\(Self.holds(without))")
+
+        // The image lock: locked pages and CAP_IPC_LOCK, or neither (the lock follows the
+        // daemon's readiness, so a reply has come after it).
+        #expect(Scenario.eventually { (Self.status(on, "VmLck").flatMap(ProcFS.parseKiloBytes) ?? 0) > 1 << 20 })
+        #expect(Self.status(bare, "VmLck").flatMap(ProcFS.parseKiloBytes) == 0, "\(Self.status(bare, "VmLck") ?? "")")
+        #expect(Self.hasIPCLock(on))
+        #expect(!Self.hasIPCLock(bare))
+
+        // The stand-ins: one parked after the first launch, and the next launch spawns through
+        // it; none in the other, given as long.
+        let parking = Clock.monotonicNanos()
+        try #require(Scenario.eventually { !with.standIns().isEmpty }, "no stand-in was parked by default")
+        // An absence is seen only by waiting: twice as long as the other took, and 0.5 s more
+        // (a daemon that parks one does it 50 ms after a launch).
+        usleep(useconds_t(min(2 * (Clock.monotonicNanos() - parking) / 1000 + 500_000, 5_000_000)))
+        #expect(without.standIns().isEmpty)
+        for box in [with, without] {
+            let r = try box.icebox(["launch", "--backend", "cgroup1", "--grace", "0", "second", "--", "sleep", "1000"])
+            #expect(r.status == 0, "\(r.output)")
+        }
+        let spawn = { (box: Sandbox) in box.events("second").first { $0.kind == .spawn }?.detail ?? "" }
+        #expect(spawn(with).contains("by a stand-in"), "\(spawn(with))")
+        #expect(!spawn(without).contains("by a stand-in"), "\(spawn(without))")
+        #expect(without.standIns().isEmpty)
+
+        // The thaw's SCHED_FIFO: asked for around each resume's write, or never.
+        for (box, daemon, expected) in [(with, on, true), (without, bare, false)] {
+            let requests = try Self.fifoRequests(of: daemon) {
+                let s = try box.icebox(["suspend", "first"])
+                #expect(s.status == 0, "\(s.output)")
+                let r = try box.icebox(["resume", "first"])
+                #expect(r.status == 0, "\(r.output)")
+            }
+            #expect(requests.isEmpty != expected, "daemon \(daemon): \(requests)")
+            #expect(Kernel.freezerState(box.freezerRoot! + "/first") == "THAWED")
+        }
+    }
+
+    @Test("an unknown name: icebox daemon exits 64 naming it and the known ones, and no daemon starts")
+    func unknownName() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let r = try box.icebox(["daemon"], extraEnv: ["ICEBOX_WITHOUT": "image-lock,mlock"])
+        #expect(r.status == 64, "\(r.output)")
+        #expect(r.stderr.contains("ICEBOX_WITHOUT: unknown mechanism 'mlock'"), "\(r.stderr)")
+        #expect(r.stderr.contains("thaw-priority, freezer-key-hold, image-lock, stand-ins"), "\(r.stderr)")
+        #expect(box.daemonPID.map(Kernel.alive) != true)
+    }
+}
