@@ -5,7 +5,7 @@
   command        one command run and timed as a script would (spawn to exit), bare.c
   http_probe     a GET until a server is up, a GET left pending while it is frozen
   session        one icebox daemon under test, and a suspend's phases from its event log
-  stats          the statistics of a row's samples, and how a figure is written
+  samples        the statistics of a row's samples, and how a figure is written
   verdict        whether a freeze/thaw figure misses its target, and the likely reason
   freeze, cli, oneshot (with oneshot_peers: its containers and plain instances), servers, scale
                  the parts, one module each: `part_NAME(ctx)` returns the part's results
@@ -17,7 +17,7 @@ The names below are what the other scripts in scripts/bench take from the suite 
 from .command import timed
 from .host import CG2, cgroups_of, daemon_cpu_ns, log, mount_of, proc_stat, proc_status, settle_cpus
 from .session import Session, check_stop_flag
-from .stats import fmt, stats
+from .samples import fmt, stats
 
 __all__ = ["CG2", "Session", "cgroups_of", "check_stop_flag", "daemon_cpu_ns", "fmt", "log", "mount_of", "proc_stat",
            "proc_status", "settle_cpus", "stats", "timed"]

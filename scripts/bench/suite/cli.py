@@ -3,7 +3,7 @@ the daemon's event timestamps) against /bin/kill -STOP/-CONT; icebox --version a
 from .command import timed
 from .host import log
 from .session import PHASES, Session, phases_of
-from .stats import fmt, stats
+from .samples import fmt, stats
 
 
 def part_cli(ctx):

@@ -5,7 +5,7 @@ import os
 from .command import run_bare
 from .host import CPU_V1, log, pids_of, remove_cgroup_tree, task_headroom, threads_of, write
 from .session import Session
-from .stats import fmt, stats
+from .samples import fmt, stats
 
 
 WORKLOADS = [("procs", 1), ("procs", 10), ("procs", 100), ("procs", 1000),

@@ -165,6 +165,14 @@ def cgroups_of(pid):
     return v1, v2
 
 
+def signal_quietly(pid, sig):
+    """Sends a signal to a process that may have exited already (then nothing is to be done)."""
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
 def wait_until_empty(cgroup_dir, timeout=10.0):
     """Waits until a cgroup directory holds no process, at most `timeout` s; returns whether it
     emptied. A cgroup2 directory on the kernel's notification (POLLPRI on cgroup.events, until
@@ -213,10 +221,7 @@ def remove_cgroup_tree(path):
                     pass
         for p in pids:
             for sig in (signal.SIGKILL, signal.SIGCONT):
-                try:
-                    os.kill(p, sig)
-                except OSError:
-                    pass
+                signal_quietly(p, sig)
         wait_until_empty(path, timeout=5.0)
     for _ in range(50):
         try:

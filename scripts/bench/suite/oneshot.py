@@ -11,7 +11,7 @@ from .host import CG2, FREEZER, V1_MOUNTS, cpu_pressure, loadavg, log, pids_of, 
 from .http_probe import pending_get
 from .oneshot_peers import SERVER_PYTHON, OneshotSetup, freezer_state, thaw_anyhow
 from .session import Session, phases_of
-from .stats import fmt, stats
+from .samples import fmt, stats
 
 
 # (key, label, workload arguments or None for the HTTP server, tasks, rounds)
@@ -38,16 +38,17 @@ ONESHOT_TOOLS = [
 
 def oneshot_commands(ctx, tool, peer, sess):
     """(freeze argv, thaw argv, env) for one tool acting on its instance."""
-    bare = ctx.tools + "/bare"
+    def once(backend, where):  # the C one-shot: `bare once BACKEND freeze|thaw DIR`
+        return [ctx.tools + "/bare", "once", backend, "freeze", where], [ctx.tools + "/bare", "once", backend, "thaw", where], None
     if tool == "c2":
-        return [bare, "once", "cgroup2", "freeze", peer["v2"]], [bare, "once", "cgroup2", "thaw", peer["v2"]], None
+        return once("cgroup2", peer["v2"])
     if tool == "c1":
-        return [bare, "once", "cgroup1", "freeze", peer["v1"]], [bare, "once", "cgroup1", "thaw", peer["v1"]], None
+        return once("cgroup1", peer["v1"])
     if tool == "kill":
         pids = [str(p) for p in pids_of(peer["dir"])]
         return ["/bin/kill", "-STOP", *pids], ["/bin/kill", "-CONT", *pids], None
     if tool == "killc":
-        return [bare, "once", "signal", "freeze", peer["dir"]], [bare, "once", "signal", "thaw", peer["dir"]], None
+        return once("signal", peer["dir"])
     if tool == "lxc":
         where = ["-n", peer["name"], "-P", peer["lxcpath"]]
         return ["lxc-freeze", *where], ["lxc-unfreeze", *where], None

@@ -8,7 +8,8 @@ import subprocess
 import time
 
 from .command import run_bare
-from .host import CG2, V1_MOUNTS, cgroups_of, free_port, log, pids_of, read, remove_cgroup_tree, threads_of, wait_until_empty, write
+from .host import (CG2, V1_MOUNTS, cgroups_of, free_port, log, pids_of, read, remove_cgroup_tree, signal_quietly, threads_of,
+                   wait_until_empty, write)
 from .http_probe import http_get_when_up
 
 
@@ -34,10 +35,7 @@ def thaw_anyhow(peer):
         except OSError as e:
             log(f"oneshot: thawing {d}: {e}")
     for p in pids_of(peer["dir"]):
-        try:
-            os.kill(p, signal.SIGCONT)
-        except OSError:
-            pass
+        signal_quietly(p, signal.SIGCONT)
 
 
 class OneshotSetup:

@@ -13,6 +13,12 @@ def plot(results, out_dir):
         log("matplotlib missing: no plots")
         return []
     made = []
+
+    def save(fig, name):
+        path = os.path.join(out_dir, name)
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
     fr = results.get("freeze")
     if fr:
         rows = [r for r in fr["rows"] if "stats" in r]
@@ -41,10 +47,7 @@ def plot(results, out_dir):
             fig.suptitle(f"freeze/thaw latency against app size, {mode} workloads: "
                          f"icebox (daemon-side) vs bare kernel operation", fontsize=12)
             fig.tight_layout()
-            path = os.path.join(out_dir, f"freeze-thaw-{mode}.png")
-            fig.savefig(path, dpi=90)
-            plt.close(fig)
-            made.append(path)
+            save(fig, f"freeze-thaw-{mode}.png")
     cli = results.get("cli")
     if cli and cli.get("backends"):
         fig, ax = plt.subplots(figsize=(10.5, 5.6))
@@ -90,10 +93,7 @@ def plot(results, out_dir):
         ax.grid(True, axis="x", alpha=0.3)
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
         fig.tight_layout()
-        path = os.path.join(out_dir, "cli.png")
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        made.append(path)
+        save(fig, "cli.png")
     os_ = results.get("oneshot")
     if os_ and any(w.get("stats") for w in os_["workloads"]):
         ws = [w for w in os_["workloads"] if w.get("stats")]
@@ -122,10 +122,7 @@ def plot(results, out_dir):
         fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
         fig.suptitle("one command per freeze / thaw, process start-up included: medians, interleaved round by round")
         fig.tight_layout(rect=(0, 0.12, 1, 0.96))
-        path = os.path.join(out_dir, "oneshot.png")
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        made.append(path)
+        save(fig, "oneshot.png")
     sc = results.get("scale")
     if sc and sc.get("levels"):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.6))
@@ -149,8 +146,5 @@ def plot(results, out_dir):
         a2.grid(True, which="both", alpha=0.3)
         a2.legend(fontsize=8)
         fig.tight_layout()
-        path = os.path.join(out_dir, "scale.png")
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
-        made.append(path)
+        save(fig, "scale.png")
     return made

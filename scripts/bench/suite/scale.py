@@ -6,7 +6,7 @@ import time
 from .command import timed
 from .host import log, mono, proc_stat, proc_status
 from .session import Session
-from .stats import fmt, stats
+from .samples import fmt, stats
 
 
 def part_scale(ctx):

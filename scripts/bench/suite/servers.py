@@ -10,7 +10,7 @@ from .command import run_oneshot
 from .host import CG2, free_port, log, mono, read, remove_cgroup_tree, write
 from .http_probe import http_get_when_up, pending_get
 from .session import Session
-from .stats import fmt, stats
+from .samples import fmt, stats
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/bench, with HelloServer.java
 

@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from .command import run_captured
-from .host import CG2, V1_MOUNTS, log, read, remove_cgroup_tree
+from .host import CG2, V1_MOUNTS, log, read, remove_cgroup_tree, signal_quietly
 
 
 class Session:
@@ -83,10 +83,7 @@ class Session:
                 time.sleep(0.05)
             else:
                 log(f"daemon {pid} still runs after --stop: SIGKILL")
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                signal_quietly(pid, signal.SIGKILL)
         for d in [self.root] + self.v1roots:
             if d:
                 remove_cgroup_tree(d)

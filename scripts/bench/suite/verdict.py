@@ -2,7 +2,7 @@
 icebox's re-read schedules, the two-mode test and the reasons measured so far."""
 import math
 
-from .stats import fmt, two_modes
+from .samples import fmt, two_modes
 
 
 # icebox's re-read schedules (Sources/IceboxCore, FreezeOperation.swift's Backoff): first look right
