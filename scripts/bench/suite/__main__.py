@@ -85,7 +85,7 @@ def close_all(ctx):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="scripts/bench/suite", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tools", help="directory holding the compiled bare and workload")
     ap.add_argument("--icebox", default=os.environ.get("ICEBOX_BIN"), help="the icebox binary (default $ICEBOX_BIN)")
     ap.add_argument("--out", default=os.path.join(REPO, "benchmarks"), help="where RESULTS.md, results.json, *.png go")
