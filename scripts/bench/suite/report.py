@@ -20,11 +20,6 @@ def later_run_note(results, part):
             f"{run.get('load_end', '?')} at the end; CPU pressure (some, avg10) {run['cpu_pressure_start']}.", ""]
 
 
-def section(results, part, title):
-    """A part's heading, and when a later `--only` run measured it."""
-    return [f"## {title}", ""] + later_run_note(results, part)
-
-
 def images(pngs, word):
     """The Markdown images of the plots whose names hold `word`."""
     return [f"![{os.path.basename(p)}]({os.path.basename(p)})" for p in pngs if word in p]
@@ -96,11 +91,8 @@ def servers_bare_markdown(results, sv):
     return L + [""]
 
 
-def oneshot_markdown(results, pngs):
-    os_ = results.get("oneshot")
-    if not os_:
-        return []
-    L = section(results, "oneshot", "One command per freeze or thaw: icebox beside its peers")
+def oneshot_markdown(results, os_, pngs):
+    L = []
     freezers = {}
     for w in os_["workloads"]:
         for tool, f in w.get("freezer", {}).items():
@@ -217,35 +209,32 @@ def markdown(results, pngs):
          "\"icebox\" freeze/thaw figures are the daemon's own (event log `duration_ns`: request written → kernel "
          "confirms); \"bare\" is `scripts/bench/bare.c` doing the same kernel operation with no icebox in between, "
          "on the same app, interleaved pair by pair with icebox's.", ""]
-    for part_markdown in (freeze_markdown, cli_markdown, oneshot_markdown, servers_markdown, scale_markdown):
-        L += part_markdown(results, pngs)
+    for part, title, part_markdown in SECTIONS:
+        if results.get(part):
+            L += [f"## {title}", ""] + later_run_note(results, part) + part_markdown(results, results[part], pngs)
     return "\n".join(L)
 
 
-def freeze_markdown(results, pngs):
-    fr = results.get("freeze")
-    if not fr:
-        return []
-    L = section(results, "freeze", "Freeze and thaw as the work grows")
-    L += [f"Workloads are `scripts/bench/workload.c` (N processes, or 1 process with N threads in all; idle = "
-          f"pause(), busy = spinning, with a sched_yield() every 50 µs) launched with `--ready notify "
-          f"--background-signal none`. Busy workloads run in a {fr['busy_scheduling']}, so the benchmark itself "
-          f"still gets the CPU while they take every idle cycle. bare re-reads the kernel state after "
-          f"{fr['interval_us']} µs, or 5% of the time elapsed, or 4× what one check costs, whichever is longest "
-          f"(so it is within ~5% of the kernel and leaves the CPU to the tasks that must run to freeze). After every thaw, bare's or icebox's, the benchmark waits "
-          f"until every thread of the app has run again (`bare settle`): a thawed task counts as frozen until it "
-          f"runs, and a freeze asked for before then would find it frozen already. Ratio = icebox median / bare "
-          f"median; **bold** where the figure misses issue 8's target: at most 1.2× bare where bare takes 200 µs "
-          f"or more (1.3× for the SIGSTOP backend), at most bare + 20 µs where it takes less. CLI columns are the wall time of the whole `icebox suspend`/`resume` "
-          f"command. The last column is how long after `icebox resume` returned every thread had run again "
-          f"(the kernel confirms a thaw when the tasks are woken, not when they have run; an upper bound, as it "
-          f"includes reading /proc for every thread, about 0.3 s for 10000). The host is a "
-          f"2-vCPU microVM: waking an idle vCPU goes through the hypervisor, which makes sub-millisecond "
-          f"figures jumpy from one round to the next (min, max, p95 and every sample are in results.json). "
-          f"The v1 rows run while the daemon holds an empty v1 freezer cgroup of its own frozen, as it does "
-          f"whenever it has an app on the v1 freezer (`FreezerKeyHold.swift`): neither icebox's write nor bare's "
-          f"then flips the kernel's `freezer_active` static key, which otherwise patches kernel text with an "
-          f"interrupt to every CPU at a first freeze and a last thaw (150–200 µs of each write here).", ""]
+def freeze_markdown(results, fr, pngs):
+    L = [f"Workloads are `scripts/bench/workload.c` (N processes, or 1 process with N threads in all; idle = "
+         f"pause(), busy = spinning, with a sched_yield() every 50 µs) launched with `--ready notify "
+         f"--background-signal none`. Busy workloads run in a {fr['busy_scheduling']}, so the benchmark itself "
+         f"still gets the CPU while they take every idle cycle. bare re-reads the kernel state after "
+         f"{fr['interval_us']} µs, or 5% of the time elapsed, or 4× what one check costs, whichever is longest "
+         f"(so it is within ~5% of the kernel and leaves the CPU to the tasks that must run to freeze). After every thaw, bare's or icebox's, the benchmark waits "
+         f"until every thread of the app has run again (`bare settle`): a thawed task counts as frozen until it "
+         f"runs, and a freeze asked for before then would find it frozen already. Ratio = icebox median / bare "
+         f"median; **bold** where the figure misses issue 8's target: at most 1.2× bare where bare takes 200 µs "
+         f"or more (1.3× for the SIGSTOP backend), at most bare + 20 µs where it takes less. CLI columns are the wall time of the whole `icebox suspend`/`resume` "
+         f"command. The last column is how long after `icebox resume` returned every thread had run again "
+         f"(the kernel confirms a thaw when the tasks are woken, not when they have run; an upper bound, as it "
+         f"includes reading /proc for every thread, about 0.3 s for 10000). The host is a "
+         f"2-vCPU microVM: waking an idle vCPU goes through the hypervisor, which makes sub-millisecond "
+         f"figures jumpy from one round to the next (min, max, p95 and every sample are in results.json). "
+         f"The v1 rows run while the daemon holds an empty v1 freezer cgroup of its own frozen, as it does "
+         f"whenever it has an app on the v1 freezer (`FreezerKeyHold.swift`): neither icebox's write nor bare's "
+         f"then flips the kernel's `freezer_active` static key, which otherwise patches kernel text with an "
+         f"interrupt to every CPU at a first freeze and a last thaw (150–200 µs of each write here).", ""]
     L += ["| workload | mode | backend | tasks | rounds | bare freeze | icebox freeze | ratio | bare thaw | icebox thaw | ratio | CLI suspend | CLI resume | all threads ran again |",
           "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     flags = []
@@ -284,18 +273,14 @@ def freeze_markdown(results, pngs):
     return L
 
 
-def cli_markdown(results, pngs):
-    cli = results.get("cli")
-    if not cli:
-        return []
-    L = section(results, "cli", "The CLI end to end")
-    L += [f"Wall time of each command as a user runs it (Python `subprocess.run`, {cli['rounds']} rounds, an idle "
-          f"1-process app). The suspend is split with the daemon's event timestamps (same CLOCK_MONOTONIC): client "
-          f"start-up + connect + request until the daemon logs the notice; the daemon's work until the freeze "
-          f"write; the freeze; the reply and the client's exit. `/bin/kill` only sends the signal (no "
-          f"confirmation).", "",
-          "| backend | suspend wall | → daemon | daemon before freeze | freeze | reply + exit | kill -STOP wall | resume wall | thaw | kill -CONT wall |",
-          "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+def cli_markdown(results, cli, pngs):
+    L = [f"Wall time of each command as a user runs it (Python `subprocess.run`, {cli['rounds']} rounds, an idle "
+         f"1-process app). The suspend is split with the daemon's event timestamps (same CLOCK_MONOTONIC): client "
+         f"start-up + connect + request until the daemon logs the notice; the daemon's work until the freeze "
+         f"write; the freeze; the reply and the client's exit. `/bin/kill` only sends the signal (no "
+         f"confirmation).", "",
+         "| backend | suspend wall | → daemon | daemon before freeze | freeze | reply + exit | kill -STOP wall | resume wall | thaw | kill -CONT wall |",
+         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for b, d in cli["backends"].items():
         st = d["stats"]
         g = lambda k: fmt(st[k]["median"]) if st.get(k) else "–"  # noqa: E731
@@ -308,11 +293,8 @@ def cli_markdown(results, pngs):
     return L
 
 
-def servers_markdown(results, pngs):
-    sv = results.get("servers")
-    if not sv:
-        return []
-    L = section(results, "servers", "Hot resume against cold start on real servers (`icebox bench`)")
+def servers_markdown(results, sv, pngs):
+    L = []
     if sv.get("skipped"):
         return L + [f"Skipped: {sv['skipped']}.", ""]
     names = ("cold_start", "hot_resume", "freeze", "thaw", "suspend", "relaunch_after_eviction")
@@ -331,18 +313,14 @@ def servers_markdown(results, pngs):
     return L + [""] + servers_bare_markdown(results, sv)
 
 
-def scale_markdown(results, pngs):
-    sc = results.get("scale")
-    if not sc:
-        return []
-    L = section(results, "scale", "One daemon, many apps")
-    L += [f"Apps are `{' '.join(sc['app'])}` (cgroup2 backend), launched one `icebox launch` at a time, the "
-          f"daemon growing to each size in turn. They are given a small environment "
-          f"({', '.join(sc['app_environment'])}): every app record carries its environment (for relaunch); a state "
-          f"change rewrites only that app's record, once per turn of the daemon's loop. Idle CPU is the daemon's utime+stime over "
-          f"{sc['levels'][0]['idle_seconds']} s with every app running and nothing asked of it.", "",
-          "| apps | launch (median of the last 10) | ps wall | ps --json wall | suspend all (one command) | per app | freeze (median) | daemon time between freezes | resume all | per app | per-app commands (100 × suspend / resume) | daemon RSS | fds | registry (all files) | idle CPU |",
-          "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+def scale_markdown(results, sc, pngs):
+    L = [f"Apps are `{' '.join(sc['app'])}` (cgroup2 backend), launched one `icebox launch` at a time, the "
+         f"daemon growing to each size in turn. They are given a small environment "
+         f"({', '.join(sc['app_environment'])}): every app record carries its environment (for relaunch); a state "
+         f"change rewrites only that app's record, once per turn of the daemon's loop. Idle CPU is the daemon's utime+stime over "
+         f"{sc['levels'][0]['idle_seconds']} s with every app running and nothing asked of it.", "",
+         "| apps | launch (median of the last 10) | ps wall | ps --json wall | suspend all (one command) | per app | freeze (median) | daemon time between freezes | resume all | per app | per-app commands (100 × suspend / resume) | daemon RSS | fds | registry (all files) | idle CPU |",
+         "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     lw = sc["launch_wall_ns"]
     for lv in sc["levels"]:
         n = lv["apps"]
@@ -358,6 +336,14 @@ def scale_markdown(results, pngs):
     L += ["", f"`icebox daemon --stop` with {sc['levels'][-1]['apps']} apps (terminates them all): {fmt(sc['stop_all_wall_ns'])}.", ""]
     L += images(pngs, "scale") + [""]
     return L
+
+# The parts' sections in the report's order: the part, its heading, what writes the rest.
+SECTIONS = (("freeze", "Freeze and thaw as the work grows", freeze_markdown),
+            ("cli", "The CLI end to end", cli_markdown),
+            ("oneshot", "One command per freeze or thaw: icebox beside its peers", oneshot_markdown),
+            ("servers", "Hot resume against cold start on real servers (`icebox bench`)", servers_markdown),
+            ("scale", "One daemon, many apps", scale_markdown))
+
 
 # scripts/bench/run appends these sections to the RESULTS.md of a full run (memory-policy,
 # lifecycle-latency); a partial run or --report-only keeps them from the RESULTS.md already there.
