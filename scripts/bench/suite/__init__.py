@@ -5,6 +5,7 @@
   command        one command run and timed as a script would (spawn to exit), bare.c
   http_probe     a GET until a server is up, a GET left pending while it is frozen
   session        one icebox daemon under test, and a suspend's phases from its event log
+  context        what every part is given, and what it set up, undone when it ends
   samples        the statistics of a row's samples, and how a figure is written
   verdict        whether a freeze/thaw figure misses its target, and the likely reason
   freeze, cli, oneshot (with oneshot_peers: its containers and plain instances), servers, scale

@@ -34,6 +34,7 @@ if not __package__:  # run as `python3 scripts/bench/suite`: the package is impo
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from suite.cli import part_cli  # noqa: E402 - after the path above
+from suite.context import Context  # noqa: E402
 from suite.freeze import WORKLOADS, part_freeze  # noqa: E402
 from suite.host import CG2, FREEZER, T0, cpu_pressure, loadavg, log, read, settle_cpus  # noqa: E402
 from suite.oneshot import part_oneshot  # noqa: E402
@@ -73,15 +74,6 @@ def merged_with_earlier(results, parts, path):
     meta["later_runs"] = later
     merged["meta"] = meta
     return merged
-
-
-def close_all(ctx):
-    """Stops the part's daemons (their apps and cgroups go with them), then undoes the rest of what
-    it set up, the last first."""
-    while ctx.sessions:
-        ctx.sessions.pop().close()
-    while ctx.cleanups:
-        ctx.cleanups.pop()()
 
 
 def main():
@@ -124,12 +116,8 @@ def main():
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
 
-    class Ctx:
-        pass
-    ctx = Ctx()
-    ctx.icebox, ctx.tools, ctx.scale, ctx.interval_us = os.path.abspath(args.icebox), args.tools, args.scale, args.interval_us
+    ctx = Context(os.path.abspath(args.icebox), args.tools, args.scale, args.interval_us)
     check_stop_flag(ctx.icebox)
-    ctx.sessions, ctx.cleanups = [], []
     ctx.backends = ["cgroup2", "cgroup1", "signal"] if FREEZER else ["cgroup2", "signal"]
     if args.backends:
         ctx.backends = [b for b in ctx.backends if b in args.backends.split(",")]
@@ -168,10 +156,10 @@ def main():
                 log(f"{part}: failed: {e}")
                 results[part + "_error"] = str(e)
             finally:
-                close_all(ctx)
+                ctx.close_all()
             results["meta"][f"{part}_seconds"] = round(time.monotonic() - t, 1)
     finally:
-        close_all(ctx)
+        ctx.close_all()
     results["meta"]["load_end"] = loadavg()
     results["meta"]["duration_s"] = round(time.monotonic() - T0, 1)
     results = merged_with_earlier(results, parts, os.path.join(args.out, "results.json"))

@@ -2,13 +2,12 @@
 the daemon's event timestamps) against /bin/kill -STOP/-CONT; icebox --version and ps."""
 from .command import timed
 from .host import log
-from .session import PHASES, Session, phases_of
+from .session import PHASES, phases_of
 from .samples import fmt, stats
 
 
 def part_cli(ctx):
-    sess = Session(ctx.icebox, "cli")
-    ctx.sessions.append(sess)
+    sess = ctx.session("cli")
     rounds = max(5, int(60 * ctx.scale))
     out = {"rounds": rounds, "backends": {}, "commands": {}}
     for backend in ctx.backends:

@@ -4,7 +4,6 @@ import os
 
 from .command import run_bare
 from .host import CPU_V1, log, pids_of, remove_cgroup_tree, task_headroom, threads_of, write
-from .session import Session
 from .samples import fmt, stats
 
 
@@ -29,8 +28,7 @@ def rounds_for(n, mode, scale):
 
 
 def part_freeze(ctx):
-    sess = Session(ctx.icebox, "freeze")
-    ctx.sessions.append(sess)
+    sess = ctx.session("freeze")
     busy_args, busy_how = [], "SCHED_IDLE"
     if CPU_V1:
         cg = f"{CPU_V1}/icebox-bench-{os.getpid()}-busy"

@@ -10,7 +10,7 @@ from .command import run_bare, run_oneshot, tool_version
 from .host import CG2, FREEZER, V1_MOUNTS, cpu_pressure, loadavg, log, pids_of, remove_cgroup_tree, task_headroom, write
 from .http_probe import pending_get
 from .oneshot_peers import SERVER_PYTHON, OneshotSetup, freezer_state, thaw_anyhow
-from .session import Session, phases_of
+from .session import phases_of
 from .samples import fmt, stats
 
 
@@ -61,8 +61,7 @@ def oneshot_commands(ctx, tool, peer, sess):
 def part_oneshot(ctx):
     work = tempfile.mkdtemp(prefix="icebox-bench-oneshot-")
     ctx.cleanups.append(lambda: shutil.rmtree(work, ignore_errors=True))
-    sess = Session(ctx.icebox, "oneshot")
-    ctx.sessions.append(sess)
+    sess = ctx.session("oneshot")
     base = f"icebox-bench-{os.getpid()}-oneshot"
     base_v2, base_v1 = f"{CG2}/{base}", (f"{FREEZER}/{base}" if FREEZER else None)
     for d in (base_v2, base_v1):

@@ -5,13 +5,11 @@ import time
 
 from .command import timed
 from .host import log, mono, proc_stat, proc_status
-from .session import Session
 from .samples import fmt, stats
 
 
 def part_scale(ctx):
-    sess = Session(ctx.icebox, "scale")
-    ctx.sessions.append(sess)
+    sess = ctx.session("scale")
     levels = [1, 100, 1000] if ctx.scale >= 1 else [1, 100]
     idle_s = 10 if ctx.scale >= 1 else 2
     # The apps get a small environment (the client's is copied into every app record, and the

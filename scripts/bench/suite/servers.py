@@ -9,7 +9,6 @@ import time
 from .command import run_oneshot
 from .host import CG2, free_port, log, mono, read, remove_cgroup_tree, write
 from .http_probe import http_get_when_up, pending_get
-from .session import Session
 from .samples import fmt, stats
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/bench, with HelloServer.java
@@ -46,8 +45,7 @@ def part_servers(ctx):
     if not bench_available(ctx.icebox):
         log("servers: skipped: icebox bench not available in this build")
         return {"skipped": "icebox bench not available in this build"}
-    sess = Session(ctx.icebox, "servers")
-    ctx.sessions.append(sess)
+    sess = ctx.session("servers")
     runs = max(3, int(12 * ctx.scale))
     docroot = os.path.join(sess.work, "www")
     os.makedirs(docroot)
