@@ -77,6 +77,8 @@ final class ReadinessProbe {
         attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
         switch mode {
         case .tcp(let port):
+            // A socket that cannot be made is a failed attempt, retried after the back-off until
+            // the ready timeout says so.
             guard let fd = try? TCPProbe.start(port: port) else { return settle(.notReady) }
             attempt = .connecting(fd: fd)
             return .wait(fd: fd, events: EpollEvents.writable)
@@ -95,11 +97,17 @@ final class ReadinessProbe {
             request.newSession = true
             let spawned: SpawnedProcess?
             if let cgroups {
+                // Said above: a probe that cannot be put in the app's cgroups is not run outside;
+                // the attempt fails and is retried until the ready timeout says so.
                 guard let descriptors = try? cgroups.spawnDescriptors() else { return settle(.notReady) }
                 descriptors.apply(to: &request)
+                // A probe that cannot start is a failed attempt, as one that exits non-zero;
+                // retried until the ready timeout says so.
                 spawned = try? Spawner.spawn(request)
                 descriptors.close()  // the child has them (or has failed): ours go now
             } else {
+                // A probe that cannot start is a failed attempt, as one that exits non-zero;
+                // retried until the ready timeout says so.
                 spawned = try? Spawner.spawn(request)
             }
             guard let spawned else { return settle(.notReady) }
@@ -156,6 +164,7 @@ final class ReadinessProbe {
         case .http(let check):
             check.cancel()
         case .running(let handle):
+            // ESRCH only: it exited meanwhile; its group is killed below all the same.
             _ = try? handle.send(SIGKILL)
             // The probe leads its own process group (newSession) and is not reaped yet, so
             // the group's id, its pid, cannot have been reused. ESRCH: nothing left in it.
