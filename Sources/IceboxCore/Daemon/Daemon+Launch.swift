@@ -118,9 +118,9 @@ extension Daemon {
             cleanup.append { [self] in
                 // What the registry said before (an ended app of that name), or nothing.
                 if let previous {
-                    try? writeRecord(previous)
+                    restoreRecord(previous)
                 } else {
-                    try? Registry.remove(options.name, directory: config.paths.registryDir)
+                    removeRecord(options.name)
                 }
             }
             // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
@@ -216,6 +216,8 @@ extension Daemon {
             cleanup.append {
                 // Killed (cgroup.kill; SIGKILL without cgroups) and reaped before the cgroups go.
                 if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
+                // Bounded rollback: a child not reaped in time is reaped later by the loop
+                // (reapChildren).
                 _ = try? spawned.handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
             }
             record.pid = spawned.handle.pid
