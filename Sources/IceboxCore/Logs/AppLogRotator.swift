@@ -161,14 +161,14 @@ final class AppLogRotator {
             let n = buffer.withUnsafeMutableBytes { b in
                 retryingOnInterrupt { pread(copy.source, b.baseAddress, want, off_t(copy.copied)) }
             }
-            if n < 0 { throw SystemError("read", path: directory + "/" + copy.name) }
+            if n < 0 { throw systemCallError("read", path: directory + "/" + copy.name, errno: errno) }
             if n == 0 { return true }
             var written = 0
             while written < n {
                 let w = buffer.withUnsafeBytes { b in
                     retryingOnInterrupt { write(copy.target, b.baseAddress! + written, n - written) }
                 }
-                if w < 0 { throw SystemError("write", path: temporaryPath(copy.name)) }
+                if w < 0 { throw systemCallError("write", path: temporaryPath(copy.name), errno: errno) }
                 written += w
             }
             copy.copied += Int64(n)

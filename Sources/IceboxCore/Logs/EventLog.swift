@@ -60,8 +60,9 @@ final class EventLog {
             if lstat(path, &st) != 0 || (UInt64(st.st_dev), UInt64(st.st_ino)) != identity { closeFile() }
         }
         if fd < 0 {
-            let opened = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-            if opened < 0 { throw SystemError("append to", path: path) }
+            let opened = try systemCall("append to", path: path) {
+                open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            }
             var st = stat()
             let known = fstat(opened, &st) == 0
             fd = opened
