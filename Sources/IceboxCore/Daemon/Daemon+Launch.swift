@@ -363,11 +363,16 @@ extension Daemon {
             return
         }
         let env = environment(for: app.record.options)
-        followProbe(
-            app,
-            probe.start(
-                environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
-                cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit))
+        let step = probe.start(
+            environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
+            cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit)
+        if let problem = probe.takeStartProblem() {
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: .error,
+                    detail: "readiness probe cannot start: \(problem); tried again until the ready timeout", at: .read()))
+        }
+        followProbe(app, step)
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {

@@ -37,6 +37,9 @@ final class ReadinessProbe {
     private(set) var attemptDeadline: UInt64?
     private var attempt = Attempt.idle
     private var backoff: UInt64
+    /// The last reason an attempt could not start, and that reason if not yet taken.
+    private var lastStartProblem: String?
+    private var unsaidStartProblem: String?
     private let backoffCap: UInt64
 
     /// tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow
@@ -77,9 +80,8 @@ final class ReadinessProbe {
         attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
         switch mode {
         case .tcp(let port):
-            // A socket that cannot be made is a failed attempt, retried after the back-off until
-            // the ready timeout says so.
-            guard let fd = try? TCPProbe.start(port: port) else { return settle(.notReady) }
+            let fd: Int32
+            do { fd = try TCPProbe.start(port: port) } catch { return couldNotStart(error) }
             attempt = .connecting(fd: fd)
             return .wait(fd: fd, events: EpollEvents.writable)
         case .http(let text):
@@ -95,22 +97,18 @@ final class ReadinessProbe {
             request.descriptorSoftLimit = descriptorSoftLimit
             // Its own session and process group, so cancel() can kill whatever it started.
             request.newSession = true
-            let spawned: SpawnedProcess?
+            let spawned: SpawnedProcess
             if let cgroups {
-                // Said above: a probe that cannot be put in the app's cgroups is not run outside;
-                // the attempt fails and is retried until the ready timeout says so.
-                guard let descriptors = try? cgroups.spawnDescriptors() else { return settle(.notReady) }
+                // Said above: a probe that cannot be put in the app's cgroups is not run outside.
+                let descriptors: SpawnDescriptors
+                do { descriptors = try cgroups.spawnDescriptors() } catch { return couldNotStart(error) }
                 descriptors.apply(to: &request)
-                // A probe that cannot start is a failed attempt, as one that exits non-zero;
-                // retried until the ready timeout says so.
-                spawned = try? Spawner.spawn(request)
+                let outcome = Result { try Spawner.spawn(request) }
                 descriptors.close()  // the child has them (or has failed): ours go now
+                do { spawned = try outcome.get() } catch { return couldNotStart(error) }
             } else {
-                // A probe that cannot start is a failed attempt, as one that exits non-zero;
-                // retried until the ready timeout says so.
-                spawned = try? Spawner.spawn(request)
+                do { spawned = try Spawner.spawn(request) } catch { return couldNotStart(error) }
             }
-            guard let spawned else { return settle(.notReady) }
             attempt = .running(spawned.handle)
             return .wait(fd: spawned.handle.pidfd, events: EpollEvents.readable)
         case .exec:
@@ -198,6 +196,26 @@ final class ReadinessProbe {
     }
 
     /// Ends the attempt with `step` (ready or not ready), releasing what it held.
+    /// An attempt that could not even start (no socket, no spawn): a failed attempt, retried
+    /// after the back-off, and its reason kept for the daemon to say once
+    /// (`takeStartProblem`). These were dropped (`try?`), and a ready timeout then said only
+    /// "not ready", never that the probe had not run.
+    private func couldNotStart(_ error: any Error) -> ProbeStep {
+        let text = "\(error)"
+        if text != lastStartProblem {
+            lastStartProblem = text
+            unsaidStartProblem = text
+        }
+        return settle(.notReady)
+    }
+
+    /// Why attempts could not start, once per new reason since the last call; nil when there
+    /// is nothing new to say.
+    func takeStartProblem() -> String? {
+        defer { unsaidStartProblem = nil }
+        return unsaidStartProblem
+    }
+
     private func settle(_ step: ProbeStep) -> ProbeStep {
         cancel()
         return step
