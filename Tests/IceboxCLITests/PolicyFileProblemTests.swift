@@ -23,3 +23,49 @@ struct PolicyFileProblemTests {
         #expect(said.first?.hasSuffix("; defaults used") == true, "\(said)")
     }
 }
+
+/// Whether `chattr +i` works where the sandboxes live (ext4, xfs, btrfs; not tmpfs): the
+/// one way to make root's write of a file fail without making it something else.
+private let immutableFilesReason: String? = {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr") else { return "no /usr/bin/chattr" }
+    let dir = Sandbox.temporaryDirectory("icebox-chattr-probe")
+    defer { try? FileManager.default.removeItem(atPath: dir) }  // best effort: a probe's scratch directory
+    let file = dir + "/f"
+    _ = FileManager.default.createFile(atPath: file, contents: nil)
+    guard PolicySaveFailureTests.chattr("+i", file) else { return "chattr +i is not supported under \(dir)" }
+    _ = PolicySaveFailureTests.chattr("-i", file)
+    return nil
+}()
+
+@Suite(
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(if: immutableFilesReason == nil, "\(immutableFilesReason ?? "")"), .timeLimit(.minutes(5)))
+struct PolicySaveFailureTests {
+    static func chattr(_ flag: String, _ path: String) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        p.arguments = [flag, path]
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }  // no chattr to run: not supported
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }
+
+    @Test("a policy set the daemon cannot save is refused, and the policy in force stays the old one")
+    func unsavedPolicyIsRefused() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let file = box.stateDir + "/policy.json"
+        let before = try box.icebox(["policy", "--json"])
+        #expect(before.status == 0, "\(before.output)")
+        try #require(FileManager.default.fileExists(atPath: file), "the daemon saves its policy as it starts")
+        try #require(Self.chattr("+i", file))
+        defer { _ = Self.chattr("-i", file) }
+        let set = try box.icebox(["policy", "set", "--max-suspended", "2"])
+        #expect(set.status != 0, "\(set.output)")
+        #expect(set.output.contains("save the policy"), "\(set.output)")
+        #expect(set.output.contains(file), "\(set.output)")
+        let after = try box.icebox(["policy", "--json"])
+        #expect(after.stdout == before.stdout, "the old policy stays in force")
+    }
+}
