@@ -3,6 +3,10 @@ import Glibc
 import IceboxCore
 import Testing
 
+/// The daemon's state files when they fail it: a policy.json it cannot use, a policy it
+/// cannot save, a registry record it cannot remove. Each is said (the event log, or the
+/// client's error), never dropped unseen as it was.
+///
 /// A policy.json the daemon cannot use is said in the event log, not run on the defaults
 /// unseen.
 @Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
@@ -67,5 +71,31 @@ struct PolicySaveFailureTests {
         #expect(set.output.contains(file), "\(set.output)")
         let after = try box.icebox(["policy", "--json"])
         #expect(after.stdout == before.stdout, "the old policy stays in force")
+    }
+}
+
+@Suite(
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(if: immutableFilesReason == nil, "\(immutableFilesReason ?? "")"), .timeLimit(.minutes(5)))
+struct RegistryRemovalFailureTests {
+    @Test("a release whose registry record cannot be removed still releases, and says so in the event log")
+    func releaseSaysAStuckRecord() throws {
+        let box = Sandbox("stuckrecord")
+        defer { box.close() }
+        #expect(try box.icebox(["launch", "nap", "--", "sleep", "1000"]).status == 0)
+        let app = try #require(try box.apps()["nap"])
+        defer { kill(app.pid, SIGKILL) }  // released: no longer icebox's to end
+        let cgroup = try #require(app.cgroup)
+        let record = box.stateDir + "/registry/nap.json"
+        try #require(PolicySaveFailureTests.chattr("+i", record))
+        defer { _ = PolicySaveFailureTests.chattr("-i", record) }
+        let release = try box.icebox(["release", "nap"])
+        #expect(release.status == 0, "\(release.output)")
+        // From the kernel: the process runs on, outside the app's cgroup.
+        #expect(Kernel.alive(app.pid))
+        let procs = (try? String(contentsOfFile: cgroup + "/cgroup.procs", encoding: .utf8)) ?? ""
+        #expect(!procs.split(separator: "\n").contains(Substring(String(app.pid))), "still in \(cgroup)")
+        let said = box.events("nap").filter { $0.kind == .error && $0.detail.hasPrefix("registry: ") }.map(\.detail)
+        #expect(said.count == 1 && said.first?.contains(record) == true, "\(said)")
     }
 }
