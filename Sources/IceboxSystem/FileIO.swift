@@ -155,7 +155,7 @@ package enum FileIO {
             let n = bytes.withUnsafeBytes { buf in
                 retryingOnInterrupt { Glibc.write(fd, buf.baseAddress! + written, buf.count - written) }
             }
-            if n < 0 { failure = SystemError("write", path: tmp); break }
+            if n < 0 { failure = systemCallError("write", path: tmp, errno: errno); break }
             written += n
         }
         if failure == nil && durable && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
@@ -191,7 +191,7 @@ package enum FileIO {
             }
             if fd >= 0 { return (fd, tmpName) }
             attempt += 1
-            if errno != EEXIST || attempt >= 8 { throw SystemError("create", path: directory + "/" + tmpName) }
+            if errno != EEXIST || attempt >= 8 { throw systemCallError("create", path: directory + "/" + tmpName, errno: errno) }
         }
     }
 

@@ -239,7 +239,8 @@ package final class DaemonConnection {
                 ended = true
                 return false
             }
-            throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(SystemError("read from the control socket"))")
+            let error = systemCallError("read from the control socket", path: nil, errno: errno)
+            throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(error)")
         }
         if n == 0 {
             ended = true

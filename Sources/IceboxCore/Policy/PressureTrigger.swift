@@ -150,7 +150,7 @@ package final class PressureTrigger: Sendable {
         if n < 0 {
             let err = errno
             close(fd)
-            throw SystemError("write the PSI trigger \"\(text)\" to", path: path, errno: err)
+            throw systemCallError("write the PSI trigger \"\(text)\" to", path: path, errno: err)
         }
         self.fd = fd
         self.path = path
