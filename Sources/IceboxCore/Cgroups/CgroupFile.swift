@@ -105,8 +105,8 @@ package final class CgroupFile: Sendable {
     /// cannot slip in; nil when the file is closed for good or cannot be opened.
     package func withDescriptor<T>(_ body: (Int32) -> T?) -> T? {
         state.withLock { s -> T? in
-            // nil is documented for a file that cannot be opened; the callers' own fallback (a read by path)
-            // reports the error.
+            // nil is documented for a file that cannot be opened; the caller then falls back to
+            // the path (as the notice's SIGUSR1 check does).
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
             return body(fd)
         }

@@ -219,9 +219,12 @@ extension Daemon {
         guard let token = tokensByFD[fd], var client = clients[fd], client.watchingWritable != writable else { return }
         var events = EpollEvents.readable | EpollEvents.readHangup
         if writable { events |= EpollEvents.writable }
-        // Fails only for a client fd closed meanwhile (its hang-up is handled on its own event):
-        // nothing left to watch.
-        try? epoll.modify(fd, events: events, token: token)
+        do { try epoll.modify(fd, events: events, token: token) } catch {
+            // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
+            // unseen; the watch stays as it was and the next call tries again. It was a try?.
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "client connection \(fd): \(error)", at: .read()))
+            return
+        }
         client.watchingWritable = writable
         clients[fd] = client
     }
