@@ -37,7 +37,9 @@ package final class Epoll {
     /// progress tens of µs apart, which whole milliseconds would round to 1 ms. A signal
     /// (EINTR) is an empty wait; any other failure (EBADF, EFAULT, EINVAL: only a bug of ours
     /// with this descriptor or buffer causes one) is thrown, never taken for "nothing ready",
-    /// which would have the caller spin or sleep through what it waits for.
+    /// which would have the caller spin or sleep through what it waits for (EBADF and EFAULT
+    /// stop a debug build first: `systemCallError`). EINTR is not retried here: the caller's
+    /// deadlines may have moved, so it waits again with its own time-out.
     package func wait(timeoutNanos: UInt64?, max: Int = 64) throws(SystemError) -> [(token: UInt64, events: UInt32)] {
         var events = [epoll_event](repeating: epoll_event(), count: max)
         let timeout = timeoutNanos.map { Int64(min($0, 60_000_000_000)) } ?? -1
@@ -46,7 +48,7 @@ package final class Epoll {
         }
         if n < 0 {
             if errno == EINTR { return [] }
-            throw SystemError("epoll_wait", errno: errno)
+            throw systemCallError("epoll_wait", path: nil, errno: errno)
         }
         return events[0..<Int(n)].map { ($0.data.u64, $0.events) }
     }

@@ -6,8 +6,7 @@ import Glibc
 package enum FileIO {
     /// Reads a whole file (sysfs and procfs files report size 0, so read until EOF).
     package static func read(_ path: String) throws(SystemError) -> String {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
-        if fd < 0 { throw SystemError("read", path: path) }
+        let fd = try systemCall("read", path: path) { open(path, O_RDONLY | O_CLOEXEC) }
         defer { close(fd) }
         return try readAll(fd: fd, path: path)
     }
@@ -64,46 +63,50 @@ package enum FileIO {
         // Read into scratch memory that is never zeroed (a zeroed 8 KiB array per call was a
         // memset per /proc or cgroup file read).
         var bytes: [UInt8] = []
-        let failed = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { chunk -> Bool in
+        let failure = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { chunk -> SystemError? in
             while true {
-                let n = retryingOnInterrupt {
-                    positioned
-                        ? Glibc.pread(fd, chunk.baseAddress, chunk.count, off_t(bytes.count))
-                        : Glibc.read(fd, chunk.baseAddress, chunk.count)
+                let n: Int
+                do throws(SystemError) {
+                    n = try systemCall("read", path: path) {
+                        positioned
+                            ? Glibc.pread(fd, chunk.baseAddress, chunk.count, off_t(bytes.count))
+                            : Glibc.read(fd, chunk.baseAddress, chunk.count)
+                    }
+                } catch {
+                    return error
                 }
-                if n < 0 { return true }
-                if n == 0 { return false }
+                if n == 0 { return nil }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[0..<n]))
             }
         }
-        if failed { throw SystemError("read", path: path) }
+        if let failure { throw failure }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads from offset 0 of an open descriptor (for re-reading cgroup.events through the fd we poll).
     package static func pread(fd: Int32, path: String) throws(SystemError) -> String {
-        let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { chunk -> String? in
-            let n = retryingOnInterrupt { Glibc.pread(fd, chunk.baseAddress, chunk.count, 0) }
-            return n < 0 ? nil : String(decoding: UnsafeBufferPointer(rebasing: chunk[0..<n]), as: UTF8.self)
+        let text = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { chunk -> Result<String, SystemError> in
+            Result { () throws(SystemError) -> String in
+                let n = try systemCall("read", path: path) { Glibc.pread(fd, chunk.baseAddress, chunk.count, 0) }
+                return String(decoding: UnsafeBufferPointer(rebasing: chunk[0..<n]), as: UTF8.self)
+            }
         }
-        guard let text else { throw SystemError("read", path: path) }
-        return text
+        return try text.get()
     }
 
     /// Opens a file for a descriptor the caller keeps (close-on-exec, never through a symlink:
     /// a control file under /sys/fs/cgroup is never a link, so one there is not ours).
     /// The corresponding C function is `open`.
     package static func openDescriptor(_ path: String, flags: Int32) throws(SystemError) -> Int32 {
-        let fd = retryingOnInterrupt { open(path, flags | O_CLOEXEC | O_NOFOLLOW) }
-        if fd < 0 { throw SystemError("open", path: path) }
-        return fd
+        try systemCall("open", path: path) { open(path, flags | O_CLOEXEC | O_NOFOLLOW) }
     }
 
     /// Writes a value at offset 0 of an open control file in one pwrite(2): a kept descriptor
     /// can be written again and again (cgroup files take each write whole, whatever the offset).
     package static func pwrite(fd: Int32, path: String, _ value: String) throws(SystemError) {
+        // withCString rethrows untyped: the retry runs inside, the policy's error outside.
         let n = value.withCString { p in retryingOnInterrupt { Glibc.pwrite(fd, p, strlen(p), 0) } }
-        if n < 0 { throw SystemError("write", path: path) }
+        if n < 0 { throw systemCallError("write", path: path, errno: errno) }
     }
 
     /// poll(2) on one descriptor with a nanosecond time-out (ppoll underneath): the revents,
@@ -115,11 +118,10 @@ package enum FileIO {
 
     /// Writes a value to a control file in one write(2), as the kernel expects.
     package static func write(_ path: String, _ value: String) throws(SystemError) {
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CLOEXEC) }
-        if fd < 0 { throw SystemError("write", path: path) }
+        let fd = try systemCall("write", path: path) { open(path, O_WRONLY | O_CLOEXEC) }
         defer { close(fd) }
         let n = value.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
-        if n < 0 { throw SystemError("write", path: path) }
+        if n < 0 { throw systemCallError("write", path: path, errno: errno) }
     }
 
     /// Writes a file atomically: a temporary file beside it, then rename. Readers and a
@@ -140,8 +142,9 @@ package enum FileIO {
         _ path: String, _ contents: String, mode: mode_t = 0o600, durable: Bool = false
     ) throws(SystemError) {
         let (directory, name) = split(path)
-        let dirFD = retryingOnInterrupt { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-        if dirFD < 0 { throw SystemError("open the directory", path: directory) }
+        let dirFD = try systemCall("open the directory", path: directory) {
+            open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        }
         defer { close(dirFD) }
         let (fd, tmpName) = try createExclusive(in: dirFD, directory: directory, beside: name, mode: mode)
         let tmp = directory + "/" + tmpName
@@ -152,7 +155,7 @@ package enum FileIO {
             let n = bytes.withUnsafeBytes { buf in
                 retryingOnInterrupt { Glibc.write(fd, buf.baseAddress! + written, buf.count - written) }
             }
-            if n < 0 { failure = SystemError("write", path: tmp); break }
+            if n < 0 { failure = systemCallError("write", path: tmp, errno: errno); break }
             written += n
         }
         if failure == nil && durable && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
@@ -188,7 +191,7 @@ package enum FileIO {
             }
             if fd >= 0 { return (fd, tmpName) }
             attempt += 1
-            if errno != EEXIST || attempt >= 8 { throw SystemError("create", path: directory + "/" + tmpName) }
+            if errno != EEXIST || attempt >= 8 { throw systemCallError("create", path: directory + "/" + tmpName, errno: errno) }
         }
     }
 
@@ -263,20 +266,20 @@ package enum FileIO {
     /// fsync of the directory holding `path`: makes a rename or unlink in it durable.
     package static func syncDirectory(of path: String) throws(SystemError) {
         let dir = path.lastIndex(of: "/").map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."
-        let fd = retryingOnInterrupt { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        if fd < 0 { throw SystemError("open the directory", path: dir) }
+        let fd = try systemCall("open the directory", path: dir) { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
-        if fsync(fd) < 0 { throw SystemError("fsync the directory", path: dir) }
+        _ = try systemCall("fsync the directory", path: dir) { fsync(fd) }
     }
 
     /// Appends one line with O_APPEND, so concurrent writers never interleave within a line.
     package static func appendLine(_ path: String, _ line: String) throws(SystemError) {
-        let fd = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        if fd < 0 { throw SystemError("append to", path: path) }
+        let fd = try systemCall("append to", path: path) {
+            open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        }
         defer { close(fd) }
         let text = line.hasSuffix("\n") ? line : line + "\n"
         let n = text.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
-        if n < 0 { throw SystemError("append to", path: path) }
+        if n < 0 { throw systemCallError("append to", path: path, errno: errno) }
     }
 
     package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
@@ -380,9 +383,7 @@ extension FileIO {
     /// non-directory (ENOTDIR). The corresponding C function is `open` with
     /// `O_DIRECTORY | O_NOFOLLOW`.
     package static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-        if fd < 0 { throw SystemError("open directory", path: path) }
-        return fd
+        try systemCall("open directory", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
     }
 
     /// Opens `name` inside an open directory, close-on-exec and never through a symbolic link
@@ -391,8 +392,7 @@ extension FileIO {
     package static func openAt(
         _ directory: Int32, _ name: String, flags: Int32, mode: mode_t = 0o600, path: String
     ) throws(SystemError) -> Int32 {
-        let fd = retryingOnInterrupt { openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
-        if fd < 0 { throw SystemError("open", path: path) }
-        return fd
+        // The directory descriptor is the caller's own, open (openDirectory): EBADF is a bug.
+        try systemCall("open", path: path) { openat(directory, name, flags | O_NOFOLLOW | O_CLOEXEC, mode) }
     }
 }

@@ -114,14 +114,15 @@ package final class HTTPProbe {
     private func send() -> Step {
         guard case .sending(var sent) = phase else { return finish(.failed("no request to send")) }
         while sent < request.count {
-            let n = request.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = request.withUnsafeBytes { bytes in
+                retryingOnInterrupt { Glibc.send(socket, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            }
             if n < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK {
                     phase = .sending(sent: sent)
                     return .wait(fd: socket, events: EpollEvents.writable)
                 }
-                return finish(.failed(SystemError("send the request to", path: endpoint).description))
+                return finish(.failed(systemCallError("send the request to", path: endpoint, errno: errno).description))
             }
             sent += n
         }
@@ -133,11 +134,10 @@ package final class HTTPProbe {
         while true {
             // Never more than the status line's limit in all: scan fails once it is reached.
             var chunk = [UInt8](repeating: 0, count: HTTPStatusLine.maxLength - received.count)
-            let n = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            let n = chunk.withUnsafeMutableBytes { bytes in retryingOnInterrupt { recv(socket, bytes.baseAddress, bytes.count, 0) } }
             if n < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { return .wait(fd: socket, events: EpollEvents.readable) }
-                return finish(.failed(SystemError("read the answer from", path: endpoint).description))
+                return finish(.failed(systemCallError("read the answer from", path: endpoint, errno: errno).description))
             }
             received.append(contentsOf: chunk[0..<n])
             switch HTTPStatusLine.scan(received, atEnd: n == 0) {

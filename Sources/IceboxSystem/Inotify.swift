@@ -39,7 +39,7 @@ package final class Inotify {
             let n = buffer.withUnsafeMutableBytes { buf in retryingOnInterrupt { Glibc.read(fd, buf.baseAddress, buf.count) } }
             if n < 0 {
                 if errno == EAGAIN || errno == EWOULDBLOCK { return events }
-                throw SystemError("read inotify events")
+                throw systemCallError("read inotify events", path: nil, errno: errno)
             }
             if n == 0 { return events }
             events += Self.parse(buffer[0..<n])

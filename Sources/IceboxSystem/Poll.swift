@@ -8,11 +8,8 @@ package enum Poll {
     /// passes. Returns the number of descriptors with events (their `revents` are set), 0 if
     /// the deadline passed first. The corresponding C function is `poll`.
     package static func wait(_ fds: inout [pollfd], until deadline: UInt64?) throws(SystemError) -> Int {
-        while true {
-            let n = poll(&fds, nfds_t(fds.count), milliseconds(until: deadline))
-            if n >= 0 { return Int(n) }
-            if errno != EINTR { throw SystemError("poll") }
-        }
+        // Retried with the time that is left (milliseconds is asked again each try).
+        Int(try systemCall("poll") { poll(&fds, nfds_t(fds.count), milliseconds(until: deadline)) })
     }
 
     /// Waits until `fd` reports one of `events` (or an error or hang-up) or the deadline
@@ -21,11 +18,8 @@ package enum Poll {
     /// of pollfd cost that command the instantiation of its type metadata.
     package static func wait(_ fd: Int32, events: Int16, until deadline: UInt64?) throws(SystemError) -> Int16 {
         var pfd = pollfd(fd: fd, events: events, revents: 0)
-        while true {
-            let n = poll(&pfd, 1, milliseconds(until: deadline))
-            if n >= 0 { return n == 0 ? 0 : pfd.revents }
-            if errno != EINTR { throw SystemError("poll") }
-        }
+        let n = try systemCall("poll") { poll(&pfd, 1, milliseconds(until: deadline)) }
+        return n == 0 ? 0 : pfd.revents
     }
 
     /// poll's time-out for a deadline: -1 for none, rounded up so the wait never ends a

@@ -2,6 +2,8 @@ import Glibc
 
 /// A failed system call: what was being done, on what, and the errno.
 /// Its description reads "cannot write /sys/fs/cgroup/x/cgroup.freeze: Permission denied".
+/// Usable from inline code: `systemCall`, inlined into its callers, throws it.
+@usableFromInline
 package struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
     package var operation: String
     package var path: String?
@@ -15,7 +17,7 @@ package struct SystemError: Error, CustomStringConvertible, Equatable, Sendable 
 
     package var reason: String { String(cString: strerror(errno)) }
 
-    package var description: String {
+    @usableFromInline package var description: String {
         if let path { return "cannot \(operation) \(path): \(reason)" }
         return "cannot \(operation): \(reason)"
     }

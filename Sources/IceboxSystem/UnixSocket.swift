@@ -48,7 +48,7 @@ package enum UnixSocket {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         let rc = try withAddress(path) { addr, len in retryingOnInterrupt { Glibc.connect(fd, addr, len) } }
-        if rc < 0 { let e = SystemError("connect to", path: path); close(fd); throw e }
+        if rc < 0 { let e = systemCallError("connect to", path: path, errno: errno); close(fd); throw e }
         return fd
     }
 

@@ -43,16 +43,11 @@ package enum UnixSocketDiag {
             guard now < deadline else { throw SystemError("read the unix sock_diag answer", errno: ETIMEDOUT) }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ms = Int32(min((deadline - now + 999_999) / 1_000_000, 10_000))
-            if poll(&pfd, 1, ms) < 0 {
-                if errno == EINTR { continue }
-                throw SystemError("poll the sock_diag socket")
-            }
+            // A retry after EINTR waits at most `ms` again (10 s at most); the loop's deadline
+            // check follows it.
+            _ = try systemCall("poll the sock_diag socket") { poll(&pfd, 1, ms) }
             if pfd.revents == 0 { continue }
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemError("read the unix sock_diag answer")
-            }
+            let n = try systemCall("read the unix sock_diag answer") { recv(fd, &buffer, buffer.count, 0) }
             var offset = 0
             while offset + 16 <= n {
                 let length = Int(read32(buffer, offset))

@@ -51,8 +51,10 @@ extension ClientSession {
         let deadline = reachDeadline ?? began.saturatingAdd(Self.reachBudgetNanos)
         reachDeadline = deadline
         try paths.prepare()
-        // Without inotify (out of instances, say), the backoff alone paces the tries.
+        // Without inotify (out of instances, say), or with a watch refused, the backoff alone
+        // paces the tries: slower, never wrong.
         var watcher = try? Inotify()
+        // Refused: as without inotify (above).
         if let w = watcher, (try? w.addWatch(paths.runtimeDir, mask: UInt32(IN_CREATE | IN_MOVED_TO))) == nil { watcher = nil }
         var tries = ReachTries()
         var ours: StartingDaemon?
@@ -92,6 +94,8 @@ extension ClientSession {
                 tries.lastStart = "had not said whether it serves"
             }
             if let pid = holderPID, pid > 0, pid != ours?.process.pid, !endedHolders.contains(pid) {
+                // The holder gone before we could hold its pidfd: nothing to wait for, and the next
+                // round finds the lock free or held by another.
                 if holder?.pid != pid { holder = try? ProcessHandle(adopting: pid) }
             } else {
                 holder = nil
@@ -112,6 +116,8 @@ extension ClientSession {
                 continue
             }
             if let at = watcherAt, pfds[at].revents != 0 {
+                // Only drains the queue: the wake-up is what counted, and the connect below looks
+                // at the socket itself.
                 _ = try? watcher?.read()
                 backoff = 1_000_000  // a socket appeared: it listens within microseconds
             }
@@ -182,6 +188,8 @@ extension ClientSession {
     /// in vain saying "busy": more processes, the same outcome.
     package static func lockHolder(_ path: String) -> pid_t? {
         var status = stat()
+        // The lock table unreadable (no /proc/locks): no holder known, so the caller starts a
+        // daemon, whose own lock then says busy if one holds it.
         guard stat(path, &status) == 0, let locks = try? FileLocks.read() else { return nil }
         let dev = UInt64(status.st_dev)
         // glibc's major() and minor(), as /proc/locks prints them ("%02x:%02x").

@@ -92,6 +92,7 @@ package struct ClientSession {
         // "busy" with the socket in place: another command started a daemon at the same
         // moment, and that one serves; connect() goes on to it.
         if word?.hasPrefix("busy") == true && !FileIO.exists(paths.controlSocket) {
+            // Only words the message: an unreadable lock file leaves the holder unnamed.
             let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
             throw IceboxError(
                 .unavailable,
@@ -103,6 +104,8 @@ package struct ClientSession {
 
     /// The daemon this session started ended before it said it listens.
     func didNotStart() -> IceboxError {
+        // Only words the message: with no log to quote, the error still says the daemon did not
+        // start.
         let tail = ((try? FileIO.read(paths.daemonLog)) ?? "").split(separator: "\n").suffix(3).joined(separator: "; ")
         return IceboxError(
             .unavailable, "the icebox daemon did not start" + (tail.isEmpty ? "" : ": \(tail)"),

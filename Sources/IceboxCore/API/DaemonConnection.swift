@@ -135,6 +135,8 @@ package final class DaemonConnection {
             while let reply = bufferedReply() {
                 if reply.kind == .done || reply.kind == .exit { return reply }
             }
+            // Documented: nil when no final reply came in time, a failed wait or read included (the
+            // connection is then lost, which the caller reports).
             guard (try? Poll.wait(fd, events: Int16(POLLIN), until: deadline)) ?? 0 != 0, (try? readAvailable()) == true else { return nil }
         }
     }
@@ -237,7 +239,8 @@ package final class DaemonConnection {
                 ended = true
                 return false
             }
-            throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(SystemError("read from the control socket"))")
+            let error = systemCallError("read from the control socket", path: nil, errno: errno)
+            throw IceboxError(.unavailable, "cannot read from the icebox daemon: \(error)")
         }
         if n == 0 {
             ended = true

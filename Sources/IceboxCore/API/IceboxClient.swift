@@ -300,6 +300,9 @@ public struct IceboxClient: Sendable {
                     _ = LogLines.forward(fd: fd, from: 0, end: .final) { deliver(String(decoding: $0, as: UTF8.self)) }
                     close(fd)
                 }
+                // An AsyncStream<Event> carries no error: a follow that fails (the log removed with
+                // its directory) ends the stream, which is how the stream says the daemon's log is
+                // gone.
                 try? follower.follow(stop: stop, deliver)
                 continuation.finish()
             }

@@ -149,6 +149,8 @@ public final class IceboxDaemon: Sendable {
         } catch {
             process?.kill()
             _ = Supervisor.removeCgroupRoots(ownedRoots)
+            // Cleanup after a failed start keeps going through every directory; the start's own
+            // error, thrown below, is what the caller must see.
             for dir in owned.reversed() { try? FileIO.removeTree(dir) }
             sweeper?.dismiss(until: Supervisor.deadline(after: .seconds(2)))
             throw error
@@ -232,6 +234,8 @@ extension IceboxDaemon {
             executable: executable, runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         let result: Result
         do { result = try body(daemon) } catch {
+            // The body's error is the one thrown (the stop still runs, as documented); a failing
+            // stop here must not hide it.
             try? daemon.stop()
             throw error
         }
@@ -248,6 +252,8 @@ extension IceboxDaemon {
             executable: executable, runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         let result: Result
         do { result = try await body(daemon) } catch {
+            // The body's error is the one thrown (the stop still runs, as documented); a failing
+            // stop here must not hide it.
             try? daemon.stop()
             throw error
         }
@@ -339,6 +345,7 @@ private final class DaemonProcess: @unchecked Sendable {
 
     /// The last lines the daemon wrote (at most 2 KiB), on one line; nil if none.
     static func tail(_ path: String) -> String? {
+        // Documented: nil when there is no log to quote (the daemon never wrote one).
         guard let text = try? FileIO.read(path) else { return nil }
         let lines = text.suffix(2048).split(separator: "\n").map { $0.trimmingPrefix("icebox: ") }
         return lines.isEmpty ? nil : lines.joined(separator: "; ")
@@ -347,6 +354,8 @@ private final class DaemonProcess: @unchecked Sendable {
     var hasExited: Bool {
         if status.withLock({ $0 }) != nil { return true }
         var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
+        // A poll on our own pidfd fails only on a bug; "not exited" then lets wait() and kill()
+        // settle it.
         return ((try? Poll.wait(&pfd, until: 0)) ?? 0) > 0
     }
 
@@ -354,6 +363,7 @@ private final class DaemonProcess: @unchecked Sendable {
     /// for a signal), or nil if it still runs.
     func wait(until deadline: UInt64) -> Int32? {
         if let known = status.withLock({ $0 }) { return known }
+        // Documented: nil while it still runs, and a wait that failed has not seen it end either.
         guard let termination = try? handle.wait(until: deadline) else { return nil }
         let code = termination.shellStatus
         status.withLock { $0 = code }
@@ -363,6 +373,7 @@ private final class DaemonProcess: @unchecked Sendable {
     /// SIGKILL, and the reap.
     func kill() {
         guard status.withLock({ $0 }) == nil else { return }
+        // ESRCH only: the daemon exited meanwhile, and the reap below collects it.
         _ = try? handle.send(SIGKILL)
         _ = wait(until: Supervisor.deadline(after: .seconds(5)))
     }

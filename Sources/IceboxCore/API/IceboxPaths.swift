@@ -161,6 +161,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         try verify()
         let user = geteuid()
         for dir in directories.map(\.path) {
+            // A directory that cannot be lstat'ed was checked by verify() just above; gone
+            // meanwhile, there is nothing to tighten.
             if let status = try? FileIO.linkStatus(dir), Self.onlyTooReadable(status, user: user) { chmod(dir, 0o700) }
         }
     }

@@ -25,6 +25,8 @@ extension Supervisor {
             runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         let result: Result
         do { result = try body(supervisor) } catch {
+            // The body's error is the one thrown (the stop still runs, as documented); a failing
+            // stop here must not hide it.
             try? supervisor.stop()
             throw error
         }
@@ -41,6 +43,8 @@ extension Supervisor {
             runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         let result: Result
         do { result = try await body(supervisor) } catch {
+            // The body's error is the one thrown (the stop still runs, as documented); a failing
+            // stop here must not hide it.
             try? supervisor.stop()
             throw error
         }

@@ -146,6 +146,8 @@ public final class Supervisor: Sendable {
             // Nothing made is left behind, unless the engine still runs (and uses it).
             if startedEngine?.join(until: deadline(after: .seconds(5))) ?? true {
                 _ = removeCgroupRoots(ownedRoots)
+                // Cleanup after a failed start keeps going through every directory; the start's own
+                // error, thrown below, is what the caller must see.
                 for dir in owned { try? FileIO.removeTree(dir) }
                 sweeper?.dismiss(until: deadline(after: .seconds(2)))
             }
@@ -316,6 +318,8 @@ public final class Supervisor: Sendable {
     static func removeCgroupRoots(_ roots: [String]) -> [String] {
         var problems: [String] = []
         for root in roots where FileIO.isDirectory(root) {
+            // A root that cannot be listed has no children to remove: its rmdir below fails and
+            // says so.
             for child in ((try? FileIO.list(root)) ?? []).sorted() where FileIO.isDirectory(root + "/" + child) {
                 let path = root + "/" + child
                 let pids = Cgroup2(path: path).procs()
@@ -334,21 +338,33 @@ public final class Supervisor: Sendable {
     /// `cgroup.events` in v2, through each one's pidfd in v1 (which has no such event).
     static func killAndWait(cgroup path: String, pids: [pid_t]) {
         let deadline = Clock.monotonicNanos() &+ 5_000_000_000
+        // A process gone before we hold its pidfd needs no killing.
         let handles = pids.compactMap { try? ProcessHandle(adopting: $0) }
         let v2 = Cgroup2(path: path)
         if FileIO.exists(path + "/cgroup.events") {
+            // Cleanup keeps going: the SIGKILLs below kill what cgroup.kill did not, and the
+            // caller's rmdir reports a cgroup that stays.
             if v2.supportsKill { try? v2.kill() }
         } else {
+            // Cleanup keeps going: a frozen v1 task acts on the SIGKILL only once thawed, and the
+            // caller's rmdir reports a cgroup that stays busy.
             try? FileIO.write(path + "/freezer.state", "THAWED")
         }
+        // ESRCH only: the process exited meanwhile.
         for handle in handles { _ = try? handle.send(SIGKILL) }
         if FileIO.exists(path + "/cgroup.events") {
+            // Bounded by the deadline; what still runs after it makes the caller's rmdir fail,
+            // which is reported.
             _ = try? v2.waitForEvents(until: deadline) { !$0.populated }
         }
         for handle in handles {
             var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
+            // Bounded by the deadline; what still runs after it makes the caller's rmdir fail,
+            // which is reported.
             _ = try? Poll.wait(&pfd, until: deadline)
             // The engine's apps are this process's children: no zombie stays behind.
+            // A process that is not our child (an adopted one) is reaped by its own parent: nothing
+            // of ours to collect.
             _ = try? handle.reapIfExited()
         }
     }

@@ -136,8 +136,13 @@ struct SupervisorSweeper: @unchecked Sendable {
     func dismiss(until deadline: UInt64) {
         _ = retryingOnInterrupt { write(writeEnd, "q\n", 2) }
         close(writeEnd)
+        // A wait that failed or timed out is settled the same way: SIGKILL and a second, bounded
+        // wait.
         if (try? handle.wait(until: deadline)) == nil {
+            // ESRCH only: the sweeper exited meanwhile, and the wait below reaps it.
             _ = try? handle.send(SIGKILL)
+            // Bounded: a sweeper still unreaped after SIGKILL and a second is the kernel's to
+            // finish, and dismiss is a cleanup that must not throw.
             _ = try? handle.wait(until: deadline.saturatingAdd(1_000_000_000))
         }
     }

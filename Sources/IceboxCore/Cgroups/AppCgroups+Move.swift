@@ -49,6 +49,9 @@ extension AppCgroups {
             if error.errno == ESRCH { return false }
             throw error
         }
+        // Best effort, as at launch: the process is in the v2 or freezer cgroup that holds and freezes it;
+        // without the v1 memory one only memory precision is lost (and ESRCH here is a process that exited
+        // meanwhile).
         if let memoryV1 { try? memoryV1.addProcess(pid) }
         return true
     }
@@ -65,6 +68,9 @@ extension AppCgroups {
     /// undoes the signal backend's SIGSTOP. What failed, or that tasks stayed (then what is
     /// inside is thawed again unless `keepFrozen`: a suspended app stays frozen).
     func moveAllOut(to place: CgroupPlace, backend: BackendKind, keepFrozen: Bool) -> [String] {
+        // Without the hold (the signal backend has none: ENOTSUP; a cgroup gone) the rounds below still move
+        // every member found, a child forked meanwhile is found by the next round, and what stays is reported
+        // below.
         try? holdForMove()
         var problems: [String] = []
         for _ in 0..<Self.moveOutRounds {
@@ -80,8 +86,12 @@ extension AppCgroups {
                 "\(left.count) process\(left.count == 1 ? "" : "es") still in \(v2Path ?? freezerV1Path ?? name) after \(Self.moveOutRounds) rounds"
             )
         }
-        // Failed: it stays the app, frozen only if it was suspended.
-        if !problems.isEmpty && !keepFrozen { try? endMoveHold() }
+        // Failed: it stays the app, frozen only if it was suspended. A thaw refused here is
+        // said with the rest (it was dropped unseen: the app then stayed frozen, reported
+        // only as a failed move).
+        if !problems.isEmpty && !keepFrozen {
+            do { try endMoveHold() } catch { problems.append("cannot thaw what stayed: \(error)") }
+        }
         return problems
     }
 

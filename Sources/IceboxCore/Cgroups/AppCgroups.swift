@@ -231,6 +231,8 @@ package final class AppCgroups: Sendable {
                 v1 = try freezerV1.openProcsForWriting()
                 opened.append(v1)
             }
+            // Best effort, as the v1 memory cgroup itself is (memoryV1Problem): without this descriptor the
+            // child runs outside it and only memory precision is lost; the spawn must not fail for it.
             if let memoryV1, let fd = try? memoryV1.openProcsForWriting() { memory = fd }
             return SpawnDescriptors(cgroupDirFD: dir, cgroupProcsFD: procs, v1ProcsFD: v1, v1MemoryProcsFD: memory)
         } catch {
@@ -260,6 +262,8 @@ package final class AppCgroups: Sendable {
     /// The v2 cgroup.events (populated, frozen), read with pread on the kept descriptor; nil
     /// without a v2 cgroup or when it cannot be read (removed).
     package func events() -> CgroupEvents? {
+        // An events file that cannot be read belongs to a cgroup removed meanwhile: nil is this function's
+        // answer for that, and its callers take it as "no events" (the app is ending).
         guard let eventsFile, let text = try? eventsFile.read() else { return nil }
         return CgroupEvents.parse(text)
     }
@@ -447,6 +451,8 @@ package final class AppCgroups: Sendable {
     private static func thawV1Subtree(_ root: String) {
         for dir in CgroupTree.directoriesBottomUp(root).reversed() {
             let state = dir + "/freezer.state"
+            // Cleanup keeps going: a state that cannot be read or written is a sub-cgroup removed meanwhile,
+            // and the removal below reports any directory that stays.
             if ((try? FileIO.read(state)) ?? "THAWED").trimmed() != "THAWED" { try? FileIO.write(state, "THAWED") }
         }
     }

@@ -45,6 +45,8 @@ package struct Cgroup1Freezer: Freezer {
 
     /// The processes directly in this cgroup (not in its sub-cgroups).
     package func procs() -> [pid_t] {
+        // A cgroup removed meanwhile has no processes: the empty list is the answer, and a caller that must
+        // know it exists checks the directory.
         ((try? FileIO.read(path + "/cgroup.procs")) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
@@ -66,6 +68,8 @@ package struct Cgroup1Freezer: Freezer {
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
         do { try stateControl.write("FROZEN") } catch {
+            // Rollback of a write that failed: the freeze's error is what is reported; FROZEN never took, so
+            // a THAWED refused too (the cgroup removed) leaves nothing frozen.
             try? setThawed()
             failure = .system(error)
         }
@@ -82,7 +86,9 @@ package struct Cgroup1Freezer: Freezer {
             steps: Steps(freezer: self, direction: .thaw, lastRetry: now, failedAtStart: failure))
     }
 
+    // An unreadable state is a cgroup removed meanwhile, which holds nothing frozen.
     package func isFrozen() -> Bool { (try? state()) == "FROZEN" }
+    // An unreadable state is a cgroup removed meanwhile, where no freeze can have started.
     package func freezeStarted() -> Bool { ((try? state()) ?? "THAWED") != "THAWED" }
 
     struct Steps: FreezeSteps {
@@ -138,6 +144,8 @@ package struct Cgroup1Freezer: Freezer {
         }
 
         func cancel() {
+            // The operation has already failed with its own error, which is what is reported; THAWED is
+            // refused only for a cgroup removed meanwhile, which holds nothing frozen.
             if direction == .freeze { try? freezer.setThawed() }
         }
     }

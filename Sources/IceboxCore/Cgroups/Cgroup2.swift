@@ -58,6 +58,8 @@ package struct Cgroup2: Sendable, Equatable {
 
     /// The processes directly in this cgroup (not in its sub-cgroups).
     package func procs() -> [pid_t] {
+        // A cgroup removed meanwhile has no processes: the empty list is the answer, and a caller that must
+        // know it exists checks the directory.
         ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
@@ -83,6 +85,8 @@ package struct Cgroup2: Sendable, Equatable {
 
     /// Whether cgroup.freeze was last set to 1 (the request, not the confirmed state).
     package func freezeRequested() -> Bool {
+        // An unreadable cgroup.freeze is a cgroup removed meanwhile (or one without the file), where no
+        // freeze was requested.
         ((try? FileIO.read(file(Self.freezeFile))) ?? "0").trimmed() == "1"
     }
 

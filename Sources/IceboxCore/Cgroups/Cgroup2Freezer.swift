@@ -42,6 +42,8 @@ package struct Cgroup2Freezer: Freezer {
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         var failure: FreezeFailure?
         do { try freezeFile.write("1") } catch {
+            // Rollback of a write that failed: the freeze's error is what is reported; the 1 never took, so a
+            // 0 refused too (the cgroup removed) leaves nothing frozen.
             try? freezeFile.write("0")
             failure = .system(error)
         }
@@ -58,9 +60,11 @@ package struct Cgroup2Freezer: Freezer {
             steps: Steps(freezer: self, direction: .thaw, failedAtStart: failure))
     }
 
+    // Unreadable cgroup.events is a cgroup removed meanwhile, which holds nothing frozen.
     package func isFrozen() -> Bool { (try? events().frozen) ?? false }
 
     /// Whether cgroup.freeze reads 1 (the request, not the confirmed state).
+    // Unreadable cgroup.freeze is a cgroup removed meanwhile, where no freeze was requested.
     package func freezeStarted() -> Bool { ((try? freezeFile.read()) ?? "0").trimmed() == "1" }
 
     /// cgroup.events, read from the kept descriptor.
@@ -112,6 +116,8 @@ package struct Cgroup2Freezer: Freezer {
         }
 
         func cancel() {
+            // The operation has already failed with its own error, which is what is reported; the 0 is
+            // refused only for a cgroup removed meanwhile, which holds nothing frozen.
             if direction == .freeze { try? freezer.freezeFile.write("0") }
         }
 
@@ -123,6 +129,8 @@ package struct Cgroup2Freezer: Freezer {
             var dir = path
             while let slash = dir.lastIndex(of: "/"), slash > dir.startIndex {
                 dir = String(dir[..<slash])
+                // The root cgroup has no cgroup.freeze, and an ancestor we may not read is one we cannot
+                // name: the walk ends with none found.
                 guard let value = try? FileIO.read(dir + "/cgroup.freeze") else { return nil }
                 if value.trimmed() == "1" { return dir }
             }

@@ -64,6 +64,8 @@ package final class CgroupFile: Sendable {
     package func readCounter(opening: Bool) -> UInt64? {
         state.withLock { s -> UInt64? in
             if case .unopened = s, !opening { return nil }
+            // nil is this function's documented answer for a file that cannot be opened (a cgroup removed
+            // meanwhile): a counter is then unknown, never 0.
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
             return FileIO.preadCounter(fd: fd)
         }
@@ -80,6 +82,8 @@ package final class CgroupFile: Sendable {
     /// The descriptor to poll (EPOLLPRI for cgroup.events), opened if needed; nil once closed
     /// or when the file cannot be opened. It belongs to this object: never close it yourself.
     package var watchDescriptor: Int32? {
+        // nil is documented: without a descriptor the caller rechecks on its back-off deadline instead of a
+        // notification, and the read it then makes throws the error.
         state.withLock { s in try? Self.descriptor(&s, path, writable) }
     }
 
@@ -89,6 +93,7 @@ package final class CgroupFile: Sendable {
     package func status() -> stat? {
         state.withLock { s -> stat? in
             var st = stat()
+            // Not opened (closed for good, or removed): the path's lstat below answers instead.
             if let fd = try? Self.descriptor(&s, path, writable) {
                 return fstat(fd, &st) == 0 ? st : nil
             }
@@ -100,6 +105,8 @@ package final class CgroupFile: Sendable {
     /// cannot slip in; nil when the file is closed for good or cannot be opened.
     package func withDescriptor<T>(_ body: (Int32) -> T?) -> T? {
         state.withLock { s -> T? in
+            // nil is documented for a file that cannot be opened; the caller then falls back to
+            // the path (as the notice's SIGUSR1 check does).
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
             return body(fd)
         }

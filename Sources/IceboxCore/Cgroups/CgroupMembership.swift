@@ -9,6 +9,7 @@ package enum CgroupMembership {
     /// nil, else the v1 hierarchy with that controller (`freezer`). nil when the process is
     /// gone, not in that hierarchy, or in a cgroup the mount does not show.
     package static func path(of pid: pid_t, controller: String? = nil, mount: CgroupMount, procRoot: String = "/proc") -> String? {
+        // Documented: nil for a process gone (no /proc/PID/cgroup) as for one outside this hierarchy.
         guard let text = try? FileIO.read("\(procRoot)/\(pid)/cgroup") else { return nil }
         return path(in: text, controller: controller, mount: mount)
     }

@@ -30,6 +30,8 @@ package enum CgroupTree {
         func visit(_ dir: String) {
             let leaf = status(dir).map { $0.st_mode & S_IFMT == S_IFDIR && $0.st_nlink == 2 } ?? false
             if !leaf {
+                // A directory that cannot be listed is a sub-cgroup removed meanwhile: no children to visit,
+                // and a caller removing the tree reports any directory that stays.
                 for name in (try? FileIO.listDirectories(dir)) ?? [] { visit(dir + "/" + name) }
             }
             out.append(dir)
@@ -46,6 +48,7 @@ package enum CgroupTree {
     /// `rootDirectory`: the root directory held open by its owner, for its link count.
     package static func processes(_ root: String, rootProcs: CgroupFile? = nil, rootDirectory: CgroupFile? = nil) -> [pid_t] {
         walk(root, rootStatus: rootDirectory?.status()).reversed().flatMap { dir in
+            // A cgroup removed meanwhile holds no processes.
             let text = if dir == root, let rootProcs { try? rootProcs.readAll() } else { try? FileIO.read(dir + "/cgroup.procs") }
             return pids(in: text ?? "")
         }

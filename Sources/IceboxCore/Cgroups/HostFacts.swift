@@ -225,10 +225,13 @@ package struct HostFacts: Sendable {
         if exists { return FileIO.exists(root + "/" + name) }
         let above = nearestExisting(root)
         if above != mount && above.hasPrefix(mount + "/") { return FileIO.exists(above + "/" + name) }
+        // No children to look at (the mount unreadable): the kernel release below decides instead.
         let children = ((try? FileIO.list(mount)) ?? []).map { mount + "/" + $0 }.filter { FileIO.isDirectory($0) }
         if !children.isEmpty { return children.contains { FileIO.exists($0 + "/" + name) } }
         // No cgroup to look at without making one: go by the kernel release that added the file.
         let added: [String: (Int, Int)] = ["cgroup.freeze": (5, 2), "cgroup.kill": (5, 14)]
+        // An unreadable release (a /proc without it) is taken as "not known to have the file": the caller
+        // then does without it, as on an older kernel.
         guard let needed = added[name], let release = try? FileIO.read("/proc/sys/kernel/osrelease") else { return false }
         let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
         return parts.count == 2 && (parts[0], parts[1]) >= needed

@@ -43,6 +43,7 @@ package struct MemoryCgroupV1: Sendable, Equatable {
     }
 
     package func procs() -> [pid_t] {
+        // A cgroup removed meanwhile has no processes: the empty list is the answer.
         ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 

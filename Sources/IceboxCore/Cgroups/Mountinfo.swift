@@ -127,6 +127,8 @@ package struct CgroupMounts: Equatable, Sendable {
     }
 
     package static func read(path: String = "/proc/self/mountinfo") -> CgroupMounts {
+        // No mountinfo (no /proc) shows no cgroup mounts: HostFacts then says no cgroup hierarchy is usable
+        // and why.
         (try? FileIO.read(path)).map(parse) ?? CgroupMounts()
     }
 

@@ -87,6 +87,8 @@ package struct SignalFreezer: Freezer {
 
     /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links.
     package static func processTree(root: pid_t) -> [pid_t] {
+        // /proc is always listable where icebox runs; an empty list gives the tree of the root alone, which
+        // is still frozen.
         let all = ((try? FileIO.list("/proc")) ?? []).compactMap { pid_t($0) }
         var children: [pid_t: [pid_t]] = [:]
         for pid in all { if let st = ProcFS.stat(pid: pid) { children[st.ppid, default: []].append(pid) } }

@@ -22,6 +22,7 @@ package struct UserNamespace: Equatable, Sendable {
 
     /// This process's; an unreadable map is taken as the host's (nothing to say).
     package static func current(path: String = "/proc/self/uid_map") -> UserNamespace {
+        // Documented above: an unreadable map (a kernel without user namespaces) is the host's.
         UserNamespace(uidMap: (try? FileIO.read(path)) ?? "0 0 4294967295")
     }
 

@@ -47,6 +47,7 @@ package enum CheckpointObstacle: Equatable, Sendable, CustomStringConvertible {
     /// Every descriptor of `pid` with what its link names (a process gone meanwhile: none).
     static func descriptors(of pid: pid_t, procRoot: String = "/proc") -> [(fd: Int32, target: String)] {
         let dir = "\(procRoot)/\(pid)/fd"
+        // A process gone meanwhile has no descriptors, as documented above.
         return ((try? FileIO.list(dir)) ?? []).compactMap { name in
             guard let fd = Int32(name) else { return nil }
             var buf = [CChar](repeating: 0, count: 256)
@@ -96,6 +97,7 @@ package enum CheckpointObstacle: Equatable, Sendable, CustomStringConvertible {
     /// A process (not in `excluding`) holding each of the socket inodes, from /proc/*/fd.
     static func holders(of inodes: Set<UInt32>, excluding: Set<pid_t>) -> [UInt32: pid_t] {
         var result: [UInt32: pid_t] = [:]
+        // /proc unlistable: no holder named; the obstacle is then reported without one.
         for pid in ((try? FileIO.list("/proc")) ?? []).compactMap({ pid_t($0) }) where !excluding.contains(pid) {
             for (_, target) in descriptors(of: pid) {
                 if let inode = socketInode(target), inodes.contains(inode), result[inode] == nil { result[inode] = pid }

@@ -23,6 +23,8 @@ package enum CriuCanary {
         do { dir = try FileIO.makeTemporaryDirectory(prefix: "icebox-criu-canary.") } catch {
             return .failure(CriuCanaryFailure("cannot make the canary's image directory: \(error)"))
         }
+        // The canary's verdict is the result; a temporary directory that stays under /tmp must not
+        // turn a working criu into a failed one.
         defer { try? FileIO.removeTree(dir) }
         guard let sleep = ["/usr/bin/sleep", "/bin/sleep"].first(where: { (path: String) in access(path, X_OK) == 0 }) else {
             return .failure(CriuCanaryFailure("no /usr/bin/sleep to use as the canary"))
@@ -57,6 +59,8 @@ package enum CriuCanary {
         }
         // criu killed the dumped canary; its pid is free only once reaped, and a restore
         // before that fails (`Can't fork for PID: File exists`).
+        // A failed wait is handled as a wrong ending: the failure below says how the dump went
+        // instead.
         guard case .signaled(SIGKILL)? = (try? canary.wait(until: Clock.monotonicNanos() + 5_000_000_000)) ?? nil else {
             return .failure(CriuCanaryFailure("criu dump exited 0 but the canary was not killed by it"))
         }
@@ -74,6 +78,8 @@ package enum CriuCanary {
             return .failure(CriuCanaryFailure("criu restore exited 0 but wrote no live pid to \(dir)/restored.pid"))
         }
         // From the kernel: the canary runs again, with its pid, as this process's child.
+        // A stat that cannot be read is a restored canary gone already: the check fails and says so
+        // below.
         guard restored.pid == canary.pid, let stat = try? FileIO.read("/proc/\(restored.pid)/stat"),
             let parent = parentPid(inStat: stat), parent == getpid()
         else {
@@ -89,6 +95,7 @@ package enum CriuCanary {
 
     /// The first `Error (` line of criu's log (else of its output), else how it ended.
     static func reason(_ command: CriuCommand, log: String) -> String {
+        // No log (criu never got that far): its output is quoted instead.
         CriuCommand.firstError(in: (try? FileIO.read(log)) ?? "") ?? CriuCommand.firstError(in: command.output)
             ?? "criu " + command.ending(timeoutNanos: timeoutNanos)
     }
@@ -121,6 +128,8 @@ package enum CriuCanary {
             let inode = CheckpointObstacle.socketInode(target)
         else { return false }
         // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ..."
+        // A table that cannot be read has no such socket: the check then says the socket was not
+        // restored.
         return ((try? FileIO.read(table)) ?? "").split(separator: "\n").dropFirst().contains { line in
             let fields = line.split(separator: " ")
             return fields.count > 9 && fields[3] == "0A" && UInt32(fields[9]) == inode
@@ -135,8 +144,13 @@ package enum CriuCanary {
     }
 
     static func killAndReap(_ process: ProcessHandle) {
+        // An error (not our child any more) is treated as still running: SIGKILL and a bounded wait
+        // follow.
         guard (try? process.reapIfExited()) == nil else { return }
+        // ESRCH only: it exited meanwhile, and the wait below reaps it.
         _ = try? process.send(SIGKILL)
+        // Bounded cleanup that must not throw: a canary still unreaped after SIGKILL and 5 s is the
+        // kernel's to finish.
         _ = try? process.wait(until: Clock.monotonicNanos() + 5_000_000_000)
     }
 }

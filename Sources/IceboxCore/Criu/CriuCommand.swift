@@ -53,6 +53,8 @@ package struct CriuCommand: Sendable {
                 if n == 0 { open = false }
                 if n < 0 && errno != EAGAIN && errno != EINTR { open = false }
             }
+            // An error (ECHILD: it is our child, so only a bug) reads as still running: the
+            // deadline ends the wait and kills it.
             if let ended = try? handle.reapIfExited() {
                 termination = ended
                 break
@@ -70,7 +72,9 @@ package struct CriuCommand: Sendable {
                 output += buffer[0..<min(n, outputLimit - output.count)]
             }
         } else {
+            // ESRCH only: it exited meanwhile, and the wait below reaps it.
             _ = try? handle.send(SIGKILL)
+            // Bounded: the caller gets a run without a termination, which it reports as timed out.
             _ = try? handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
         }
         return CriuCommand(
@@ -129,6 +133,8 @@ package struct CriuCommand: Sendable {
         let pidFile = images + "/restored.pid"
         let result = try run(criu, restoreArguments(images: images), timeoutNanos: timeoutNanos)
         let pid = pid_t(((try? FileIO.read(pidFile)) ?? "").trimmed())  // none written: none restored
+        // A restored pid gone already is no restored process: the caller reports the restore as
+        // failed.
         return (result, pid.flatMap { try? ProcessHandle(adopting: $0) })
     }
 }

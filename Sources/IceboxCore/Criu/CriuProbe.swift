@@ -59,6 +59,8 @@ package enum CriuProbe {
     /// Nil when the binary is not a file.
     package static func cacheIdentity(_ binary: CriuBinary) -> String? {
         guard let file = binary.identity() else { return nil }
+        // Unreadable (no /proc): the capabilities read "?", an identity no cached verdict matches,
+        // so criu is probed again.
         let status = (try? FileIO.read("/proc/self/status")) ?? ""
         let effective = ProcFS.statusField("CapEff", in: status) ?? "?"
         let bounding = ProcFS.statusField("CapBnd", in: status) ?? "?"
@@ -146,6 +148,7 @@ package enum CriuProbe {
 
     /// Whether this kernel splits the vDSO data ([vvar_vclock] in this process's maps).
     package static func kernelSplitsVvar(maps: String = "/proc/self/maps") -> Bool {
+        // Unreadable maps: taken as a kernel without the split, the older layout.
         ((try? FileIO.read(maps)) ?? "").contains("[vvar_vclock]")
     }
 
@@ -164,6 +167,8 @@ package enum CriuProbe {
 
     /// uname -r.
     package static func kernelRelease() -> String {
+        // Only a label of the cache entry: "unknown" matches no real release, so nothing stale is
+        // reused.
         ((try? FileIO.read("/proc/sys/kernel/osrelease")) ?? "unknown").trimmed()
     }
 

@@ -21,11 +21,14 @@ package enum CriuProbeCache {
     package static func load(stateDir: String, kernel: String, binary: String, identity: String) -> CriuVerdict? {
         // Unreadable, not ours or through a link: no cached verdict (openTrusted checks).
         guard
+            // Said just above: an untrusted or unreadable cache is no cached verdict, and criu is
+            // probed again.
             let fd = try? IceboxPaths.openTrusted(
                 fileName, in: stateDir, role: "state directory", variables: "XDG_STATE_HOME or ICEBOX_STATE_DIR", flags: O_RDONLY)
         else { return nil }
         defer { close(fd) }
         guard
+            // A cache that cannot be read is no cached verdict: criu is probed again.
             let text = try? FileIO.readAll(fd: fd, path: fileName), text.utf8.count < 1 << 16,
             let entry = JSONLines.decode(Entry.self, text),
             entry.kernel == kernel, entry.binary == binary, entry.identity == identity

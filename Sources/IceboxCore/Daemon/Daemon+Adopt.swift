@@ -54,6 +54,8 @@ extension Daemon {
         let origin = place(of: main)
         // What relaunch needs, read before the move (the process may exit at any time).
         var command = AppMarks.commandLine(of: main)
+        // Only a label for a relaunch: a process gone meanwhile gets "pid-N", and the move below
+        // finds it gone.
         if command.isEmpty { command = [(try? FileIO.read("/proc/\(main)/comm"))?.trimmed() ?? "pid-\(main)"] }
         let launchOptions = options.launchOptions(
             command: command, workingDirectory: Self.workingDirectory(of: main),
@@ -89,7 +91,7 @@ extension Daemon {
         record.adoptedFromMemoryV1 = origin.memoryV1
         let previous = ended[options.name]
         func forgetIntent() {
-            if let previous { try? writeRecord(previous) } else { try? Registry.remove(options.name, directory: config.paths.registryDir) }
+            if let previous { restoreRecord(previous) } else { removeRecord(options.name) }
         }
         try writeRecord(record, intent: true)
         let cgroups: AppCgroups
@@ -174,6 +176,7 @@ extension Daemon {
                     .usage, "refusing to adopt pid 1: it is the init process, which every other process depends on",
                     hint: "adopt one of its descendants instead")
             }
+            // An unreadable stat is a process gone (or never there): refused below as such.
             guard let statLine = try? FileIO.read("/proc/\(pid)/stat"), let stat = ProcFS.parseStat(statLine), stat.state != "Z" else {
                 throw IceboxError(.failure, "no process with pid \(pid)", hint: "give the pid of a running process (see ps)")
             }
@@ -266,12 +269,16 @@ extension Daemon {
                         hint: "it is supervised already (icebox ps); icebox release \(app.name) first to adopt it under another name")
                 }
             }
+            // A process gone meanwhile has no owner to check: the move below finds it gone and says
+            // so.
             if let unified, let text = try? FileIO.read("/proc/\(pid)/cgroup"), let relative = ProcFS.unifiedCgroup(in: text),
                 let owner = AdoptionCheck.foreignOwner(ofCgroup: relative)
             {
                 let dir = unified.directory(ofCgroup: owner.path)
                 if !(dir.map(Self.isDelegated) ?? false) { throw AdoptionCheck.refusal(for: owner, what: target.what) }
             }
+            // A process gone meanwhile has no uid to check: the move below finds it gone and says
+            // so.
             if geteuid() != 0, let status = try? FileIO.read("/proc/\(pid)/status"), let uid = AdoptionCheck.realUID(inStatus: status),
                 uid != geteuid()
             {
@@ -299,6 +306,7 @@ extension Daemon {
 
     /// The cgroups `pid` is in now, one per hierarchy icebox uses.
     func place(of pid: pid_t) -> CgroupPlace {
+        // A process gone meanwhile is in no cgroup: the empty place, which moves nothing back.
         guard let text = try? FileIO.read("/proc/\(pid)/cgroup") else { return CgroupPlace() }
         let m = facts.mounts
         return CgroupPlace(
@@ -353,8 +361,9 @@ extension Daemon {
     /// Undoes a move: every process back where it came from (one born inside goes where the
     /// main process came from), the cgroups thawed and removed.
     private func rollBack(_ cgroups: AppCgroups, to place: CgroupPlace, origins: [pid_t: CgroupPlace]) {
-        let problems = cgroups.moveOut(to: place) { origins[$0] }
-        try? cgroups.endMoveHold()
+        var problems = cgroups.moveOut(to: place) { origins[$0] }
+        // A thaw refused is said with the rest (it was dropped unseen).
+        do { try cgroups.endMoveHold() } catch { problems.append("cannot thaw: \(error)") }
         let left = cgroups.removeEmptied()
         if !problems.isEmpty || !left.isEmpty {
             log(
@@ -380,10 +389,12 @@ extension Daemon {
             memoryV1: existing(saved.adoptedFromMemoryV1, own.memoryV1))
         let count = cgroups.processCount()
         let problems = cgroups.moveAllOut(to: target, backend: saved.backend, keepFrozen: false)
+        // Moved out: an empty cgroup's thaw changes nothing; not moved out: moveAllOut has
+        // thawed what stayed and said so among the problems.
         try? cgroups.endMoveHold()
         let left = problems.isEmpty ? cgroups.removeEmptied() : []
         cgroups.close()
-        if problems.isEmpty { try? Registry.remove(saved.name, directory: config.paths.registryDir) }
+        if problems.isEmpty { removeRecord(saved.name) }
         let outcome = (problems + left).isEmpty ? "" : "; " + (problems + left).joined(separator: "; ")
         log(
             Event(
@@ -484,7 +495,7 @@ extension Daemon {
         victimGone(app)
         ended.removeValue(forKey: name)
         dirtyRecords.remove(name)
-        try? Registry.remove(name, directory: config.paths.registryDir)
+        removeRecord(name)
         let nanos = Clock.monotonicNanos().saturatingSub(start)
         var detail =
             "released (pid \(app.pid), was \(record.state.rawValue)): \(processes) process\(processes == 1 ? "" : "es") thawed and moved to \(whereText.joined(separator: ", ")) in \(DurationText.format(nanos)); no longer supervised"

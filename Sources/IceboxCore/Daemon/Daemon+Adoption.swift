@@ -11,6 +11,7 @@ extension Daemon {
         // `icebox adopt` cut short (no move time yet): undone, not taken over half moved.
         if saved.isAdopted && saved.adoptMoveNanos == nil { return undoInterruptedAdoption(saved) }
         let record = saved
+        // A pidfd refused is a process gone since the record: recorded as ended while away.
         guard isSameProcess(record), let handle = try? ProcessHandle(adopting: record.pid) else {
             recordEndedWhileAway(record)
             return
@@ -135,6 +136,8 @@ extension Daemon {
         var progress = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000), mainPID: mainPID)
         while case .waiting(let at, let watch) = progress {
             let now = Clock.monotonicNanos()
+            // Only paces the steps, bounded by `at`: a failed wait (no watch) returns at once and
+            // the step looks at the cgroup itself.
             if at > now { _ = try? Poll.wait(watch ?? -1, events: Int16(POLLPRI), timeoutNanos: at - now) }
             progress = cgroups.stepDestroy(now: Clock.monotonicNanos())
         }
@@ -200,6 +203,8 @@ extension Daemon {
         var claimed = Set(apps.values.flatMap { [$0.cgroups.v2Path, $0.cgroups.freezerV1Path, $0.cgroups.memoryV1Path] }.compactMap { $0 })
         let roots = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }
         for root in roots {
+            // A root that cannot be listed holds no leftovers we could name; the app's own cgroups
+            // were handled above.
             for name in (try? FileIO.listDirectories(root)) ?? [] {
                 let path = root + "/" + name
                 if claimed.contains(path) { continue }
@@ -220,6 +225,8 @@ extension Daemon {
                 let marks = appMarks(name, ownSocket: config.paths.notifySocket(name))
                 let ours = inside.filter(marks.carried(by:))
                 if ours.isEmpty { continue }  // another daemon's (same root, its own socket)
+                // A directory whose name is not an app name is not one of ours to adopt (the error
+                // is only for a user's input).
                 if apps[name] == nil, (try? AppName.validate(name)) != nil, let main = AppMarks.mainProcess(among: ours) {
                     let record = rebuiltRecord(name: name, main: main)
                     adopt(record)

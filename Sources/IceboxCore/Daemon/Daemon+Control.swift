@@ -219,7 +219,12 @@ extension Daemon {
         guard let token = tokensByFD[fd], var client = clients[fd], client.watchingWritable != writable else { return }
         var events = EpollEvents.readable | EpollEvents.readHangup
         if writable { events |= EpollEvents.writable }
-        try? epoll.modify(fd, events: events, token: token)
+        do { try epoll.modify(fd, events: events, token: token) } catch {
+            // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
+            // unseen; the watch stays as it was and the next call tries again. It was a try?.
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "client connection \(fd): \(error)", at: .read()))
+            return
+        }
         client.watchingWritable = writable
         clients[fd] = client
     }
@@ -406,12 +411,24 @@ extension Daemon {
         case .setPolicy(let settings):
             let old = policy
             for setting in settings { policy.apply(setting) }
-            do { try applyPolicy() } catch {
+            // The old policy was armed until now, so arming it again does what it did; the
+            // request's own error, sent below, is the one the client must see.
+            func rollBack() {
                 policy = old
+                // Said above: the old policy arms as it did until now, and the request's error is
+                // the one sent.
                 try? applyPolicy()
+            }
+            do { try applyPolicy() } catch {
+                rollBack()
                 return fail(fd, error)
             }
-            try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
+            // A policy that cannot be saved would be lost at the next start: not changed, and
+            // said (the save failed unseen, and the client was told it was set).
+            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy)) } catch {
+                rollBack()
+                return fail(fd, IceboxError("save the policy", error))
+            }
             log(
                 Event(
                     app: "-", pid: getpid(), kind: .policy,

@@ -83,6 +83,7 @@ extension Daemon {
             }
         case .signalMembers(let sig):
             for pid in app.members() { kill(pid, sig) }
+            // ESRCH only: the main process exited meanwhile, and its pidfd's event ends the app.
             _ = try? app.handle.send(sig)
         case .freeze(let deadline):
             // A main process moved out of the app's cgroup would keep running under a frozen
@@ -391,6 +392,7 @@ extension Daemon {
         } else {
             for pid in ProcFS.pids(inSession: app.pid) { kill(pid, SIGKILL) }
         }
+        // ESRCH only: the main process exited meanwhile, and its pidfd's event ends the app.
         _ = try? app.handle.send(SIGKILL)
     }
 
@@ -404,8 +406,15 @@ extension Daemon {
             guard app.hasExited() else { return }
             termination = nil
         } else {
-            guard let reaped = try? app.handle.reapIfExited() else { return }
-            termination = reaped
+            do {
+                guard let reaped = try app.handle.reapIfExited() else { return }  // woken early
+                termination = reaped
+            } catch {
+                // ECHILD: reaped by someone else (a host process's own SIGCHLD handling, under
+                // Supervisor): it ended, how is unknown, as for an adopted app. This returned
+                // unseen, and the app stayed "running" with its main process gone.
+                termination = nil
+            }
         }
         unwatch(app.handle.pidfd)
         apply(.exited(termination), to: app)

@@ -118,9 +118,9 @@ extension Daemon {
             cleanup.append { [self] in
                 // What the registry said before (an ended app of that name), or nothing.
                 if let previous {
-                    try? writeRecord(previous)
+                    restoreRecord(previous)
                 } else {
-                    try? Registry.remove(options.name, directory: config.paths.registryDir)
+                    removeRecord(options.name)
                 }
             }
             // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
@@ -216,6 +216,8 @@ extension Daemon {
             cleanup.append {
                 // Killed (cgroup.kill; SIGKILL without cgroups) and reaped before the cgroups go.
                 if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
+                // Bounded rollback: a child not reaped in time is reaped later by the loop
+                // (reapChildren).
                 _ = try? spawned.handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
             }
             record.pid = spawned.handle.pid
@@ -361,11 +363,16 @@ extension Daemon {
             return
         }
         let env = environment(for: app.record.options)
-        followProbe(
-            app,
-            probe.start(
-                environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
-                cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit))
+        let step = probe.start(
+            environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
+            cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit)
+        if let problem = probe.takeStartProblem() {
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: .error,
+                    detail: "readiness probe cannot start: \(problem); tried again until the ready timeout", at: .read()))
+        }
+        followProbe(app, step)
     }
 
     func probeAnswered(_ app: LiveApp, events: UInt32) {

@@ -18,12 +18,25 @@ extension Daemon {
 
     /// The last policy (policy.json), with the daemon's own flags on top.
     func loadPolicy() {
-        policy = config.policy ?? EvictionPolicy.load(from: config.paths.policyFile)
+        if let given = config.policy {
+            policy = given
+        } else {
+            let (saved, problem) = EvictionPolicy.loadReporting(from: config.paths.policyFile)
+            policy = saved
+            // Once dropped unseen: a policy.json that gives no policy ran the defaults silently.
+            if let problem {
+                log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(problem); defaults used", at: .read()))
+            }
+        }
         do { try applyPolicy() } catch {
             log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(error); pressure trigger off", at: .read()))
             policy.pressure = nil
         }
-        try? FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy))
+        // A failed write fails loudly, but must not stop a daemon whose policy is in memory:
+        // said in the event log (it was dropped unseen, and the next start read the old file).
+        do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy)) } catch {
+            log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: cannot save it: \(error)", at: .read()))
+        }
     }
 
     /// Arms what the policy needs: the PSI trigger and the periodic budget check.
@@ -74,6 +87,8 @@ extension Daemon {
             events & EpollEvents.error != 0 ? .gone : events & EpollEvents.priority != 0 ? .crossed : .quiet
         switch state {
         case .crossed:
+            // Only adds figures to the line: the trigger fired either way, and the eviction goes
+            // on.
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
             log(Event(app: "-", pid: getpid(), kind: .pressure, detail: "PSI trigger \(trigger.spec) crossed\(stats)", at: .read()))
             enforcePolicy(pressure: true)
@@ -240,6 +255,8 @@ extension Daemon {
     /// another process waits on? Then thaw it (or evict it) before that becomes a deadlock.
     func checkLocks(_ app: LiveApp) {
         app.lockCheckAt = nil
+        // No lock table (no /proc/locks): no contention seen, and the check runs again at its next
+        // deadline.
         guard app.record.state == .suspended, let locks = try? FileLocks.read() else { return }
         let contended = FileLocks.contended(heldBy: Set(app.members()), in: locks)
         guard let first = contended.first else { return }

@@ -14,6 +14,8 @@ extension Daemon {
 
     /// Parks a stand-in for the launches this daemon makes by default.
     func startSpawnPool() {
+        // A host where no backend resolves parks no stand-in: launches then fork as usual and say
+        // what is missing.
         guard let backend = try? facts.resolve(.auto), let kind = spawnPool.kind(for: backend) else { return }
         spawnPool.want(kind)
         deferSpawnPoolFill()

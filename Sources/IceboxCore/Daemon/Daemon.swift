@@ -298,7 +298,10 @@ package final class Daemon {
         if first == 0 { return true }
         guard first == EWOULDBLOCK, !FileIO.exists(socket) else { return false }
         let deadline = Clock.monotonicNanos().saturatingAdd(wait)
+        // Without inotify the hand-over cannot be waited for: false, and the caller says the lock
+        // is held, as documented.
         guard let watcher = try? Inotify(),
+            // Same: without the watch a close could be missed, so no wait.
             (try? watcher.addWatch(path, mask: UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE_SELF))) != nil
         else { return false }
         while true {
@@ -308,6 +311,7 @@ package final class Daemon {
             let now = Clock.monotonicNanos()
             guard failed == EWOULDBLOCK, now < deadline else { return false }
             _ = FileIO.poll(fd: watcher.fd, events: Int16(POLLIN), timeoutNanos: deadline - now)
+            // Only drains the queue: every wake-up is followed by a try of the lock, which decides.
             _ = try? watcher.read()
         }
     }
@@ -588,7 +592,7 @@ package final class Daemon {
     // MARK: Events and registry
 
     func log(_ event: Event) {
-        try? eventLog.append(JSONLines.encode(event))
+        eventLog.appendOrComplain(JSONLines.encode(event))
         recordMetrics(event)
         if let app = apps[event.app], let fd = app.attachedClient {
             var reply = ControlReply(kind: .event)

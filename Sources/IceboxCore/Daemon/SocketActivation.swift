@@ -59,6 +59,8 @@ package struct ServiceNotifier: Sendable {
 
     package func notify(_ text: String) {
         guard let socketPath else { return }
+        // sd_notify is advice to a service manager that may be gone or not listening; the daemon
+        // serves either way.
         try? UnixSocket.sendDatagram(path: socketPath, text)
     }
 }

@@ -46,9 +46,12 @@ enum AdoptionCheck {
         var queue = [root]
         while let pid = queue.popLast(), out.count < limit {
             guard seen.insert(pid).inserted else { continue }
+            // A process gone meanwhile has no tasks: not part of the tree.
             guard let tasks = try? FileIO.list("\(procRoot)/\(pid)/task") else { continue }
             out.append(pid)
             for task in tasks {
+                // A task gone meanwhile (or a kernel without the children file) has no children to
+                // add.
                 guard let text = try? FileIO.read("\(procRoot)/\(pid)/task/\(task)/children") else { continue }
                 queue.append(contentsOf: pids(inChildrenList: text))
             }
@@ -59,6 +62,7 @@ enum AdoptionCheck {
     /// The same tree from every process's parent pid (one pass over /proc).
     static func treeByParent(root: pid_t, procRoot: String, limit: Int) -> [pid_t] {
         var children: [pid_t: [pid_t]] = [:]
+        // An unlistable proc root has no processes: the tree is the root alone.
         for name in (try? FileIO.list(procRoot)) ?? [] {
             guard let pid = pid_t(name), let st = ProcFS.stat(pid: pid, procRoot: procRoot) else { continue }
             children[st.ppid, default: []].append(pid)

@@ -42,12 +42,14 @@ struct AppMarks {
     /// The initial environment of `pid`, KEY=VALUE entries; nil when it cannot be read (gone,
     /// or someone else's).
     static func environment(of pid: pid_t) -> [String]? {
+        // nil is documented above for a process gone or someone else's.
         guard let text = try? FileIO.read("/proc/\(pid)/environ") else { return nil }
         return text.split(separator: "\0").map(String.init)
     }
 
     /// The command line of `pid`, for a record rebuilt from the kernel.
     static func commandLine(of pid: pid_t) -> [String] {
+        // A process gone meanwhile has no command line: the rebuilt record then shows none.
         ((try? FileIO.read("/proc/\(pid)/cmdline")) ?? "").split(separator: "\0").map(String.init)
     }
 }

@@ -37,6 +37,9 @@ final class ReadinessProbe {
     private(set) var attemptDeadline: UInt64?
     private var attempt = Attempt.idle
     private var backoff: UInt64
+    /// The last reason an attempt could not start, and that reason if not yet taken.
+    private var lastStartProblem: String?
+    private var unsaidStartProblem: String?
     private let backoffCap: UInt64
 
     /// tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow
@@ -77,7 +80,8 @@ final class ReadinessProbe {
         attemptDeadline = Clock.monotonicNanos().saturatingAdd(attemptTimeout)
         switch mode {
         case .tcp(let port):
-            guard let fd = try? TCPProbe.start(port: port) else { return settle(.notReady) }
+            let fd: Int32
+            do { fd = try TCPProbe.start(port: port) } catch { return couldNotStart(error) }
             attempt = .connecting(fd: fd)
             return .wait(fd: fd, events: EpollEvents.writable)
         case .http(let text):
@@ -93,16 +97,18 @@ final class ReadinessProbe {
             request.descriptorSoftLimit = descriptorSoftLimit
             // Its own session and process group, so cancel() can kill whatever it started.
             request.newSession = true
-            let spawned: SpawnedProcess?
+            let spawned: SpawnedProcess
             if let cgroups {
-                guard let descriptors = try? cgroups.spawnDescriptors() else { return settle(.notReady) }
+                // Said above: a probe that cannot be put in the app's cgroups is not run outside.
+                let descriptors: SpawnDescriptors
+                do { descriptors = try cgroups.spawnDescriptors() } catch { return couldNotStart(error) }
                 descriptors.apply(to: &request)
-                spawned = try? Spawner.spawn(request)
+                let outcome = Result { try Spawner.spawn(request) }
                 descriptors.close()  // the child has them (or has failed): ours go now
+                do { spawned = try outcome.get() } catch { return couldNotStart(error) }
             } else {
-                spawned = try? Spawner.spawn(request)
+                do { spawned = try Spawner.spawn(request) } catch { return couldNotStart(error) }
             }
-            guard let spawned else { return settle(.notReady) }
             attempt = .running(spawned.handle)
             return .wait(fd: spawned.handle.pidfd, events: EpollEvents.readable)
         case .exec:
@@ -156,6 +162,7 @@ final class ReadinessProbe {
         case .http(let check):
             check.cancel()
         case .running(let handle):
+            // ESRCH only: it exited meanwhile; its group is killed below all the same.
             _ = try? handle.send(SIGKILL)
             // The probe leads its own process group (newSession) and is not reaped yet, so
             // the group's id, its pid, cannot have been reused. ESRCH: nothing left in it.
@@ -189,6 +196,26 @@ final class ReadinessProbe {
     }
 
     /// Ends the attempt with `step` (ready or not ready), releasing what it held.
+    /// An attempt that could not even start (no socket, no spawn): a failed attempt, retried
+    /// after the back-off, and its reason kept for the daemon to say once
+    /// (`takeStartProblem`). These were dropped (`try?`), and a ready timeout then said only
+    /// "not ready", never that the probe had not run.
+    private func couldNotStart(_ error: any Error) -> ProbeStep {
+        let text = "\(error)"
+        if text != lastStartProblem {
+            lastStartProblem = text
+            unsaidStartProblem = text
+        }
+        return settle(.notReady)
+    }
+
+    /// Why attempts could not start, once per new reason since the last call; nil when there
+    /// is nothing new to say.
+    func takeStartProblem() -> String? {
+        defer { unsaidStartProblem = nil }
+        return unsaidStartProblem
+    }
+
     private func settle(_ step: ProbeStep) -> ProbeStep {
         cancel()
         return step

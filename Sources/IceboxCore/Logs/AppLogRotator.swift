@@ -104,9 +104,13 @@ final class AppLogRotator {
     /// The app logs written since the last check (all of them if the kernel's queue
     /// overflowed): NAME.log, never a generation or a copy in progress.
     private func modifiedLogs() -> Set<String> {
+        // Nothing readable from inotify (a queue read failing) is taken as no change: the size
+        // check at the next event or deadline still rotates what grew.
         let events = (try? inotify.read()) ?? []
         var names = Set(events.filter { $0.mask & UInt32(IN_MODIFY) != 0 }.map(\.name))
         if events.contains(where: { $0.mask & UInt32(IN_Q_OVERFLOW) != 0 }) {
+            // A directory that cannot be listed has no logs to check: the next overflow or event
+            // lists it again.
             names = Set((try? FileIO.list(directory)) ?? [])
         }
         return names.filter { $0.hasSuffix(".log") && !$0.hasPrefix(".") }
@@ -157,14 +161,14 @@ final class AppLogRotator {
             let n = buffer.withUnsafeMutableBytes { b in
                 retryingOnInterrupt { pread(copy.source, b.baseAddress, want, off_t(copy.copied)) }
             }
-            if n < 0 { throw SystemError("read", path: directory + "/" + copy.name) }
+            if n < 0 { throw systemCallError("read", path: directory + "/" + copy.name, errno: errno) }
             if n == 0 { return true }
             var written = 0
             while written < n {
                 let w = buffer.withUnsafeBytes { b in
                     retryingOnInterrupt { write(copy.target, b.baseAddress! + written, n - written) }
                 }
-                if w < 0 { throw SystemError("write", path: temporaryPath(copy.name)) }
+                if w < 0 { throw systemCallError("write", path: temporaryPath(copy.name), errno: errno) }
                 written += w
             }
             copy.copied += Int64(n)

@@ -23,6 +23,9 @@ final class EventLog {
     private var identity: (device: UInt64, inode: UInt64) = (0, 0)
     /// When the path is next compared with the open file (monotonic ns).
     private var checkPathAt: UInt64 = 0
+    /// Whether the failing append now has been said (`appendOrComplain`); cleared by one that
+    /// works.
+    private var complained = false
     static let pathCheckIntervalNanos: UInt64 = 1_000_000_000
 
     init(path: String, rotation: LogRotation) {
@@ -32,8 +35,23 @@ final class EventLog {
 
     var path: String { generations.path }
 
-    /// Appends one line, then rotates if the file has reached its size. Errors are the
-    /// caller's to ignore: losing an event line must not stop the daemon.
+    /// Appends one line; a failure is said once on `complaints` (the daemon's stderr, which
+    /// is daemon.log), until an append works again. Losing an event line must not stop the
+    /// daemon, nor go unseen: it was dropped silently (`try?`), so a full disk or a removed
+    /// state directory left `icebox log` empty with nothing to say why.
+    func appendOrComplain(_ line: String, complaints: Int32 = STDERR_FILENO) {
+        do {
+            try append(line)
+            complained = false
+        } catch {
+            if complained { return }
+            complained = true
+            let text = "icebox: cannot log events: \(error); events are lost until it works again\n"
+            _ = text.withCString { p in retryingOnInterrupt { Glibc.write(complaints, p, strlen(p)) } }
+        }
+    }
+
+    /// Appends one line, then rotates if the file has reached its size.
     func append(_ line: String) throws(SystemError) {
         let now = Clock.monotonicNanos()
         if fd >= 0, now >= checkPathAt {
@@ -42,8 +60,9 @@ final class EventLog {
             if lstat(path, &st) != 0 || (UInt64(st.st_dev), UInt64(st.st_ino)) != identity { closeFile() }
         }
         if fd < 0 {
-            let opened = retryingOnInterrupt { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-            if opened < 0 { throw SystemError("append to", path: path) }
+            let opened = try systemCall("append to", path: path) {
+                open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            }
             var st = stat()
             let known = fstat(opened, &st) == 0
             fd = opened

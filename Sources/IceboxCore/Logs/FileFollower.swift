@@ -31,6 +31,8 @@ package final class FileFollower {
         let directory = generations.directory
         if follow {
             // The state directory may not exist before the first daemon ran: make it, as the daemon would.
+            // Only a convenience for the first run: if it cannot be made, the watch below fails and
+            // throws with the path.
             try? FileIO.makeDirectories(directory, mode: 0o700)
             do {
                 let watcher = try Inotify()

@@ -25,6 +25,7 @@ package struct LogGenerations: Sendable {
     /// listing of the directory.
     package func olderNumbers() -> [Int] {
         let prefix = fileName + "."
+        // A directory that cannot be listed has no older generations: only the current log is read.
         let names = (try? FileIO.list(directory)) ?? []
         return names.compactMap { name -> Int? in
             guard name.hasPrefix(prefix) else { return nil }

@@ -18,7 +18,11 @@ import IceboxSystem
 package enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
     package static func load(directory: String) -> [AppRecord] {
+        // Documented above: no directory (no daemon ran yet) is no records, and unreadable files
+        // are skipped.
         let names = ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".json") }
+        // Documented above: a record gone meanwhile or unreadable is skipped, never the whole
+        // registry.
         return names.compactMap { (try? FileIO.read(directory + "/" + $0)).flatMap { JSONLines.decode(AppRecord.self, $0) } }
             .sorted { $0.launchedWall < $1.launchedWall }
     }

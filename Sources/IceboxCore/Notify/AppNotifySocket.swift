@@ -49,6 +49,8 @@ enum AppNotifySocket {
             dir = String(existing.dropLast(privateName.count + 1))
             // Gone (a /tmp cleaner, or a launch killed before it made it): made again at the
             // name the app knows, exclusively, so a directory someone else put there is refused.
+            // An lstat that fails otherwise than "no such file" (.some(nil)) leaves the directory
+            // to the bind below, which throws with the path.
             if (try? FileIO.linkStatus(dir)) == .some(nil) { try makePrivate(dir, app: app) }
             try checkPrivate(dir, existing: existing)
         } else {
@@ -82,6 +84,8 @@ enum AppNotifySocket {
     static func checkPrivate(_ dir: String, existing: String) throws(IceboxError) {
         let base = dir.split(separator: "/").last.map(String.init) ?? ""
         guard dir == privateParent + "/" + base, base.hasPrefix(privatePrefix),
+            // A directory that cannot be lstat'ed is not one we can vouch for: refused below with
+            // the reason.
             let status = try? FileIO.linkStatus(dir), status.kind == .directory, status.owner == geteuid(),
             status.permissions & 0o7777 == 0o711
         else {
@@ -100,6 +104,8 @@ enum AppNotifySocket {
             return
         }
         let dir = String(path.dropLast(privateName.count + 1))
+        // Documented above: a directory we cannot check is left alone; removing less is the safe
+        // side.
         guard !dir.dropFirst(privateParent.count + 1).contains("/"), let status = try? FileIO.linkStatus(dir),
             status.kind == .directory, status.owner == geteuid(), status.permissions & 0o022 == 0
         else { return }

@@ -64,6 +64,7 @@ package enum AppMemory {
     /// walks every page table of the process, so this costs about a millisecond per 100 MiB.
     package static func pssSum(pids: [pid_t], procRoot: String = "/proc") -> UInt64 {
         pids.reduce(0) { sum, pid in
+            // Documented above: a process that has exited counts as nothing.
             sum + ((try? FileIO.read("\(procRoot)/\(pid)/smaps_rollup")).flatMap(pss(smapsRollup:)) ?? 0)
         }
     }
@@ -83,12 +84,16 @@ package enum SystemMemory {
     }
 
     package static func available(path: String = "/proc/meminfo") -> UInt64? {
+        // nil is "not known" (no /proc/meminfo): the caller's memory trigger then does not fire
+        // rather than fire on a made-up figure.
         (try? FileIO.read(path)).flatMap { available(meminfo: $0) }
     }
 
     /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out
     /// anonymous memory.
     package static func hasSwap(path: String = "/proc/meminfo") -> Bool {
+        // No meminfo read: taken as no swap, the side on which compaction does nothing it cannot
+        // undo.
         ((try? FileIO.read(path)).flatMap { field("SwapTotal", meminfo: $0) } ?? 0) > 0
     }
 }

@@ -121,6 +121,7 @@ package struct ResidentMemory: Codable, Sendable, Equatable {
     package static func read(pids: [pid_t], procRoot: String = "/proc") -> ResidentMemory {
         var total = ResidentMemory()
         for pid in pids {
+            // Documented above: a process that has exited counts as nothing.
             guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"), let one = parse(status: text) else { continue }
             total.rss += one.rss
             total.rssAnon += one.rssAnon

@@ -1,3 +1,4 @@
+import Glibc
 import IceboxSystem
 
 /// `--pressure-scope`: whose PSI the trigger watches.
@@ -163,8 +164,18 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
     package init() {}
 
     /// The policy saved at `path`, or the defaults if there is none (or it cannot be read).
-    package static func load(from path: String) -> EvictionPolicy {
-        (try? FileIO.read(path)).flatMap { JSONLines.decode(EvictionPolicy.self, $0) } ?? EvictionPolicy()
+    package static func load(from path: String) -> EvictionPolicy { loadReporting(from: path).policy }
+
+    /// The same, with what was wrong when a file is there but gives no policy (unreadable,
+    /// or not a policy): the daemon says it instead of running on the defaults unseen.
+    package static func loadReporting(from path: String) -> (policy: EvictionPolicy, problem: String?) {
+        let text: String
+        do { text = try FileIO.read(path) } catch {
+            return (EvictionPolicy(), error.errno == ENOENT ? nil : error.description)
+        }
+        do { return (try JSONLines.decodeOrError(EvictionPolicy.self, text), nil) } catch {
+            return (EvictionPolicy(), "\(path) holds no policy this icebox reads (\(error))")
+        }
     }
 
     package mutating func apply(_ setting: PolicySetting) {

@@ -142,8 +142,7 @@ package final class PressureTrigger: Sendable {
     /// EINVAL from the kernel means a spec it does not accept (see PressureSpec.parse);
     /// EBUSY cannot happen, as every trigger gets a descriptor of its own.
     package init(spec: PressureSpec = .default, path: String = PressureTrigger.systemMemory) throws(SystemError) {
-        let fd = retryingOnInterrupt { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
-        if fd < 0 { throw SystemError("open", path: path) }
+        let fd = try systemCall("open", path: path) { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
         // The kernel overwrites the last byte written with a NUL before parsing, so the
         // terminating NUL must be part of the write or the window loses its last digit.
         let text = spec.triggerText
@@ -151,7 +150,7 @@ package final class PressureTrigger: Sendable {
         if n < 0 {
             let err = errno
             close(fd)
-            throw SystemError("write the PSI trigger \"\(text)\" to", path: path, errno: err)
+            throw systemCallError("write the PSI trigger \"\(text)\" to", path: path, errno: err)
         }
         self.fd = fd
         self.path = path

@@ -26,17 +26,23 @@ package enum JSONLines {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.keyEncodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .snake)) }
+        // Only a value whose Encodable conformance throws fails here, and ours (synthesized,
+        // strings and numbers) never do: a programming error, not an input.
         guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
+        // nil is this function's answer for a line that is not a T (hostile input); decodeOrError
+        // gives the reason where a caller reports it.
         try? decodeOrError(type, line)
     }
 
     /// The value a line holds: read by hand if the line is in the plain form JSONWriter
     /// writes (JSONReader), else by JSONDecoder, which decides.
     package static func decode<T: JSONReadable>(_ type: T.Type, _ line: String) -> T? {
+        // nil is this function's answer for a line that is not a T (hostile input); decodeOrError
+        // gives the reason where a caller reports it.
         try? decodeOrError(type, line)
     }
 

@@ -1,0 +1,62 @@
+import Glibc
+
+/// What a failed system call's errno means to icebox: the one policy every -1/errno call on
+/// our own descriptors and buffers follows (`systemCall`).
+package enum SystemCallFailure: Equatable, Sendable {
+    /// EINTR: a signal arrived before the call did anything; run it again.
+    case interrupted
+    /// EBADF or EFAULT: the descriptor or buffer we passed is wrong, a bug of ours (a
+    /// descriptor closed twice, used after close, a pointer past a buffer), never the world.
+    case bug
+    /// Anything else: the world said no (no such file, permission, a full disk); the caller
+    /// is told, with what was being done on what.
+    case error
+
+    /// How `errno` is treated. The corresponding C idiom is the `switch (errno)` after a
+    /// `rc < 0`.
+    package static func classify(_ errno: Int32) -> SystemCallFailure {
+        switch errno {
+        case EINTR: return .interrupted
+        case EBADF, EFAULT: return .bug
+        default: return .error
+        }
+    }
+}
+
+/// Runs a system call that reports failure as -1 and errno, on a descriptor and buffers of
+/// our own: retries EINTR, stops a debug build (and the tests) on EBADF or EFAULT, which only
+/// a bug of ours causes, and throws `SystemError(operation, path:)` for anything else (and for
+/// those two in a release build, where a bug must not take the daemon down). Returns the
+/// call's non-negative result.
+///
+/// Not for a descriptor someone else handed us (SCM_RIGHTS from a client, a pidfd of a process
+/// that may be gone, a descriptor inherited from a service manager): there EBADF can be the
+/// world's doing, so such a call site handles errno itself.
+///
+/// Inlinable and always inlined, like `retryingOnInterrupt` (read its comment): a one-shot
+/// command gets it specialized for its integer type instead of looking up BinaryInteger's
+/// witness tables at run time. The failure path is one call out of line
+/// (`systemCallError`), and `path` an autoclosure, so a path built by concatenation is built
+/// only when the call fails.
+@inlinable @inline(__always)
+package func systemCall<T: BinaryInteger>(
+    _ operation: String, path: @autoclosure () -> String? = nil, _ body: () -> T
+) throws(SystemError) -> T {
+    while true {
+        let rc = body()
+        if rc >= 0 { return rc }
+        let code = errno
+        if code == EINTR { continue }
+        throw systemCallError(operation, path: path(), errno: code)
+    }
+}
+
+/// The error `systemCall` throws for `errno` (not EINTR, which it retries): asserts first on
+/// a bug of ours (EBADF, EFAULT). Out of line: only a failure pays for it, and the assertion
+/// follows this module's build configuration.
+@usableFromInline
+package func systemCallError(_ operation: String, path: String?, errno code: Int32) -> SystemError {
+    let error = SystemError(operation, path: path, errno: code)
+    if SystemCallFailure.classify(code) == .bug { assertionFailure("a bug of ours: \(error)") }
+    return error
+}
