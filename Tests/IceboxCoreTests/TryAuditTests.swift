@@ -7,11 +7,6 @@ import Testing
 /// are the user's code.
 @Suite("try? audit of IceboxCore")
 struct TryAuditTests {
-    /// Files whose `try?` another change in flight treats (the v1 freezer key hold is under
-    /// the speed-budget review of issue 31): checked to still need the exemption, so that it
-    /// goes once they are done.
-    static let leftToTheLead: Set<String> = ["Sources/IceboxCore/Cgroups/FreezerKeyHold.swift"]
-
     /// `file:line` of each `try?` in `source` with no `//` comment on its line and no comment
     /// line just above it.
     static func unexplained(in source: String, file: String) -> [String] {
@@ -62,20 +57,10 @@ struct TryAuditTests {
         }
         try #require(files.count > 50, "found only \(files.count) Swift files under \(core.path)")
         var found: [String] = []
-        var stillLeft: Set<String> = []
         for relative in files.sorted() {
             let text = try String(contentsOfFile: core.path + "/" + relative, encoding: .utf8)
-            let file = "Sources/IceboxCore/" + relative
-            let unexplained = Self.unexplained(in: text, file: file)
-            if Self.leftToTheLead.contains(file) {
-                if !unexplained.isEmpty { stillLeft.insert(file) }
-                continue
-            }
-            found += unexplained
+            found += Self.unexplained(in: text, file: "Sources/IceboxCore/" + relative)
         }
-        #expect(
-            stillLeft == Self.leftToTheLead,
-            "remove from leftToTheLead what no longer has an unexplained try?: \(Self.leftToTheLead.subtracting(stillLeft).sorted())")
         #expect(
             found.isEmpty,
             "\(found.count) `try?` without a comment saying why the error is ignored:\n\(found.joined(separator: "\n"))")

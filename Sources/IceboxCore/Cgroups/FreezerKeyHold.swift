@@ -47,6 +47,9 @@ final class FreezerKeyHold {
     func release() {
         guard held else { return }
         held = false
+        // Best effort: nothing of ours runs in it, so a thaw that fails stops nothing; the rmdir
+        // follows either way, and a hold left behind is removed by the next daemon with the
+        // other empty leftovers (adoptUnrecordedCgroups).
         try? FileIO.write(path + "/freezer.state", "THAWED")
         rmdir(path)
     }
