@@ -8,8 +8,9 @@ import IceboxSystem
 ///
 /// Why a single-threaded loop rather than actors: every transition of every app is ordered
 /// by construction, there are no locks, and a newcomer can follow a request from
-/// `handleRequest` to its reply. A freeze or thaw runs inline: the kernel confirms it in
-/// micro- to milliseconds, and its deadline (10 s) bounds the worst case.
+/// `handleRequest` to its reply. A freeze or thaw does not run inline: it is a
+/// `FreezeOperation` the loop steps when the app's cgroup.events changes or at a re-check
+/// time, within its deadline (10 s), so one app slow to freeze delays no other.
 package final class Daemon {
     package struct Configuration: Sendable {
         package var paths: IceboxPaths
