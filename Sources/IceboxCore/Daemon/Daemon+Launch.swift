@@ -142,13 +142,11 @@ extension Daemon {
                 if let standIn { dismissStandIn(standIn) }  // its directories have their parked names again
                 throw error
             }
-            // Set once the launch has handed the stand-in over (let go) or spawned an app.
-            var standInGone = false
             var spawnedApp = false
             cleanup.append { [self] in _ = clearLeftovers(cgroups) }  // empty unless the spawn succeeded
             cleanup.append { [self] in
                 // First: a stand-in still in them keeps them busy.
-                guard let standIn, !standInGone else { return }
+                guard let standIn else { return }
                 if !spawnedApp && giveBack(cgroups, to: standIn) {
                     dismissStandIn(standIn)  // not waited for: its directories go at its exit
                 } else {
@@ -249,13 +247,6 @@ extension Daemon {
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
             let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notify: notify)
-            // The stand-in was let go at the exec and has been exiting meanwhile, still in the
-            // app's v1 cgroups: the app stays launching (not counted active, not frozen, its
-            // client not answered) until its pidfd says it is gone, without the loop waiting.
-            if let standIn {
-                standInGone = true
-                dismissStandIn(standIn, holding: app)
-            }
             try watch(spawned.handle.pidfd, .pidfd(app.name))
             if let fd = notify.ownFD { try watch(fd, .notify(app.name)) }
             app.spawnEvent = Event(
@@ -266,6 +257,11 @@ extension Daemon {
             )
             app.spawnEvent?.backend = backend
             ended.removeValue(forKey: app.name)
+            // Last, as nothing can fail after it (a rollback must not find the stand-in handed
+            // over): the stand-in was let go at the exec and has been exiting meanwhile, still
+            // in the app's v1 cgroups. The app stays launching (not counted active, not frozen,
+            // its client not answered) until its pidfd says it is gone; the loop does not wait.
+            if let standIn { dismissStandIn(standIn, holding: app) }
             return app
         } catch {
             undo()
@@ -276,9 +272,13 @@ extension Daemon {
     /// After a launch failed with nothing spawned: the stand-in's directories, renamed to the
     /// app's, get their parked names back, so the app's cgroups can be cleared while the
     /// stand-in is still leaving them (its departure removes them). False when that cannot be
-    /// done: the caller waits for the stand-in instead.
+    /// done, or when anything but the stand-in is in them (a stand-in that timed out may have
+    /// cloned the app after all: that goes with the app's cgroups): the caller waits for the
+    /// stand-in instead.
     private func giveBack(_ cgroups: AppCgroups, to standIn: SpawnPool.Entry) -> Bool {
         let pairs = [(cgroups.freezerV1Path, standIn.directories.freezerV1), (cgroups.memoryV1Path, standIn.directories.memoryV1)]
+        let others = pairs.compactMap(\.0).flatMap { CgroupTree.processes($0) }.filter { $0 != standIn.standIn.handle.pid }
+        if !others.isEmpty { return false }
         for case (let app?, let parked?) in pairs where app != parked {
             if rename(app, parked) < 0 { return false }
         }
