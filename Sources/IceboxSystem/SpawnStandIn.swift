@@ -48,23 +48,24 @@ package final class SpawnStandIn {
     /// cgroups). `.unusable` when the stand-in could not spawn at all (gone, timed out, no
     /// clone3 here): the caller spawns the direct way instead.
     ///
-    /// After `.spawned` the stand-in has been let go but may still be exiting, still in the
-    /// app's v1 cgroups: `dismiss` before anything counts, freezes or reports the app. It
-    /// waited for the let-go so that its exit (a copy of this process's address space torn
-    /// down) comes after the app's execve rather than in the middle of it, and the caller's
-    /// work can overlap that exit. After anything else it has exited and is reaped.
+    /// Whatever the outcome the stand-in has been let go but may still be exiting, still in
+    /// the app's v1 cgroups: the caller reaps it (its pidfd, or `dismiss`) before anything
+    /// counts, freezes or reports the app. After `.spawned` it waited for the let-go so that
+    /// its exit (a copy of this process's address space torn down) comes after the app's
+    /// execve rather than in the middle of it, and the caller's work can overlap that exit.
+    /// Not waited for here: a stand-in that does not exit (stopped, say) must not stop the
+    /// caller, the daemon's loop.
     package func spawn(_ request: SpawnRequest, timeoutNanos: UInt64) -> StandInOutcome {
         var result = icebox_spawn_result()
         let rc = Spawner.withCRequest(request) { icebox_stand_in_spawn(socket, $0, &result, timeoutNanos) }
         let confirmed = Clock.monotonicNanos()
         if rc < 0 {
             let failure = SystemError("spawn through the stand-in pid \(handle.pid)")
-            dismiss()
+            letGo()
             return .unusable(failure)
         }
         letGo()
         do { return .spawned(try Spawner.outcome(result, of: request, confirmedAt: confirmed)) } catch {
-            dismiss()
             return .failed(error)
         }
     }

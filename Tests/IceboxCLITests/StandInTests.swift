@@ -157,6 +157,48 @@ struct StandInTests {
         #expect(spawnDetail(box, "fine").contains("by a stand-in"), "\(spawnDetail(box, "fine"))")
     }
 
+    @Test(
+        "a stand-in that does not exit when let go does not hold up the loop: the daemon answers while it is still there, then kills and reaps it and removes its directories"
+    )
+    func stuckStandInDoesNotBlock() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        let daemon = try #require(box.daemonPID)
+        try #require(Scenario.eventually { box.standIns().count == 1 && !parkedDirectories(box).isEmpty })
+        let standIn = box.standIns()[0]
+        let dirs = parkedDirectories(box)
+        // Stopped, it neither spawns nor exits when let go (SIGKILL still ends it).
+        kill(standIn, SIGSTOP)
+        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
+        // The launch takes it, gets no answer within its spawn time-out and fails; its
+        // rollback lets the stand-in go without waiting for it to exit.
+        let r = try box.icebox(["launch", "stuck", "--", "sleep", "1000"])
+        #expect(r.status != 0, "\(r.output)")
+        #expect(Kernel.processState(standIn) == "T", "the launch's reply waited for the stand-in to go")
+        let start = Clock.monotonicNanos()
+        let ps = try box.icebox(["ps"])
+        let took = Clock.monotonicNanos() - start
+        #expect(ps.status == 0, "\(ps.output)")
+        #expect(Kernel.processState(standIn) == "T", "the stand-in was waited for before the next request")
+        #expect(took < 500_000_000, "icebox ps took \(took / 1_000_000) ms with a stopped stand-in leaving")
+        // Past its deadline it is killed and reaped (no zombie: /proc/PID goes), and every
+        // directory it sat in, under its parked name or the app's, is removed.
+        #expect(
+            Scenario.eventually { Kernel.processState(standIn) == nil },
+            "stand-in \(standIn): \(Kernel.processState(standIn).map(String.init) ?? "gone")")
+        #expect(Kernel.children(of: daemon, inState: "Z").isEmpty)
+        #expect(Scenario.eventually { !dirs.contains(where: { FileManager.default.fileExists(atPath: $0) }) }, "\(parkedDirectories(box))")
+        let memoryRoot = HostFacts.discover(cgroupRootOverride: box.cgroupRoot).memoryV1Root
+        for root in [box.cgroupRoot, box.freezerRoot, memoryRoot].compactMap({ $0 }) {
+            #expect(!FileManager.default.fileExists(atPath: root + "/stuck"), "\(root)/stuck is left")
+        }
+        // And launches go on through a fresh stand-in.
+        #expect(Scenario.eventually { box.standIns().count == 1 && !box.standIns().contains(standIn) })
+        let ok = try box.icebox(["launch", "fine", "--", "sleep", "1000"])
+        #expect(ok.status == 0, "\(ok.output)")
+    }
+
     @Test("a daemon that stops takes its stand-ins and their directories with it")
     func stopRemovesStandIns() throws {
         let box = Sandbox()

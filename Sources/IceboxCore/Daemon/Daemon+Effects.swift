@@ -18,6 +18,10 @@ extension Daemon {
     /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
     /// its waiting clients are told the record could not be written (exit 74).
     func apply(_ input: LifecycleInput, to app: LiveApp, now: Instant = .read()) {
+        if app.heldForStandIn != nil, input.waitsForStandIn {
+            app.heldForStandIn?.append(input)
+            return
+        }
         var next = app.lifecycle
         var effects = next.handle(input, now: now)
         // The kernel's confirmation of a freeze changes the record, but the record of intent

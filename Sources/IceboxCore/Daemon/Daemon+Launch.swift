@@ -139,11 +139,20 @@ extension Daemon {
                     freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: facts.memoryV1Root,
                     backend: backend, standIn: standIn?.directories)
             } catch {
-                standIn?.discard()
+                if let standIn { dismissStandIn(standIn) }  // its directories have their parked names again
                 throw error
             }
+            var spawnedApp = false
             cleanup.append { [self] in _ = clearLeftovers(cgroups) }  // empty unless the spawn succeeded
-            cleanup.append { standIn?.discard() }  // first: a stand-in still in them keeps them busy
+            cleanup.append { [self] in
+                // First: a stand-in still in them keeps them busy.
+                guard let standIn else { return }
+                if !spawnedApp && giveBack(cgroups, to: standIn) {
+                    dismissStandIn(standIn)  // not waited for: its directories go at its exit
+                } else {
+                    standIn.discard()  // an app was spawned into them: gone before they are cleared
+                }
+            }
             // The app's own state directory survives eviction and relaunch (didEnterBackground
             // saves here).
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
@@ -195,7 +204,9 @@ extension Daemon {
             let outcome = try spawn(request, standIn: standIn, app: options.name)
             descriptors.close()  // the child has them (or has failed): ours go now
             switch outcome {
-            case .success(let s): spawned = s
+            case .success(let s):
+                spawned = s
+                spawnedApp = true
             case .failure(let error):
                 switch error {
                 case .notFound: throw IceboxError(.commandNotFound(command: options.command[0]), error.description)
@@ -233,9 +244,6 @@ extension Daemon {
             record.runsAs = options.runAs ?? Self.ownIdentity
             record.notifySocket = notifyPath == config.paths.notifySocket(options.name) ? nil : notifyPath
             try writeRecord(record, done: "the app was stopped again")
-            // The stand-in was let go at the exec and has been exiting meanwhile: gone (from
-            // the app's v1 cgroups) before the app can be counted, frozen or reported.
-            standIn?.discard()
             var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
             lifecycle.freezeTimeout = config.freezeTimeoutNanos
             let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notify: notify)
@@ -249,11 +257,32 @@ extension Daemon {
             )
             app.spawnEvent?.backend = backend
             ended.removeValue(forKey: app.name)
+            // Last, as nothing can fail after it (a rollback must not find the stand-in handed
+            // over): the stand-in was let go at the exec and has been exiting meanwhile, still
+            // in the app's v1 cgroups. The app stays launching (not counted active, not frozen,
+            // its client not answered) until its pidfd says it is gone; the loop does not wait.
+            if let standIn { dismissStandIn(standIn, holding: app) }
             return app
         } catch {
             undo()
             throw error
         }
+    }
+
+    /// After a launch failed with nothing spawned: the stand-in's directories, renamed to the
+    /// app's, get their parked names back, so the app's cgroups can be cleared while the
+    /// stand-in is still leaving them (its departure removes them). False when that cannot be
+    /// done, or when anything but the stand-in is in them (a stand-in that timed out may have
+    /// cloned the app after all: that goes with the app's cgroups): the caller waits for the
+    /// stand-in instead.
+    private func giveBack(_ cgroups: AppCgroups, to standIn: SpawnPool.Entry) -> Bool {
+        let pairs = [(cgroups.freezerV1Path, standIn.directories.freezerV1), (cgroups.memoryV1Path, standIn.directories.memoryV1)]
+        let others = pairs.compactMap(\.0).flatMap { CgroupTree.processes($0) }.filter { $0 != standIn.standIn.handle.pid }
+        if !others.isEmpty { return false }
+        for case (let app?, let parked?) in pairs where app != parked {
+            if rename(app, parked) < 0 { return false }
+        }
+        return true
     }
 
     /// Spawns through the stand-in when there is one, else (or when it turns out unusable)

@@ -46,9 +46,40 @@ extension Daemon {
         return entry
     }
 
-    /// The daemon stops: every parked stand-in goes, with its directories.
+    /// The daemon stops: every parked stand-in goes, with its directories, and those let go
+    /// are waited for. Both wait (bounded), which only here is fine: the loop has ended.
     func drainSpawnPool() {
         for entry in spawnPool.drain() { unwatch(entry.standIn.watchDescriptor) }
+        for fd in spawnPool.departures.drain() { forgetWatch(fd) }  // closed already: out of the epoll set
+    }
+
+    /// Lets a stand-in go without waiting for it: its pidfd is watched, and at its exit it is
+    /// reaped and its parked directories removed (StandInDepartures). `app`: a launch whose
+    /// readiness is held until then (`LiveApp.heldForStandIn`), as the stand-in is in its
+    /// v1 cgroups until it exits.
+    func dismissStandIn(_ entry: SpawnPool.Entry, holding app: LiveApp? = nil) {
+        let fd = spawnPool.departures.add(entry, holding: app, now: Clock.monotonicNanos())
+        do throws(SystemError) {
+            try watch(fd, .standInExit(fd))
+        } catch {
+            // Not watchable (no memory for epoll): waited for, bounded, as it used to be.
+            entry.standIn.dismiss()
+            standInExited(fd)
+            return
+        }
+        // Held only until it exits: already gone (a stand-in that failed exits at once) is
+        // seen on the next turn through its pidfd.
+        if let app, app.heldForStandIn == nil { app.heldForStandIn = [] }
+    }
+
+    /// A let-go stand-in's pidfd was readable: reaped, its directories removed, and the
+    /// launch it held goes on.
+    func standInExited(_ fd: Int32) {
+        guard let departure = spawnPool.departures.exited(fd) else { return }
+        unwatch(fd)
+        guard let app = departure.holding, apps[app.name] === app, let held = app.heldForStandIn else { return }
+        app.heldForStandIn = nil
+        for input in held { apply(input, to: app) }
     }
 
     private func follow(_ change: SpawnPool.Change) {
@@ -59,7 +90,10 @@ extension Daemon {
             // Unwatched, it is still found ready when a launch takes it (SpawnPool.take looks).
             try? watch(fd, .standIn(fd))
         case .lost(let entry, let reason):
-            if let entry { unwatch(entry.standIn.watchDescriptor) }
+            if let entry {
+                unwatch(entry.standIn.watchDescriptor)
+                dismissStandIn(entry)
+            }
             log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason, at: .read()))
             if standInFillAt == nil { deferSpawnPoolFill() }
         }

@@ -60,6 +60,8 @@ package final class Daemon {
         case pressure
         case appLogs
         case standIn(Int32)
+        /// The pidfd of a stand-in let go (StandInDepartures): readable at its exit.
+        case standInExit(Int32)
         /// The criu (or sync) of an app's checkpoint or restore.
         case criu(String)
     }
@@ -447,7 +449,7 @@ package final class Daemon {
         var next = policyCheckAt.earlier(acceptResumeAt).earlier(appLogs?.nextDeadline).earlier(metricsFileDue)
             .earlier(sharedNotifyDrops.dueAt)
         if !stopping { next = next.earlier(standInFillAt) }
-        next = next.earlier(appDeadlines.earliest)
+        next = next.earlier(appDeadlines.earliest).earlier(spawnPool.departures.nextDeadline)
         for job in restores.values { next = next.earlier(job.run.deadline) }
         for client in clients.values { next = next.earlier(client.closeAt) }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
@@ -468,6 +470,7 @@ package final class Daemon {
         case .pressure: pressureFired(events: events)
         case .appLogs: appLogsChanged()
         case .standIn(let fd): standInReadable(fd)
+        case .standInExit(let fd): standInExited(fd)
         case .criu(let name): criuExited(name)
         }
     }
@@ -496,6 +499,7 @@ package final class Daemon {
     func fireDeadlines(now: UInt64) {
         closeDrainedClients(now: now)
         if let at = standInFillAt, at <= now, !stopping { fillSpawnPool() }
+        if let d = spawnPool.departures.nextDeadline, d <= now { spawnPool.departures.fire(now: now) }
         if let d = acceptResumeAt, d <= now { resumeAccepting() }
         if let d = policyCheckAt, d <= now {
             policyCheckAt = nil
@@ -553,6 +557,8 @@ package final class Daemon {
                 criuExited(name)  // as its pidfd would report: reaped there, with its status
             } else if let app = apps.values.first(where: { $0.probe?.childPID == pid }) {
                 probeAnswered(app, events: EpollEvents.readable)  // as its pidfd would report
+            } else if let fd = spawnPool.departures.pidfd(of: pid) {
+                standInExited(fd)  // as its pidfd would report
             } else {
                 Reaper.reap(pid: pid)
             }

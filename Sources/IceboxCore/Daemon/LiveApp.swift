@@ -34,6 +34,11 @@ final class LiveApp {
     /// The control connection of `icebox run`, which gets this app's events and its exit.
     var attachedClient: Int32?
     var spawnEvent: Event?
+    /// The spawn stand-in that cloned it is still in its v1 cgroups (it was let go at the
+    /// exec and is exiting): what would make the app ready (`.ready`, and any `.notify`,
+    /// kept in order) waits here, so it is not counted active, frozen or reported launched
+    /// with the stand-in among its processes; nil: nothing held (Daemon+StandIns).
+    var heldForStandIn: [LifecycleInput]?
 
     // The readiness probe and when its next attempt is due (or, while an attempt is in
     // flight, when that attempt is abandoned).
@@ -128,5 +133,15 @@ final class LiveApp {
     var nextDeadline: UInt64? {
         lifecycle.nextDeadline.earlier(probeAt).earlier(operationAt).earlier(destroyAt).earlier(compactAt)
             .earlier(lockCheckAt).earlier(notifyDrops.dueAt).earlier(checkpoint?.run.deadline)
+    }
+}
+
+extension LifecycleInput {
+    /// What may make a launching app ready, held while its stand-in leaves (`LiveApp.heldForStandIn`).
+    var waitsForStandIn: Bool {
+        switch self {
+        case .ready, .notify: return true
+        default: return false
+        }
     }
 }

@@ -35,10 +35,18 @@ final class SpawnPool {
             self.directories = directories
         }
 
-        /// Lets the stand-in go and removes whichever of its directories still carry their
-        /// parked names (a launch that took them renamed them: those are the app's now).
+        /// Lets the stand-in go, waits for it (bounded: SpawnStandIn.dismiss) and removes its
+        /// parked directories. It blocks: the loop hands stand-ins to `StandInDepartures`
+        /// instead; this is for where nothing else is served (the daemon's stop) or a launch's
+        /// rollback that cannot give the stand-in its directories back.
         func discard() {
             standIn.dismiss()
+            removeParkedDirectories()
+        }
+
+        /// Removes whichever of its directories still carry their parked names (a launch that
+        /// took them renamed them: those are the app's now), once the stand-in is gone.
+        func removeParkedDirectories() {
             for path in [directories.freezerV1, directories.memoryV1].compactMap({ $0 }) where FileIO.isDirectory(path) {
                 rmdir(path)
             }
@@ -50,8 +58,9 @@ final class SpawnPool {
         case none
         /// A stand-in was started: watch its socket (ready, or gone).
         case started(Entry)
-        /// A stand-in could not be started, failed or died (discarded already): stop watching
-        /// its socket (nil: never watched; it closes when the entry goes) and log `reason`.
+        /// A stand-in could not be started, failed or died: stop watching its socket (nil:
+        /// never watched; it closes when the entry goes), let it go without waiting
+        /// (StandInDepartures) and log `reason`.
         case lost(Entry?, reason: String)
     }
 
@@ -62,6 +71,8 @@ final class SpawnPool {
     /// Kinds given up on, and why: launches of that kind spawn the direct way.
     private(set) var disabled: [Kind: String] = [:]
     private var losses: [Kind: Int] = [:]
+    /// Stand-ins let go (lost, or done with by a launch) until they are gone.
+    let departures = StandInDepartures()
     private var sequence = 0
     /// Stand-ins that die while parked are replaced this many times, then the kind is
     /// given up on: something kills them, and forking again would only feed it.
@@ -118,14 +129,12 @@ final class SpawnPool {
                 return .none
             } catch {
                 parked.remove(at: i)
-                entry.discard()
                 disabled[entry.kind] = error.description
                 return .lost(entry, reason: Self.givenUp(entry.kind, error.description))
             }
         }
         // A ready one has nothing more to say: readable again means it is gone.
         parked.remove(at: i)
-        entry.discard()
         losses[entry.kind, default: 0] += 1
         let why = "the spawn stand-in pid \(entry.standIn.handle.pid) exited while parked"
         if losses[entry.kind, default: 0] > Self.maxLosses {
@@ -140,7 +149,8 @@ final class SpawnPool {
         "spawn stand-ins (\(kind)) given up: \(why); launches move each app into its v1 cgroups themselves"
     }
 
-    /// Every parked stand-in goes, with its directories (the daemon stops).
+    /// Every parked stand-in goes, with its directories (the daemon stops). Blocking,
+    /// bounded (Entry.discard): the loop has ended, nothing else is served.
     func drain() -> [Entry] {
         let all = parked
         parked = []
