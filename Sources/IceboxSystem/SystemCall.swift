@@ -42,13 +42,10 @@ package enum SystemCallFailure: Equatable, Sendable {
 package func systemCall<T: BinaryInteger>(
     _ operation: String, path: @autoclosure () -> String? = nil, _ body: () -> T
 ) throws(SystemError) -> T {
-    while true {
-        let rc = body()
-        if rc >= 0 { return rc }
-        let code = errno
-        if code == EINTR { continue }
-        throw systemCallError(operation, path: path(), errno: code)
-    }
+    let rc = retryingOnInterrupt(body)
+    if rc >= 0 { return rc }
+    let code = errno  // before `path()`, whose concatenation may allocate and change it
+    throw systemCallError(operation, path: path(), errno: code)
 }
 
 /// The error `systemCall` throws for `errno` (not EINTR, which it retries): asserts first on

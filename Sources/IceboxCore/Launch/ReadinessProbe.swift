@@ -195,7 +195,6 @@ final class ReadinessProbe {
         }
     }
 
-    /// Ends the attempt with `step` (ready or not ready), releasing what it held.
     /// An attempt that could not even start (no socket, no spawn): a failed attempt, retried
     /// after the back-off, and its reason kept for the daemon to say once
     /// (`takeStartProblem`). These were dropped (`try?`), and a ready timeout then said only
@@ -216,6 +215,7 @@ final class ReadinessProbe {
         return unsaidStartProblem
     }
 
+    /// Ends the attempt with `step` (ready or not ready), releasing what it held.
     private func settle(_ step: ProbeStep) -> ProbeStep {
         cancel()
         return step

@@ -12,7 +12,7 @@ final class StandInDepartures {
         /// When it is killed if it has not exited by then (monotonic ns); nil once killed.
         var killAt: UInt64?
         /// The launch whose readiness waits for this stand-in to leave the app's v1 cgroups
-        /// (Daemon+StandIns `standInGone`); nil when none does.
+        /// (Daemon+StandIns `standInExited`); nil when none does.
         weak var holding: LiveApp?
 
         init(entry: SpawnPool.Entry, killAt: UInt64, holding: LiveApp?) {
