@@ -14,6 +14,19 @@ struct DoctorCriuTests {
         return CriuProbe.run(environment: env, stateDir: nil).works
     }()
 
+    /// `doctor --require criu` with ICEBOX_CRIU naming a fake criu of `version` whose every
+    /// other command fails: it must exit 1, and its criu line is returned with its output and
+    /// the fake's path.
+    static func doctorWithFailingCriu(_ box: Sandbox, version: String) throws -> (doctor: Sandbox.Result, line: String, fake: String) {
+        let fake = box.dir + "/criu"
+        let script =
+            "#!/bin/sh\ncase \"$1\" in --version) echo 'Version: \(version)' ;; *) echo 'Error (fake.c:1): fake' >&2; exit 1 ;; esac\n"
+        #expect(FileManager.default.createFile(atPath: fake, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+        let doctor = try box.icebox(["doctor", "--color", "never", "--require", "criu"], extraEnv: ["ICEBOX_CRIU": fake])
+        #expect(doctor.status == 1, "\(doctor.output)")
+        return (doctor, try #require(criuLine(doctor.stdout), "\(doctor.stdout)"), fake)
+    }
+
     /// The criu line of doctor's table, "ok  criu  ...".
     static func criuLine(_ stdout: String) -> String? {
         stdout.split(separator: "\n").map(String.init).first { $0.split(separator: " ").dropFirst().first == "criu" }
@@ -60,12 +73,7 @@ struct DoctorCriuTests {
     func reportsOldCriu() throws {
         let box = Sandbox()
         defer { box.close() }
-        let fake = box.dir + "/criu"
-        let script = "#!/bin/sh\ncase \"$1\" in --version) echo 'Version: 3.17.1' ;; *) echo 'Error (fake.c:1): fake' >&2; exit 1 ;; esac\n"
-        #expect(FileManager.default.createFile(atPath: fake, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
-        let doctor = try box.icebox(["doctor", "--color", "never", "--require", "criu"], extraEnv: ["ICEBOX_CRIU": fake])
-        #expect(doctor.status == 1, "\(doctor.output)")
-        let line = try #require(Self.criuLine(doctor.stdout), "\(doctor.stdout)")
+        let (doctor, line, fake) = try Self.doctorWithFailingCriu(box, version: "3.17.1")
         #expect(line.hasPrefix("-- "), "\(line)")
         #expect(line.contains("criu 3.17.1 at \(fake) (ICEBOX_CRIU): "), "\(line)")
         if CriuProbe.kernelRestrictsPassCred() {
@@ -82,12 +90,7 @@ struct DoctorCriuTests {
     func reportsCriu411AsTooOldWherePassCredIsRestricted() throws {
         let box = Sandbox()
         defer { box.close() }
-        let fake = box.dir + "/criu"
-        let script = "#!/bin/sh\ncase \"$1\" in --version) echo 'Version: 4.1.1' ;; *) echo 'Error (fake.c:1): fake' >&2; exit 1 ;; esac\n"
-        #expect(FileManager.default.createFile(atPath: fake, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
-        let doctor = try box.icebox(["doctor", "--color", "never", "--require", "criu"], extraEnv: ["ICEBOX_CRIU": fake])
-        #expect(doctor.status == 1, "\(doctor.output)")
-        let line = try #require(Self.criuLine(doctor.stdout), "\(doctor.stdout)")
+        let (_, line, fake) = try Self.doctorWithFailingCriu(box, version: "4.1.1")
         #expect(line.hasPrefix("-- ") && line.contains("criu 4.1.1 at \(fake) (ICEBOX_CRIU): "), "\(line)")
         if CriuProbe.kernelRestrictsPassCred() {
             #expect(line.contains("older than 4.2, which this kernel needs"), "\(line)")

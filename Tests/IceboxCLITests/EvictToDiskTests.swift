@@ -10,7 +10,9 @@ import Testing
 /// with its pids inside and its count going on; an HTTP server answering after its restore;
 /// the memory policy choosing disk; a dump that cannot succeed falling back to a kill; a
 /// daemon killed during a dump losing nothing; a restore that fails relaunching cold.
-@Suite("evict --to-disk: checkpoint and restore with criu", .serialized)
+@Suite(
+    "evict --to-disk: checkpoint and restore with criu", .serialized,
+    .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
 struct EvictToDiskTests {
 
     /// A python counter writing its count (and its pid inside its namespace) to `file`.
@@ -57,8 +59,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "a counting app evicted to disk is gone from memory and comes back on resume with the same pid inside, counting on",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "a counting app evicted to disk is gone from memory and comes back on resume with the same pid inside, counting on")
     func countGoesOn() throws {
         let box = Sandbox("disk-count")
         defer { box.close() }
@@ -110,8 +111,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "an HTTP server evicted to disk answers a GET after its restore",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "an HTTP server evicted to disk answers a GET after its restore")
     func httpServer() throws {
         let box = Sandbox("disk-http")
         defer { box.close() }
@@ -141,8 +141,8 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "the memory policy with --evict-to disk checkpoints the suspended app it chooses, freeing its memory, an app's own --evict-to winning; resume brings it back",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "the memory policy with --evict-to disk checkpoints the suspended app it chooses, freeing its memory, an app's own --evict-to winning; resume brings it back"
+    )
     func policyToDisk() throws {
         let box = Sandbox("disk-policy")
         defer { box.close() }
@@ -171,8 +171,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "a dump that cannot succeed falls back to a kill, the reason logged: a socket to outside, and an app without --pid-namespace",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "a dump that cannot succeed falls back to a kill, the reason logged: a socket to outside, and an app without --pid-namespace")
     func fallsBackToAKill() throws {
         let box = Sandbox("disk-fallback")
         defer { box.close() }
@@ -204,8 +203,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "a daemon killed in the middle of a dump loses nothing: its successor waits for criu and finds the app on disk or in memory",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "a daemon killed in the middle of a dump loses nothing: its successor waits for criu and finds the app on disk or in memory")
     func daemonKilledDuringTheDump() throws {
         let box = Sandbox("disk-crash")
         defer { box.close() }
@@ -238,8 +236,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "a daemon killed in the middle of a restore loses nothing: its successor finds the app restored (or still on disk), once",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "a daemon killed in the middle of a restore loses nothing: its successor finds the app restored (or still on disk), once")
     func daemonKilledDuringTheRestore() throws {
         let box = Sandbox("disk-crash-restore")
         defer { box.close() }
@@ -274,8 +271,7 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "a restore that fails relaunches the app cold, told to restore its state; terminate of an app on disk discards its images",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "a restore that fails relaunches the app cold, told to restore its state; terminate of an app on disk discards its images")
     func failedRestoreRelaunchesCold() throws {
         let box = Sandbox("disk-cold")
         defer { box.close() }
@@ -305,8 +301,8 @@ struct EvictToDiskTests {
     }
 
     @Test(
-        "the library's typed results: evict(toDisk:) says checkpointed with the image and memory freed, or why it fell back; resume says restored",
-        .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
+        "the library's typed results: evict(toDisk:) says checkpointed with the image and memory freed, or why it fell back; resume says restored"
+    )
     func typedResults() throws {
         let box = Sandbox("disk-typed")
         defer { box.close() }

@@ -21,20 +21,11 @@ enum Strace {
 struct SpeedMechanismSwitchTests {
     static let everything = SpeedMechanism.allCases.map(\.rawValue).joined(separator: ",")
 
-    /// A field of /proc/PID/status.
-    static func status(_ pid: pid_t, _ key: String) -> String? {
-        ProcFS.statusField(key, in: (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? "")
-    }
+    /// A field of /proc/PID/status (RunAsUserTests reads them); nil once the process is gone.
+    static func status(_ pid: pid_t, _ key: String) -> String? { (try? RunAsUserTests.status(pid))?[key] }
 
-    static func hasIPCLock(_ pid: pid_t) -> Bool {
-        // CAP_IPC_LOCK is capability 14.
-        (UInt64(status(pid, "CapPrm") ?? "", radix: 16) ?? 0) & (1 << 14) != 0
-    }
-
-    static func holds(_ box: Sandbox) -> [String] {
-        guard let root = box.freezerRoot else { return [] }
-        return ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0.hasPrefix(".freezer-hold-") }
-    }
+    /// Whether `pid` has CAP_IPC_LOCK in its permitted set.
+    static func hasIPCLock(_ pid: pid_t) -> Bool { RunAsUserTests.capabilities(status(pid, "CapPrm")).contains("cap_ipc_lock") }
 
     /// The SCHED_FIFO requests `daemon` makes while `body` runs, as strace sees them.
     static func fifoRequests(of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
@@ -83,14 +74,18 @@ struct SpeedMechanismSwitchTests {
         #expect(started.hasSuffix(", without thaw-priority, freezer-key-hold, image-lock, stand-ins"), "\(started)")
         #expect(with.events().contains { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") && !$0.detail.contains("without") })
 
-        // The key hold: an empty v1 freezer cgroup held FROZEN, or none.
-        #expect(Self.holds(with) == [".freezer-hold-\(on)"])
-        #expect(Self.holds(without).isEmpty, "\(Self.holds(without))")
+        // The key hold: an empty v1 freezer cgroup held FROZEN, or none (FreezerKeyHoldTests
+        // lists them).
+        let keyHolds = FreezerKeyHoldTests()
+        let hold = try #require(with.freezerRoot) + "/.freezer-hold-\(on)"
+        #expect(keyHolds.holds(with) == [hold])
+        #expect(Kernel.freezerState(hold) == "FROZEN")
+        #expect(keyHolds.holds(without).isEmpty, "\(keyHolds.holds(without))")
 
         // The image lock: locked pages and CAP_IPC_LOCK, or neither (the lock follows the
         // daemon's readiness, so a reply has come after it).
-        #expect(Scenario.eventually { (Self.status(on, "VmLck").flatMap(ProcFS.parseKiloBytes) ?? 0) > 1 << 20 })
-        #expect(Self.status(bare, "VmLck").flatMap(ProcFS.parseKiloBytes) == 0, "\(Self.status(bare, "VmLck") ?? "")")
+        #expect(Scenario.eventually { (ProgramImageLockTests.statusKiB(on, "VmLck") ?? 0) > 1024 })
+        #expect(ProgramImageLockTests.statusKiB(bare, "VmLck") == 0, "\(Self.status(bare, "VmLck") ?? "")")
         #expect(Self.hasIPCLock(on))
         #expect(!Self.hasIPCLock(bare))
 
