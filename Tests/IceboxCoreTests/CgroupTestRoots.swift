@@ -140,28 +140,25 @@ struct Stepper {
     }
 
     mutating func run(_ operation: inout FreezeOperation) -> FreezeProgress {
-        while true {
-            let (progress, took) = Self.timed { operation.step(now: Clock.monotonicNanos()) }
-            longestStepNanos = max(longestStepNanos, took)
-            steps += 1
-            guard case .waiting(let recheckAt, let watch) = progress else { return progress }
-            waits += 1
-            let now = Clock.monotonicNanos()
-            if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
-        }
+        run(from: timedStep { operation.step(now: Clock.monotonicNanos()) }) { now in operation.step(now: now) }
     }
 
     mutating func run(destroy cgroups: AppCgroups, first: DestroyProgress) -> DestroyProgress {
-        var progress = first
-        while case .waiting(let recheckAt, let watch) = progress {
+        run(from: first) { now in cgroups.stepDestroy(now: now) }
+    }
+
+    /// The product's driver (`Stepping.run`), each later step timed and counted.
+    private mutating func run<P: StepProgress>(from first: P, step: (UInt64) -> P) -> P {
+        Stepping.run(from: first) { now in
             waits += 1
-            let now = Clock.monotonicNanos()
-            if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
-            let (next, took) = Self.timed { cgroups.stepDestroy(now: Clock.monotonicNanos()) }
-            progress = next
-            longestStepNanos = max(longestStepNanos, took)
-            steps += 1
+            return timedStep { step(now) }
         }
+    }
+
+    private mutating func timedStep<P>(_ step: () -> P) -> P {
+        let (progress, took) = Self.timed(step)
+        longestStepNanos = max(longestStepNanos, took)
+        steps += 1
         return progress
     }
 }

@@ -82,17 +82,13 @@ package struct FreezeOperation: Sendable {
     /// when it ends.
     package static let notificationQuietNanos: UInt64 = 20_000_000
 
-    /// Steps until done, sleeping in between: in poll(2) on the watch descriptor (POLLPRI)
-    /// until the re-check time. For one-shot commands and tests; an event loop steps instead.
+    /// Steps until done, sleeping in between (`Stepping.run`). For one-shot commands and
+    /// tests; an event loop steps instead.
     package mutating func wait() throws(FreezeFailure) -> FreezeReport {
-        while true {
-            switch step(now: Clock.monotonicNanos()) {
-            case .confirmed(let report): return report
-            case .failed(let failure): throw failure
-            case .waiting(let recheckAt, let watch):
-                let now = Clock.monotonicNanos()
-                if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
-            }
+        switch Stepping.run(from: step(now: Clock.monotonicNanos()), step: { step(now: $0) }) {
+        case .confirmed(let report): return report
+        case .failed(let failure): throw failure
+        case .waiting: preconditionFailure("Stepping.run returned an operation still waiting")
         }
     }
 }

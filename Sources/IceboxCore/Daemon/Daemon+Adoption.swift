@@ -133,15 +133,8 @@ extension Daemon {
     /// back), so the removal may wait (bounded, 5 s) here.
     func clearLeftovers(_ cgroups: AppCgroups, mainPID: pid_t? = nil) -> String {
         let start = Clock.monotonicNanos()
-        var progress = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000), mainPID: mainPID)
-        while case .waiting(let at, let watch) = progress {
-            let now = Clock.monotonicNanos()
-            // Only paces the steps, bounded by `at`: a failed wait (no watch) returns at once and
-            // the step looks at the cgroup itself.
-            if at > now { _ = try? Poll.wait(watch ?? -1, events: Int16(POLLPRI), timeoutNanos: at - now) }
-            progress = cgroups.stepDestroy(now: Clock.monotonicNanos())
-        }
-        switch progress {
+        let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000), mainPID: mainPID)
+        switch Stepping.run(from: first, step: { cgroups.stepDestroy(now: $0) }) {
         case .done(let leftovers) where leftovers > 0:
             return "\(leftovers) leftover process\(leftovers == 1 ? " was" : "es were") killed and its cgroup removed"
         case .failed(let problems): return "its cgroup could not be removed: " + problems.joined(separator: "; ")
