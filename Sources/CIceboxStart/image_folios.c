@@ -6,8 +6,8 @@
 // reads them back through the page faults of its start, and the kernel's read-around fills
 // the cache with 4 KiB pages. Every later `icebox` command then maps its code 16 pages per
 // fault, each page costing ~0.4 µs here: `icebox suspend` took 35 page faults in its code
-// against 7, and ~1.5x the C one-shot against 1.3x (benchmarks/budget.md, "the readahead
-// state"). With VM_HUGEPAGE on the mapping, a fault that finds nothing in the page cache
+// against 7 as installed, and 1.8x the C one-shot against 1.4x (benchmarks/budget.md, "The
+// readahead state"; with this, 7 faults and 1.47x). With VM_HUGEPAGE on the mapping, a fault that finds nothing in the page cache
 // reads a 2 MiB folio instead (filemap.c, do_sync_mmap_readahead; it needs no
 // CONFIG_READ_ONLY_THP_FOR_FS, which MADV_COLLAPSE of a file would), so the first command
 // after a reboot puts the code back as an install left it, for itself and everyone after.
