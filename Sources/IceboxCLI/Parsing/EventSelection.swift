@@ -3,8 +3,9 @@ import IceboxCore
 
 /// Which events `icebox log` prints, and how. A line is looked at as bytes first: the log
 /// writes `{"app":"NAME",...` (keys sorted), so with a NAME most lines are turned away by a
-/// comparison of their first bytes, and only the rest are parsed (EventLineParser, falling
-/// back to JSONDecoder for what it does not handle; a line neither can read is skipped).
+/// comparison of their first bytes, and only the rest are read, as every reader of the log
+/// reads an event (JSONLines.decode: JSONReader, else JSONDecoder; a line neither reads is
+/// skipped).
 final class EventSelection {
     let name: String?
     let since: Int64?
@@ -29,8 +30,7 @@ final class EventSelection {
     /// The text to print for a line of the log, or nil if it is not one of those asked for.
     func render(_ line: UnsafeRawBufferPointer) -> String? {
         if let namePrefix, Self.starts(line, with: canonical), !Self.starts(line, with: namePrefix) { return nil }
-        guard let event = EventLineParser.parse(line) ?? JSONLines.decode(Event.self, String(decoding: line, as: UTF8.self))
-        else { return nil }
+        guard let event = JSONLines.decode(Event.self, bytes: line) else { return nil }
         if let name, event.app != name { return nil }
         sawApp = true
         if since != nil || until != nil {

@@ -46,6 +46,12 @@ package enum JSONLines {
         try? decodeOrError(type, line)
     }
 
+    /// The same over bytes (a line of the event log in a read buffer): no String of the line
+    /// is made unless JSONDecoder is to read it.
+    package static func decode<T: JSONReadable>(_ type: T.Type, bytes: UnsafeRawBufferPointer) -> T? {
+        JSONReader.read(bytes) { T(json: &$0) } ?? decode(type, String(decoding: bytes, as: UTF8.self))
+    }
+
     package static func decodeOrError<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
         try decodeWithFoundation(type, line)
     }
