@@ -258,9 +258,9 @@ extension Daemon {
 
     /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
     ///
-    /// A line reported while the lifecycle's effects run is held until they are done, and then
-    /// for as long as one of the client's apps waits on the kernel (a freeze or thaw in
-    /// flight): "active → background" then goes out with "background → suspended" rather
+    /// A line reported while lifecycle inputs are applied (their queue drained) is held until
+    /// they are all done, and then for as long as one of the client's apps waits on the kernel
+    /// (a freeze or thaw in flight): "active → background" then goes out with "background → suspended" rather
     /// than waking the client in the middle of the freeze, where, on a machine whose CPUs are
     /// all taken, the client's own work took a CPU from the very tasks that had to run to
     /// freeze (measured: 10 busy processes froze in 0.29 ms with a client that did not read
@@ -272,7 +272,7 @@ extension Daemon {
         guard var waiter = waiters[id] else { return }
         var reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
         if failed == nil { reply.event = event }
-        if applyDepth > 0 || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
+        if inputs.isDraining || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
         if let failed { noteFailure(&waiter, failed) }
         waiters[id] = waiter
     }

@@ -101,8 +101,8 @@ package final class Daemon {
     var restores: [String: RestoreJob] = [:]
     var waiters: [Int: Waiter] = [:]
     var nextWaiter = 1
-    /// How deep `apply` is: lines reported inside it wait for its end (Daemon+Control `report`).
-    var applyDepth = 0
+    /// Lifecycle inputs produced while effects are carried out: `apply` never nests (LifecycleInputQueue).
+    var inputs = LifecycleInputQueue()
     /// Idle exit, asked with whether the daemon is idle at the moment of asking (IdleExit).
     var idleExit: IdleExit
     var stopping = false
