@@ -15,7 +15,7 @@ extension Daemon {
             if e == EMFILE || e == ENFILE { pauseAccepting(errno: e) }
             return
         }
-        acceptLimitLogged = false
+        acceptGate.accepted()
         // Only our own user (or root) may control our apps.
         guard let peer = UnixSocket.peerCredentials(fd), peer.uid == Self.ownUID || peer.uid == 0 else {
             var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
@@ -41,15 +41,13 @@ extension Daemon {
     /// readable, so watching it would spin the loop. It is left alone until a client closes
     /// or for a short back-off, and the condition is logged once until an accept succeeds.
     func pauseAccepting(errno e: Int32) {
-        guard acceptResumeAt == nil else { return }
+        guard let first = acceptGate.shut(now: Clock.monotonicNanos()) else { return }
         unwatch(listener)
-        acceptResumeAt = Clock.monotonicNanos().saturatingAdd(Self.acceptBackoffNanos)
-        guard !acceptLimitLogged else { return }
-        acceptLimitLogged = true
+        guard first else { return }
         let why = e == EMFILE ? "this process's descriptor limit (EMFILE)" : "the system's descriptor limit (ENFILE)"
         // Appending to the log needs a descriptor of its own.
-        if reserveFD >= 0 { close(reserveFD) }
-        defer { reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+        acceptGate.releaseReserve()
+        defer { acceptGate.holdReserve() }
         log(
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
@@ -58,10 +56,9 @@ extension Daemon {
 
     /// Watches the listener again after `pauseAccepting`.
     func resumeAccepting() {
-        guard acceptResumeAt != nil else { return }
-        acceptResumeAt = nil
+        guard acceptGate.reopen() else { return }
         do { try watch(listener, .listener) } catch {
-            acceptResumeAt = Clock.monotonicNanos().saturatingAdd(Self.acceptBackoffNanos)
+            acceptGate.retry(now: Clock.monotonicNanos())
             return
         }
         acceptClients()
@@ -216,10 +213,10 @@ extension Daemon {
     }
 
     func setClientEvents(_ fd: Int32, writable: Bool) {
-        guard let token = tokensByFD[fd], var client = clients[fd], client.watchingWritable != writable else { return }
+        guard let token = watches.token(of: fd), var client = clients[fd], client.watchingWritable != writable else { return }
         var events = EpollEvents.readable | EpollEvents.readHangup
         if writable { events |= EpollEvents.writable }
-        do { try epoll.modify(fd, events: events, token: token) } catch {
+        do { try watches.epoll.modify(fd, events: events, token: token) } catch {
             // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
             // unseen; the watch stays as it was and the next call tries again. It was a try?.
             log(Event(app: "-", pid: getpid(), kind: .error, detail: "client connection \(fd): \(error)", at: .read()))
@@ -405,16 +402,16 @@ extension Daemon {
             finish(fd, .success, text)
         case .policy:
             var reply = ControlReply(kind: .data)
-            reply.policy = policy
+            reply.policy = policyEngine.policy
             send(fd, reply)
             finish(fd, .success)
         case .setPolicy(let settings):
-            let old = policy
-            for setting in settings { policy.apply(setting) }
+            let old = policyEngine.policy
+            for setting in settings { policyEngine.policy.apply(setting) }
             // The old policy was armed until now, so arming it again does what it did; the
             // request's own error, sent below, is the one the client must see.
             func rollBack() {
-                policy = old
+                policyEngine.policy = old
                 // Said above: the old policy arms as it did until now, and the request's error is
                 // the one sent.
                 try? applyPolicy()
@@ -425,7 +422,7 @@ extension Daemon {
             }
             // A policy that cannot be saved would be lost at the next start: not changed, and
             // said (the save failed unseen, and the client was told it was set).
-            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy)) } catch {
+            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
                 rollBack()
                 return fail(fd, IceboxError("save the policy", error))
             }
@@ -434,13 +431,13 @@ extension Daemon {
                     app: "-", pid: getpid(), kind: .policy,
                     detail: "policy changed: " + settings.map(\.summary).joined(separator: ", "), at: .read()))
             var reply = ControlReply(kind: .data)
-            reply.policy = policy
+            reply.policy = policyEngine.policy
             send(fd, reply)
             finish(fd, .success)
             enforcePolicy()
         case .compact(let names, let requestedMode):
             guard !names.isEmpty else { return fail(fd, IceboxError(.usage, "compact needs at least one app name")) }
-            compactRequested(names, mode: requestedMode ?? policy.compactMode, client: fd)
+            compactRequested(names, mode: requestedMode ?? policyEngine.policy.compactMode, client: fd)
         case .relaunch(let name):
             // An ended app again, with its last command line and options (detached).
             if let live = apps[name] {
@@ -494,7 +491,7 @@ extension Daemon {
                     discardImages(CheckpointImages(directory: dir), of: name)
                 }
                 guard ended.removeValue(forKey: name) != nil else { continue }
-                dirtyRecords.remove(name)
+                registryWriter.unmark(name)
                 unlink(config.paths.registryRecord(name))
             }
             finish(fd, .success)

@@ -49,7 +49,7 @@ extension Daemon {
         // first: its confirmation's record is the first, and its client hears if it fails.)
         if case .freezeConfirmed = input, !effects.contains(where: \.startsFreeze), effects.contains(.persist) {
             effects.removeAll { $0 == .persist }
-            recordsAfterReplies.insert(app.name)
+            registryWriter.markAfterReplies(app.name)
         }
         if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
             let request = Self.refusable(input)
@@ -366,7 +366,7 @@ extension Daemon {
     /// (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
     func settleWatch(_ app: LiveApp) {
         guard app.operation == nil, !app.destroying else { return }
-        if keepingAppFiles {
+        if descriptors.keepingAppFiles {
             watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor)
         } else {
             shedDescriptors(app)
