@@ -135,7 +135,7 @@ extension Daemon {
         stopRequesters.removeAll { $0 == fd }
         for extra in client.fds { close(extra) }
         client.fds = []
-        for (id, waiter) in waiters where waiter.client == fd { waiters.removeValue(forKey: id) }
+        waiters.closeAll(of: fd)
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.lifecycle.isEnding {
@@ -247,10 +247,7 @@ extension Daemon {
     // MARK: Waiters: a client waiting for one or more apps to finish a transition
 
     func newWaiter(client: Int32, apps names: [String]) -> Int {
-        let id = nextWaiter
-        nextWaiter += 1
-        waiters[id] = Waiter(client: client, remaining: Set(names))
-        return id
+        waiters.open(client: client, apps: names)
     }
 
     /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
@@ -276,7 +273,7 @@ extension Daemon {
 
     /// Sends the held lines of every waiter none of whose apps waits on the kernel.
     func releaseHeldLines() {
-        for (id, waiter) in waiters where !waiter.held.isEmpty {
+        for (id, waiter) in waiters.all where !waiter.held.isEmpty {
             let waiting = waiter.remaining.contains { name in apps[name].map { $0.operation != nil && $0.operationAside == nil } ?? false }
             if !waiting { releaseHeldLines(of: id) }
         }
@@ -316,7 +313,7 @@ extension Daemon {
         waiters[id] = waiter
         if waiter.remaining.isEmpty {
             releaseHeldLines(of: id)
-            waiters.removeValue(forKey: id)
+            waiters.close(id)
             finish(waiter.client, waiter.failure?.exitCode ?? .success, reason: waiter.failure)
         }
     }

@@ -97,8 +97,8 @@ package final class Daemon {
     var ended: [String: AppRecord] = [:]
     /// Restores from disk under way (Daemon+Restore), by app name.
     var restores: [String: RestoreJob] = [:]
-    var waiters: [Int: Waiter] = [:]
-    var nextWaiter = 1
+    /// The clients waiting for apps to finish a transition (WaiterTable).
+    var waiters = WaiterTable()
     /// Lifecycle inputs produced while effects are carried out: `apply` never nests (LifecycleInputQueue).
     var inputs = LifecycleInputQueue()
     /// Idle exit, asked with whether the daemon is idle at the moment of asking (IdleExit).
