@@ -56,7 +56,7 @@ struct LifecycleInputQueueTests {
 /// another, checked on a real process moved out of its cgroup.
 @Suite(
     .serialized, .enabled(if: SupervisorHost.unavailableReason == nil, "\(SupervisorHost.unavailableReason ?? "")"),
-    .timeLimit(.minutes(2)))
+    .timeLimit(.minutes(5)))
 struct DaemonApplyNestingTests {
     @Test("a freeze refused inside the suspend's effects (main process moved out) is queued, and nothing nests")
     func leftCgroupIsQueued() async throws {
