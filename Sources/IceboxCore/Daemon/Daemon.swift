@@ -126,13 +126,11 @@ package final class Daemon {
     var metricsFile: MetricsFile
     /// Whether clients are accepted now, and the descriptor held in reserve (AcceptGate).
     var acceptGate = AcceptGate()
-    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs.
+    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs, and when the
+    /// next are parked (`SpawnPool.fillAt`).
     let spawnPool: SpawnPool
-    /// When the loop parks the stand-ins the pool wants (Daemon+StandIns); nil: none wanted.
-    var standInFillAt: UInt64?
     /// Held while an app is on the v1 freezer (FreezerKeyHold says why); nil without one.
     let freezerKeyHold: FreezerKeyHold?
-    var freezerKeyHoldLogged = false
 
     package init(config: Configuration) throws(IceboxError) {
         self.config = config
@@ -326,8 +324,8 @@ package final class Daemon {
     func updateFreezerKeyHold() {
         guard let hold = freezerKeyHold else { return }
         guard apps.values.contains(where: { $0.lifecycle.record.backend == .cgroup1 }) else { return hold.release() }
-        guard let error = hold.acquire(), !freezerKeyHoldLogged else { return }
-        freezerKeyHoldLogged = true
+        guard let error = hold.acquire(), !hold.failureLogged else { return }
+        hold.failureLogged = true
         log(
             Event(
                 app: "-", pid: nil, kind: .daemon,
@@ -424,7 +422,7 @@ package final class Daemon {
     /// or timer (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
         var next = earliestDeadline(policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures)
-        if !stopping { next = next.earlier(standInFillAt) }
+        if !stopping { next = next.earlier(spawnPool.fillAt) }
         for job in restores.values { next = next.earlier(job.run.deadline) }
         for client in clients.values { next = next.earlier(client.closeAt) }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
@@ -461,7 +459,7 @@ package final class Daemon {
 
     func fireDeadlines(now: UInt64) {
         closeDrainedClients(now: now)
-        if let at = standInFillAt, at <= now, !stopping { fillSpawnPool() }
+        if let at = spawnPool.fillAt, at <= now, !stopping { fillSpawnPool() }
         if let d = spawnPool.departures.nextDeadline, d <= now { spawnPool.departures.fire(now: now) }
         if let d = acceptGate.nextDeadline, d <= now { resumeAccepting() }
         if policyEngine.takeDueCheck(now: now) { enforcePolicy() }
