@@ -132,7 +132,7 @@ extension Daemon {
     /// bounded time), gone, or cut off. If it was `icebox run`, its app goes the graceful way.
     func clientGone(_ fd: Int32, drain: Bool) {
         guard var client = clients[fd], client.closeAt == nil else { return }
-        stopRequesters.removeAll { $0 == fd }
+        clients.dropStopRequester(fd)
         for extra in client.fds { close(extra) }
         client.fds = []
         waiters.closeAll(of: fd)
@@ -157,11 +157,10 @@ extension Daemon {
     }
 
     func closeClient(_ fd: Int32) {
-        guard var client = clients.removeValue(forKey: fd) else { return }
+        guard var client = clients.remove(fd) else { return }
         // Replies queued this turn go out if the socket takes them now (a client that
         // half-closed after its request still reads them); nothing waits for it.
         if client.pendingOutput > 0 { _ = client.flush() }
-        unflushedClients.remove(fd)
         forgetWatch(fd)
         close(fd)
         // A descriptor is free again: a listener paused on EMFILE may accept.
@@ -179,15 +178,12 @@ extension Daemon {
             return settleOutput(fd, .overflow)
         }
         clients[fd] = client
-        unflushedClients.insert(fd)
+        clients.queued(fd)
     }
 
     /// Sends what this turn of the loop queued for each client.
     func flushReplies() {
-        guard !unflushedClients.isEmpty else { return }
-        let fds = unflushedClients
-        unflushedClients = []
-        for fd in fds { flushClient(fd) }
+        for fd in clients.takeUnflushed() { flushClient(fd) }
     }
 
     func flushClient(_ fd: Int32) {
@@ -228,7 +224,7 @@ extension Daemon {
 
     /// Closes finished clients whose last replies were not read in time.
     func closeDrainedClients(now: UInt64) {
-        for (fd, client) in clients where (client.closeAt ?? .max) <= now { closeClient(fd) }
+        for fd in clients.overdue(now: now) { closeClient(fd) }
     }
 
     /// Ends a request: the final reply, then the connection closes (once the reply is out).
@@ -379,7 +375,7 @@ extension Daemon {
         case .stop(let terminateApps, let timeout):
             // The reply comes last, once the daemon has written everything it will write, so a
             // caller may remove the state directory as soon as `icebox daemon --stop` returns.
-            stopRequesters.append(fd)
+            clients.addStopRequester(fd)
             if terminateApps {
                 if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
                 stopAll(timeoutNanos: timeout ?? 10_000_000_000)

@@ -495,7 +495,7 @@ extension Daemon {
 
     /// The lifecycle has recorded the end: tell whoever listens and forget the live app.
     func appEnded(_ app: LiveApp, line: String) {
-        for fd in stopRequesters { send(fd, ControlReply(kind: .line, text: line)) }
+        for fd in clients.stopRequesters { send(fd, ControlReply(kind: .line, text: line)) }
         if let fd = app.attachedClient {
             send(fd, ControlReply(kind: .exit, code: app.record.exitStatus ?? 1))
             app.attachedClient = nil

@@ -84,9 +84,8 @@ package final class Daemon {
     var listener: Int32 = -1
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
-    var clients: [Int32: ClientConnection] = [:]
-    /// Clients with replies queued in this turn of the loop, sent before it waits again.
-    var unflushedClients: Set<Int32> = []
+    /// The control connections, the replies queued this turn, the stop's requesters (ClientTable).
+    var clients = ClientTable()
     /// The cgroup roots (v1 memory, v2) kept open once they exist: apps' memory counters are
     /// opened relative to them (`DirectoryHandle`).
     var counterRootHandles: [DirectoryHandle] = []
@@ -106,8 +105,6 @@ package final class Daemon {
     var stopping = false
     /// Stopping without ending the apps (daemon --stop without --terminate-apps, SIGTERM).
     var leavingApps = false
-    /// Clients of `icebox daemon --stop`: answered last, after the daemon's final write.
-    var stopRequesters: [Int32] = []
     /// The memory policy, its trigger, its next check and its victim (PolicyEngine).
     var policyEngine = PolicyEngine()
     /// Which records wait to be written, and which could not be (RegistryWriter).
@@ -223,7 +220,7 @@ package final class Daemon {
         // next daemon, which must not find them held while this process drains its last
         // replies (up to a second) and exits; it did, under load, and said "busy".
         releaseLocks()
-        for fd in stopRequesters { finish(fd, .success) }
+        for fd in clients.stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         if let loopFailure { throw loopFailure }
         return true
@@ -306,7 +303,7 @@ package final class Daemon {
     /// before the process exits and the kernel would drop them.
     func drainClients(until deadline: UInt64) {
         flushReplies()
-        while clients.values.contains(where: { $0.pendingOutput > 0 }) {
+        while clients.connections.contains(where: { $0.pendingOutput > 0 }) {
             let now = Clock.monotonicNanos()
             if now >= deadline { break }
             // The loop's own failure (loopFailure) ends the drain: its replies cannot be waited for.
@@ -315,7 +312,7 @@ package final class Daemon {
                 if case .client(let fd) = watches.source(token), events & EpollEvents.writable != 0 { flushClient(fd) }
             }
         }
-        for fd in Array(clients.keys) { closeClient(fd) }
+        for fd in Array(clients.descriptors) { closeClient(fd) }
     }
 
     /// Keeps the v1 freezer's static key on while an app uses the v1 freezer, and lets it go
@@ -415,16 +412,16 @@ package final class Daemon {
 
     /// No app, and no client but those waiting for the daemon's stop.
     var isIdle: Bool {
-        apps.isEmpty && restores.isEmpty && clients.keys.allSatisfy(stopRequesters.contains)
+        apps.isEmpty && restores.isEmpty && clients.onlyStopRequesters
     }
 
     /// How long the loop may sleep: until the earliest deadline of any component, app, client
     /// or timer (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
-        var next = earliestDeadline(policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures)
+        var next = earliestDeadline(
+            policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures, clients)
         if !stopping { next = next.earlier(spawnPool.fillAt) }
         for job in restores.values { next = next.earlier(job.run.deadline) }
-        for client in clients.values { next = next.earlier(client.closeAt) }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
         guard let next else { return nil }
         return min(next.saturatingSub(now), 60_000_000_000)
