@@ -21,6 +21,8 @@ import IceboxSystem
 final class FreezerKeyHold {
     let path: String
     private var held = false
+    /// A failure to hold it was logged: the daemon says so once (Daemon `updateFreezerKeyHold`).
+    var failureLogged = false
 
     init(root: String, daemon: pid_t = getpid()) {
         path = root + "/.freezer-hold-\(daemon)"

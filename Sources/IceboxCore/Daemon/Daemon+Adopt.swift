@@ -494,7 +494,7 @@ extension Daemon {
         if record.backend == .cgroup1 { updateFreezerKeyHold() }
         victimGone(app)
         ended.removeValue(forKey: name)
-        dirtyRecords.remove(name)
+        registryWriter.unmark(name)
         removeRecord(name)
         let nanos = Clock.monotonicNanos().saturatingSub(start)
         var detail =

@@ -15,7 +15,7 @@ extension Daemon {
             if e == EMFILE || e == ENFILE { pauseAccepting(errno: e) }
             return
         }
-        acceptLimitLogged = false
+        acceptGate.accepted()
         // Only our own user (or root) may control our apps.
         guard let peer = UnixSocket.peerCredentials(fd), peer.uid == Self.ownUID || peer.uid == 0 else {
             var reply = ControlReply(kind: .done, code: ExitCode.permission.rawValue)
@@ -41,15 +41,13 @@ extension Daemon {
     /// readable, so watching it would spin the loop. It is left alone until a client closes
     /// or for a short back-off, and the condition is logged once until an accept succeeds.
     func pauseAccepting(errno e: Int32) {
-        guard acceptResumeAt == nil else { return }
+        guard let first = acceptGate.shut(now: Clock.monotonicNanos()) else { return }
         unwatch(listener)
-        acceptResumeAt = Clock.monotonicNanos().saturatingAdd(Self.acceptBackoffNanos)
-        guard !acceptLimitLogged else { return }
-        acceptLimitLogged = true
+        guard first else { return }
         let why = e == EMFILE ? "this process's descriptor limit (EMFILE)" : "the system's descriptor limit (ENFILE)"
         // Appending to the log needs a descriptor of its own.
-        if reserveFD >= 0 { close(reserveFD) }
-        defer { reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+        acceptGate.releaseReserve()
+        defer { acceptGate.holdReserve() }
         log(
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
@@ -58,10 +56,9 @@ extension Daemon {
 
     /// Watches the listener again after `pauseAccepting`.
     func resumeAccepting() {
-        guard acceptResumeAt != nil else { return }
-        acceptResumeAt = nil
+        guard acceptGate.reopen() else { return }
         do { try watch(listener, .listener) } catch {
-            acceptResumeAt = Clock.monotonicNanos().saturatingAdd(Self.acceptBackoffNanos)
+            acceptGate.retry(now: Clock.monotonicNanos())
             return
         }
         acceptClients()
@@ -135,10 +132,10 @@ extension Daemon {
     /// bounded time), gone, or cut off. If it was `icebox run`, its app goes the graceful way.
     func clientGone(_ fd: Int32, drain: Bool) {
         guard var client = clients[fd], client.closeAt == nil else { return }
-        stopRequesters.removeAll { $0 == fd }
+        clients.dropStopRequester(fd)
         for extra in client.fds { close(extra) }
         client.fds = []
-        for (id, waiter) in waiters where waiter.client == fd { waiters.removeValue(forKey: id) }
+        waiters.closeAll(of: fd)
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.lifecycle.isEnding {
@@ -160,11 +157,10 @@ extension Daemon {
     }
 
     func closeClient(_ fd: Int32) {
-        guard var client = clients.removeValue(forKey: fd) else { return }
+        guard var client = clients.remove(fd) else { return }
         // Replies queued this turn go out if the socket takes them now (a client that
         // half-closed after its request still reads them); nothing waits for it.
         if client.pendingOutput > 0 { _ = client.flush() }
-        unflushedClients.remove(fd)
         forgetWatch(fd)
         close(fd)
         // A descriptor is free again: a listener paused on EMFILE may accept.
@@ -182,15 +178,12 @@ extension Daemon {
             return settleOutput(fd, .overflow)
         }
         clients[fd] = client
-        unflushedClients.insert(fd)
+        clients.queued(fd)
     }
 
     /// Sends what this turn of the loop queued for each client.
     func flushReplies() {
-        guard !unflushedClients.isEmpty else { return }
-        let fds = unflushedClients
-        unflushedClients = []
-        for fd in fds { flushClient(fd) }
+        for fd in clients.takeUnflushed() { flushClient(fd) }
     }
 
     func flushClient(_ fd: Int32) {
@@ -216,10 +209,10 @@ extension Daemon {
     }
 
     func setClientEvents(_ fd: Int32, writable: Bool) {
-        guard let token = tokensByFD[fd], var client = clients[fd], client.watchingWritable != writable else { return }
+        guard let token = watches.token(of: fd), var client = clients[fd], client.watchingWritable != writable else { return }
         var events = EpollEvents.readable | EpollEvents.readHangup
         if writable { events |= EpollEvents.writable }
-        do { try epoll.modify(fd, events: events, token: token) } catch {
+        do { try watches.epoll.modify(fd, events: events, token: token) } catch {
             // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
             // unseen; the watch stays as it was and the next call tries again. It was a try?.
             log(Event(app: "-", pid: getpid(), kind: .error, detail: "client connection \(fd): \(error)", at: .read()))
@@ -231,7 +224,7 @@ extension Daemon {
 
     /// Closes finished clients whose last replies were not read in time.
     func closeDrainedClients(now: UInt64) {
-        for (fd, client) in clients where (client.closeAt ?? .max) <= now { closeClient(fd) }
+        for fd in clients.overdue(now: now) { closeClient(fd) }
     }
 
     /// Ends a request: the final reply, then the connection closes (once the reply is out).
@@ -250,17 +243,14 @@ extension Daemon {
     // MARK: Waiters: a client waiting for one or more apps to finish a transition
 
     func newWaiter(client: Int32, apps names: [String]) -> Int {
-        let id = nextWaiter
-        nextWaiter += 1
-        waiters[id] = Waiter(client: client, remaining: Set(names))
-        return id
+        waiters.open(client: client, apps: names)
     }
 
     /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
     ///
-    /// A line reported while the lifecycle's effects run is held until they are done, and then
-    /// for as long as one of the client's apps waits on the kernel (a freeze or thaw in
-    /// flight): "active → background" then goes out with "background → suspended" rather
+    /// A line reported while lifecycle inputs are applied (their queue drained) is held until
+    /// they are all done, and then for as long as one of the client's apps waits on the kernel
+    /// (a freeze or thaw in flight): "active → background" then goes out with "background → suspended" rather
     /// than waking the client in the middle of the freeze, where, on a machine whose CPUs are
     /// all taken, the client's own work took a CPU from the very tasks that had to run to
     /// freeze (measured: 10 busy processes froze in 0.29 ms with a client that did not read
@@ -272,14 +262,14 @@ extension Daemon {
         guard var waiter = waiters[id] else { return }
         var reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
         if failed == nil { reply.event = event }
-        if applyDepth > 0 || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
+        if inputs.isDraining || !waiter.held.isEmpty { waiter.held.append(reply) } else { send(waiter.client, reply) }
         if let failed { noteFailure(&waiter, failed) }
         waiters[id] = waiter
     }
 
     /// Sends the held lines of every waiter none of whose apps waits on the kernel.
     func releaseHeldLines() {
-        for (id, waiter) in waiters where !waiter.held.isEmpty {
+        for (id, waiter) in waiters.all where !waiter.held.isEmpty {
             let waiting = waiter.remaining.contains { name in apps[name].map { $0.operation != nil && $0.operationAside == nil } ?? false }
             if !waiting { releaseHeldLines(of: id) }
         }
@@ -319,7 +309,7 @@ extension Daemon {
         waiters[id] = waiter
         if waiter.remaining.isEmpty {
             releaseHeldLines(of: id)
-            waiters.removeValue(forKey: id)
+            waiters.close(id)
             finish(waiter.client, waiter.failure?.exitCode ?? .success, reason: waiter.failure)
         }
     }
@@ -385,7 +375,7 @@ extension Daemon {
         case .stop(let terminateApps, let timeout):
             // The reply comes last, once the daemon has written everything it will write, so a
             // caller may remove the state directory as soon as `icebox daemon --stop` returns.
-            stopRequesters.append(fd)
+            clients.addStopRequester(fd)
             if terminateApps {
                 if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
                 stopAll(timeoutNanos: timeout ?? 10_000_000_000)
@@ -405,16 +395,16 @@ extension Daemon {
             finish(fd, .success, text)
         case .policy:
             var reply = ControlReply(kind: .data)
-            reply.policy = policy
+            reply.policy = policyEngine.policy
             send(fd, reply)
             finish(fd, .success)
         case .setPolicy(let settings):
-            let old = policy
-            for setting in settings { policy.apply(setting) }
+            let old = policyEngine.policy
+            for setting in settings { policyEngine.policy.apply(setting) }
             // The old policy was armed until now, so arming it again does what it did; the
             // request's own error, sent below, is the one the client must see.
             func rollBack() {
-                policy = old
+                policyEngine.policy = old
                 // Said above: the old policy arms as it did until now, and the request's error is
                 // the one sent.
                 try? applyPolicy()
@@ -425,7 +415,7 @@ extension Daemon {
             }
             // A policy that cannot be saved would be lost at the next start: not changed, and
             // said (the save failed unseen, and the client was told it was set).
-            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy)) } catch {
+            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
                 rollBack()
                 return fail(fd, IceboxError("save the policy", error))
             }
@@ -434,13 +424,13 @@ extension Daemon {
                     app: "-", pid: getpid(), kind: .policy,
                     detail: "policy changed: " + settings.map(\.summary).joined(separator: ", "), at: .read()))
             var reply = ControlReply(kind: .data)
-            reply.policy = policy
+            reply.policy = policyEngine.policy
             send(fd, reply)
             finish(fd, .success)
             enforcePolicy()
         case .compact(let names, let requestedMode):
             guard !names.isEmpty else { return fail(fd, IceboxError(.usage, "compact needs at least one app name")) }
-            compactRequested(names, mode: requestedMode ?? policy.compactMode, client: fd)
+            compactRequested(names, mode: requestedMode ?? policyEngine.policy.compactMode, client: fd)
         case .relaunch(let name):
             // An ended app again, with its last command line and options (detached).
             if let live = apps[name] {
@@ -494,7 +484,7 @@ extension Daemon {
                     discardImages(CheckpointImages(directory: dir), of: name)
                 }
                 guard ended.removeValue(forKey: name) != nil else { continue }
-                dirtyRecords.remove(name)
+                registryWriter.unmark(name)
                 unlink(config.paths.registryRecord(name))
             }
             finish(fd, .success)

@@ -6,19 +6,19 @@ import IceboxSystem
 extension Daemon {
     /// Whether the next app launched gets a notify socket of its own.
     var nextAppGetsOwnNotifySocket: Bool {
-        descriptorBudget.isPlenty(apps: apps.count + 1, clients: clients.count)
+        descriptors.budget.isPlenty(apps: apps.count + 1, clients: clients.count)
     }
 
     /// Looks at the budget again after the number of apps changed (`app`: the one just added).
     /// Crossing it, every app between operations lets its cgroup files and memory counter go,
     /// and the event log says so once; back under it, they are kept again as they are used.
     func rebalanceDescriptors(adding app: LiveApp? = nil) {
-        let plenty = descriptorBudget.isPlenty(apps: apps.count, clients: clients.count)
-        if plenty == keepingAppFiles {
+        let plenty = descriptors.budget.isPlenty(apps: apps.count, clients: clients.count)
+        if plenty == descriptors.keepingAppFiles {
             if !plenty, let app { shedDescriptors(app) }
             return
         }
-        keepingAppFiles = plenty
+        descriptors.keepingAppFiles = plenty
         if plenty {
             log(
                 Event(
@@ -32,7 +32,7 @@ extension Daemon {
             Event(
                 app: "-", pid: getpid(), kind: .daemon,
                 detail:
-                    "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptorBudget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)",
+                    "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptors.budget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)",
                 at: .read()
             ))
     }

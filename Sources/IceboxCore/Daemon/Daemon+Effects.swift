@@ -17,7 +17,25 @@ extension Daemon {
     /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
     /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
     /// its waiting clients are told the record could not be written (exit 74).
-    func apply(_ input: LifecycleInput, to app: LiveApp, now: Instant = .read()) {
+    ///
+    /// An input produced while effects are carried out (an `apply` from inside `perform`) is
+    /// queued, and taken once the effects before it are all done (LifecycleInputQueue): this
+    /// never nests. `now`: when the input happened, if not when it is taken. `settlingWatch`:
+    /// the app's watch is settled after its effects, if the app is still there.
+    func apply(_ input: LifecycleInput, to app: LiveApp, now: Instant? = nil, settlingWatch: Bool = false) {
+        guard inputs.beginDraining() else {
+            inputs.enqueue(.init(app: app, input: input, now: now, settlingWatch: settlingWatch))
+            return
+        }
+        applyNow(input, to: app, now: now ?? .read(), settlingWatch: settlingWatch)
+        while let next = inputs.take() {
+            applyNow(next.input, to: next.app, now: next.now ?? .read(), settlingWatch: next.settlingWatch)
+        }
+        releaseHeldLines()
+    }
+
+    private func applyNow(_ input: LifecycleInput, to app: LiveApp, now: Instant, settlingWatch: Bool) {
+        defer { if settlingWatch, apps[app.name] === app { settleWatch(app) } }
         if app.heldForStandIn != nil, input.waitsForStandIn {
             app.heldForStandIn?.append(input)
             return
@@ -31,7 +49,7 @@ extension Daemon {
         // first: its confirmation's record is the first, and its client hears if it fails.)
         if case .freezeConfirmed = input, !effects.contains(where: \.startsFreeze), effects.contains(.persist) {
             effects.removeAll { $0 == .persist }
-            recordsAfterReplies.insert(app.name)
+            registryWriter.markAfterReplies(app.name)
         }
         if effects.contains(where: { $0 == .persist || $0.startsFreeze }) {
             let request = Self.refusable(input)
@@ -60,10 +78,9 @@ extension Daemon {
             }
         }
         app.lifecycle = next
-        applyDepth += 1
+        inputs.beginPerforming()
         for effect in effects { perform(effect, for: app) }
-        applyDepth -= 1
-        if applyDepth == 0 { releaseHeldLines() }
+        inputs.endPerforming()
     }
 
     /// A client's suspend or resume, which is refused (with nothing done) when its record
@@ -306,7 +323,10 @@ extension Daemon {
                 }
                 log(event)
             } else {
-                apply(op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app)
+                apply(
+                    op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app,
+                    settlingWatch: true)
+                return
             }
             if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
@@ -346,7 +366,7 @@ extension Daemon {
     /// (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
     func settleWatch(_ app: LiveApp) {
         guard app.operation == nil, !app.destroying else { return }
-        if keepingAppFiles {
+        if descriptors.keepingAppFiles {
             watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor)
         } else {
             shedDescriptors(app)
@@ -475,7 +495,7 @@ extension Daemon {
 
     /// The lifecycle has recorded the end: tell whoever listens and forget the live app.
     func appEnded(_ app: LiveApp, line: String) {
-        for fd in stopRequesters { send(fd, ControlReply(kind: .line, text: line)) }
+        for fd in clients.stopRequesters { send(fd, ControlReply(kind: .line, text: line)) }
         if let fd = app.attachedClient {
             send(fd, ControlReply(kind: .exit, code: app.record.exitStatus ?? 1))
             app.attachedClient = nil

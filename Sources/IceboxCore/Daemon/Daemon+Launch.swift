@@ -177,7 +177,7 @@ extension Daemon {
                 executable: executable, arguments: options.command,
                 environment: env + ["NOTIFY_SOCKET=\(notifyPath)"])
             request.workingDirectory = options.workingDirectory
-            request.descriptorSoftLimit = originalDescriptorLimit
+            request.descriptorSoftLimit = descriptors.originalLimit
             request.identity = options.runAs?.identity
             if let initExecutable {
                 // The init is pid 1 and its session's leader; the app its child (PIDNamespaceInit).
@@ -394,7 +394,7 @@ extension Daemon {
         let env = environment(for: app.record.options)
         let step = probe.start(
             environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
-            cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: originalDescriptorLimit)
+            cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: descriptors.originalLimit)
         if let problem = probe.takeStartProblem() {
             log(
                 Event(

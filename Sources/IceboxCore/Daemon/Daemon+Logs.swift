@@ -30,7 +30,7 @@ extension Daemon {
         for failure in appLogs.step(now: now) {
             log(Event(app: failure.app, pid: nil, kind: .error, detail: failure.text, at: .read()))
         }
-        if appLogs.armed, tokensByFD[appLogs.fd] == nil {
+        if appLogs.armed, watches.token(of: appLogs.fd) == nil {
             do { try watch(appLogs.fd, .appLogs) } catch {
                 log(
                     Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)", at: .read())

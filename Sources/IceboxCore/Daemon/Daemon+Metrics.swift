@@ -8,8 +8,7 @@ extension Daemon {
     /// Every event the daemon logs comes here: its counts are taken, and the metrics file is
     /// due for a refresh.
     func recordMetrics(_ event: Event) {
-        metrics.record(event)
-        if config.metricsFile != nil { metricsRefresh.changed(now: Clock.monotonicNanos()) }
+        metricsFile.record(event, now: Clock.monotonicNanos())
     }
 
     /// The metrics now, as text. Reads every app's memory and the daemon's /proc entries: a
@@ -20,26 +19,22 @@ extension Daemon {
         let snapshots =
             apps.values.map { AppMetricsSnapshot(name: $0.name, state: $0.record.state, memory: memory($0)) }
             + ended.values.filter { $0.state == .onDisk }.map { AppMetricsSnapshot(name: $0.name, state: .onDisk, memory: nil) }
-        return MetricsExposition.render(metrics.families(apps: snapshots, process: ProcessUsage.read()), format: format)
+        return MetricsExposition.render(metricsFile.counts.families(apps: snapshots, process: ProcessUsage.read()), format: format)
     }
-
-    /// When the metrics file must be written next (a deadline of the loop), if one is kept.
-    var metricsFileDue: UInt64? { config.metricsFile == nil ? nil : metricsRefresh.due }
 
     /// Writes the metrics file the way the textfile collector requires: a temporary file in
     /// the same directory, renamed over the old one, so a scrape never reads half a file.
     /// Readable by all (0644): node_exporter runs as a user of its own. A failure is logged
     /// once, not on every retry, and the next change tries again.
     func writeMetricsFile(now: UInt64) {
-        guard let path = config.metricsFile else { return }
-        metricsRefresh.wrote(now: now)
+        guard let path = metricsFile.path else { return }
+        metricsFile.wrote(now: now)
         do {
             try FileIO.writeAtomically(path, metricsText(.prometheus), mode: 0o644)
-            metricsFileFailure = nil
+            metricsFile.succeeded()
         } catch {
             let text = "metrics file: \(error); the next change tries again"
-            guard text != metricsFileFailure else { return }
-            metricsFileFailure = text
+            guard metricsFile.failed(text) else { return }
             log(Event(app: "-", pid: getpid(), kind: .error, detail: text, at: .read()))
         }
     }

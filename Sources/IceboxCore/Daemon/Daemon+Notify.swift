@@ -31,11 +31,11 @@ extension Daemon {
     /// given the shared socket; any other is dropped and counted.
     func receiveSharedNotify() {
         for _ in 0..<Self.sharedNotifyDatagramsPerTurn {
-            guard sharedNotifyFD >= 0, let datagram = UnixSocket.receive(sharedNotifyFD) else { return }
+            guard descriptors.sharedNotifyFD >= 0, let datagram = UnixSocket.receive(descriptors.sharedNotifyFD) else { return }
             defer { for fd in datagram.fds { close(fd) } }
             guard datagram.senderPID > 0, let app = sharedNotifySender(datagram.senderPID) else {
                 let now = Clock.monotonicNanos()
-                if sharedNotifyDrops.drop(from: datagram.senderPID, now: now) { logSharedNotifyDrops(now: now) }
+                if descriptors.sharedNotifyDrops.drop(from: datagram.senderPID, now: now) { logSharedNotifyDrops(now: now) }
                 continue
             }
             apply(.notify(NotifyMessage.parse(datagram.text)), to: app)
@@ -62,14 +62,14 @@ extension Daemon {
     /// The shared socket's path, bound (and watched) at its first use.
     func sharedNotifySocket() throws(IceboxError) -> String {
         let path = config.paths.sharedNotifySocket
-        if sharedNotifyFD >= 0 { return path }
+        if descriptors.sharedNotifyFD >= 0 { return path }
         do throws(SystemError) {
             let fd = try UnixSocket.bindNotify(path: path)
             do throws(SystemError) { try watch(fd, .sharedNotify) } catch {
                 close(fd)
                 throw error
             }
-            sharedNotifyFD = fd
+            descriptors.sharedNotifyFD = fd
         } catch {
             throw IceboxError("bind the shared notify socket", error)
         }
@@ -79,10 +79,10 @@ extension Daemon {
     /// At the daemon's end: the socket closes; its path stays while apps left running use it
     /// (the next daemon binds it again when it re-adopts them).
     func closeSharedNotify() {
-        guard sharedNotifyFD >= 0 else { return }
-        unwatch(sharedNotifyFD)
-        close(sharedNotifyFD)
-        sharedNotifyFD = -1
+        guard descriptors.sharedNotifyFD >= 0 else { return }
+        unwatch(descriptors.sharedNotifyFD)
+        close(descriptors.sharedNotifyFD)
+        descriptors.sharedNotifyFD = -1
         if !apps.values.contains(where: { $0.notify == .shared(path: config.paths.sharedNotifySocket) }) {
             unlink(config.paths.sharedNotifySocket)
         }
@@ -105,7 +105,7 @@ extension Daemon {
     }
 
     func logSharedNotifyDrops(now: UInt64) {
-        guard let (n, pid) = sharedNotifyDrops.take(now: now) else { return }
+        guard let (n, pid) = descriptors.sharedNotifyDrops.take(now: now) else { return }
         log(
             Event(
                 app: "-", pid: pid, kind: .notify,

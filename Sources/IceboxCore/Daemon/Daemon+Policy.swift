@@ -19,10 +19,10 @@ extension Daemon {
     /// The last policy (policy.json), with the daemon's own flags on top.
     func loadPolicy() {
         if let given = config.policy {
-            policy = given
+            policyEngine.policy = given
         } else {
             let (saved, problem) = EvictionPolicy.loadReporting(from: config.paths.policyFile)
-            policy = saved
+            policyEngine.policy = saved
             // Once dropped unseen: a policy.json that gives no policy ran the defaults silently.
             if let problem {
                 log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(problem); defaults used", at: .read()))
@@ -30,25 +30,25 @@ extension Daemon {
         }
         do { try applyPolicy() } catch {
             log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(error); pressure trigger off", at: .read()))
-            policy.pressure = nil
+            policyEngine.policy.pressure = nil
         }
         // A failed write fails loudly, but must not stop a daemon whose policy is in memory:
         // said in the event log (it was dropped unseen, and the next start read the old file).
-        do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policy)) } catch {
+        do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
             log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: cannot save it: \(error)", at: .read()))
         }
     }
 
     /// Arms what the policy needs: the PSI trigger and the periodic budget check.
     func applyPolicy() throws(IceboxError) {
-        if let old = pressureTrigger {
+        if let old = policyEngine.pressureTrigger {
             unwatch(old.fd)
-            pressureTrigger = nil
+            policyEngine.pressureTrigger = nil
         }
-        if let text = policy.pressure {
+        if let text = policyEngine.policy.pressure {
             let spec = try PressureSpec.parse(text)
             let path: String
-            if policy.pressureScope == .apps {
+            if policyEngine.policy.pressureScope == .apps {
                 guard let root = facts.cgroupRoot else {
                     throw IceboxError(.unavailable, "--pressure-scope apps needs a cgroup v2 root", hint: "use --pressure-scope system")
                 }
@@ -59,7 +59,7 @@ extension Daemon {
             do {
                 let trigger = try PressureTrigger(spec: spec, path: path)
                 try watch(trigger.fd, .pressure, events: PressureTrigger.epollEvents)
-                pressureTrigger = trigger
+                policyEngine.pressureTrigger = trigger
             } catch {
                 throw IceboxError("set the PSI trigger \(spec) on \(path)", error)
             }
@@ -70,19 +70,19 @@ extension Daemon {
     /// The budget has no kernel event on every host, so while one is set and apps run it is
     /// checked once a second (and right after launches and resumes): a few file reads.
     func schedulePolicyCheck(after nanos: UInt64 = 1_000_000_000) {
-        guard policy.memoryBudgetBytes != nil, !apps.isEmpty else {
-            policyCheckAt = nil
+        guard policyEngine.policy.memoryBudgetBytes != nil, !apps.isEmpty else {
+            policyEngine.checkAt = nil
             return
         }
         let due = Clock.monotonicNanos().saturatingAdd(nanos)
-        policyCheckAt = min(policyCheckAt ?? due, due)
+        policyEngine.checkAt = min(policyEngine.checkAt ?? due, due)
     }
 
     /// The PSI trigger's descriptor woke the loop. The kernel hands out each crossing once, to
     /// whichever poll sees it first, and epoll has just seen it: its events are the answer
     /// (polling again here would find nothing).
     func pressureFired(events: UInt32) {
-        guard let trigger = pressureTrigger else { return }
+        guard let trigger = policyEngine.pressureTrigger else { return }
         let state: PressureTrigger.State =
             events & EpollEvents.error != 0 ? .gone : events & EpollEvents.priority != 0 ? .crossed : .quiet
         switch state {
@@ -94,7 +94,7 @@ extension Daemon {
             enforcePolicy(pressure: true)
         case .gone:
             unwatch(trigger.fd)
-            pressureTrigger = nil
+            policyEngine.pressureTrigger = nil
             log(
                 Event(
                     app: "-", pid: getpid(), kind: .error, detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off",
@@ -112,7 +112,7 @@ extension Daemon {
     /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
     /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
-        let roots = counterRoots(), keep = keepingAppFiles
+        let roots = counterRoots(), keep = descriptors.keepingAppFiles
         return { $0.memory(roots: roots, keepOpen: keep) }
     }
 
@@ -128,19 +128,22 @@ extension Daemon {
     /// no longer holds. A pressure event evicts one app; the kernel signals again if the
     /// pressure goes on.
     func enforcePolicy(pressure: Bool = false) {
-        if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
+        if policyEngine.policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
         withdrawResumedVictim()
-        guard victim == nil, !stopping, pressure || policy.memoryBudgetBytes != nil || policy.maxSuspended != nil else { return }
+        guard policyEngine.victim == nil, !stopping,
+            pressure || policyEngine.policy.memoryBudgetBytes != nil || policyEngine.policy.maxSuspended != nil
+        else { return }
         let start = Clock.monotonicNanos()
         // Measured only for the triggers that are set: a thousand apps' memory is a thousand reads.
-        let total = policy.memoryBudgetBytes != nil || pressure ? totalMemory() : 0
+        let total = policyEngine.policy.memoryBudgetBytes != nil || pressure ? totalMemory() : 0
         let reason: EvictionReason
         var onlySuspended = false
         if pressure {
-            reason = .pressure(trigger: policy.pressure ?? "")
-        } else if let budget = policy.memoryBudgetBytes, total > budget {
+            reason = .pressure(trigger: policyEngine.policy.pressure ?? "")
+        } else if let budget = policyEngine.policy.memoryBudgetBytes, total > budget {
             reason = .budget(limitBytes: budget, usedBytes: total)
-        } else if let cap = policy.maxSuspended, case let suspendedCount = apps.values.filter({ $0.record.state == .suspended }).count,
+        } else if let cap = policyEngine.policy.maxSuspended,
+            case let suspendedCount = apps.values.filter({ $0.record.state == .suspended }).count,
             suspendedCount > cap
         {
             reason = .tooManySuspended(cap: cap, count: suspendedCount)
@@ -152,7 +155,7 @@ extension Daemon {
             EvictionCandidate(
                 name: $0.name, band: $0.record.options.priority, state: $0.record.state, sinceNanos: $0.record.sinceMonotonicNanos)
         }
-        let ordered = EvictionOrder.order(candidates, protectActive: policy.protectActive).filter {
+        let ordered = EvictionOrder.order(candidates, protectActive: policyEngine.policy.protectActive).filter {
             !onlySuspended || $0.state == .suspended
         }
         guard let choice = ordered.first, let app = apps[choice.name] else {
@@ -164,8 +167,8 @@ extension Daemon {
             return
         }
         let decision = Clock.monotonicNanos() - start
-        victim = Victim(
-            name: app.name, reason: reason, memoryBefore: policy.memoryBudgetBytes != nil || pressure ? total : nil,
+        policyEngine.victim = Victim(
+            name: app.name, reason: reason, memoryBefore: policyEngine.policy.memoryBudgetBytes != nil || pressure ? total : nil,
             victimMemory: memoryReader()(app), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
@@ -176,27 +179,27 @@ extension Daemon {
         )
         chosen.reason = reason.description
         chosen.band = app.record.options.priority
-        chosen.memoryBeforeBytes = policy.memoryBudgetBytes != nil || pressure ? total : nil
+        chosen.memoryBeforeBytes = policyEngine.policy.memoryBudgetBytes != nil || pressure ? total : nil
         log(chosen)
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
         // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
         // The app's own --evict-to, else the policy's.
-        let target = app.record.options.evictTo ?? policy.evictTo
+        let target = app.record.options.evictTo ?? policyEngine.policy.evictTo
         let refusal = target == .disk ? checkpointRefusal(app) : nil
         let toDisk = target == .disk && refusal == nil
         if let why = refusal {
             log(Event(app: app.name, pid: app.pid, kind: .policy, detail: "not checkpointed to disk: \(why); killed instead", at: .read()))
         }
-        apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
+        apply(.policyVictim(grace: policyEngine.policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
     }
 
     /// A victim resumed during its eviction grace (`icebox resume`) is no longer on its way
     /// out, and never will be: it must not hold up the policy, which evicts one app at a
     /// time and would otherwise wait for its end for good. Withdrawn, and measured again.
     func withdrawResumedVictim() {
-        guard let v = victim, let app = apps[v.name], !app.lifecycle.pendingEviction, !app.lifecycle.isEnding else { return }
-        victim = nil
+        guard let v = policyEngine.victim, let app = apps[v.name], !app.lifecycle.pendingEviction, !app.lifecycle.isEnding else { return }
+        policyEngine.victim = nil
         var event = Event(
             app: app.name, pid: app.pid, kind: .policy,
             detail: "eviction withdrawn: resumed before it was frozen (\(v.reason)); the policy measures again", at: .read())
@@ -206,8 +209,8 @@ extension Daemon {
 
     /// The victim has gone: log the eviction with its figures, then look again.
     func victimGone(_ app: LiveApp) {
-        guard let v = victim, v.name == app.name else { return }
-        victim = nil
+        guard let v = policyEngine.victim, v.name == app.name else { return }
+        policyEngine.victim = nil
         let after = v.memoryBefore.map { _ in totalMemory() }
         let apps = v.memoryBefore.map { "apps \(SizeText.format($0)) → \(SizeText.format(after ?? 0)), " } ?? ""
         let killTime = Clock.monotonicNanos().saturatingSub(app.lifecycle.endStart > 0 ? app.lifecycle.endStart : v.start)
@@ -234,7 +237,9 @@ extension Daemon {
     func afterFreeze(_ app: LiveApp) {
         let now = Clock.monotonicNanos()
         app.lockCheckAt = now.saturatingAdd(1_000_000_000)
-        if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now.saturatingAdd(after) }
+        if let after = app.record.options.compactAfterNanos ?? policyEngine.policy.compactAfterNanos {
+            app.compactAt = now.saturatingAdd(after)
+        }
         enforcePolicy()
     }
 
@@ -247,7 +252,9 @@ extension Daemon {
         let now = Clock.monotonicNanos()
         for app in apps.values where app.lifecycle.adopted && app.record.state == .suspended {
             app.lockCheckAt = now.saturatingAdd(1_000_000_000)
-            if let after = app.record.options.compactAfterNanos ?? policy.compactAfterNanos { app.compactAt = now.saturatingAdd(after) }
+            if let after = app.record.options.compactAfterNanos ?? policyEngine.policy.compactAfterNanos {
+                app.compactAt = now.saturatingAdd(after)
+            }
         }
     }
 
@@ -263,7 +270,7 @@ extension Daemon {
         let waiterPIDs = Set(contended.flatMap { $0.waiters.map(\.pid) }).sorted()
         let waiting = waiterPIDs.map(String.init).joined(separator: ", ")
         let what = "holds a \(first.holder.kind.rawValue) lock on inode \(first.holder.inode) that pid \(waiting) waits on"
-        if policy.onLockContention == .evict {
+        if policyEngine.policy.onLockContention == .evict {
             var event = Event(
                 app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)",
                 at: .read())

@@ -23,11 +23,11 @@ extension Daemon {
 
     /// The next fill, a quiet period from now.
     func deferSpawnPoolFill() {
-        standInFillAt = spawnPool.wantsFill ? Clock.monotonicNanos().saturatingAdd(Self.standInQuietNanos) : nil
+        spawnPool.fillAt = spawnPool.wantsFill ? Clock.monotonicNanos().saturatingAdd(Self.standInQuietNanos) : nil
     }
 
     func fillSpawnPool() {
-        standInFillAt = nil
+        spawnPool.fillAt = nil
         for change in spawnPool.fill() { follow(change) }
     }
 
@@ -95,7 +95,7 @@ extension Daemon {
                 dismissStandIn(entry)
             }
             log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason, at: .read()))
-            if standInFillAt == nil { deferSpawnPoolFill() }
+            if spawnPool.fillAt == nil { deferSpawnPoolFill() }
         }
     }
 }

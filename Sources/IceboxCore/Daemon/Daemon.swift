@@ -77,18 +77,15 @@ package final class Daemon {
 
     let config: Configuration
     let facts: HostFacts
-    let epoll: Epoll
+    /// The epoll set and what each of its tokens is about (LoopWatches).
+    var watches: LoopWatches
     let eventLog: EventLog
     var appLogs: AppLogRotator?
-    var sources: [UInt64: Source] = [:]
-    var tokensByFD: [Int32: UInt64] = [:]
-    var nextToken: UInt64 = 1
     var listener: Int32 = -1
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
-    var clients: [Int32: ClientConnection] = [:]
-    /// Clients with replies queued in this turn of the loop, sent before it waits again.
-    var unflushedClients: Set<Int32> = []
+    /// The control connections, the replies queued this turn, the stop's requesters (ClientTable).
+    var clients = ClientTable()
     /// The cgroup roots (v1 memory, v2) kept open once they exist: apps' memory counters are
     /// opened relative to them (`DirectoryHandle`).
     var counterRootHandles: [DirectoryHandle] = []
@@ -99,69 +96,44 @@ package final class Daemon {
     var ended: [String: AppRecord] = [:]
     /// Restores from disk under way (Daemon+Restore), by app name.
     var restores: [String: RestoreJob] = [:]
-    var waiters: [Int: Waiter] = [:]
-    var nextWaiter = 1
-    /// How deep `apply` is: lines reported inside it wait for its end (Daemon+Control `report`).
-    var applyDepth = 0
+    /// The clients waiting for apps to finish a transition (WaiterTable).
+    var waiters = WaiterTable()
+    /// Lifecycle inputs produced while effects are carried out: `apply` never nests (LifecycleInputQueue).
+    var inputs = LifecycleInputQueue()
     /// Idle exit, asked with whether the daemon is idle at the moment of asking (IdleExit).
     var idleExit: IdleExit
     var stopping = false
     /// Stopping without ending the apps (daemon --stop without --terminate-apps, SIGTERM).
     var leavingApps = false
-    /// Clients of `icebox daemon --stop`: answered last, after the daemon's final write.
-    var stopRequesters: [Int32] = []
-    var policy = EvictionPolicy()
-    var pressureTrigger: PressureTrigger?
-    var policyCheckAt: UInt64?
-    var victim: Victim?
-    var dirtyRecords = Set<String>()
-    /// Records written once this turn's replies are out (a confirmed freeze's: Daemon+Effects).
-    var recordsAfterReplies = Set<String>()
+    /// The memory policy, its trigger, its next check and its victim (PolicyEngine).
+    var policyEngine = PolicyEngine()
+    /// Which records wait to be written, and which could not be (RegistryWriter).
+    var registryWriter = RegistryWriter()
     /// Why the loop ended other than by a stop (its epoll_wait failed): `run` throws it once
     /// the daemon has shut down as for a stop that leaves the apps.
     var loopFailure: IceboxError?
     /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
     /// disabled in an engine embedded in another program (`ownsProcess` false).
     var thawGuard: PreemptionGuard
-    var originalDescriptorLimit: UInt64 = 0
-    /// The soft limit on this process's descriptors, once raised (`raiseDescriptorLimit`), and
-    /// what that leaves to keep per app.
-    var descriptorBudget = DescriptorBudget(limit: 1024)
-    /// Whether apps keep their cgroup files and memory counters open between operations:
-    /// false once the budget is spent (Daemon+Descriptors).
-    var keepingAppFiles = true
-    /// The notify socket apps share once the budget is spent, bound at its first use.
-    var sharedNotifyFD: Int32 = -1
-    /// Datagrams on the shared socket from processes of no app.
-    var sharedNotifyDrops = NotifyDrops()
-    var registryAllDirty = false
-    /// Apps whose record could not be written (what failed), logged once until a write works.
-    var registryFailures: [String: String] = [:]
+    /// The descriptor budget, what apps keep open and the shared notify socket (DescriptorShedding).
+    var descriptors = DescriptorShedding()
     /// The cgroup root, locked shared for the daemon's life (Daemon+Adoption `holdCgroupRoot`).
     var cgroupRootLockFD: Int32 = -1
-    var metrics = DaemonMetrics()
-    /// The metrics file is rewritten at most once a second (Daemon+Metrics).
-    var metricsRefresh = RefreshSchedule(intervalNanos: 1_000_000_000)
-    var metricsFileFailure: String?
-    /// The listener is not watched until then (monotonic ns): accept ran out of descriptors.
-    var acceptResumeAt: UInt64?
-    var acceptLimitLogged = false
-    /// A descriptor held in reserve (/dev/null): out of descriptors, the daemon frees it to
-    /// write the event log line that says so.
-    var reserveFD: Int32 = -1
-    static let acceptBackoffNanos: UInt64 = 100_000_000
-    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs.
+    /// The counts from the logged events, and the metrics file kept from them (MetricsFile).
+    var metricsFile: MetricsFile
+    /// Whether clients are accepted now, and the descriptor held in reserve (AcceptGate).
+    var acceptGate = AcceptGate()
+    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs, and when the
+    /// next are parked (`SpawnPool.fillAt`).
     let spawnPool: SpawnPool
-    /// When the loop parks the stand-ins the pool wants (Daemon+StandIns); nil: none wanted.
-    var standInFillAt: UInt64?
     /// Held while an app is on the v1 freezer (FreezerKeyHold says why); nil without one.
     let freezerKeyHold: FreezerKeyHold?
-    var freezerKeyHoldLogged = false
 
     package init(config: Configuration) throws(IceboxError) {
         self.config = config
         self.facts = HostFacts.discover(cgroupRootOverride: config.cgroupRootOverride, explicit: config.cgroupRootIsExplicit)
         idleExit = IdleExit(afterNanos: config.idleExitNanos)
+        metricsFile = MetricsFile(path: config.metricsFile)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
         // Without stand-ins, the pool has no v1 directory to park one in: it parks none, as
         // on a pure v2 host, and every launch moves its app itself.
@@ -171,7 +143,7 @@ package final class Daemon {
         freezerKeyHold =
             config.without.contains(.freezerKeyHold) ? nil : facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
         thawGuard = PreemptionGuard(enabled: config.ownsProcess && !config.without.contains(.thawPriority))
-        do { epoll = try Epoll() } catch { throw IceboxError("start the daemon", error) }
+        do { watches = try LoopWatches() } catch { throw IceboxError("start the daemon", error) }
     }
 
     /// Runs until the daemon has no apps and no clients left (or is told to stop).
@@ -187,7 +159,7 @@ package final class Daemon {
         }
         defer {
             releaseLocks()
-            if reserveFD >= 0 { close(reserveFD) }
+            acceptGate.releaseReserve()
         }
         // The holder's pid, so a client that finds the lock held but no socket can say who.
         _ = ftruncate(lockFD, 0)
@@ -198,7 +170,7 @@ package final class Daemon {
             // Every app holds at least its pidfd (DescriptorBudget): with the usual soft limit
             // of 1024 descriptors the daemon would stop at about 1000 apps.
             raiseDescriptorLimit()
-            reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            acceptGate.holdReserve()
             // SIGPIPE is blocked on this thread in any case: a client that goes away must not
             // kill the engine (sends use MSG_NOSIGNAL too where they can).
             let handled = config.ownsProcess ? [SIGCHLD, SIGTERM, SIGINT, SIGHUP] : [SIGCHLD]
@@ -248,7 +220,7 @@ package final class Daemon {
         // next daemon, which must not find them held while this process drains its last
         // replies (up to a second) and exits; it did, under load, and said "busy".
         releaseLocks()
-        for fd in stopRequesters { finish(fd, .success) }
+        for fd in clients.stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         if let loopFailure { throw loopFailure }
         return true
@@ -331,16 +303,16 @@ package final class Daemon {
     /// before the process exits and the kernel would drop them.
     func drainClients(until deadline: UInt64) {
         flushReplies()
-        while clients.values.contains(where: { $0.pendingOutput > 0 }) {
+        while clients.connections.contains(where: { $0.pendingOutput > 0 }) {
             let now = Clock.monotonicNanos()
             if now >= deadline { break }
             // The loop's own failure (loopFailure) ends the drain: its replies cannot be waited for.
-            guard let ready = try? epoll.wait(timeoutNanos: min(deadline - now, 1_000_000_000)) else { break }
+            guard let ready = try? watches.epoll.wait(timeoutNanos: min(deadline - now, 1_000_000_000)) else { break }
             for (token, events) in ready {
-                if case .client(let fd) = sources[token], events & EpollEvents.writable != 0 { flushClient(fd) }
+                if case .client(let fd) = watches.source(token), events & EpollEvents.writable != 0 { flushClient(fd) }
             }
         }
-        for fd in Array(clients.keys) { closeClient(fd) }
+        for fd in Array(clients.descriptors) { closeClient(fd) }
     }
 
     /// Keeps the v1 freezer's static key on while an app uses the v1 freezer, and lets it go
@@ -349,8 +321,8 @@ package final class Daemon {
     func updateFreezerKeyHold() {
         guard let hold = freezerKeyHold else { return }
         guard apps.values.contains(where: { $0.lifecycle.record.backend == .cgroup1 }) else { return hold.release() }
-        guard let error = hold.acquire(), !freezerKeyHoldLogged else { return }
-        freezerKeyHoldLogged = true
+        guard let error = hold.acquire(), !hold.failureLogged else { return }
+        hold.failureLogged = true
         log(
             Event(
                 app: "-", pid: nil, kind: .daemon,
@@ -373,11 +345,11 @@ package final class Daemon {
     func raiseDescriptorLimit() {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-        descriptorBudget.limit = UInt64(limit.rlim_cur)
+        descriptors.budget.limit = UInt64(limit.rlim_cur)
         guard limit.rlim_cur < limit.rlim_max else { return }
-        originalDescriptorLimit = UInt64(limit.rlim_cur)
+        descriptors.originalLimit = UInt64(limit.rlim_cur)
         limit.rlim_cur = limit.rlim_max
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptorBudget.limit = UInt64(limit.rlim_max) }
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptors.budget.limit = UInt64(limit.rlim_max) }
     }
 
     /// Tells the client that started this daemon that it listens ("ready"), or that another
@@ -414,7 +386,7 @@ package final class Daemon {
             if shouldExit(now: Clock.monotonicNanos()) { return }
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             let ready: [(token: UInt64, events: UInt32)]
-            do { ready = try epoll.wait(timeoutNanos: timeout) } catch {
+            do { ready = try watches.epoll.wait(timeoutNanos: timeout) } catch {
                 // A bug of ours (Epoll.wait): the loop can wait on nothing any more. The daemon
                 // stops as on SIGTERM, leaving the apps as they are for the next one to
                 // re-adopt, and `run` then fails with this.
@@ -426,7 +398,7 @@ package final class Daemon {
                 return
             }
             for (token, events) in ready {
-                guard let source = sources[token] else { continue }
+                guard let source = watches.source(token) else { continue }
                 dispatch(source, events: events)
             }
         }
@@ -440,18 +412,16 @@ package final class Daemon {
 
     /// No app, and no client but those waiting for the daemon's stop.
     var isIdle: Bool {
-        apps.isEmpty && restores.isEmpty && clients.keys.allSatisfy(stopRequesters.contains)
+        apps.isEmpty && restores.isEmpty && clients.onlyStopRequesters
     }
 
-    /// How long the loop may sleep: until the earliest deadline of any app, client or timer
-    /// (nil: until something happens), at most a minute.
+    /// How long the loop may sleep: until the earliest deadline of any component, app, client
+    /// or timer (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
-        var next = policyCheckAt.earlier(acceptResumeAt).earlier(appLogs?.nextDeadline).earlier(metricsFileDue)
-            .earlier(sharedNotifyDrops.dueAt)
-        if !stopping { next = next.earlier(standInFillAt) }
-        next = next.earlier(appDeadlines.earliest).earlier(spawnPool.departures.nextDeadline)
+        var next = earliestDeadline(
+            policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures, clients)
+        if !stopping { next = next.earlier(spawnPool.fillAt) }
         for job in restores.values { next = next.earlier(job.run.deadline) }
-        for client in clients.values { next = next.earlier(client.closeAt) }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
         guard let next else { return nil }
         return min(next.saturatingSub(now), 60_000_000_000)
@@ -476,37 +446,22 @@ package final class Daemon {
     }
 
     func watch(_ fd: Int32, _ source: Source, events: UInt32 = EpollEvents.readable) throws(SystemError) {
-        let token = nextToken
-        nextToken += 1
-        try epoll.add(fd, events: events, token: token)
-        sources[token] = source
-        tokensByFD[fd] = token
+        try watches.watch(fd, source, events: events)
     }
 
-    func unwatch(_ fd: Int32) {
-        epoll.remove(fd)
-        forgetWatch(fd)
-    }
+    func unwatch(_ fd: Int32) { watches.unwatch(fd) }
 
-    /// Forgets the watch of a descriptor the caller closes next, without EPOLL_CTL_DEL: the
-    /// close removes it from the epoll set (a client's socket, one per request, is never
-    /// duplicated). Should a copy outlive it, its events carry a token no source has, and the
-    /// loop skips them.
-    func forgetWatch(_ fd: Int32) {
-        if let token = tokensByFD.removeValue(forKey: fd) { sources.removeValue(forKey: token) }
-    }
+    /// Forgets the watch of a descriptor the caller closes next (LoopWatches `forget`).
+    func forgetWatch(_ fd: Int32) { watches.forget(fd) }
 
     func fireDeadlines(now: UInt64) {
         closeDrainedClients(now: now)
-        if let at = standInFillAt, at <= now, !stopping { fillSpawnPool() }
+        if let at = spawnPool.fillAt, at <= now, !stopping { fillSpawnPool() }
         if let d = spawnPool.departures.nextDeadline, d <= now { spawnPool.departures.fire(now: now) }
-        if let d = acceptResumeAt, d <= now { resumeAccepting() }
-        if let d = policyCheckAt, d <= now {
-            policyCheckAt = nil
-            enforcePolicy()
-        }
-        if let d = metricsFileDue, d <= now { writeMetricsFile(now: now) }
-        if let d = sharedNotifyDrops.dueAt, d <= now { logSharedNotifyDrops(now: now) }
+        if let d = acceptGate.nextDeadline, d <= now { resumeAccepting() }
+        if policyEngine.takeDueCheck(now: now) { enforcePolicy() }
+        if let d = metricsFile.nextDeadline, d <= now { writeMetricsFile(now: now) }
+        if let d = descriptors.nextDeadline, d <= now { logSharedNotifyDrops(now: now) }
         if let d = appLogs?.nextDeadline, d <= now { stepAppLogs(now: now) }
         for job in Array(restores.values) where job.run.deadline <= now { restoreOverran(job) }
         for name in appDeadlines.takeDue(now: now) {
@@ -523,7 +478,7 @@ package final class Daemon {
             if let d = app.checkpoint?.run.deadline, d <= now { checkpointOverran(app) }
             if let d = app.compactAt, d <= now {
                 if app.record.state == .suspended {
-                    _ = compact(app, mode: policy.compactMode)
+                    _ = compact(app, mode: policyEngine.policy.compactMode)
                 } else {
                     app.compactAt = nil
                 }
@@ -612,27 +567,20 @@ package final class Daemon {
     /// happen once per turn of the loop (flushRegistry), one small file per changed app, so a
     /// request that suspends a thousand apps costs a thousand small writes, not a thousand
     /// rewrites of everything.
-    func saveRegistry(_ name: String? = nil) {
-        if let name { dirtyRecords.insert(name) } else { registryAllDirty = true }
-    }
+    func saveRegistry(_ name: String? = nil) { registryWriter.mark(name) }
 
     /// A record that cannot be written stays marked and is tried again on the next turn; the
     /// failure is logged once (and its end once).
     func flushRegistry() {
-        guard registryAllDirty || !dirtyRecords.isEmpty else { return }
-        let names = registryAllDirty ? Set(apps.keys).union(ended.keys) : dirtyRecords
-        dirtyRecords = []
-        registryAllDirty = false
-        writeRecords(names)
+        let names = registryWriter.takeDirty { Set(apps.keys).union(ended.keys) }
+        if !names.isEmpty { writeRecords(names) }
     }
 
     /// The records no reply waits for (a confirmed freeze's), written once the turn's
     /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
     func flushRecordsAfterReplies() {
-        guard !recordsAfterReplies.isEmpty else { return }
-        let names = recordsAfterReplies
-        recordsAfterReplies = []
-        writeRecords(names)
+        let names = registryWriter.takeAfterReplies()
+        if !names.isEmpty { writeRecords(names) }
     }
 
     /// Writes the current record of each app (live or ended) named; one that fails is marked
@@ -640,7 +588,7 @@ package final class Daemon {
     private func writeRecords(_ names: Set<String>) {
         for name in names {
             guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
-            do throws(IceboxError) { try writeRecord(record) } catch { dirtyRecords.insert(name) }
+            do throws(IceboxError) { try writeRecord(record) } catch { registryWriter.mark(name) }
         }
     }
 
@@ -650,13 +598,11 @@ package final class Daemon {
     func writeRecord(_ record: AppRecord, intent: Bool = false, done: String? = nil) throws(IceboxError) {
         do {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
-            dirtyRecords.remove(record.name)
-            if registryFailures.removeValue(forKey: record.name) != nil {
+            if registryWriter.written(record.name) {
                 log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again", at: .read()))
             }
         } catch {
-            if registryFailures[record.name] == nil {
-                registryFailures[record.name] = error.message
+            if registryWriter.failed(record.name, error.message) {
                 log(Event(app: record.name, pid: nil, kind: .error, detail: error.description, at: .read()))
             }
             throw error

@@ -95,6 +95,9 @@ final class SpawnPool {
     }
 
     var wantsFill: Bool { !wanted.isEmpty }
+    /// When the daemon's loop parks the stand-ins wanted (Daemon+StandIns, after a quiet
+    /// period); nil: none wanted.
+    var fillAt: UInt64?
 
     /// A ready stand-in of this kind, now the caller's (it calls `discard` when done); nil
     /// when none is ready. Another is wanted in its place.

@@ -1,0 +1,19 @@
+/// The memory policy's state in the daemon: the settings, the PSI trigger armed from them,
+/// when the budget is next checked, and the one app being evicted (Daemon+Policy decides).
+struct PolicyEngine {
+    var policy = EvictionPolicy()
+    var pressureTrigger: PressureTrigger?
+    /// When the memory budget is checked next (monotonic ns); nil: no budget, or no app.
+    var checkAt: UInt64?
+    /// The app being evicted right now: one victim at a time.
+    var victim: Daemon.Victim?
+
+    var nextDeadline: UInt64? { checkAt }
+
+    /// Whether the budget check is due at `now`; it is then taken off (the check re-arms it).
+    mutating func takeDueCheck(now: UInt64) -> Bool {
+        guard let at = checkAt, at <= now else { return false }
+        checkAt = nil
+        return true
+    }
+}

@@ -1,0 +1,31 @@
+/// The clients waiting for one or more apps to finish a transition, by the id the lifecycle
+/// knows them by (`LifecycleEffect.report`/`.settle`): the one owner of the ids and of what
+/// each waiter holds (its apps left, its failure, its held lines: Daemon+Control).
+struct WaiterTable {
+    private var byID: [Int: Daemon.Waiter] = [:]
+    private var nextID = 1
+
+    /// A new waiter for `client`, waiting for `apps`; its id.
+    mutating func open(client: Int32, apps names: [String]) -> Int {
+        let id = nextID
+        nextID += 1
+        byID[id] = Daemon.Waiter(client: client, remaining: Set(names))
+        return id
+    }
+
+    subscript(_ id: Int) -> Daemon.Waiter? {
+        get { byID[id] }
+        set { byID[id] = newValue }
+    }
+
+    /// The waiter is answered: it goes.
+    mutating func close(_ id: Int) { byID.removeValue(forKey: id) }
+
+    /// A client went away: its waiters go with it.
+    mutating func closeAll(of client: Int32) {
+        byID = byID.filter { $0.value.client != client }
+    }
+
+    /// Every waiter by id (a copy: the caller may change the table while going through it).
+    var all: [Int: Daemon.Waiter] { byID }
+}
