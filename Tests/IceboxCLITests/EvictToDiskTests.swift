@@ -12,6 +12,7 @@ import Testing
 /// daemon killed during a dump losing nothing; a restore that fails relaunching cold.
 @Suite(
     "evict --to-disk: checkpoint and restore with criu", .serialized,
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(if: PIDNamespaceTests.criu != nil, "no working criu >= 4.1 here (run scripts/criu as root to build one)"))
 struct EvictToDiskTests {
 

@@ -47,7 +47,7 @@ extension KernelScenarios {
         /// to continue, and the signal backend leaves it stopped.
         @Test(
             "an active app frozen outside icebox is suspended, and a resume thaws it",
-            arguments: [BackendKind.cgroup2, .cgroup1])
+            arguments: [BackendKind.cgroup2])
         func frozenOutside(backend: BackendKind) throws {
             let box = Sandbox("outfreeze\(backend)")
             defer { box.close() }
@@ -63,6 +63,20 @@ extension KernelScenarios {
             #expect(outside.count == 1, "\(box.events(app.name).map(\.detail))")
             try app.suspend()
             #expect(app.kernelFrozen)
+        }
+    }
+}
+
+extension KernelScenarios.FreezerWrittenOutsideTests {
+    /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
+    /// skips them, saying why, instead of failing their launch.
+    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    struct OnCgroup1 {
+        @Test("a suspended app thawed outside icebox, on the v1 freezer") func thawedOutside() throws {
+            try KernelScenarios.FreezerWrittenOutsideTests().thawedOutside(backend: .cgroup1)
+        }
+        @Test("an active app frozen outside icebox, on the v1 freezer") func frozenOutside() throws {
+            try KernelScenarios.FreezerWrittenOutsideTests().frozenOutside(backend: .cgroup1)
         }
     }
 }

@@ -422,17 +422,27 @@ enum HostLayout {
             // before unshare); the holder then leaves it for the leader leaf.
             "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && echo $$ > /sys/fs/cgroup/leader/cgroup.procs"
                 + (self == .privateNamespaceReadOnly ? " && mount -o remount,bind,ro /sys/fs/cgroup" : "")
-        case .pureV2, .delegated, .userNamespace:
-            // As on a systemd host: the whole v1 tree gone, cgroup2 alone in its place.
-            "umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup"
-        case .v1Only:
-            // Hidden under an empty tmpfs: still listed in mountinfo, but not reachable.
-            "mount -t tmpfs -o mode=755,size=16k icebox-hide \(Sandbox.mounts.unified!)"
-        case .none:
-            "mount -t tmpfs -o mode=755,size=16k icebox-hide /sys/fs/cgroup"
-        case .readOnly:
-            // Every cgroup mount, and the tmpfs that holds them, read-only.
-            #"for m in $(awk '$5 ~ "^/sys/fs/cgroup(/|$)" { print $5 }' /proc/self/mountinfo); do mount -o remount,bind,ro "$m" || exit 1; done"#
+        case .pureV2, .delegated, .userNamespace, .v1Only, .none, .readOnly:
+            // The five host layouts: scripts/lib/host-layout.sh makes them, for these tests
+            // and for scripts/test-layouts (the whole suite in each), from one source.
+            ". '\(Self.layoutScript)' && icebox_host_layout \(scriptName!) '\(Sandbox.mounts.unified!)'"
+        }
+    }
+
+    /// The shell functions that make the host layouts (sourced by the namespace's shell).
+    static let layoutScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/lib/host-layout.sh").path
+
+    /// The layout's name for scripts/lib/host-layout.sh and scripts/test-layouts (nil: a
+    /// container or a second mount, which only these tests make).
+    var scriptName: String? {
+        switch self {
+        case .pureV2, .userNamespace: "pure-v2"
+        case .delegated: "delegated"
+        case .v1Only: "v1-only"
+        case .none: "none"
+        case .readOnly: "read-only"
+        case .hostNamespaceV1, .hostNamespaceV2, .privateNamespace, .privateNamespaceReadOnly, .secondCgroup2: nil
         }
     }
 

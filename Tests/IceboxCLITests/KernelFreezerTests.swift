@@ -14,9 +14,10 @@ extension KernelScenarios {
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
         .timeLimit(.minutes(5)))
     struct KernelFreezerTests {
-        static let everyBackend: [BackendKind] = [.cgroup2, .cgroup1, .signal]
+        /// Every backend but the v1 freezer, whose cases are `OnCgroup1`'s (a condition of their own).
+        static let everyBackend: [BackendKind] = [.cgroup2, .signal]
         /// Scenarios about cgroups themselves (sub-cgroups, migration): not for SIGSTOP.
-        static let cgroupBackends: [BackendKind] = [.cgroup2, .cgroup1]
+        static let cgroupBackends: [BackendKind] = [.cgroup2]
 
         @Test("test_cgfreezer_simple: 100 processes are frozen and thawed whole", arguments: everyBackend)
         func simple(backend: BackendKind) throws {
@@ -432,5 +433,43 @@ final class Tracer {
     func end() {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+    }
+}
+
+extension KernelScenarios.KernelFreezerTests {
+    /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
+    /// skips them, saying why, instead of failing their launch.
+    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    struct OnCgroup1 {
+        @Test("test_cgfreezer_simple, on the v1 freezer") func simple() throws {
+            try KernelScenarios.KernelFreezerTests().simple(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_tree, on the v1 freezer") func tree() throws {
+            try KernelScenarios.KernelFreezerTests().tree(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_forkbomb, on the v1 freezer") func forkbomb() throws {
+            try KernelScenarios.KernelFreezerTests().forkbomb(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_mkdir, on the v1 freezer") func mkdir() throws {
+            try KernelScenarios.KernelFreezerTests().mkdir(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_rmdir, on the v1 freezer") func rmdir() throws {
+            try KernelScenarios.KernelFreezerTests().rmdir(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_migrate, on the v1 freezer") func migrate() throws {
+            try KernelScenarios.KernelFreezerTests().migrate(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_ptrace, on the v1 freezer") func ptrace() throws {
+            try KernelScenarios.KernelFreezerTests().ptrace(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_stopped, on the v1 freezer") func stopped() throws {
+            try KernelScenarios.KernelFreezerTests().stopped(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_ptraced, on the v1 freezer") func ptraced() throws {
+            try KernelScenarios.KernelFreezerTests().ptraced(backend: .cgroup1)
+        }
+        @Test("test_cgfreezer_vfork, on the v1 freezer") func vfork() throws {
+            try KernelScenarios.KernelFreezerTests().vfork(backend: .cgroup1)
+        }
     }
 }

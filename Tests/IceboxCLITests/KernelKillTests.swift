@@ -12,7 +12,8 @@ extension KernelScenarios {
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
         .timeLimit(.minutes(5)))
     struct KernelKillTests {
-        static let everyBackend: [BackendKind] = [.cgroup2, .cgroup1, .signal]
+        /// Every backend but the v1 freezer, whose cases are `OnCgroup1`'s (a condition of their own).
+        static let everyBackend: [BackendKind] = [.cgroup2, .signal]
 
         @Test("test_cgkill_simple: a suspended app of 100 processes is evicted whole", arguments: everyBackend)
         func simple(backend: BackendKind) throws {
@@ -72,5 +73,20 @@ extension ScenarioApp {
     /// Whether the app's cgroups are gone (the removal waits for them to be empty).
     func expectRemoved() -> Bool {
         !FileManager.default.fileExists(atPath: cgroup) && !(freezerDir.map { FileManager.default.fileExists(atPath: $0) } ?? false)
+    }
+}
+
+extension KernelScenarios.KernelKillTests {
+    /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
+    /// skips them, saying why, instead of failing their launch.
+    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    struct OnCgroup1 {
+        @Test("test_cgkill_simple, on the v1 freezer") func simple() throws {
+            try KernelScenarios.KernelKillTests().simple(backend: .cgroup1)
+        }
+        @Test("test_cgkill_tree, on the v1 freezer") func tree() throws { try KernelScenarios.KernelKillTests().tree(backend: .cgroup1) }
+        @Test("test_cgkill_forkbomb, on the v1 freezer") func forkbomb() throws {
+            try KernelScenarios.KernelKillTests().forkbomb(backend: .cgroup1)
+        }
     }
 }

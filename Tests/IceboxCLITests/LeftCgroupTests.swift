@@ -15,7 +15,7 @@ extension KernelScenarios {
     struct LeftCgroupTests {
         @Test(
             "a suspended app whose main process is moved out of its cgroup is shown active, its rest thawed",
-            arguments: [BackendKind.cgroup2, .cgroup1])
+            arguments: [BackendKind.cgroup2])
         func mainMovedOut(backend: BackendKind) throws {
             let box = Sandbox("left\(backend)")
             defer { box.close() }
@@ -99,5 +99,16 @@ extension Scenario {
         }
         guard let first = switches() else { return false }
         return eventually(seconds: seconds) { (switches() ?? first) > first + 2 }
+    }
+}
+
+extension KernelScenarios.LeftCgroupTests {
+    /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
+    /// skips them, saying why, instead of failing their launch.
+    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    struct OnCgroup1 {
+        @Test("a suspended app whose main process is moved out of its cgroup, on the v1 freezer") func mainMovedOut() throws {
+            try KernelScenarios.LeftCgroupTests().mainMovedOut(backend: .cgroup1)
+        }
     }
 }

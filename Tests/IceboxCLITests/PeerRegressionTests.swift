@@ -12,7 +12,8 @@ extension KernelScenarios {
         .enabled(if: ScenarioProgram.unavailableReason == nil, "\(ScenarioProgram.unavailableReason ?? "")"),
         .timeLimit(.minutes(5)))
     struct PeerRegressionTests {
-        static let everyBackend: [BackendKind] = [.cgroup2, .cgroup1, .signal]
+        /// Every backend but the v1 freezer, whose cases are `OnCgroup1`'s (a condition of their own).
+        static let everyBackend: [BackendKind] = [.cgroup2, .signal]
 
         /// systemd#41842: a frozen unit killed from outside stayed "frozen" in systemctl.
         @Test("systemd#41842: a suspended app killed from outside is not shown as suspended once it is gone", arguments: everyBackend)
@@ -54,6 +55,20 @@ extension KernelScenarios {
             #expect(FileManager.default.contents(atPath: mark) == Data("term\n".utf8), "the app's SIGTERM handler did not run")
             #expect(app.state == .terminated)
             #expect(try box.apps()[app.name]?.exitStatus == 0)
+        }
+    }
+}
+
+extension KernelScenarios.PeerRegressionTests {
+    /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
+    /// skips them, saying why, instead of failing their launch.
+    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    struct OnCgroup1 {
+        @Test("systemd#41842, a suspended app killed from outside, on the v1 freezer") func killedFromOutside() throws {
+            try KernelScenarios.PeerRegressionTests().killedFromOutside(backend: .cgroup1)
+        }
+        @Test("moby#15853, terminating a suspended app, on the v1 freezer") func terminateFrozen() throws {
+            try KernelScenarios.PeerRegressionTests().terminateFrozen(backend: .cgroup1)
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 import Testing
 
 /// One isolated icebox world per test: its own runtime directory, state directory and
@@ -19,8 +20,20 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
     /// Why integration tests cannot run here, or nil if they can.
     static var unavailableReason: String? {
         if getuid() != 0 { return "integration tests need root (or a delegated cgroup subtree)" }
-        if mounts.unified == nil { return "no cgroup2 filesystem mounted" }
-        return nil
+        if mounts.unified == nil { return "no cgroup2 filesystem is mounted" }
+        // Each test makes a cgroup root of its own: a read-only cgroupfs has no room for it.
+        return cgroup2Unwritable(mounts.unified)
+    }
+
+    /// Why an app here has no memory counter in a cgroup (memory.current or v1's
+    /// memory.usage_in_bytes), or nil. Without one icebox sums the processes' Pss instead: a
+    /// pure cgroup2 tree whose memory controller is bound to v1 elsewhere (the pure-v2 layout
+    /// scripts/test-layouts makes from a hybrid host) has none.
+    static var cgroupMemoryCounterMissing: String? {
+        if mounts.memoryV1 != nil { return nil }
+        let controllers = mounts.unified.flatMap { try? String(contentsOfFile: $0 + "/cgroup.controllers", encoding: .utf8) } ?? ""
+        if controllers.split(whereSeparator: \.isWhitespace).contains("memory") { return nil }
+        return "no cgroup memory counter: no v1 memory hierarchy, and the cgroup2 tree has no memory controller"
     }
 
     /// A fresh directory under $TMPDIR (else /tmp), made with mkdtemp: `prefix-XXXXXX`.

@@ -6,7 +6,7 @@ import Testing
 
 /// The one owner of an app's cgroups against the real kernel: fresh directories over
 /// leftovers, members in sub-cgroups, a destroy that never blocks.
-@Suite("AppCgroups", .serialized, .enabled(if: CgroupTestRoots.hasV2, "needs root and a cgroup2 mount"), .timeLimit(.minutes(5)))
+@Suite("AppCgroups", .serialized, .enabled(if: CgroupTestRoots.hasV2, "\(CgroupTestRoots.v2Unavailable ?? "")"), .timeLimit(.minutes(5)))
 struct AppCgroupsTests {
     /// The backend that exercises the most directories this host has.
     static var richestBackend: BackendKind { CgroupTestRoots.hasFreezerV1 ? .cgroup1 : .cgroup2 }

@@ -111,6 +111,9 @@ struct AppMemoryParsingTests {
     .enabled(
         if: getuid() == 0 && CgroupMounts.read().memoryV1 != nil && ScriptChild.available,
         "needs root, a cgroup v1 memory hierarchy and python3"),
+    .enabled(
+        if: CgroupMounts.read().memoryV1.flatMap(cgroupMountReadOnly) == nil,
+        "\(CgroupMounts.read().memoryV1.flatMap(cgroupMountReadOnly) ?? "")"),
     .timeLimit(.minutes(5)))
 struct MemoryCgroupV1Tests {
     @Test("usage counts the child's 50 MiB; the Pss sum is in the same ballpark")

@@ -10,7 +10,10 @@ import IceboxTestSupport
 /// sub-cgroups first: call it in a defer, so a failing test leaves nothing behind.
 final class CgroupTestRoots {
     static let mounts = CgroupMounts.read()
-    static var hasV2: Bool { getuid() == 0 && mounts.unified != nil }
+    static var hasV2: Bool { v2Unavailable == nil }
+    /// Why this host gives a test no cgroup2 root of its own (not root, no cgroup2 mount, a
+    /// read-only one), or nil.
+    static var v2Unavailable: String? { cgroup2Unwritable(mounts.unified) }
     static var hasFreezerV1: Bool { hasV2 && mounts.freezerV1 != nil }
     static var hasMemoryV1: Bool { hasV2 && mounts.memoryV1 != nil }
 

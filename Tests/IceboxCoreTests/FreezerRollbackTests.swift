@@ -5,7 +5,7 @@ import Testing
 
 /// A freeze that misses its deadline is rolled back and names the tasks that did not freeze:
 /// never left half-frozen. Real processes, real cgroups.
-@Suite(.enabled(if: getuid() == 0 && CgroupMounts.read().unified != nil, "needs root and cgroup2"), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: CgroupTestRoots.hasV2, "\(CgroupTestRoots.v2Unavailable ?? "")"), .timeLimit(.minutes(5)))
 struct FreezerRollbackTests {
     @Test("SIGSTOP cannot stop a kernel thread: time-out, rolled back, the thread named")
     func signalTimeout() throws {

@@ -1,6 +1,7 @@
 import Glibc
 import IceboxCore
 import IceboxSystem
+import IceboxTestSupport
 import Synchronization
 import Testing
 
@@ -168,6 +169,7 @@ struct PressureTriggerTests {
     static var cgroupPressureUnavailable: String? {
         if getuid() != 0 { return "needs root (makes a cgroup)" }
         guard let unified = CgroupMounts.read().unified else { return "needs a cgroup2 mount" }
+        if let readOnly = cgroupMountReadOnly(unified) { return readOnly }
         if !FileIO.exists(unified + "/memory.pressure") { return "\(unified) has no memory.pressure (PSI off for cgroups)" }
         return nil
     }

@@ -7,7 +7,7 @@ import Testing
 /// for longer than the kernel's rate limit) re-reads only as a safety net, and the kernel's
 /// notification confirms it, as the daemon now relies on. How soon it comes is a speed figure
 /// (benchmarks/RESULTS.md), not checked here. Real processes, real cgroups.
-@Suite(.enabled(if: CgroupTestRoots.hasV2, "needs root and cgroup2"), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: CgroupTestRoots.hasV2, "\(CgroupTestRoots.v2Unavailable ?? "")"), .timeLimit(.minutes(5)))
 struct PromptNotificationTests {
     @Test(
         "after a quiet spell, the safety re-read waits 1 ms and the kernel's notification confirms the freeze",

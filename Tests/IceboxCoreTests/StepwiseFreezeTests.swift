@@ -7,7 +7,7 @@ import Testing
 /// Freezes and thaws in steps that never sleep, on real processes in real cgroups, each
 /// confirmed from the kernel's own files (cgroup.events, freezer.state, /proc state T).
 @Suite(
-    "Stepwise freeze and thaw", .serialized, .enabled(if: CgroupTestRoots.hasV2, "needs root and a cgroup2 mount"),
+    "Stepwise freeze and thaw", .serialized, .enabled(if: CgroupTestRoots.hasV2, "\(CgroupTestRoots.v2Unavailable ?? "")"),
     .timeLimit(.minutes(5)))
 struct StepwiseFreezeTests {
     /// What a step may cost: it reads a file or two (or /proc for a few threads) and never

@@ -7,7 +7,9 @@ import Testing
 
 /// The `async` forms: a suspend waiting out a grace holds no thread of the cooperative pool,
 /// and a cancelled one returns at once, the app left in a state the kernel agrees with.
-@Suite("Supervisor: async calls", .serialized)
+@Suite(
+    "Supervisor: async calls", .serialized,
+    .enabled(if: SupervisorHost.unavailableReason == nil, "\(SupervisorHost.unavailableReason ?? "")"))
 struct SupervisorAsyncTests {
     /// More suspends at once than the cooperative pool has threads (one a CPU), each waiting
     /// out a 10 s grace (the apps never answer their notice): had each held a pool thread,

@@ -6,7 +6,9 @@ import Testing
 
 /// The typed results of suspend, resume, terminate, evict and launch, against real apps,
 /// each figure checked against the call's own duration and the kernel's state.
-@Suite("Supervisor: typed results from real apps", .serialized)
+@Suite(
+    "Supervisor: typed results from real apps", .serialized,
+    .enabled(if: SupervisorHost.unavailableReason == nil, "\(SupervisorHost.unavailableReason ?? "")"))
 struct SupervisorResultTests {
     static let hasPython = FileIO.exists("/usr/bin/python3") || FileIO.exists("/usr/local/bin/python3")
 

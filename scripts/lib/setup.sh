@@ -113,7 +113,7 @@ icebox_build_release() {
         # page cache that readahead filled (after a reboot) both start alike, 0.98 ms. The
         # file grows by the padding, about 5 MiB.
         flags+=(-Xlinker -z -Xlinker max-page-size=0x200000 -Xlinker -z -Xlinker separate-loadable-segments)
-        # The first instruction is CIceboxStart's icebox_entry (huge_text.c): it asks for that
+        # The first instruction is CIceboxStart's icebox_entry (image_folios.c): it asks for that
         # code in 2 MiB folios before any of it runs, so that a command that reads it back into
         # an emptied page cache (after a reboot, or pressure) leaves it in such folios too.
         case $(uname -m) in

@@ -113,7 +113,13 @@ extension Daemon {
     /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
         let roots = counterRoots(), keep = descriptors.keepingAppFiles
-        return { $0.memory(roots: roots, keepOpen: keep) }
+        return { app in
+            let reading = app.memory(roots: roots, keepOpen: keep)
+            // Without a cgroup counter the Pss sum reads the app's members through its
+            // cgroup.procs, which that opened again: short of descriptors, let go once more.
+            if !keep { self.shedDescriptors(app) }
+            return reading
+        }
     }
 
     /// The roots `counterRootHandles` keeps, opened at the first call after they exist.
