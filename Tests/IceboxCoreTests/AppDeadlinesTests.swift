@@ -30,7 +30,7 @@ struct AppDeadlinesTests {
         for app in [a, b, c] { schedule.add(app) }
         #expect(schedule.earliest == nil)
         a.probeAt = 300
-        b.operationAt = 100
+        b.removal = CgroupRemoval(recheckAt: 100)
         c.compactAt = 200
         #expect(schedule.earliest == 100)
         #expect(schedule.takeDue(now: 99).isEmpty)
@@ -39,7 +39,7 @@ struct AppDeadlinesTests {
         schedule.touch(b)
         schedule.touch(c)
         #expect(schedule.earliest == 100, "still due: a handler that leaves the deadline gets the app again")
-        b.operationAt = nil
+        b.removal = nil
         c.compactAt = 250
         #expect(schedule.takeDue(now: 1_000) == ["c", "a"])
     }
@@ -58,9 +58,9 @@ struct AppDeadlinesTests {
         // Every property the deadline is made of tells the schedule.
         schedule.touch(a)
         a.lockCheckAt = nil
-        a.destroyAt = 7
+        a.removal = CgroupRemoval(recheckAt: 7)
         #expect(schedule.earliest == 7)
-        a.destroyAt = nil
+        a.removal = nil
         _ = a.notifyDrops.drop(from: 1, now: 0)
         _ = a.notifyDrops.take(now: 0)
         _ = a.notifyDrops.drop(from: 1, now: 1)
@@ -92,7 +92,7 @@ struct AppDeadlinesTests {
         let apps = try (0..<50).map { try Self.app("a\($0)") }
         for app in apps { schedule.add(app) }
         for round in 0..<200 {
-            for (i, app) in apps.enumerated() { app.operationAt = UInt64(1_000_000 - round * 100 + i) }
+            for (i, app) in apps.enumerated() { app.removal = CgroupRemoval(recheckAt: UInt64(1_000_000 - round * 100 + i)) }
             _ = schedule.earliest
         }
         #expect(schedule.takeDue(now: .max).count == 50, "each app once")

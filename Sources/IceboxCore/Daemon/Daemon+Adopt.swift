@@ -429,7 +429,7 @@ extension Daemon {
                     .failure, "\(name) runs attached to an icebox run in a terminal: it cannot be handed back",
                     hint: "end it from that terminal, or icebox terminate \(name)"))
         }
-        if app.operation != nil || app.destroying || app.lifecycle.isEnding {
+        if app.freeze != nil || app.removal != nil || app.lifecycle.isEnding {
             return fail(
                 fd,
                 IceboxError(

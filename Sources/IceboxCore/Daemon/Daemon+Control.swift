@@ -270,7 +270,7 @@ extension Daemon {
     /// Sends the held lines of every waiter none of whose apps waits on the kernel.
     func releaseHeldLines() {
         for (id, waiter) in waiters.all where !waiter.held.isEmpty {
-            let waiting = waiter.remaining.contains { name in apps[name].map { $0.operation != nil && $0.operationAside == nil } ?? false }
+            let waiting = waiter.remaining.contains { name in apps[name]?.freeze.map { $0.aside == nil } ?? false }
             if !waiting { releaseHeldLines(of: id) }
         }
     }

@@ -41,7 +41,7 @@ extension Daemon {
     /// cgroup.events is then polled). A suspended app's cgroup.events is no longer watched:
     /// a departure from its cgroup is noticed at the next request about it instead.
     func shedDescriptors(_ app: LiveApp) {
-        guard app.operation == nil, !app.destroying else { return }
+        guard app.freeze == nil, app.removal == nil else { return }
         watchCgroupEvents(app, nil)
         app.cgroups.release()
         app.statFile.release()

@@ -116,7 +116,7 @@ extension Daemon {
             }
         case .cancelFreeze:
             // Rolled back at once (a write); the app runs again.
-            app.operation?.cancel()
+            app.freeze?.operation.cancel()
             endOperation(app)
         case .thaw(let deadline):
             startOperation(app, .thaw, deadline: deadline)
@@ -218,7 +218,7 @@ extension Daemon {
     /// nothing (ps, a resume, the log) goes on calling a running process suspended. Looked at
     /// when cgroup.events changes while the app is suspended and before a request about it.
     func noticeDeparture(_ app: LiveApp) {
-        guard case .suspended = app.lifecycle.phase, app.operation == nil, let outside = mainProcessOutside(app) else { return }
+        guard case .suspended = app.lifecycle.phase, app.freeze == nil, let outside = mainProcessOutside(app) else { return }
         apply(.leftCgroup(to: outside), to: app)
     }
 
@@ -227,7 +227,7 @@ extension Daemon {
     /// cgroup.events changes (cgroup2: at once) and before a suspend of an app recorded as
     /// suspended (every backend; the v1 freezer and SIGSTOP have no notification).
     func noticeOutsideThaw(_ app: LiveApp) {
-        guard case .suspended = app.lifecycle.phase, app.operation == nil, !app.destroying else { return }
+        guard case .suspended = app.lifecycle.phase, app.freeze == nil, app.removal == nil else { return }
         // The request, not the frozen state: a task moved into a frozen cgroup makes it read
         // "frozen 0" until the kernel has frozen that task too.
         guard !app.freezer.freezeStarted() else { return }
@@ -252,7 +252,7 @@ extension Daemon {
     /// else (a terminal's ^Z) is theirs to continue, and the signal backend leaves it stopped
     /// (SignalFreezer).
     func noticeOutsideFreeze(_ app: LiveApp) {
-        guard case .active = app.lifecycle.phase, app.operation == nil, !app.destroying, app.freezer.kind != .signal else { return }
+        guard case .active = app.lifecycle.phase, app.freeze == nil, app.removal == nil, app.freezer.kind != .signal else { return }
         // Both: the request (not only an ancestor's freeze, which no resume of ours undoes)
         // and the kernel's confirmation (not a freeze still under way).
         guard app.freezer.freezeStarted(), app.freezer.isFrozen() else { return }
@@ -265,7 +265,7 @@ extension Daemon {
     /// the loop. Nothing here waits, so a freeze stuck on a task in D state holds up no one.
     /// `aside`: an operation the lifecycle does not wait for (why, for the log).
     func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: AsideThaw? = nil) {
-        app.operation?.cancel()
+        app.freeze?.operation.cancel()
         let freezer = app.freezer
         func begin() -> (FreezeOperation, FreezeProgress) {
             let now = Clock.monotonicNanos()
@@ -279,8 +279,7 @@ extension Daemon {
         // Not a freeze: the tasks on the daemon's CPU must run to freeze. Not SIGCONT: a
         // signal per member and a read of each.
         let (op, progress) = direction == .thaw && freezer.kind != .signal ? thawGuard.run(begin) : begin()
-        app.operation = op
-        app.operationAside = aside
+        app.freeze = FreezeInFlight(operation: op, aside: aside)
         advance(app, op, progress)
     }
 
@@ -293,9 +292,9 @@ extension Daemon {
     }
 
     func stepOperation(_ app: LiveApp) {
-        guard var op = app.operation else { return }
+        guard var op = app.freeze?.operation else { return }
         let progress = op.step(now: Clock.monotonicNanos())
-        app.operation = op
+        app.freeze?.operation = op
         advance(app, op, progress)
     }
 
@@ -304,12 +303,12 @@ extension Daemon {
     func advance(_ app: LiveApp, _ op: FreezeOperation, _ progress: FreezeProgress) {
         switch progress {
         case .waiting(let at, let watch):
-            app.operationAt = at
+            app.freeze?.recheckAt = at
             watchCgroupEvents(app, watch)
         case .confirmed(let report):
             // The kernel announces the change now, or when its rate limit lets it.
             app.eventsChangedAt = Clock.monotonicNanos()
-            let aside = app.operationAside
+            let aside = app.freeze?.aside
             // The watch is settled once the lifecycle has taken the confirmation, and only if
             // the app is still there: the lifecycle may have ended it.
             endOperation(app, settlingWatch: false)
@@ -330,7 +329,7 @@ extension Daemon {
             }
             if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
-            let aside = app.operationAside
+            let aside = app.freeze?.aside
             endOperation(app)
             if let aside {
                 log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)", at: .read()))
@@ -351,9 +350,7 @@ extension Daemon {
     }
 
     func endOperation(_ app: LiveApp, settlingWatch: Bool = true) {
-        app.operation = nil
-        app.operationAt = nil
-        app.operationAside = nil
+        app.freeze = nil
         if settlingWatch { settleWatch(app) }
     }
 
@@ -365,7 +362,7 @@ extension Daemon {
     /// the kernel's rate limit). Short of descriptors, nothing stays open at all
     /// (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
     func settleWatch(_ app: LiveApp) {
-        guard app.operation == nil, !app.destroying else { return }
+        guard app.freeze == nil, app.removal == nil else { return }
         if descriptors.keepingAppFiles {
             watchCgroupEvents(app, app.cgroups.eventsWatchDescriptor)
         } else {
@@ -393,10 +390,10 @@ extension Daemon {
     /// The app's cgroup.events changed: look again at what waits.
     func cgroupChanged(_ app: LiveApp) {
         app.eventsChangedAt = Clock.monotonicNanos()
-        let stepped = app.operation != nil
+        let stepped = app.freeze != nil
         if stepped { stepOperation(app) }
-        if app.destroying { stepDestroy(app) }
-        if app.operation == nil && !app.destroying {
+        if app.removal != nil { stepDestroy(app) }
+        if app.freeze == nil && app.removal == nil {
             // Read on the watched descriptor: that is what re-arms the kernel's notification.
             _ = app.cgroups.events()
             noticeDeparture(app)
@@ -449,10 +446,9 @@ extension Daemon {
     /// emptying cgroup is waited for through cgroup.events, never inside the loop).
     func destroy(_ app: LiveApp) {
         if let fd = app.notify.ownFD { unwatch(fd) }
-        app.operation?.cancel()
-        app.operation = nil
-        app.operationAt = nil
-        app.destroying = true
+        app.freeze?.operation.cancel()
+        app.freeze = nil
+        app.removal = CgroupRemoval()
         var sessionLeftovers = 0
         if app.cgroups.isEmpty {
             // No cgroup: what is left of the app is found through its session.
@@ -472,7 +468,7 @@ extension Daemon {
     func handleDestroy(_ app: LiveApp, _ progress: DestroyProgress, extra: Int) {
         switch progress {
         case .waiting(let at, let watch):
-            app.destroyAt = at
+            app.removal?.recheckAt = at
             watchCgroupEvents(app, watch)
         case .done(let leftovers):
             finishDestroy(app, leftovers: leftovers + extra, problems: [])
@@ -482,8 +478,7 @@ extension Daemon {
     }
 
     func finishDestroy(_ app: LiveApp, leftovers: Int, problems: [String]) {
-        app.destroying = false
-        app.destroyAt = nil
+        app.removal = nil
         watchCgroupEvents(app, nil)
         reapChildrenQuietly()
         if let fd = app.notify.ownFD {

@@ -471,8 +471,8 @@ package final class Daemon {
             // logged events since, and this one's would be stamped before theirs.
             if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app) }
             if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
-            if let d = app.operationAt, d <= now { stepOperation(app) }
-            if let d = app.destroyAt, d <= now { stepDestroy(app) }
+            if let d = app.freeze?.recheckAt, d <= now { stepOperation(app) }
+            if let d = app.removal?.recheckAt, d <= now { stepDestroy(app) }
             if let d = app.lockCheckAt, d <= now { checkLocks(app) }
             if let d = app.notifyDrops.dueAt, d <= now { logDroppedNotify(app, now: now) }
             if let d = app.checkpoint?.run.deadline, d <= now { checkpointOverran(app) }

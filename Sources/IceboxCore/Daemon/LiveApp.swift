@@ -45,15 +45,10 @@ final class LiveApp {
     var probe: ReadinessProbe?
     var probeAt: UInt64? { didSet { deadlineMayHaveChanged() } }
 
-    /// A freeze or thaw the kernel is working on: a state of the loop, never a wait in it.
-    var operation: FreezeOperation?
-    /// Why that operation runs when the lifecycle does not wait for it (a thaw so a frozen
-    /// app can act on SIGTERM, or one a previous daemon began); nil: the lifecycle's own.
-    var operationAside: AsideThaw?
-    var operationAt: UInt64? { didSet { deadlineMayHaveChanged() } }
-    /// The app's cgroups are being removed (after its main process ended).
-    var destroyAt: UInt64? { didSet { deadlineMayHaveChanged() } }
-    var destroying = false
+    /// A freeze or thaw the kernel is working on (FreezeInFlight); nil: none.
+    var freeze: FreezeInFlight? { didSet { deadlineMayHaveChanged() } }
+    /// The app's cgroups being removed (after its main process ended); nil: not.
+    var removal: CgroupRemoval? { didSet { deadlineMayHaveChanged() } }
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while the daemon keeps
     /// the app's files open: an operation or a removal waits on it, a change to a suspended
     /// app may mean its main process was moved out, and every change is timed
@@ -131,7 +126,7 @@ final class LiveApp {
     /// The earliest moment the loop must wake up for this app. Made only of properties that
     /// tell `deadlines` when they are set: a new one must do the same.
     var nextDeadline: UInt64? {
-        lifecycle.nextDeadline.earlier(probeAt).earlier(operationAt).earlier(destroyAt).earlier(compactAt)
+        lifecycle.nextDeadline.earlier(probeAt).earlier(freeze?.recheckAt).earlier(removal?.recheckAt).earlier(compactAt)
             .earlier(lockCheckAt).earlier(notifyDrops.dueAt).earlier(checkpoint?.run.deadline)
     }
 }
