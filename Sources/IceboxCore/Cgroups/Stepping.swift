@@ -13,8 +13,9 @@ package protocol StepProgress {
 
 /// The one way a thread that may block drives an operation in steps to its end: a one-shot
 /// command (`Freezer.freeze`), a daemon clearing what a dead one left before it serves anyone
-/// (`Daemon.clearLeftovers`), a test. The daemon's loop never blocks: it steps the same
-/// operations from epoll and its deadlines, with the same progress values.
+/// (`Daemon.clearLeftovers`) or finishing its sweeps once it has stopped serving
+/// (`CgroupSweeper.drain`), a test. The daemon's loop never blocks: it steps the same
+/// operations from epoll and its deadlines, with the same progress values (`CgroupRemoval`).
 package enum Stepping {
     /// Steps until the operation has finished, sleeping in between in poll(2) on its watch
     /// until the re-check time (never past it: a notification lost or rate-limited by the

@@ -128,18 +128,15 @@ extension Daemon {
                 detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)", at: .read()))
     }
 
-    /// Kills whatever is left in the cgroups and removes them, saying what it did. This runs
-    /// once, as the daemon starts and before it serves anyone (or when a launch is rolled
-    /// back), so the removal may wait (bounded, 5 s) here.
+    /// Kills whatever is left in the cgroups and removes them, saying what it did. It waits
+    /// (bounded, `CgroupRemoval.timeoutNanos`), so it runs only where nothing is served: as the
+    /// daemon starts, before it listens. In the loop, cgroups no app owns go to the sweeper
+    /// instead (`sweep`), which steps their removal without waiting.
     func clearLeftovers(_ cgroups: AppCgroups, mainPID: pid_t? = nil) -> String {
         let start = Clock.monotonicNanos()
-        let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(5_000_000_000), mainPID: mainPID)
-        switch Stepping.run(from: first, step: { cgroups.stepDestroy(now: $0) }) {
-        case .done(let leftovers) where leftovers > 0:
-            return "\(leftovers) leftover process\(leftovers == 1 ? " was" : "es were") killed and its cgroup removed"
-        case .failed(let problems): return "its cgroup could not be removed: " + problems.joined(separator: "; ")
-        default: return "its cgroup was removed"
-        }
+        let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(CgroupRemoval.timeoutNanos), mainPID: mainPID)
+        let last = Stepping.run(from: first, step: { cgroups.stepDestroy(now: $0) })
+        return CgroupRemoval.End(last)?.description ?? "its cgroup was removed"
     }
 
     // MARK: Half-done launches and apps without a record

@@ -448,7 +448,6 @@ extension Daemon {
         if let fd = app.notify.ownFD { unwatch(fd) }
         app.freeze?.operation.cancel()
         app.freeze = nil
-        app.removal = CgroupRemoval()
         var sessionLeftovers = 0
         if app.cgroups.isEmpty {
             // No cgroup: what is left of the app is found through its session.
@@ -456,24 +455,25 @@ extension Daemon {
             sessionLeftovers = rest.count
             for pid in rest { kill(pid, SIGKILL) }
         }
-        let now = Clock.monotonicNanos()
-        handleDestroy(
-            app, app.cgroups.beginDestroy(now: now, deadline: now.saturatingAdd(5_000_000_000), mainPID: app.pid), extra: sessionLeftovers)
+        let (removal, end) = CgroupRemoval.begin(app.cgroups, mainPID: app.pid, now: Clock.monotonicNanos())
+        app.removal = removal
+        followDestroy(app, end, extra: sessionLeftovers)
     }
 
     func stepDestroy(_ app: LiveApp) {
-        handleDestroy(app, app.cgroups.stepDestroy(now: Clock.monotonicNanos()), extra: 0)
+        guard var removal = app.removal else { return }
+        let end = removal.step(now: Clock.monotonicNanos())
+        app.removal = removal
+        followDestroy(app, end, extra: 0)
     }
 
-    func handleDestroy(_ app: LiveApp, _ progress: DestroyProgress, extra: Int) {
-        switch progress {
-        case .waiting(let at, let watch):
-            app.removal?.recheckAt = at
-            watchCgroupEvents(app, watch)
-        case .done(let leftovers):
-            finishDestroy(app, leftovers: leftovers + extra, problems: [])
-        case .failed(let problems):
-            finishDestroy(app, leftovers: extra, problems: problems)
+    /// After a step of the app's removal: wait on its cgroup.events (and its re-check time,
+    /// `LiveApp.nextDeadline`), or end it.
+    func followDestroy(_ app: LiveApp, _ end: CgroupRemoval.End?, extra: Int) {
+        switch end {
+        case nil: watchCgroupEvents(app, app.removal?.watch)
+        case .removed(let leftovers): finishDestroy(app, leftovers: leftovers + extra, problems: [])
+        case .failed(let problems): finishDestroy(app, leftovers: extra, problems: problems)
         }
     }
 

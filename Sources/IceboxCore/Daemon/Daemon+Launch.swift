@@ -4,9 +4,10 @@ import IceboxSystem
 /// Launching: name, backend, cgroups, notify socket, spawn, then readiness.
 extension Daemon {
     func uniqueName(_ base: String) -> String {
-        if apps[base] == nil { return base }
+        func free(_ name: String) -> Bool { apps[name] == nil && !sweeper.contains(name) }
+        if free(base) { return base }
         var i = 2
-        while apps["\(base)-\(i)"] != nil { i += 1 }
+        while !free("\(base)-\(i)") { i += 1 }
         return "\(base)-\(i)"
     }
 
@@ -23,6 +24,16 @@ extension Daemon {
                 throw IceboxError(
                     .nameTaken(name: options.name), "an app named '\(options.name)' is already running (pid \(other.pid))",
                     hint: "choose another --name, or terminate it first")
+            }
+            if sweeper.contains(options.name) {
+                // Refused rather than waited for: the removal ends within its deadline
+                // (CgroupRemoval.timeoutNanos), and may fail, leaving a cgroup no launch could
+                // use anyway; a launch held meanwhile would keep its client (and an attached
+                // run's terminal) waiting on something it cannot see. Exit 75: try again.
+                throw IceboxError(
+                    .other(.tryAgain),
+                    "the cgroups of an earlier launch of '\(options.name)' that failed are still being removed",
+                    hint: "try again in a moment; icebox log \(options.name) says when they are gone")
             }
             if options.command.isEmpty { throw IceboxError(.usage, "no command to launch") }
             if options.attached && stdio.count != 3 {
@@ -142,16 +153,20 @@ extension Daemon {
                 if let standIn { dismissStandIn(standIn) }  // its directories have their parked names again
                 throw error
             }
-            var spawnedApp = false
-            cleanup.append { [self] in _ = clearLeftovers(cgroups) }  // empty unless the spawn succeeded
+            var spawnedPID: pid_t?
             cleanup.append { [self] in
-                // First: a stand-in still in them keeps them busy.
+                // Removed by the sweeper, not waited for here: what will not die in them (or
+                // a stand-in slow to go) must not hold up every other client.
+                sweep(cgroups, of: options.name, what: "a launch rolled back", mainPID: spawnedPID)
+            }
+            cleanup.append { [self] in
+                // First, before the sweep kills what is in them. Nothing spawned: its
+                // directories get their parked names back and go at its exit. Otherwise they
+                // are the app's, swept with the stand-in in them. Either way it is let go, not
+                // waited for: its pidfd says when it is gone (StandInDepartures).
                 guard let standIn else { return }
-                if !spawnedApp && giveBack(cgroups, to: standIn) {
-                    dismissStandIn(standIn)  // not waited for: its directories go at its exit
-                } else {
-                    standIn.discard()  // an app was spawned into them: gone before they are cleared
-                }
+                if spawnedPID == nil { giveBack(cgroups, to: standIn) }
+                dismissStandIn(standIn)
             }
             // The app's own state directory survives eviction and relaunch (didEnterBackground
             // saves here).
@@ -206,7 +221,7 @@ extension Daemon {
             switch outcome {
             case .success(let s):
                 spawned = s
-                spawnedApp = true
+                spawnedPID = s.handle.pid
             case .failure(let error):
                 switch error {
                 case .notFound: throw IceboxError(.commandNotFound(command: options.command[0]), error.description)
@@ -225,11 +240,10 @@ extension Daemon {
             }
             let spawnNanos = spawned.execConfirmedNanos.saturatingSub(launchStart)
             cleanup.append {
-                // Killed (cgroup.kill; SIGKILL without cgroups) and reaped before the cgroups go.
+                // Killed (cgroup.kill; SIGKILL without cgroups), not waited for: its SIGCHLD
+                // has the loop reap it (reapChildren: it is no app's), and its pidfd closes
+                // with the handle, which nothing keeps after the rollback.
                 if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
-                // Bounded rollback: a child not reaped in time is reaped later by the loop
-                // (reapChildren).
-                _ = try? spawned.handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
             }
             record.pid = spawned.handle.pid
             record.sinceMonotonicNanos = launchStart
@@ -273,8 +287,9 @@ extension Daemon {
     /// app's, get their parked names back, so the app's cgroups can be cleared while the
     /// stand-in is still leaving them (its departure removes them). False when that cannot be
     /// done, or when anything but the stand-in is in them (a stand-in that timed out may have
-    /// cloned the app after all: that goes with the app's cgroups): the caller waits for the
-    /// stand-in instead.
+    /// cloned the app after all: that goes with the app's cgroups): the stand-in is then
+    /// killed with them by their sweep.
+    @discardableResult
     private func giveBack(_ cgroups: AppCgroups, to standIn: SpawnPool.Entry) -> Bool {
         let pairs = [(cgroups.freezerV1Path, standIn.directories.freezerV1), (cgroups.memoryV1Path, standIn.directories.memoryV1)]
         let others = pairs.compactMap(\.0).flatMap { CgroupTree.processes($0) }.filter { $0 != standIn.standIn.handle.pid }

@@ -95,9 +95,9 @@ extension Daemon {
             discardImages(job.images, of: job.name)
         case .failure(let why):
             // It runs, but cannot be an app of ours: not left running unsupervised.
+            // Not waited for: the loop reaps it at its SIGCHLD (reapChildren), and its cgroups'
+            // sweep (restoreFailed) kills it again if it lingers.
             _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
-            // Not reaped in time: the loop reaps it later (reapChildren).
-            _ = try? handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
             restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: "restored, but \(why.message)")
         }
     }
@@ -116,12 +116,11 @@ extension Daemon {
     /// discarded, the app recorded as evicted (killed while suspended) and launched again
     /// cold, told to restore its own state, as after a kill eviction.
     func restoreFailed(_ saved: AppRecord, _ images: CheckpointImages, cgroups: AppCgroups?, waiters: [Int], why: String) {
-        let left = cgroups.map { clearLeftovers($0) }
         let now = Instant.read()
         let record = retireFromDisk(saved, images, as: .evicted, ending: "its restore from disk failed: \(why)", now: now)
         var e = Event(
             app: record.name, pid: nil, kind: .restore, from: .onDisk, to: .evicted,
-            detail: "restore from disk failed: \(why)\(left.map { "; \($0)" } ?? ""); relaunching it cold (ICEBOX_LAUNCH_REASON=restore)",
+            detail: "restore from disk failed: \(why); relaunching it cold (ICEBOX_LAUNCH_REASON=restore)",
             at: now)
         e.reason = "failed"
         log(e)
@@ -130,7 +129,14 @@ extension Daemon {
         var options = record.options
         options.attached = false
         options.nameIsDefault = false
-        if !stopping { launch(options, stdio: [], client: nil) }
+        // What the restore left is killed and its cgroups removed by the sweeper, and the
+        // cold launch made once they are gone (it needs the name's cgroups fresh); without
+        // cgroups, at once. Not while the daemon stops.
+        if let cgroups {
+            sweep(cgroups, of: record.name, what: "a restore that failed", then: stopping ? nil : options)
+        } else if !stopping {
+            launch(options, stdio: [], client: nil)
+        }
     }
 
     /// `icebox terminate` or `evict` (kill) of an app on disk: there is no process to end,

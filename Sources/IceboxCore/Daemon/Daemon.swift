@@ -64,6 +64,8 @@ package final class Daemon {
         case standInExit(Int32)
         /// The criu (or sync) of an app's checkpoint or restore.
         case criu(String)
+        /// The cgroup.events of cgroups the sweeper removes (CgroupSweeper), by app name.
+        case sweep(String)
     }
 
     struct Waiter {
@@ -126,6 +128,9 @@ package final class Daemon {
     /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs, and when the
     /// next are parked (`SpawnPool.fillAt`).
     let spawnPool: SpawnPool
+    /// Cgroups no app owns any more (a launch rolled back, a failed restore), removed without
+    /// the loop waiting (CgroupSweeper).
+    let sweeper = CgroupSweeper()
     /// Held while an app is on the v1 freezer (FreezerKeyHold says why); nil without one.
     let freezerKeyHold: FreezerKeyHold?
 
@@ -205,6 +210,8 @@ package final class Daemon {
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
         config.serviceNotifier?.notify("STOPPING=1")
+        // Before the stand-ins go: a rolled-back launch's stand-in may be in what is swept.
+        drainSweeps()
         flushRegistry()
         // A socket passed by socket activation belongs to the service manager, path and all.
         if config.listenerFD == nil { unlink(config.paths.controlSocket) }
@@ -412,14 +419,14 @@ package final class Daemon {
 
     /// No app, and no client but those waiting for the daemon's stop.
     var isIdle: Bool {
-        apps.isEmpty && restores.isEmpty && clients.onlyStopRequesters
+        apps.isEmpty && restores.isEmpty && sweeper.isEmpty && clients.onlyStopRequesters
     }
 
     /// How long the loop may sleep: until the earliest deadline of any component, app, client
     /// or timer (nil: until something happens), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
         var next = earliestDeadline(
-            policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures, clients)
+            policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures, sweeper, clients)
         if !stopping { next = next.earlier(spawnPool.fillAt) }
         for job in restores.values { next = next.earlier(job.run.deadline) }
         next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
@@ -442,6 +449,7 @@ package final class Daemon {
         case .standIn(let fd): standInReadable(fd)
         case .standInExit(let fd): standInExited(fd)
         case .criu(let name): criuExited(name)
+        case .sweep(let name): sweepChanged(name)
         }
     }
 
@@ -458,6 +466,7 @@ package final class Daemon {
         closeDrainedClients(now: now)
         if let at = spawnPool.fillAt, at <= now, !stopping { fillSpawnPool() }
         if let d = spawnPool.departures.nextDeadline, d <= now { spawnPool.departures.fire(now: now) }
+        if let d = sweeper.nextDeadline, d <= now { fireSweeps(now: now) }
         if let d = acceptGate.nextDeadline, d <= now { resumeAccepting() }
         if policyEngine.takeDueCheck(now: now) { enforcePolicy() }
         if let d = metricsFile.nextDeadline, d <= now { writeMetricsFile(now: now) }

@@ -12,6 +12,7 @@ extension MetricsFile: LoopComponent {}
 extension DescriptorShedding: LoopComponent {}
 extension StandInDepartures: LoopComponent {}
 extension AppLogRotator: LoopComponent {}
+extension CgroupSweeper: LoopComponent {}
 
 extension AppDeadlines: LoopComponent {
     var nextDeadline: UInt64? { earliest }

@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import IceboxCore
+import IceboxSystem
+import Testing
+
+/// A launch that fails after its cgroups were made is rolled back without the loop waiting:
+/// its child is killed and reaped when its SIGCHLD comes, and its cgroups go to the sweeper
+/// (CgroupSweeper), stepped like an app's removal. Made slow for real: a process the test
+/// holds frozen in a v1 freezer cgroup of its own, then moved into the launch's v2 cgroup,
+/// cannot die of the sweep's SIGKILL until the test thaws it.
+@Suite(
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(
+        if: Sandbox.mounts.freezerV1 != nil,
+        "the test holds a process SIGKILL cannot end in a v1 freezer cgroup; this host has no v1 freezer hierarchy"),
+    .enabled(
+        if: Sandbox.mounts.memoryV1 != nil || Sandbox.mounts.freezerV1 != nil,
+        "the launch is held on a stopped spawn stand-in, which needs a v1 hierarchy"),
+    .serialized, .timeLimit(.minutes(3)))
+struct LaunchRollbackTests {
+    /// A `sleep` of the test's own, frozen in a v1 freezer cgroup made for it: a SIGKILL stays
+    /// pending until `release`, which thaws it (it then dies of what it was sent, or is
+    /// killed), reaps it and removes the cgroup.
+    final class FrozenHolder {
+        let process = Process()
+        let cgroup: String
+
+        init(_ label: String) throws {
+            cgroup = Sandbox.mounts.freezerV1! + "/icebox-test-hold-\(getpid())-\(label)"
+            try FileManager.default.createDirectory(atPath: cgroup, withIntermediateDirectories: false)
+            process.executableURL = URL(fileURLWithPath: "/bin/sleep")
+            process.arguments = ["1000"]
+            try process.run()
+            try String(process.processIdentifier).write(toFile: cgroup + "/cgroup.procs", atomically: false, encoding: .utf8)
+            try "FROZEN".write(toFile: cgroup + "/freezer.state", atomically: false, encoding: .utf8)
+            try #require(Scenario.eventually { Kernel.freezerState(self.cgroup) == "FROZEN" })
+        }
+
+        var pid: pid_t { process.processIdentifier }
+
+        func release() {
+            try? "THAWED".write(toFile: cgroup + "/freezer.state", atomically: false, encoding: .utf8)
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+            rmdir(cgroup)
+        }
+    }
+
+    @Test(
+        "a rollback whose cgroup will not empty does not hold up the loop: the launch fails at once, ps answers, a relaunch is told to retry, and the cgroup goes once it can"
+    )
+    func slowRollbackDoesNotBlock() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let holder = try FrozenHolder("rollback")
+        defer { holder.release() }  // before box.close: a frozen process keeps the sandbox's cgroups busy
+        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        let daemon = try #require(box.daemonPID)
+        try #require(Scenario.eventually { box.standIns().count == 1 })
+        let standIn = box.standIns()[0]
+        // A stopped stand-in never answers: the launch fails at its spawn time-out (the freeze
+        // time-out, 10 s) with its cgroups made, and is rolled back.
+        kill(standIn, SIGSTOP)
+        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
+
+        let appCgroup = box.cgroupRoot + "/stuck"
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
+        let start = Clock.monotonicNanos()
+        DispatchQueue.global().async {
+            launch = try? box.icebox(["launch", "stuck", "--", "sleep", "1000"])
+            done.signal()
+        }
+        try #require(Scenario.eventually { FileManager.default.fileExists(atPath: appCgroup) })
+        try String(holder.pid).write(toFile: appCgroup + "/cgroup.procs", atomically: false, encoding: .utf8)
+        #expect(done.wait(timeout: .now() + 40) == .success)
+        let took = Clock.monotonicNanos() - start
+        let failed = try #require(launch)
+        #expect(failed.status != 0, "\(failed.output)")
+        // The old rollback waited out the removal too (5 s more) before the client heard.
+        #expect(took < 13_000_000_000, "the failed launch answered after \(took / 1_000_000) ms")
+
+        // The sweep is in flight: the holder is still in the app's cgroup, killed but frozen.
+        #expect(Sandbox.pids(in: appCgroup).contains(holder.pid))
+        let psStart = Clock.monotonicNanos()
+        let ps = try box.icebox(["ps"])
+        let psTook = Clock.monotonicNanos() - psStart
+        #expect(ps.status == 0, "\(ps.output)")
+        #expect(psTook < 500_000_000, "icebox ps took \(psTook / 1_000_000) ms while a rollback's cgroup was being removed")
+        #expect(!ps.stdout.contains("stuck"), "\(ps.stdout)")
+        // The name is not free until its cgroups are gone: a relaunch is told to try again.
+        let again = try box.icebox(["launch", "stuck", "--", "sleep", "1000"])
+        #expect(again.status == 75, "\(again.output)")
+        #expect(again.stderr.contains("still being removed"), "\(again.stderr)")
+
+        // Thawed, the holder dies of the sweep's SIGKILL; the sweep then removes the cgroup.
+        try "THAWED".write(toFile: holder.cgroup + "/freezer.state", atomically: false, encoding: .utf8)
+        holder.process.waitUntilExit()
+        #expect(holder.process.terminationReason == .uncaughtSignal && holder.process.terminationStatus == SIGKILL)
+        #expect(Scenario.eventually { !FileManager.default.fileExists(atPath: appCgroup) }, "\(appCgroup) is left")
+        let swept = box.events("stuck").map(\.detail)
+        #expect(
+            swept.contains { $0.hasPrefix("cgroups of a launch rolled back: 1 leftover process was killed and its cgroup removed") },
+            "\(swept)")
+        // Nothing of the launch is left: no zombie of the daemon's, no directory, and the name
+        // launches again.
+        #expect(Scenario.eventually { Kernel.children(of: daemon, inState: "Z").isEmpty })
+        let memoryRoot = HostFacts.discover(cgroupRootOverride: box.cgroupRoot).memoryV1Root
+        for root in [box.freezerRoot, memoryRoot].compactMap({ $0 }) {
+            #expect(!FileManager.default.fileExists(atPath: root + "/stuck"), "\(root)/stuck is left")
+        }
+        #expect(Scenario.eventually { Kernel.processState(standIn) == nil }, "the stopped stand-in was not killed and reaped")
+        let ok = try box.icebox(["launch", "stuck", "--", "sleep", "1000"])
+        #expect(ok.status == 0, "\(ok.output)")
+    }
+}
