@@ -48,8 +48,7 @@ struct ClientTable {
 
     /// No client but those waiting for the daemon's stop.
     var onlyStopRequesters: Bool { byFD.keys.allSatisfy(stopRequesters.contains) }
-}
 
-extension ClientTable: LoopComponent {
+    /// When the next connection is closed for the loop (LoopTimer `clients`).
     var nextDeadline: UInt64? { byFD.values.lazy.compactMap(\.closeAt).min() }
 }

@@ -422,18 +422,6 @@ package final class Daemon {
         apps.isEmpty && restores.isEmpty && sweeper.isEmpty && clients.onlyStopRequesters
     }
 
-    /// How long the loop may sleep: until the earliest deadline of any component, app, client
-    /// or timer (nil: until something happens), at most a minute.
-    func nextTimeoutNanos(now: UInt64) -> UInt64? {
-        var next = earliestDeadline(
-            policyEngine, acceptGate, appLogs, metricsFile, descriptors, appDeadlines, spawnPool.departures, sweeper, clients)
-        if !stopping { next = next.earlier(spawnPool.fillAt) }
-        for job in restores.values { next = next.earlier(job.run.deadline) }
-        next = next.earlier(idleExit.deadline(idle: isIdle, now: now))
-        guard let next else { return nil }
-        return min(next.saturatingSub(now), 60_000_000_000)
-    }
-
     func dispatch(_ source: Source, events: UInt32) {
         switch source {
         case .listener: acceptClients()
@@ -462,17 +450,9 @@ package final class Daemon {
     /// Forgets the watch of a descriptor the caller closes next (LoopWatches `forget`).
     func forgetWatch(_ fd: Int32) { watches.forget(fd) }
 
-    func fireDeadlines(now: UInt64) {
-        closeDrainedClients(now: now)
-        if let at = spawnPool.fillAt, at <= now, !stopping { fillSpawnPool() }
-        if let d = spawnPool.departures.nextDeadline, d <= now { spawnPool.departures.fire(now: now) }
-        if let d = sweeper.nextDeadline, d <= now { fireSweeps(now: now) }
-        if let d = acceptGate.nextDeadline, d <= now { resumeAccepting() }
-        if policyEngine.takeDueCheck(now: now) { enforcePolicy() }
-        if let d = metricsFile.nextDeadline, d <= now { writeMetricsFile(now: now) }
-        if let d = descriptors.nextDeadline, d <= now { logSharedNotifyDrops(now: now) }
-        if let d = appLogs?.nextDeadline, d <= now { stepAppLogs(now: now) }
-        for job in Array(restores.values) where job.run.deadline <= now { restoreOverran(job) }
+    /// Each app whose deadline has come: its lifecycle's tick, its probe, the re-check of a
+    /// freeze or a removal, and the policy's timers, whichever are due.
+    func fireAppDeadlines(now: UInt64) {
         for name in appDeadlines.takeDue(now: now) {
             guard let app = apps[name] else { continue }
             defer { appDeadlines.touch(app) }  // taken off the schedule: its next deadline goes back on

@@ -1,0 +1,87 @@
+/// The parts of the daemon's loop that keep time: each has a deadline (when it next needs the
+/// loop) and work to do once that has come. `nextTimeoutNanos` (how long the loop may sleep)
+/// and `fireDeadlines` (what is due) both go through this one list, and each through one
+/// exhaustive switch: a part added here cannot be waited for and never fired, or fired and
+/// never waited for, as happened while they were two hand-kept lists.
+enum LoopTimer: CaseIterable {
+    /// Connections whose final reply went out, or that stopped reading (ClientTable).
+    case clients
+    /// Parking the spawn stand-ins wanted, after a quiet period (SpawnPool).
+    case spawnPoolFill
+    /// Stand-ins let go that have not exited yet (StandInDepartures).
+    case standInDepartures
+    /// Re-checks of cgroups being removed with no app to own them (CgroupSweeper).
+    case sweeps
+    /// Accepting clients again after a shortage of descriptors (AcceptGate).
+    case acceptGate
+    /// The memory policy's next look at the apps (PolicyEngine).
+    case policyCheck
+    /// The metrics file's next rewrite (MetricsFile).
+    case metricsFile
+    /// The report of datagrams dropped on the shared notify socket (DescriptorShedding).
+    case notifyDrops
+    /// The event log's and the apps' output logs' rotation (AppLogRotator).
+    case appLogs
+    /// Restores from disk past their deadline (RestoreJob).
+    case restores
+    /// Every app's own deadlines (AppDeadlines, LiveApp `nextDeadline`).
+    case apps
+    /// A daemon with nothing to do leaves (IdleExit).
+    case idleExit
+}
+
+extension Daemon {
+    /// When `timer` next needs the loop (monotonic ns); nil: not until something happens.
+    func deadline(of timer: LoopTimer, now: UInt64) -> UInt64? {
+        switch timer {
+        case .clients: return clients.nextDeadline
+        // A stopping daemon parks no more stand-ins.
+        case .spawnPoolFill: return stopping ? nil : spawnPool.fillAt
+        case .standInDepartures: return spawnPool.departures.nextDeadline
+        case .sweeps: return sweeper.nextDeadline
+        case .acceptGate: return acceptGate.nextDeadline
+        case .policyCheck: return policyEngine.nextDeadline
+        case .metricsFile: return metricsFile.nextDeadline
+        case .notifyDrops: return descriptors.nextDeadline
+        case .appLogs: return appLogs?.nextDeadline
+        case .restores: return restores.values.lazy.map(\.run.deadline).min()
+        case .apps: return appDeadlines.earliest
+        case .idleExit: return idleExit.deadline(idle: isIdle, now: now)
+        }
+    }
+
+    /// Does `timer`'s work, now that its deadline has come.
+    func fire(_ timer: LoopTimer, now: UInt64) {
+        switch timer {
+        case .clients: closeDrainedClients(now: now)
+        case .spawnPoolFill: fillSpawnPool()
+        case .standInDepartures: spawnPool.departures.fire(now: now)
+        case .sweeps: fireSweeps(now: now)
+        case .acceptGate: resumeAccepting()
+        case .policyCheck: if policyEngine.takeDueCheck(now: now) { enforcePolicy() }
+        case .metricsFile: writeMetricsFile(now: now)
+        case .notifyDrops: logSharedNotifyDrops(now: now)
+        case .appLogs: stepAppLogs(now: now)
+        case .restores: for job in Array(restores.values) where job.run.deadline <= now { restoreOverran(job) }
+        case .apps: fireAppDeadlines(now: now)
+        // The loop asks `shouldExit` before every sleep, and leaves there.
+        case .idleExit: break
+        }
+    }
+
+    /// What is due, in the order of `LoopTimer`.
+    func fireDeadlines(now: UInt64) {
+        for timer in LoopTimer.allCases {
+            if let due = deadline(of: timer, now: now), due <= now { fire(timer, now: now) }
+        }
+    }
+
+    /// How long the loop may sleep: until the earliest deadline of any timer (nil: until
+    /// something happens), at most a minute.
+    func nextTimeoutNanos(now: UInt64) -> UInt64? {
+        var next: UInt64?
+        for timer in LoopTimer.allCases { next = next.earlier(deadline(of: timer, now: now)) }
+        guard let next else { return nil }
+        return min(next.saturatingSub(now), 60_000_000_000)
+    }
+}
