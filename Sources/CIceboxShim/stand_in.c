@@ -49,12 +49,6 @@ struct reply {
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-static uint64_t nanos_since(const struct timespec *start) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)(now.tv_sec - start->tv_sec) * 1000000000ULL + (uint64_t)now.tv_nsec - (uint64_t)start->tv_nsec;
-}
-
 // ---- the daemon's side ----
 
 static size_t count_strings(char *_Nullable const *_Nullable list) {
@@ -137,10 +131,7 @@ int icebox_stand_in_ready(int sock, int *attach_errno) {
     return 1;
 }
 
-int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, struct icebox_spawn_result *result,
-                          uint64_t timeout_ns) {
-    memset(result, 0, sizeof *result);
-    result->pidfd = -1;
+int icebox_stand_in_send(int sock, const struct icebox_spawn_request *req) {
     int memfd = write_spec(req);
     if (memfd < 0) return -1;
     int fds[8] = {memfd};
@@ -152,6 +143,8 @@ int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, stru
         mask |= 1 << i;
         fds[nfds++] = given[i];
     }
+    // The only message this socket ever carries towards the stand-in: its buffer is empty, so
+    // the send does not wait, even on a stand-in that is stopped.
     ssize_t sent = icebox_send_with_fds(sock, &mask, sizeof mask, fds, nfds);
     int saved = errno;
     close(memfd);
@@ -159,24 +152,23 @@ int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, stru
         errno = saved;
         return -1;
     }
+    return 0;
+}
 
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        uint64_t spent = nanos_since(&start);
-        if (spent >= timeout_ns) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        int revents = icebox_poll_ns(sock, POLLIN, timeout_ns - spent);
-        if (revents < 0) return -1;
-        if (revents) break;
-    }
+int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
+    memset(result, 0, sizeof *result);
+    result->pidfd = -1;
+    struct pollfd ready = {.fd = sock, .events = POLLIN};
+    int polled;
+    do { polled = poll(&ready, 1, 0); } while (polled < 0 && errno == EINTR);
+    if (polled < 0) return -1;
+    if (polled == 0) return 0;
     struct reply reply;
     int got[2] = {-1, -1}, ngot = 0;
     pid_t ignored_pid;
     uid_t ignored_uid;
     ssize_t n = icebox_recv_with_fds_creds(sock, &reply, sizeof reply, got, 2, &ngot, &ignored_pid, &ignored_uid);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
     int status = n != (ssize_t)sizeof reply ? (n < 0 ? errno : EPIPE) : reply.status ? reply.status : ngot != 2 ? EPROTO : 0;
     if (status) {
         for (int i = 0; i < ngot; i++) close(got[i]);
@@ -184,13 +176,14 @@ int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, stru
         return -1;
     }
     // The app is our child (CLONE_PARENT): its execve is waited for here, as a direct spawn
-    // would, rather than by the stand-in, which saves a wake-up on the way back.
+    // would, rather than by the stand-in, which saves a wake-up on the way back. After a
+    // vfork (the usual clone) there is nothing left to wait for: the clone returned in the
+    // stand-in once the child had run its execve or failed.
     result->pid = reply.pid;
     result->method = reply.method;
     result->vforked = reply.vforked;
-    uint64_t spent = nanos_since(&start);
-    int64_t left = spent >= timeout_ns ? 0 : (int64_t)(timeout_ns - spent);
-    return icebox_spawn_await_exec(got[1], got[0], 0, left, result);
+    if (icebox_spawn_await_exec(got[1], got[0], 0, -1, result) < 0) return -1;
+    return 1;
 }
 
 // ---- the stand-in's side ----

@@ -44,20 +44,35 @@ package final class SpawnStandIn {
         }
     }
 
-    /// Has it spawn `request` (its v1 descriptors are not used: the stand-in is in those
-    /// cgroups). `.unusable` when the stand-in could not spawn at all (gone, timed out, no
-    /// clone3 here): the caller spawns the direct way instead.
+    /// Sends it `request` to spawn (its v1 descriptors are not used: the stand-in is in those
+    /// cgroups), without waiting for it: the outcome is read by `outcome(of:)` once its socket
+    /// (`watchDescriptor`) is readable. The descriptors in the request are the stand-in's own
+    /// copies once this returns. Throws when it cannot be sent (the stand-in is gone): the
+    /// caller spawns the direct way instead.
+    package func send(_ request: SpawnRequest) throws(SystemError) {
+        let rc = Spawner.withCRequest(request) { icebox_stand_in_send(socket, $0) }
+        if rc < 0 {
+            let failure = SystemError("send a spawn request to the stand-in pid \(handle.pid)")
+            letGo()
+            throw failure
+        }
+    }
+
+    /// The outcome of the request `send` sent, read without waiting for the stand-in: nil
+    /// while it has not answered. `.unusable` when the stand-in could not spawn at all (gone,
+    /// no clone3 here): the caller spawns the direct way instead.
     ///
     /// Whatever the outcome the stand-in has been let go but may still be exiting, still in
     /// the app's v1 cgroups: the caller reaps it (its pidfd, or `dismiss`) before anything
     /// counts, freezes or reports the app. After `.spawned` it waited for the let-go so that
     /// its exit (a copy of this process's address space torn down) comes after the app's
     /// execve rather than in the middle of it, and the caller's work can overlap that exit.
-    /// Not waited for here: a stand-in that does not exit (stopped, say) must not stop the
-    /// caller, the daemon's loop.
-    package func spawn(_ request: SpawnRequest, timeoutNanos: UInt64) -> StandInOutcome {
+    /// A stand-in that never answers (stopped, say) is the caller's to give up on, at a
+    /// deadline of its own: nothing here waits for it.
+    package func outcome(of request: SpawnRequest) -> StandInOutcome? {
         var result = icebox_spawn_result()
-        let rc = Spawner.withCRequest(request) { icebox_stand_in_spawn(socket, $0, &result, timeoutNanos) }
+        let rc = icebox_stand_in_result(socket, &result)
+        if rc == 0 { return nil }
         let confirmed = Clock.monotonicNanos()
         if rc < 0 {
             let failure = SystemError("spawn through the stand-in pid \(handle.pid)")

@@ -17,7 +17,7 @@ import Testing
     .enabled(
         if: Sandbox.mounts.memoryV1 != nil || Sandbox.mounts.freezerV1 != nil,
         "the launch is held on a stopped spawn stand-in, which needs a v1 hierarchy"),
-    .serialized, .timeLimit(.minutes(3)))
+    .serialized, .timeLimit(.minutes(5)))
 struct LaunchRollbackTests {
     /// A `sleep` of the test's own, frozen in a v1 freezer cgroup made for it: a SIGKILL stays
     /// pending until `release`, which thaws it (it then dies of what it was sent, or is
@@ -45,6 +45,24 @@ struct LaunchRollbackTests {
             process.waitUntilExit()
             rmdir(cgroup)
         }
+    }
+
+    /// `icebox ps` from another client, up to three times, and the fastest: what is asserted is
+    /// that the daemon answers while it has work in flight; one client slow to start on a
+    /// busy machine (the whole suite runs in parallel) does not say the daemon waited, and an
+    /// old daemon that waited made every try wait just as long.
+    func fastestPS(_ box: Sandbox) throws -> (result: Sandbox.Result, nanos: UInt64) {
+        func timed() throws -> (result: Sandbox.Result, nanos: UInt64) {
+            let start = Clock.monotonicNanos()
+            let result = try box.icebox(["ps"])
+            return (result, Clock.monotonicNanos() - start)
+        }
+        var best = try timed()
+        for _ in 0..<2 where best.nanos >= 500_000_000 {
+            let next = try timed()
+            if next.nanos < best.nanos { best = next }
+        }
+        return best
     }
 
     @Test(
@@ -83,9 +101,7 @@ struct LaunchRollbackTests {
 
         // The sweep is in flight: the holder is still in the app's cgroup, killed but frozen.
         #expect(Sandbox.pids(in: appCgroup).contains(holder.pid))
-        let psStart = Clock.monotonicNanos()
-        let ps = try box.icebox(["ps"])
-        let psTook = Clock.monotonicNanos() - psStart
+        let (ps, psTook) = try fastestPS(box)
         #expect(ps.status == 0, "\(ps.output)")
         #expect(psTook < 500_000_000, "icebox ps took \(psTook / 1_000_000) ms while a rollback's cgroup was being removed")
         #expect(!ps.stdout.contains("stuck"), "\(ps.stdout)")
@@ -113,5 +129,91 @@ struct LaunchRollbackTests {
         #expect(Scenario.eventually { Kernel.processState(standIn) == nil }, "the stopped stand-in was not killed and reaped")
         let ok = try box.icebox(["launch", "stuck", "--", "sleep", "1000"])
         #expect(ok.status == 0, "\(ok.output)")
+    }
+
+    @Test(
+        "a stopped stand-in does not hold up the loop: while a launch waits on it, ps answers and the name is taken; at the spawn time-out the launch fails and leaves nothing"
+    )
+    func stoppedStandInSpawnIsALoopState() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        let daemon = try #require(box.daemonPID)
+        try #require(Scenario.eventually { box.standIns().count == 1 })
+        let standIn = box.standIns()[0]
+        _ = try box.icebox(["ps"])  // what ps opens for good (memory counters) is open before the count
+        let descriptorsBefore = Kernel.descriptorTargets(daemon)
+        kill(standIn, SIGSTOP)
+        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
+
+        let appCgroup = box.cgroupRoot + "/held"
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
+        let start = Clock.monotonicNanos()
+        DispatchQueue.global().async {
+            launch = try? box.icebox(["launch", "held", "--", "sleep", "1000"])
+            done.signal()
+        }
+        // Its cgroups are made and the request sent: the launch waits on the stand-in.
+        try #require(Scenario.eventually { FileManager.default.fileExists(atPath: appCgroup) })
+        let (ps, psTook) = try fastestPS(box)
+        #expect(ps.status == 0, "\(ps.output)")
+        #expect(psTook < 500_000_000, "icebox ps took \(psTook / 1_000_000) ms while a launch waited on a stopped stand-in")
+        #expect(!ps.stdout.contains("held"), "a launch not yet spawned is not shown: \(ps.stdout)")
+        #expect(done.wait(timeout: .now()) == .timedOut, "the launch did not wait for its stand-in")
+        let second = try box.icebox(["launch", "held", "--", "sleep", "1000"])
+        #expect(second.status == 1 && second.stderr.contains("already launching"), "\(second.output)")
+
+        #expect(done.wait(timeout: .now() + 40) == .success)
+        let took = Clock.monotonicNanos() - start
+        let failed = try #require(launch)
+        #expect(failed.status != 0 && failed.stderr.contains("timed out"), "\(failed.output)")
+        #expect(took >= 9_000_000_000, "the launch failed after \(took / 1_000_000) ms, before its spawn time-out")
+        // Rolled back: no cgroup, no zombie, the stand-in killed and reaped, no descriptor kept
+        // (a new stand-in is parked in its place, as before the launch).
+        let memoryRoot = HostFacts.discover(cgroupRootOverride: box.cgroupRoot).memoryV1Root
+        for root in [box.cgroupRoot, box.freezerRoot, memoryRoot].compactMap({ $0 }) {
+            #expect(Scenario.eventually { !FileManager.default.fileExists(atPath: root + "/held") }, "\(root)/held is left")
+        }
+        #expect(Scenario.eventually { Kernel.processState(standIn) == nil }, "the stopped stand-in was not killed and reaped")
+        #expect(Scenario.eventually { Kernel.children(of: daemon, inState: "Z").isEmpty })
+        #expect(Scenario.eventually { box.standIns().count == 1 && !box.standIns().contains(standIn) })
+        #expect(
+            Scenario.eventually { Kernel.descriptorTargets(daemon).count == descriptorsBefore.count },
+            "\(descriptorsBefore) descriptors before, now: \(Kernel.descriptorTargets(daemon))")
+        let ok = try box.icebox(["launch", "held", "--", "sleep", "1000"])
+        #expect(ok.status == 0, "\(ok.output)")
+    }
+
+    @Test("a daemon that stops while a launch waits on its stand-in rolls the launch back and tells its client")
+    func stopRollsBackAPendingLaunch() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        try #require(Scenario.eventually { box.standIns().count == 1 })
+        let standIn = box.standIns()[0]
+        kill(standIn, SIGSTOP)
+        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
+        let appCgroup = box.cgroupRoot + "/held"
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
+        DispatchQueue.global().async {
+            launch = try? box.icebox(["launch", "held", "--", "sleep", "1000"])
+            done.signal()
+        }
+        try #require(Scenario.eventually { FileManager.default.fileExists(atPath: appCgroup) })
+        let start = Clock.monotonicNanos()
+        let stop = try box.icebox(["daemon", "--stop"])
+        #expect(stop.status == 0, "\(stop.output)")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let took = Clock.monotonicNanos() - start
+        let failed = try #require(launch)
+        #expect(failed.status != 0 && failed.stderr.contains("the daemon stopped while held was launching"), "\(failed.output)")
+        #expect(took < 5_000_000_000, "the launch's client heard after \(took / 1_000_000) ms")
+        #expect(!FileManager.default.fileExists(atPath: appCgroup), "\(appCgroup) is left")
+        #expect(Scenario.eventually { Kernel.processState(standIn) == nil }, "the stopped stand-in outlived its daemon")
+        // The next daemon finds anchor (left running) and nothing of the rolled-back launch.
+        let apps = try box.apps()
+        #expect(apps["anchor"] != nil && apps["held"] == nil, "\(apps.keys)")
     }
 }

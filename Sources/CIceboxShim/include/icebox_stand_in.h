@@ -27,16 +27,22 @@ pid_t icebox_stand_in_start(const int *procs_fds, int nprocs, int *pidfd, int *s
 /// yet, -1 with errno when the stand-in is gone (EPIPE) or the read failed.
 int icebox_stand_in_ready(int sock, int *attach_errno);
 
-/// Has the stand-in spawn req (its v1 descriptors are ignored: the stand-in is in those
-/// cgroups already) and waits up to timeout_ns for the outcome. Returns 0 with result filled,
-/// as icebox_spawn does, except that a child that failed before its execve is not reaped:
-/// its pidfd is in result->pidfd for the caller to reap (it is the caller's child). Returns
-/// -1 with errno when the stand-in could not spawn at all: EPIPE (it is gone), ETIMEDOUT,
-/// ENOSYS (no clone3 here), or another errno of its clone3; the stand-in then exits. After
-/// a spawn it waits, off the app's CPU, until the caller shuts `sock` down (at most 5 s)
-/// before it exits, so its exit does not run in the middle of the app's execve.
-int icebox_stand_in_spawn(int sock, const struct icebox_spawn_request *req, struct icebox_spawn_result *result,
-                          uint64_t timeout_ns);
+/// Sends the stand-in req to spawn (its v1 descriptors are ignored: the stand-in is in those
+/// cgroups already); the descriptors in req are the stand-in's copies once this returns. It
+/// does not wait for the stand-in (the request is the only message it is ever sent). Returns
+/// 0, or -1 with errno (EPIPE: it is gone); the stand-in then exits.
+int icebox_stand_in_send(int sock, const struct icebox_spawn_request *req);
+
+/// The outcome of the request icebox_stand_in_send sent, read without waiting for the
+/// stand-in: 0 when it has not answered yet (poll sock for POLLIN); 1 with result filled, as
+/// icebox_spawn does, except that a child that failed before its execve is not reaped: its
+/// pidfd is in result->pidfd for the caller to reap (it is the caller's child); -1 with errno
+/// when the stand-in could not spawn at all: EPIPE (it is gone), ENOSYS (no clone3 here), or
+/// another errno of its clone3. A child cloned without a vfork (a kernel without clone3's
+/// vfork) is waited for until its execve, as icebox_spawn waits. After a spawn the stand-in
+/// waits, off the app's CPU, until the caller shuts `sock` down (at most 5 s) before it
+/// exits, so its exit does not run in the middle of the app's execve.
+int icebox_stand_in_result(int sock, struct icebox_spawn_result *result);
 
 #pragma clang assume_nonnull end
 #endif

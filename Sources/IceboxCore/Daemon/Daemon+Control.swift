@@ -136,6 +136,7 @@ extension Daemon {
         for extra in client.fds { close(extra) }
         client.fds = []
         waiters.closeAll(of: fd)
+        pendingLaunches.clientGone(fd)
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.lifecycle.isEnding {

@@ -4,7 +4,7 @@ import IceboxSystem
 /// Launching: name, backend, cgroups, notify socket, spawn, then readiness.
 extension Daemon {
     func uniqueName(_ base: String) -> String {
-        func free(_ name: String) -> Bool { apps[name] == nil && !sweeper.contains(name) }
+        func free(_ name: String) -> Bool { apps[name] == nil && !pendingLaunches.contains(name) && !sweeper.contains(name) }
         if free(base) { return base }
         var i = 2
         while !free("\(base)-\(i)") { i += 1 }
@@ -16,7 +16,8 @@ extension Daemon {
     /// logs what a client would have been told.
     func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?, restarts: [UInt64] = []) {
         var options = requested
-        defer { for extra in stdio { close(extra) } }
+        var stdioKept = false  // a launch waiting on its stand-in keeps them until it is answered
+        defer { if !stdioKept { for extra in stdio { close(extra) } } }
         do {
             if options.nameIsDefault { options.name = uniqueName(options.name) }
             try AppName.validateForLaunch(options.name)
@@ -24,6 +25,11 @@ extension Daemon {
                 throw IceboxError(
                     .nameTaken(name: options.name), "an app named '\(options.name)' is already running (pid \(other.pid))",
                     hint: "choose another --name, or terminate it first")
+            }
+            if pendingLaunches.contains(options.name) {
+                throw IceboxError(
+                    .nameTaken(name: options.name), "an app named '\(options.name)' is already launching (its spawn is under way)",
+                    hint: "choose another --name, or wait for that launch")
             }
             if sweeper.contains(options.name) {
                 // Refused rather than waited for: the removal ends within its deadline
@@ -39,53 +45,142 @@ extension Daemon {
             if options.attached && stdio.count != 3 {
                 throw IceboxError(.usage, "icebox run must pass its standard input, output and error")
             }
-            let app = try start(options, stdio: stdio, restarts: restarts)
-            apps[app.name] = app
-            appDeadlines.add(app)
-            if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
-            if options.attached, let fd {
-                app.attachedClient = fd
-                send(fd, ControlReply(kind: .line, text: app.name))
-            }
-            // Logged once the app is registered, so an attached client sees it too. Its record
-            // is on disk already (start).
-            if let event = app.spawnEvent { log(event) }
-            // After the spawn's event, stamped at the spawn: these may log one of their own.
-            rebalanceDescriptors(adding: app)
-            if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
-            if let problem = app.cgroups.memoryV1Problem {
-                let text =
-                    "no v1 memory cgroup: \(problem); the app runs without one (its memory is read from its v2 cgroup, if that has the memory controller)"
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: text, at: .read()))
-                if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
-            }
-            // A detached launch answers once the app is ready (or gone).
-            if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
-            switch options.ready {
-            case .exec: apply(.ready, to: app)
-            case .notify: break
-            default: startProbe(app)
+            switch try start(options, stdio: stdio, restarts: restarts) {
+            case .started(let app):
+                launched(app, client: fd)
+            case .spawning(let pending):
+                pending.client = fd
+                pending.stdio = stdio
+                stdioKept = true
+                pendingLaunches.add(pending)
+                do throws(SystemError) {
+                    try watch(pending.watchDescriptor, .launchSpawn(pending.watchDescriptor))
+                } catch {
+                    // Its deadline still ends it (LoopTimer.launches): only the answer is lost.
+                }
             }
         } catch {
-            let e = error as? IceboxError ?? IceboxError(.failure, "\(error)")
-            if let fd {
-                fail(fd, e)
-            } else {
-                log(Event(app: options.name, pid: nil, kind: .error, detail: "launch failed: \(e)", at: .read()))
+            launchFailed(options.name, error, client: fd)
+        }
+    }
+
+    /// The app is made: it joins the apps, its client is told (an attached one at once, a
+    /// detached one once it is ready), and its readiness is looked for.
+    func launched(_ app: LiveApp, client fd: Int32?) {
+        let options = app.record.options
+        apps[app.name] = app
+        appDeadlines.add(app)
+        if let fd { clients[fd]?.attachedApp = options.attached ? app.name : nil }
+        if options.attached, let fd {
+            app.attachedClient = fd
+            send(fd, ControlReply(kind: .line, text: app.name))
+        }
+        // Logged once the app is registered, so an attached client sees it too. Its record
+        // is on disk already (start).
+        if let event = app.spawnEvent { log(event) }
+        // After the spawn's event, stamped at the spawn: these may log one of their own.
+        rebalanceDescriptors(adding: app)
+        if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
+        if let problem = app.cgroups.memoryV1Problem {
+            let text =
+                "no v1 memory cgroup: \(problem); the app runs without one (its memory is read from its v2 cgroup, if that has the memory controller)"
+            log(Event(app: app.name, pid: app.pid, kind: .error, detail: text, at: .read()))
+            if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
+        }
+        // A detached launch answers once the app is ready (or gone).
+        if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
+        switch options.ready {
+        case .exec: apply(.ready, to: app)
+        case .notify: break
+        default: startProbe(app)
+        }
+    }
+
+    /// The launch failed (everything it made undone): its client is told, or for the daemon's
+    /// own launches the event log.
+    func launchFailed(_ name: String, _ error: any Error, client fd: Int32?) {
+        let e = error as? IceboxError ?? IceboxError(.failure, "\(error)")
+        if let fd {
+            fail(fd, e)
+        } else {
+            log(Event(app: name, pid: nil, kind: .error, detail: "launch failed: \(e)", at: .read()))
+        }
+    }
+
+    // MARK: A spawn through a stand-in, as a state of the loop
+
+    /// A pending launch's stand-in socket was readable: its answer (or its end).
+    func standInAnswered(_ fd: Int32) {
+        guard let pending = pendingLaunches.waiting(on: fd) else { return }
+        guard let outcome = pending.standIn.standIn.outcome(of: pending.request) else { return }  // woken early
+        completeSpawn(pending, outcome)
+    }
+
+    /// Pending launches past their deadline: their stand-in did not answer in time.
+    func spawnsOverran(now: UInt64) {
+        for pending in pendingLaunches.due(now: now) { completeSpawn(pending, nil) }
+    }
+
+    /// The daemon stops: launches still waiting on a stand-in are rolled back, their clients told.
+    func rollBackPendingLaunches() {
+        for pending in pendingLaunches.all {
+            completeSpawn(
+                pending, nil,
+                failure: IceboxError(
+                    .other(.unavailable), "the daemon stopped while \(pending.options.name) was launching; the launch was rolled back"))
+        }
+    }
+
+    /// Ends a pending launch: with the stand-in's outcome, the rest of the start is done and
+    /// the app launched; without one (nil: past its deadline, or `failure`), or when the rest
+    /// fails, everything the start made is undone, waiting for nothing, and its client told.
+    private func completeSpawn(_ pending: PendingLaunch, _ outcome: StandInOutcome?, failure: IceboxError? = nil) {
+        let name = pending.options.name
+        pendingLaunches.remove(name)
+        unwatch(pending.watchDescriptor)
+        defer {
+            pending.release()
+            for fd in pending.stdio { close(fd) }
+        }
+        do {
+            if let failure { throw failure }
+            if pending.options.attached && pending.client == nil {
+                throw IceboxError(.failure, "the attached icebox run went away while \(name) was launching")
             }
+            let result: Result<SpawnedProcess, SpawnError>
+            switch outcome {
+            case nil:
+                let pid = pending.standIn.standIn.handle.pid
+                throw IceboxError("launch \(name)", SystemError("spawn through the stand-in pid \(pid)", errno: ETIMEDOUT))
+            case .spawned(let spawned): result = .success(spawned)
+            case .failed(let error): result = .failure(error)
+            case .unusable(let why):
+                log(Event(app: name, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly", at: .read()))
+                result = directSpawn(pending.request)
+            }
+            launched(try pending.finish(result), client: pending.client)
+        } catch {
+            pending.rollBack()
+            launchFailed(name, error, client: pending.client)
         }
     }
 
     /// Records the launch, creates the app's cgroups and notify socket, spawns it and records
     /// its pid. On any failure everything made so far is undone again, the spawned process
-    /// killed and its record restored to what it was: a launch that fails leaves nothing.
+    /// killed and its record restored to what it was: a launch that fails leaves nothing. The
+    /// undo waits for nothing: the killed child is reaped at its SIGCHLD, the cgroups are the
+    /// sweeper's (CgroupSweeper), the stand-in is let go (StandInDepartures).
+    ///
+    /// A spawn through a stand-in is not waited for: the request sent, it returns `.spawning`,
+    /// and the rest of the start (`finish`) runs when the stand-in answers, or the undo at the
+    /// spawn's deadline (PendingLaunch, `completeSpawn`). A direct spawn returns the app.
     ///
     /// Intent before action: the record (state launching, no pid yet, the cgroup paths it is
     /// about to make) is written durably (synced) before the first cgroup is made, and again
     /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
     /// its successor a record to finish the launch from (Daemon+Adoption
     /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
-    func start(_ options: LaunchOptions, stdio: [Int32], restarts: [UInt64] = []) throws -> LiveApp {
+    func start(_ options: LaunchOptions, stdio: [Int32], restarts: [UInt64] = []) throws -> LaunchStart {
         if let runAs = options.runAs {
             let missing = DaemonCapabilities.missingForUser()
             if !missing.isEmpty {
@@ -201,7 +296,10 @@ extension Daemon {
                 request.newPIDNamespace = true
             }
             var opened: [Int32] = []
-            defer { for fd in opened { close(fd) } }
+            // Ours go once the child has them (or has failed); a stand-in's spawn keeps them
+            // until it answers, as a direct spawn may still need them then.
+            var keepOpened = false
+            defer { if !keepOpened { for fd in opened { close(fd) } } }
             if options.attached {
                 request.stdin = stdio[0]; request.stdout = stdio[1]; request.stderr = stdio[2]
             } else {
@@ -215,68 +313,94 @@ extension Daemon {
             do { descriptors = try cgroups.spawnDescriptors() } catch { throw IceboxError("launch \(options.name)", error) }
             descriptors.apply(to: &request)
             let launchStart = Clock.monotonicNanos()
-            let spawned: SpawnedProcess
-            let outcome = try spawn(request, standIn: standIn, app: options.name)
-            descriptors.close()  // the child has them (or has failed): ours go now
-            switch outcome {
-            case .success(let s):
-                spawned = s
-                spawnedPID = s.handle.pid
-            case .failure(let error):
-                switch error {
-                case .notFound: throw IceboxError(.commandNotFound(command: options.command[0]), error.description)
-                case .execFailed(_, let step, let err):
-                    let who = options.runAs.map { " (the app runs as \($0.short))" } ?? ""
-                    let hint =
-                        step.hasPrefix("chdir")
-                        ? "the app's user must be able to enter it\(who): give --cwd" : "check the file's execute permission\(who)"
-                    throw IceboxError(
-                        err == ENOENT ? .commandNotFound(command: options.command[0]) : .commandNotExecutable(command: options.command[0]),
-                        "cannot run \(error.description)", hint: err == EACCES ? hint : nil)
-                case .identityFailed:
-                    throw IceboxError(.failure, "cannot launch \(options.name) as \(options.runAs?.short ?? "another user"): \(error)")
-                case .system(let e): throw IceboxError("launch \(options.name)", e)
+
+            // The rest of the start, once the spawn's outcome is known: at once for a direct
+            // spawn, or when the stand-in answers (PendingLaunch). It does not undo: its caller does.
+            func finish(_ outcome: Result<SpawnedProcess, SpawnError>) throws -> LiveApp {
+                let spawned: SpawnedProcess
+                switch outcome {
+                case .success(let s):
+                    spawned = s
+                    spawnedPID = s.handle.pid
+                case .failure(let error):
+                    switch error {
+                    case .notFound: throw IceboxError(.commandNotFound(command: options.command[0]), error.description)
+                    case .execFailed(_, let step, let err):
+                        let who = options.runAs.map { " (the app runs as \($0.short))" } ?? ""
+                        let hint =
+                            step.hasPrefix("chdir")
+                            ? "the app's user must be able to enter it\(who): give --cwd" : "check the file's execute permission\(who)"
+                        throw IceboxError(
+                            err == ENOENT
+                                ? .commandNotFound(command: options.command[0]) : .commandNotExecutable(command: options.command[0]),
+                            "cannot run \(error.description)", hint: err == EACCES ? hint : nil)
+                    case .identityFailed:
+                        throw IceboxError(.failure, "cannot launch \(options.name) as \(options.runAs?.short ?? "another user"): \(error)")
+                    case .system(let e): throw IceboxError("launch \(options.name)", e)
+                    }
+                }
+                let spawnNanos = spawned.execConfirmedNanos.saturatingSub(launchStart)
+                cleanup.append {
+                    // Killed (cgroup.kill; SIGKILL without cgroups), not waited for: its SIGCHLD
+                    // has the loop reap it (reapChildren: it is no app's), and its pidfd closes
+                    // with the handle, which nothing keeps after the rollback.
+                    if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
+                }
+                record.pid = spawned.handle.pid
+                record.sinceMonotonicNanos = launchStart
+                // The ready deadline counts from here: a daemon that takes over after a crash
+                // keeps it (read as 0, it would terminate a launching app as soon as it adopts it).
+                record.launchStartNanos = launchStart
+                record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
+                record.spawnMethod = spawned.method.rawValue
+                record.cgroup = cgroups.v2Path
+                record.freezerV1 = cgroups.freezerV1Path
+                record.memoryV1 = cgroups.memoryV1Path
+                record.runsAs = options.runAs ?? Self.ownIdentity
+                record.notifySocket = notifyPath == config.paths.notifySocket(options.name) ? nil : notifyPath
+                try writeRecord(record, done: "the app was stopped again")
+                var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
+                lifecycle.freezeTimeout = config.freezeTimeoutNanos
+                let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notify: notify)
+                try watch(spawned.handle.pidfd, .pidfd(app.name))
+                if let fd = notify.ownFD { try watch(fd, .notify(app.name)) }
+                app.spawnEvent = Event(
+                    app: app.name, pid: app.pid, kind: .spawn, to: .launching, durationNanos: spawnNanos,
+                    detail:
+                        "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue), as \(Self.identityText(record)))",
+                    at: .read()
+                )
+                app.spawnEvent?.backend = backend
+                ended.removeValue(forKey: app.name)
+                // Last, as nothing can fail after it (a rollback must not find the stand-in handed
+                // over): the stand-in was let go at the exec and has been exiting meanwhile, still
+                // in the app's v1 cgroups. The app stays launching (not counted active, not frozen,
+                // its client not answered) until its pidfd says it is gone; the loop does not wait.
+                if let standIn { dismissStandIn(standIn, holding: app) }
+                return app
+            }
+
+            if let standIn {
+                do throws(SystemError) {
+                    try standIn.standIn.send(request)
+                    keepOpened = true
+                    let fds = opened + descriptors.handOver()
+                    return .spawning(
+                        PendingLaunch(
+                            options: options, standIn: standIn, request: request,
+                            deadline: launchStart.saturatingAdd(config.freezeTimeoutNanos),
+                            finish: finish, rollBack: undo,
+                            release: { for fd in fds { close(fd) } }))
+                } catch {
+                    log(
+                        Event(
+                            app: options.name, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(error)); spawning directly",
+                            at: .read()))
                 }
             }
-            let spawnNanos = spawned.execConfirmedNanos.saturatingSub(launchStart)
-            cleanup.append {
-                // Killed (cgroup.kill; SIGKILL without cgroups), not waited for: its SIGCHLD
-                // has the loop reap it (reapChildren: it is no app's), and its pidfd closes
-                // with the handle, which nothing keeps after the rollback.
-                if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
-            }
-            record.pid = spawned.handle.pid
-            record.sinceMonotonicNanos = launchStart
-            // The ready deadline counts from here: a daemon that takes over after a crash
-            // keeps it (read as 0, it would terminate a launching app as soon as it adopts it).
-            record.launchStartNanos = launchStart
-            record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
-            record.spawnMethod = spawned.method.rawValue
-            record.cgroup = cgroups.v2Path
-            record.freezerV1 = cgroups.freezerV1Path
-            record.memoryV1 = cgroups.memoryV1Path
-            record.runsAs = options.runAs ?? Self.ownIdentity
-            record.notifySocket = notifyPath == config.paths.notifySocket(options.name) ? nil : notifyPath
-            try writeRecord(record, done: "the app was stopped again")
-            var lifecycle = AppLifecycle(record: record, launchStart: launchStart)
-            lifecycle.freezeTimeout = config.freezeTimeoutNanos
-            let app = LiveApp(lifecycle: lifecycle, handle: spawned.handle, cgroups: cgroups, notify: notify)
-            try watch(spawned.handle.pidfd, .pidfd(app.name))
-            if let fd = notify.ownFD { try watch(fd, .notify(app.name)) }
-            app.spawnEvent = Event(
-                app: app.name, pid: app.pid, kind: .spawn, to: .launching, durationNanos: spawnNanos,
-                detail:
-                    "\(options.command.joined(separator: " ")): spawn → exec in \(DurationText.format(spawnNanos)) (\(spawned.method.rawValue), backend \(backend.rawValue), as \(Self.identityText(record)))",
-                at: .read()
-            )
-            app.spawnEvent?.backend = backend
-            ended.removeValue(forKey: app.name)
-            // Last, as nothing can fail after it (a rollback must not find the stand-in handed
-            // over): the stand-in was let go at the exec and has been exiting meanwhile, still
-            // in the app's v1 cgroups. The app stays launching (not counted active, not frozen,
-            // its client not answered) until its pidfd says it is gone; the loop does not wait.
-            if let standIn { dismissStandIn(standIn, holding: app) }
-            return app
+            let outcome = directSpawn(request)
+            descriptors.close()  // the child has them (or has failed): ours go now
+            return .started(try finish(outcome))
         } catch {
             undo()
             throw error
@@ -300,21 +424,9 @@ extension Daemon {
         return true
     }
 
-    /// Spawns through the stand-in when there is one, else (or when it turns out unusable)
-    /// the direct way. A stand-in that timed out may have left a process behind: the launch
-    /// fails, and its undo kills what is in the cgroups.
-    private func spawn(_ request: SpawnRequest, standIn: SpawnPool.Entry?, app: String) throws(IceboxError) -> Result<
-        SpawnedProcess, SpawnError
-    > {
-        if let standIn {
-            switch standIn.standIn.spawn(request, timeoutNanos: config.freezeTimeoutNanos) {
-            case .spawned(let spawned): return .success(spawned)
-            case .failed(let error): return .failure(error)
-            case .unusable(let why) where why.errno == ETIMEDOUT: throw IceboxError("launch \(app)", why)
-            case .unusable(let why):
-                log(Event(app: app, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly", at: .read()))
-            }
-        }
+    /// Spawns the direct way (Spawner: a vfork-based clone that returns once the child has
+    /// run its execve or failed).
+    func directSpawn(_ request: SpawnRequest) -> Result<SpawnedProcess, SpawnError> {
         // CAP_SYS_ADMIN is effective only for the clone3 of a --pid-namespace launch.
         if request.newPIDNamespace {
             return Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace) {

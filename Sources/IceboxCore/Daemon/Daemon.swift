@@ -66,6 +66,8 @@ package final class Daemon {
         case criu(String)
         /// The cgroup.events of cgroups the sweeper removes (CgroupSweeper), by app name.
         case sweep(String)
+        /// The socket of a stand-in asked to spawn a pending launch's app (PendingLaunch).
+        case launchSpawn(Int32)
     }
 
     struct Waiter {
@@ -131,6 +133,8 @@ package final class Daemon {
     /// Cgroups no app owns any more (a launch rolled back, a failed restore), removed without
     /// the loop waiting (CgroupSweeper).
     let sweeper = CgroupSweeper()
+    /// Launches whose app a stand-in is spawning, until it answers (PendingLaunch).
+    let pendingLaunches = PendingLaunches()
     /// Held while an app is on the v1 freezer (FreezerKeyHold says why); nil without one.
     let freezerKeyHold: FreezerKeyHold?
 
@@ -211,6 +215,7 @@ package final class Daemon {
         loop()
         config.serviceNotifier?.notify("STOPPING=1")
         // Before the stand-ins go: a rolled-back launch's stand-in may be in what is swept.
+        rollBackPendingLaunches()
         drainSweeps()
         flushRegistry()
         // A socket passed by socket activation belongs to the service manager, path and all.
@@ -419,7 +424,7 @@ package final class Daemon {
 
     /// No app, and no client but those waiting for the daemon's stop.
     var isIdle: Bool {
-        apps.isEmpty && restores.isEmpty && sweeper.isEmpty && clients.onlyStopRequesters
+        apps.isEmpty && restores.isEmpty && pendingLaunches.isEmpty && sweeper.isEmpty && clients.onlyStopRequesters
     }
 
     func dispatch(_ source: Source, events: UInt32) {
@@ -438,6 +443,7 @@ package final class Daemon {
         case .standInExit(let fd): standInExited(fd)
         case .criu(let name): criuExited(name)
         case .sweep(let name): sweepChanged(name)
+        case .launchSpawn(let fd): standInAnswered(fd)
         }
     }
 
@@ -512,6 +518,7 @@ package final class Daemon {
     /// Terminates every app the graceful way; the loop exits once they have all ended.
     func stopAll(timeoutNanos: UInt64) {
         stopping = true
+        rollBackPendingLaunches()
         for app in Array(apps.values) { apply(.terminate(waiter: nil, timeout: timeoutNanos), to: app) }
     }
 
@@ -521,6 +528,8 @@ package final class Daemon {
     func leaveAppsAndStop() {
         stopping = true
         leavingApps = true
+        // A launch whose spawn has not been answered has no app to leave: undone.
+        rollBackPendingLaunches()
         for app in apps.values {
             app.probe?.cancel()
             // A launch client would otherwise hear only that the connection closed.

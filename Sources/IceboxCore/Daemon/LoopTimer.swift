@@ -10,6 +10,8 @@ enum LoopTimer: CaseIterable {
     case spawnPoolFill
     /// Stand-ins let go that have not exited yet (StandInDepartures).
     case standInDepartures
+    /// Launches whose stand-in has not answered by their deadline (PendingLaunches).
+    case launches
     /// Re-checks of cgroups being removed with no app to own them (CgroupSweeper).
     case sweeps
     /// Accepting clients again after a shortage of descriptors (AcceptGate).
@@ -38,6 +40,7 @@ extension Daemon {
         // A stopping daemon parks no more stand-ins.
         case .spawnPoolFill: return stopping ? nil : spawnPool.fillAt
         case .standInDepartures: return spawnPool.departures.nextDeadline
+        case .launches: return pendingLaunches.nextDeadline
         case .sweeps: return sweeper.nextDeadline
         case .acceptGate: return acceptGate.nextDeadline
         case .policyCheck: return policyEngine.nextDeadline
@@ -56,6 +59,7 @@ extension Daemon {
         case .clients: closeDrainedClients(now: now)
         case .spawnPoolFill: fillSpawnPool()
         case .standInDepartures: spawnPool.departures.fire(now: now)
+        case .launches: spawnsOverran(now: now)
         case .sweeps: fireSweeps(now: now)
         case .acceptGate: resumeAccepting()
         case .policyCheck: if policyEngine.takeDueCheck(now: now) { enforcePolicy() }

@@ -30,6 +30,14 @@ package struct SpawnDescriptors: ~Copyable {
     /// Closes them now (ending the value runs deinit, which closes them).
     package consuming func close() {}
 
+    /// Hands them over to the caller, who closes them: a spawn through a stand-in keeps them
+    /// until the stand-in answers (a direct spawn may still need them then).
+    package consuming func handOver() -> [Int32] {
+        let fds = [cgroupDirFD, cgroupProcsFD, v1ProcsFD, v1MemoryProcsFD].filter { $0 >= 0 }
+        discard self
+        return fds
+    }
+
     deinit {
         // Never retried on EINTR: Linux releases the descriptor either way.
         for fd in [cgroupDirFD, cgroupProcsFD, v1ProcsFD, v1MemoryProcsFD] where fd >= 0 { Glibc.close(fd) }
