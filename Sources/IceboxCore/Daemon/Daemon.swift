@@ -456,31 +456,6 @@ package final class Daemon {
     /// Forgets the watch of a descriptor the caller closes next (LoopWatches `forget`).
     func forgetWatch(_ fd: Int32) { watches.forget(fd) }
 
-    /// Each app whose deadline has come: its lifecycle's tick, its probe, the re-check of a
-    /// freeze or a removal, and the policy's timers, whichever are due.
-    func fireAppDeadlines(now: UInt64) {
-        for name in appDeadlines.takeDue(now: now) {
-            guard let app = apps[name] else { continue }
-            defer { appDeadlines.touch(app) }  // taken off the schedule: its next deadline goes back on
-            // At the time of the tick, not of the turn: the apps before it in this turn may have
-            // logged events since, and this one's would be stamped before theirs.
-            if let d = app.lifecycle.nextDeadline, d <= now { apply(.tick, to: app) }
-            if let d = app.probeAt, d <= now { app.probeAt = nil; startProbe(app) }
-            if let d = app.freeze?.recheckAt, d <= now { stepOperation(app) }
-            if let d = app.removal?.recheckAt, d <= now { stepDestroy(app) }
-            if let d = app.lockCheckAt, d <= now { checkLocks(app) }
-            if let d = app.notifyDrops.dueAt, d <= now { logDroppedNotify(app, now: now) }
-            if let d = app.checkpoint?.run.deadline, d <= now { checkpointOverran(app) }
-            if let d = app.compactAt, d <= now {
-                if app.record.state == .suspended {
-                    _ = compact(app, mode: policyEngine.policy.compactMode)
-                } else {
-                    app.compactAt = nil
-                }
-            }
-        }
-    }
-
     func handleSignals() {
         for sig in Signals.drain(signalFD: signalFD) {
             if sig == SIGCHLD {

@@ -122,13 +122,6 @@ final class LiveApp {
         if let reading = cgroups.memoryReading(keepOpen: keepOpen) { return reading }
         return AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members(), roots: roots)
     }
-
-    /// The earliest moment the loop must wake up for this app. Made only of properties that
-    /// tell `deadlines` when they are set: a new one must do the same.
-    var nextDeadline: UInt64? {
-        lifecycle.nextDeadline.earlier(probeAt).earlier(freeze?.recheckAt).earlier(removal?.recheckAt).earlier(compactAt)
-            .earlier(lockCheckAt).earlier(notifyDrops.dueAt).earlier(checkpoint?.run.deadline)
-    }
 }
 
 extension LifecycleInput {
