@@ -10,7 +10,7 @@ import Testing
 /// process is a real program built against the libraries, killed at several points.
 @Suite(
     .enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"),
-    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
+    .enabled(if: Sandbox.cgroup2Missing == nil, "\(Sandbox.cgroup2Missing ?? "")"), .timeLimit(.minutes(5)))
 struct SupervisorDeathTests {
     /// The program: starts a supervisor, brings one app to the point named by its first
     /// argument with the backend its second names, prints what it made, then waits to die.
@@ -62,7 +62,7 @@ struct SupervisorDeathTests {
     /// The v1 freezer's case on its own: a host without a v1 freezer hierarchy skips it, saying why.
     @Test(
         "a supervisor's process killed without stop() while its app is frozen by the v1 freezer leaves nothing behind",
-        .enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+        .enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     func killedWithoutStopOnCgroup1() async throws { try await killedWithoutStop(point: "frozen", backend: "cgroup1", signal: SIGKILL) }
 
     @Test(
