@@ -10,7 +10,7 @@ import Testing
 /// process is a real program built against the libraries, killed at several points.
 @Suite(
     .enabled(if: LibraryBuild.unavailableReason == nil, "\(LibraryBuild.unavailableReason ?? "")"),
-    .enabled(if: Sandbox.cgroup2Missing == nil, "\(Sandbox.cgroup2Missing ?? "")"), .timeLimit(.minutes(5)))
+    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
 struct SupervisorDeathTests {
     /// The program: starts a supervisor, brings one app to the point named by its first
     /// argument with the backend its second names, prints what it made, then waits to die.
@@ -67,6 +67,7 @@ struct SupervisorDeathTests {
 
     @Test(
         "a supervisor's process killed without stop() leaves no app, cgroup or directory behind",
+        .enabled(if: Sandbox.cgroup2Missing == nil, "\(Sandbox.cgroup2Missing ?? "")"),
         arguments: [
             ("launching", "cgroup2", SIGKILL), ("frozen", "cgroup2", SIGKILL), ("grace", "cgroup2", SIGTERM),
             ("frozen", "cgroup2", SIGINT), ("frozen", "signal", SIGKILL),
@@ -94,6 +95,10 @@ struct SupervisorDeathTests {
             for path in paths where !cgroups.contains(path) { try? FileManager.default.removeItem(atPath: path) }
         }
         #expect(!Self.gone(app))
+        // Under roots of the engine's own, in every hierarchy: a shared one (the default
+        // <freezer>/icebox of a host without cgroup2) is not the engine's to remove.
+        let cgroups = paths.filter { FileManager.default.fileExists(atPath: $0 + "/cgroup.procs") }
+        #expect(!cgroups.isEmpty && cgroups.allSatisfy { $0.contains("/icebox-supervisor-") }, "\(cgroups)")
 
         kill(signal == SIGINT ? -ownerPID : ownerPID, signal)
         _ = try owner.process.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
