@@ -9,8 +9,9 @@ import Testing
 /// (Foundation's Process, not `icebox launch`), checked from the kernel: /proc/PID/cgroup,
 /// cgroup.procs, cgroup.events, /proc/PID/stat.
 @Suite(
-    .serialized, .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: Sandbox.mounts.unified != nil, "adopt moves processes between cgroup v2 directories"), .timeLimit(.minutes(5)))
+    .serialized,
+    .enabled(if: Sandbox.cgroup2Missing == nil, "adopt moves processes between cgroup v2 directories: \(Sandbox.cgroup2Missing ?? "")"),
+    .timeLimit(.minutes(5)))
 struct AdoptTests {
     /// A process started outside icebox, killed (and reaped) when the test ends however it ends.
     final class Outside {
@@ -114,7 +115,7 @@ struct AdoptTests {
     /// A cgroup of the test's own beside the sandbox's root (not under it: a daemon adopts
     /// or removes what it finds under its root), removed at the end.
     static func makeCgroup(_ box: Sandbox, _ name: String) throws -> String {
-        let path = box.cgroupRoot + "-" + name
+        let path = try #require(box.cgroupRoot) + "-" + name
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
@@ -399,7 +400,7 @@ struct AdoptTests {
         let outside = try Outside(Self.sleeper)
         defer { outside.kill() }
         try Self.move(outside.pid, to: origin)
-        let half = box.cgroupRoot + "/half"
+        let half = try #require(box.cgroupRoot) + "/half"
         try FileManager.default.createDirectory(atPath: half, withIntermediateDirectories: true)
         try "1".write(toFile: half + "/cgroup.freeze", atomically: false, encoding: .utf8)
         try Self.move(outside.pid, to: half)
@@ -424,7 +425,7 @@ struct AdoptTests {
 
     @Test(
         "adopted with the cgroup v1 freezer: suspend writes FROZEN, release hands it back thawed",
-        .enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+        .enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     func backendCgroup1() throws { try otherBackend("cgroup1") }
 
     @Test("adopted with the signal backend: suspend SIGSTOPs it, release SIGCONTs it")
@@ -476,7 +477,7 @@ struct AdoptTests {
     /// Without cgroup v2 the v1 freezer holds the move: FROZEN before anything enters it.
     @Test(
         "v1 only (no cgroup2 mount): the move is held by the v1 freezer, suspend and release work",
-        .enabled(if: Sandbox.mounts.freezerV1 != nil, "this host has no v1 freezer hierarchy to keep"))
+        .enabled(if: Sandbox.writableMounts.freezerV1 != nil, "this host has no v1 freezer hierarchy to keep"))
     func v1OnlyHost() throws {
         let world = try HostLayoutWorld(.v1Only)
         defer { world.close() }

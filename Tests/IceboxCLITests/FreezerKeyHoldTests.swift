@@ -11,7 +11,7 @@ import Testing
 /// killed outright is followed by the next one.
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: Sandbox.mounts.freezerV1 != nil, "the hold is for the v1 freezer; this host has no v1 freezer hierarchy"),
+    .enabled(if: Sandbox.writableMounts.freezerV1 != nil, "the hold is for the v1 freezer; this host has no v1 freezer hierarchy"),
     .timeLimit(.minutes(5)))
 struct FreezerKeyHoldTests {
     /// The `.freezer-hold-*` directories under the sandbox's v1 freezer root.

@@ -70,7 +70,7 @@ extension KernelScenarios {
 extension KernelScenarios.FreezerWrittenOutsideTests {
     /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
     /// skips them, saying why, instead of failing their launch.
-    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    @Suite(.enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     struct OnCgroup1 {
         @Test("a suspended app thawed outside icebox, on the v1 freezer") func thawedOutside() throws {
             try KernelScenarios.FreezerWrittenOutsideTests().thawedOutside(backend: .cgroup1)

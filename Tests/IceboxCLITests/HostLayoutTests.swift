@@ -76,7 +76,7 @@ struct HostLayoutTests {
         let record = try #require(try world.apps()["web"])
         #expect(record.cgroup == world.cgroupRoot + "/web")
         // The same cgroup, as the host has it (the second mount shows the whole hierarchy).
-        let host = world.box.cgroupRoot + "/web"
+        let host = try #require(world.box.cgroupRoot) + "/web"
         #expect(Set(Sandbox.pids(in: host)) == [record.pid])
         #expect(try world.icebox(["suspend", "web"]).status == 0)
         #expect(Kernel.cgroupFrozen(host), "the host does not see web frozen")
@@ -139,7 +139,8 @@ struct HostLayoutTests {
 
         #expect(try box.icebox(["daemon", "--stop", "--terminate-apps"]).status == 0)
         #expect(Scenario.eventually(seconds: 10) { !initProcess.isRunning }, "PID 1 did not end")
-        #expect(!FileManager.default.fileExists(atPath: box.cgroupRoot), "\(box.cgroupRoot) is left behind")
+        let root = try #require(box.cgroupRoot)
+        #expect(!FileManager.default.fileExists(atPath: root), "\(root) is left behind")
     }
 
     @Test(
@@ -519,7 +520,8 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
     static let nsenter = "/usr/bin/nsenter"
 
     static var unavailableReason: String? {
-        if let reason = Sandbox.unavailableReason { return reason }
+        // The layouts are made from a hybrid host's cgroup2 mount, and the tests' roots under it.
+        if let reason = Sandbox.cgroup2Missing { return reason }
         for tool in [unshare, nsenter] where !FileManager.default.isExecutableFile(atPath: tool) {
             return "\(tool) is missing (util-linux)"
         }
@@ -564,11 +566,13 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         self.layout = layout
         let box = Sandbox("layout\(layout)")
         self.box = box
-        let unique = URL(fileURLWithPath: box.cgroupRoot).lastPathComponent
+        // The suite runs only where the sandbox's root is under cgroup2 (`unavailableReason`).
+        let hostRoot = try #require(box.cgroupRoot)
+        let unique = URL(fileURLWithPath: hostRoot).lastPathComponent
         switch layout {
         case .pureV2: cgroupRoot = "/sys/fs/cgroup/" + unique
         case .v1Only: cgroupRoot = box.freezerRoot!
-        case .none, .readOnly: cgroupRoot = box.cgroupRoot
+        case .none, .readOnly: cgroupRoot = hostRoot
         case .delegated, .userNamespace: cgroupRoot = "/sys/fs/cgroup/\(unique)/apps"
         case .hostNamespaceV1: cgroupRoot = Sandbox.mounts.freezerV1! + "/apps"
         case .hostNamespaceV2, .privateNamespace: cgroupRoot = "/sys/fs/cgroup/apps"
@@ -592,7 +596,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
                 "PATH": "/usr/bin:/bin", "HOME": other.home, "ICEBOX_CGROUP_ROOT": cgroupRoot,
                 "ICEBOX_RUNTIME_DIR": other.home + "/run", "ICEBOX_STATE_DIR": other.home + "/state",
             ]
-            delegatedHost = box.cgroupRoot
+            delegatedHost = hostRoot
         } else {
             other = nil
             appDir = box.dir

@@ -11,7 +11,7 @@ import Testing
 /// /proc, the cgroup trees and the file system.
 @Suite(
     .serialized,  // the failed start looks for leftovers by name: no other daemon of this suite beside it
-    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
+    .enabled(if: Sandbox.cgroup2Missing == nil, "\(Sandbox.cgroup2Missing ?? "")"), .timeLimit(.minutes(5)))
 struct IceboxDaemonTests {
     /// Whether `pid` is gone (or a zombie no one has reaped yet: it runs no more).
     static func gone(_ pid: pid_t) -> Bool { SupervisorDeathTests.gone(pid) }

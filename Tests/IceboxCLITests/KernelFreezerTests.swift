@@ -439,7 +439,7 @@ final class Tracer {
 extension KernelScenarios.KernelFreezerTests {
     /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
     /// skips them, saying why, instead of failing their launch.
-    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    @Suite(.enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     struct OnCgroup1 {
         @Test("test_cgfreezer_simple, on the v1 freezer") func simple() throws {
             try KernelScenarios.KernelFreezerTests().simple(backend: .cgroup1)

@@ -79,7 +79,7 @@ extension ScenarioApp {
 extension KernelScenarios.KernelKillTests {
     /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
     /// skips them, saying why, instead of failing their launch.
-    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    @Suite(.enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     struct OnCgroup1 {
         @Test("test_cgkill_simple, on the v1 freezer") func simple() throws {
             try KernelScenarios.KernelKillTests().simple(backend: .cgroup1)

@@ -105,7 +105,7 @@ extension Scenario {
 extension KernelScenarios.LeftCgroupTests {
     /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
     /// skips them, saying why, instead of failing their launch.
-    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    @Suite(.enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     struct OnCgroup1 {
         @Test("a suspended app whose main process is moved out of its cgroup, on the v1 freezer") func mainMovedOut() throws {
             try KernelScenarios.LeftCgroupTests().mainMovedOut(backend: .cgroup1)

@@ -48,7 +48,9 @@ struct PIDNamespaceTests {
         if let cgroup { #expect(!FileIO.exists(cgroup), "\(cgroup) is left") }
     }
 
-    @Test("the app runs under an init in its own namespace; notice, suspend, resume, a daemon restart and terminate work on it")
+    @Test(
+        "the app runs under an init in its own namespace; notice, suspend, resume, a daemon restart and terminate work on it",
+        .enabled(if: Sandbox.cgroupMissing == nil, "\(Sandbox.cgroupMissing ?? "")"))
     func lifecycle() throws {
         let box = Sandbox("pidnslife")
         defer { box.close() }
@@ -57,7 +59,7 @@ struct PIDNamespaceTests {
         #expect(r.status == 0, "\(r.output)")
         let record = try #require(try box.apps()["web"])
         let app = try Self.initAndApp(record)
-        let cgroup = try #require(record.cgroup)
+        let cgroup = try #require(Kernel.appCgroup(record))
         // The daemon raised CAP_SYS_ADMIN (bit 21) for the clone only: permitted, not effective.
         let daemon = try #require(box.daemonPID)
         func capabilitySet(_ name: String) -> UInt64 { UInt64(Self.statusField(name, pid: daemon).first ?? "", radix: 16) ?? 0 }
@@ -74,16 +76,16 @@ struct PIDNamespaceTests {
         let s = try box.icebox(["suspend", "web"])
         #expect(s.status == 0, "\(s.output)")
         #expect(s.stdout.contains("READY=1"), "the notice did not reach the app: \(s.stdout)")
-        #expect(Kernel.cgroupFrozen(cgroup))
+        #expect(Kernel.frozen(cgroup))
         #expect(try box.icebox(["resume", "web"]).status == 0)
-        #expect(!Kernel.cgroupFrozen(cgroup))
+        #expect(!Kernel.frozen(cgroup))
 
         // A daemon restart re-adopts it, still a --pid-namespace app.
         try box.killDaemon()
         let adopted = try #require(try box.apps()["web"])
         #expect(adopted.pid == record.pid && adopted.state == .active && adopted.options.pidNamespace)
         #expect(try box.icebox(["suspend", "web"]).status == 0)
-        #expect(Kernel.cgroupFrozen(cgroup))
+        #expect(Kernel.frozen(cgroup))
 
         // terminate thaws it and its SIGTERM reaches the app through the init.
         let t = try box.icebox(["terminate", "web"])
@@ -92,7 +94,9 @@ struct PIDNamespaceTests {
         Self.expectGone([record.pid, app], cgroup: cgroup)
     }
 
-    @Test("terminate's SIGTERM reaches an app with no handler through the init, which exits 128+15")
+    @Test(
+        "terminate's SIGTERM reaches an app with no handler through the init, which exits 128+15",
+        .enabled(if: Sandbox.cgroupMissing == nil, "\(Sandbox.cgroupMissing ?? "")"))
     func terminateWithoutHandler() throws {
         let box = Sandbox("pidnsterm")
         defer { box.close() }
@@ -105,8 +109,8 @@ struct PIDNamespaceTests {
         // sleep has no handler for SIGUSR1: auto sends no notice (the init's own mask is not
         // asked), and the freeze comes at once.
         let s = try box.icebox(["suspend", "sleeper"])
-        let cgroup = try #require(record.cgroup)
-        #expect(s.status == 0 && Kernel.cgroupFrozen(cgroup), "\(s.output)")
+        let cgroup = try #require(Kernel.appCgroup(record))
+        #expect(s.status == 0 && Kernel.frozen(cgroup), "\(s.output)")
         #expect(Kernel.alive(app))
         let start = Clock.monotonicNanos()
         let t = try box.icebox(["terminate", "--timeout", "20s", "sleeper"])
@@ -155,7 +159,7 @@ struct PIDNamespaceTests {
         #expect(r.stderr.contains("lacks CAP_SYS_ADMIN"), "\(r.stderr)")
         let apps = try box.apps()
         #expect(apps["nope"] == nil, "\(String(describing: apps["nope"]))")
-        #expect(!FileIO.exists(box.cgroupRoot + "/nope"), "a cgroup was made for the refused launch")
+        #expect(box.cgroupRoot.map { !FileIO.exists($0 + "/nope") } ?? true, "a cgroup was made for the refused launch")
     }
 
     static let criu: String? = {

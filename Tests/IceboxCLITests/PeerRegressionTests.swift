@@ -62,7 +62,7 @@ extension KernelScenarios {
 extension KernelScenarios.PeerRegressionTests {
     /// The cases on the v1 freezer: a host without a v1 freezer hierarchy (pure cgroup v2)
     /// skips them, saying why, instead of failing their launch.
-    @Suite(.enabled(if: Sandbox.mounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
+    @Suite(.enabled(if: Sandbox.writableMounts.freezerV1 != nil, "\(LifecycleTests.freezerV1Reason)"))
     struct OnCgroup1 {
         @Test("systemd#41842, a suspended app killed from outside, on the v1 freezer") func killedFromOutside() throws {
             try KernelScenarios.PeerRegressionTests().killedFromOutside(backend: .cgroup1)

@@ -8,21 +8,63 @@ import Testing
 /// One isolated icebox world per test: its own runtime directory, state directory and
 /// cgroup root, so tests run in parallel and never see each other's daemon. `close()`
 /// stops the daemon (which terminates its apps) and removes everything the test made.
+///
+/// The cgroup root is made on whatever the host has, so the integration tests run on every
+/// layout icebox supports (`Sandbox.backend`): under cgroup2 where it can be written, else
+/// in the v1 freezer hierarchy, else none at all (the daemon freezes with SIGSTOP). A test
+/// that needs more than that says so with `cgroup2Missing` or `cgroupMissing`.
 final class Sandbox: @unchecked Sendable {  // used by one test at a time; the class exists for its deinit-free cleanup
     let dir: String
     let runtimeDir: String
     let stateDir: String
-    let cgroupRoot: String
+    /// ICEBOX_CGROUP_ROOT: under the cgroup2 mount (`backend` cgroup2), in the v1 freezer
+    /// hierarchy (cgroup1), or nil where neither can be written (signal: none is asked for).
+    let cgroupRoot: String?
+    /// The directory of the same name in the v1 freezer hierarchy, where there is one: the
+    /// daemon's v1 freezer root (`cgroupRoot` itself under cgroup1).
     let freezerRoot: String?
 
     static let mounts = CgroupMounts.read()
 
-    /// Why integration tests cannot run here, or nil if they can.
+    /// The hierarchies of `mounts` a test may make cgroups in (as root, not mounted
+    /// read-only): what a condition for the v1 freezer or v1 memory hierarchy asks about.
+    static let writableMounts: CgroupMounts = {
+        var usable = mounts
+        let writable = { (mount: String?) in mount.flatMap { getuid() == 0 && cgroupMountReadOnly($0) == nil ? $0 : nil } }
+        usable.unified = writable(mounts.unified)
+        usable.freezerV1 = writable(mounts.freezerV1)
+        usable.memoryV1 = writable(mounts.memoryV1)
+        return usable
+    }()
+
+    /// The backend the daemon's `auto` picks for a sandbox here: the hierarchy its cgroup
+    /// root is made in. Mirrors `HostFacts.resolve(.auto)` for a root the test may make: a
+    /// cgroup2 mount that can be written, else a v1 freezer hierarchy that can, else signal.
+    static let backend: BackendKind = {
+        if cgroup2Unwritable(mounts.unified) == nil { return .cgroup2 }
+        if writableMounts.freezerV1 != nil { return .cgroup1 }
+        return .signal
+    }()
+
+    /// Why integration tests cannot run here, or nil if they can. Any cgroup layout will do
+    /// (`backend`); what a test needs beyond that it says itself (`cgroup2Missing`, `cgroupMissing`).
     static var unavailableReason: String? {
-        if getuid() != 0 { return "integration tests need root (or a delegated cgroup subtree)" }
-        if mounts.unified == nil { return "no cgroup2 filesystem is mounted" }
-        // Each test makes a cgroup root of its own: a read-only cgroupfs has no room for it.
-        return cgroup2Unwritable(mounts.unified)
+        getuid() != 0 ? "integration tests need root (or a delegated cgroup subtree)" : nil
+    }
+
+    /// Why a test that needs a cgroup2 root of its own (it reads or writes cgroup v2 files
+    /// under it, asks for --backend cgroup2, uses cgroup.kill) cannot run here, or nil.
+    static var cgroup2Missing: String? {
+        if let reason = unavailableReason { return reason }
+        return cgroup2Unwritable(mounts.unified).map { "needs a cgroup2 root: \($0)" }
+    }
+
+    /// Why a test that needs its apps in a cgroup freezer (cgroup2 or the v1 freezer: a cgroup
+    /// per app, its processes counted and killed through it) cannot run here, or nil.
+    static var cgroupMissing: String? {
+        if let reason = unavailableReason { return reason }
+        if backend != .signal { return nil }
+        return "needs a cgroup freezer: no writable cgroup2 or v1 freezer hierarchy (the signal backend has no cgroups)"
     }
 
     /// Why an app here has no memory counter in a cgroup (memory.current or v1's
@@ -30,8 +72,8 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
     /// pure cgroup2 tree whose memory controller is bound to v1 elsewhere (the pure-v2 layout
     /// scripts/test-layouts makes from a hybrid host) has none.
     static var cgroupMemoryCounterMissing: String? {
-        if mounts.memoryV1 != nil { return nil }
-        let controllers = mounts.unified.flatMap { try? String(contentsOfFile: $0 + "/cgroup.controllers", encoding: .utf8) } ?? ""
+        if writableMounts.memoryV1 != nil { return nil }
+        let controllers = writableMounts.unified.flatMap { try? String(contentsOfFile: $0 + "/cgroup.controllers", encoding: .utf8) } ?? ""
         if controllers.split(whereSeparator: \.isWhitespace).contains("memory") { return nil }
         return "no cgroup memory counter: no v1 memory hierarchy, and the cgroup2 tree has no memory controller"
     }
@@ -52,14 +94,19 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         runtimeDir = dir + "/run"
         stateDir = dir + "/state"
         let unique = "icebox-test-" + String(dir.split(separator: "-").last!) + "-\(cleaned)"
-        cgroupRoot = Sandbox.mounts.unified! + "/" + unique
-        freezerRoot = Sandbox.mounts.freezerV1.map { $0 + "/" + unique }
+        freezerRoot = Sandbox.backend == .signal ? nil : Sandbox.mounts.freezerV1.map { $0 + "/" + unique }
+        switch Sandbox.backend {
+        case .cgroup2: cgroupRoot = Sandbox.mounts.unified.map { $0 + "/" + unique }
+        case .cgroup1: cgroupRoot = freezerRoot
+        case .signal: cgroupRoot = nil
+        }
     }
 
     var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["ICEBOX_RUNTIME_DIR"] = runtimeDir
         env["ICEBOX_STATE_DIR"] = stateDir
+        // Without a root of its own none is asked for: one that cannot be used is an error.
         env["ICEBOX_CGROUP_ROOT"] = cgroupRoot
         env.removeValue(forKey: "ICEBOX_NO_AUTOSTART")
         return env
@@ -142,9 +189,14 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
     /// Stops the daemon (terminating every app), then removes the cgroups and directories.
     /// Safe to call after a failed test: it kills whatever is left in the cgroups.
     func close() {
-        let memoryRoot = HostFacts.discover(cgroupRootOverride: cgroupRoot).memoryV1Root
+        // Without a root of its own the test made no cgroups (a memory root found for the
+        // default one would be the host's icebox's, not the test's).
+        let memoryRoot = cgroupRoot.flatMap { HostFacts.discover(cgroupRootOverride: $0).memoryV1Root }
         _ = try? icebox(["daemon", "--stop", "--terminate-apps"], timeout: 20)
-        Sandbox.removeCgroupTrees([cgroupRoot, freezerRoot, memoryRoot].compactMap { $0 })
+        // Under cgroup1 the root and the freezer root are one directory.
+        var roots: [String] = []
+        for root in [cgroupRoot, freezerRoot, memoryRoot].compactMap({ $0 }) where !roots.contains(root) { roots.append(root) }
+        Sandbox.removeCgroupTrees(roots)
         try? FileManager.default.removeItem(atPath: dir)
     }
 
@@ -242,6 +294,27 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
 
 /// Kernel-side truth, read directly rather than trusting icebox's own report.
 enum Kernel {
+    /// The app's cgroup in the hierarchy that holds it: its v2 cgroup, else its v1 freezer
+    /// directory (a host without cgroup2); nil for an app with neither (the signal backend on
+    /// a host without cgroups).
+    static func appCgroup(_ app: AppRecord) -> String? { app.cgroup ?? app.freezerV1 }
+
+    /// Whether the kernel holds the app frozen the way its backend freezes: its v2 cgroup
+    /// (cgroup2), its v1 freezer directory (cgroup1), its main process stopped (signal).
+    static func appFrozen(_ app: AppRecord) -> Bool {
+        switch app.backend {
+        case .cgroup2: app.cgroup.map(cgroupFrozen) ?? false
+        case .cgroup1: app.freezerV1.map { freezerState($0) == "FROZEN" } ?? false
+        case .signal: processState(app.pid) == "T"
+        }
+    }
+
+    /// Whether the kernel holds the cgroup at `path` frozen, in either hierarchy: `frozen 1`
+    /// in a v2 cgroup's cgroup.events, FROZEN in a v1 freezer's freezer.state.
+    static func frozen(_ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: path + "/cgroup.events") ? cgroupFrozen(path) : freezerState(path) == "FROZEN"
+    }
+
     static func cgroupFrozen(_ path: String) -> Bool {
         ((try? String(contentsOfFile: path + "/cgroup.events", encoding: .utf8)) ?? "").contains("frozen 1")
     }

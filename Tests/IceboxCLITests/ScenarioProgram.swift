@@ -20,7 +20,9 @@ enum ScenarioProgram {
 
     /// Why the scenarios cannot run here, or nil.
     static var unavailableReason: String? {
-        if let why = Sandbox.unavailableReason { return why }
+        // ScenarioApp finds an app's processes in its v2 cgroup, whatever the backend (the
+        // cgroup1 and signal cases too): the scenarios need a cgroup2 root.
+        if let why = Sandbox.cgroup2Missing { return why }
         if case .failure(let e) = binary { return e.description }
         return nil
     }

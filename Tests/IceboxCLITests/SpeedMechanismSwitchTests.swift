@@ -15,7 +15,7 @@ enum Strace {
 /// switch that did not switch would make its figures lie.
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
-    .enabled(if: Sandbox.mounts.freezerV1 != nil, "the key hold and the stand-ins are for the v1 freezer; this host has none"),
+    .enabled(if: Sandbox.writableMounts.freezerV1 != nil, "the key hold and the stand-ins are for the v1 freezer; this host has none"),
     .enabled(if: Strace.path != nil, "needs strace to see the daemon's sched_setattr calls (scripts/test installs it)"),
     .timeLimit(.minutes(5)))
 struct SpeedMechanismSwitchTests {

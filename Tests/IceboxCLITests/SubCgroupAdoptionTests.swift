@@ -9,7 +9,7 @@ import Testing
 /// freeze path accepts it, and so must a daemon that takes over after a restart, instead of
 /// calling it ended and killing it. Its sub-cgroups are frozen with it and removed,
 /// bottom-up, at its end.
-@Suite(.enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: Sandbox.cgroup2Missing == nil, "\(Sandbox.cgroup2Missing ?? "")"), .timeLimit(.minutes(5)))
 struct SubCgroupAdoptionTests {
     func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
         Scenario.eventually(seconds: seconds, condition)
@@ -21,7 +21,7 @@ struct SubCgroupAdoptionTests {
     func mainInSubCgroup(backend: String) throws {
         let box = Sandbox("subcg\(backend)")
         defer { box.close() }
-        let cgroup = box.cgroupRoot + "/sub"
+        let cgroup = try #require(box.cgroupRoot) + "/sub"
         var script = "mkdir \(cgroup)/inner && echo $$ > \(cgroup)/inner/cgroup.procs"
         let freezer = backend == "cgroup1" ? box.freezerRoot.map { $0 + "/sub" } : nil
         if let freezer { script += " && mkdir \(freezer)/inner && echo $$ > \(freezer)/inner/cgroup.procs" }
@@ -73,6 +73,6 @@ struct SubCgroupAdoptionTests {
 
     @Test(
         "cgroup1: a main process in sub-cgroups (v2 and the v1 freezer) is re-adopted after a restart, frozen, and cleaned up",
-        .enabled(if: Sandbox.mounts.freezerV1 != nil, "no v1 freezer hierarchy"))
+        .enabled(if: Sandbox.writableMounts.freezerV1 != nil, "no v1 freezer hierarchy"))
     func cgroup1() throws { try mainInSubCgroup(backend: "cgroup1") }
 }

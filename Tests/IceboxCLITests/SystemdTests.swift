@@ -52,7 +52,10 @@ struct SystemdTests {
         defer { close(notifyFD) }
         let socketPath = box.runtimeDir + "/icebox.sock"
         var args = [Self.tool, "--listen=" + socketPath, "--fdname=icebox"]
-        for key in ["ICEBOX_RUNTIME_DIR", "ICEBOX_STATE_DIR", "ICEBOX_CGROUP_ROOT"] { args += ["-E", "\(key)=\(box.environment[key]!)"] }
+        // (No ICEBOX_CGROUP_ROOT where the sandbox has no cgroup root.)
+        for key in ["ICEBOX_RUNTIME_DIR", "ICEBOX_STATE_DIR", "ICEBOX_CGROUP_ROOT"] {
+            if let value = box.environment[key] { args += ["-E", "\(key)=\(value)"] }
+        }
         args += ["-E", "NOTIFY_SOCKET=\(notifyPath)", Sandbox.binary, "daemon", "--foreground"]
         // Spawned with our own pidfd-based spawner, not Foundation's Process: that one reaps
         // with a blocking wait4 on a long-lived child and then misses other tests' children.

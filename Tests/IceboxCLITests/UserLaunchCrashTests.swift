@@ -11,7 +11,7 @@ import Testing
 /// can be launched again; `daemon --stop --terminate-apps` ends it. Judged from /proc, the
 /// cgroup files and the file system.
 @Suite(
-    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(if: Sandbox.cgroup2Missing == nil, "\(Sandbox.cgroup2Missing ?? "")"),
     .enabled(if: UserAccounts.user(named: "nobody") != nil, "needs the user nobody"), .timeLimit(.minutes(5)))
 struct UserLaunchCrashTests {
     /// An app that says READY=1 on SIGUSR2 (readiness, when the test chooses) and answers the
@@ -47,13 +47,14 @@ struct UserLaunchCrashTests {
         let box = Sandbox("usercrash\(point.rawValue)\(iteration)")
         var privateDir: String?
         defer {
-            try? "0".write(toFile: box.cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
+            if let root = box.cgroupRoot { try? "0".write(toFile: root + "/cgroup.freeze", atomically: false, encoding: .utf8) }
             box.close()
             if let privateDir {
                 unlink(privateDir + "/notify")
                 rmdir(privateDir)
             }
         }
+        let cgroupRoot = try #require(box.cgroupRoot)
         let name = "u\(iteration)"
         // A daemon first, so the fault lands in the launch, not in the daemon's start.
         try #require(try box.icebox(["launch", "--grace", "0", "keep", "--", "sleep", "1000"]).status == 0)
@@ -73,7 +74,7 @@ struct UserLaunchCrashTests {
             if usesStandIn {
                 #expect(eventually { !box.standIns().isEmpty }, "no spawn stand-in was parked")
             }
-            try "1".write(toFile: box.cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
+            try "1".write(toFile: cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
         case .waitingReady:
             launchArgs += ["--ready", "notify", "--ready-timeout", "60s"]
         case .afterLaunch:
@@ -91,7 +92,7 @@ struct UserLaunchCrashTests {
             if launch.isRunning { kill(launch.processIdentifier, SIGKILL) }
             launch.waitUntilExit()
         }
-        let cgroup = box.cgroupRoot + "/" + name
+        let cgroup = cgroupRoot + "/" + name
         let record = box.stateDir + "/registry/\(name).json"
         switch point {
         case .beforeSpawn:
@@ -115,7 +116,7 @@ struct UserLaunchCrashTests {
         if point == .beforeSpawn { unlink(fifo) }
         if point == .duringSpawn {
             // Let it exec (its parent, the daemon, is gone): it runs, marked, before the next daemon looks.
-            try "0".write(toFile: box.cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
+            try "0".write(toFile: cgroupRoot + "/cgroup.freeze", atomically: false, encoding: .utf8)
             let execed = eventually {
                 let pids = Sandbox.pids(in: cgroup)
                 return pids.contains { Self.commandLine($0).first == "/usr/bin/python3" } || (!usesStandIn && pids.isEmpty)

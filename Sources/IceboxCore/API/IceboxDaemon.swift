@@ -131,9 +131,7 @@ public final class IceboxDaemon: Sendable {
             do { notify = try UnixSocket.bindNotify(path: notifyPath) } catch { throw IceboxError("start an icebox daemon", error) }
             defer { close(notify) }
             let outputLog = base + "/daemon.out"
-            // One made up here that cannot be used is left out: the daemon then falls back
-            // (the v1 freezer, SIGSTOP) rather than failing on a root it was never asked for.
-            let root = cgroupRoot != nil || facts.cgroup2Usable ? facts.cgroupRoot : nil
+            let root = TestCgroups.engineRoot(cgroupRoot, facts)
             process = try DaemonProcess.spawn(program, paths: paths, cgroupRoot: root, notifySocket: notifyPath, output: outputLog)
             if let ticks = ProcFS.stat(pid: process!.handle.pid)?.startTimeTicks {
                 sweeper!.killFirst(pid: process!.handle.pid, startTicks: ticks)

@@ -109,7 +109,7 @@ public final class Supervisor: Sendable {
             // sweeper removes what the engine made (see SupervisorSweeper).
             sweeper = try SupervisorSweeper.start(TestCgroups.sweep(facts, ownedRoots: ownedRoots, directories: owned))
 
-            var config = Daemon.Configuration(paths: paths, cgroupRootOverride: cgroupRoot ?? facts.cgroupRoot)
+            var config = Daemon.Configuration(paths: paths, cgroupRootOverride: TestCgroups.engineRoot(cgroupRoot, facts))
             config.cgroupRootIsExplicit = cgroupRoot != nil  // a root made up here may fall back
             config.ownsProcess = false
             config.idleExitNanos = nil

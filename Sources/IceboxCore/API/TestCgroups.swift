@@ -6,18 +6,24 @@ import Synchronization
 /// `Supervisor.hostProblem`'s probe): a fresh root of its own unless one is given, and which
 /// roots were made for it, so that its stop (or its sweeper) removes exactly those.
 enum TestCgroups {
-    /// Discovers (and makes) the roots for `given` (nil: `<cgroup2 mount>/<prefix>-PID-N`);
-    /// appends the ones that did not exist before to `owned`.
+    /// Discovers (and makes) the roots for `given` (nil: `<cgroup2 mount>/<prefix>-PID-N`, or
+    /// on a host without cgroup2 the same name in the v1 freezer hierarchy); appends the ones
+    /// that did not exist before to `owned`.
     static func discover(_ given: String?, prefix: String, owned: inout [String]) -> HostFacts {
         let mounts = CgroupMounts.read()
         var root = given
-        if root == nil, let unified = mounts.unified {
-            // Numbered in this process, for roots no other engine of it shares.
-            root = unified + "/\(prefix)-\(getpid())-\(next.add(1, ordering: .relaxed).newValue)"
+        // Numbered in this process, for roots no other engine of it shares. Without cgroup2 the
+        // engine's root is in the v1 freezer (its cgroup1 root): without one of its own there,
+        // it would share the default <freezer>/icebox with the host's icebox, and leave it.
+        if root == nil, let mount = mounts.unified ?? mounts.freezerV1 {
+            root = mount + "/\(prefix)-\(getpid())-\(next.add(1, ordering: .relaxed).newValue)"
         }
-        // The v1 freezer directory discovery makes mirrors the v2 root's relative path.
+        // The v1 freezer directory discovery makes mirrors the v2 root's relative path, or is
+        // the root itself when that is in the v1 freezer hierarchy.
         let mirrored = root.flatMap { r in mounts.unified.flatMap { r.hasPrefix($0 + "/") ? String(r.dropFirst($0.count)) : nil } }
-        let freezerExisted = mirrored.flatMap { rel in mounts.freezerV1.map { FileIO.exists($0 + rel) } } ?? true
+        let inFreezer = root.flatMap { r in mounts.freezerV1.flatMap { r.hasPrefix($0 + "/") ? r : nil } }
+        let freezerExisted =
+            mirrored.flatMap { rel in mounts.freezerV1.map { FileIO.exists($0 + rel) } } ?? inFreezer.map(FileIO.exists) ?? true
         let rootExisted = root.map(FileIO.exists) ?? true
         let facts = HostFacts.discover(cgroupRootOverride: root, explicit: given != nil)
         if let root = facts.cgroupRoot, !rootExisted { owned.append(root) }
@@ -25,6 +31,15 @@ enum TestCgroups {
         // Per-app v1 memory cgroups (hybrid hosts) go under a directory named like the root.
         if let memory = facts.memoryV1Root, !FileIO.exists(memory), given == nil { owned.append(memory) }
         return facts
+    }
+
+    /// The root to hand the engine: the one given, else the v2 root made for it, else (no
+    /// usable cgroup2) the v1 freezer directory made for it; nil where neither is usable (the
+    /// engine then falls back to SIGSTOP rather than failing on a root it was never asked for).
+    static func engineRoot(_ given: String?, _ facts: HostFacts) -> String? {
+        if let given { return given }
+        if facts.cgroup2Usable { return facts.cgroupRoot }
+        return facts.cgroup1Usable ? facts.freezerV1Root : nil
     }
 
     /// What the sweeper removes if the test process dies: the roots made for the engine
