@@ -12,9 +12,6 @@ import Testing
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(
-        if: Sandbox.mounts.freezerV1 != nil,
-        "the test holds a process SIGKILL cannot end in a v1 freezer cgroup; this host has no v1 freezer hierarchy"),
-    .enabled(
         if: Sandbox.mounts.memoryV1 != nil || Sandbox.mounts.freezerV1 != nil,
         "the launch is held on a stopped spawn stand-in, which needs a v1 hierarchy"),
     .serialized, .timeLimit(.minutes(5)))
@@ -66,35 +63,31 @@ struct LaunchRollbackTests {
     }
 
     @Test(
-        "a rollback whose cgroup will not empty does not hold up the loop: the launch fails at once, ps answers, a relaunch is told to retry, and the cgroup goes once it can"
+        "a rollback whose cgroup will not empty does not hold up the loop: the launch fails at once, ps answers, a relaunch is told to retry, and the cgroup goes once it can",
+        .enabled(
+            if: Sandbox.mounts.freezerV1 != nil,
+            "the test holds a process SIGKILL cannot end in a v1 freezer cgroup; this host has no v1 freezer hierarchy"),
+        .enabled(
+            if: Sandbox.cgroup2Missing == nil,
+            "the frozen v1 process is moved into the launch's cgroup2 cgroup: \(Sandbox.cgroup2Missing ?? "")")
     )
     func slowRollbackDoesNotBlock() throws {
         let box = Sandbox()
         defer { box.close() }
         let holder = try FrozenHolder("rollback")
         defer { holder.release() }  // before box.close: a frozen process keeps the sandbox's cgroups busy
-        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
-        let daemon = try #require(box.daemonPID)
-        try #require(Scenario.eventually { box.standIns().count == 1 })
-        let standIn = box.standIns()[0]
         // A stopped stand-in never answers: the launch fails at its spawn time-out (the freeze
         // time-out, 10 s) with its cgroups made, and is rolled back.
-        kill(standIn, SIGSTOP)
-        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
+        let standIn = try box.stoppedStandIn()
+        let daemon = try #require(box.daemonPID)
 
-        let appCgroup = box.cgroupRoot + "/stuck"
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
+        let appCgroup = try #require(box.cgroupRoot) + "/stuck"
         let start = Clock.monotonicNanos()
-        DispatchQueue.global().async {
-            launch = try? box.icebox(["launch", "stuck", "--", "sleep", "1000"])
-            done.signal()
-        }
+        let launch = Sandbox.Background(box, ["launch", "stuck", "--", "sleep", "1000"])
         try #require(Scenario.eventually { FileManager.default.fileExists(atPath: appCgroup) })
         try String(holder.pid).write(toFile: appCgroup + "/cgroup.procs", atomically: false, encoding: .utf8)
-        #expect(done.wait(timeout: .now() + 40) == .success)
+        let failed = try #require(launch.result(within: 40))
         let took = Clock.monotonicNanos() - start
-        let failed = try #require(launch)
         #expect(failed.status != 0, "\(failed.output)")
         // The old rollback waited out the removal too (5 s more) before the client heard.
         #expect(took < 13_000_000_000, "the failed launch answered after \(took / 1_000_000) ms")
@@ -137,36 +130,26 @@ struct LaunchRollbackTests {
     func stoppedStandInSpawnIsALoopState() throws {
         let box = Sandbox()
         defer { box.close() }
-        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        let standIn = try box.stoppedStandIn()
         let daemon = try #require(box.daemonPID)
-        try #require(Scenario.eventually { box.standIns().count == 1 })
-        let standIn = box.standIns()[0]
         _ = try box.icebox(["ps"])  // what ps opens for good (memory counters) is open before the count
         let descriptorsBefore = Kernel.descriptorTargets(daemon)
-        kill(standIn, SIGSTOP)
-        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
 
-        let appCgroup = box.cgroupRoot + "/held"
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
+        let appCgroup = try #require(box.cgroupRoot) + "/held"
         let start = Clock.monotonicNanos()
-        DispatchQueue.global().async {
-            launch = try? box.icebox(["launch", "held", "--", "sleep", "1000"])
-            done.signal()
-        }
+        let launch = Sandbox.Background(box, ["launch", "held", "--", "sleep", "1000"])
         // Its cgroups are made and the request sent: the launch waits on the stand-in.
         try #require(Scenario.eventually { FileManager.default.fileExists(atPath: appCgroup) })
         let (ps, psTook) = try fastestPS(box)
         #expect(ps.status == 0, "\(ps.output)")
         #expect(psTook < 500_000_000, "icebox ps took \(psTook / 1_000_000) ms while a launch waited on a stopped stand-in")
         #expect(!ps.stdout.contains("held"), "a launch not yet spawned is not shown: \(ps.stdout)")
-        #expect(done.wait(timeout: .now()) == .timedOut, "the launch did not wait for its stand-in")
+        #expect(launch.result(within: 0) == nil, "the launch did not wait for its stand-in")
         let second = try box.icebox(["launch", "held", "--", "sleep", "1000"])
         #expect(second.status == 1 && second.stderr.contains("already launching"), "\(second.output)")
 
-        #expect(done.wait(timeout: .now() + 40) == .success)
+        let failed = try #require(launch.result(within: 40))
         let took = Clock.monotonicNanos() - start
-        let failed = try #require(launch)
         #expect(failed.status != 0 && failed.stderr.contains("timed out"), "\(failed.output)")
         #expect(took >= 9_000_000_000, "the launch failed after \(took / 1_000_000) ms, before its spawn time-out")
         // Rolled back: no cgroup, no zombie, the stand-in killed and reaped, no descriptor kept
@@ -189,25 +172,15 @@ struct LaunchRollbackTests {
     func stopRollsBackAPendingLaunch() throws {
         let box = Sandbox()
         defer { box.close() }
-        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
-        try #require(Scenario.eventually { box.standIns().count == 1 })
-        let standIn = box.standIns()[0]
-        kill(standIn, SIGSTOP)
-        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
-        let appCgroup = box.cgroupRoot + "/held"
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
-        DispatchQueue.global().async {
-            launch = try? box.icebox(["launch", "held", "--", "sleep", "1000"])
-            done.signal()
-        }
+        let standIn = try box.stoppedStandIn()
+        let appCgroup = try #require(box.cgroupRoot) + "/held"
+        let launch = Sandbox.Background(box, ["launch", "held", "--", "sleep", "1000"])
         try #require(Scenario.eventually { FileManager.default.fileExists(atPath: appCgroup) })
         let start = Clock.monotonicNanos()
         let stop = try box.icebox(["daemon", "--stop"])
         #expect(stop.status == 0, "\(stop.output)")
-        #expect(done.wait(timeout: .now() + 20) == .success)
+        let failed = try #require(launch.result(within: 20))
         let took = Clock.monotonicNanos() - start
-        let failed = try #require(launch)
         #expect(failed.status != 0 && failed.stderr.contains("the daemon stopped while held was launching"), "\(failed.output)")
         #expect(took < 5_000_000_000, "the launch's client heard after \(took / 1_000_000) ms")
         #expect(!FileManager.default.fileExists(atPath: appCgroup), "\(appCgroup) is left")

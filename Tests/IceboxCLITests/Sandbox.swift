@@ -264,6 +264,38 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         }
     }
 
+    /// Launches `anchor` so that the daemon parks a spawn stand-in, and stops that stand-in
+    /// with SIGSTOP: the next launch through it gets no answer (it neither spawns nor exits
+    /// when let go; SIGKILL still ends it). Returns the stand-in.
+    func stoppedStandIn() throws -> pid_t {
+        _ = try icebox(["launch", "anchor", "--", "sleep", "1000"])
+        try #require(Scenario.eventually { self.standIns().count == 1 })
+        let standIn = standIns()[0]
+        kill(standIn, SIGSTOP)
+        try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
+        return standIn
+    }
+
+    /// `icebox ARGUMENTS` run on another thread, for a test that acts while the command waits.
+    final class Background: @unchecked Sendable {  // `result` is written before `done` is signalled, read after
+        private let done = DispatchSemaphore(value: 0)
+        private var result: Result?
+        private var finished = false
+
+        init(_ box: Sandbox, _ arguments: [String]) {
+            DispatchQueue.global().async {
+                self.result = try? box.icebox(arguments)
+                self.done.signal()
+            }
+        }
+
+        /// The command's result once it ends within `seconds`, else nil.
+        func result(within seconds: Double) -> Result? {
+            if !finished { finished = done.wait(timeout: .now() + seconds) == .success }
+            return finished ? result : nil
+        }
+    }
+
     static func pids(in cgroup: String) -> [pid_t] {
         ((try? String(contentsOfFile: cgroup + "/cgroup.procs", encoding: .utf8)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
