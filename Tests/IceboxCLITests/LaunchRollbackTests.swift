@@ -108,10 +108,11 @@ struct LaunchRollbackTests {
         holder.process.waitUntilExit()
         #expect(holder.process.terminationReason == .uncaughtSignal && holder.process.terminationStatus == SIGKILL)
         #expect(Scenario.eventually { !FileManager.default.fileExists(atPath: appCgroup) }, "\(appCgroup) is left")
-        let swept = box.events("stuck").map(\.detail)
+        // The directory goes a moment before the sweep's event is written: waited for, not read once.
+        let sweptLine = "cgroups of a launch rolled back: 1 leftover process was killed and its cgroup removed"
         #expect(
-            swept.contains { $0.hasPrefix("cgroups of a launch rolled back: 1 leftover process was killed and its cgroup removed") },
-            "\(swept)")
+            Scenario.eventually { box.events("stuck").contains { $0.detail.hasPrefix(sweptLine) } },
+            "\(box.events("stuck").map(\.detail))")
         // Nothing of the launch is left: no zombie of the daemon's, no directory, and the name
         // launches again.
         #expect(Scenario.eventually { Kernel.children(of: daemon, inState: "Z").isEmpty })
