@@ -10,10 +10,10 @@ import Testing
 /// holds frozen in a v1 freezer cgroup of its own, then moved into the launch's v2 cgroup,
 /// cannot die of the sweep's SIGKILL until the test thaws it.
 @Suite(
-    .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
+    .enabled(if: Sandbox.cgroupMissing == nil, "\(Sandbox.cgroupMissing ?? "")"),
     .enabled(
-        if: Sandbox.mounts.memoryV1 != nil || Sandbox.mounts.freezerV1 != nil,
-        "the launch is held on a stopped spawn stand-in, which needs a v1 hierarchy"),
+        if: Sandbox.writableMounts.memoryV1 != nil || Sandbox.writableMounts.freezerV1 != nil,
+        "the launch is held on a stopped spawn stand-in, which needs a writable v1 memory or freezer hierarchy"),
     .serialized, .timeLimit(.minutes(5)))
 struct LaunchRollbackTests {
     /// A `sleep` of the test's own, frozen in a v1 freezer cgroup made for it: a SIGKILL stays
@@ -24,7 +24,7 @@ struct LaunchRollbackTests {
         let cgroup: String
 
         init(_ label: String) throws {
-            cgroup = Sandbox.mounts.freezerV1! + "/icebox-test-hold-\(getpid())-\(label)"
+            cgroup = Sandbox.writableMounts.freezerV1! + "/icebox-test-hold-\(getpid())-\(label)"
             try FileManager.default.createDirectory(atPath: cgroup, withIntermediateDirectories: false)
             process.executableURL = URL(fileURLWithPath: "/bin/sleep")
             process.arguments = ["1000"]
@@ -65,8 +65,8 @@ struct LaunchRollbackTests {
     @Test(
         "a rollback whose cgroup will not empty does not hold up the loop: the launch fails at once, ps answers, a relaunch is told to retry, and the cgroup goes once it can",
         .enabled(
-            if: Sandbox.mounts.freezerV1 != nil,
-            "the test holds a process SIGKILL cannot end in a v1 freezer cgroup; this host has no v1 freezer hierarchy"),
+            if: Sandbox.writableMounts.freezerV1 != nil,
+            "the test holds a process SIGKILL cannot end in a v1 freezer cgroup; this host has no writable v1 freezer hierarchy"),
         .enabled(
             if: Sandbox.cgroup2Missing == nil,
             "the frozen v1 process is moved into the launch's cgroup2 cgroup: \(Sandbox.cgroup2Missing ?? "")")
