@@ -35,34 +35,20 @@ struct DaemonHandOverTests {
         }
     }
 
-    /// Runs `icebox ARGS` on another thread; the returned function waits for its result.
-    func inBackground(_ box: Sandbox, _ args: [String]) -> () -> Sandbox.Result? {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Sandbox.Result?  // written before the signal, read after the wait
-        DispatchQueue.global().async {
-            result = try? box.icebox(args)
-            done.signal()
-        }
-        return {
-            done.wait()
-            return result
-        }
-    }
-
     @Test("a command that finds the last daemon's lock still held, its socket gone, waits for it and starts the next")
     func waitsForExitingHolder() throws {
         let box = Sandbox()
         defer { box.close() }
         try stoppedDaemon(box)
         let lock = try holdLock(box)
-        let launch = inBackground(box, ["launch", "next", "--", "sleep", "1000"])
+        let launch = Sandbox.Background(box, ["launch", "next", "--", "sleep", "1000"])
         // The next daemon has opened the lock file: it is about to take the lock, or waiting.
         let lockPath = box.runtimeDir + "/daemon.lock"
         let reached = Scenario.eventually { !Self.openers(of: lockPath).isEmpty }
         #expect(reached, "no daemon opened \(lockPath)")
         usleep(100_000)  // as a daemon's last writes would hold it a little longer
         close(lock)
-        let result = try #require(launch())
+        let result = try #require(launch.result(within: 60))
         #expect(result.status == 0, "\(result.output)")
         #expect(try box.apps()["next"]?.state == .active)
         #expect(box.daemonPID != getpid(), "the next daemon should hold the lock now")
@@ -95,11 +81,11 @@ struct DaemonHandOverTests {
     func resetBeforeAccept(_ box: Sandbox, _ args: [String]) throws -> Sandbox.Result {
         try stoppedDaemon(box)
         let listener = try UnixSocket.listen(path: box.runtimeDir + "/icebox.sock")
-        let command = inBackground(box, args)
+        let command = Sandbox.Background(box, args)
         var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
         #expect(poll(&pfd, 1, 10_000) == 1, "the client did not connect")
         close(listener)
-        return try #require(command())
+        return try #require(command.result(within: 60))
     }
 
     @Test("a launch whose connection is reset before any answer goes to the next daemon, once")

@@ -138,12 +138,7 @@ struct DaemonRestartRaceTests {
         }
         let listener = try UnixSocket.listen(path: box.runtimeDir + "/icebox.sock")
         defer { close(listener) }
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Sandbox.Result?  // written before the signal, read after the wait
-        DispatchQueue.global().async {
-            result = try? box.icebox(args)
-            done.signal()
-        }
+        let command = Sandbox.Background(box, args)
         /// Accepts the next connection (within 10 s) and reads its request line.
         func acceptAndRead() -> Int32? {
             var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
@@ -171,8 +166,7 @@ struct DaemonRestartRaceTests {
             _ = #"{"code":0,"kind":"done"}\#n"#.withCString { write(again, $0, strlen($0)) }
             close(again)
         }
-        done.wait()
-        return (try #require(result), connections)
+        return (try #require(command.result(within: 60)), connections)
     }
 
     @Test("a suspend the dying daemon read is not sent again, and the client says it may or may not have been done")

@@ -31,16 +31,11 @@ struct NotifyTests {
     func foreignSender() throws {
         let box = Sandbox()
         defer { box.close() }
-        let sandbox = box
-        nonisolated(unsafe) var launch: Sandbox.Result?  // written by the thread before it signals
-        let done = DispatchSemaphore(value: 0)
         // A ready timeout far longer than the test: under load a short one (1.5 s) ran out
         // between the socket's appearance and the message, and the app's end took the
         // message with it. The launch is ended by a terminate once the drop is seen.
-        Thread {
-            launch = try? sandbox.icebox(["launch", "--ready", "notify", "--ready-timeout", "60s", "target", "--", "sleep", "1000"])
-            done.signal()
-        }.start()
+        let launching = Sandbox.Background(
+            box, ["launch", "--ready", "notify", "--ready-timeout", "60s", "target", "--", "sleep", "1000"])
         let socket = box.runtimeDir + "/notify/target"
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(5_000) }
@@ -53,8 +48,8 @@ struct NotifyTests {
         #expect(!box.events("target").contains { $0.kind == .ready })
         #expect(try box.apps()["target"]?.state == .launching)
         #expect(try box.icebox(["terminate", "target"]).status == 0)
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        #expect(launch?.status == 1, "\(launch?.output ?? "")")
+        let launch = launching.result(within: 20)
+        #expect(launch?.status == 1, "\(launch?.output ?? "still launching after 20 s")")
         #expect(!box.events("target").contains { $0.kind == .ready })
     }
 

@@ -22,13 +22,7 @@ struct RunTests {
     func namesAndControl() throws {
         let box = Sandbox()
         defer { box.close() }
-        let sandbox = box
-        nonisolated(unsafe) var first: Sandbox.Result?  // written by the thread, read after join via the semaphore
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            first = try? sandbox.icebox(["run", "--", "sleep", "1000"])
-            done.signal()
-        }.start()
+        let first = Sandbox.Background(box, ["run", "--", "sleep", "1000"])
         let deadline = Date().addingTimeInterval(10)
         while (try? box.apps()["sleep"]?.state) != .active && Date() < deadline { usleep(20_000) }
         let second = try box.icebox(["launch", "sleep-x", "--", "sleep", "1000"])
@@ -36,8 +30,8 @@ struct RunTests {
         #expect(try box.icebox(["suspend", "--grace", "0", "sleep"]).status == 0)
         #expect(try box.apps()["sleep"]?.state == .suspended)
         #expect(try box.icebox(["terminate", "sleep"]).status == 0)
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        #expect(first?.status == 128 + SIGTERM)
+        let ended = first.result(within: 20)
+        #expect(ended?.status == 128 + SIGTERM, "\(ended?.output ?? "still running after 20 s")")
     }
 
     @Test("SIGTERM to icebox run terminates the app the graceful way")

@@ -276,17 +276,18 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         return standIn
     }
 
-    /// `icebox ARGUMENTS` run on another thread, for a test that acts while the command waits.
+    /// `icebox ARGUMENTS` run on a thread of its own (not the shared dispatch pool, which a
+    /// command that lasts, such as `run`, would hold), for a test that acts while it waits.
     final class Background: @unchecked Sendable {  // `result` is written before `done` is signalled, read after
         private let done = DispatchSemaphore(value: 0)
         private var result: Result?
         private var finished = false
 
         init(_ box: Sandbox, _ arguments: [String]) {
-            DispatchQueue.global().async {
+            Thread {
                 self.result = try? box.icebox(arguments)
                 self.done.signal()
-            }
+            }.start()
         }
 
         /// The command's result once it ends within `seconds`, else nil.
