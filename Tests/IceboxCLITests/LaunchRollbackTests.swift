@@ -82,7 +82,7 @@ struct LaunchRollbackTests {
         kill(standIn, SIGSTOP)
         try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
 
-        let appCgroup = box.cgroupRoot + "/stuck"
+        let appCgroup = try #require(box.cgroupRoot) + "/stuck"
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
         let start = Clock.monotonicNanos()
@@ -146,7 +146,7 @@ struct LaunchRollbackTests {
         kill(standIn, SIGSTOP)
         try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
 
-        let appCgroup = box.cgroupRoot + "/held"
+        let appCgroup = try #require(box.cgroupRoot) + "/held"
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
         let start = Clock.monotonicNanos()
@@ -194,7 +194,7 @@ struct LaunchRollbackTests {
         let standIn = box.standIns()[0]
         kill(standIn, SIGSTOP)
         try #require(Scenario.eventually { Kernel.processState(standIn) == "T" })
-        let appCgroup = box.cgroupRoot + "/held"
+        let appCgroup = try #require(box.cgroupRoot) + "/held"
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var launch: Sandbox.Result?  // written by the launching thread before it signals
         DispatchQueue.global().async {
