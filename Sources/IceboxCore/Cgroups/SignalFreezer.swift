@@ -253,11 +253,6 @@ struct SignalThawSteps: FreezeSteps {
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
-    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
-        self.members = members
-        self.keepStopped = keepStopped
-    }
-
     mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
         let took = now.saturatingSub(startedAt)
         let pids = members()
