@@ -203,13 +203,9 @@ package final class Daemon {
         startAppLogRotation()
         startSpawnPool()
         signalReady()
-        log(
-            Event(
-                app: "-", pid: getpid(), kind: .daemon,
-                detail:
-                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
-                    + withoutText,
-                at: .read()))
+        logDaemon(
+            "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
+                + withoutText)
         if config.ownsProcess && !config.without.contains(.imageLock) { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
@@ -225,7 +221,7 @@ package final class Daemon {
         closeSharedNotify()
         freezerKeyHold?.release()
         if apps.isEmpty { removeEmptyRoots() }
-        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped", at: .read()))
+        logDaemon("daemon stopped")
         writeMetricsFile(now: Clock.monotonicNanos())
         // Everything is written: the runtime directory and the cgroup root are free before the
         // stop requesters hear "done". A command run right after `daemon --stop` starts the
@@ -252,18 +248,11 @@ package final class Daemon {
         do throws(SystemError) {
             let bytes = try ProgramImage.lockInMemory()
             let took = DurationText.format(Clock.monotonicNanos().saturatingSub(start))
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .daemon,
-                    detail: "program image locked in memory: \(bytes / 1024) KiB, in \(took)", at: .read()))
+            logDaemon("program image locked in memory: \(bytes / 1024) KiB, in \(took)")
         } catch {
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .daemon,
-                    detail:
-                        "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it",
-                    at: .read()
-                ))
+            logDaemon(
+                "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it"
+            )
         }
     }
 
@@ -463,10 +452,7 @@ package final class Daemon {
             } else {
                 // As `icebox daemon --stop`: the apps stay as they are, running or frozen, and
                 // the next daemon re-adopts them.
-                log(
-                    Event(
-                        app: "-", pid: getpid(), kind: .daemon,
-                        detail: "\(Signals.name(of: sig)) received: stopping; apps left as they are", at: .read()))
+                logDaemon("\(Signals.name(of: sig)) received: stopping; apps left as they are")
                 leaveAppsAndStop()
             }
         }
@@ -514,11 +500,7 @@ package final class Daemon {
                 settle(id, app: app.name, line: line, failed: .other(.unavailable))
             }
             if let fd = app.attachedClient {
-                send(
-                    fd,
-                    ControlReply(
-                        kind: .warning,
-                        text: "icebox: the daemon stopped; \(app.name) keeps running (icebox ps shows it once a daemon runs again)"))
+                send(fd, .warning, "icebox: the daemon stopped; \(app.name) keeps running (icebox ps shows it once a daemon runs again)")
             }
         }
         saveRegistry()
@@ -535,6 +517,9 @@ package final class Daemon {
             send(fd, reply)
         }
     }
+
+    /// An event of the daemon's own (`daemon`, app "-"), stamped now.
+    func logDaemon(_ detail: String) { log(Event(app: "-", pid: getpid(), kind: .daemon, detail: detail, at: .read())) }
 
     /// Marks an app's record (or, without a name, every record) for writing. The writes
     /// happen once per turn of the loop (flushRegistry), one small file per changed app, so a
