@@ -137,10 +137,7 @@ extension Daemon {
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.lifecycle.isEnding {
-                log(
-                    Event(
-                        app: name, pid: app.pid, kind: .detach, detail: "the attached icebox run went away; terminating the app",
-                        at: .read()))
+                log(.detach, app: name, pid: app.pid, "the attached icebox run went away; terminating the app")
                 apply(.terminate(waiter: nil, timeout: 10_000_000_000), to: app)
             }
         }
@@ -216,7 +213,7 @@ extension Daemon {
         do { try watches.epoll.modify(fd, events: events, token: token) } catch {
             // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
             // unseen; the watch stays as it was and the next call tries again. It was a try?.
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "client connection \(fd): \(error)", at: .read()))
+            log(.error, app: "-", pid: getpid(), "client connection \(fd): \(error)")
             return
         }
         client.watchingWritable = writable
@@ -416,10 +413,7 @@ extension Daemon {
                 rollBack()
                 return fail(fd, IceboxError("save the policy", error))
             }
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .policy,
-                    detail: "policy changed: " + settings.map(\.summary).joined(separator: ", "), at: .read()))
+            log(.policy, app: "-", pid: getpid(), "policy changed: " + settings.map(\.summary).joined(separator: ", "))
             var reply = ControlReply(kind: .data)
             reply.policy = policyEngine.policy
             send(fd, reply)

@@ -325,10 +325,8 @@ package final class Daemon {
         guard let error = hold.acquire(), !hold.failureLogged else { return }
         hold.failureLogged = true
         log(
-            Event(
-                app: "-", pid: nil, kind: .daemon,
-                detail: "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key",
-                at: .read()))
+            .daemon, app: "-", pid: nil,
+            "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key")
     }
 
     /// With no app left, the directories this daemon's apps lived under go too, if empty (a
@@ -392,10 +390,7 @@ package final class Daemon {
                 // stops as on SIGTERM, leaving the apps as they are for the next one to
                 // re-adopt, and `run` then fails with this.
                 loopFailure = IceboxError("wait for the daemon's events", error)
-                log(
-                    Event(
-                        app: "-", pid: getpid(), kind: .error, detail: "the event loop failed: \(error); stopping, leaving the apps",
-                        at: .read()))
+                log(.error, app: "-", pid: getpid(), "the event loop failed: \(error); stopping, leaving the apps")
                 return
             }
             for (token, events) in ready {
@@ -518,8 +513,13 @@ package final class Daemon {
         }
     }
 
-    /// An event of the daemon's own (`daemon`, app "-"), stamped now.
-    func logDaemon(_ detail: String) { log(Event(app: "-", pid: getpid(), kind: .daemon, detail: detail, at: .read())) }
+    /// An event of only a kind, an app, a pid and a detail, stamped now.
+    func log(_ kind: EventKind, app: String, pid: pid_t?, _ detail: String) {
+        log(Event(app: app, pid: pid, kind: kind, detail: detail, at: .read()))
+    }
+
+    /// An event of the daemon's own (`daemon`, app "-").
+    func logDaemon(_ detail: String) { log(.daemon, app: "-", pid: getpid(), detail) }
 
     /// Marks an app's record (or, without a name, every record) for writing. The writes
     /// happen once per turn of the loop (flushRegistry), one small file per changed app, so a
@@ -557,11 +557,11 @@ package final class Daemon {
         do {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
             if registryWriter.written(record.name) {
-                log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again", at: .read()))
+                log(.daemon, app: record.name, pid: nil, "registry record written again")
             }
         } catch {
             if registryWriter.failed(record.name, error.message) {
-                log(Event(app: record.name, pid: nil, kind: .error, detail: error.description, at: .read()))
+                log(.error, app: record.name, pid: nil, error.description)
             }
             throw error
         }
