@@ -612,8 +612,6 @@ int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t 
     int ms = timeout_ns < 0 ? -1 : (int)(timeout_ns > 60000000000LL ? 60000 : (timeout_ns + 999999) / 1000000);
     return epoll_wait(epfd, events, max, ms);
 }
-int icebox_set_pdeathsig(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
-
 ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     struct msghdr msg;

@@ -134,7 +134,6 @@ struct epoll_event;
 /* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
    milliseconds, rounded up, on a kernel without it (before 5.11). */
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
-int icebox_set_pdeathsig(int sig);
 /// 1 when this executable carries the init of a --pid-namespace app (the `icebox` executable:
 /// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links
 /// the libraries.

@@ -326,6 +326,8 @@ struct BenchReport {
         var evictEvery: Int
         var hold: Double
         var speedupMedian: Double?
+        // Only with --to-disk (left out when nil, as the synthesized coding does): the keys of a
+        // plain benchmark stay as they were.
         var diskSpeedupMedian: Double?
         var disk: DiskSizes?
         var units: String
@@ -338,23 +340,6 @@ struct BenchReport {
             case diskSpeedupMedian = "disk_speedup_median"
             case disk
             case units
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(version, forKey: .version)
-            try c.encode(command, forKey: .command)
-            try c.encode(backend, forKey: .backend)
-            try c.encode(ready, forKey: .ready)
-            try c.encode(runs, forKey: .runs)
-            try c.encode(warmup, forKey: .warmup)
-            try c.encode(evictEvery, forKey: .evictEvery)
-            try c.encode(hold, forKey: .hold)
-            try c.encodeIfPresent(speedupMedian, forKey: .speedupMedian)
-            // Only with --to-disk: the keys of a plain benchmark stay as they were.
-            try c.encodeIfPresent(diskSpeedupMedian, forKey: .diskSpeedupMedian)
-            try c.encodeIfPresent(disk, forKey: .disk)
-            try c.encode(units, forKey: .units)
         }
     }
 

@@ -101,7 +101,7 @@ enum DoctorCommand: IceboxCommand {
                     + (facts.freezerV1Problem.map { ": \($0)" }
                         ?? ": usable (--backend cgroup1)" + (facts.freezerV1RootExists ? "" : " (created at the first launch)"))))
         f.append(Finding(check: "v1 memory", ok: m.memoryV1 != nil, detail: m.memoryV1 ?? "not mounted"))
-        let pidfd = HostFacts.pidfdWorks
+        let pidfd = ProcessHandle.pidfdWorks
         f.append(
             Finding(
                 check: "pidfd", ok: pidfd, detail: pidfd ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3"))

@@ -7,7 +7,6 @@ struct CompletionValues: Equatable, Hashable, Sendable {
         case none
         case files
         case directories
-        case executables
         /// The apps a running daemon supervises (`icebox completion --names`).
         case liveApps = "live-apps"
         /// The same and the ended ones (`icebox completion --names --all`).

@@ -182,7 +182,6 @@ enum FishCompletion {
         switch v.source {
         case .files: return "-r -F"
         case .directories: return "-x -a '(__fish_complete_directories)'"
-        case .executables: return "-x -a '(__fish_complete_command)'"
         case .liveApps: return "-x -a '(__icebox_apps)'"
         case .allApps: return "-x -a '(__icebox_apps --all)'"
         case .none:

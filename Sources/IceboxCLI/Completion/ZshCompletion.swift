@@ -117,7 +117,6 @@ enum ZshCompletion {
         switch v.source {
         case .files: return "_files"
         case .directories: return "_files -/"
-        case .executables: return "_command_names -e"
         case .liveApps: return "_icebox_apps"
         case .allApps: return "_icebox_all_apps"
         case .none:

@@ -26,13 +26,8 @@ enum TopKeys {
             let b = bytes[i]
             switch b {
             case 0x1B:
-                guard i + 1 < bytes.count else {
-                    keys.append(.escape)
-                    i += 1
-                    continue
-                }
-                let next = bytes[i + 1]
-                guard next == UInt8(ascii: "[") || next == UInt8(ascii: "O") else {
+                // ESC alone, or before anything but CSI or SS3: the Escape key.
+                guard i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "[") || bytes[i + 1] == UInt8(ascii: "O") else {
                     keys.append(.escape)
                     i += 1
                     continue

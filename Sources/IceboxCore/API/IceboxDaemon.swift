@@ -230,15 +230,7 @@ extension IceboxDaemon {
     ) throws -> Result {
         let daemon = try start(
             executable: executable, runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
-        let result: Result
-        do { result = try body(daemon) } catch {
-            // The body's error is the one thrown (the stop still runs, as documented); a failing
-            // stop here must not hide it.
-            try? daemon.stop()
-            throw error
-        }
-        try daemon.stop()
-        return result
+        return try runThenStop(stop: { try daemon.stop() }) { try body(daemon) }
     }
 
     /// The same for an `async` body.
@@ -248,15 +240,7 @@ extension IceboxDaemon {
     ) async throws -> Result {
         let daemon = try start(
             executable: executable, runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
-        let result: Result
-        do { result = try await body(daemon) } catch {
-            // The body's error is the one thrown (the stop still runs, as documented); a failing
-            // stop here must not hide it.
-            try? daemon.stop()
-            throw error
-        }
-        try daemon.stop()
-        return result
+        return try await runThenStop(stop: { try daemon.stop() }) { try await body(daemon) }
     }
 }
 

@@ -23,15 +23,7 @@ extension Supervisor {
     ) throws -> Result {
         let supervisor = try start(
             runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
-        let result: Result
-        do { result = try body(supervisor) } catch {
-            // The body's error is the one thrown (the stop still runs, as documented); a failing
-            // stop here must not hide it.
-            try? supervisor.stop()
-            throw error
-        }
-        try supervisor.stop()
-        return result
+        return try runThenStop(stop: { try supervisor.stop() }) { try body(supervisor) }
     }
 
     /// The same for an `async` body (an `async` test that awaits events).
@@ -41,14 +33,32 @@ extension Supervisor {
     ) async throws -> Result {
         let supervisor = try start(
             runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
-        let result: Result
-        do { result = try await body(supervisor) } catch {
-            // The body's error is the one thrown (the stop still runs, as documented); a failing
-            // stop here must not hide it.
-            try? supervisor.stop()
-            throw error
-        }
-        try supervisor.stop()
-        return result
+        return try await runThenStop(stop: { try supervisor.stop() }) { try await body(supervisor) }
     }
+}
+
+/// The scoped forms' one rule (`Supervisor.with`, `IceboxDaemon.with`): `body` runs, then
+/// `stop`, whether `body` returns or throws. The body's error is the one thrown.
+func runThenStop<Result>(stop: () throws -> Void, _ body: () throws -> Result) throws -> Result {
+    let result: Result
+    do { result = try body() } catch {
+        // The body's error is the one thrown (the stop still runs, as documented); a failing
+        // stop here must not hide it.
+        try? stop()
+        throw error
+    }
+    try stop()
+    return result
+}
+
+/// The same for an `async` body.
+func runThenStop<Result>(stop: () throws -> Void, _ body: () async throws -> Result) async throws -> Result {
+    let result: Result
+    do { result = try await body() } catch {
+        // As above: the body's error is the one thrown; a failing stop must not hide it.
+        try? stop()
+        throw error
+    }
+    try stop()
+    return result
 }

@@ -387,12 +387,6 @@ package final class AppCgroups: Sendable {
         let leftovers: Int
         var backoff = Backoff(cap: 10_000_000)
         var outcome: DestroyProgress?
-
-        init(startedAt: UInt64, deadline: UInt64, leftovers: Int) {
-            self.startedAt = startedAt
-            self.deadline = deadline
-            self.leftovers = leftovers
-        }
     }
 
     private func step(_ destroy: inout Destroy, now: UInt64) -> DestroyProgress {

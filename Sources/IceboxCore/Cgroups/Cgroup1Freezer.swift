@@ -98,13 +98,6 @@ package struct Cgroup1Freezer: Freezer {
         let failedAtStart: FreezeFailure?
         var backoff = Backoff(cap: 10_000_000)
 
-        init(freezer: Cgroup1Freezer, direction: FreezeDirection, lastRetry: UInt64, failedAtStart: FreezeFailure?) {
-            self.freezer = freezer
-            self.direction = direction
-            self.lastRetry = lastRetry
-            self.failedAtStart = failedAtStart
-        }
-
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
             let took = now.saturatingSub(startedAt)
             let state: String

@@ -44,7 +44,6 @@ package struct Cgroup2: Sendable, Equatable {
     package func file(_ name: String) -> String { path + "/" + name }
 
     package var exists: Bool { FileIO.isDirectory(path) }
-    package var supportsFreeze: Bool { FileIO.exists(file(Self.freezeFile)) }
     package var supportsKill: Bool { FileIO.exists(file(Self.killFile)) }
 
     package func create() throws(SystemError) {

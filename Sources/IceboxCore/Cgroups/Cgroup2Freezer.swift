@@ -76,12 +76,6 @@ package struct Cgroup2Freezer: Freezer {
         let failedAtStart: FreezeFailure?
         var backoff = Backoff(cap: 10_000_000)
 
-        init(freezer: Cgroup2Freezer, direction: FreezeDirection, failedAtStart: FreezeFailure?) {
-            self.freezer = freezer
-            self.direction = direction
-            self.failedAtStart = failedAtStart
-        }
-
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
             let took = now.saturatingSub(startedAt)
             let events: CgroupEvents

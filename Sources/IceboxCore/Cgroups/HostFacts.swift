@@ -236,6 +236,4 @@ package struct HostFacts: Sendable {
         let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
         return parts.count == 2 && (parts[0], parts[1]) >= needed
     }
-
-    package static var pidfdWorks: Bool { ProcessHandle.pidfdWorks }
 }

@@ -85,21 +85,10 @@ package struct SignalFreezer: Freezer {
         members().contains { pid in Self.stoppedState(ProcFS.state(pid: pid) ?? " ") }
     }
 
-    /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links.
+    /// A process and all its descendants (for `icebox freeze --pid`), found through ppid links
+    /// (an adoption's fallback walk, unbounded).
     package static func processTree(root: pid_t) -> [pid_t] {
-        // /proc is always listable where icebox runs; an empty list gives the tree of the root alone, which
-        // is still frozen.
-        let all = ((try? FileIO.list("/proc")) ?? []).compactMap { pid_t($0) }
-        var children: [pid_t: [pid_t]] = [:]
-        for pid in all { if let st = ProcFS.stat(pid: pid) { children[st.ppid, default: []].append(pid) } }
-        var out: [pid_t] = []
-        var queue = [root]
-        while let p = queue.popLast() {
-            guard FileIO.exists("/proc/\(p)") else { continue }
-            out.append(p)
-            queue.append(contentsOf: children[p] ?? [])
-        }
-        return out
+        AdoptionCheck.treeByParent(root: root, procRoot: "/proc", limit: .max)
     }
 }
 
@@ -252,11 +241,6 @@ struct SignalThawSteps: FreezeSteps {
     var running: [pid_t: Int] = [:]  // pids confirmed running → their thread count
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
-
-    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
-        self.members = members
-        self.keepStopped = keepStopped
-    }
 
     mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
         let took = now.saturatingSub(startedAt)

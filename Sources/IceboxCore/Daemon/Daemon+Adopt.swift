@@ -118,10 +118,7 @@ extension Daemon {
             throw error
         }
         do { try cgroups.endMoveHold() } catch {
-            log(
-                Event(
-                    app: options.name, pid: main, kind: .error, detail: "adopt: the move's freeze could not be lifted: \(error)",
-                    at: .read()))
+            log(.error, app: options.name, pid: main, "adopt: the move's freeze could not be lifted: \(error)")
         }
         let moveNanos = Clock.monotonicNanos().saturatingSub(moveStart)
         record.cgroup = cgroups.v2Path
@@ -366,10 +363,7 @@ extension Daemon {
         do { try cgroups.endMoveHold() } catch { problems.append("cannot thaw: \(error)") }
         let left = cgroups.removeEmptied()
         if !problems.isEmpty || !left.isEmpty {
-            log(
-                Event(
-                    app: cgroups.name, pid: nil, kind: .error, detail: "adopt rolled back: " + (problems + left).joined(separator: "; "),
-                    at: .read()))
+            log(.error, app: cgroups.name, pid: nil, "adopt rolled back: " + (problems + left).joined(separator: "; "))
         }
     }
 
@@ -397,12 +391,9 @@ extension Daemon {
         if problems.isEmpty { removeRecord(saved.name) }
         let outcome = (problems + left).isEmpty ? "" : "; " + (problems + left).joined(separator: "; ")
         log(
-            Event(
-                app: saved.name, pid: saved.pid, kind: .error,
-                detail:
-                    "the adoption of pid \(saved.pid) was cut short by the daemon's end: \(count) process\(count == 1 ? "" : "es") moved back to \(target.v2 ?? target.freezerV1 ?? "?"), thawed; not adopted\(outcome)",
-                at: .read()
-            ))
+            .error, app: saved.name, pid: saved.pid,
+            "the adoption of pid \(saved.pid) was cut short by the daemon's end: \(count) process\(count == 1 ? "" : "es") moved back to \(target.v2 ?? target.freezerV1 ?? "?"), thawed; not adopted\(outcome)"
+        )
         if !problems.isEmpty { leaveUnadopted(saved, why: "its interrupted adoption could not be undone") }
     }
 

@@ -76,7 +76,7 @@ extension Daemon {
     /// record (as left running), never dropped without a word.
     func leaveUnadopted(_ saved: AppRecord, why: String) {
         var record = saved
-        log(Event(app: record.name, pid: record.pid, kind: .error, detail: "cannot re-adopt: \(why); left running", at: .read()))
+        log(.error, app: record.name, pid: record.pid, "cannot re-adopt: \(why); left running")
         record.state = .exited
         record.ending = "left running: not re-adopted (\(why))"
         ended[record.name] = record
@@ -172,12 +172,9 @@ extension Daemon {
             record.ending = "launch interrupted by a daemon restart; never started"
             ended[record.name] = record
             log(
-                Event(
-                    app: saved.name, pid: nil, kind: .error,
-                    detail:
-                        "an interrupted launch's cgroup holds \(inside.count) process(es) without this daemon's marks (another daemon's?): left alone",
-                    at: .read()
-                ))
+                .error, app: saved.name, pid: nil,
+                "an interrupted launch's cgroup holds \(inside.count) process(es) without this daemon's marks (another daemon's?): left alone"
+            )
             return
         }
         recordEndedWhileAway(saved, ending: "launch interrupted by a daemon restart" + (ours.isEmpty ? "; never started" : ""))
@@ -204,11 +201,7 @@ extension Daemon {
                 if inside.contains(getpid()) { continue }
                 if inside.isEmpty {
                     if ownsRoot && CgroupTree.remove(path).isEmpty {
-                        log(
-                            Event(
-                                app: name, pid: nil, kind: .daemon, detail: "removed an empty leftover cgroup \(path) (no app claims it)",
-                                at: .read())
-                        )
+                        log(.daemon, app: name, pid: nil, "removed an empty leftover cgroup \(path) (no app claims it)")
                     }
                     continue
                 }
@@ -234,12 +227,9 @@ extension Daemon {
                 }
                 for pid in ours { kill(pid, SIGKILL) }
                 log(
-                    Event(
-                        app: name, pid: nil, kind: .error,
-                        detail:
-                            "\(ours.count) process(es) with this app's marks in \(path) but no record and no main process (or the name is taken): killed",
-                        at: .read()
-                    ))
+                    .error, app: name, pid: nil,
+                    "\(ours.count) process(es) with this app's marks in \(path) but no record and no main process (or the name is taken): killed"
+                )
             }
         }
     }

@@ -113,10 +113,8 @@ extension Daemon {
             saveRegistry(app.name)  // said in the log; tried again next turn
         }
         log(
-            Event(
-                app: app.name, pid: app.pid, kind: .checkpoint,
-                detail: "criu dump started (pid \(run.pid)) into \(images.directory); the app had \(SizeText.format(memory))",
-                at: .read()))
+            .checkpoint, app: app.name, pid: app.pid,
+            "criu dump started (pid \(run.pid)) into \(images.directory); the app had \(SizeText.format(memory))")
     }
 
     /// The criu (or sync) run of an app's checkpoint or restore has ended, or may have.
@@ -160,17 +158,14 @@ extension Daemon {
                 try watch(work.run.handle.pidfd, .criu(app.name))
             } catch {
                 // The tree is gone already (criu killed it): the images are what there is.
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "cannot sync the images: \(error)", at: .read()))
+                log(.error, app: app.name, pid: app.pid, "cannot sync the images: \(error)")
                 return checkpointWritten(app, work, syncNanos: 0)
             }
             work.stage = .sync
             app.checkpoint = work
         case .sync:
             if termination != .exited(0) {
-                log(
-                    Event(
-                        app: app.name, pid: app.pid, kind: .error,
-                        detail: "sync of the images \(termination): they may not survive a crash of the host", at: .read()))
+                log(.error, app: app.name, pid: app.pid, "sync of the images \(termination): they may not survive a crash of the host")
             }
             checkpointWritten(app, work, syncNanos: now.saturatingSub(work.run.started))
         }
@@ -179,7 +174,7 @@ extension Daemon {
     private func checkpointWritten(_ app: LiveApp, _ work: CheckpointWork, syncNanos: UInt64) {
         app.checkpoint = nil
         do { try work.images.markComplete() } catch {
-            log(Event(app: app.name, pid: app.pid, kind: .error, detail: "cannot mark the images complete: \(error)", at: .read()))
+            log(.error, app: app.name, pid: app.pid, "cannot mark the images complete: \(error)")
         }
         let written = DiskCheckpoint(
             images: work.images.directory, dumpNanos: work.dumpNanos, syncNanos: syncNanos, imageBytes: work.images.bytes(),
@@ -205,7 +200,7 @@ extension Daemon {
     /// Removes an app's images, saying so if that fails (they hold its heap).
     func discardImages(_ images: CheckpointImages, of name: String) {
         do { try images.discard() } catch {
-            log(Event(app: name, pid: nil, kind: .error, detail: "cannot remove the images \(images.directory): \(error)", at: .read()))
+            log(.error, app: name, pid: nil, "cannot remove the images \(images.directory): \(error)")
         }
     }
 }

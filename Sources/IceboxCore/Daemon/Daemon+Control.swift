@@ -48,10 +48,7 @@ extension Daemon {
         // Appending to the log needs a descriptor of its own.
         acceptGate.releaseReserve()
         defer { acceptGate.holdReserve() }
-        log(
-            Event(
-                app: "-", pid: getpid(), kind: .daemon,
-                detail: "cannot accept control connections: out of descriptors, \(why); retrying as descriptors free up", at: .read()))
+        logDaemon("cannot accept control connections: out of descriptors, \(why); retrying as descriptors free up")
     }
 
     /// Watches the listener again after `pauseAccepting`.
@@ -124,7 +121,7 @@ extension Daemon {
     /// A misbehaving client is dropped, with the reason logged; the daemon goes on.
     func cutOff(_ fd: Int32, _ why: String) {
         let peer = UnixSocket.peerCredentials(fd).map { "pid \($0.pid)" } ?? "a client"
-        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "cut off \(peer) on the control socket: it \(why)", at: .read()))
+        logDaemon("cut off \(peer) on the control socket: it \(why)")
         clientGone(fd, drain: false)
     }
 
@@ -140,10 +137,7 @@ extension Daemon {
         if let name = client.attachedApp, let app = apps[name], app.attachedClient == fd {
             app.attachedClient = nil
             if !app.lifecycle.isEnding {
-                log(
-                    Event(
-                        app: name, pid: app.pid, kind: .detach, detail: "the attached icebox run went away; terminating the app",
-                        at: .read()))
+                log(.detach, app: name, pid: app.pid, "the attached icebox run went away; terminating the app")
                 apply(.terminate(waiter: nil, timeout: 10_000_000_000), to: app)
             }
         }
@@ -182,6 +176,9 @@ extension Daemon {
         clients.queued(fd)
     }
 
+    /// Queues a reply of only a kind and its text (a `line`, a `warning`).
+    func send(_ fd: Int32, _ kind: ControlReply.Kind, _ text: String) { send(fd, ControlReply(kind: kind, text: text)) }
+
     /// Sends what this turn of the loop queued for each client.
     func flushReplies() {
         for fd in clients.takeUnflushed() { flushClient(fd) }
@@ -216,7 +213,7 @@ extension Daemon {
         do { try watches.epoll.modify(fd, events: events, token: token) } catch {
             // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
             // unseen; the watch stays as it was and the next call tries again. It was a try?.
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "client connection \(fd): \(error)", at: .read()))
+            log(.error, app: "-", pid: getpid(), "client connection \(fd): \(error)")
             return
         }
         client.watchingWritable = writable
@@ -383,11 +380,7 @@ extension Daemon {
             } else {
                 leaveAppsAndStop()
                 let n = apps.count
-                send(
-                    fd,
-                    ControlReply(
-                        kind: .line, text: "daemon stopping; \(n) app\(n == 1 ? "" : "s") left as they are, for the next daemon to re-adopt"
-                    ))
+                send(fd, .line, "daemon stopping; \(n) app\(n == 1 ? "" : "s") left as they are, for the next daemon to re-adopt")
             }
         case .metrics(let format):
             // One reply holding the whole text (the client prints it with a final newline).
@@ -420,10 +413,7 @@ extension Daemon {
                 rollBack()
                 return fail(fd, IceboxError("save the policy", error))
             }
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .policy,
-                    detail: "policy changed: " + settings.map(\.summary).joined(separator: ", "), at: .read()))
+            log(.policy, app: "-", pid: getpid(), "policy changed: " + settings.map(\.summary).joined(separator: ", "))
             var reply = ControlReply(kind: .data)
             reply.policy = policyEngine.policy
             send(fd, reply)
@@ -457,12 +447,9 @@ extension Daemon {
             if ended[name]?.isAdopted == true {
                 // icebox never started it: what it has is what /proc showed when it was adopted.
                 send(
-                    fd,
-                    ControlReply(
-                        kind: .line,
-                        text:
-                            "\(name)  was adopted, not launched: relaunching it with the command line, working directory and environment read from /proc/\(ended[name]?.pid ?? 0) at its adoption: \(options.command.joined(separator: " "))"
-                    ))
+                    fd, .line,
+                    "\(name)  was adopted, not launched: relaunching it with the command line, working directory and environment read from /proc/\(ended[name]?.pid ?? 0) at its adoption: \(options.command.joined(separator: " "))"
+                )
             }
             options.attached = false
             options.nameIsDefault = false
@@ -614,29 +601,19 @@ extension Daemon {
                 // A launching app cannot be suspended yet (refused until it is ready).
                 let then = app.record.state == .launching ? "once it is active" : "first"
                 send(
-                    fd,
-                    ControlReply(
-                        kind: .warning,
-                        text:
-                            "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) \(then))"
-                    ))
+                    fd, .warning,
+                    "icebox: \(name) is \(app.record.state.rawValue): compact works on suspended apps (icebox suspend \(name) \(then))")
                 code = .failure
                 continue
             }
             switch compact(app, mode: mode) {
             case .success(let r):
                 send(
-                    fd,
-                    ControlReply(
-                        kind: .line,
-                        text:
-                            "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): \(r.summary); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
-                    ))
+                    fd, .line,
+                    "\(name)  compacted (\(mode.rawValue), \(r.method.rawValue)) in \(DurationText.format(r.durationNanos)): \(r.summary); \(r.vmasAdvised) mappings, \(SizeText.format(r.bytesAdvised)) advised, \(r.rangesSkipped) ranges refused"
+                )
                 if mode == .pageout && !SystemMemory.hasSwap() {
-                    send(
-                        fd,
-                        ControlReply(
-                            kind: .line, text: "\(name)  this host has no swap: anonymous pages stay resident, file-backed pages go"))
+                    send(fd, .line, "\(name)  this host has no swap: anonymous pages stay resident, file-backed pages go")
                 }
             case .failure(let e):
                 send(fd, ControlReply(kind: .warning, text: "icebox: \(e)"))

@@ -20,21 +20,13 @@ extension Daemon {
         }
         descriptors.keepingAppFiles = plenty
         if plenty {
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .daemon,
-                    detail: "\(apps.count) apps: descriptors are plenty again; apps keep their cgroup files open between operations",
-                    at: .read()))
+            logDaemon("\(apps.count) apps: descriptors are plenty again; apps keep their cgroup files open between operations")
             return
         }
         for app in apps.values { shedDescriptors(app) }
-        log(
-            Event(
-                app: "-", pid: getpid(), kind: .daemon,
-                detail:
-                    "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptors.budget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)",
-                at: .read()
-            ))
+        logDaemon(
+            "\(apps.count) apps: keeping \(DescriptorBudget.keptPerApp) descriptors each would take more than half the limit of \(descriptors.budget.limit); cgroup files are now opened per operation, and apps launched from now on share the notify socket \(config.paths.sharedNotifySocket)"
+        )
     }
 
     /// Lets go of what `app` keeps open between operations, unless one is under way (its

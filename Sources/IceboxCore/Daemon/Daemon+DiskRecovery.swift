@@ -24,9 +24,8 @@ extension Daemon {
                 // memory, and the images, whatever they are, go.
                 try? images.discard()  // partial: nothing reads them
                 log(
-                    Event(
-                        app: saved.name, pid: saved.pid, kind: .checkpoint,
-                        detail: "a checkpoint to disk was under way when the last daemon ended; the app is still in memory", at: .read()))
+                    .checkpoint, app: saved.name, pid: saved.pid,
+                    "a checkpoint to disk was under way when the last daemon ended; the app is still in memory")
                 return adopt(record)
             }
             guard images.isComplete || images.dumpLogSaysDone else {
@@ -101,11 +100,9 @@ extension Daemon {
             let handle = try? ProcessHandle(adopting: pid)  // gone meanwhile: nothing to wait for
         else { return }
         log(
-            Event(
-                app: record.name, pid: pid, kind: .daemon,
-                detail:
-                    "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)",
-                at: .read()))
+            .daemon, app: record.name, pid: pid,
+            "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)"
+        )
         let deadline = Clock.monotonicNanos().saturatingAdd(Self.leftCriuWaitNanos)
         if (try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)) ?? 0 == 0 {  // failed or timed out: kill it
             _ = try? handle.send(SIGKILL)  // gone already: nothing to kill

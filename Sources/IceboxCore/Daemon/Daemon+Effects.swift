@@ -100,7 +100,7 @@ extension Daemon {
         switch effect {
         case .signal(let sig):
             do { try app.handle.send(sig) } catch {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "\(Signals.name(of: sig)) not sent: \(error)", at: .read()))
+                log(.error, app: app.name, pid: app.pid, "\(Signals.name(of: sig)) not sent: \(error)")
             }
         case .signalMembers(let sig):
             for pid in app.members() { kill(pid, sig) }
@@ -332,7 +332,7 @@ extension Daemon {
             let aside = app.freeze?.aside
             endOperation(app)
             if let aside {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "thaw \(aside.why) failed: \(failure)", at: .read()))
+                log(.error, app: app.name, pid: app.pid, "thaw \(aside.why) failed: \(failure)")
             } else {
                 if op.direction == .freeze {
                     // Typed for the clients waiting on this suspend: the stuck tasks' processes.
@@ -408,7 +408,7 @@ extension Daemon {
     func killAll(_ app: LiveApp) {
         if !app.cgroups.isEmpty {
             for problem in app.cgroups.killAll() {
-                log(Event(app: app.name, pid: app.pid, kind: .error, detail: "kill: \(problem)", at: .read()))
+                log(.error, app: app.name, pid: app.pid, "kill: \(problem)")
             }
         } else {
             for pid in ProcFS.pids(inSession: app.pid) { kill(pid, SIGKILL) }

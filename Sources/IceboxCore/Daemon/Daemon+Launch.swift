@@ -84,7 +84,7 @@ extension Daemon {
         if let problem = app.cgroups.memoryV1Problem {
             let text =
                 "no v1 memory cgroup: \(problem); the app runs without one (its memory is read from its v2 cgroup, if that has the memory controller)"
-            log(Event(app: app.name, pid: app.pid, kind: .error, detail: text, at: .read()))
+            log(.error, app: app.name, pid: app.pid, text)
             if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
         }
         // A detached launch answers once the app is ready (or gone).
@@ -103,7 +103,7 @@ extension Daemon {
         if let fd {
             fail(fd, e)
         } else {
-            log(Event(app: name, pid: nil, kind: .error, detail: "launch failed: \(e)", at: .read()))
+            log(.error, app: name, pid: nil, "launch failed: \(e)")
         }
     }
 
@@ -155,7 +155,7 @@ extension Daemon {
             case .spawned(let spawned): result = .success(spawned)
             case .failed(let error): result = .failure(error)
             case .unusable(let why):
-                log(Event(app: name, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(why)); spawning directly", at: .read()))
+                log(.daemon, app: name, pid: nil, "spawn stand-in unusable (\(why)); spawning directly")
                 result = directSpawn(pending.request)
             }
             launched(try pending.finish(result), client: pending.client)
@@ -392,10 +392,7 @@ extension Daemon {
                             finish: finish, rollBack: undo,
                             release: { for fd in fds { close(fd) } }))
                 } catch {
-                    log(
-                        Event(
-                            app: options.name, pid: nil, kind: .daemon, detail: "spawn stand-in unusable (\(error)); spawning directly",
-                            at: .read()))
+                    log(.daemon, app: options.name, pid: nil, "spawn stand-in unusable (\(error)); spawning directly")
                 }
             }
             let outcome = directSpawn(request)
@@ -523,10 +520,7 @@ extension Daemon {
             environment: env, cwd: app.record.options.workingDirectory, identity: app.record.options.runAs?.identity,
             cgroups: app.cgroups.isEmpty ? nil : app.cgroups, descriptorSoftLimit: descriptors.originalLimit)
         if let problem = probe.takeStartProblem() {
-            log(
-                Event(
-                    app: app.name, pid: app.pid, kind: .error,
-                    detail: "readiness probe cannot start: \(problem); tried again until the ready timeout", at: .read()))
+            log(.error, app: app.name, pid: app.pid, "readiness probe cannot start: \(problem); tried again until the ready timeout")
         }
         followProbe(app, step)
     }

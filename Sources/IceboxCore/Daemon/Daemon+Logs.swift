@@ -13,7 +13,7 @@ extension Daemon {
             try watch(rotator.fd, .appLogs)
             appLogs = rotator
         } catch {
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)", at: .read()))
+            log(.error, app: "-", pid: getpid(), "the apps' output logs will not be rotated: \(error)")
         }
     }
 
@@ -28,13 +28,11 @@ extension Daemon {
     func stepAppLogs(now: UInt64) {
         guard let appLogs else { return }
         for failure in appLogs.step(now: now) {
-            log(Event(app: failure.app, pid: nil, kind: .error, detail: failure.text, at: .read()))
+            log(.error, app: failure.app, pid: nil, failure.text)
         }
         if appLogs.armed, watches.token(of: appLogs.fd) == nil {
             do { try watch(appLogs.fd, .appLogs) } catch {
-                log(
-                    Event(app: "-", pid: getpid(), kind: .error, detail: "the apps' output logs will not be rotated: \(error)", at: .read())
-                )
+                log(.error, app: "-", pid: getpid(), "the apps' output logs will not be rotated: \(error)")
                 self.appLogs = nil
             }
         }

@@ -35,7 +35,7 @@ extension Daemon {
         } catch {
             let text = "metrics file: \(error); the next change tries again"
             guard metricsFile.failed(text) else { return }
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: text, at: .read()))
+            log(.error, app: "-", pid: getpid(), text)
         }
     }
 }

@@ -98,19 +98,13 @@ extension Daemon {
 
     func logDroppedNotify(_ app: LiveApp, now: UInt64) {
         guard let (n, pid) = app.notifyDrops.take(now: now) else { return }
-        log(
-            Event(
-                app: app.name, pid: pid, kind: .notify,
-                detail: "dropped \(NotifyDrops.describe(n, sender: pid)): not a process of \(app.name)", at: .read()))
+        log(.notify, app: app.name, pid: pid, "dropped \(NotifyDrops.describe(n, sender: pid)): not a process of \(app.name)")
     }
 
     func logSharedNotifyDrops(now: UInt64) {
         guard let (n, pid) = descriptors.sharedNotifyDrops.take(now: now) else { return }
         log(
-            Event(
-                app: "-", pid: pid, kind: .notify,
-                detail: "dropped \(NotifyDrops.describe(n, sender: pid)) on the shared notify socket: not a process of an app that uses it",
-                at: .read()
-            ))
+            .notify, app: "-", pid: pid,
+            "dropped \(NotifyDrops.describe(n, sender: pid)) on the shared notify socket: not a process of an app that uses it")
     }
 }

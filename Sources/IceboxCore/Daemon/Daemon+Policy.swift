@@ -25,17 +25,17 @@ extension Daemon {
             policyEngine.policy = saved
             // Once dropped unseen: a policy.json that gives no policy ran the defaults silently.
             if let problem {
-                log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(problem); defaults used", at: .read()))
+                log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used")
             }
         }
         do { try applyPolicy() } catch {
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: \(error); pressure trigger off", at: .read()))
+            log(.error, app: "-", pid: getpid(), "policy: \(error); pressure trigger off")
             policyEngine.policy.pressure = nil
         }
         // A failed write fails loudly, but must not stop a daemon whose policy is in memory:
         // said in the event log (it was dropped unseen, and the next start read the old file).
         do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
-            log(Event(app: "-", pid: getpid(), kind: .error, detail: "policy: cannot save it: \(error)", at: .read()))
+            log(.error, app: "-", pid: getpid(), "policy: cannot save it: \(error)")
         }
     }
 
@@ -90,15 +90,12 @@ extension Daemon {
             // Only adds figures to the line: the trigger fired either way, and the eviction goes
             // on.
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
-            log(Event(app: "-", pid: getpid(), kind: .pressure, detail: "PSI trigger \(trigger.spec) crossed\(stats)", at: .read()))
+            log(.pressure, app: "-", pid: getpid(), "PSI trigger \(trigger.spec) crossed\(stats)")
             enforcePolicy(pressure: true)
         case .gone:
             unwatch(trigger.fd)
             policyEngine.pressureTrigger = nil
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .error, detail: "the PSI trigger's file \(trigger.path) is gone; pressure trigger off",
-                    at: .read()))
+            log(.error, app: "-", pid: getpid(), "the PSI trigger's file \(trigger.path) is gone; pressure trigger off")
         case .quiet:
             break
         }
@@ -195,7 +192,7 @@ extension Daemon {
         let refusal = target == .disk ? checkpointRefusal(app) : nil
         let toDisk = target == .disk && refusal == nil
         if let why = refusal {
-            log(Event(app: app.name, pid: app.pid, kind: .policy, detail: "not checkpointed to disk: \(why); killed instead", at: .read()))
+            log(.policy, app: app.name, pid: app.pid, "not checkpointed to disk: \(why); killed instead")
         }
         apply(.policyVictim(grace: policyEngine.policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
     }
@@ -312,7 +309,7 @@ extension Daemon {
             return .success(report)
         } catch {
             let e = IceboxError("compact \(app.name)", error)
-            log(Event(app: app.name, pid: app.pid, kind: .error, detail: e.description, at: .read()))
+            log(.error, app: app.name, pid: app.pid, e.description)
             return .failure(e)
         }
     }

@@ -9,7 +9,7 @@ extension Daemon {
     /// removals were once dropped unseen (`try?`).
     func removeRecord(_ name: String) {
         do { try Registry.remove(name, directory: config.paths.registryDir) } catch {
-            log(Event(app: name, pid: nil, kind: .error, detail: "registry: \(error)", at: .read()))
+            log(.error, app: name, pid: nil, "registry: \(error)")
         }
     }
 
@@ -17,7 +17,7 @@ extension Daemon {
     /// the event log why it could not.
     func restoreRecord(_ record: AppRecord) {
         do { try writeRecord(record) } catch {
-            log(Event(app: record.name, pid: nil, kind: .error, detail: "registry: \(error)", at: .read()))
+            log(.error, app: record.name, pid: nil, "registry: \(error)")
         }
     }
 }

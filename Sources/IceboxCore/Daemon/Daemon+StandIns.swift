@@ -94,7 +94,7 @@ extension Daemon {
                 unwatch(entry.standIn.watchDescriptor)
                 dismissStandIn(entry)
             }
-            log(Event(app: "-", pid: getpid(), kind: .daemon, detail: reason, at: .read()))
+            logDaemon(reason)
             if spawnPool.fillAt == nil { deferSpawnPoolFill() }
         }
     }

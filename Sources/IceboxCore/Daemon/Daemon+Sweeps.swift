@@ -53,9 +53,6 @@ extension Daemon {
     private func logSweep(_ sweep: CgroupSweeper.Sweep, _ end: CgroupRemoval.End, at: UInt64) {
         let took = DurationText.format(at.saturatingSub(sweep.startedAt))
         let failed = if case .failed = end { true } else { false }
-        log(
-            Event(
-                app: sweep.name, pid: nil, kind: failed ? .error : .daemon,
-                detail: "cgroups of \(sweep.what): \(end) (in \(took))", at: .read()))
+        log(failed ? .error : .daemon, app: sweep.name, pid: nil, "cgroups of \(sweep.what): \(end) (in \(took))")
     }
 }

@@ -203,13 +203,9 @@ package final class Daemon {
         startAppLogRotation()
         startSpawnPool()
         signalReady()
-        log(
-            Event(
-                app: "-", pid: getpid(), kind: .daemon,
-                detail:
-                    "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
-                    + withoutText,
-                at: .read()))
+        logDaemon(
+            "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
+                + withoutText)
         if config.ownsProcess && !config.without.contains(.imageLock) { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
@@ -225,7 +221,7 @@ package final class Daemon {
         closeSharedNotify()
         freezerKeyHold?.release()
         if apps.isEmpty { removeEmptyRoots() }
-        log(Event(app: "-", pid: getpid(), kind: .daemon, detail: "daemon stopped", at: .read()))
+        logDaemon("daemon stopped")
         writeMetricsFile(now: Clock.monotonicNanos())
         // Everything is written: the runtime directory and the cgroup root are free before the
         // stop requesters hear "done". A command run right after `daemon --stop` starts the
@@ -252,18 +248,11 @@ package final class Daemon {
         do throws(SystemError) {
             let bytes = try ProgramImage.lockInMemory()
             let took = DurationText.format(Clock.monotonicNanos().saturatingSub(start))
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .daemon,
-                    detail: "program image locked in memory: \(bytes / 1024) KiB, in \(took)", at: .read()))
+            logDaemon("program image locked in memory: \(bytes / 1024) KiB, in \(took)")
         } catch {
-            log(
-                Event(
-                    app: "-", pid: getpid(), kind: .daemon,
-                    detail:
-                        "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it",
-                    at: .read()
-                ))
+            logDaemon(
+                "could not lock the program image in memory (\(error)); under memory pressure the daemon's code may be paged out, and commands start slower after an idle spell; CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l) allows it"
+            )
         }
     }
 
@@ -336,10 +325,8 @@ package final class Daemon {
         guard let error = hold.acquire(), !hold.failureLogged else { return }
         hold.failureLogged = true
         log(
-            Event(
-                app: "-", pid: nil, kind: .daemon,
-                detail: "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key",
-                at: .read()))
+            .daemon, app: "-", pid: nil,
+            "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key")
     }
 
     /// With no app left, the directories this daemon's apps lived under go too, if empty (a
@@ -403,10 +390,7 @@ package final class Daemon {
                 // stops as on SIGTERM, leaving the apps as they are for the next one to
                 // re-adopt, and `run` then fails with this.
                 loopFailure = IceboxError("wait for the daemon's events", error)
-                log(
-                    Event(
-                        app: "-", pid: getpid(), kind: .error, detail: "the event loop failed: \(error); stopping, leaving the apps",
-                        at: .read()))
+                log(.error, app: "-", pid: getpid(), "the event loop failed: \(error); stopping, leaving the apps")
                 return
             }
             for (token, events) in ready {
@@ -463,10 +447,7 @@ package final class Daemon {
             } else {
                 // As `icebox daemon --stop`: the apps stay as they are, running or frozen, and
                 // the next daemon re-adopts them.
-                log(
-                    Event(
-                        app: "-", pid: getpid(), kind: .daemon,
-                        detail: "\(Signals.name(of: sig)) received: stopping; apps left as they are", at: .read()))
+                logDaemon("\(Signals.name(of: sig)) received: stopping; apps left as they are")
                 leaveAppsAndStop()
             }
         }
@@ -514,11 +495,7 @@ package final class Daemon {
                 settle(id, app: app.name, line: line, failed: .other(.unavailable))
             }
             if let fd = app.attachedClient {
-                send(
-                    fd,
-                    ControlReply(
-                        kind: .warning,
-                        text: "icebox: the daemon stopped; \(app.name) keeps running (icebox ps shows it once a daemon runs again)"))
+                send(fd, .warning, "icebox: the daemon stopped; \(app.name) keeps running (icebox ps shows it once a daemon runs again)")
             }
         }
         saveRegistry()
@@ -535,6 +512,14 @@ package final class Daemon {
             send(fd, reply)
         }
     }
+
+    /// An event of only a kind, an app, a pid and a detail, stamped now.
+    func log(_ kind: EventKind, app: String, pid: pid_t?, _ detail: String) {
+        log(Event(app: app, pid: pid, kind: kind, detail: detail, at: .read()))
+    }
+
+    /// An event of the daemon's own (`daemon`, app "-").
+    func logDaemon(_ detail: String) { log(.daemon, app: "-", pid: getpid(), detail) }
 
     /// Marks an app's record (or, without a name, every record) for writing. The writes
     /// happen once per turn of the loop (flushRegistry), one small file per changed app, so a
@@ -572,11 +557,11 @@ package final class Daemon {
         do {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
             if registryWriter.written(record.name) {
-                log(Event(app: record.name, pid: nil, kind: .daemon, detail: "registry record written again", at: .read()))
+                log(.daemon, app: record.name, pid: nil, "registry record written again")
             }
         } catch {
             if registryWriter.failed(record.name, error.message) {
-                log(Event(app: record.name, pid: nil, kind: .error, detail: error.description, at: .read()))
+                log(.error, app: record.name, pid: nil, error.description)
             }
             throw error
         }

@@ -12,12 +12,6 @@ package enum DaemonCapabilities {
         package var why: String
         /// false: kept in the permitted set only, raised with `Capabilities.withEffective`.
         package var effective = true
-
-        init(name: String, why: String, effective: Bool = true) {
-            self.name = name
-            self.why = why
-            self.effective = effective
-        }
     }
 
     package static let kept: [Kept] = [

@@ -12,13 +12,6 @@ package struct SpawnDescriptors: ~Copyable {
     package let v1ProcsFD: Int32
     package let v1MemoryProcsFD: Int32
 
-    init(cgroupDirFD: Int32, cgroupProcsFD: Int32, v1ProcsFD: Int32, v1MemoryProcsFD: Int32) {
-        self.cgroupDirFD = cgroupDirFD
-        self.cgroupProcsFD = cgroupProcsFD
-        self.v1ProcsFD = v1ProcsFD
-        self.v1MemoryProcsFD = v1MemoryProcsFD
-    }
-
     /// Puts the descriptors into a request (they stay owned here: close after the spawn).
     package func apply(to request: inout SpawnRequest) {
         request.cgroupDirFD = cgroupDirFD

@@ -310,9 +310,13 @@ package struct AppLifecycle: Sendable {
     }
 
     private func event(
-        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, _ detail: String, _ now: Instant
+        _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, reason: String? = nil,
+        grace: UInt64? = nil, _ detail: String, _ now: Instant
     ) -> Event {
-        Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, at: now)
+        var e = Event(app: name, pid: record.pid, kind: kind, from: from, to: to, durationNanos: duration, detail: detail, at: now)
+        e.reason = reason
+        e.graceNanos = grace
+        return e
     }
 
     // Launching → Active.
@@ -324,10 +328,9 @@ package struct AppLifecycle: Sendable {
         setState(.active, now)
         armWatchdog(now)
         fx.append(.stopProbe)
-        var e = event(
-            .ready, from: .launching, to: .active, duration: cold,
+        let e = event(
+            .ready, from: .launching, to: .active, duration: cold, reason: record.options.ready.description,
             "cold start: launch → ready in \(DurationText.format(cold)) (\(record.options.ready))", now)
-        e.reason = record.options.ready.description
         fx.append(.log(e))
         for id in launchWaiters { fx.append(.settle(waiter: id, line: launchedLine, failed: false, event: e)) }
         launchWaiters = []
@@ -362,20 +365,18 @@ package struct AppLifecycle: Sendable {
             phase = .background(grace, victim: victim)
             if victim.extensionsRefused == 1 {
                 let left = DurationText.format(grace.deadline.saturatingSub(now.monotonicNanos))
-                var e = event(.grace, "EXTEND_TIMEOUT_USEC ignored: chosen for eviction, the grace ends in \(left) as it was", now)
-                e.graceNanos = grace.length
-                fx.append(.log(e))
+                let text = "EXTEND_TIMEOUT_USEC ignored: chosen for eviction, the grace ends in \(left) as it was"
+                fx.append(.log(event(.grace, grace: grace.length, text, now)))
             }
         } else if let extra = message.extendNanos, case .background(var grace, nil) = phase {
             let capped = grace.extend(by: extra, now: now.monotonicNanos)
             phase = .background(grace, victim: nil)
             if repeats.recordChanged(now: now.monotonicNanos, status: false) { fx.append(.persist) }
             if repeats.line(.extend, now: now.monotonicNanos) {
-                var e = event(
-                    .grace,
+                let e = event(
+                    .grace, grace: grace.length,
                     "EXTEND_TIMEOUT_USEC: grace extended to \(DurationText.format(grace.length)) in all\(capped ? " (capped by --max-grace)" : "")",
                     now)
-                e.graceNanos = grace.length
                 fx.append(.log(e))
             }
         }
@@ -392,8 +393,7 @@ package struct AppLifecycle: Sendable {
             resumeReadyDeadline = nil
             let took = now.since(resumed)
             let text = LifecycleText.hotStart(took)
-            var e = event(.ready, duration: took, text, now)
-            e.reason = "READY=1"
+            let e = event(.ready, duration: took, reason: "READY=1", text, now)
             fx.append(.log(e))
             for id in resumeWaiters { fx.append(.settle(waiter: id, line: LifecycleText.step(name, text), failed: false, event: e)) }
             resumeWaiters = []
@@ -442,10 +442,8 @@ package struct AppLifecycle: Sendable {
                 sent = record.options.backgroundSignal == NoticeSignal.none ? .disabled : .noHandler
             }
             let text = LifecycleText.notice(sent, graceNanos: length)
-            var e = event(.notice, from: from, to: .background, text, now)
-            e.graceNanos = grace.length
             // Which notice, as data (SuspendResult.Notice): the signal's name, or why none was sent.
-            e.reason = sent.reason
+            let e = event(.notice, from: from, to: .background, reason: sent.reason, grace: grace.length, text, now)
             fx.append(.log(e))
             for id in suspendWaiters {
                 fx.append(.report(waiter: id, line: LifecycleText.step(name, from: from, to: .background, text), failed: false, event: e))
@@ -499,11 +497,11 @@ package struct AppLifecycle: Sendable {
         record.lastFreezeNanos = outcome.durationNanos
         setState(.suspended, now)
         let text = LifecycleText.frozen(how, graceUsedNanos: graceUsed, extensions: grace.extensions, outcome)
-        var e = event(.freeze, from: .background, to: .suspended, duration: outcome.durationNanos, text, now)
-        e.reason = how.rawValue
+        var e = event(
+            .freeze, from: .background, to: .suspended, duration: outcome.durationNanos, reason: how.rawValue, grace: graceUsed, text,
+            now)
         e.backend = outcome.backend
         e.tasks = outcome.tasks
-        e.graceNanos = graceUsed
         fx.append(.log(e))
         for id in suspendWaiters {
             fx.append(.settle(waiter: id, line: LifecycleText.step(name, from: .background, to: .suspended, text), failed: false, event: e))
@@ -546,11 +544,8 @@ package struct AppLifecycle: Sendable {
             phase = .active(resumedAt: nil)
             setState(.active, now)
             armWatchdog(now)
-            var e = event(
-                .thaw, from: .suspended, to: .active,
-                "\(moved): the kernel thawed it there, so the app runs (the rest of it is thawed too)", now)
-            e.reason = "left-cgroup"
-            fx.append(.log(e))
+            let text = "\(moved): the kernel thawed it there, so the app runs (the rest of it is thawed too)"
+            fx.append(.log(event(.thaw, from: .suspended, to: .active, reason: "left-cgroup", text, now)))
             fx.append(.thawRemainder)
             fx.append(.persist)
         case .freezing:
@@ -571,9 +566,8 @@ package struct AppLifecycle: Sendable {
         setState(.active, now)
         armWatchdog(now)
         let fg = LifecycleText.foreground(foregroundSignal(&fx))
-        var e = event(.thaw, from: .suspended, to: .active, "thawed outside icebox (\(how)): the app runs\(fg)", now)
-        e.reason = "outside"
-        fx.append(.log(e))
+        fx.append(
+            .log(event(.thaw, from: .suspended, to: .active, reason: "outside", "thawed outside icebox (\(how)): the app runs\(fg)", now)))
         fx.append(.persist)
     }
 
@@ -586,9 +580,8 @@ package struct AppLifecycle: Sendable {
         phase = .suspended(compacted: false)
         watchdogDeadline = nil  // paused, as in a suspend
         setState(.suspended, now)
-        var e = event(.freeze, from: .active, to: .suspended, "frozen outside icebox (\(how)): it was not told", now)
-        e.reason = "outside"
-        fx.append(.log(e))
+        fx.append(
+            .log(event(.freeze, from: .active, to: .suspended, reason: "outside", "frozen outside icebox (\(how)): it was not told", now)))
         fx.append(.persist)
         fx.append(.frozen)
     }
@@ -710,9 +703,7 @@ package struct AppLifecycle: Sendable {
         // Logged only, it can fire again at once (WATCHDOG=trigger in a loop, or a ping
         // followed by a missed one): a line a second at most.
         if action != .log || repeats.line(.watchdog, now: now.monotonicNanos) {
-            var e = event(.watchdog, "\(why): \(what)", now)
-            e.reason = triggered ? "WATCHDOG=trigger" : "timeout"
-            fx.append(.log(e))
+            fx.append(.log(event(.watchdog, reason: triggered ? "WATCHDOG=trigger" : "timeout", "\(why): \(what)", now)))
         }
         guard action != .log else { return }
         restartWhenEnded = restart
@@ -731,9 +722,7 @@ package struct AppLifecycle: Sendable {
             case .extend: logged = .grace
             case .stopping, .status: logged = .notify
             }
-            var e = event(logged, NotifyRepeats.describe(kind, count), now)
-            e.reason = "repeated"
-            fx.append(.log(e))
+            fx.append(.log(event(logged, reason: "repeated", NotifyRepeats.describe(kind, count), now)))
         }
     }
 
@@ -828,8 +817,8 @@ package struct AppLifecycle: Sendable {
             record.images = nil
             // Today's eviction instead: the memory must still be freed (the policy chose it,
             // or the user asked for it gone from memory), the reason said.
-            var e = event(.checkpoint, duration: now.since(c.since), LifecycleText.checkpointFailed(why, then: c.then), now)
-            e.reason = "failed"
+            let e = event(
+                .checkpoint, duration: now.since(c.since), reason: "failed", LifecycleText.checkpointFailed(why, then: c.then), now)
             fx.append(.log(e))
             // Its clients hear why before they hear the kill (the event: `EndResult.checkpointFailure`).
             for id in c.waiters { fx.append(.report(waiter: id, line: LifecycleText.step(name, e.detail), failed: false, event: e)) }

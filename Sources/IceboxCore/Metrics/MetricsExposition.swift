@@ -6,14 +6,6 @@ package enum MetricsFormat: String, Codable, Sendable, CaseIterable {
     /// OpenMetrics 1.0 text: UNIT lines, counters typed by their name without `_total`, and
     /// `# EOF` at the end.
     case openMetrics = "openmetrics"
-
-    /// The Content-Type an HTTP exporter would serve it with.
-    package var contentType: String {
-        switch self {
-        case .prometheus: return "text/plain; version=0.0.4; charset=utf-8"
-        case .openMetrics: return "application/openmetrics-text; version=1.0.0; charset=utf-8"
-        }
-    }
 }
 
 /// Writes metric families as text. Pure: the daemon gathers the figures, this only spells

@@ -198,8 +198,6 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
         apply(try PolicySetting.parse(key: key, value: value))
     }
 
-    package var hasTrigger: Bool { memoryBudgetBytes != nil || pressure != nil || maxSuspended != nil }
-
     /// One line a setting, for `icebox policy` and `icebox doctor`.
     package var lines: [String] {
         [
