@@ -51,11 +51,27 @@ struct BenchReportTests {
     @Test("--style as hyperfine's: progress and colour")
     func styles() {
         #expect(BenchStyle.auto.showsProgress(terminal: true) && !BenchStyle.auto.showsProgress(terminal: false))
-        #expect(BenchStyle.full.showsProgress(terminal: false) && BenchStyle.full.usesColour(terminal: false))
-        #expect(!BenchStyle.basic.showsProgress(terminal: true) && !BenchStyle.basic.usesColour(terminal: true))
-        #expect(BenchStyle.nocolor.showsProgress(terminal: true) && !BenchStyle.nocolor.usesColour(terminal: true))
-        #expect(!BenchStyle.color.showsProgress(terminal: true) && BenchStyle.color.usesColour(terminal: false))
+        #expect(BenchStyle.auto.usesColour(auto: true) && !BenchStyle.auto.usesColour(auto: false))
+        #expect(BenchStyle.full.showsProgress(terminal: false) && BenchStyle.full.usesColour(auto: false))
+        #expect(!BenchStyle.basic.showsProgress(terminal: true) && !BenchStyle.basic.usesColour(auto: true))
+        #expect(BenchStyle.nocolor.showsProgress(terminal: true) && !BenchStyle.nocolor.usesColour(auto: true))
+        #expect(!BenchStyle.color.showsProgress(terminal: true) && BenchStyle.color.usesColour(auto: false))
         #expect(!BenchStyle.none.printsResults && !BenchStyle.none.showsProgress(terminal: true))
+    }
+
+    @Test("coloured results: the figures painted as hyperfine paints them, the same text without the colour")
+    func colouredLines() {
+        let report = Self.report(toDisk: false)
+        let plain = report.lines(), coloured = report.lines(colour: true)
+        #expect(!plain.joined().contains("\u{1B}"), "\(plain)")
+        #expect(coloured.count == plain.count)
+        let cold = coloured[0]
+        #expect(cold.hasPrefix("\u{1B}[1mCold start\u{1B}[0m"), "\(cold)")
+        #expect(cold.contains("\u{1B}[1;32m210 ms\u{1B}[0m ± \u{1B}[32m"), "\(cold)")
+        #expect(cold.contains("[\u{1B}[36m") && cold.contains("\u{1B}[35m"), "\(cold)")
+        // Take the colour out and the plain line is left.
+        let stripped = coloured.map { $0.replacing(/\u{1B}\[[0-9;]*m/, with: "") }
+        #expect(stripped == plain, "\(stripped) against \(plain)")
     }
 
     /// Two runs' figures as BenchSession gives them, with or without a trip to disk.

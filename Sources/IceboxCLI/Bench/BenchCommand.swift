@@ -129,7 +129,7 @@ enum BenchCommand: IceboxCommand {
             options: options, runs: runs, warmup: warmup, evictEvery: evictEvery, holdNanos: hold, measured: measured,
             events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
         if style.printsResults {
-            for line in report.lines() { Output.out(TerminalText.escaped(line)) }  // the command line is given text
+            for line in report.lines(colour: style.usesColour(auto: Output.colorOut)) { Output.out(line) }
             // One summary of everything worth a second look, after the results.
             if !quiet { for line in BenchReport.warningSummary(report.warnings()) { Output.err(line) } }
         }

@@ -18,9 +18,11 @@ enum BenchStyle: String, CaseIterable, Sendable {
         }
     }
 
-    func usesColour(terminal: Bool) -> Bool {
+    /// Whether the results are coloured; `auto` takes what `--color` and NO_COLOR decided
+    /// for standard output (`Output.colorOut`: on a terminal, unless NO_COLOR is set).
+    func usesColour(auto: Bool) -> Bool {
         switch self {
-        case .auto: return terminal
+        case .auto: return auto
         case .full, .color: return true
         case .basic, .nocolor, .none: return false
         }
@@ -172,23 +174,31 @@ struct BenchReport {
     /// The app's command line as a shell would take it.
     var commandLine: String { command.map(\.shellQuoted).joined(separator: " ") }
 
-    /// For the terminal: columns aligned, the grace under the suspend.
-    func lines() -> [String] {
-        let titles = phases.map { ($0.indented ? "  " : "") + $0.title }
+    /// For the terminal: columns aligned, the grace under the suspend; with `colour`, the
+    /// figures painted as hyperfine paints them (the mean bold green, σ green, the range cyan
+    /// and magenta) and the titles bold. Control characters in the text are escaped before
+    /// any colour goes in, so the lines are printed as they are.
+    func lines(colour: Bool = false) -> [String] {
+        func paint(_ style: Style, _ text: String) -> String { style.paint(text, colour) }
+        let titles = phases.map { ($0.indented ? "  " : "") + TerminalText.escaped($0.title) }
         let titleWidth = titles.map(\.count).max() ?? 0
         let spanWidth = phases.map { $0.span.count + 2 }.max() ?? 0
         var out = zip(phases, titles).map { p, title in
             let s = p.summary
-            let span = "(\(p.span))"
-            return title + String(repeating: " ", count: titleWidth - title.count + 1) + span
+            let span = "(\(TerminalText.escaped(p.span)))"
+            return paint(.bold, title) + String(repeating: " ", count: titleWidth - title.count + 1) + span
                 + String(repeating: " ", count: spanWidth - span.count)
-                + "  \(Self.d(s.mean)) ± \(Self.d(s.stddev))   median \(Self.d(s.median))   [\(Self.d(s.min)) … \(Self.d(s.max))]   p95 \(Self.d(s.p95))   \(s.samples.count) run\(s.samples.count == 1 ? "" : "s")"
+                + "  \(paint(Style(code: "1;32"), Self.d(s.mean))) ± \(paint(.green, Self.d(s.stddev)))"
+                + "   median \(Self.d(s.median))   [\(paint(.cyan, Self.d(s.min))) … \(paint(.magenta, Self.d(s.max)))]"
+                + "   p95 \(Self.d(s.p95))   \(s.samples.count) run\(s.samples.count == 1 ? "" : "s")"
         }
         if let speedup = speedupMedian {
-            out.append("Hot resume is \(DurationText.formatFixed(speedup, 1))× faster than cold start (median, same run).")
+            out.append(
+                "Hot resume is \(paint(Style(code: "1;32"), DurationText.formatFixed(speedup, 1) + "×")) faster than cold start (median, same run)."
+            )
         }
         if let ratio = diskSpeedupMedian { out.append(Self.diskRatio(ratio) + " (median, same run).") }
-        if let diskLine { out.append(diskLine) }
+        if let diskLine { out.append(TerminalText.escaped(diskLine)) }
         return out
     }
 
