@@ -101,6 +101,47 @@ struct StandInTests {
             }, "\(parkedDirectories(box))")
     }
 
+    @Test(
+        "an app that ends at once keeps its exit status: its SIGCHLD may come before its stand-in's answer, and it is not reaped as an orphan"
+    )
+    func appEndingAtOnceKeepsItsStatus() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // Two busy processes on this 2-CPU machine: a stand-in that has cloned its app then
+        // waits for a CPU while the app runs to its end, so that the daemon hears the app's
+        // SIGCHLD before the stand-in's answer (the old daemon reaped it as an orphan and
+        // lost its status, `icebox run` exiting 1; with the machine this busy, most often
+        // within a few runs).
+        let hogs = try (0..<2).map { _ in
+            let hog = Process()
+            hog.executableURL = URL(fileURLWithPath: "/bin/sh")
+            hog.arguments = ["-c", "while :; do :; done"]
+            try hog.run()
+            return hog
+        }
+        defer {
+            for hog in hogs {
+                kill(hog.processIdentifier, SIGKILL)
+                hog.waitUntilExit()
+            }
+        }
+        _ = try box.icebox(["launch", "anchor", "--", "sleep", "1000"])
+        try #require(Scenario.eventually { box.standIns().count == 1 }, "no stand-in was parked")
+        var statuses: [Int32] = []
+        for i in 0..<30 {
+            let r = try box.icebox(["run", "--name", "quick\(i)", "--", "sh", "-c", "exit 7"])
+            statuses.append(r.status)
+            if r.status != 7 { Issue.record("run \(i) exited \(r.status), not 7: \(r.output)") }
+        }
+        // The pool parks a new stand-in after each launch; one not parked yet means a direct spawn.
+        let viaStandIn = (0..<30).filter { spawnDetail(box, "quick\($0)").contains("by a stand-in") }.count
+        #expect(viaStandIn >= 10, "\(viaStandIn) of 30 runs went through a stand-in")
+        #expect(statuses.allSatisfy { $0 == 7 }, "\(statuses)")
+        // Nothing of the daemon's is left a zombie once no launch is pending.
+        let daemon = try #require(box.daemonPID)
+        #expect(Scenario.eventually { Kernel.children(of: daemon, inState: "Z").isEmpty })
+    }
+
     @Test("a parked stand-in holds nothing of the daemon: standard input, output and error on /dev/null, and its socket")
     func standInHoldsNothing() throws {
         let box = Sandbox()

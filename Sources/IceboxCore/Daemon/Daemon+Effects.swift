@@ -513,10 +513,12 @@ extension Daemon {
         }
     }
 
-    /// Reaps orphans that landed on the daemon, leaving apps' main processes to their pidfds.
+    /// Reaps orphans that landed on the daemon, leaving apps' main processes to their pidfds,
+    /// and everything while a launch waits on a stand-in (its app may be among them:
+    /// `reapChildren`).
     func reapChildrenQuietly() {
         while let pid = Reaper.peekExitedChild() {
-            if apps.values.contains(where: { $0.pid == pid }) { return }
+            if apps.values.contains(where: { $0.pid == pid }) || !pendingLaunches.isEmpty { return }
             Reaper.reap(pid: pid)
         }
     }

@@ -141,6 +141,9 @@ extension Daemon {
         defer {
             pending.release()
             for fd in pending.stdio { close(fd) }
+            // Children left unreaped while launches were pending (`reapChildren`): the app
+            // is ours now, with its pidfd, or rolled back; the rest are orphans.
+            if pendingLaunches.isEmpty { reapChildren() }
         }
         do {
             if let failure { throw failure }

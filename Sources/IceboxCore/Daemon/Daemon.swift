@@ -455,7 +455,15 @@ package final class Daemon {
 
     /// Reaps every exited child. An app's main process is handled through its own pidfd
     /// path (to record its status); anything else is an orphan that landed on us.
+    ///
+    /// Except while a launch waits on a stand-in: the stand-in clones the app as our child
+    /// (CLONE_PARENT), and an app that ends at once (`sh -c 'exit 7'`) can end before its
+    /// stand-in's answer is read, or even sent (the stand-in waiting for a CPU on a busy
+    /// machine). Reaped here as an orphan, its status would be lost (`icebox run` exiting 1,
+    /// "exit status unknown", not 7). So answers already in are taken first, and a child no
+    /// one claims is left a zombie until no launch is pending (`completeSpawn` reaps again).
     func reapChildren() {
+        for pending in pendingLaunches.all { standInAnswered(pending.watchDescriptor) }
         while let pid = Reaper.peekExitedChild() {
             if let app = apps.values.first(where: { $0.pid == pid }) {
                 appExited(app)
@@ -465,6 +473,8 @@ package final class Daemon {
                 probeAnswered(app, events: EpollEvents.readable)  // as its pidfd would report
             } else if let fd = spawnPool.departures.pidfd(of: pid) {
                 standInExited(fd)  // as its pidfd would report
+            } else if !pendingLaunches.isEmpty {
+                return  // perhaps a pending launch's app: see above
             } else {
                 Reaper.reap(pid: pid)
             }
