@@ -188,13 +188,13 @@ struct BenchReport {
             let span = "(\(TerminalText.escaped(p.span)))"
             return paint(.bold, title) + String(repeating: " ", count: titleWidth - title.count + 1) + span
                 + String(repeating: " ", count: spanWidth - span.count)
-                + "  \(paint(Style(code: "1;32"), Self.d(s.mean))) ± \(paint(.green, Self.d(s.stddev)))"
+                + "  \(paint(.boldGreen, Self.d(s.mean))) ± \(paint(.green, Self.d(s.stddev)))"
                 + "   median \(Self.d(s.median))   [\(paint(.cyan, Self.d(s.min))) … \(paint(.magenta, Self.d(s.max)))]"
                 + "   p95 \(Self.d(s.p95))   \(s.samples.count) run\(s.samples.count == 1 ? "" : "s")"
         }
         if let speedup = speedupMedian {
             out.append(
-                "Hot resume is \(paint(Style(code: "1;32"), DurationText.formatFixed(speedup, 1) + "×")) faster than cold start (median, same run)."
+                "Hot resume is \(paint(.boldGreen, DurationText.formatFixed(speedup, 1) + "×")) faster than cold start (median, same run)."
             )
         }
         if let ratio = diskSpeedupMedian { out.append(Self.diskRatio(ratio) + " (median, same run).") }

@@ -42,6 +42,7 @@ struct Style: Sendable, Equatable {
     static let magenta = Style(code: "35")
     static let dim = Style(code: "2")
     static let bold = Style(code: "1")
+    static let boldGreen = Style(code: "1;32")
     static let error = Style(code: "1;31")
     static let warning = Style(code: "1;33")
 

@@ -513,12 +513,12 @@ extension Daemon {
         }
     }
 
-    /// Reaps orphans that landed on the daemon, leaving apps' main processes to their pidfds,
-    /// and everything while a launch waits on a stand-in (its app may be among them:
-    /// `reapChildren`).
+    /// Reaps orphans that landed on the daemon, leaving every child someone owns (an app's
+    /// main process, a criu, a probe, a leaving stand-in, perhaps a pending launch's app) to
+    /// its owner, which reaps it with its status.
     func reapChildrenQuietly() {
         while let pid = Reaper.peekExitedChild() {
-            if apps.values.contains(where: { $0.pid == pid }) || !pendingLaunches.isEmpty { return }
+            guard case .orphan = exitedChild(pid) else { return }
             Reaper.reap(pid: pid)
         }
     }

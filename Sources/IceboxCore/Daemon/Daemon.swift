@@ -465,20 +465,32 @@ package final class Daemon {
     func reapChildren() {
         for pending in pendingLaunches.all { standInAnswered(pending.watchDescriptor) }
         while let pid = Reaper.peekExitedChild() {
-            if let app = apps.values.first(where: { $0.pid == pid }) {
-                appExited(app)
-            } else if let name = criuRunning(pid: pid) {
-                criuExited(name)  // as its pidfd would report: reaped there, with its status
-            } else if let app = apps.values.first(where: { $0.probe?.childPID == pid }) {
-                probeAnswered(app, events: EpollEvents.readable)  // as its pidfd would report
-            } else if let fd = spawnPool.departures.pidfd(of: pid) {
-                standInExited(fd)  // as its pidfd would report
-            } else if !pendingLaunches.isEmpty {
-                return  // perhaps a pending launch's app: see above
-            } else {
-                Reaper.reap(pid: pid)
+            switch exitedChild(pid) {
+            case .app(let app): appExited(app)
+            case .criu(let name): criuExited(name)  // as its pidfd would report: reaped there, with its status
+            case .probe(let app): probeAnswered(app, events: EpollEvents.readable)  // as its pidfd would report
+            case .standIn(let fd): standInExited(fd)  // as its pidfd would report
+            case .perhapsPendingLaunch: return  // see above
+            case .orphan: Reaper.reap(pid: pid)
             }
         }
+    }
+
+    /// Whose an exited child of the daemon is: everything but an orphan is reaped by its
+    /// owner, with its status (`reapChildren`, `reapChildrenQuietly`).
+    enum ExitedChild {
+        case app(LiveApp), criu(String), probe(LiveApp), standIn(Int32)
+        /// Unclaimed while a launch waits on a stand-in: it may be that launch's app.
+        case perhapsPendingLaunch
+        case orphan
+    }
+
+    func exitedChild(_ pid: pid_t) -> ExitedChild {
+        if let app = apps.values.first(where: { $0.pid == pid }) { return .app(app) }
+        if let name = criuRunning(pid: pid) { return .criu(name) }
+        if let app = apps.values.first(where: { $0.probe?.childPID == pid }) { return .probe(app) }
+        if let fd = spawnPool.departures.pidfd(of: pid) { return .standIn(fd) }
+        return pendingLaunches.isEmpty ? .orphan : .perhapsPendingLaunch
     }
 
     /// Terminates every app the graceful way; the loop exits once they have all ended.
