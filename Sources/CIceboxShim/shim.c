@@ -490,10 +490,11 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
         result->pidfd = pidfd;
         return 0;
     }
-    return icebox_spawn_await_exec(err_pipe[0], pidfd, clone_parent, -1, result);
+    icebox_spawn_await_exec(err_pipe[0], pidfd, clone_parent, result);
+    return 0;
 }
 
-int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t timeout_ns, struct icebox_spawn_result *result) {
+void icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, struct icebox_spawn_result *result) {
     // After a vfork a failure is in the pipe already (written before the child's exit); an
     // empty pipe is an execve past its point of no return. Waiting for the end of file would
     // wait for exec to close the descriptors, and the wake-up that brings is a "sync" one:
@@ -503,15 +504,7 @@ int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t t
     if (result->vforked && ioctl(err_read, FIONREAD, &queued) == 0 && queued == 0) {
         close(err_read);
         result->pidfd = pidfd;
-        return 0;
-    }
-    if (timeout_ns >= 0 && !result->vforked) {
-        int revents = icebox_poll_ns(err_read, POLLIN, (uint64_t)timeout_ns);
-        if (revents <= 0) {
-            close(err_read);
-            if (revents == 0) errno = ETIMEDOUT;
-            return -1;
-        }
+        return;
     }
     int msg[2] = {0, 0};
     ssize_t n;
@@ -523,10 +516,9 @@ int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t t
         reap_or_hand_over(result->pid, pidfd, clone_parent, result);
         result->failed_step = msg[0];
         result->child_errno = msg[1];
-        return 0;
+        return;
     }
     result->pidfd = pidfd;
-    return 0;
 }
 
 // PIDFD_GET_INFO (Linux 6.13): what a pidfd's process is, among it the id of its cgroup v2

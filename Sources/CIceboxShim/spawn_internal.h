@@ -16,10 +16,12 @@ pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd);
 int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_result *result, int clone_parent,
                     int *err_read);
 
-/// Waits (up to timeout_ns; < 0: for as long as it takes) until the child result->pid has
-/// run its execve (err_read, the read end of its error pipe, reaches end of file) or
-/// reported the step that failed; closes err_read. A failed child is reaped (clone_parent:
-/// handed over in result->pidfd). Returns 0, or -1 with errno (ETIMEDOUT).
-int icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, int64_t timeout_ns, struct icebox_spawn_result *result);
+/// Waits until the child result->pid has run its execve (err_read, the read end of its error
+/// pipe, reaches end of file) or reported the step that failed; closes err_read. A failed
+/// child is reaped (clone_parent: handed over in result->pidfd). After a vfork the answer is
+/// in the pipe already; otherwise this waits for the child's own steps up to its execve
+/// (files, identity, cgroup), in which no code of the app's runs. There is no time-out: no
+/// caller had one to give.
+void icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, struct icebox_spawn_result *result);
 
 #endif

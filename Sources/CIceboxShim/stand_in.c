@@ -182,7 +182,7 @@ int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
     result->pid = reply.pid;
     result->method = reply.method;
     result->vforked = reply.vforked;
-    if (icebox_spawn_await_exec(got[1], got[0], 0, -1, result) < 0) return -1;
+    icebox_spawn_await_exec(got[1], got[0], 0, result);
     return 1;
 }
 

@@ -237,28 +237,8 @@ struct JSONWriterTests {
     /// Every optional present at once and every one absent: a field added to a type but not to
     /// its hand-written form shows in the first.
     @Test func everyFieldPresentAndAbsent() {
-        var g = Generator(state: 99)
-        var full = g.record()
-        full.cgroup = "/sys/fs/cgroup/x"
-        full.freezerV1 = "f"
-        full.coldStartNanos = 1
-        full.lastFreezeNanos = 2
-        full.lastThawNanos = 3
-        full.statusText = "s"
-        full.exitStatus = -4
-        full.ending = "e"
-        full.memoryBytes = 5
-        full.memoryV1 = "m"
-        full.memorySource = "memory.current"
-        full.lastCompaction = "c"
-        full.graceStartNanos = 6
-        full.graceDeadlineNanos = 7
-        full.graceCapNanos = 8
-        full.endIntent = .terminate
-        full.endStartNanos = 11
-        full.killDeadlineNanos = 12
-        full.runsAs = RunAs(uid: 1, gid: 2, groups: [3], user: "u", group: "g")
-        full.notifySocket = "/n"
+        // Every member of the record set (JSONFieldsTests), and of its launch options here.
+        var full = JSONFieldsTests.fullRecord()
         full.options.foregroundSignal = 18
         full.options.workingDirectory = "/w"
         full.options.compactAfterNanos = 9
@@ -266,11 +246,6 @@ struct JSONWriterTests {
         full.options.watchdogAction = .restart
         full.options.startLimitBurst = 11
         full.options.startLimitIntervalNanos = 12
-        full.restartTimesNanos = [13, 14]
-        full.adoptedFrom = "/a"
-        full.adoptedFromFreezerV1 = "/f"
-        full.adoptedFromMemoryV1 = "/m"
-        full.adoptMoveNanos = 15
         full.options.runAs = full.runsAs
         full.options.pidNamespace = true
         full.options.evictTo = .disk

@@ -26,7 +26,7 @@ extension Daemon {
                 log(
                     .checkpoint, app: saved.name, pid: saved.pid,
                     "a checkpoint to disk was under way when the last daemon ended; the app is still in memory")
-                return adopt(record)
+                return takeOver(record)
             }
             guard images.isComplete || images.dumpLogSaysDone else {
                 try? images.discard()  // partial: nothing reads them
@@ -58,7 +58,7 @@ extension Daemon {
                         app: saved.name, pid: pid, kind: .restore, from: .onDisk, to: .active,
                         detail: "restored by a criu that finished after the last daemon ended", at: .read()))
                 try? images.discard()  // restored: never again
-                return adopt(record)
+                return takeOver(record)
             }
             // Not restored: whatever it began is killed, and the images stay.
             _ = clearLeftovers(AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1))

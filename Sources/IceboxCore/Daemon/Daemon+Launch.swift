@@ -181,7 +181,7 @@ extension Daemon {
     /// Intent before action: the record (state launching, no pid yet, the cgroup paths it is
     /// about to make) is written durably (synced) before the first cgroup is made, and again
     /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
-    /// its successor a record to finish the launch from (Daemon+Adoption
+    /// its successor a record to finish the launch from (Daemon+TakeOver
     /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
     func start(_ options: LaunchOptions, stdio: [Int32], restarts: [UInt64] = []) throws -> LaunchStart {
         if let runAs = options.runAs {

@@ -121,7 +121,7 @@ package final class Daemon {
     var thawGuard: PreemptionGuard
     /// The descriptor budget, what apps keep open and the shared notify socket (DescriptorShedding).
     var descriptors = DescriptorShedding()
-    /// The cgroup root, locked shared for the daemon's life (Daemon+Adoption `holdCgroupRoot`).
+    /// The cgroup root, locked shared for the daemon's life (Daemon+TakeOver `holdCgroupRoot`).
     var cgroupRootLockFD: Int32 = -1
     /// The counts from the logged events, and the metrics file kept from them (MetricsFile).
     var metricsFile: MetricsFile
@@ -590,7 +590,7 @@ package final class Daemon {
     }
 
     /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and
-    /// relaunch; apps that were live are re-adopted if they still run (see Daemon+Adoption).
+    /// relaunch; apps that were live are re-adopted if they still run (see Daemon+TakeOver).
     func loadRegistry() {
         for record in Registry.load(directory: config.paths.registryDir) {
             if record.state.isEnded {
@@ -600,7 +600,7 @@ package final class Daemon {
             } else if record.pid == 0 {
                 finishInterruptedLaunch(record)
             } else {
-                adopt(record)
+                takeOver(record)
             }
         }
         adoptUnrecordedCgroups()

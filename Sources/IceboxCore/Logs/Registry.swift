@@ -5,7 +5,7 @@ import IceboxSystem
 /// each written atomically (a temporary file put in its place) before the daemon answers for
 /// the change, and records of intent before the step they describe (a launch before its
 /// cgroups, a suspend before its notice or freeze), so a daemon killed at any point leaves
-/// its successor a record at least as far along as the kernel (see Daemon+Adoption and the
+/// its successor a record at least as far along as the kernel (see Daemon+TakeOver and the
 /// crash-safety section of docs/architecture.md). Only a launch's first record is also
 /// durable (fsync of the file and of the directory): it is what tells a later daemon, after
 /// a power loss too, that the launch never finished. The rest are not synced: a daemon's
@@ -57,9 +57,9 @@ package enum Registry {
     /// suspend 250 µs longer with a 3 KB variable in the app's environment.
     static func layout(_ record: AppRecord) -> (head: [UInt8], tail: [UInt8]) {
         var head = JSONWriter(capacity: 1024)
-        head.object { record.writeMembers(to: &$0, .changing) }
+        head.object { record.writeFields(to: &$0, except: AppRecord.launchTime) }
         var tail = JSONWriter(capacity: 4096)
-        tail.object { record.writeMembers(to: &$0, .launchTime) }
+        tail.object { record.writeFields(to: &$0, group: AppRecord.launchTime) }
         var headBytes = head.bytes
         headBytes[headBytes.count - 1] = UInt8(ascii: ",")  // the head's "}"
         return (headBytes, Array(tail.bytes.dropFirst()))  // the tail's "{"

@@ -118,3 +118,72 @@ extension AppRecord {
         entry.utf8.firstIndex(of: UInt8(ascii: "=")).map { String(Substring(entry.utf8[..<$0])) } ?? entry
     }
 }
+
+extension AppRecord: JSONRecord {
+    /// Encodes the fields `visitFields` lists, under their Swift names (as a synthesized
+    /// conformance would).
+    public func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
+
+    /// Decodes the fields `visitFields` lists, under their Swift names; a missing required one
+    /// throws `DecodingError.keyNotFound`.
+    public init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
+
+    /// The group of the two members a record keeps from launch to end (its launch options,
+    /// most of a record's bytes with their environment, and the identity it runs as), which
+    /// `Registry` writes apart, at the end of the file; the others are group 0, the ones its
+    /// lifecycle changes.
+    package static let launchTime = 1
+
+    /// Every member, in key order: the registry's form, `ps --json`'s and Codable's.
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == AppRecord {
+        v.optional("adopt_move_ns", adoptMoveNanos) { $0.adoptMoveNanos = $1 }
+        v.optional("adopted_from", adoptedFrom) { $0.adoptedFrom = $1 }
+        v.optional("adopted_from_freezer_v1", adoptedFromFreezerV1) { $0.adoptedFromFreezerV1 = $1 }
+        v.optional("adopted_from_memory_v1", adoptedFromMemoryV1) { $0.adoptedFromMemoryV1 = $1 }
+        v.required("backend", backend) { $0.backend = $1 }
+        v.optional("cgroup", cgroup) { $0.cgroup = $1 }
+        v.optional("cold_start_ns", coldStartNanos) { $0.coldStartNanos = $1 }
+        v.optional("disk_intent", diskIntent) { $0.diskIntent = $1 }
+        v.optional("disk_intent_start_ns", diskIntentStartNanos) { $0.diskIntentStartNanos = $1 }
+        v.optional("disk_worker", diskWorker) { $0.diskWorker = $1 }
+        v.optional("disk_worker_start_ticks", diskWorkerStartTicks) { $0.diskWorkerStartTicks = $1 }
+        v.optional("end_intent", endIntent) { $0.endIntent = $1 }
+        v.optional("end_start_ns", endStartNanos) { $0.endStartNanos = $1 }
+        v.optional("ending", ending) { $0.ending = $1 }
+        v.optional("exit_status", exitStatus) { $0.exitStatus = $1 }
+        v.optional("freezer_v1", freezerV1) { $0.freezerV1 = $1 }
+        v.optional("grace_cap_ns", graceCapNanos) { $0.graceCapNanos = $1 }
+        v.optional("grace_deadline_ns", graceDeadlineNanos) { $0.graceDeadlineNanos = $1 }
+        v.optional("grace_start_ns", graceStartNanos) { $0.graceStartNanos = $1 }
+        v.optional("image_bytes", imageBytes) { $0.imageBytes = $1 }
+        v.optional("images", images) { $0.images = $1 }
+        v.optional("kill_deadline_ns", killDeadlineNanos) { $0.killDeadlineNanos = $1 }
+        v.required("killed_while_suspended", killedWhileSuspended) { $0.killedWhileSuspended = $1 }
+        v.optional("last_checkpoint_ns", lastCheckpointNanos) { $0.lastCheckpointNanos = $1 }
+        v.optional("last_compaction", lastCompaction) { $0.lastCompaction = $1 }
+        v.optional("last_freeze_ns", lastFreezeNanos) { $0.lastFreezeNanos = $1 }
+        v.optional("last_restore_ns", lastRestoreNanos) { $0.lastRestoreNanos = $1 }
+        v.optional("last_thaw_ns", lastThawNanos) { $0.lastThawNanos = $1 }
+        v.required("launch_start_ns", launchStartNanos) { $0.launchStartNanos = $1 }
+        v.required("launched_wall", launchedWall) { $0.launchedWall = $1 }
+        v.optional("memory_bytes", memoryBytes) { $0.memoryBytes = $1 }
+        v.optional("memory_source", memorySource) { $0.memorySource = $1 }
+        v.optional("memory_v1", memoryV1) { $0.memoryV1 = $1 }
+        v.required("name", name) { $0.name = $1 }
+        v.optional("notify_socket", notifySocket) { $0.notifySocket = $1 }
+        v.required("options", options, group: Self.launchTime) { $0.options = $1 }
+        v.required("pid", pid) { $0.pid = $1 }
+        v.optional("restart_times_ns", restartTimesNanos) { $0.restartTimesNanos = $1 }
+        v.optional("runs_as", runsAs, group: Self.launchTime) { $0.runsAs = $1 }
+        v.required("since_monotonic_ns", sinceMonotonicNanos) { $0.sinceMonotonicNanos = $1 }
+        v.required("since_wall", sinceWall) { $0.sinceWall = $1 }
+        v.required("spawn_method", spawnMethod) { $0.spawnMethod = $1 }
+        v.required("start_ticks", startTicks) { $0.startTicks = $1 }
+        v.required("state", state) { $0.state = $1 }
+        v.optional("status_text", statusText) { $0.statusText = $1 }
+    }
+
+    package static let jsonBlank = AppRecord(
+        name: "", options: LaunchOptions(name: "", command: []), pid: 0, state: .active, sinceMonotonicNanos: 0,
+        sinceWall: "", launchedWall: "", backend: .signal)
+}

@@ -270,6 +270,35 @@ package struct JSONReader {
         }
     }
 
+    // MARK: Members in an order known beforehand (JSONRecord)
+
+    /// `{`, taken.
+    mutating func openObject() -> Bool { take(UInt8(ascii: "{")) }
+
+    /// What follows a member's value: `,` (another member), `}` (the end), or neither.
+    mutating func afterMember() -> MemberEnd {
+        if take(UInt8(ascii: ",")) { return .another }
+        return take(UInt8(ascii: "}")) ? .end : .malformed
+    }
+
+    enum MemberEnd { case another, end, malformed }
+
+    /// Takes `"key":` if that is what comes next, the key's bytes as JSONWriter writes them
+    /// (no escape); else takes nothing.
+    mutating func member(named key: StaticString) -> Bool {
+        skipSpace()
+        let n = key.utf8CodeUnitCount, start = i
+        guard bytes.count - i >= n + 2, bytes[i] == UInt8(ascii: "\""), bytes[i + n + 1] == UInt8(ascii: "\""),
+            memcmp(bytes.baseAddress! + i + 1, key.utf8Start, n) == 0
+        else { return false }
+        i += n + 2
+        guard take(UInt8(ascii: ":")) else {
+            i = start
+            return false
+        }
+        return true
+    }
+
     mutating func skipSpace() {
         while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
     }

@@ -1,79 +1,10 @@
-/// The hand-written JSON forms of what the daemon writes on its hot paths: a registry record
-/// (twice a suspend), an event line (every step), the control replies that carry them, and
-/// the summaries and records of `ps`. Each writes its members in the byte order of the keys
-/// JSONKeyStyle gives its Swift names (`.sortedKeys`), nil optionals left out, so the bytes
-/// are JSONEncoder's (`JSONWriterTests` compares them over many values). A field added to
-/// one of these types must be added here too: the test's every-field values catch a
-/// forgotten one.
-
-extension AppRecord: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) { w.object { w in writeMembers(to: &w, .all) } }
-
-    /// Which of a record's members to write: all of them, the ones its lifecycle changes, or
-    /// the two it keeps from launch to end (the launch options, most of a record's bytes with
-    /// their environment, and the identity it runs as), which `Registry` keeps apart at the
-    /// end of the file.
-    enum Members {
-        case all, changing, launchTime
-    }
-
-    /// The chosen members in key order (the order JSONEncoder writes), inside an object the
-    /// caller opened.
-    func writeMembers(to w: inout JSONWriter, _ which: Members) {
-        let changing = which != .launchTime, launchTime = which != .changing
-        if changing {
-            w.field("adopt_move_ns", adoptMoveNanos)
-            w.field("adopted_from", adoptedFrom)
-            w.field("adopted_from_freezer_v1", adoptedFromFreezerV1)
-            w.field("adopted_from_memory_v1", adoptedFromMemoryV1)
-            w.field("backend", backend)
-            w.field("cgroup", cgroup)
-            w.field("cold_start_ns", coldStartNanos)
-            w.field("disk_intent", diskIntent)
-            w.field("disk_intent_start_ns", diskIntentStartNanos)
-            w.field("disk_worker", diskWorker)
-            w.field("disk_worker_start_ticks", diskWorkerStartTicks)
-            w.field("end_intent", endIntent)
-            w.field("end_start_ns", endStartNanos)
-            w.field("ending", ending)
-            w.field("exit_status", exitStatus)
-            w.field("freezer_v1", freezerV1)
-            w.field("grace_cap_ns", graceCapNanos)
-            w.field("grace_deadline_ns", graceDeadlineNanos)
-            w.field("grace_start_ns", graceStartNanos)
-            w.field("image_bytes", imageBytes)
-            w.field("images", images)
-            w.field("kill_deadline_ns", killDeadlineNanos)
-            w.field("killed_while_suspended", killedWhileSuspended)
-            w.field("last_checkpoint_ns", lastCheckpointNanos)
-            w.field("last_compaction", lastCompaction)
-            w.field("last_freeze_ns", lastFreezeNanos)
-            w.field("last_restore_ns", lastRestoreNanos)
-            w.field("last_thaw_ns", lastThawNanos)
-            w.field("launch_start_ns", launchStartNanos)
-            w.field("launched_wall", launchedWall)
-            w.field("memory_bytes", memoryBytes)
-            w.field("memory_source", memorySource)
-            w.field("memory_v1", memoryV1)
-            w.field("name", name)
-            w.field("notify_socket", notifySocket)
-        }
-        if launchTime { w.field("options", options) }
-        if changing {
-            w.field("pid", pid)
-            w.field("restart_times_ns", restartTimesNanos)
-        }
-        if launchTime { w.field("runs_as", runsAs) }
-        if changing {
-            w.field("since_monotonic_ns", sinceMonotonicNanos)
-            w.field("since_wall", sinceWall)
-            w.field("spawn_method", spawnMethod)
-            w.field("start_ticks", startTicks)
-            w.field("state", state)
-            w.field("status_text", statusText)
-        }
-    }
-}
+/// The hand-written JSON forms of what the daemon writes on its hot paths: an event line
+/// (every step), the control replies that carry them, and the summaries of `ps`. (A registry
+/// record's form comes from its list of fields, `AppRecord.visitFields`.) Each writes its
+/// members in the byte order of the keys JSONKeyStyle gives its Swift names (`.sortedKeys`),
+/// nil optionals left out, so the bytes are JSONEncoder's (`JSONWriterTests` compares them
+/// over many values). A field added to one of these types must be added here too: the
+/// test's every-field values catch a forgotten one.
 
 extension LaunchOptions: JSONWritable {
     package func writeJSON(to w: inout JSONWriter) {

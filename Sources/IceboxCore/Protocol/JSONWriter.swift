@@ -68,8 +68,7 @@ package struct JSONWriter {
 
     package mutating func field(_ name: StaticString, _ value: Bool) {
         key(name)
-        let text: StaticString = value ? "true" : "false"
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        bool(value)
     }
 
     package mutating func field<E: RawRepresentable>(_ name: StaticString, _ value: E?) where E.RawValue == String {
@@ -138,6 +137,11 @@ package struct JSONWriter {
             bytes.append(hex.utf8Start[Int(b >> 4)])
             bytes.append(hex.utf8Start[Int(b & 0xF)])
         }
+    }
+
+    package mutating func bool(_ value: Bool) {
+        let text: StaticString = value ? "true" : "false"
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// An integer in decimal, `-` for a negative one, without a String in between.

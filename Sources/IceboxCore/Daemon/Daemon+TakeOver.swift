@@ -7,7 +7,7 @@ import IceboxSystem
 /// kernel says it is in. A freeze or thaw that was half done is completed; a grace period
 /// under way runs to its recorded deadline.
 extension Daemon {
-    func adopt(_ saved: AppRecord) {
+    func takeOver(_ saved: AppRecord) {
         // `icebox adopt` cut short (no move time yet): undone, not taken over half moved.
         if saved.isAdopted && saved.adoptMoveNanos == nil { return undoInterruptedAdoption(saved) }
         let record = saved
@@ -159,7 +159,7 @@ extension Daemon {
             record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
             // The record was written before the launch chose the app's notify socket.
             noteSharedSocket(of: main, in: &record)
-            adopt(record)
+            takeOver(record)
             return
         }
         if ours.isEmpty && !inside.isEmpty {
@@ -212,7 +212,7 @@ extension Daemon {
                 // is only for a user's input).
                 if apps[name] == nil, (try? AppName.validate(name)) != nil, let main = AppMarks.mainProcess(among: ours) {
                     let record = rebuiltRecord(name: name, main: main)
-                    adopt(record)
+                    takeOver(record)
                     if let app = apps[name] {
                         claimed.formUnion([app.cgroups.v2Path, app.cgroups.freezerV1Path, app.cgroups.memoryV1Path].compactMap { $0 })
                         log(

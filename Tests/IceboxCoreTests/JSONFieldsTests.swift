@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+
+@testable import IceboxCore
+
+/// A persisted type's one definition of its JSON (`JSONRecord`, its field table): the table
+/// names every stored property, once, in key order; the fast forms and Codable come from it
+/// and agree; Codable's keys are the Swift names a synthesized conformance had, so records in
+/// the old camelCase form and users' own decoders still read.
+@Suite("One field table a persisted type")
+struct JSONFieldsTests {
+    static func keys<R: JSONRecord>(_: R.Type) -> [String] { R.jsonKeys.map(\.key) }
+
+    /// A record with every optional member set, each to a value of its own.
+    static func fullRecord() -> AppRecord {
+        var g = JSONWriterTests.Generator(state: 7)
+        var r = g.record()
+        r.cgroup = "/sys/fs/cgroup/x"
+        r.freezerV1 = "f"
+        r.coldStartNanos = 1
+        r.lastFreezeNanos = 2
+        r.lastThawNanos = 3
+        r.statusText = "s"
+        r.exitStatus = -4
+        r.ending = "e"
+        r.memoryBytes = 5
+        r.memoryV1 = "m"
+        r.memorySource = "memory.current"
+        r.lastCompaction = "c"
+        r.graceStartNanos = 6
+        r.graceDeadlineNanos = 7
+        r.graceCapNanos = 8
+        r.endIntent = .evict
+        r.endStartNanos = 11
+        r.killDeadlineNanos = 12
+        r.diskIntent = .checkpoint
+        r.diskIntentStartNanos = 16
+        r.diskWorker = 17
+        r.diskWorkerStartTicks = 18
+        r.images = "/i"
+        r.imageBytes = 19
+        r.lastCheckpointNanos = 20
+        r.lastRestoreNanos = 21
+        r.runsAs = RunAs(uid: 1, gid: 2, groups: [3], user: "u", group: "g")
+        r.notifySocket = "/n"
+        r.restartTimesNanos = [13, 14]
+        r.adoptedFrom = "/a"
+        r.adoptedFromFreezerV1 = "/f"
+        r.adoptedFromMemoryV1 = "/m"
+        r.adoptMoveNanos = 15
+        return r
+    }
+
+    /// The record's members as the list writes them, one `"key":value` each (nil ones left out).
+    static func members(_ record: AppRecord) -> [(key: String, text: String)] {
+        var visitor = MemberTexts()
+        record.visitFields(&visitor)
+        return visitor.members
+    }
+
+    struct MemberTexts: JSONFieldVisitor {
+        var members: [(key: String, text: String)] = []
+
+        mutating func required<T: JSONFieldValue>(_ key: StaticString, _ value: T, group: Int, _: (inout AppRecord, T) -> Void) {
+            var w = JSONWriter()
+            w.key(key)
+            value.writeField(to: &w)
+            let text = String(decoding: w.bytes, as: UTF8.self)
+            members.append((String(text.dropFirst().prefix { $0 != "\"" }), text))
+        }
+
+        mutating func optional<T: JSONFieldValue>(_ key: StaticString, _ value: T?, group: Int, _ set: (inout AppRecord, T?) -> Void) {
+            if let value { required(key, value, group: group) { _, _ in } }
+        }
+    }
+
+    static func line(_ members: [(key: String, text: String)]) -> String {
+        "{" + members.map(\.text).joined(separator: ",") + "}"
+    }
+
+    @Test("AppRecord's list names every stored property once, and nothing else")
+    func listCoversEveryProperty() {
+        let properties = Mirror(reflecting: AppRecord.jsonBlank).children.compactMap(\.label)
+        let named = Self.keys(AppRecord.self).map { JSONKeyStyle.camel($0) }
+        #expect(
+            Set(properties) == Set(named),
+            "stored but not in the list: \(Set(properties).subtracting(named)); in the list only: \(Set(named).subtracting(properties))")
+        #expect(named.count == Set(named).count, "a property twice in the list: \(named)")
+        #expect(properties.count == named.count)
+    }
+
+    @Test("the keys are in JSONEncoder's sorted order, and each is the snake_case of its Swift name")
+    func keysSortedAndConverted() {
+        let keys = Self.keys(AppRecord.self)
+        #expect(keys.map { Array($0.utf8) }.lexicographicallySorted(), "\(keys)")
+        for key in keys {
+            #expect(JSONKeyStyle.snake(JSONKeyStyle.camel(key)) == key && JSONKeyStyle.camel(key) != key || !key.contains("_"), "\(key)")
+        }
+    }
+
+    @Test("the required fields are the non-optional properties: a line without one is refused, by both readers")
+    func requiredFieldsAreTheNonOptionalOnes() {
+        let members = Self.members(Self.fullRecord())
+        #expect(members.count == AppRecord.jsonKeys.count)
+        for field in AppRecord.jsonKeys {
+            let key = field.key
+            let shorter = Self.line(members.filter { $0.key != key })
+            let fast = JSONReader.read(shorter) { AppRecord(json: &$0) }
+            let slow = try? JSONLines.decodeWithFoundation(AppRecord.self, shorter)
+            #expect((fast == nil) == field.isRequired, "\(key): the fast reader \(fast == nil ? "refused" : "took") the line without it")
+            #expect((slow == nil) == field.isRequired, "\(key): JSONDecoder \(slow == nil ? "refused" : "took") the line without it")
+        }
+        #expect(AppRecord.jsonKeys.filter(\.isRequired).count == 12)
+    }
+
+    @Test("written and read back by the fast forms and by Codable, the record is the same, every field included")
+    func roundTrips() throws {
+        let record = Self.fullRecord()
+        let fast = JSONLines.encode(record)
+        #expect(fast == JSONLines.encodeWithFoundation(record))
+        let readFast = try #require(JSONReader.read(fast) { AppRecord(json: &$0) }, "the fast reader refused \(fast)")
+        #expect(JSONLines.encode(readFast) == fast)
+        #expect(JSONLines.encode(try JSONLines.decodeWithFoundation(AppRecord.self, fast)) == fast)
+        // Every member of the table was written: each key is in the line.
+        for key in Self.keys(AppRecord.self) { #expect(fast.contains("\"\(key)\":"), "\(key) missing from \(fast)") }
+    }
+
+    @Test("Codable's keys are the Swift names: a plain JSONEncoder writes camelCase, and such a line (the old registry form) reads")
+    func codableKeysAreTheSwiftNames() throws {
+        let record = Self.fullRecord()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let camel = String(decoding: try encoder.encode(record), as: UTF8.self)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(camel.utf8)) as? [String: Any])
+        let properties = Set(Mirror(reflecting: record).children.compactMap(\.label))
+        #expect(Set(object.keys) == properties, "\(Set(object.keys).symmetricDifference(properties))")
+        #expect(object["sinceMonotonicNanos"] != nil && object["adoptedFromFreezerV1"] != nil)
+        // A user's own JSONDecoder reads it back, and so does icebox (JSONDecoder, as the
+        // fast reader refuses camelCase keys).
+        let theirs = try JSONDecoder().decode(AppRecord.self, from: Data(camel.utf8))
+        #expect(JSONLines.encode(theirs) == JSONLines.encode(record))
+        #expect(JSONReader.read(camel) { AppRecord(json: &$0) } == nil)
+        #expect(JSONLines.decode(AppRecord.self, camel).map(JSONLines.encode) == JSONLines.encode(record))
+    }
+
+    @Test(
+        "members in another order read the same (the registry's split order by the fast reader); a member twice is the fast reader's to refuse"
+    )
+    func anyOrder() throws {
+        let record = Self.fullRecord()
+        let line = JSONLines.encode(record)
+        var members = Self.members(record)
+        #expect(Self.line(members) == line)
+        // The registry's layout: its launch-time members at the end. Read in two passes.
+        let (head, tail) = Registry.layout(record)
+        let split = String(decoding: head + tail, as: UTF8.self)
+        #expect(split != line)
+        #expect(JSONReader.read(split) { AppRecord(json: &$0) }.map(JSONLines.encode) == line, "\(split)")
+        var g = JSONWriterTests.Generator(state: 3)
+        for _ in 0..<20 {
+            for i in members.indices.reversed() { members.swapAt(i, g.below(i + 1)) }
+            let shuffled = Self.line(members)
+            #expect(JSONLines.decode(AppRecord.self, shuffled).map(JSONLines.encode) == line, "\(shuffled)")
+            let doubled = Self.line(members + [members[0]])
+            #expect(JSONReader.read(doubled) { AppRecord(json: &$0) } == nil, "a member twice: \(members[0].key)")
+        }
+    }
+}
+
+extension Array where Element == [UInt8] {
+    fileprivate func lexicographicallySorted() -> Bool {
+        zip(self, dropFirst()).allSatisfy { $0.lexicographicallyPrecedes($1) }
+    }
+}
