@@ -3,11 +3,11 @@ import Testing
 
 @testable import IceboxCore
 
-/// A persisted type's one definition of its JSON (`JSONRecord`, its field table): the table
+/// A persisted type's one definition of its JSON (`JSONRecord`, its list of fields): the list
 /// names every stored property, once, in key order; the fast forms and Codable come from it
 /// and agree; Codable's keys are the Swift names a synthesized conformance had, so records in
 /// the old camelCase form and users' own decoders still read.
-@Suite("One field table a persisted type")
+@Suite("One list of fields a persisted type")
 struct JSONFieldsTests {
     static func keys<R: JSONRecord>(_: R.Type) -> [String] { R.jsonKeys.map(\.key) }
 
@@ -72,30 +72,41 @@ struct JSONFieldsTests {
         mutating func optional<T: JSONFieldValue>(_ key: StaticString, _ value: T?, group: Int, _ set: (inout AppRecord, T?) -> Void) {
             if let value { required(key, value, group: group) { _, _ in } }
         }
+
+        mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _: (inout AppRecord, T) -> Void) {
+            required(key, value, group: 0) { _, _ in }
+        }
     }
 
     static func line(_ members: [(key: String, text: String)]) -> String {
         "{" + members.map(\.text).joined(separator: ",") + "}"
     }
 
-    @Test("AppRecord's list names every stored property once, and nothing else")
-    func listCoversEveryProperty() {
-        let properties = Mirror(reflecting: AppRecord.jsonBlank).children.compactMap(\.label)
-        let named = Self.keys(AppRecord.self).map { JSONKeyStyle.camel($0) }
+    /// Each persisted type's stored properties (Mirror) against its list: the same names
+    /// (Event's `kind` is `event` in JSON and in Codable, as its CodingKeys had it), once each,
+    /// keys sorted as JSONEncoder sorts them.
+    static func expectListCovers<R: JSONRecord>(_: R.Type, renamed: [String: String] = [:]) {
+        let properties = Mirror(reflecting: R.jsonBlank).children.compactMap(\.label).map { renamed[$0] ?? $0 }
+        let keys = Self.keys(R.self)
+        let named = keys.map { JSONKeyStyle.camel($0) }
         #expect(
             Set(properties) == Set(named),
-            "stored but not in the list: \(Set(properties).subtracting(named)); in the list only: \(Set(named).subtracting(properties))")
-        #expect(named.count == Set(named).count, "a property twice in the list: \(named)")
-        #expect(properties.count == named.count)
+            "\(R.self): stored but not in the list: \(Set(properties).subtracting(named)); in the list only: \(Set(named).subtracting(properties))"
+        )
+        #expect(named.count == Set(named).count, "\(R.self): a property twice in the list: \(named)")
+        #expect(properties.count == named.count, "\(R.self)")
+        #expect(keys.map { Array($0.utf8) }.lexicographicallySorted(), "\(R.self): \(keys)")
+        for key in keys where key.contains("_") {
+            #expect(JSONKeyStyle.camel(key) != key && JSONKeyStyle.snake(JSONKeyStyle.camel(key)) == key, "\(R.self): \(key)")
+        }
     }
 
-    @Test("the keys are in JSONEncoder's sorted order, and each is the snake_case of its Swift name")
-    func keysSortedAndConverted() {
-        let keys = Self.keys(AppRecord.self)
-        #expect(keys.map { Array($0.utf8) }.lexicographicallySorted(), "\(keys)")
-        for key in keys {
-            #expect(JSONKeyStyle.snake(JSONKeyStyle.camel(key)) == key && JSONKeyStyle.camel(key) != key || !key.contains("_"), "\(key)")
-        }
+    @Test("each persisted type's list names every stored property once, and nothing else, its keys sorted")
+    func listCoversEveryProperty() {
+        Self.expectListCovers(AppRecord.self)
+        Self.expectListCovers(LaunchOptions.self)
+        Self.expectListCovers(RunAs.self)
+        Self.expectListCovers(Event.self, renamed: ["kind": "event"])
     }
 
     @Test("the required fields are the non-optional properties: a line without one is refused, by both readers")
@@ -111,6 +122,9 @@ struct JSONFieldsTests {
             #expect((slow == nil) == field.isRequired, "\(key): JSONDecoder \(slow == nil ? "refused" : "took") the line without it")
         }
         #expect(AppRecord.jsonKeys.filter(\.isRequired).count == 12)
+        // No member at all: refused, not the blank value.
+        #expect(JSONReader.read("{}") { AppRecord(json: &$0) } == nil)
+        #expect(JSONReader.read("{}") { Event(json: &$0) } == nil && JSONLines.decode(Event.self, "{}") == nil)
     }
 
     @Test("written and read back by the fast forms and by Codable, the record is the same, every field included")
@@ -164,6 +178,41 @@ struct JSONFieldsTests {
             let doubled = Self.line(members + [members[0]])
             #expect(JSONReader.read(doubled) { AppRecord(json: &$0) } == nil, "a member twice: \(members[0].key)")
         }
+    }
+
+    @Test("LaunchOptions: name and command are all a line needs; an absent or null member keeps its default, in both readers")
+    func launchOptionsDefaults() throws {
+        let defaults = LaunchOptions(name: "web", command: ["sleep", "1"])
+        for line in [
+            #"{"command":["sleep","1"],"name":"web"}"#,
+            #"{"command":["sleep","1"],"grace_ns":null,"name":"web","priority":null,"ready":null}"#,
+        ] {
+            let fast = try #require(JSONReader.read(line) { LaunchOptions(json: &$0) }, "the fast reader refused \(line)")
+            let slow = try JSONLines.decodeWithFoundation(LaunchOptions.self, line)
+            #expect(fast == defaults && slow == defaults, "\(line)")
+        }
+        for line in [#"{"name":"web"}"#, #"{"command":["sleep"]}"#] {
+            #expect(JSONReader.read(line) { LaunchOptions(json: &$0) } == nil && JSONLines.decode(LaunchOptions.self, line) == nil)
+        }
+        var changed = defaults
+        changed.graceNanos = 7
+        changed.priority = .critical
+        changed.evictTo = .disk
+        #expect(JSONLines.decode(LaunchOptions.self, JSONLines.encode(changed)) == changed)
+        #expect(JSONLines.encode(changed) == JSONLines.encodeWithFoundation(changed))
+    }
+
+    @Test("Event: kind is `event` in JSON and in Codable (its old CodingKeys), the others their Swift names")
+    func eventKeys() throws {
+        var event = Event(time: "t", monotonicNanos: 1, app: "a", kind: .freeze, detail: "d")
+        event.tasks = 3
+        event.graceNanos = 5
+        let camel = String(decoding: try JSONEncoder().encode(event), as: UTF8.self)
+        #expect(camel.contains(#""event":"freeze""#) && camel.contains(#""graceNanos":5"#) && !camel.contains("kind"), "\(camel)")
+        #expect(try JSONDecoder().decode(Event.self, from: Data(camel.utf8)) == event)
+        let line = JSONLines.encode(event)
+        #expect(line == #"{"app":"a","detail":"d","event":"freeze","grace_ns":5,"monotonic_ns":1,"tasks":3,"time":"t"}"#)
+        #expect(JSONReader.read(line) { Event(json: &$0) } == event)
     }
 }
 

@@ -103,3 +103,21 @@ public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
         return n
     }
 }
+
+extension RunAs: JSONRecord {
+    /// Decodes the ids (required) and the names (optional) under their Swift names.
+    public init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
+
+    /// Encodes the ids and the names under their Swift names (as a synthesized conformance would).
+    public func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
+
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == RunAs {
+        v.required("gid", gid) { $0.gid = $1 }
+        v.optional("group", group) { $0.group = $1 }
+        v.required("groups", groups) { $0.groups = $1 }
+        v.required("uid", uid) { $0.uid = $1 }
+        v.optional("user", user) { $0.user = $1 }
+    }
+
+    package static let jsonBlank = RunAs(uid: 0, gid: 0)
+}

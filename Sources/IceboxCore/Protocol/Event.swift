@@ -114,12 +114,6 @@ public struct Event: Codable, Sendable, Equatable {
     /// A checkpoint's images on disk, in bytes (checkpoint and restore events).
     public var imageBytes: UInt64?
 
-    enum CodingKeys: String, CodingKey {
-        case time, app, pid, kind = "event", from, to, detail, monotonicNanos, durationNanos
-        case reason, backend, tasks, graceNanos, exitStatus, band, memoryBeforeBytes, memoryAfterBytes, victimMemoryBytes, pids
-        case evictedFor, imageBytes
-    }
-
     package init(
         app: String, pid: Int32?, kind: EventKind, from: AppState? = nil, to: AppState? = nil,
         durationNanos: UInt64? = nil, detail: String, at instant: Instant
@@ -160,4 +154,39 @@ public struct Event: Codable, Sendable, Equatable {
     func pad(_ s: String, _ width: Int) -> String {
         s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
     }
+}
+
+extension Event: JSONRecord {
+    /// Decodes an event under its Swift names, `kind` under `event`.
+    public init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
+
+    /// Encodes an event under its Swift names, `kind` under `event` (the log's key for it).
+    public func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
+
+    /// Every member, in key order: the event log's form, a reply's and Codable's.
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == Event {
+        v.required("app", app) { $0.app = $1 }
+        v.optional("backend", backend) { $0.backend = $1 }
+        v.optional("band", band) { $0.band = $1 }
+        v.required("detail", detail) { $0.detail = $1 }
+        v.optional("duration_ns", durationNanos) { $0.durationNanos = $1 }
+        v.required("event", kind) { $0.kind = $1 }
+        v.optional("evicted_for", evictedFor) { $0.evictedFor = $1 }
+        v.optional("exit_status", exitStatus) { $0.exitStatus = $1 }
+        v.optional("from", from) { $0.from = $1 }
+        v.optional("grace_ns", graceNanos) { $0.graceNanos = $1 }
+        v.optional("image_bytes", imageBytes) { $0.imageBytes = $1 }
+        v.optional("memory_after_bytes", memoryAfterBytes) { $0.memoryAfterBytes = $1 }
+        v.optional("memory_before_bytes", memoryBeforeBytes) { $0.memoryBeforeBytes = $1 }
+        v.required("monotonic_ns", monotonicNanos) { $0.monotonicNanos = $1 }
+        v.optional("pid", pid) { $0.pid = $1 }
+        v.optional("pids", pids) { $0.pids = $1 }
+        v.optional("reason", reason) { $0.reason = $1 }
+        v.optional("tasks", tasks) { $0.tasks = $1 }
+        v.required("time", time) { $0.time = $1 }
+        v.optional("to", to) { $0.to = $1 }
+        v.optional("victim_memory_bytes", victimMemoryBytes) { $0.victimMemoryBytes = $1 }
+    }
+
+    package static let jsonBlank = Event(time: "", monotonicNanos: 0, app: "", kind: .daemon, detail: "")
 }

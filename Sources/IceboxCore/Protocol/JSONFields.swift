@@ -31,6 +31,9 @@ package protocol JSONFieldVisitor {
     mutating func required<T: JSONFieldValue>(_ key: StaticString, _ value: T, group: Int, _ set: (inout Root, T) -> Void)
     /// An optional one: left out while nil; `null` reads as nil (as decodeIfPresent has it).
     mutating func optional<T: JSONFieldValue>(_ key: StaticString, _ value: T?, group: Int, _ set: (inout Root, T?) -> Void)
+    /// A non-optional property with a default: always written; when read, absent (or `null`)
+    /// keeps the default the blank value has (LaunchOptions: a client writes what it means).
+    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _ set: (inout Root, T) -> Void)
 }
 
 extension JSONFieldVisitor {
@@ -67,12 +70,14 @@ extension JSONRecord {
         guard r.openObject() else { return nil }
         var reader = FieldReader(r: r, record: Self.jsonBlank)
         if reader.r.afterMember() == .end { reader.state = .ended }  // `{}`
-        for _ in 0..<3 where reader.state == .reading {
+        var passes = 0
+        repeat {  // once at least, which also marks the required fields (`{}` lacks them)
             let before = reader.seen
             reader.index = 0
             Self.jsonBlank.visitFields(&reader)
-            if reader.seen == before { return nil }  // a key no field has
-        }
+            passes += 1
+            if reader.state == .reading && reader.seen == before { return nil }  // a key no field has
+        } while reader.state == .reading && passes < 3
         guard reader.state == .ended, reader.seen & reader.required == reader.required else { return nil }
         r = reader.r
         self = reader.record
@@ -127,6 +132,10 @@ private struct FieldWriter<Root>: JSONFieldVisitor {
         w.key(key)
         value.writeField(to: &w)
     }
+
+    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _ set: (inout Root, T) -> Void) {
+        required(key, value, group: 0, set)
+    }
 }
 
 private struct FieldReader<Root>: JSONFieldVisitor {
@@ -155,6 +164,10 @@ private struct FieldReader<Root>: JSONFieldVisitor {
             set(&record, value)
             return true
         }
+    }
+
+    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _ set: (inout Root, T) -> Void) {
+        optional(key, value, group: 0) { record, read in if let read { set(&record, read) } }
     }
 
     /// Reads the field's value if its key comes next in the line.
@@ -188,6 +201,10 @@ private struct FieldEncoder<Root>: JSONFieldVisitor {
         guard error == nil else { return }
         do { try container.encodeIfPresent(value, forKey: codingKey(key)) } catch { self.error = error }
     }
+
+    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _ set: (inout Root, T) -> Void) {
+        required(key, value, group: 0, set)
+    }
 }
 
 private struct FieldDecoder<Root>: JSONFieldVisitor {
@@ -204,6 +221,10 @@ private struct FieldDecoder<Root>: JSONFieldVisitor {
         guard error == nil else { return }
         do { set(&record, try container.decodeIfPresent(T.self, forKey: codingKey(key))) } catch { self.error = error }
     }
+
+    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _ set: (inout Root, T) -> Void) {
+        optional(key, value, group: 0) { record, read in if let read { set(&record, read) } }
+    }
 }
 
 private struct FieldKeys<Root>: JSONFieldVisitor {
@@ -214,6 +235,10 @@ private struct FieldKeys<Root>: JSONFieldVisitor {
     }
 
     mutating func optional<T: JSONFieldValue>(_ key: StaticString, _: T?, group: Int, _: (inout Root, T?) -> Void) {
+        keys.append((text(key), false))
+    }
+
+    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _: T, _: (inout Root, T) -> Void) {
         keys.append((text(key), false))
     }
 }
@@ -239,7 +264,9 @@ extension JSONFieldValue where Self: FixedWidthInteger {
     package static func readField(_ r: inout JSONReader) -> Self? { r.integer() }
 }
 
+extension Int: JSONFieldValue {}
 extension Int32: JSONFieldValue {}
+extension UInt32: JSONFieldValue {}
 extension UInt64: JSONFieldValue {}
 
 extension Array: JSONFieldValue where Element: JSONFieldValue {
@@ -259,10 +286,18 @@ extension JSONFieldValue where Self: JSONWritable & JSONReadable {
     package static func readField(_ r: inout JSONReader) -> Self? { Self(json: &r) }
 }
 
-// The values of AppRecord's fields that are not the standard library's.
+// The values of the records' fields that are not the standard library's.
 extension AppState: JSONFieldValue {}
+extension AppLifecycle.Ending: JSONFieldValue {}
+extension BackendChoice: JSONFieldValue {}
 extension BackendKind: JSONFieldValue {}
 extension DiskIntent: JSONFieldValue {}
-extension AppLifecycle.Ending: JSONFieldValue {}
+extension EventKind: JSONFieldValue {}
+extension EvictionReason.Kind: JSONFieldValue {}
+extension EvictionTarget: JSONFieldValue {}
 extension LaunchOptions: JSONFieldValue {}
+extension NoticeSignal: JSONFieldValue {}
+extension PriorityBand: JSONFieldValue {}
+extension ReadyMode: JSONFieldValue {}
 extension RunAs: JSONFieldValue {}
+extension WatchdogAction: JSONFieldValue {}

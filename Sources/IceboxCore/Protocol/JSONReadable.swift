@@ -26,69 +26,6 @@ extension JSONReader {
     }
 }
 
-extension LaunchOptions: JSONReadable {
-    package init?(json r: inout JSONReader) {
-        var attached: Bool?, backend: BackendChoice?, backgroundSignal: NoticeSignal?, command: [String]?
-        var compactAfter: UInt64?, environment: [String]?, extraEnvironment: [String]?, foregroundSignal: Int32?
-        var grace: UInt64?, maxGrace: UInt64?, name: String?, nameIsDefault: Bool?, priority: PriorityBand?
-        var ready: ReadyMode?, readyTimeout: UInt64?, runAs: RunAs?, watchdogAction: WatchdogAction?
-        var watchdog: UInt64?, workingDirectory: String?, startLimitBurst: Int?, startLimitInterval: UInt64?
-        var pidNamespace: Bool?, evictTo: EvictionTarget?
-        let read = r.object { r, key in
-            switch key {
-            case "attached": return r.field(&attached)
-            case "backend": return r.field(&backend)
-            case "background_signal": return r.field(&backgroundSignal)
-            case "command": return r.field(&command)
-            case "compact_after_ns": return r.field(&compactAfter)
-            case "environment": return r.field(&environment)
-            case "extra_environment": return r.field(&extraEnvironment)
-            case "foreground_signal": return r.field(&foregroundSignal)
-            case "grace_ns": return r.field(&grace)
-            case "max_grace_ns": return r.field(&maxGrace)
-            case "name": return r.field(&name)
-            case "name_is_default": return r.field(&nameIsDefault)
-            case "evict_to": return r.field(&evictTo)
-            case "pid_namespace": return r.field(&pidNamespace)
-            case "priority": return r.field(&priority)
-            case "ready": return r.field(&ready)
-            case "ready_timeout_ns": return r.field(&readyTimeout)
-            case "run_as": return r.field(&runAs)
-            case "start_limit_burst": return r.field(&startLimitBurst)
-            case "start_limit_interval_ns": return r.field(&startLimitInterval)
-            case "watchdog_action": return r.field(&watchdogAction)
-            case "watchdog_ns": return r.field(&watchdog)
-            case "working_directory": return r.field(&workingDirectory)
-            default: return false
-            }
-        }
-        // Only the name and the command are required; the rest defaults (docs/protocol.md).
-        guard read, let command, let name else { return nil }
-        self.init(name: name, command: command)
-        self.nameIsDefault = nameIsDefault ?? self.nameIsDefault
-        self.backend = backend ?? self.backend
-        self.graceNanos = grace ?? graceNanos
-        self.maxGraceNanos = maxGrace ?? maxGraceNanos
-        self.backgroundSignal = backgroundSignal ?? self.backgroundSignal
-        self.foregroundSignal = foregroundSignal
-        self.ready = ready ?? self.ready
-        self.readyTimeoutNanos = readyTimeout ?? readyTimeoutNanos
-        self.workingDirectory = workingDirectory
-        self.environment = environment ?? self.environment
-        self.extraEnvironment = extraEnvironment ?? self.extraEnvironment
-        self.priority = priority ?? self.priority
-        self.compactAfterNanos = compactAfter
-        self.attached = attached ?? self.attached
-        self.watchdogNanos = watchdog
-        self.watchdogAction = watchdogAction
-        self.startLimitBurst = startLimitBurst
-        self.startLimitIntervalNanos = startLimitInterval
-        self.runAs = runAs
-        self.pidNamespace = pidNamespace ?? false
-        self.evictTo = evictTo
-    }
-}
-
 extension ReadyMode: JSONReadable {
     package init?(json r: inout JSONReader) {
         guard let mode = r.string().flatMap(ReadyMode.parse) else { return nil }
@@ -100,24 +37,6 @@ extension NoticeSignal: JSONReadable {
     package init?(json r: inout JSONReader) {
         guard let signal = r.string().flatMap(NoticeSignal.init(stored:)) else { return nil }
         self = signal
-    }
-}
-
-extension RunAs: JSONReadable {
-    package init?(json r: inout JSONReader) {
-        var gid: UInt32?, group: String?, groups: [UInt32]?, uid: UInt32?, user: String?
-        let read = r.object { r, key in
-            switch key {
-            case "gid": return r.field(&gid)
-            case "group": return r.field(&group)
-            case "groups": return r.field(&groups)
-            case "uid": return r.field(&uid)
-            case "user": return r.field(&user)
-            default: return false
-            }
-        }
-        guard read, let gid, let groups, let uid else { return nil }
-        self.init(uid: uid, gid: gid, groups: groups, user: user, group: group)
     }
 }
 
@@ -195,60 +114,6 @@ extension ControlReply: JSONReadable {
         self.summaries = summaries
         self.reason = reason
         self.event = event
-    }
-}
-
-extension Event: JSONReadable {
-    /// An event as `Event.writeJSON` writes it (the log's lines, a reply's `event`).
-    package init?(json r: inout JSONReader) {
-        var time: String?, monotonic: UInt64?, app: String?, pid: Int32?, kind: EventKind?, from: AppState?, to: AppState?
-        var duration: UInt64?, detail: String?, reason: String?, backend: BackendKind?, tasks: Int?, grace: UInt64?
-        var exitStatus: Int32?, band: PriorityBand?, before: UInt64?, after: UInt64?, victim: UInt64?, pids: [Int32]?
-        var evictedFor: EvictionReason.Kind?, imageBytes: UInt64?
-        let read = r.object { r, key in
-            switch key {
-            case "app": return r.field(&app)
-            case "backend": return r.field(&backend)
-            case "band": return r.field(&band)
-            case "detail": return r.field(&detail)
-            case "duration_ns": return r.field(&duration)
-            case "event": return r.field(&kind)
-            case "evicted_for": return r.field(&evictedFor)
-            case "exit_status": return r.field(&exitStatus)
-            case "from": return r.field(&from)
-            case "grace_ns": return r.field(&grace)
-            case "image_bytes": return r.field(&imageBytes)
-            case "memory_after_bytes": return r.field(&after)
-            case "memory_before_bytes": return r.field(&before)
-            case "monotonic_ns": return r.field(&monotonic)
-            case "pid": return r.field(&pid)
-            case "pids": return r.field(&pids)
-            case "reason": return r.field(&reason)
-            case "tasks": return r.field(&tasks)
-            case "time": return r.field(&time)
-            case "to": return r.field(&to)
-            case "victim_memory_bytes": return r.field(&victim)
-            default: return false
-            }
-        }
-        guard read, let time, let monotonic, let app, let kind, let detail else { return nil }
-        self.init(time: time, monotonicNanos: monotonic, app: app, kind: kind, detail: detail)
-        self.pid = pid
-        self.from = from
-        self.to = to
-        self.durationNanos = duration
-        self.reason = reason
-        self.backend = backend
-        self.tasks = tasks
-        self.graceNanos = grace
-        self.exitStatus = exitStatus
-        self.band = band
-        self.memoryBeforeBytes = before
-        self.memoryAfterBytes = after
-        self.victimMemoryBytes = victim
-        self.pids = pids
-        self.evictedFor = evictedFor
-        self.imageBytes = imageBytes
     }
 }
 

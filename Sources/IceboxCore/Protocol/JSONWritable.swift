@@ -1,40 +1,11 @@
-/// The hand-written JSON forms of what the daemon writes on its hot paths: an event line
-/// (every step), the control replies that carry them, and the summaries of `ps`. (A registry
-/// record's form comes from its list of fields, `AppRecord.visitFields`.) Each writes its
+/// The hand-written JSON forms of what the daemon writes on its hot paths that are not
+/// persisted: the control replies and requests, and the summaries of `ps`. (What is persisted,
+/// a registry record and an event, has one list of fields each: `visitFields`, JSONFields.swift.)
+/// Each writes its
 /// members in the byte order of the keys JSONKeyStyle gives its Swift names (`.sortedKeys`),
 /// nil optionals left out, so the bytes are JSONEncoder's (`JSONWriterTests` compares them
 /// over many values). A field added to one of these types must be added here too: the
 /// test's every-field values catch a forgotten one.
-
-extension LaunchOptions: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
-            w.field("attached", attached)
-            w.field("backend", backend)
-            w.field("background_signal", backgroundSignal)
-            w.field("command", command)
-            w.field("compact_after_ns", compactAfterNanos)
-            w.field("environment", environment)
-            w.field("evict_to", evictTo)
-            w.field("extra_environment", extraEnvironment)
-            w.field("foreground_signal", foregroundSignal)
-            w.field("grace_ns", graceNanos)
-            w.field("max_grace_ns", maxGraceNanos)
-            w.field("name", name)
-            w.field("name_is_default", nameIsDefault)
-            w.field("pid_namespace", pidNamespace)
-            w.field("priority", priority)
-            w.field("ready", ready)
-            w.field("ready_timeout_ns", readyTimeoutNanos)
-            w.field("run_as", runAs)
-            w.field("start_limit_burst", startLimitBurst)
-            w.field("start_limit_interval_ns", startLimitIntervalNanos)
-            w.field("watchdog_action", watchdogAction)
-            w.field("watchdog_ns", watchdogNanos)
-            w.field("working_directory", workingDirectory)
-        }
-    }
-}
 
 extension ReadyMode: JSONWritable {
     package func writeJSON(to w: inout JSONWriter) { w.string(description) }
@@ -46,18 +17,6 @@ extension NoticeSignal: JSONWritable {
         case .auto: w.string("auto")
         case .none: w.string("none")
         case .signal(let n): w.string(String(n))  // the number as text, as the registry has always kept it
-        }
-    }
-}
-
-extension RunAs: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
-            w.field("gid", gid)
-            w.field("group", group)
-            w.field("groups", groups)
-            w.field("uid", uid)
-            w.field("user", user)
         }
     }
 }
@@ -83,34 +42,6 @@ extension AppSummary: JSONWritable {
             w.field("since_wall", sinceWall)
             w.field("state", state)
             w.field("status_text", statusText)
-        }
-    }
-}
-
-extension Event: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
-            w.field("app", app)
-            w.field("backend", backend)
-            w.field("band", band)
-            w.field("detail", detail)
-            w.field("duration_ns", durationNanos)
-            w.field("event", kind)
-            w.field("evicted_for", evictedFor)
-            w.field("exit_status", exitStatus)
-            w.field("from", from)
-            w.field("grace_ns", graceNanos)
-            w.field("image_bytes", imageBytes)
-            w.field("memory_after_bytes", memoryAfterBytes)
-            w.field("memory_before_bytes", memoryBeforeBytes)
-            w.field("monotonic_ns", monotonicNanos)
-            w.field("pid", pid)
-            w.field("pids", pids)
-            w.field("reason", reason)
-            w.field("tasks", tasks)
-            w.field("time", time)
-            w.field("to", to)
-            w.field("victim_memory_bytes", victimMemoryBytes)
         }
     }
 }

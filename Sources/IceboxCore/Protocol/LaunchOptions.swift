@@ -132,32 +132,43 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
         self.name = name
         self.command = command
     }
+}
 
+extension LaunchOptions: JSONRecord {
     /// Only `name` and `command` are required; every other member takes its default when
     /// absent, so a client writes what it means (docs/protocol.md).
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(name: try c.decode(String.self, forKey: .name), command: try c.decode([String].self, forKey: .command))
-        nameIsDefault = try c.decodeIfPresent(Bool.self, forKey: .nameIsDefault) ?? nameIsDefault
-        backend = try c.decodeIfPresent(BackendChoice.self, forKey: .backend) ?? backend
-        graceNanos = try c.decodeIfPresent(UInt64.self, forKey: .graceNanos) ?? graceNanos
-        maxGraceNanos = try c.decodeIfPresent(UInt64.self, forKey: .maxGraceNanos) ?? maxGraceNanos
-        backgroundSignal = try c.decodeIfPresent(NoticeSignal.self, forKey: .backgroundSignal) ?? backgroundSignal
-        foregroundSignal = try c.decodeIfPresent(Int32.self, forKey: .foregroundSignal)
-        ready = try c.decodeIfPresent(ReadyMode.self, forKey: .ready) ?? ready
-        readyTimeoutNanos = try c.decodeIfPresent(UInt64.self, forKey: .readyTimeoutNanos) ?? readyTimeoutNanos
-        workingDirectory = try c.decodeIfPresent(String.self, forKey: .workingDirectory)
-        environment = try c.decodeIfPresent([String].self, forKey: .environment) ?? environment
-        extraEnvironment = try c.decodeIfPresent([String].self, forKey: .extraEnvironment) ?? extraEnvironment
-        priority = try c.decodeIfPresent(PriorityBand.self, forKey: .priority) ?? priority
-        compactAfterNanos = try c.decodeIfPresent(UInt64.self, forKey: .compactAfterNanos)
-        attached = try c.decodeIfPresent(Bool.self, forKey: .attached) ?? attached
-        watchdogNanos = try c.decodeIfPresent(UInt64.self, forKey: .watchdogNanos)
-        watchdogAction = try c.decodeIfPresent(WatchdogAction.self, forKey: .watchdogAction)
-        startLimitBurst = try c.decodeIfPresent(Int.self, forKey: .startLimitBurst)
-        startLimitIntervalNanos = try c.decodeIfPresent(UInt64.self, forKey: .startLimitIntervalNanos)
-        runAs = try c.decodeIfPresent(RunAs.self, forKey: .runAs)
-        pidNamespace = try c.decodeIfPresent(Bool.self, forKey: .pidNamespace) ?? pidNamespace
-        evictTo = try c.decodeIfPresent(EvictionTarget.self, forKey: .evictTo)
+    public init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
+
+    /// Encodes every member under its Swift name (as a synthesized conformance would).
+    public func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
+
+    /// Every member, in key order: the registry's form, the protocol's and Codable's.
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == LaunchOptions {
+        v.defaulted("attached", attached) { $0.attached = $1 }
+        v.defaulted("backend", backend) { $0.backend = $1 }
+        v.defaulted("background_signal", backgroundSignal) { $0.backgroundSignal = $1 }
+        v.required("command", command) { $0.command = $1 }
+        v.optional("compact_after_ns", compactAfterNanos) { $0.compactAfterNanos = $1 }
+        v.defaulted("environment", environment) { $0.environment = $1 }
+        v.optional("evict_to", evictTo) { $0.evictTo = $1 }
+        v.defaulted("extra_environment", extraEnvironment) { $0.extraEnvironment = $1 }
+        v.optional("foreground_signal", foregroundSignal) { $0.foregroundSignal = $1 }
+        v.defaulted("grace_ns", graceNanos) { $0.graceNanos = $1 }
+        v.defaulted("max_grace_ns", maxGraceNanos) { $0.maxGraceNanos = $1 }
+        v.required("name", name) { $0.name = $1 }
+        v.defaulted("name_is_default", nameIsDefault) { $0.nameIsDefault = $1 }
+        v.defaulted("pid_namespace", pidNamespace) { $0.pidNamespace = $1 }
+        v.defaulted("priority", priority) { $0.priority = $1 }
+        v.defaulted("ready", ready) { $0.ready = $1 }
+        v.defaulted("ready_timeout_ns", readyTimeoutNanos) { $0.readyTimeoutNanos = $1 }
+        v.optional("run_as", runAs) { $0.runAs = $1 }
+        v.optional("start_limit_burst", startLimitBurst) { $0.startLimitBurst = $1 }
+        v.optional("start_limit_interval_ns", startLimitIntervalNanos) { $0.startLimitIntervalNanos = $1 }
+        v.optional("watchdog_action", watchdogAction) { $0.watchdogAction = $1 }
+        v.optional("watchdog_ns", watchdogNanos) { $0.watchdogNanos = $1 }
+        v.optional("working_directory", workingDirectory) { $0.workingDirectory = $1 }
     }
+
+    /// Every member at its default, the name and command empty.
+    package static let jsonBlank = LaunchOptions(name: "", command: [])
 }
