@@ -9,7 +9,34 @@ import Testing
 /// the old camelCase form and users' own decoders still read.
 @Suite("One list of fields a persisted type")
 struct JSONFieldsTests {
-    static func keys<R: JSONRecord>(_: R.Type) -> [String] { R.jsonKeys.map(\.key) }
+    static func keys<R: JSONRecord>(_: R.Type) -> [String] { jsonKeys(R.self).map(\.key) }
+
+    /// Each field's JSON key and whether it is required, in the list's order.
+    static func jsonKeys<R: JSONRecord>(_: R.Type) -> [(key: String, isRequired: Bool)] {
+        var visitor = FieldKeys<R>()
+        R.jsonBlank.visitFields(&visitor)
+        return visitor.keys
+    }
+
+    struct FieldKeys<Root>: JSONFieldVisitor {
+        var keys: [(key: String, isRequired: Bool)] = []
+
+        static func text(_ key: StaticString) -> String {
+            String(decoding: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount), as: UTF8.self)
+        }
+
+        mutating func required<T: JSONFieldValue>(_ key: StaticString, _: T, group: Int, _: (inout Root, T) -> Void) {
+            keys.append((Self.text(key), true))
+        }
+
+        mutating func optional<T: JSONFieldValue>(_ key: StaticString, _: T?, group: Int, _: (inout Root, T?) -> Void) {
+            keys.append((Self.text(key), false))
+        }
+
+        mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _: T, _: (inout Root, T) -> Void) {
+            keys.append((Self.text(key), false))
+        }
+    }
 
     /// A record with every optional member set, each to a value of its own.
     static func fullRecord() -> AppRecord {
@@ -107,13 +134,14 @@ struct JSONFieldsTests {
         Self.expectListCovers(LaunchOptions.self)
         Self.expectListCovers(RunAs.self)
         Self.expectListCovers(Event.self, renamed: ["kind": "event"])
+        Self.expectListCovers(AppSummary.self)
     }
 
     @Test("the required fields are the non-optional properties: a line without one is refused, by both readers")
     func requiredFieldsAreTheNonOptionalOnes() {
         let members = Self.members(Self.fullRecord())
-        #expect(members.count == AppRecord.jsonKeys.count)
-        for field in AppRecord.jsonKeys {
+        #expect(members.count == Self.jsonKeys(AppRecord.self).count)
+        for field in Self.jsonKeys(AppRecord.self) {
             let key = field.key
             let shorter = Self.line(members.filter { $0.key != key })
             let fast = JSONReader.read(shorter) { AppRecord(json: &$0) }
@@ -121,7 +149,7 @@ struct JSONFieldsTests {
             #expect((fast == nil) == field.isRequired, "\(key): the fast reader \(fast == nil ? "refused" : "took") the line without it")
             #expect((slow == nil) == field.isRequired, "\(key): JSONDecoder \(slow == nil ? "refused" : "took") the line without it")
         }
-        #expect(AppRecord.jsonKeys.filter(\.isRequired).count == 12)
+        #expect(Self.jsonKeys(AppRecord.self).filter(\.isRequired).count == 12)
         // No member at all: refused, not the blank value.
         #expect(JSONReader.read("{}") { AppRecord(json: &$0) } == nil)
         #expect(JSONReader.read("{}") { Event(json: &$0) } == nil && JSONLines.decode(Event.self, "{}") == nil)

@@ -36,3 +36,36 @@ extension AppRecord {
         return summary
     }
 }
+
+extension AppSummary: JSONRecord {
+    package init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
+
+    package func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
+
+    /// Every member, in key order: `ps`'s reply and Codable's.
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == AppSummary {
+        v.optional("adopted", adopted) { $0.adopted = $1 }
+        v.required("backend", backend) { $0.backend = $1 }
+        v.optional("cgroup", cgroup) { $0.cgroup = $1 }
+        v.required("command", command) { $0.command = $1 }
+        v.optional("ending", ending) { $0.ending = $1 }
+        v.optional("exit_status", exitStatus) { $0.exitStatus = $1 }
+        v.optional("last_freeze_ns", lastFreezeNanos) { $0.lastFreezeNanos = $1 }
+        v.optional("last_thaw_ns", lastThawNanos) { $0.lastThawNanos = $1 }
+        v.optional("memory_bytes", memoryBytes) { $0.memoryBytes = $1 }
+        v.required("name", name) { $0.name = $1 }
+        v.required("pid", pid) { $0.pid = $1 }
+        v.optional("pid_namespace", pidNamespace) { $0.pidNamespace = $1 }
+        v.required("priority", priority) { $0.priority = $1 }
+        v.optional("runs_as", runsAs) { $0.runsAs = $1 }
+        v.required("since_monotonic_ns", sinceMonotonicNanos) { $0.sinceMonotonicNanos = $1 }
+        v.required("since_wall", sinceWall) { $0.sinceWall = $1 }
+        v.required("state", state) { $0.state = $1 }
+        v.optional("status_text", statusText) { $0.statusText = $1 }
+    }
+
+    package static let jsonBlank = AppSummary(
+        name: "", pid: 0, state: .active, sinceMonotonicNanos: 0, sinceWall: "", backend: .signal, memoryBytes: nil,
+        lastFreezeNanos: nil, lastThawNanos: nil, statusText: nil, ending: nil, exitStatus: nil, command: [],
+        priority: .normal, cgroup: nil, runsAs: nil, adopted: nil)
+}

@@ -1,6 +1,7 @@
 import Glibc
 
-/// One definition of a persisted type's JSON: `visitFields` lists its fields (the JSON key,
+/// One definition of a record type's JSON (what is persisted: a registry record with its
+/// launch options and identity, an event; and `ps`'s summary): `visitFields` lists its fields (the JSON key,
 /// the value, how to set it), and from that one list come the hand-written form the daemon
 /// writes and reads on its hot paths (`JSONWriter`, `JSONReader`) and the type's `Codable`
 /// conformance, which JSONEncoder and JSONDecoder use (a line not in the plain form, a
@@ -97,22 +98,11 @@ extension JSONRecord {
         if let error = visitor.error { throw error }
         self = visitor.record
     }
-
-    /// Each field's JSON key and whether it is required, in the list's order.
-    package static var jsonKeys: [(key: String, isRequired: Bool)] {
-        var visitor = FieldKeys<Self>()
-        jsonBlank.visitFields(&visitor)
-        return visitor.keys
-    }
 }
 
 /// The key Codable uses for a JSON key: the Swift name it comes from.
 private func codingKey(_ key: StaticString) -> JSONKey {
-    JSONKey(JSONKeyStyle.camel(text(key)))
-}
-
-private func text(_ key: StaticString) -> String {
-    String(decoding: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount), as: UTF8.self)
+    JSONKey(JSONKeyStyle.camel(String(decoding: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount), as: UTF8.self)))
 }
 
 private struct FieldWriter<Root>: JSONFieldVisitor {
@@ -224,22 +214,6 @@ private struct FieldDecoder<Root>: JSONFieldVisitor {
 
     mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _ value: T, _ set: (inout Root, T) -> Void) {
         optional(key, value, group: 0) { record, read in if let read { set(&record, read) } }
-    }
-}
-
-private struct FieldKeys<Root>: JSONFieldVisitor {
-    var keys: [(key: String, isRequired: Bool)] = []
-
-    mutating func required<T: JSONFieldValue>(_ key: StaticString, _: T, group: Int, _: (inout Root, T) -> Void) {
-        keys.append((text(key), true))
-    }
-
-    mutating func optional<T: JSONFieldValue>(_ key: StaticString, _: T?, group: Int, _: (inout Root, T?) -> Void) {
-        keys.append((text(key), false))
-    }
-
-    mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _: T, _: (inout Root, T) -> Void) {
-        keys.append((text(key), false))
     }
 }
 

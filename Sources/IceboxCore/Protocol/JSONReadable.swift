@@ -40,46 +40,6 @@ extension NoticeSignal: JSONReadable {
     }
 }
 
-extension AppSummary: JSONReadable {
-    package init?(json r: inout JSONReader) {
-        var backend: BackendKind?, cgroup: String?, command: [String]?, ending: String?, exitStatus: Int32?
-        var lastFreeze: UInt64?, lastThaw: UInt64?, memoryBytes: UInt64?, name: String?, pid: Int32?
-        var priority: PriorityBand?, runsAs: RunAs?, sinceMonotonic: UInt64?, sinceWall: String?, state: AppState?
-        var statusText: String?, adopted: Bool?, pidNamespace: Bool?
-        let read = r.object { r, key in
-            switch key {
-            case "adopted": return r.field(&adopted)
-            case "backend": return r.field(&backend)
-            case "cgroup": return r.field(&cgroup)
-            case "command": return r.field(&command)
-            case "ending": return r.field(&ending)
-            case "exit_status": return r.field(&exitStatus)
-            case "last_freeze_ns": return r.field(&lastFreeze)
-            case "last_thaw_ns": return r.field(&lastThaw)
-            case "memory_bytes": return r.field(&memoryBytes)
-            case "name": return r.field(&name)
-            case "pid": return r.field(&pid)
-            case "pid_namespace": return r.field(&pidNamespace)
-            case "priority": return r.field(&priority)
-            case "runs_as": return r.field(&runsAs)
-            case "since_monotonic_ns": return r.field(&sinceMonotonic)
-            case "since_wall": return r.field(&sinceWall)
-            case "state": return r.field(&state)
-            case "status_text": return r.field(&statusText)
-            default: return false
-            }
-        }
-        guard read, let backend, let command, let name, let pid, let priority, let sinceMonotonic, let sinceWall, let state
-        else { return nil }
-        self.init(
-            name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonic, sinceWall: sinceWall, backend: backend,
-            memoryBytes: memoryBytes, lastFreezeNanos: lastFreeze, lastThawNanos: lastThaw, statusText: statusText,
-            ending: ending, exitStatus: exitStatus, command: command, priority: priority, cgroup: cgroup, runsAs: runsAs,
-            adopted: adopted)
-        self.pidNamespace = pidNamespace
-    }
-}
-
 extension ControlReply: JSONReadable {
     /// The replies of `ps`, and the lines (with the event of their step) and ends of every
     /// command; one that carries a policy (a policy command: one at a time) is JSONDecoder's.

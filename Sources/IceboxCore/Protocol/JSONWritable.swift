@@ -1,11 +1,10 @@
-/// The hand-written JSON forms of what the daemon writes on its hot paths that are not
-/// persisted: the control replies and requests, and the summaries of `ps`. (What is persisted,
-/// a registry record and an event, has one list of fields each: `visitFields`, JSONFields.swift.)
-/// Each writes its
-/// members in the byte order of the keys JSONKeyStyle gives its Swift names (`.sortedKeys`),
-/// nil optionals left out, so the bytes are JSONEncoder's (`JSONWriterTests` compares them
-/// over many values). A field added to one of these types must be added here too: the
-/// test's every-field values catch a forgotten one.
+/// The hand-written JSON forms of the control replies and requests and of two single values.
+/// (A record, an event, a summary of `ps` each have one list of fields instead, from which
+/// their forms come: `visitFields`, JSONFields.swift.) Each writes its members in the byte
+/// order of the keys JSONKeyStyle gives its Swift names (`.sortedKeys`), nil optionals left
+/// out, so the bytes are JSONEncoder's (`JSONWriterTests` compares them over many values). A
+/// field added to one of these types must be added here too: the test's every-field values
+/// catch a forgotten one.
 
 extension ReadyMode: JSONWritable {
     package func writeJSON(to w: inout JSONWriter) { w.string(description) }
@@ -17,31 +16,6 @@ extension NoticeSignal: JSONWritable {
         case .auto: w.string("auto")
         case .none: w.string("none")
         case .signal(let n): w.string(String(n))  // the number as text, as the registry has always kept it
-        }
-    }
-}
-
-extension AppSummary: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
-            if let adopted { w.field("adopted", adopted) }
-            w.field("backend", backend)
-            w.field("cgroup", cgroup)
-            w.field("command", command)
-            w.field("ending", ending)
-            w.field("exit_status", exitStatus)
-            w.field("last_freeze_ns", lastFreezeNanos)
-            w.field("last_thaw_ns", lastThawNanos)
-            w.field("memory_bytes", memoryBytes)
-            w.field("name", name)
-            w.field("pid", pid)
-            if let pidNamespace { w.field("pid_namespace", pidNamespace) }
-            w.field("priority", priority)
-            w.field("runs_as", runsAs)
-            w.field("since_monotonic_ns", sinceMonotonicNanos)
-            w.field("since_wall", sinceWall)
-            w.field("state", state)
-            w.field("status_text", statusText)
         }
     }
 }
