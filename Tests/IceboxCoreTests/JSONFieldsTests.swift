@@ -123,6 +123,7 @@ struct JSONFieldsTests {
         #expect(named.count == Set(named).count, "\(R.self): a property twice in the list: \(named)")
         #expect(properties.count == named.count, "\(R.self)")
         #expect(keys.map { Array($0.utf8) }.lexicographicallySorted(), "\(R.self): \(keys)")
+        #expect(keys.count < 64, "\(R.self): the reader keeps the fields it has seen in a UInt64, one bit each")
         for key in keys where key.contains("_") {
             #expect(JSONKeyStyle.camel(key) != key && JSONKeyStyle.snake(JSONKeyStyle.camel(key)) == key, "\(R.self): \(key)")
         }

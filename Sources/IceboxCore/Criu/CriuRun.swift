@@ -6,9 +6,12 @@ import IceboxSystem
 /// deadline. What it prints goes to a file beside the images (criu's own log is `--log-file`).
 final class CriuRun {
     let handle: ProcessHandle
-    /// When it started and when it must have ended (monotonic ns).
+    /// When it started and when it must have ended (monotonic ns); once it was killed, when
+    /// the wait for its end is given up.
     let started: UInt64
-    let deadline: UInt64
+    private(set) var deadline: UInt64
+    /// Why it was killed, once it was: its end is then that failure, whatever its status.
+    private(set) var killedBecause: String?
 
     private init(handle: ProcessHandle, started: UInt64, deadline: UInt64) {
         self.handle = handle
@@ -54,12 +57,18 @@ final class CriuRun {
     /// How it ended, once it has (reaped); nil while it runs.
     func ended() -> Termination? { (try? handle.reapIfExited()) ?? nil }  // an error: not ours to reap, so not ended
 
-    /// Kills it (its deadline passed) and reaps it, bounded.
-    func kill() {
-        _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
-        // Not reaped in time: the loop reaps it later (reapChildren).
-        _ = try? handle.wait(until: Clock.monotonicNanos().saturatingAdd(2_000_000_000))
+    /// Kills it (its deadline passed) and returns: the loop goes on watching its pidfd, and its
+    /// end finishes its checkpoint or restore as failed for `why`; if the kernel has not ended
+    /// it by the new deadline (`killWaitNanos` on: a task in D state, or in a frozen v1
+    /// freezer, dies only later), the loop gives up the wait and reaps it when it ends. This
+    /// waited here for up to 2 s, the loop and every client with it.
+    func kill(because why: String, now: UInt64) {
+        _ = try? handle.send(SIGKILL)  // gone already: its pidfd says so
+        killedBecause = why
+        deadline = now.saturatingAdd(Self.killWaitNanos)
     }
+
+    static let killWaitNanos: UInt64 = 2_000_000_000
 
     var pid: pid_t { handle.pid }
 }

@@ -137,6 +137,7 @@ extension Daemon {
     }
 
     private func checkpointStepEnded(_ app: LiveApp, _ work: CheckpointWork, _ termination: Termination) {
+        if let why = work.run.killedBecause { return checkpointFailed(app, work, why) }
         let now = Clock.monotonicNanos()
         var work = work
         switch work.stage {
@@ -188,13 +189,17 @@ extension Daemon {
         apply(.checkpointEnded(.failed(why)), to: app)
     }
 
-    /// The checkpoint's deadline passed: its criu (or sync) is killed, and it failed.
+    /// The checkpoint's deadline passed: its criu (or sync) is killed, and the checkpoint fails
+    /// once it has ended (`checkpointStepEnded`), or once the wait for that is given up.
     func checkpointOverran(_ app: LiveApp) {
         guard let work = app.checkpoint else { return }
-        unwatch(work.run.handle.pidfd)
-        work.run.kill()
+        if let why = work.run.killedBecause {
+            unwatch(work.run.handle.pidfd)  // reapChildren reaps it when it ends
+            return checkpointFailed(app, work, why + "; not ended \(DurationText.format(CriuRun.killWaitNanos)) after SIGKILL")
+        }
         let what = work.stage == .dump ? "criu dump" : "the sync of the images"
-        checkpointFailed(app, work, "\(what) ran past its deadline (\(DurationText.format(work.run.deadline - work.run.started))): killed")
+        let took = DurationText.format(work.run.deadline - work.run.started)
+        work.run.kill(because: "\(what) ran past its deadline (\(took)): killed", now: Clock.monotonicNanos())
     }
 
     /// Removes an app's images, saying so if that fails (they hold its heap).

@@ -69,6 +69,9 @@ extension Daemon {
 
     func restoreEnded(_ job: RestoreJob, _ termination: Termination) {
         restores[job.name] = nil
+        if let why = job.run.killedBecause {
+            return restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: why)
+        }
         let nanos = Clock.monotonicNanos().saturatingSub(job.run.started)
         let pid = pid_t(((try? FileIO.read(job.images.restoredPIDFile)) ?? "").trimmed())  // none: nothing restored
         guard termination == .exited(0), let pid, let handle = try? ProcessHandle(adopting: pid),  // gone already: failed
@@ -102,14 +105,19 @@ extension Daemon {
         }
     }
 
-    /// The restore's deadline passed: its criu is killed, and it failed.
+    /// The restore's deadline passed: its criu is killed, and the restore fails once it has
+    /// ended (`restoreEnded`), or once the wait for that is given up.
     func restoreOverran(_ job: RestoreJob) {
-        restores[job.name] = nil
-        unwatch(job.run.handle.pidfd)
-        job.run.kill()
-        restoreFailed(
-            job.record, job.images, cgroups: job.cgroups, waiters: job.waiters,
-            why: "criu restore ran past its deadline (\(DurationText.format(Self.restoreTimeoutNanos))): killed")
+        if let why = job.run.killedBecause {
+            restores[job.name] = nil
+            unwatch(job.run.handle.pidfd)  // reapChildren reaps it when it ends
+            return restoreFailed(
+                job.record, job.images, cgroups: job.cgroups, waiters: job.waiters,
+                why: why + "; not ended \(DurationText.format(CriuRun.killWaitNanos)) after SIGKILL")
+        }
+        job.run.kill(
+            because: "criu restore ran past its deadline (\(DurationText.format(Self.restoreTimeoutNanos))): killed",
+            now: Clock.monotonicNanos())
     }
 
     /// The restore failed: what it left is killed and its cgroups removed, the images
