@@ -70,6 +70,16 @@ struct LaunchingRequestTests {
         }
     }
 
+    /// The app's state from `ps --json --all`, run as the background clients are (its output
+    /// to a file, waited for on the calling thread). `box.apps()` reads through the shared
+    /// dispatch pool, which the rest of a parallel test run can hold for seconds: ten pollers
+    /// on it once saw no app launching in 20 s, and the race ran after the apps had ended.
+    static func state(_ box: Sandbox, _ name: String) -> AppState? {
+        guard let r = Background.run(box, ["ps", "--json", "--all"], timeout: 10), r.status == 0 else { return nil }
+        let apps = JSONLines.decode([AppRecord].self, r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? []
+        return apps.first { $0.name == name }?.state
+    }
+
     static func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
         try Scenario.eventually(seconds: seconds, condition)
     }
@@ -224,7 +234,7 @@ struct LaunchingRequestTests {
         // Each request as soon as its app shows as launching.
         let requests = zip(names, plans).map { name, plan in
             Background(box, plan + [name], timeout: 20) {
-                _ = Self.eventually(20) { (try? box.apps()[name]?.state) == .launching }
+                _ = Self.eventually(20) { Self.state(box, name) == .launching }
             }
         }
         var reached = 0
