@@ -21,20 +21,16 @@ struct JSONFieldsTests {
     struct FieldKeys<Root>: JSONFieldVisitor {
         var keys: [(key: String, isRequired: Bool)] = []
 
-        static func text(_ key: StaticString) -> String {
-            String(decoding: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount), as: UTF8.self)
-        }
-
         mutating func required<T: JSONFieldValue>(_ key: StaticString, _: T, group: Int, _: (inout Root, T) -> Void) {
-            keys.append((Self.text(key), true))
+            keys.append((key.description, true))
         }
 
         mutating func optional<T: JSONFieldValue>(_ key: StaticString, _: T?, group: Int, _: (inout Root, T?) -> Void) {
-            keys.append((Self.text(key), false))
+            keys.append((key.description, false))
         }
 
         mutating func defaulted<T: JSONFieldValue>(_ key: StaticString, _: T, _: (inout Root, T) -> Void) {
-            keys.append((Self.text(key), false))
+            keys.append((key.description, false))
         }
     }
 

@@ -57,11 +57,21 @@ final class CriuRun {
     /// How it ended, once it has (reaped); nil while it runs.
     func ended() -> Termination? { (try? handle.reapIfExited()) ?? nil }  // an error: not ours to reap, so not ended
 
-    /// Kills it (its deadline passed) and returns: the loop goes on watching its pidfd, and its
-    /// end finishes its checkpoint or restore as failed for `why`; if the kernel has not ended
-    /// it by the new deadline (`killWaitNanos` on: a task in D state, or in a frozen v1
-    /// freezer, dies only later), the loop gives up the wait and reaps it when it ends. This
-    /// waited here for up to 2 s, the loop and every client with it.
+    /// Its deadline passed. The first time it is killed (`kill`) and this returns nil: its end
+    /// comes through its pidfd. The second time (the kill's own deadline passed, the kernel has
+    /// not ended it) the wait is given up, and this returns why its checkpoint or restore
+    /// failed; the loop reaps it when it ends.
+    func overran(_ why: String, now: UInt64) -> String? {
+        if let killed = killedBecause { return killed + "; not ended \(DurationText.format(Self.killWaitNanos)) after SIGKILL" }
+        kill(because: why, now: now)
+        return nil
+    }
+
+    /// Kills it and returns: the loop goes on watching its pidfd, and its end finishes its
+    /// checkpoint or restore as failed for `why`; if the kernel has not ended it by the new
+    /// deadline (`killWaitNanos` on: a task in D state, or in a frozen v1 freezer, dies only
+    /// later), `overran` gives up the wait. This waited here for up to 2 s, the loop and every
+    /// client with it.
     func kill(because why: String, now: UInt64) {
         _ = try? handle.send(SIGKILL)  // gone already: its pidfd says so
         killedBecause = why

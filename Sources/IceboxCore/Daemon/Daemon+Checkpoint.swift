@@ -193,13 +193,11 @@ extension Daemon {
     /// once it has ended (`checkpointStepEnded`), or once the wait for that is given up.
     func checkpointOverran(_ app: LiveApp) {
         guard let work = app.checkpoint else { return }
-        if let why = work.run.killedBecause {
-            unwatch(work.run.handle.pidfd)  // reapChildren reaps it when it ends
-            return checkpointFailed(app, work, why + "; not ended \(DurationText.format(CriuRun.killWaitNanos)) after SIGKILL")
-        }
         let what = work.stage == .dump ? "criu dump" : "the sync of the images"
         let took = DurationText.format(work.run.deadline - work.run.started)
-        work.run.kill(because: "\(what) ran past its deadline (\(took)): killed", now: Clock.monotonicNanos())
+        guard let why = work.run.overran("\(what) ran past its deadline (\(took)): killed", now: Clock.monotonicNanos()) else { return }
+        unwatch(work.run.handle.pidfd)  // reapChildren reaps it when it ends
+        checkpointFailed(app, work, why)
     }
 
     /// Removes an app's images, saying so if that fails (they hold its heap).

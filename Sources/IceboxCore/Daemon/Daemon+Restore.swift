@@ -108,16 +108,11 @@ extension Daemon {
     /// The restore's deadline passed: its criu is killed, and the restore fails once it has
     /// ended (`restoreEnded`), or once the wait for that is given up.
     func restoreOverran(_ job: RestoreJob) {
-        if let why = job.run.killedBecause {
-            restores[job.name] = nil
-            unwatch(job.run.handle.pidfd)  // reapChildren reaps it when it ends
-            return restoreFailed(
-                job.record, job.images, cgroups: job.cgroups, waiters: job.waiters,
-                why: why + "; not ended \(DurationText.format(CriuRun.killWaitNanos)) after SIGKILL")
-        }
-        job.run.kill(
-            because: "criu restore ran past its deadline (\(DurationText.format(Self.restoreTimeoutNanos))): killed",
-            now: Clock.monotonicNanos())
+        let overrun = "criu restore ran past its deadline (\(DurationText.format(Self.restoreTimeoutNanos))): killed"
+        guard let why = job.run.overran(overrun, now: Clock.monotonicNanos()) else { return }
+        restores[job.name] = nil
+        unwatch(job.run.handle.pidfd)  // reapChildren reaps it when it ends
+        restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: why)
     }
 
     /// The restore failed: what it left is killed and its cgroups removed, the images

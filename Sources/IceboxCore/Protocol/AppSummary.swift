@@ -64,8 +64,6 @@ extension AppSummary: JSONRecord {
         v.optional("status_text", statusText) { $0.statusText = $1 }
     }
 
-    package static let jsonBlank = AppSummary(
-        name: "", pid: 0, state: .active, sinceMonotonicNanos: 0, sinceWall: "", backend: .signal, memoryBytes: nil,
-        lastFreezeNanos: nil, lastThawNanos: nil, statusText: nil, ending: nil, exitStatus: nil, command: [],
-        priority: .normal, cgroup: nil, runsAs: nil, adopted: nil)
+    /// The blank record's summary.
+    package static let jsonBlank = AppRecord.jsonBlank.summary
 }

@@ -102,7 +102,7 @@ extension JSONRecord {
 
 /// The key Codable uses for a JSON key: the Swift name it comes from.
 private func codingKey(_ key: StaticString) -> JSONKey {
-    JSONKey(JSONKeyStyle.camel(String(decoding: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount), as: UTF8.self)))
+    JSONKey(JSONKeyStyle.camel(key.description))
 }
 
 private struct FieldWriter<Root>: JSONFieldVisitor {
