@@ -303,6 +303,57 @@ struct EvictToDiskTests {
     }
 
     @Test(
+        "a criu that runs past --criu-timeout is killed: the dump falls back to a kill, the restore to a cold relaunch, nothing left behind"
+    )
+    func criuTimeoutKills() throws {
+        let box = Sandbox("disk-timeout")
+        defer { box.close() }
+        func criuRunning(_ images: String) -> Bool {
+            (try? FileIO.list("/proc"))?.contains { pid in
+                Int32(pid) != nil && ((try? FileIO.read("/proc/\(pid)/cmdline")) ?? "").contains(images)
+            } ?? false
+        }
+        // The dump: a criu that cannot be done in 1 ms (it takes tens at least) is killed, the
+        // app evicted by a kill instead, its images gone.
+        _ = try Self.launchCounter(box, name: "dumped", megabytes: 32)
+        let launched = try #require(try box.apps()["dumped"])
+        let pid = launched.pid
+        let cgroup = try #require(Kernel.appCgroup(launched))
+        #expect(try box.icebox(["suspend", "--grace", "0", "dumped"]).status == 0)
+        #expect(try box.icebox(["policy", "set", "--criu-timeout", "1ms"]).status == 0)
+        #expect(try box.icebox(["policy"]).stdout.contains("criu timeout       1.00 ms"))
+        let r = try box.icebox(["evict", "--to-disk", "dumped"])
+        #expect(r.status == 0, "\(r.output)")
+        let failed = try #require(box.events("dumped").last { $0.kind == .checkpoint && $0.reason == "failed" })
+        #expect(
+            failed.detail.contains("criu dump ran past its deadline (1.00 ms, --criu-timeout): killed")
+                && failed.detail.contains("evicting it by a kill instead"), "\(failed.detail)")
+        let record = try #require(try box.apps()["dumped"])
+        #expect(record.state == .evicted && record.images == nil && !Kernel.alive(pid), "\(record.state)")
+        #expect(!FileIO.exists(cgroup), "\(cgroup) is left")
+        #expect(((try? FileIO.list(box.stateDir + "/images")) ?? []).isEmpty, "no images left")
+
+        // The restore: dumped within the default, restored within 1 ms, which criu cannot do.
+        let reason = box.dir + "/reason"
+        let source =
+            "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
+        #expect(try box.icebox(["launch", "--pid-namespace", "restored", "--", "python3", "-c", source]).status == 0)
+        #expect(Self.waitFor("its start") { FileIO.exists(reason) })
+        #expect(try box.icebox(["suspend", "--grace", "0", "restored"]).status == 0)
+        #expect(try box.icebox(["policy", "set", "--criu-timeout", "2m"]).status == 0)
+        #expect(try box.icebox(["evict", "--to-disk", "restored"]).status == 0)
+        let images = try #require(try box.apps()["restored"]?.images)
+        #expect(try box.icebox(["policy", "set", "--criu-timeout", "1ms"]).status == 0)
+        let resumed = try box.icebox(["resume", "restored"])
+        #expect(resumed.status != 0 && resumed.stderr.contains("could not be restored from disk"), "\(resumed.output)")
+        #expect(resumed.stderr.contains("criu restore ran past its deadline (1.00 ms, --criu-timeout): killed"), "\(resumed.stderr)")
+        #expect(Self.waitFor("the cold relaunch") { ((try? FileIO.read(reason)) ?? "").split(separator: "\n") == ["fresh", "restore"] })
+        #expect(try box.apps()["restored"]?.state == .active)
+        #expect(!FileIO.exists(images) && !criuRunning(images), "the images gone, no criu left on them")
+        #expect(box.events("restored").contains { $0.kind == .restore && $0.reason == "failed" && $0.detail.contains("--criu-timeout") })
+    }
+
+    @Test(
         "the library's typed results: evict(toDisk:) says checkpointed with the image and memory freed, or why it fell back; resume says restored"
     )
     func typedResults() throws {

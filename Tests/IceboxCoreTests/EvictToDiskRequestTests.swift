@@ -106,13 +106,42 @@ struct EvictToDiskRequestTests {
         let json = JSONLines.encode(policy)
         #expect(json.contains(#""evict_to":"disk""#), "\(json)")
         #expect(try JSONLines.decodeOrError(EvictionPolicy.self, json) == policy)
-        #expect(policy.lines.last == "evict to           disk")
+        #expect(policy.lines.contains("evict to           disk"), "\(policy.lines)")
         try policy.set("evict-to", "kill")
         #expect(policy.evictTo == .kill)
         // A policy reply carries it.
         var reply = ControlReply(kind: .data)
         reply.policy = policy
         #expect(JSONLines.decode(ControlReply.self, JSONLines.encode(reply))?.policy == policy)
+    }
+
+    @Test("criu-timeout takes a duration above zero; the policy keeps it, and one saved before it gives criu 2 minutes")
+    func criuTimeoutParses() throws {
+        #expect(try PolicySetting.parse(key: "criu-timeout", value: "30s") == .criuTimeout(30_000_000_000))
+        #expect(try PolicySetting.parse(key: "criu-timeout", value: "1ms") == .criuTimeout(1_000_000))
+        #expect(PolicySetting.keys.contains("criu-timeout"))
+        for bad in ["0", "0s", "", "-1s", "soon", "2min", "1e30"] {
+            do {
+                _ = try PolicySetting.parse(key: "criu-timeout", value: bad)
+                Issue.record("--criu-timeout '\(bad)' was taken")
+            } catch {
+                #expect(error.code == .usage && error.message == "invalid --criu-timeout '\(bad)'", "\(error)")
+                #expect(error.hint?.contains("above zero") == true, "\(error.hint ?? "")")
+            }
+        }
+        #expect(PolicySetting.criuTimeout(90_000_000_000).summary == "criu-timeout=1m30s")
+        #expect(JSONLines.encode(PolicySetting.criuTimeout(5)) == #"{"criu_timeout_ns":5}"#)
+        #expect(JSONLines.decode(PolicySetting.self, #"{"criu_timeout_ns":7}"#) == .criuTimeout(7))
+
+        var policy = EvictionPolicy()
+        #expect(policy.criuTimeoutNanos == 120_000_000_000, "the default: 2 minutes, as before the setting")
+        try policy.set("criu-timeout", "45s")
+        #expect(policy.criuTimeoutNanos == 45_000_000_000 && policy.lines.contains("criu timeout       45.0s"), "\(policy.lines)")
+        let json = JSONLines.encode(policy)
+        #expect(try JSONLines.decodeOrError(EvictionPolicy.self, json) == policy)
+        let old = json.replacingOccurrences(of: #""criu_timeout_ns":45000000000,"#, with: "")
+        #expect(old != json, "\(json)")
+        #expect(try JSONLines.decodeOrError(EvictionPolicy.self, old).criuTimeoutNanos == 120_000_000_000)
     }
 
     @Test("a policy saved before evict_to loads whole, as a kill policy")

@@ -20,6 +20,9 @@ enum PolicyOptions {
             help:
                 "what the policy does to a victim: kill it (default), or checkpoint it to disk with CRIU when it can (--pid-namespace apps; others are killed)"
         ),
+        OptionSpec(
+            name: "criu-timeout", value: "DUR",
+            help: "how long one criu dump or restore may run before it is killed and fails (default 2m)"),
     ]
 
     /// The settings given on the command line, parsed here so mistakes exit 64.

@@ -10,21 +10,27 @@ final class CriuRun {
     /// the wait for its end is given up.
     let started: UInt64
     private(set) var deadline: UInt64
+    /// How long it was given (`--criu-timeout`), for the reason an overrun gives.
+    let timeoutNanos: UInt64
     /// Why it was killed, once it was: its end is then that failure, whatever its status.
     private(set) var killedBecause: String?
 
-    private init(handle: ProcessHandle, started: UInt64, deadline: UInt64) {
+    private init(handle: ProcessHandle, started: UInt64, timeoutNanos: UInt64, countedFrom: UInt64?) {
         self.handle = handle
         self.started = started
-        self.deadline = deadline
+        self.deadline = (countedFrom ?? started).saturatingAdd(timeoutNanos)
+        self.timeoutNanos = timeoutNanos
     }
 
     /// Starts `executable ARGUMENTS` with stdin /dev/null, stdout and stderr to `output`, and
     /// only PATH and LC_ALL=C in its environment (criu runs no program of the app's).
     /// `cgroups`: where it starts (a restore's criu starts in the app's fresh cgroups, so the
     /// tree it forks is there from its first page, its memory charged to the app).
+    /// `countedFrom`: when its `timeoutNanos` began, if before now (a dump's sync shares the
+    /// dump's deadline).
     static func start(
-        _ executable: String, _ arguments: [String], output: String, timeoutNanos: UInt64, cgroups: AppCgroups? = nil
+        _ executable: String, _ arguments: [String], output: String, timeoutNanos: UInt64, countedFrom: UInt64? = nil,
+        cgroups: AppCgroups? = nil
     ) throws(IceboxError) -> CriuRun {
         let name = FileIO.split(executable).name
         let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -37,18 +43,22 @@ final class CriuRun {
             let descriptors: SpawnDescriptors
             do { descriptors = try cgroups.spawnDescriptors() } catch { throw IceboxError("run \(name)", error) }
             descriptors.apply(to: &request)
-            let run = Result { () throws(IceboxError) in try spawn(request, executable: executable, timeoutNanos: timeoutNanos) }
+            let run = Result { () throws(IceboxError) in
+                try spawn(request, executable: executable, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
+            }
             descriptors.close()  // the child has them (or has failed): ours go now
             return try run.get()
         }
-        return try spawn(request, executable: executable, timeoutNanos: timeoutNanos)
+        return try spawn(request, executable: executable, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
     }
 
-    private static func spawn(_ request: SpawnRequest, executable: String, timeoutNanos: UInt64) throws(IceboxError) -> CriuRun {
+    private static func spawn(
+        _ request: SpawnRequest, executable: String, timeoutNanos: UInt64, countedFrom: UInt64?
+    ) throws(IceboxError) -> CriuRun {
         let started = Clock.monotonicNanos()
         do {
             let spawned = try Spawner.spawn(request)
-            return CriuRun(handle: spawned.handle, started: started, deadline: started.saturatingAdd(timeoutNanos))
+            return CriuRun(handle: spawned.handle, started: started, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
         } catch {
             throw IceboxError(.unavailable, "cannot run \(executable): \(error)", hint: "icebox doctor --require criu says why")
         }
@@ -60,10 +70,10 @@ final class CriuRun {
     /// Its deadline passed. The first time it is killed (`kill`) and this returns nil: its end
     /// comes through its pidfd. The second time (the kill's own deadline passed, the kernel has
     /// not ended it) the wait is given up, and this returns why its checkpoint or restore
-    /// failed; the loop reaps it when it ends.
-    func overran(_ why: String, now: UInt64) -> String? {
+    /// failed; the loop reaps it when it ends. `what`: "criu dump", for the reason.
+    func overran(_ what: String, now: UInt64) -> String? {
         if let killed = killedBecause { return killed + "; not ended \(DurationText.format(Self.killWaitNanos)) after SIGKILL" }
-        kill(because: why, now: now)
+        kill(because: "\(what) ran past its deadline (\(DurationText.format(timeoutNanos)), --criu-timeout): killed", now: now)
         return nil
     }
 

@@ -69,7 +69,7 @@ extension Daemon {
     /// `.checkpoint`: starts criu's dump of the frozen app (its cgroup kept frozen by criu
     /// with --freeze-cgroup; --skip-in-flight so a connection attempted while it was frozen
     /// does not fail the dump), or feeds back why it cannot.
-    func startCheckpoint(_ app: LiveApp, deadline: UInt64) {
+    func startCheckpoint(_ app: LiveApp) {
         let criu: CriuBinary
         switch checkpointCriu(for: app) {
         case .success(let found): criu = found
@@ -91,11 +91,11 @@ extension Daemon {
         if let frozen = app.freezer.kind == .cgroup1 ? app.cgroups.freezerV1Path : app.cgroups.v2Path {
             arguments += ["--freeze-cgroup", frozen]
         }
-        let now = Clock.monotonicNanos()
         let run: CriuRun
         do {
+            // One deadline for the dump and the sync of its images (`--criu-timeout`).
             run = try CriuRun.start(
-                criu.path, arguments, output: images.directory + "/dump.out", timeoutNanos: deadline.saturatingSub(now))
+                criu.path, arguments, output: images.directory + "/dump.out", timeoutNanos: policyEngine.policy.criuTimeoutNanos)
             try watch(run.handle.pidfd, .criu(app.name))
         } catch {
             try? images.discard()  // never written: nothing to keep
@@ -155,7 +155,7 @@ extension Daemon {
                 // Within the checkpoint's one deadline, the dump's.
                 work.run = try CriuRun.start(
                     sync.executable, sync.arguments, output: work.images.directory + "/sync.out",
-                    timeoutNanos: work.run.deadline.saturatingSub(now))
+                    timeoutNanos: work.run.timeoutNanos, countedFrom: work.run.started)
                 try watch(work.run.handle.pidfd, .criu(app.name))
             } catch {
                 // The tree is gone already (criu killed it): the images are what there is.
@@ -194,8 +194,7 @@ extension Daemon {
     func checkpointOverran(_ app: LiveApp) {
         guard let work = app.checkpoint else { return }
         let what = work.stage == .dump ? "criu dump" : "the sync of the images"
-        let took = DurationText.format(work.run.deadline - work.run.started)
-        guard let why = work.run.overran("\(what) ran past its deadline (\(took)): killed", now: Clock.monotonicNanos()) else { return }
+        guard let why = work.run.overran(what, now: Clock.monotonicNanos()) else { return }
         unwatch(work.run.handle.pidfd)  // reapChildren reaps it when it ends
         checkpointFailed(app, work, why)
     }

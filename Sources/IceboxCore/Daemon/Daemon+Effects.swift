@@ -128,8 +128,8 @@ extension Daemon {
             thawAside(app, .remainder)
         case .killAll:
             killAll(app)
-        case .checkpoint(let deadline):
-            startCheckpoint(app, deadline: deadline)
+        case .checkpoint:
+            startCheckpoint(app)
         case .discardImages(let directory):
             discardImages(CheckpointImages(directory: directory), of: app.name)
         case .stopProbe:

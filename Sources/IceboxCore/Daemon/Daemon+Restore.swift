@@ -48,7 +48,7 @@ extension Daemon {
         do {
             run = try CriuRun.start(
                 criu.path, CriuCommand.restoreArguments(images: images.directory), output: images.directory + "/restore.out",
-                timeoutNanos: Self.restoreTimeoutNanos, cgroups: cgroups)
+                timeoutNanos: policyEngine.policy.criuTimeoutNanos, cgroups: cgroups)
             try watch(run.handle.pidfd, .criu(name))
         } catch {
             return restoreFailed(record, images, cgroups: cgroups, waiters: [id], why: "\(error)")
@@ -63,9 +63,6 @@ extension Daemon {
         do throws(IceboxError) { try writeRecord(record, intent: true) } catch { saveRegistry(name) }
         restores[name] = RestoreJob(name: name, record: record, run: run, images: images, cgroups: cgroups, waiters: [id])
     }
-
-    /// How long a restore may take: a few GiB read back from disk.
-    static let restoreTimeoutNanos: UInt64 = 120_000_000_000
 
     func restoreEnded(_ job: RestoreJob, _ termination: Termination) {
         restores[job.name] = nil
@@ -108,8 +105,7 @@ extension Daemon {
     /// The restore's deadline passed: its criu is killed, and the restore fails once it has
     /// ended (`restoreEnded`), or once the wait for that is given up.
     func restoreOverran(_ job: RestoreJob) {
-        let overrun = "criu restore ran past its deadline (\(DurationText.format(Self.restoreTimeoutNanos))): killed"
-        guard let why = job.run.overran(overrun, now: Clock.monotonicNanos()) else { return }
+        guard let why = job.run.overran("criu restore", now: Clock.monotonicNanos()) else { return }
         restores[job.name] = nil
         unwatch(job.run.handle.pidfd)  // reapChildren reaps it when it ends
         restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: why)

@@ -83,9 +83,6 @@ package struct AppLifecycle: Sendable {
 
     /// How long a freeze or thaw may take before it is rolled back (or reported failed).
     package var freezeTimeout: UInt64 = 10_000_000_000
-    /// How long a checkpoint to disk (dump and sync) may take before it counts as failed: a
-    /// few GiB written at disk speed.
-    package var checkpointTimeout: UInt64 = 120_000_000_000
 
     /// A freshly spawned app: launching until ready.
     package init(record: AppRecord, launchStart: UInt64) {
@@ -802,7 +799,7 @@ package struct AppLifecycle: Sendable {
         if let waiter { c.waiters.append(waiter) }
         phase = .checkpointing(c)
         fx.append(.persist)
-        fx.append(.checkpoint(deadline: now.plus(checkpointTimeout)))
+        fx.append(.checkpoint)
     }
 
     private mutating func checkpointEnded(_ outcome: CheckpointOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {

@@ -98,8 +98,9 @@ package enum LifecycleEffect: Sendable, Equatable {
     /// Kill every process of the app now.
     case killAll
     /// Start a checkpoint to disk of the frozen app (CRIU's dump, then a sync of its
-    /// images); its outcome comes back as `.checkpointEnded`, by `deadline` at the latest.
-    case checkpoint(deadline: UInt64)
+    /// images); its outcome comes back as `.checkpointEnded`, by the policy's `--criu-timeout`
+    /// at the latest (the daemon keeps that deadline: it owns the run).
+    case checkpoint
     /// Remove a checkpoint's images (the app was terminated or evicted while on its way to
     /// disk: nothing will restore them, and they hold its whole heap).
     case discardImages(String)

@@ -26,11 +26,12 @@ package enum PolicySetting: Codable, Sendable, Equatable {
     case compactAfter(UInt64?)
     case compactMode(CompactionMode)
     case evictTo(EvictionTarget)
+    case criuTimeout(UInt64)
 
     /// The settings by their option names, as `icebox daemon` and `icebox policy set` take them.
     package static let keys = [
         "memory-budget", "pressure", "pressure-scope", "max-suspended", "eviction-grace", "protect-active",
-        "on-lock-contention", "compact-after", "compact-mode", "evict-to",
+        "on-lock-contention", "compact-after", "compact-mode", "evict-to", "criu-timeout",
     ]
 
     /// A setting from its option name and text; "none" (or "off") clears an optional one.
@@ -78,6 +79,10 @@ package enum PolicySetting: Codable, Sendable, Equatable {
                 throw bad("use kill (the default) or disk (checkpoint with CRIU; apps without --pid-namespace are killed)")
             }
             return .evictTo(target)
+        case "criu-timeout":
+            // Zero would kill every criu at its start: no checkpoint or restore could succeed.
+            guard let d = DurationText.parse(value), d > 0 else { throw bad("give a duration above zero, like 2m or 30s") }
+            return .criuTimeout(d)
         default:
             throw IceboxError(.usage, "unknown policy setting '\(key)'", hint: "settings: " + keys.joined(separator: ", "))
         }
@@ -96,6 +101,7 @@ package enum PolicySetting: Codable, Sendable, Equatable {
         case .compactAfter(let d): return "compact-after=" + (d.map(DurationText.format) ?? "none")
         case .compactMode(let m): return "compact-mode=" + m.rawValue
         case .evictTo(let t): return "evict-to=" + t.rawValue
+        case .criuTimeout(let d): return "criu-timeout=" + DurationText.format(d)
         }
     }
 }
@@ -106,7 +112,7 @@ package enum PolicySetting: Codable, Sendable, Equatable {
 extension PolicySetting {
     enum CodingKeys: String, CodingKey {
         case memoryBudgetBytes, pressure, pressureScope, maxSuspended, evictionGraceNanos, protectActive, onLockContention
-        case compactAfterNanos, compactMode, evictTo
+        case compactAfterNanos, compactMode, evictTo, criuTimeoutNanos
     }
 
     package init(from decoder: any Decoder) throws {
@@ -126,6 +132,7 @@ extension PolicySetting {
         case .compactAfterNanos: self = .compactAfter(try c.decode(UInt64?.self, forKey: key))
         case .compactMode: self = .compactMode(try c.decode(CompactionMode.self, forKey: key))
         case .evictTo: self = .evictTo(try c.decode(EvictionTarget.self, forKey: key))
+        case .criuTimeoutNanos: self = .criuTimeout(try c.decode(UInt64.self, forKey: key))
         }
     }
 
@@ -142,6 +149,7 @@ extension PolicySetting {
         case .compactAfter(let v): try c.encode(v, forKey: .compactAfterNanos)
         case .compactMode(let v): try c.encode(v, forKey: .compactMode)
         case .evictTo(let v): try c.encode(v, forKey: .evictTo)
+        case .criuTimeout(let v): try c.encode(v, forKey: .criuTimeoutNanos)
         }
     }
 }
@@ -160,6 +168,9 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
     package var compactAfterNanos: UInt64?  // compact suspended apps this long after freezing
     package var compactMode = CompactionMode.pageout
     package var evictTo = EvictionTarget.kill  // what a victim's eviction is: a kill, or a CRIU dump when it can
+    /// How long one criu run may take, a dump (with the sync of its images) or a restore,
+    /// before it is killed and the checkpoint or restore fails: a few GiB written or read.
+    package var criuTimeoutNanos: UInt64 = 120_000_000_000
 
     package init() {}
 
@@ -190,6 +201,7 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
         case .compactAfter(let d): compactAfterNanos = d
         case .compactMode(let m): compactMode = m
         case .evictTo(let t): evictTo = t
+        case .criuTimeout(let d): criuTimeoutNanos = d
         }
     }
 
@@ -210,13 +222,14 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
             "on lock contention " + onLockContention.rawValue,
             "compact after      " + (compactAfterNanos.map { "\(DurationText.format($0)) (\(compactMode.rawValue))" } ?? "never"),
             "evict to           " + evictTo.rawValue,
+            "criu timeout       " + DurationText.format(criuTimeoutNanos),
         ]
     }
 }
 
 /// The policy's JSONDecoder reading (policy.json, a `policy` reply): as the synthesized one,
-/// but `evict_to` may be missing, as in a file saved or a reply sent before it existed: that
-/// policy kills its victims (`kill`), as it did.
+/// but `evict_to` and `criu_timeout_ns` may be missing, as in a file saved or a reply sent
+/// before they existed: that policy kills its victims (`kill`) and gives criu 2 minutes, as it did.
 extension EvictionPolicy {
     package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -230,6 +243,7 @@ extension EvictionPolicy {
         compactAfterNanos = try c.decodeIfPresent(UInt64.self, forKey: .compactAfterNanos)
         compactMode = try c.decode(CompactionMode.self, forKey: .compactMode)
         evictTo = try c.decodeIfPresent(EvictionTarget.self, forKey: .evictTo) ?? .kill
+        criuTimeoutNanos = try c.decodeIfPresent(UInt64.self, forKey: .criuTimeoutNanos) ?? criuTimeoutNanos
     }
 }
 
