@@ -354,6 +354,47 @@ struct EvictToDiskTests {
     }
 
     @Test(
+        "a successor daemon waits for the criu the last one left only until that criu's own deadline (--criu-timeout from its start)"
+    )
+    func successorKeepsTheLeftCriusDeadline() throws {
+        let box = Sandbox("disk-left-deadline")
+        defer { box.close() }
+        let criu = try #require(PIDNamespaceTests.criu)
+        // A criu that never ends its dump of the app "stuck"; the probe's runs are the real criu's.
+        let wrapper = box.dir + "/criu"
+        try FileIO.writeAtomically(
+            wrapper, "#!/bin/sh\ncase \"$*\" in *\"/images/stuck\"*) exec sleep 1000;; esac\nexec \(criu) \"$@\"\n", mode: 0o755)
+        let env = ["ICEBOX_CRIU": wrapper]
+        #expect(try box.icebox(["policy", "set", "--criu-timeout", "6s"], extraEnv: env).status == 0)
+        #expect(try box.icebox(["launch", "--pid-namespace", "stuck", "--", "sleep", "1000"], extraEnv: env).status == 0)
+        #expect(try box.icebox(["suspend", "--grace", "0", "stuck"], extraEnv: env).status == 0)
+        let daemon = try #require(box.daemonPID)
+        let evict = Sandbox.Background(box, ["evict", "--to-disk", "stuck"], extraEnv: env)
+        #expect(Self.waitFor("criu to start") { box.events("stuck").contains { $0.detail.hasPrefix("criu dump started") } })
+        let registry = box.stateDir + "/registry/stuck.json"
+        let record = try #require(JSONLines.decode(AppRecord.self, try FileIO.read(registry)))
+        let left = try #require(record.diskWorker), began = try #require(record.diskIntentStartNanos)
+        kill(daemon, SIGKILL)
+        _ = evict.result(within: 30)
+        // The successor (started by this command) finds the criu still running after its
+        // deadline, 6 s from the dump's start, has passed: it kills it without waiting, where
+        // it waited 2 minutes whatever the setting (or 6 s more, counting from its own start).
+        let deadline = began + 6_000_000_000
+        while Clock.monotonicNanos() < deadline { usleep(UInt32(min(deadline - Clock.monotonicNanos(), 500_000_000) / 1000)) }
+        let start = Clock.monotonicNanos()
+        let r = try box.icebox(["ps", "--all"], extraEnv: env, timeout: 150)
+        let waited = Double(Clock.monotonicNanos() - start) / 1e9
+        #expect(r.status == 0, "\(r.output)")
+        #expect(waited < 5, "the successor waited \(waited) s for a criu whose deadline had passed")
+        #expect(!Kernel.alive(left), "the left criu (pid \(left)) still runs")
+        let killed = box.events("stuck").contains { $0.detail.contains("(pid \(left)) the last daemon left ran past its deadline (6.0s") }
+        #expect(killed, "\(box.events("stuck").map(\.detail))")
+        // The dump never finished: the app is still in memory, suspended, and ours.
+        #expect(try box.apps()["stuck"]?.state == .suspended)
+        #expect(try box.icebox(["terminate", "stuck"], extraEnv: env).status == 0)
+    }
+
+    @Test(
         "the library's typed results: evict(toDisk:) says checkpointed with the image and memory freed, or why it fell back; resume says restored"
     )
     func typedResults() throws {

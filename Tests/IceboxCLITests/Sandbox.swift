@@ -283,9 +283,9 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         private var result: Result?
         private var finished = false
 
-        init(_ box: Sandbox, _ arguments: [String]) {
+        init(_ box: Sandbox, _ arguments: [String], extraEnv: [String: String] = [:]) {
             Thread {
-                self.result = try? box.icebox(arguments)
+                self.result = try? box.icebox(arguments, extraEnv: extraEnv)
                 self.done.signal()
             }.start()
         }

@@ -8,9 +8,6 @@ import IceboxSystem
 /// images, or restored (adopted, images gone): never lost, never twice. This runs once, as
 /// the daemon starts and before it serves anyone, so its waits are bounded, not evented.
 extension Daemon {
-    /// Longest wait for a criu a previous daemon left running (a dump or restore of a few GiB).
-    static let leftCriuWaitNanos: UInt64 = 120_000_000_000
-
     /// A registry record on disk or with a disk intent: taken over here.
     func recoverDisk(_ saved: AppRecord) {
         waitForLeftCriu(saved)
@@ -93,7 +90,9 @@ extension Daemon {
         }
     }
 
-    /// Waits (bounded) for the criu the record names, if it still runs (same start time).
+    /// Waits for the criu the record names, if it still runs (same start time), until the
+    /// deadline the last daemon gave it: its start (the record's, never later than now) plus
+    /// the policy's `--criu-timeout`. Runs before the policy is loaded, so it reads it here.
     private func waitForLeftCriu(_ record: AppRecord) {
         guard let pid = record.diskWorker, let ticks = record.diskWorkerStartTicks,
             let stat = ProcFS.stat(pid: pid), stat.startTimeTicks == ticks, stat.state != "Z",
@@ -103,9 +102,15 @@ extension Daemon {
             .daemon, app: record.name, pid: pid,
             "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)"
         )
-        let deadline = Clock.monotonicNanos().saturatingAdd(Self.leftCriuWaitNanos)
+        let timeout = (config.policy ?? EvictionPolicy.load(from: config.paths.policyFile)).criuTimeoutNanos
+        let now = Clock.monotonicNanos()
+        let deadline = min(record.diskIntentStartNanos ?? now, now).saturatingAdd(timeout)
         if (try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)) ?? 0 == 0 {  // failed or timed out: kill it
             _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
+            log(
+                .error, app: record.name, pid: pid,
+                "the criu (pid \(pid)) the last daemon left ran past its deadline (\(DurationText.format(timeout)) from its start, --criu-timeout): killed"
+            )
         }
     }
 }
