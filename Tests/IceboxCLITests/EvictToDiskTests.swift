@@ -60,6 +60,18 @@ struct EvictToDiskTests {
         return file
     }
 
+    /// Launches a --pid-namespace app that appends its ICEBOX_LAUNCH_REASON to a file at each
+    /// start, and suspends it; returns the file.
+    static func launchReasonRecorder(_ box: Sandbox, name: String) throws -> String {
+        let reason = box.dir + "/reason"
+        let source =
+            "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
+        #expect(try box.icebox(["launch", "--pid-namespace", name, "--", "python3", "-c", source]).status == 0)
+        #expect(waitFor("its start") { FileIO.exists(reason) })
+        #expect(try box.icebox(["suspend", "--grace", "0", name]).status == 0)
+        return reason
+    }
+
     @Test(
         "a counting app evicted to disk is gone from memory and comes back on resume with the same pid inside, counting on")
     func countGoesOn() throws {
@@ -277,12 +289,7 @@ struct EvictToDiskTests {
     func failedRestoreRelaunchesCold() throws {
         let box = Sandbox("disk-cold")
         defer { box.close() }
-        let reason = box.dir + "/reason"
-        let source =
-            "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
-        #expect(try box.icebox(["launch", "--pid-namespace", "app", "--", "python3", "-c", source]).status == 0)
-        #expect(Self.waitFor("its start") { FileIO.exists(reason) })
-        #expect(try box.icebox(["suspend", "--grace", "0", "app"]).status == 0)
+        let reason = try Self.launchReasonRecorder(box, name: "app")
         #expect(try box.icebox(["evict", "--to-disk", "app"]).status == 0)
         let images = try #require(try box.apps()["app"]?.images)
         // Its images damaged on disk: the restore fails.
@@ -334,12 +341,7 @@ struct EvictToDiskTests {
         #expect(((try? FileIO.list(box.stateDir + "/images")) ?? []).isEmpty, "no images left")
 
         // The restore: dumped within the default, restored within 1 ms, which criu cannot do.
-        let reason = box.dir + "/reason"
-        let source =
-            "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
-        #expect(try box.icebox(["launch", "--pid-namespace", "restored", "--", "python3", "-c", source]).status == 0)
-        #expect(Self.waitFor("its start") { FileIO.exists(reason) })
-        #expect(try box.icebox(["suspend", "--grace", "0", "restored"]).status == 0)
+        let reason = try Self.launchReasonRecorder(box, name: "restored")
         #expect(try box.icebox(["policy", "set", "--criu-timeout", "2m"]).status == 0)
         #expect(try box.icebox(["evict", "--to-disk", "restored"]).status == 0)
         let images = try #require(try box.apps()["restored"]?.images)
