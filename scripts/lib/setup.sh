@@ -19,7 +19,8 @@ ICEBOX_PACKAGES=(
 # kind LDAP or sssd are, for the tests of --user lookups; python3-prometheus-client (the
 # Prometheus client's parsers read `icebox metrics`). Debian's python3-prometheus-client
 # serves Debian's /usr/bin/python3, which the tests use when `python3` on PATH is another.
-# tmux: `icebox top` is tested on a real terminal (keys sent, the screen read back).
+# tmux: `icebox top` is tested on a real terminal (keys sent, the screen read back). gdb:
+# breakpoints show which of glibc's start-up functions the release binary runs.
 ICEBOX_TEST_PACKAGES=(
     systemd=command:systemd-notify
     util-linux=command:setpriv
@@ -32,6 +33,7 @@ ICEBOX_TEST_PACKAGES=(
     python3-prometheus-client=python:prometheus_client
     tmux=command:tmux
     strace=command:strace
+    gdb=command:gdb
 )
 
 # icebox_has KIND:WHAT: whether what a package provides is there.
@@ -119,6 +121,14 @@ icebox_build_release() {
         case $(uname -m) in
         x86_64 | aarch64) flags+=(-Xlinker -e -Xlinker icebox_entry) ;;
         esac
+    fi
+    # glibc's start-up without its survey of the CPU (CIceboxStart's libc_start.c): ~80 CPUID
+    # instructions, each a trap to the hypervisor in a virtual machine. In one run here,
+    # `icebox --version` took 323 µs against 1.20 ms, `icebox suspend` 762 µs against 1.64 ms
+    # (benchmarks/budget.md, "glibc's start-up"). Only for the glibc whose start-up it
+    # repeats (2.36, x86_64); elsewhere glibc's own.
+    if [ "$(uname -m)" = x86_64 ] && [ "$(getconf GNU_LIBC_VERSION 2>/dev/null)" = "glibc 2.36" ]; then
+        flags+=(-Xlinker --wrap=__libc_start_main -Xcc -DICEBOX_OWN_LIBC_START)
     fi
     # SwiftPM does not rebuild what is up to date when only these flags (or the order) change:
     # a stamp of them, and a clean release build when it differs (or a binary is there
