@@ -110,7 +110,7 @@ struct InstallTests {
     /// must not (a newcomer's `scripts/icebox demo` installed zsh and fish).
     static let testOnlyPackages = [
         "systemd", "util-linux", "groff", "bash-completion", "zsh", "fish", "man-db", "libnss-extrausers", "python3-prometheus-client",
-        "tmux", "strace",
+        "tmux", "strace", "gdb",
     ]
 
     /// Runs SCRIPT in bash with scripts/lib/setup.sh sourced from a copy of it in `tree` (so
