@@ -2,13 +2,6 @@ import Foundation
 import Glibc
 import Testing
 
-/// The release build's start-up (CIceboxStart's libc_start.c): glibc's sequence without its
-/// survey of the CPU, about 80 CPUID instructions that each trap to the hypervisor in a
-/// virtual machine. Seen from outside with gdb: breakpoints on two functions of the survey
-/// (they are in the binary, glibc's own start still uses them) are never reached by
-/// `icebox --version`, and are with ICEBOX_LIBC_START=glibc, which hands the start to glibc.
-/// The debug build is started by the dynamic linker, which runs the survey itself; scripts/test
-/// runs this in its release pass.
 /// Whether the release build of `binary` should have icebox's start-up: the release layout,
 /// built where setup.sh links it (x86_64, glibc 2.36).
 private func ownStartExpected(_ binary: String) -> Bool {
@@ -21,6 +14,13 @@ private func ownStartExpected(_ binary: String) -> Bool {
         && ImageFoliosTests.releaseLayout(binary)
 }
 
+/// The release build's start-up (CIceboxStart's libc_start.c): glibc's sequence without its
+/// survey of the CPU, about 80 CPUID instructions that each trap to the hypervisor in a
+/// virtual machine. Seen from outside with gdb: breakpoints on two functions of the survey
+/// (they are in the binary, glibc's own start still uses them) are never reached by
+/// `icebox --version`, and are with ICEBOX_LIBC_START=glibc, which hands the start to glibc.
+/// The debug build is started by the dynamic linker, which runs the survey itself; scripts/test
+/// runs this in its release pass.
 @Suite(
     "the release build starts without glibc's survey of the CPU",
     .enabled(if: ShellHarness.which("gdb") != nil, "\(ShellHarness.missing("gdb"))"),

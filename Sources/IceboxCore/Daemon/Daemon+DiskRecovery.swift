@@ -102,7 +102,7 @@ extension Daemon {
             .daemon, app: record.name, pid: pid,
             "waiting for the criu (pid \(pid)) the last daemon left \(record.diskIntent == .restore ? "restoring" : "dumping") \(record.name)"
         )
-        let timeout = (config.policy ?? EvictionPolicy.load(from: config.paths.policyFile)).criuTimeoutNanos
+        let timeout = startingPolicy().policy.criuTimeoutNanos
         let now = Clock.monotonicNanos()
         let deadline = min(record.diskIntentStartNanos ?? now, now).saturatingAdd(timeout)
         if (try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)) ?? 0 == 0 {  // failed or timed out: kill it

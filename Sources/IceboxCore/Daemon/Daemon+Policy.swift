@@ -16,17 +16,20 @@ extension Daemon {
         var start: UInt64
     }
 
+    /// The policy this daemon starts with: its own flags when it was given them, else the last
+    /// one (policy.json), with what was wrong when that file gives no policy.
+    func startingPolicy() -> (policy: EvictionPolicy, problem: String?) {
+        if let given = config.policy { return (given, nil) }
+        return EvictionPolicy.loadReporting(from: config.paths.policyFile)
+    }
+
     /// The last policy (policy.json), with the daemon's own flags on top.
     func loadPolicy() {
-        if let given = config.policy {
-            policyEngine.policy = given
-        } else {
-            let (saved, problem) = EvictionPolicy.loadReporting(from: config.paths.policyFile)
-            policyEngine.policy = saved
-            // Once dropped unseen: a policy.json that gives no policy ran the defaults silently.
-            if let problem {
-                log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used")
-            }
+        let (policy, problem) = startingPolicy()
+        policyEngine.policy = policy
+        // Once dropped unseen: a policy.json that gives no policy ran the defaults silently.
+        if let problem {
+            log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used")
         }
         do { try applyPolicy() } catch {
             log(.error, app: "-", pid: getpid(), "policy: \(error); pressure trigger off")
