@@ -7,7 +7,8 @@ import CIceboxShim
 /// of 10 tasks took 1.3-2.8x bare's time here, where the kernel's part is done when the write
 /// returns. For that stretch the daemon's thread runs at SCHED_FIFO 1 (reset on fork), and
 /// the policy it had is put back at once: the tasks it woke run a read later, not after the
-/// rest of the daemon's turn.
+/// rest of the daemon's turn. The daemon skips it for a thaw that wakes one task
+/// (`Daemon.wakesSeveral`), which it made slower here, not faster.
 ///
 /// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or
 /// under a policy someone chose with chrt, the stretch runs as it is: the first refusal is

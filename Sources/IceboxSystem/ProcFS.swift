@@ -160,6 +160,14 @@ package enum ProcFS {
         (try? FileIO.read("\(procRoot)/\(pid)/stat")).flatMap(parseStat)
     }
 
+    /// How many threads a process has: procfs counts them in the link count of its task
+    /// directory (two, plus one a thread), so one stat call answers. nil when it is gone.
+    package static func threadCount(pid: pid_t, procRoot: String = "/proc") -> Int? {
+        var st = Glibc.stat()
+        guard lstat("\(procRoot)/\(pid)/task", &st) == 0, st.st_nlink > 2 else { return nil }
+        return Int(st.st_nlink) - 2
+    }
+
     package static func threadStat(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Stat? {
         (try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/stat")).flatMap(parseStat)
     }

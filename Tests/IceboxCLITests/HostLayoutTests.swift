@@ -309,8 +309,8 @@ struct HostLayoutTests {
         #expect(resumed.status == 0, "\(resumed.output)")
         #expect(resumed.stdout.contains("thawed in"), "\(resumed.stdout)")
         #expect(running(), "the kernel does not report web running")
-        // The thaw ran at SCHED_FIFO (PreemptionGuard) only until it was read back: the daemon
-        // is back on its own policy and slice.
+        // Whatever the thaw ran at (SCHED_FIFO, PreemptionGuard, when it wakes several tasks),
+        // the daemon is back on its own policy and slice.
         if let daemon = world.box.daemonPID {
             let after = Kernel.scheduling(String(daemon))
             #expect(after.policy == ours.policy, "daemon after a thaw: \(after); test: \(ours)")

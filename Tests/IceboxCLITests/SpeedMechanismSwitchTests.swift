@@ -63,7 +63,10 @@ struct SpeedMechanismSwitchTests {
         defer { without.close() }
         let off = ["ICEBOX_WITHOUT": Self.everything]
         for (box, env) in [(with, [:]), (without, off)] {
-            let r = try box.icebox(["launch", "--backend", "cgroup1", "--grace", "0", "first", "--", "sleep", "1000"], extraEnv: env)
+            // Two processes: a thaw that wakes one task runs without SCHED_FIFO (below).
+            let r = try box.icebox(
+                ["launch", "--backend", "cgroup1", "--grace", "0", "first", "--", "sh", "-c", "sleep 1000 & exec sleep 1000"], extraEnv: env
+            )
             #expect(r.status == 0, "\(r.output)")
         }
         let on = try #require(with.daemonPID)
@@ -117,6 +120,16 @@ struct SpeedMechanismSwitchTests {
             #expect(requests.isEmpty != expected, "daemon \(daemon): \(requests)")
             #expect(Kernel.freezerState(box.freezerRoot! + "/first") == "THAWED")
         }
+        // Never around the thaw of one single-threaded process, whose one wake-up it slows
+        // (Daemon.wakesSeveral).
+        let single = try Self.fifoRequests(of: on) {
+            for step in ["suspend", "resume"] {
+                let r = try with.icebox([step, "second"])
+                #expect(r.status == 0, "\(r.output)")
+            }
+        }
+        #expect(single.isEmpty, "daemon \(on) thawing one process: \(single)")
+        #expect(Kernel.freezerState(with.freezerRoot! + "/second") == "THAWED")
     }
 
     @Test("an unknown name: icebox daemon exits 64 naming it and the known ones, and no daemon starts")

@@ -277,10 +277,24 @@ extension Daemon {
         // A cgroup thaw is one write the kernel completes before it returns, and one read that
         // says so (and a count for the report), with no preemption between (PreemptionGuard).
         // Not a freeze: the tasks on the daemon's CPU must run to freeze. Not SIGCONT: a
-        // signal per member and a read of each.
-        let (op, progress) = direction == .thaw && freezer.kind != .signal ? thawGuard.run(begin) : begin()
+        // signal per member and a read of each. Not a thaw that wakes a single task.
+        let guarded = direction == .thaw && freezer.kind != .signal && wakesSeveral(app)
+        let (op, progress) = guarded ? thawGuard.run(begin) : begin()
         app.freeze = FreezeInFlight(operation: op, aside: aside)
         advance(app, op, progress)
+    }
+
+    /// Whether a thaw of the app will wake more than one task, as far as the daemon knows (its
+    /// last freeze counted its processes; one process, its threads). Waking one task from
+    /// SCHED_FIFO costs more than it saves, bare.c too: its one-shot thaw of one sleeping
+    /// process took 15 µs, 26 µs under `chrt -f 1`; of ten, 50-60 µs and 33 µs. (Not
+    /// traced; likely the kernel places the one task on the other CPU, which this VM's
+    /// hypervisor must wake first.) Through the daemon, one process: its thaw 38 → 12-15 µs
+    /// without the guard, `icebox resume` 25-90 µs faster (scripts/bench/oneshot-tight);
+    /// ten processes: `resume` 71 µs faster with it (scripts/bench/budget).
+    func wakesSeveral(_ app: LiveApp) -> Bool {
+        guard app.frozenProcesses == 1 else { return true }
+        return ProcFS.threadCount(pid: app.pid) != 1
     }
 
     /// Whether the kernel will announce a change to the app's cgroup.events as soon as it
@@ -306,6 +320,7 @@ extension Daemon {
             app.freeze?.recheckAt = at
             watchCgroupEvents(app, watch)
         case .confirmed(let report):
+            if op.direction == .freeze { app.frozenProcesses = report.tasks }
             // The kernel announces the change now, or when its rate limit lets it.
             app.eventsChangedAt = Clock.monotonicNanos()
             let aside = app.freeze?.aside

@@ -49,6 +49,9 @@ final class LiveApp {
     var freeze: FreezeInFlight? { didSet { deadlineMayHaveChanged() } }
     /// The app's cgroups being removed (after its main process ended); nil: not.
     var removal: CgroupRemoval? { didSet { deadlineMayHaveChanged() } }
+    /// How many processes the last freeze confirmed (nil: none yet): a thaw that wakes one
+    /// single-threaded process runs without the thaw guard (`Daemon.wakesSeveral`).
+    var frozenProcesses: Int?
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while the daemon keeps
     /// the app's files open: an operation or a removal waits on it, a change to a suspended
     /// app may mean its main process was moved out, and every change is timed
