@@ -268,3 +268,48 @@ struct ProcFSTests {
         #expect("  ".trimmed() == "")
     }
 }
+
+/// `ProcFS.threadCount` against real processes: the daemon's thaw guard is left out for a
+/// process it counts one thread in, so a wrong count changes how every thaw of that app runs.
+@Suite("ProcFS thread count")
+struct ProcFSThreadCountTests {
+    /// Starts `argv`, runs `body` with its pid, then kills and reaps it.
+    static func withProcess(_ argv: [String], _ body: (pid_t) throws -> Void) throws {
+        var pid: pid_t = 0
+        let cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        try #require(posix_spawnp(&pid, argv[0], nil, nil, cArgs, environ) == 0, "could not start \(argv[0])")
+        defer {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        try body(pid)
+    }
+
+    static let hasPython = access("/usr/bin/python3", X_OK) == 0
+
+    @Test("one thread for a sleep; nil for a pid that is gone")
+    func countsOneThread() throws {
+        try Self.withProcess(["sleep", "100"]) { pid in #expect(ProcFS.threadCount(pid: pid) == 1) }
+        var pid: pid_t = 0
+        let cArgs: [UnsafeMutablePointer<CChar>?] = [strdup("true"), nil]
+        defer { cArgs.forEach { free($0) } }
+        try #require(posix_spawnp(&pid, "true", nil, nil, cArgs, environ) == 0)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        #expect(ProcFS.threadCount(pid: pid) == nil, "a reaped pid still counted")
+    }
+
+    @Test("four for a python3 that started three threads", .enabled(if: hasPython, "needs python3"))
+    func countsEveryThread() throws {
+        let source =
+            "import threading, time\n"
+            + "[threading.Thread(target=time.sleep, args=(100,), daemon=True).start() for _ in range(3)]\ntime.sleep(100)\n"
+        try Self.withProcess(["/usr/bin/python3", "-c", source]) { pid in
+            let deadline = Clock.monotonicNanos() + 10_000_000_000
+            while ProcFS.threadCount(pid: pid) != 4 && Clock.monotonicNanos() < deadline { usleep(10_000) }
+            #expect(ProcFS.threadCount(pid: pid) == 4)
+        }
+    }
+}
