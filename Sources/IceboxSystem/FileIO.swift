@@ -109,13 +109,6 @@ package enum FileIO {
         if n < 0 { throw systemCallError("write", path: path, errno: errno) }
     }
 
-    /// poll(2) on one descriptor with a nanosecond time-out (ppoll underneath): the revents,
-    /// 0 on time-out or a signal. A negative descriptor makes it a plain sleep.
-    @discardableResult
-    package static func poll(fd: Int32, events: Int16, timeoutNanos: UInt64) -> Int16 {
-        Int16(truncatingIfNeeded: max(0, icebox_poll_ns(fd, events, timeoutNanos)))
-    }
-
     /// Writes a value to a control file in one write(2), as the kernel expects.
     package static func write(_ path: String, _ value: String) throws(SystemError) {
         let fd = try systemCall("write", path: path) { open(path, O_WRONLY | O_CLOEXEC) }

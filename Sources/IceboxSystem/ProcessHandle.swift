@@ -69,9 +69,7 @@ package final class ProcessHandle {
             if let t = try reapIfExited() { return t }
             let now = Clock.monotonicNanos()
             if now >= deadline { return nil }
-            var pfd = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-            let ms = Int32(min((deadline - now + 999_999) / 1_000_000, UInt64(Int32.max)))
-            if poll(&pfd, 1, ms) < 0 && errno != EINTR { throw SystemError("poll the pidfd of", path: "pid \(pid)") }
+            _ = try Poll.wait(pidfd, events: Int16(POLLIN), until: deadline)
         }
     }
 

@@ -46,14 +46,11 @@ package enum ReadinessCheck {
     /// Polls one descriptor until it reports something or the deadline (monotonic ns)
     /// passes; the events it reported (poll's bits, which are epoll's), nil on time-out.
     static func waitFor(_ fd: Int32, _ events: UInt32, _ deadline: UInt64) -> UInt32? {
-        while true {
-            let now = Clock.monotonicNanos()
-            if now >= deadline { return nil }
-            var pfd = pollfd(fd: fd, events: Int16(truncatingIfNeeded: events), revents: 0)
-            let ms = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
-            let rc = poll(&pfd, 1, ms)
-            if rc > 0 { return UInt32(UInt16(bitPattern: pfd.revents)) }
-            if rc < 0 && errno != EINTR { return nil }
+        // A poll that fails (never on our own open descriptor) ends the wait as a time-out does:
+        // the check then reports the connection as not ready.
+        guard let revents = try? Poll.wait(fd, events: Int16(truncatingIfNeeded: events), until: deadline), revents != 0 else {
+            return nil
         }
+        return UInt32(UInt16(bitPattern: revents))
     }
 }

@@ -135,8 +135,7 @@ package enum UnixSocket {
             }
             if n < 0 {
                 if errno == EAGAIN {
-                    var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&pfd, 1, 1000)
+                    _ = try Poll.wait(fd, events: Int16(POLLOUT), timeoutNanos: 1_000_000_000)
                     continue
                 }
                 throw SystemError("write to the socket")

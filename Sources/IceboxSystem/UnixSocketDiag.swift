@@ -41,12 +41,7 @@ package enum UnixSocketDiag {
         while true {
             let now = Clock.monotonicNanos()
             guard now < deadline else { throw SystemError("read the unix sock_diag answer", errno: ETIMEDOUT) }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ms = Int32(min((deadline - now + 999_999) / 1_000_000, 10_000))
-            // A retry after EINTR waits at most `ms` again (10 s at most); the loop's deadline
-            // check follows it.
-            _ = try systemCall("poll the sock_diag socket") { poll(&pfd, 1, ms) }
-            if pfd.revents == 0 { continue }
+            if try Poll.wait(fd, events: Int16(POLLIN), until: deadline) == 0 { continue }
             let n = try systemCall("read the unix sock_diag answer") { recv(fd, &buffer, buffer.count, 0) }
             var offset = 0
             while offset + 16 <= n {

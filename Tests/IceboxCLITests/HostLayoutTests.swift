@@ -769,7 +769,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
         var byte: UInt8 = 0
         while !bytes.contains(10) {
             let now = Clock.monotonicNanos()
-            guard now < deadline, FileIO.poll(fd: fd, events: Int16(POLLIN), timeoutNanos: deadline - now) != 0,
+            guard now < deadline, (try? Poll.wait(fd, events: Int16(POLLIN), until: deadline)) ?? 0 != 0,
                 read(fd, &byte, 1) == 1
             else { return nil }
             bytes.append(byte)

@@ -218,7 +218,7 @@ struct AppCgroupsTests {
             }
             #expect(watch != nil, "cgroup.events is the descriptor to wait on")
             let now = Clock.monotonicNanos()
-            if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
+            if recheckAt > now { Poll.nap(on: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
             let before = Clock.monotonicNanos()
             progress = cgroups.stepDestroy(now: before)
             stepper.longestStepNanos = max(stepper.longestStepNanos, Clock.monotonicNanos() - before)

@@ -50,7 +50,7 @@ struct PromptNotificationTests {
             // Let the task go: it freezes on its way back to user space. The first look
             // re-armed the notification, so POLLPRI now means a change since.
             try FileIO.write(trap + "/memory.limit_in_bytes", "-1")
-            let revents = FileIO.poll(fd: fd, events: Int16(POLLPRI), timeoutNanos: 5_000_000_000)
+            let revents = try Poll.wait(fd, events: Int16(POLLPRI), timeoutNanos: 5_000_000_000)
             #expect(revents & Int16(POLLPRI) != 0, "the kernel announced the freeze")
             guard case .confirmed = op.step(now: Clock.monotonicNanos()) else {
                 Issue.record("not confirmed after the kernel's notification")

@@ -94,7 +94,7 @@ enum RunCommand: IceboxCommand {
                     pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: sigFD, events: Int16(POLLIN), revents: 0),
                 ]
                 if let daemon = client.startedDaemon { pfds.append(pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)) }
-                _ = poll(&pfds, nfds_t(pfds.count), -1)
+                do { _ = try Poll.wait(&pfds, until: nil) } catch { throw IceboxError("run: wait", error) }
                 if pfds.count > 2 && pfds[2].revents != 0 {
                     _ = try? client.startedDaemon?.reapIfExited()  // no zombie if the daemon ends first
                     client.startedDaemon = nil
@@ -149,8 +149,7 @@ enum RunCommand: IceboxCommand {
             let (code, lines) = oneRequest(client, .suspend(names: [app]))
             if code != 0 { writeLine(logFD, "icebox: could not suspend \(app): \(lines.joined(separator: "; "))") }
             // Print the events of the suspend the daemon has sent on our connection, before stopping.
-            var pfd = pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)
-            while poll(&pfd, 1, 0) > 0 {
+            while Poll.ready(connection.fd, Int16(POLLIN)) {
                 if try !connection.readAvailable() {
                     throw IceboxError(.failure, "lost the connection to the icebox daemon", hint: "see \(client.paths.daemonLog)")
                 }

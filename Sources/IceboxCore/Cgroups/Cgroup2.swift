@@ -125,7 +125,7 @@ package struct Cgroup2: Sendable, Equatable {
             if condition(state) { return (state, true) }
             let now = Clock.monotonicNanos()
             if now >= deadline { return (state, false) }
-            FileIO.poll(fd: fd, events: Int16(POLLPRI), timeoutNanos: min(interval, deadline - now))
+            Poll.nap(on: fd, events: Int16(POLLPRI), timeoutNanos: min(interval, deadline - now))
             interval = min(interval * 2, 10_000_000)
         }
     }

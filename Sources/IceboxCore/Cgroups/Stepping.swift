@@ -25,7 +25,7 @@ package enum Stepping {
         while let (recheckAt, watch) = progress.pending {
             let now = Clock.monotonicNanos()
             // A signal or a failed poll only ends the sleep early: the step looks at the kernel.
-            if recheckAt > now { FileIO.poll(fd: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
+            if recheckAt > now { Poll.nap(on: watch ?? -1, events: Int16(POLLPRI), timeoutNanos: recheckAt - now) }
             progress = step(Clock.monotonicNanos())
         }
         return progress

@@ -286,7 +286,7 @@ package final class Daemon {
             if failed == 0 { return true }
             let now = Clock.monotonicNanos()
             guard failed == EWOULDBLOCK, now < deadline else { return false }
-            _ = FileIO.poll(fd: watcher.fd, events: Int16(POLLIN), timeoutNanos: deadline - now)
+            Poll.nap(on: watcher.fd, events: Int16(POLLIN), timeoutNanos: deadline - now)
             // Only drains the queue: every wake-up is followed by a try of the lock, which decides.
             _ = try? watcher.read()
         }
