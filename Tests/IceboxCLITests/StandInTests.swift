@@ -129,13 +129,17 @@ struct StandInTests {
         try #require(Scenario.eventually { box.standIns().count == 1 }, "no stand-in was parked")
         var statuses: [Int32] = []
         for i in 0..<30 {
+            // The pool parks a new stand-in 50 ms after the last launch; a run started before
+            // then spawns directly and tests nothing here. Run back to back, as few as 7 of 30
+            // went through one (a CI run of the release build, whose commands start faster):
+            // each run now waits for one.
+            _ = Scenario.eventually { box.standIns().count == 1 }
             let r = try box.icebox(["run", "--name", "quick\(i)", "--", "sh", "-c", "exit 7"])
             statuses.append(r.status)
             if r.status != 7 { Issue.record("run \(i) exited \(r.status), not 7: \(r.output)") }
         }
-        // The pool parks a new stand-in after each launch; one not parked yet means a direct spawn.
         let viaStandIn = (0..<30).filter { spawnDetail(box, "quick\($0)").contains("by a stand-in") }.count
-        #expect(viaStandIn >= 10, "\(viaStandIn) of 30 runs went through a stand-in")
+        #expect(viaStandIn >= 25, "\(viaStandIn) of 30 runs went through a stand-in")
         #expect(statuses.allSatisfy { $0 == 7 }, "\(statuses)")
         // Nothing of the daemon's is left a zombie once no launch is pending.
         let daemon = try #require(box.daemonPID)
