@@ -106,16 +106,13 @@ package final class Daemon {
     var inputs = LifecycleInputQueue()
     /// Idle exit, asked with whether the daemon is idle at the moment of asking (IdleExit).
     var idleExit: IdleExit
-    var stopping = false
-    /// Stopping without ending the apps (daemon --stop without --terminate-apps, SIGTERM).
-    var leavingApps = false
+    /// Why the daemon is stopping; nil while it serves (DaemonStop).
+    var stop: DaemonStop?
+    var stopping: Bool { stop != nil }
     /// The memory policy, its trigger, its next check and its victim (PolicyEngine).
     var policyEngine = PolicyEngine()
     /// Which records wait to be written, and which could not be (RegistryWriter).
     var registryWriter = RegistryWriter()
-    /// Why the loop ended other than by a stop (its epoll_wait failed): `run` throws it once
-    /// the daemon has shut down as for a stop that leaves the apps.
-    var loopFailure: IceboxError?
     /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
     /// disabled in an engine embedded in another program (`ownsProcess` false).
     var thawGuard: PreemptionGuard
@@ -230,7 +227,7 @@ package final class Daemon {
         releaseLocks()
         for fd in clients.stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
-        if let loopFailure { throw loopFailure }
+        if case .loopFailed(let failure)? = stop { throw failure }
         return true
     }
 
@@ -307,7 +304,7 @@ package final class Daemon {
         while clients.connections.contains(where: { $0.pendingOutput > 0 }) {
             let now = Clock.monotonicNanos()
             if now >= deadline { break }
-            // The loop's own failure (loopFailure) ends the drain: its replies cannot be waited for.
+            // The loop's own failure (DaemonStop.loopFailed) ends the drain: its replies cannot be waited for.
             guard let ready = try? watches.epoll.wait(timeoutNanos: min(deadline - now, 1_000_000_000)) else { break }
             for (token, events) in ready {
                 if case .client(let fd) = watches.source(token), events & EpollEvents.writable != 0 { flushClient(fd) }
@@ -389,7 +386,7 @@ package final class Daemon {
                 // A bug of ours (Epoll.wait): the loop can wait on nothing any more. The daemon
                 // stops as on SIGTERM, leaving the apps as they are for the next one to
                 // re-adopt, and `run` then fails with this.
-                loopFailure = IceboxError("wait for the daemon's events", error)
+                stop = .loopFailed(IceboxError("wait for the daemon's events", error))
                 log(.error, app: "-", pid: getpid(), "the event loop failed: \(error); stopping, leaving the apps")
                 return
             }
@@ -401,9 +398,11 @@ package final class Daemon {
     }
 
     func shouldExit(now: UInt64) -> Bool {
-        if stopping && leavingApps { return true }
-        if stopping && isIdle { return true }
-        return idleExit.isDue(idle: isIdle, now: now)
+        switch stop {
+        case .leavingApps?, .loopFailed?: return true
+        case .endingApps?: return isIdle
+        case nil: return idleExit.isDue(idle: isIdle, now: now)
+        }
     }
 
     /// No app, and no client but those waiting for the daemon's stop.
@@ -495,7 +494,8 @@ package final class Daemon {
 
     /// Terminates every app the graceful way; the loop exits once they have all ended.
     func stopAll(timeoutNanos: UInt64) {
-        stopping = true
+        // A stop that leaves the apps, asked first, still ends the loop at once.
+        if stop == nil { stop = .endingApps }
         rollBackPendingLaunches()
         for app in Array(apps.values) { apply(.terminate(waiter: nil, timeout: timeoutNanos), to: app) }
     }
@@ -504,8 +504,7 @@ package final class Daemon {
     /// registry entry in place, for the next daemon to re-adopt. A grace period under way
     /// is recorded with its deadline and finished by that daemon.
     func leaveAppsAndStop() {
-        stopping = true
-        leavingApps = true
+        stop = .leavingApps
         // A launch whose spawn has not been answered has no app to leave: undone.
         rollBackPendingLaunches()
         for app in apps.values {
