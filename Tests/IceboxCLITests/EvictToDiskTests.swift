@@ -67,7 +67,9 @@ struct EvictToDiskTests {
         let source =
             "import os, time\nopen('\(reason)', 'a').write(os.environ.get('ICEBOX_LAUNCH_REASON', '?') + '\\n')\nwhile True: time.sleep(1)\n"
         #expect(try box.icebox(["launch", "--pid-namespace", name, "--", "python3", "-c", source]).status == 0)
-        #expect(waitFor("its start") { FileIO.exists(reason) })
+        // Its line written, not just its file made: a suspend between the two (under load, in
+        // CI) froze and dumped the line unwritten, and the file then read ["restore"] only.
+        #expect(waitFor("its start") { (try? FileIO.read(reason)) == "fresh\n" })
         #expect(try box.icebox(["suspend", "--grace", "0", name]).status == 0)
         return reason
     }
@@ -353,7 +355,9 @@ struct EvictToDiskTests {
         let resumed = try box.icebox(["resume", "restored"])
         #expect(resumed.status != 0 && resumed.stderr.contains("could not be restored from disk"), "\(resumed.output)")
         #expect(resumed.stderr.contains("criu restore ran past its deadline (1.00 ms, --criu-timeout): killed"), "\(resumed.stderr)")
-        #expect(Self.waitFor("the cold relaunch") { ((try? FileIO.read(reason)) ?? "").split(separator: "\n") == ["fresh", "restore"] })
+        #expect(
+            Self.waitFor("the cold relaunch") { ((try? FileIO.read(reason)) ?? "").split(separator: "\n") == ["fresh", "restore"] },
+            "launch reasons: \((try? FileIO.read(reason)) ?? "none")")
         #expect(try box.apps()["restored"]?.state == .active)
         #expect(!FileIO.exists(images) && !criuRunning(images), "the images gone, no criu left on them")
         #expect(box.events("restored").contains { $0.kind == .restore && $0.reason == "failed" && $0.detail.contains("--criu-timeout") })
