@@ -146,10 +146,9 @@ struct PIDNamespaceTests {
         // was waiting in, so the run says so without failing. The evict below must kill it.
         let extra = Kernel.children(of: record.pid).filter { $0 != app }.map { pid in
             let wchan = ((try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "?")
-            return (
-                pid, Kernel.processState(pid),
-                "\(pid) \(Kernel.processState(pid).map(String.init) ?? "gone") in \(wchan) \(UserLaunchCrashTests.commandLine(pid))"
-            )
+            // Read once: the state judged and the state reported are the same reading.
+            let state = Kernel.processState(pid)
+            return (pid, state, "\(pid) \(state.map(String.init) ?? "gone") in \(wchan) \(UserLaunchCrashTests.commandLine(pid))")
         }
         let zombies = extra.filter { $0.1 == "Z" }.map(\.2)
         #expect(zombies.isEmpty, "zombies the init left besides the app (\(app)): \(zombies)")

@@ -273,32 +273,27 @@ struct ProcFSTests {
 /// process it counts one thread in, so a wrong count changes how every thaw of that app runs.
 @Suite("ProcFS thread count")
 struct ProcFSThreadCountTests {
-    /// Starts `argv`, runs `body` with its pid, then kills and reaps it.
-    static func withProcess(_ argv: [String], _ body: (pid_t) throws -> Void) throws {
-        var pid: pid_t = 0
-        let cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        try #require(posix_spawnp(&pid, argv[0], nil, nil, cArgs, environ) == 0, "could not start \(argv[0])")
+    /// Starts `executable` (the project's `Spawner`, so the process is held by its pidfd), runs
+    /// `body` with its pid, then kills and reaps it.
+    static func withProcess(_ executable: String, _ arguments: [String], _ body: (pid_t) throws -> Void) throws {
+        let request = SpawnRequest(
+            executable: executable, arguments: [executable] + arguments, environment: ["PATH=/usr/bin:/bin"])
+        let handle = try Spawner.spawn(request).handle
         defer {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            _ = try? handle.send(SIGKILL)  // ESRCH only: it has ended already
+            _ = try? handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)  // reaped, or the test fails below
         }
-        try body(pid)
+        try body(handle.pid)
     }
 
     static let hasPython = access("/usr/bin/python3", X_OK) == 0
 
     @Test("one thread for a sleep; nil for a pid that is gone")
     func countsOneThread() throws {
-        try Self.withProcess(["sleep", "100"]) { pid in #expect(ProcFS.threadCount(pid: pid) == 1) }
-        var pid: pid_t = 0
-        let cArgs: [UnsafeMutablePointer<CChar>?] = [strdup("true"), nil]
-        defer { cArgs.forEach { free($0) } }
-        try #require(posix_spawnp(&pid, "true", nil, nil, cArgs, environ) == 0)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        #expect(ProcFS.threadCount(pid: pid) == nil, "a reaped pid still counted")
+        try Self.withProcess("/bin/sleep", ["100"]) { pid in #expect(ProcFS.threadCount(pid: pid) == 1) }
+        var gone: pid_t = 0
+        try Self.withProcess("/bin/true", []) { pid in gone = pid }  // reaped on the way out
+        #expect(ProcFS.threadCount(pid: gone) == nil, "a reaped pid still counted")
     }
 
     @Test("four for a python3 that started three threads", .enabled(if: hasPython, "needs python3"))
@@ -306,7 +301,7 @@ struct ProcFSThreadCountTests {
         let source =
             "import threading, time\n"
             + "[threading.Thread(target=time.sleep, args=(100,), daemon=True).start() for _ in range(3)]\ntime.sleep(100)\n"
-        try Self.withProcess(["/usr/bin/python3", "-c", source]) { pid in
+        try Self.withProcess("/usr/bin/python3", ["-c", source]) { pid in
             let deadline = Clock.monotonicNanos() + 10_000_000_000
             while ProcFS.threadCount(pid: pid) != 4 && Clock.monotonicNanos() < deadline { usleep(10_000) }
             #expect(ProcFS.threadCount(pid: pid) == 4)
