@@ -25,10 +25,14 @@ package struct PreemptionGuard: Sendable {
 
     package init(enabled: Bool = true) { self.enabled = enabled }
 
+    /// Whether `run` would ask for SCHED_FIFO: enabled and never refused. What decides
+    /// whether to use the guard need not be worked out when it would not act.
+    package var acts: Bool { enabled && !refused }
+
     package mutating func run<T>(_ body: () -> T) -> T {
-        guard enabled else { return body() }
+        guard acts else { return body() }
         var saved = icebox_scheduling()
-        guard !refused, icebox_preemption_off(&saved) == 0 else {
+        guard icebox_preemption_off(&saved) == 0 else {
             refused = true
             return body()
         }

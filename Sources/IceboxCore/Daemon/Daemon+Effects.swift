@@ -278,7 +278,7 @@ extension Daemon {
         // says so (and a count for the report), with no preemption between (PreemptionGuard).
         // Not a freeze: the tasks on the daemon's CPU must run to freeze. Not SIGCONT: a
         // signal per member and a read of each. Not a thaw that wakes a single task.
-        let guarded = direction == .thaw && freezer.kind != .signal && wakesSeveral(app)
+        let guarded = direction == .thaw && freezer.kind != .signal && thawGuard.acts && wakesSeveral(app)
         let (op, progress) = guarded ? thawGuard.run(begin) : begin()
         app.freeze = FreezeInFlight(operation: op, aside: aside)
         advance(app, op, progress)
