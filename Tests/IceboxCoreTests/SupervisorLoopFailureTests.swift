@@ -17,12 +17,10 @@ import Testing
 struct SupervisorLoopFailureTests {
     @Test("an epoll_wait that fails stops the engine: the app is left running, the socket removed, stop() names the error")
     func loopFailureLeavesTheAppsAndSaysWhy() throws {
-        let before = Self.eventpollDescriptors()
         let supervisor = try Supervisor.start()
         defer { try? supervisor.stop() }
         let app = try supervisor.launch(LaunchOptions(name: "nap", command: ["sleep", "100000"]))
-        let engines = Self.eventpollDescriptors().subtracting(before)
-        let epollFD = try #require(engines.count == 1 ? engines.first : nil, "the engine's epoll descriptor, among \(engines)")
+        let epollFD = try #require(Self.epollWatching(socketPath: supervisor.paths.controlSocket), "the engine's epoll descriptor")
 
         // Watched before the fault: the removal of the control socket says the loop has ended.
         let watcher = try Inotify()
@@ -56,16 +54,33 @@ struct SupervisorLoopFailureTests {
         if let root = supervisor.cgroupRoot { #expect(!FileIO.exists(root)) }
     }
 
-    /// Descriptors of this process that are epoll instances.
-    static func eventpollDescriptors() -> Set<Int32> {
-        let names = (try? FileIO.list("/proc/self/fd")) ?? []
-        return Set(
-            names.compactMap { name -> Int32? in
-                var target = [CChar](repeating: 0, count: 64)
-                let n = readlink("/proc/self/fd/" + name, &target, target.count - 1)
-                guard n > 0, let fd = Int32(name), String(cString: target) == "anon_inode:[eventpoll]" else { return nil }
-                return fd
+    /// The epoll descriptor that watches the socket bound to `socketPath` (found through
+    /// /proc/net/unix, /proc/self/fd and each epoll's /proc/self/fdinfo "tfd:" lines), or nil.
+    /// Other tests running meanwhile make epoll instances of their own; this finds the
+    /// engine's alone.
+    static func epollWatching(socketPath: String) -> Int32? {
+        let table = (try? FileIO.read("/proc/net/unix")) ?? ""
+        let inodes = Set(
+            table.split(separator: "\n").compactMap { line -> String? in
+                let fields = line.split(separator: " ")
+                return fields.count >= 8 && fields[7] == socketPath ? String(fields[6]) : nil
             })
+        var socketFDs: Set<String> = []
+        var epollFDs: [Int32] = []
+        for name in (try? FileIO.list("/proc/self/fd")) ?? [] {
+            var target = [CChar](repeating: 0, count: 64)
+            guard readlink("/proc/self/fd/" + name, &target, target.count - 1) > 0 else { continue }
+            let link = String(cString: target)
+            if link == "anon_inode:[eventpoll]", let fd = Int32(name) { epollFDs.append(fd) }
+            if link.hasPrefix("socket:["), inodes.contains(String(link.dropFirst(8).dropLast())) { socketFDs.insert(name) }
+        }
+        return epollFDs.first { fd in
+            let info = (try? FileIO.read("/proc/self/fdinfo/\(fd)")) ?? ""
+            return info.split(separator: "\n").contains { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                return fields.count >= 2 && fields[0] == "tfd:" && socketFDs.contains(String(fields[1]))
+            }
+        }
     }
 
     /// Waits (on inotify, up to `seconds`) until `path` no longer exists.
