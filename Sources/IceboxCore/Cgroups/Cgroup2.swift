@@ -106,12 +106,11 @@ package struct Cgroup2: Sendable, Equatable {
         return fd
     }
 
-    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes.
-    /// Event-driven: the kernel signals a change with POLLPRI on the open file. It rate-limits
-    /// those notifications to about one per 10 ms, though, so right after another event (a
-    /// spawn, say) the wake-up can come late: the wait is also capped by a short, growing
-    /// re-read interval (20 µs, doubling up to 10 ms: a freeze of a few tasks is confirmed within
-    /// tens of µs, a long one costs a few dozen reads). Returns the last state read and whether it held.
+    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes,
+    /// driven by `Stepping.run`: woken by the kernel's POLLPRI on the open file, and re-read on
+    /// the `Backoff` schedule as well, since the kernel sends at most one notification per
+    /// 10 ms and one right after another event (a spawn, say) comes late. Returns the last
+    /// state read and whether it held.
     package func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
         throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
     {
@@ -119,14 +118,28 @@ package struct Cgroup2: Sendable, Equatable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { throw SystemError("open", path: path) }
         defer { close(fd) }
-        var interval: UInt64 = 20_000
-        while true {
-            let state = CgroupEvents.parse(try FileIO.pread(fd: fd, path: path))
-            if condition(state) { return (state, true) }
-            let now = Clock.monotonicNanos()
-            if now >= deadline { return (state, false) }
-            Poll.nap(on: fd, events: Int16(POLLPRI), timeoutNanos: min(interval, deadline - now))
-            interval = min(interval * 2, 10_000_000)
+        var backoff = Backoff(cap: 10_000_000)
+        func look(_ now: UInt64) -> EventsLook {
+            let state: CgroupEvents
+            do { state = CgroupEvents.parse(try FileIO.pread(fd: fd, path: path)) } catch { return .failed(error) }
+            if condition(state) || now >= deadline { return .done(state, satisfied: condition(state)) }
+            return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: fd)
         }
+        switch Stepping.run(from: look(Clock.monotonicNanos()), step: look) {
+        case .done(let state, let satisfied): return (state, satisfied)
+        case .failed(let error): throw error
+        case .waiting: preconditionFailure("Stepping.run returned a wait still pending")
+        }
+    }
+}
+
+/// One look of `Cgroup2.waitForEvents`, for `Stepping.run`.
+private enum EventsLook: StepProgress {
+    case done(CgroupEvents, satisfied: Bool)
+    case failed(SystemError)
+    case waiting(recheckAt: UInt64, watch: Int32)
+
+    var pending: (recheckAt: UInt64, watch: Int32?)? {
+        if case .waiting(let recheckAt, let watch) = self { (recheckAt, watch) } else { nil }
     }
 }
