@@ -13,7 +13,7 @@ import Testing
 /// so the kernel answers the next epoll_wait with EINVAL.
 @Suite(
     .serialized, .enabled(if: SupervisorHost.unavailableReason == nil, "\(SupervisorHost.unavailableReason ?? "")"),
-    .timeLimit(.minutes(3)))
+    .timeLimit(.minutes(5)))
 struct SupervisorLoopFailureTests {
     @Test("an epoll_wait that fails stops the engine: the app is left running, the socket removed, stop() names the error")
     func loopFailureLeavesTheAppsAndSaysWhy() throws {
