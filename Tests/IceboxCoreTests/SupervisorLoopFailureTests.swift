@@ -68,9 +68,14 @@ struct SupervisorLoopFailureTests {
         var socketFDs: Set<String> = []
         var epollFDs: [Int32] = []
         for name in (try? FileIO.list("/proc/self/fd")) ?? [] {
-            var target = [CChar](repeating: 0, count: 64)
-            guard readlink("/proc/self/fd/" + name, &target, target.count - 1) > 0 else { continue }
-            let link = String(cString: target)
+            var target = [UInt8](repeating: 0, count: 64)
+            let length = target.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    readlink("/proc/self/fd/" + name, $0, buffer.count)
+                }
+            }
+            guard length > 0 else { continue }
+            let link = String(decoding: target.prefix(length), as: UTF8.self)
             if link == "anon_inode:[eventpoll]", let fd = Int32(name) { epollFDs.append(fd) }
             if link.hasPrefix("socket:["), inodes.contains(String(link.dropFirst(8).dropLast())) { socketFDs.insert(name) }
         }
