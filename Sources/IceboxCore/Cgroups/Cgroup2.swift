@@ -122,7 +122,8 @@ package struct Cgroup2: Sendable, Equatable {
         func look(_ now: UInt64) -> EventsLook {
             let state: CgroupEvents
             do { state = CgroupEvents.parse(try FileIO.pread(fd: fd, path: path)) } catch { return .failed(error) }
-            if condition(state) || now >= deadline { return .done(state, satisfied: condition(state)) }
+            let held = condition(state)
+            if held || now >= deadline { return .done(state, satisfied: held) }
             return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: fd)
         }
         switch Stepping.run(from: look(Clock.monotonicNanos()), step: look) {
