@@ -122,6 +122,26 @@ struct PIDNamespaceTests {
         Self.expectGone([record.pid, app], cgroup: record.cgroup)
     }
 
+    /// What could keep a `sleep 0.1` asleep for 30 s, for the known issue's record: its age, its
+    /// timer slack, its kernel stack, its signals (pending and blocked), the CPUs it may run on,
+    /// how often it has run, and its cgroups (a freezer among them).
+    static func sleeperDetails(_ pid: pid_t) -> String {
+        func read(_ name: String) -> String { (try? FileIO.read("/proc/\(pid)/\(name)")) ?? "?" }
+        let status = read("status").split(separator: "\n").filter {
+            ["SigPnd", "ShdPnd", "SigBlk", "Cpus_allowed_list", "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"]
+                .contains(String($0.prefix { $0 != ":" }))
+        }
+        let stat = read("stat")
+        let fields = stat.lastIndex(of: ")").map { stat[stat.index(after: $0)...].split(separator: " ") } ?? []
+        let ticks = UInt64(sysconf(Int32(_SC_CLK_TCK)))
+        let started = fields.count > 19 ? UInt64(fields[19]).map { $0 * 1_000_000_000 / max(ticks, 1) } : nil
+        let uptime = read("../uptime").split(separator: " ").first.flatMap { Double($0) }.map { UInt64($0 * 1e9) }
+        var age = "?"
+        if let started, let uptime { age = "\((uptime &- started) / 1_000_000) ms" }
+        return "age \(age), timerslack_ns \(read("timerslack_ns").trimmed()), stack \(read("stack").split(separator: "\n").prefix(4)), "
+            + "\(status.joined(separator: ", ")), cgroups \(read("cgroup").split(separator: "\n"))"
+    }
+
     @Test("evict kills the whole namespace; an orphan inside is reaped by the init meanwhile")
     func evictAndOrphans() throws {
         let box = Sandbox("pidnsevict")
@@ -148,7 +168,10 @@ struct PIDNamespaceTests {
             let wchan = ((try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "?")
             // Read once: the state judged and the state reported are the same reading.
             let state = Kernel.processState(pid)
-            return (pid, state, "\(pid) \(state.map(String.init) ?? "gone") in \(wchan) \(UserLaunchCrashTests.commandLine(pid))")
+            return (
+                pid, state,
+                "\(pid) \(state.map(String.init) ?? "gone") in \(wchan) \(UserLaunchCrashTests.commandLine(pid)); \(Self.sleeperDetails(pid))"
+            )
         }
         let zombies = extra.filter { $0.1 == "Z" }.map(\.2)
         #expect(zombies.isEmpty, "zombies the init left besides the app (\(app)): \(zombies)")
