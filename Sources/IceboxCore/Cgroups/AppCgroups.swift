@@ -122,7 +122,7 @@ package final class AppCgroups: Sendable {
             var v2: String?
             if let v2Root {
                 let path = v2Root + "/" + name
-                try makeFresh(path, root: v2Root, what: "cgroup", app: name, context: context)
+                try makeFresh(path, root: v2Root, .v2, app: name, context: context)
                 made.append(path)
                 v2 = path
             }
@@ -130,7 +130,7 @@ package final class AppCgroups: Sendable {
             if backend == .cgroup1, let freezerV1Root {
                 let path = freezerV1Root + "/" + name
                 let parked = standIn?.freezerV1
-                try makeFresh(path, root: freezerV1Root, what: "v1 freezer cgroup", app: name, context: context, from: parked)
+                try makeFresh(path, root: freezerV1Root, .freezerV1, app: name, context: context, from: parked)
                 if let parked { renamed.append((parked, path)) } else { made.append(path) }
                 freezerV1 = path
             }
@@ -140,7 +140,7 @@ package final class AppCgroups: Sendable {
                 let path = memoryV1Root + "/" + name
                 let parked = standIn?.memoryV1
                 do throws(IceboxError) {
-                    try makeFresh(path, root: memoryV1Root, what: "v1 memory cgroup", app: name, context: context, from: parked)
+                    try makeFresh(path, root: memoryV1Root, .memoryV1, app: name, context: context, from: parked)
                     if let parked { renamed.append((parked, path)) } else { made.append(path) }
                     memoryV1 = path
                 } catch {
@@ -180,11 +180,19 @@ package final class AppCgroups: Sendable {
             name: path.split(separator: "/").last.map(String.init) ?? "", v2: v2, freezerV1: freezerV1, memoryV1: memoryV1)
     }
 
+    /// Which of an app's cgroups `makeFresh` makes; the raw value names it in errors.
+    private enum Hierarchy: String {
+        case v2 = "cgroup"
+        case freezerV1 = "v1 freezer cgroup"
+        case memoryV1 = "v1 memory cgroup"
+    }
+
     /// Makes `path` under `root` (made too if missing), removing a leftover first; with
     /// `from`, renames that directory (under the same root) to `path` instead of a mkdir.
     private static func makeFresh(
-        _ path: String, root: String, what: String, app: String, context: String, from: String? = nil
+        _ path: String, root: String, _ hierarchy: Hierarchy, app: String, context: String, from: String? = nil
     ) throws(IceboxError) {
+        let what = hierarchy.rawValue
         // The root may have been removed by a daemon that shared it and stopped.
         do { try FileIO.makeDirectories(root) } catch { throw IceboxError(context, error) }
         if FileIO.isDirectory(path) {
@@ -197,7 +205,7 @@ package final class AppCgroups: Sendable {
                     hint: "another icebox daemon with the same cgroup root runs an app named \(app); use another --name or --cgroup-root")
             }
             // A leftover v1 freezer may still be FROZEN; thawed, nothing in it can be left behind.
-            if what.contains("freezer") { thawV1Subtree(path) }
+            if hierarchy == .freezerV1 { thawV1Subtree(path) }
             let problems = CgroupTree.remove(path, what: what)
             if !problems.isEmpty {
                 throw IceboxError(
