@@ -57,6 +57,19 @@ final class CgroupTestRoots {
 
     /// Whether the child waits in the trap's OOM wait now: the trap under OOM and the child in
     /// D (a D alone may be a page-in during start-up).
+    /// Asks the kernel again to wake the trap's OOM waiters (memcg_oom_recover, through a 0
+    /// written to memory.oom_control: with the limit lifted nothing is killed) while `child` is
+    /// still in the OOM wait. Lifting the limit wakes them once, and that wake-up can be lost:
+    /// the rollback's thaw wakes the waiter too (a cgroup2 thaw wakes even a killable sleep), it
+    /// retries its charge against the old limit, and if that fails just before the limit is
+    /// lifted it queues itself for the wait after the wake-up went out. A CI run found it so,
+    /// in mem_cgroup_oom_synchronize with under_oom 1, 30 s after the limit was lifted.
+    static func wakeOOMWaiter(_ child: CgroupChild, trap: String) {
+        guard readFile("/proc/\(child.pid)/wchan") == "mem_cgroup_oom_synchronize" else { return }
+        // A write refused leaves the waiter as it was, which the caller's check then reports.
+        try? FileIO.write(trap + "/memory.oom_control", "0")
+    }
+
     static func waitsInOOM(_ child: CgroupChild, trap: String) -> Bool {
         readFile(trap + "/memory.oom_control")?.contains("under_oom 1") == true && ProcFS.stat(pid: child.pid)?.state == "D"
     }

@@ -192,7 +192,10 @@ struct StepwiseFreezeTests {
         // CI run found it still running, state R); the message says where it is if it never does.
         try FileIO.write(trap + "/memory.limit_in_bytes", "-1")
         #expect(
-            eventually(seconds: 30) { ProcFS.stat(pid: child.pid)?.state == "S" },
+            eventually(seconds: 30) {
+                CgroupTestRoots.wakeOOMWaiter(child, trap: trap)
+                return ProcFS.stat(pid: child.pid)?.state == "S"
+            },
             """
             the child runs again once released: state \(ProcFS.stat(pid: child.pid).map { String($0.state) } ?? "gone"), \
             threads \(ProcFS.threads(of: child.pid).map { "\($0):\(ProcFS.state(pid: child.pid, tid: $0).map(String.init) ?? "?")" }), \
