@@ -127,17 +127,11 @@ struct PIDNamespaceTests {
     /// how often it has run, and its cgroups (a freezer among them).
     static func sleeperDetails(_ pid: pid_t) -> String {
         func read(_ name: String) -> String { (try? FileIO.read("/proc/\(pid)/\(name)")) ?? "?" }
-        let status = read("status").split(separator: "\n").filter {
-            ["SigPnd", "ShdPnd", "SigBlk", "Cpus_allowed_list", "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"]
-                .contains(String($0.prefix { $0 != ":" }))
-        }
-        let stat = read("stat")
-        let fields = stat.lastIndex(of: ")").map { stat[stat.index(after: $0)...].split(separator: " ") } ?? []
-        let ticks = UInt64(sysconf(Int32(_SC_CLK_TCK)))
-        let started = fields.count > 19 ? UInt64(fields[19]).map { $0 * 1_000_000_000 / max(ticks, 1) } : nil
-        let uptime = read("../uptime").split(separator: " ").first.flatMap { Double($0) }.map { UInt64($0 * 1e9) }
-        var age = "?"
-        if let started, let uptime { age = "\((uptime &- started) / 1_000_000) ms" }
+        let status = ["SigPnd", "ShdPnd", "SigBlk", "Cpus_allowed_list", "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"]
+            .map { "\($0) \(statusField($0, pid: pid).joined(separator: " "))" }
+        // Against the boot time's whole seconds: to a second, enough for a sleep of 0.1 s seen at 30 s.
+        let started = ProcessUsage.read(pid: String(pid)).startTimeUnixNanos
+        let age = started.map { "\((UInt64(Clock.wallNanos()) &- $0) / 1_000_000) ms" } ?? "?"
         return "age \(age), timerslack_ns \(read("timerslack_ns").trimmed()), stack \(read("stack").split(separator: "\n").prefix(4)), "
             + "\(status.joined(separator: ", ")), cgroups \(read("cgroup").split(separator: "\n"))"
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import IceboxCore
 import IceboxSystem
@@ -68,14 +69,7 @@ struct SupervisorLoopFailureTests {
         var socketFDs: Set<String> = []
         var epollFDs: [Int32] = []
         for name in (try? FileIO.list("/proc/self/fd")) ?? [] {
-            var target = [UInt8](repeating: 0, count: 64)
-            let length = target.withUnsafeMutableBufferPointer { buffer in
-                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                    readlink("/proc/self/fd/" + name, $0, buffer.count)
-                }
-            }
-            guard length > 0 else { continue }
-            let link = String(decoding: target.prefix(length), as: UTF8.self)
+            guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name) else { continue }
             if link == "anon_inode:[eventpoll]", let fd = Int32(name) { epollFDs.append(fd) }
             if link.hasPrefix("socket:["), inodes.contains(String(link.dropFirst(8).dropLast())) { socketFDs.insert(name) }
         }
