@@ -264,7 +264,7 @@ struct BenchReport {
     struct HyperfineResult: Encodable {
         var command: String
         var mean: Double
-        var stddev: Double?
+        var stddev: NullWhenAbsent
         var median: Double
         var user: Double
         var system: Double
@@ -279,35 +279,6 @@ struct BenchReport {
         /// The disk rows' sizes (checkpoint and disk_restore), means in bytes; absent elsewhere.
         var imageBytes: UInt64? = nil
         var memoryFreedBytes: UInt64? = nil
-
-        enum CodingKeys: String, CodingKey {
-            case command, mean, stddev, median, user, system, min, max, times
-            case exitCodes = "exit_codes"
-            case phase, p95, outliers
-            case cpuMeasured = "cpu_measured"
-            case imageBytes = "image_bytes"
-            case memoryFreedBytes = "memory_freed_bytes"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(command, forKey: .command)
-            try c.encode(mean, forKey: .mean)
-            if let stddev { try c.encode(stddev, forKey: .stddev) } else { try c.encodeNil(forKey: .stddev) }
-            try c.encode(median, forKey: .median)
-            try c.encode(user, forKey: .user)
-            try c.encode(system, forKey: .system)
-            try c.encode(min, forKey: .min)
-            try c.encode(max, forKey: .max)
-            try c.encode(times, forKey: .times)
-            try c.encode(exitCodes, forKey: .exitCodes)
-            try c.encode(phase, forKey: .phase)
-            try c.encode(p95, forKey: .p95)
-            try c.encode(outliers, forKey: .outliers)
-            try c.encode(cpuMeasured, forKey: .cpuMeasured)
-            try c.encodeIfPresent(imageBytes, forKey: .imageBytes)
-            try c.encodeIfPresent(memoryFreedBytes, forKey: .memoryFreedBytes)
-        }
     }
 
     /// The checkpoints' sizes, every run's and their means, in bytes (--to-disk).
@@ -316,13 +287,6 @@ struct BenchReport {
         var imageBytesMean: UInt64?
         var memoryFreedBytes: [UInt64]
         var memoryFreedBytesMean: UInt64?
-
-        enum CodingKeys: String, CodingKey {
-            case imageBytes = "image_bytes"
-            case imageBytesMean = "image_bytes_mean"
-            case memoryFreedBytes = "memory_freed_bytes"
-            case memoryFreedBytesMean = "memory_freed_bytes_mean"
-        }
     }
 
     /// What the benchmark was, under a key of its own.
@@ -341,16 +305,14 @@ struct BenchReport {
         var diskSpeedupMedian: Double?
         var disk: DiskSizes?
         var units: String
+    }
 
-        enum CodingKeys: String, CodingKey {
-            case version, command, backend, ready, runs, warmup
-            case evictEvery = "evict_every"
-            case hold
-            case speedupMedian = "speedup_median"
-            case diskSpeedupMedian = "disk_speedup_median"
-            case disk
-            case units
-        }
+    /// hyperfine writes `"stddev": null` for one sample, where synthesized coding would leave
+    /// an absent optional out.
+    struct NullWhenAbsent: Encodable {
+        var value: Double?
+        init(_ value: Double?) { self.value = value }
+        func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
     }
 
     struct HyperfineExport: Encodable {
@@ -365,7 +327,7 @@ struct BenchReport {
             let s = p.summary
             var result = HyperfineResult(
                 command: "\(p.label): \(commandLine)", mean: Self.seconds(s.mean),
-                stddev: s.samples.count > 1 ? Self.seconds(s.stddev) : nil, median: Self.seconds(s.median),
+                stddev: NullWhenAbsent(s.samples.count > 1 ? Self.seconds(s.stddev) : nil), median: Self.seconds(s.median),
                 user: Self.seconds(p.cpu?.user ?? 0), system: Self.seconds(p.cpu?.system ?? 0), min: Self.seconds(s.min),
                 max: Self.seconds(s.max), times: s.samples.map(Self.seconds),
                 // A step that fails stops the benchmark (as hyperfine without
@@ -398,6 +360,8 @@ struct BenchReport {
     func jsonText() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // hyperfine's keys are snake_case ("exit_codes"); the types keep Swift's names.
+        encoder.keyEncodingStrategy = .convertToSnakeCase
         guard let data = try? encoder.encode(hyperfineExport) else { return "{}\n" }
         return String(decoding: data, as: UTF8.self) + "\n"
     }
