@@ -220,14 +220,6 @@ package enum ProcFS {
         return nil
     }
 
-    /// Resident memory in bytes (VmRSS), or nil for a kernel thread or an exited process.
-    package static func residentBytes(pid: pid_t, procRoot: String = "/proc") -> UInt64? {
-        guard let text = try? FileIO.read("\(procRoot)/\(pid)/status"),
-            let rss = statusField("VmRSS", in: text)
-        else { return nil }
-        return parseKiloBytes(rss)
-    }
-
     /// "18040 kB" → bytes; nil when that many bytes do not fit in a UInt64 (a trap before).
     package static func parseKiloBytes(_ text: String) -> UInt64? {
         guard let number = text.split(separator: " ").first.flatMap({ UInt64($0) }) else { return nil }

@@ -318,7 +318,7 @@ package final class AppCgroups: Sendable {
             }
         }
         if let v2 {
-            if FileIO.exists(v2.killPath) {
+            if v2.supportsKill {
                 do { try v2.kill() } catch {
                     if v2.exists { problems.append(error) }
                     sigkill(v2.subtreeProcs())

@@ -31,23 +31,8 @@ package struct Cgroup1Freezer: Freezer {
         self.stateControl = stateControl
     }
 
-    package func create() throws(SystemError) {
-        if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create v1 freezer cgroup", path: path) }
-    }
-
-    package func remove() throws(SystemError) {
-        if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove v1 freezer cgroup", path: path) }
-    }
-
     package func addProcess(_ pid: pid_t) throws(SystemError) {
         try FileIO.write(path + "/cgroup.procs", String(pid))
-    }
-
-    /// The processes directly in this cgroup (not in its sub-cgroups).
-    package func procs() -> [pid_t] {
-        // A cgroup removed meanwhile has no processes: the empty list is the answer, and a caller that must
-        // know it exists checks the directory.
-        ((try? FileIO.read(path + "/cgroup.procs")) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
     /// The processes in this cgroup and its sub-cgroups (all frozen with it).
@@ -65,25 +50,18 @@ package struct Cgroup1Freezer: Freezer {
     /// is what lets a v1-frozen task act on a SIGKILL already queued.
     package func setThawed() throws(SystemError) { try stateControl.write("THAWED") }
 
-    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        var failure: FreezeFailure?
-        do { try stateControl.write("FROZEN") } catch {
-            // Rollback of a write that failed: the freeze's error is what is reported; FROZEN never took, so
-            // a THAWED refused too (the cgroup removed) leaves nothing frozen.
-            try? setThawed()
-            failure = .system(error)
-        }
-        return FreezeOperation(
-            backend: .cgroup1, direction: .freeze, startedAt: now, deadline: deadline,
-            steps: Steps(freezer: self, direction: .freeze, lastRetry: now, failedAtStart: failure))
-    }
+    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation { begin(.freeze, now: now, deadline: deadline) }
+    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation { begin(.thaw, now: now, deadline: deadline) }
 
-    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        var failure: FreezeFailure?
-        do { try setThawed() } catch { failure = .system(error) }
-        return FreezeOperation(
-            backend: .cgroup1, direction: .thaw, startedAt: now, deadline: deadline,
-            steps: Steps(freezer: self, direction: .thaw, lastRetry: now, failedAtStart: failure))
+    private func begin(_ direction: FreezeDirection, now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var steps = Steps(freezer: self, direction: direction, lastRetry: now, failedAtStart: nil)
+        do { try stateControl.write(direction == .freeze ? "FROZEN" : "THAWED") } catch {
+            // The write's error is what is reported. A freeze is rolled back: FROZEN never took, so
+            // a THAWED refused too (the cgroup removed) leaves nothing frozen.
+            steps.cancel()
+            steps.failedAtStart = .system(error)
+        }
+        return FreezeOperation(backend: .cgroup1, direction: direction, startedAt: now, deadline: deadline, steps: steps)
     }
 
     // An unreadable state is a cgroup removed meanwhile, which holds nothing frozen.
@@ -95,7 +73,7 @@ package struct Cgroup1Freezer: Freezer {
         let freezer: Cgroup1Freezer
         let direction: FreezeDirection
         var lastRetry: UInt64
-        let failedAtStart: FreezeFailure?
+        var failedAtStart: FreezeFailure?
         var backoff = Backoff(cap: 10_000_000)
 
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {

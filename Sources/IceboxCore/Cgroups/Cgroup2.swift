@@ -29,22 +29,17 @@ package struct CgroupEvents: Equatable, Sendable {
     }
 }
 
-/// One cgroup v2 directory. A small value type: the path, the file names as private
-/// constants, and helpers that name the path in every error.
+/// One cgroup v2 directory. A small value type: the path, its files' paths, and helpers
+/// that name the path in every error.
 package struct Cgroup2: Sendable, Equatable {
     package let path: String
-
-    private static let procsFile = "cgroup.procs"
-    private static let eventsFile = "cgroup.events"
-    private static let freezeFile = "cgroup.freeze"
-    private static let killFile = "cgroup.kill"
 
     package init(path: String) { self.path = path }
 
     package func file(_ name: String) -> String { path + "/" + name }
 
     package var exists: Bool { FileIO.isDirectory(path) }
-    package var supportsKill: Bool { FileIO.exists(file(Self.killFile)) }
+    package var supportsKill: Bool { FileIO.exists(file("cgroup.kill")) }
 
     package func create() throws(SystemError) {
         if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create cgroup", path: path) }
@@ -59,7 +54,7 @@ package struct Cgroup2: Sendable, Equatable {
     package func procs() -> [pid_t] {
         // A cgroup removed meanwhile has no processes: the empty list is the answer, and a caller that must
         // know it exists checks the directory.
-        ((try? FileIO.read(file(Self.procsFile))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+        ((try? FileIO.read(procsPath)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
     /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this
@@ -69,40 +64,33 @@ package struct Cgroup2: Sendable, Equatable {
     /// Removes this cgroup and its sub-cgroups, deepest first; what could not be removed.
     package func removeSubtree() -> [SystemError] { CgroupTree.remove(path) }
 
-    var procsPath: String { file(Self.procsFile) }
-    var eventsPath: String { file(Self.eventsFile) }
-    var freezePath: String { file(Self.freezeFile) }
-    var killPath: String { file(Self.killFile) }
+    var procsPath: String { file("cgroup.procs") }
+    var eventsPath: String { file("cgroup.events") }
+    var freezePath: String { file("cgroup.freeze") }
 
     package func events() throws(SystemError) -> CgroupEvents {
-        CgroupEvents.parse(try FileIO.read(file(Self.eventsFile)))
+        CgroupEvents.parse(try FileIO.read(eventsPath))
     }
 
     package func setFrozen(_ frozen: Bool) throws(SystemError) {
-        try FileIO.write(file(Self.freezeFile), frozen ? "1" : "0")
+        try FileIO.write(freezePath, frozen ? "1" : "0")
     }
 
     /// Whether cgroup.freeze was last set to 1 (the request, not the confirmed state).
     package func freezeRequested() -> Bool {
         // An unreadable cgroup.freeze is a cgroup removed meanwhile (or one without the file), where no
         // freeze was requested.
-        ((try? FileIO.read(file(Self.freezeFile))) ?? "0").trimmed() == "1"
+        ((try? FileIO.read(freezePath)) ?? "0").trimmed() == "1"
     }
 
     /// Kills every process in the cgroup at once (Linux 5.14); works on frozen ones too.
     package func kill() throws(SystemError) {
-        try FileIO.write(file(Self.killFile), "1")
+        try FileIO.write(file("cgroup.kill"), "1")
     }
 
     package func openDirectory() throws(SystemError) -> Int32 {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 { throw SystemError("open cgroup", path: path) }
-        return fd
-    }
-
-    package func openProcsForWriting() throws(SystemError) -> Int32 {
-        let fd = open(file(Self.procsFile), O_WRONLY | O_CLOEXEC)
-        if fd < 0 { throw SystemError("open", path: file(Self.procsFile)) }
         return fd
     }
 
@@ -114,7 +102,7 @@ package struct Cgroup2: Sendable, Equatable {
     package func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
         throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
     {
-        let path = file(Self.eventsFile)
+        let path = eventsPath
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 { throw SystemError("open", path: path) }
         defer { close(fd) }

@@ -39,25 +39,18 @@ package struct Cgroup2Freezer: Freezer {
     /// descriptor, and whether it has sub-cgroups told by the kept directory's link count.
     func subtreeProcs() -> [pid_t] { CgroupTree.processes(cgroup.path, rootProcs: procsFile, rootDirectory: directory) }
 
-    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        var failure: FreezeFailure?
-        do { try freezeFile.write("1") } catch {
-            // Rollback of a write that failed: the freeze's error is what is reported; the 1 never took, so a
-            // 0 refused too (the cgroup removed) leaves nothing frozen.
-            try? freezeFile.write("0")
-            failure = .system(error)
-        }
-        return FreezeOperation(
-            backend: .cgroup2, direction: .freeze, startedAt: now, deadline: deadline,
-            steps: Steps(freezer: self, direction: .freeze, failedAtStart: failure))
-    }
+    package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation { begin(.freeze, now: now, deadline: deadline) }
+    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation { begin(.thaw, now: now, deadline: deadline) }
 
-    package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        var failure: FreezeFailure?
-        do { try freezeFile.write("0") } catch { failure = .system(error) }
-        return FreezeOperation(
-            backend: .cgroup2, direction: .thaw, startedAt: now, deadline: deadline,
-            steps: Steps(freezer: self, direction: .thaw, failedAtStart: failure))
+    private func begin(_ direction: FreezeDirection, now: UInt64, deadline: UInt64) -> FreezeOperation {
+        var steps = Steps(freezer: self, direction: direction, failedAtStart: nil)
+        do { try freezeFile.write(direction == .freeze ? "1" : "0") } catch {
+            // The write's error is what is reported. A freeze is rolled back: the 1 never took, so a
+            // 0 refused too (the cgroup removed) leaves nothing frozen.
+            steps.cancel()
+            steps.failedAtStart = .system(error)
+        }
+        return FreezeOperation(backend: .cgroup2, direction: direction, startedAt: now, deadline: deadline, steps: steps)
     }
 
     // Unreadable cgroup.events is a cgroup removed meanwhile, which holds nothing frozen.
@@ -73,7 +66,7 @@ package struct Cgroup2Freezer: Freezer {
     struct Steps: FreezeSteps {
         let freezer: Cgroup2Freezer
         let direction: FreezeDirection
-        let failedAtStart: FreezeFailure?
+        var failedAtStart: FreezeFailure?
         var backoff = Backoff(cap: 10_000_000)
 
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {

@@ -66,9 +66,6 @@ package struct FreezeOperation: Sendable {
         outcome = .failed(.cancelled)
     }
 
-    /// Whether it has been confirmed or has failed.
-    package var isFinished: Bool { outcome != nil }
-
     /// Tells a backend that waits on a change notification (cgroup2's cgroup.events) that
     /// the kernel will send it as soon as the operation completes: nothing changed the file
     /// in the last `FreezeOperation.notificationQuietNanos`. Its re-reads then only guard

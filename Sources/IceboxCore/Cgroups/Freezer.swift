@@ -20,11 +20,11 @@ package struct StuckTask: Sendable, CustomStringConvertible {
         return "pid \(pid) tid \(tid) state \(state)\(location)"
     }
 
-    /// Every thread of the processes with its state and wait channel, the likely culprits
-    /// first: uninterruptible sleep (D), then running (R), then the rest.
     /// Where a task frozen by cgroup v2 sleeps (its wchan), in state S.
     static let frozenWaits: Set<String> = ["do_freezer_trap", "get_signal"]
 
+    /// Every thread of the processes with its state and wait channel, the likely culprits
+    /// first: uninterruptible sleep (D), then running (R), then the rest.
     /// `skippingFrozen`: for a freeze that timed out, leave out the tasks already frozen (they
     /// did not hold it up); for a removal, a frozen task is exactly what is stuck.
     static func describe(pids: [pid_t], skippingStopped: Bool, skippingFrozen: Bool = false) -> [StuckTask] {
