@@ -23,28 +23,7 @@ struct DaemonClient {
 
     var paths: IceboxPaths { session.paths }
 
-    /// The daemon this command started, if it did, so it can be reaped if it ends first.
-    var startedDaemon: ProcessHandle? {
-        get { session.startedDaemon }
-        set { session.startedDaemon = newValue }
-    }
-
-    /// What to suggest when no daemon runs and none may be started.
-    var noDaemonHint: String {
-        get { session.noDaemonHint }
-        set { session.noDaemonHint = newValue }
-    }
-
     mutating func connect() throws(IceboxError) -> DaemonConnection { try session.connect() }
-
-    /// Starts `icebox daemon --foreground` and waits until it listens (for `icebox daemon`).
-    mutating func startDaemon() throws(IceboxError) { try session.startDaemon() }
-
-    /// Whether `request`, whose connection ended unanswered, may go to the next daemon
-    /// (`ClientSession.mayResend`).
-    mutating func mayResend(_ request: ControlRequest, after connection: DaemonConnection) -> Bool {
-        session.mayResend(request, after: connection)
-    }
 
     /// How long a command waits for the daemon beyond the time-outs its request carries.
     /// Generous (an app's grace can be long), but a hung daemon still ends the wait.

@@ -264,17 +264,6 @@ package enum FileIO {
         _ = try systemCall("fsync the directory", path: dir) { fsync(fd) }
     }
 
-    /// Appends one line with O_APPEND, so concurrent writers never interleave within a line.
-    package static func appendLine(_ path: String, _ line: String) throws(SystemError) {
-        let fd = try systemCall("append to", path: path) {
-            open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        }
-        defer { close(fd) }
-        let text = line.hasSuffix("\n") ? line : line + "\n"
-        let n = text.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
-        if n < 0 { throw systemCallError("append to", path: path, errno: errno) }
-    }
-
     package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     package static func isDirectory(_ path: String) -> Bool {

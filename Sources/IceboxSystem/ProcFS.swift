@@ -86,16 +86,7 @@ package enum ProcFS {
             if line[at] == UInt8(ascii: " ") { spaces += 1 }
             at += 1
         }
-        var value: UInt64 = 0, digits = 0
-        while at < line.count, line[at] >= 48, line[at] <= 57 {
-            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times10.addingReportingOverflow(UInt64(line[at] - 48))
-            if o1 || o2 { return nil }
-            value = sum
-            digits += 1
-            at += 1
-        }
-        return digits > 0 ? value : nil
+        return FileIO.parseCounter(UnsafeBufferPointer(rebasing: line[at...]))
     }
 
     /// Where field 3 of a stat line starts: after the last ")" and a space (the command

@@ -738,7 +738,7 @@ final class HostLayoutWorld: @unchecked Sendable {  // used by one test at a tim
             let tree = Cgroup2(path: delegatedHost)
             try? tree.kill()
             _ = try? tree.waitForEvents(until: Clock.monotonicNanos() + 5_000_000_000) { !$0.populated }
-            _ = tree.removeSubtree()
+            _ = CgroupTree.remove(delegatedHost)
         }
         box.close()
         other?.close()

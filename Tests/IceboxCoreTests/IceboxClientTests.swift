@@ -100,12 +100,12 @@ struct IceboxClientTests {
         let client = IceboxClient(runtimeDirectory: dir + "/run", stateDirectory: dir + "/state")
         let log = client.paths.eventLog
         try FileIO.makeDirectories(client.paths.stateDir)
-        try FileIO.appendLine(log, JSONLines.encode(Event(app: "web", pid: 1, kind: .spawn, detail: "old", at: .read())))
+        try appendLine(log, JSONLines.encode(Event(app: "web", pid: 1, kind: .spawn, detail: "old", at: .read())))
 
         let web = try client.events(for: "web")
         let everything = try client.events(replay: true)
         for (app, kind) in [("db", EventKind.spawn), ("web", .notice), ("web", .freeze)] {
-            try FileIO.appendLine(log, JSONLines.encode(Event(app: app, pid: 2, kind: kind, detail: "new", at: .read())))
+            try appendLine(log, JSONLines.encode(Event(app: app, pid: 2, kind: kind, detail: "new", at: .read())))
         }
         let seen = await collect(web, through: .freeze, within: .seconds(10))
         #expect(seen.map(\.kind) == [.notice, .freeze])
@@ -119,6 +119,15 @@ struct IceboxClientTests {
         var count = 0
         for await _ in ending { count += 1 }
         #expect(count == 0)
+    }
+
+    /// Appends one line as the daemon does (O_APPEND, one write), so the followers see it whole.
+    private func appendLine(_ path: String, _ line: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemError("append to", path: path) }
+        defer { close(fd) }
+        let text = Array((line + "\n").utf8)
+        guard write(fd, text, text.count) == text.count else { throw SystemError("append to", path: path) }
     }
 }
 

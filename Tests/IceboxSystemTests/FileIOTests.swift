@@ -189,26 +189,6 @@ struct FileIOTests {
         #expect(try FileIO.read(dir + "/big") == big)
     }
 
-    @Test func appendLineAddsOneNewlineAndCreatesTheFile() throws {
-        let dir = makeTemporaryDirectory("fileio")
-        defer { removeTree(dir) }
-        let path = dir + "/events.jsonl"
-        try FileIO.appendLine(path, "{\"a\":1}")
-        try FileIO.appendLine(path, "{\"b\":2}\n")
-        try FileIO.appendLine(path, "")
-        #expect(readFile(path) == "{\"a\":1}\n{\"b\":2}\n\n")
-        #expect(fileMode(path) == 0o600)
-    }
-
-    @Test func appendLineKeepsExistingContent() throws {
-        let dir = makeTemporaryDirectory("fileio")
-        defer { removeTree(dir) }
-        let path = dir + "/log"
-        writeFile(path, "first\n")
-        try FileIO.appendLine(path, "second")
-        #expect(readFile(path) == "first\nsecond\n")
-    }
-
     @Test func makeDirectoriesCreatesEveryLevelWithTheMode() throws {
         let dir = makeTemporaryDirectory("fileio")
         defer { removeTree(dir) }

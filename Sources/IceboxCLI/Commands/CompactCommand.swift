@@ -14,17 +14,12 @@ enum CompactCommand: IceboxCommand {
             + LifecycleRequest.common)
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        if args.positionals.isEmpty { throw ArgumentParser.usage("compact needs at least one app name", spec) }
-        for name in args.positionals { try AppName.validate(name) }
-        var mode: CompactionMode?
-        if let text = args.value("mode") {
-            guard let m = CompactionMode(rawValue: text) else {
+        try LifecycleRequest.send(args, spec: spec) { names throws(IceboxError) in
+            guard let text = args.value("mode") else { return .compact(names: names, mode: nil) }
+            guard let mode = CompactionMode(rawValue: text) else {
                 throw IceboxError(.usage, "invalid --mode '\(text)'", hint: "use pageout or cold")
             }
-            mode = m
+            return .compact(names: names, mode: mode)
         }
-        let request = ControlRequest.compact(names: args.positionals, mode: mode)
-        var client = LaunchArguments.client(args)
-        return try client.perform(request)
     }
 }

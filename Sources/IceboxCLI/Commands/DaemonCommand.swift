@@ -56,7 +56,7 @@ enum DaemonCommand: IceboxCommand {
             try savePolicy(settings, in: client.paths)
             MetricsFileOption.pass(metricsFile)
             LogRotationOptions.pass(args)
-            try client.startDaemon()
+            try client.session.startDaemon()
             Output.out("icebox daemon started for \(client.paths.runtimeDir) (log: \(client.paths.daemonLog))")
             return 0
         }

@@ -10,10 +10,12 @@ enum LifecycleRequest {
     ]
 
     /// Checks the names, builds the request from them and sends it.
-    static func send(_ args: ParsedArguments, spec: CommandSpec, _ request: ([String]) -> ControlRequest) throws(IceboxError) -> Int32 {
+    static func send(
+        _ args: ParsedArguments, spec: CommandSpec, _ request: ([String]) throws(IceboxError) -> ControlRequest
+    ) throws(IceboxError) -> Int32 {
         if args.positionals.isEmpty { throw ArgumentParser.usage("\(spec.name) needs at least one app name", spec) }
         for name in args.positionals { try AppName.validate(name) }
-        let request = request(args.positionals)
+        let request = try request(args.positionals)
         var client = LaunchArguments.client(args)
         return try client.perform(request)
     }

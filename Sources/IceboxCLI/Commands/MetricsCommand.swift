@@ -23,7 +23,7 @@ enum MetricsCommand: IceboxCommand {
         // directories this user's), but never starting a daemon: one started to answer would
         // have counted nothing.
         var client = DaemonClient(environment: ProcessEnvironment.value, autostartFlagOff: true, cgroupRoot: nil)
-        client.noDaemonHint = "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
+        client.session.noDaemonHint = "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
         let paths = client.paths
         let request = ControlRequest.metrics(format: args.flag("openmetrics") ? .openMetrics : .prometheus)
         let connection = try client.connect()

@@ -57,7 +57,7 @@ enum RunCommand: IceboxCommand {
         // resetUnanswered): it goes once more to the next daemon, at the send or the first
         // read, within the client's reach deadline (ClientSession.mayResend).
         func sendAgainIfUnread() throws(IceboxError) -> Bool {
-            guard client.mayResend(request, after: connection) else { return false }
+            guard client.session.mayResend(request, after: connection) else { return false }
             connection = try client.connect()
             try connection.send(request, fds: [0, 1, 2])
             return true
@@ -93,11 +93,11 @@ enum RunCommand: IceboxCommand {
                 var pfds = [
                     pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: sigFD, events: Int16(POLLIN), revents: 0),
                 ]
-                if let daemon = client.startedDaemon { pfds.append(pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)) }
+                if let daemon = client.session.startedDaemon { pfds.append(pollfd(fd: daemon.pidfd, events: Int16(POLLIN), revents: 0)) }
                 do { _ = try Poll.wait(&pfds, until: nil) } catch { throw IceboxError("run: wait", error) }
                 if pfds.count > 2 && pfds[2].revents != 0 {
-                    _ = try? client.startedDaemon?.reapIfExited()  // no zombie if the daemon ends first
-                    client.startedDaemon = nil
+                    _ = try? client.session.startedDaemon?.reapIfExited()  // no zombie if the daemon ends first
+                    client.session.startedDaemon = nil
                 }
                 if pfds[1].revents != 0 {
                     for sig in Signals.drain(signalFD: sigFD) {

@@ -367,27 +367,18 @@ package final class AppCgroups: Sendable {
         }
     }
 
-    /// Closes every descriptor kept here (the freezer's too). Later reads open the files per
-    /// call; a daemon that stops and leaves its apps running calls this.
-    package func close() {
-        eventsFile?.close()
-        freezeFile?.close()
-        procsFile?.close()
-        directoryFile?.close()
-        memoryFile?.file.close()
-        freezerV1?.stateControl.close()
+    /// Every file whose descriptor is kept here, the freezer's too.
+    private var keptFiles: [CgroupFile] {
+        [eventsFile, freezeFile, procsFile, directoryFile, memoryFile?.file, freezerV1?.stateControl].compactMap { $0 }
     }
+
+    /// Closes every descriptor kept here. Later reads open the files per call; a daemon that
+    /// stops and leaves its apps running calls this.
+    package func close() { for file in keptFiles { file.close() } }
 
     /// Closes every descriptor kept here until its next use (a daemon short of descriptors
     /// keeps none for an app between operations). The caller must not be polling cgroup.events.
-    package func release() {
-        eventsFile?.release()
-        freezeFile?.release()
-        procsFile?.release()
-        directoryFile?.release()
-        memoryFile?.file.release()
-        freezerV1?.stateControl.release()
-    }
+    package func release() { for file in keptFiles { file.release() } }
 
     private struct Destroy {
         let startedAt: UInt64

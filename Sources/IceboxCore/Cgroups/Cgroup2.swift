@@ -61,9 +61,6 @@ package struct Cgroup2: Sendable, Equatable {
     /// cgroup freezes and what cgroup.kill kills.
     package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
-    /// Removes this cgroup and its sub-cgroups, deepest first; what could not be removed.
-    package func removeSubtree() -> [SystemError] { CgroupTree.remove(path) }
-
     var procsPath: String { file("cgroup.procs") }
     var eventsPath: String { file("cgroup.events") }
     var freezePath: String { file("cgroup.freeze") }
@@ -74,13 +71,6 @@ package struct Cgroup2: Sendable, Equatable {
 
     package func setFrozen(_ frozen: Bool) throws(SystemError) {
         try FileIO.write(freezePath, frozen ? "1" : "0")
-    }
-
-    /// Whether cgroup.freeze was last set to 1 (the request, not the confirmed state).
-    package func freezeRequested() -> Bool {
-        // An unreadable cgroup.freeze is a cgroup removed meanwhile (or one without the file), where no
-        // freeze was requested.
-        ((try? FileIO.read(freezePath)) ?? "0").trimmed() == "1"
     }
 
     /// Kills every process in the cgroup at once (Linux 5.14); works on frozen ones too.
