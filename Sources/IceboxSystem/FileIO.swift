@@ -266,6 +266,13 @@ package enum FileIO {
 
     package static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// What the symbolic link at `path` names (up to PATH_MAX bytes), or nil if it is none.
+    package static func readLink(_ path: String) -> String? {
+        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buf, Int(PATH_MAX))
+        return n > 0 ? String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+    }
+
     package static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR

@@ -100,11 +100,7 @@ package struct SpawnedProcess {
 
 package enum Spawner {
     /// This program's own path (for starting the daemon).
-    package static let selfExecutable: String = {
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buf, 4095)
-        return n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "/proc/self/exe"
-    }()
+    package static let selfExecutable: String = FileIO.readLink("/proc/self/exe") ?? "/proc/self/exe"
 
     /// Finds a program the way execvp does: a name with a slash is used as it is, else each
     /// directory of PATH is tried. Resolving here lets "not found" be reported before any spawn.

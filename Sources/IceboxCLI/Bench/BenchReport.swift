@@ -114,16 +114,15 @@ struct BenchReport {
                 "relaunch_after_eviction", "Relaunch after eviction", "evict → ready", measured.compactMap(\.relaunch),
                 cpu: measured.filter { $0.relaunch != nil }.map(\.relaunchCPU)),
         ].compactMap { $0 }
-        if let cold = phases.first(where: { $0.id == "cold_start" }), let hot = phases.first(where: { $0.id == "hot_resume" }),
-            hot.summary.median > 0
-        {
-            speedupMedian = (Double(cold.summary.median) / Double(hot.summary.median) * 10).rounded() / 10
+        // The cold start's median over another phase's, rounded to 1/scale.
+        func speedup(of id: String, scale: Double) -> Double? {
+            guard let cold = phases.first(where: { $0.id == "cold_start" }), let other = phases.first(where: { $0.id == id }),
+                other.summary.median > 0
+            else { return nil }
+            return (Double(cold.summary.median) / Double(other.summary.median) * scale).rounded() / scale
         }
-        if let cold = phases.first(where: { $0.id == "cold_start" }), let disk = phases.first(where: { $0.id == "disk_restore" }),
-            disk.summary.median > 0
-        {
-            diskSpeedupMedian = (Double(cold.summary.median) / Double(disk.summary.median) * 100).rounded() / 100
-        }
+        speedupMedian = speedup(of: "hot_resume", scale: 10)
+        diskSpeedupMedian = speedup(of: "disk_restore", scale: 100)
         imageBytes = measured.compactMap(\.disk?.imageBytes)
         memoryFreedBytes = measured.compactMap(\.disk?.memoryFreedBytes)
     }

@@ -241,12 +241,7 @@ enum DoctorCommand: IceboxCommand {
     /// Whether process `pid` (in this PID namespace) has `path` open.
     static func holdsOpen(pid: Int32, path: String) -> Bool {
         let dir = "/proc/\(pid)/fd"
-        for fd in (try? FileIO.list(dir)) ?? [] {
-            var buffer = [CChar](repeating: 0, count: 4096)
-            let n = readlink(dir + "/" + fd, &buffer, buffer.count - 1)
-            if n > 0, String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) == path { return true }
-        }
-        return false
+        return ((try? FileIO.list(dir)) ?? []).contains { FileIO.readLink(dir + "/" + $0) == path }
     }
 
     /// Spawns /bin/true with clone3(CLONE_INTO_CGROUP) into the cgroup doctor already runs

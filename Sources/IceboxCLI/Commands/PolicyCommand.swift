@@ -42,11 +42,8 @@ enum PolicyCommand: IceboxCommand {
     static let spec = CommandSpec(
         name: name, usage: "icebox policy [set [SETTINGS]] [--json]",
         summary: "show the eviction policy, or change it on the running daemon",
-        options: PolicyOptions.options + [
-            OptionSpec(name: "json", value: nil, help: "the policy as JSON", short: "j"),
-            OptionSpec(name: "no-autostart", value: nil, help: "fail (exit 69) rather than start a daemon"),
-            OptionSpec(name: "cgroup-root", value: "PATH", help: "cgroup root for a daemon this starts"),
-        ],
+        options: PolicyOptions.options + [OptionSpec(name: "json", value: nil, help: "the policy as JSON", short: "j")]
+            + LifecycleRequest.common,
         details: "Settings given without 'set' are an error; 'none' clears a trigger. The policy is kept in the state directory.",
         operands: Operands(max: 1, text: "one operand, 'set'"))
 

@@ -215,8 +215,5 @@ enum RunCommand: IceboxCommand {
         return (ExitCode.failure.rawValue, lines + ["the icebox daemon closed the connection"])
     }
 
-    static func writeLine(_ fd: Int32, _ text: String) {
-        let line = text + "\n"
-        _ = line.withCString { write(fd, $0, strlen($0)) }
-    }
+    static func writeLine(_ fd: Int32, _ text: String) { Output.writeAll(fd, text + "\n") }
 }

@@ -49,11 +49,8 @@ package enum CheckpointObstacle: Equatable, Sendable, CustomStringConvertible {
         let dir = "\(procRoot)/\(pid)/fd"
         // A process gone meanwhile has no descriptors, as documented above.
         return ((try? FileIO.list(dir)) ?? []).compactMap { name in
-            guard let fd = Int32(name) else { return nil }
-            var buf = [CChar](repeating: 0, count: 256)
-            let n = readlink(dir + "/" + name, &buf, buf.count - 1)
-            guard n > 0 else { return nil }
-            return (fd, String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            guard let fd = Int32(name), let target = FileIO.readLink(dir + "/" + name) else { return nil }
+            return (fd, target)
         }
     }
 
