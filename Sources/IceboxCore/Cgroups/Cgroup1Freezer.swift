@@ -13,8 +13,9 @@ import IceboxSystem
 /// for each read: v1 caches the pid list of an open file (pidlist_array_load) and hands the
 /// cached list to a pread from 0 within a second of the last read, so a kept descriptor
 /// would count processes that are gone.
-package struct Cgroup1Freezer: Freezer {
+package struct Cgroup1Freezer: Freezer, CgroupDirectory {
     package let path: String
+    package static let what = "v1 freezer cgroup"
     let stateControl: CgroupFile
     package var kind: BackendKind { .cgroup1 }
 
@@ -31,20 +32,8 @@ package struct Cgroup1Freezer: Freezer {
         self.stateControl = stateControl
     }
 
-    package func addProcess(_ pid: pid_t) throws(SystemError) {
-        try FileIO.write(path + "/cgroup.procs", String(pid))
-    }
-
-    /// The processes in this cgroup and its sub-cgroups (all frozen with it).
-    package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
-
     /// THAWED, FREEZING or FROZEN, read from the kept descriptor.
     package func state() throws(SystemError) -> String { try stateControl.read().trimmed() }
-
-    /// For SpawnRequest.v1ProcsFD: the child joins before execve.
-    package func openProcsForWriting() throws(SystemError) -> Int32 {
-        try FileIO.openDescriptor(path + "/cgroup.procs", flags: O_WRONLY)
-    }
 
     /// Writes THAWED. It takes effect within the write (the state reads THAWED at once), and
     /// is what lets a v1-frozen task act on a SIGKILL already queued.

@@ -31,35 +31,13 @@ package struct CgroupEvents: Equatable, Sendable {
 
 /// One cgroup v2 directory. A small value type: the path, its files' paths, and helpers
 /// that name the path in every error.
-package struct Cgroup2: Sendable, Equatable {
+package struct Cgroup2: CgroupDirectory, Equatable {
     package let path: String
+    package static let what = "cgroup"
 
     package init(path: String) { self.path = path }
 
-    package func file(_ name: String) -> String { path + "/" + name }
-
-    package var exists: Bool { FileIO.isDirectory(path) }
     package var supportsKill: Bool { FileIO.exists(file("cgroup.kill")) }
-
-    package func create() throws(SystemError) {
-        if mkdir(path, 0o755) < 0 && errno != EEXIST { throw SystemError("create cgroup", path: path) }
-    }
-
-    /// rmdir; an already-removed cgroup is not an error.
-    package func remove() throws(SystemError) {
-        if rmdir(path) < 0 && errno != ENOENT { throw SystemError("remove cgroup", path: path) }
-    }
-
-    /// The processes directly in this cgroup (not in its sub-cgroups).
-    package func procs() -> [pid_t] {
-        // A cgroup removed meanwhile has no processes: the empty list is the answer, and a caller that must
-        // know it exists checks the directory.
-        ((try? FileIO.read(procsPath)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
-    }
-
-    /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this
-    /// cgroup freezes and what cgroup.kill kills.
-    package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
     var procsPath: String { file("cgroup.procs") }
     var eventsPath: String { file("cgroup.events") }
