@@ -26,7 +26,9 @@ let package = Package(
         .target(name: "IceboxCore", dependencies: ["IceboxSystem"], swiftSettings: strict),
         .target(name: "IceboxCLI", dependencies: ["IceboxCore"], swiftSettings: strict),
         .executableTarget(name: "icebox", dependencies: ["IceboxCLI", "CIceboxStart"], swiftSettings: strict),
-        .target(name: "IceboxTestSupport", path: "Sources/IceboxTestSupport"),
+        // What the test targets share (temporary files, a free port, why no cgroup can be made):
+        // test code, so under Tests/.
+        .target(name: "IceboxTestSupport", path: "Tests/IceboxTestSupport"),
         .testTarget(name: "IceboxSystemTests", dependencies: ["IceboxSystem", "IceboxTestSupport"]),
         .testTarget(name: "IceboxCoreTests", dependencies: ["IceboxCore", "IceboxTestSupport"]),
         .testTarget(name: "IceboxCLITests", dependencies: ["IceboxCLI", "icebox", "IceboxTestSupport"]),
