@@ -512,7 +512,7 @@ extension Daemon {
         case .evict(let names, let toDisk):
             evictRequested(names, toDisk: toDisk, request: request, client: fd)
         case .adopt(let options):
-            adoptRequested(options, client: fd)
+            do { finish(fd, .success, try adoptNow(options, client: fd)) } catch { fail(fd, error) }
         case .release(let name):
             releaseRequested(name, client: fd)
         }
