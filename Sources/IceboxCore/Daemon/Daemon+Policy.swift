@@ -134,21 +134,22 @@ extension Daemon {
     /// no longer holds. A pressure event evicts one app; the kernel signals again if the
     /// pressure goes on.
     func enforcePolicy(pressure: Bool = false) {
-        if policyEngine.policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
+        let policy = policyEngine.policy
+        if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
         withdrawResumedVictim()
         guard policyEngine.victim == nil, !stopping,
-            pressure || policyEngine.policy.memoryBudgetBytes != nil || policyEngine.policy.maxSuspended != nil
+            pressure || policy.memoryBudgetBytes != nil || policy.maxSuspended != nil
         else { return }
         let start = Clock.monotonicNanos()
         // Measured only for the triggers that are set: a thousand apps' memory is a thousand reads.
-        let total = policyEngine.policy.memoryBudgetBytes != nil || pressure ? totalMemory() : 0
+        let before: UInt64? = policy.memoryBudgetBytes != nil || pressure ? totalMemory() : nil
         let reason: EvictionReason
         var onlySuspended = false
         if pressure {
-            reason = .pressure(trigger: policyEngine.policy.pressure ?? "")
-        } else if let budget = policyEngine.policy.memoryBudgetBytes, total > budget {
+            reason = .pressure(trigger: policy.pressure ?? "")
+        } else if let budget = policy.memoryBudgetBytes, let total = before, total > budget {
             reason = .budget(limitBytes: budget, usedBytes: total)
-        } else if let cap = policyEngine.policy.maxSuspended,
+        } else if let cap = policy.maxSuspended,
             case let suspendedCount = apps.values.filter({ $0.record.state == .suspended }).count,
             suspendedCount > cap
         {
@@ -161,7 +162,7 @@ extension Daemon {
             EvictionCandidate(
                 name: $0.name, band: $0.record.options.priority, state: $0.record.state, sinceNanos: $0.record.sinceMonotonicNanos)
         }
-        let ordered = EvictionOrder.order(candidates, protectActive: policyEngine.policy.protectActive).filter {
+        let ordered = EvictionOrder.order(candidates, protectActive: policy.protectActive).filter {
             !onlySuspended || $0.state == .suspended
         }
         guard let choice = ordered.first, let app = apps[choice.name] else {
@@ -174,8 +175,7 @@ extension Daemon {
         }
         let decision = Clock.monotonicNanos() - start
         policyEngine.victim = Victim(
-            name: app.name, reason: reason, memoryBefore: policyEngine.policy.memoryBudgetBytes != nil || pressure ? total : nil,
-            victimMemory: memoryReader()(app), decisionNanos: decision,
+            name: app.name, reason: reason, memoryBefore: before, victimMemory: memoryReader()(app), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,
@@ -185,19 +185,18 @@ extension Daemon {
         )
         chosen.reason = reason.description
         chosen.band = app.record.options.priority
-        chosen.memoryBeforeBytes = policyEngine.policy.memoryBudgetBytes != nil || pressure ? total : nil
+        chosen.memoryBeforeBytes = before
         log(chosen)
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
         // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
         // The app's own --evict-to, else the policy's.
-        let target = app.record.options.evictTo ?? policyEngine.policy.evictTo
-        let refusal = target == .disk ? checkpointRefusal(app) : nil
-        let toDisk = target == .disk && refusal == nil
-        if let why = refusal {
-            log(.policy, app: app.name, pid: app.pid, "not checkpointed to disk: \(why); killed instead")
+        var toDisk = (app.record.options.evictTo ?? policy.evictTo) == .disk
+        if toDisk, case .failure(let refusal) = checkpointCriu(for: app) {
+            log(.policy, app: app.name, pid: app.pid, "not checkpointed to disk: \(refusal.why); killed instead")
+            toDisk = false
         }
-        apply(.policyVictim(grace: policyEngine.policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
+        apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
     }
 
     /// A victim resumed during its eviction grace (`icebox resume`) is no longer on its way
