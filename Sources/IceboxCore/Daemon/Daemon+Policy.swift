@@ -275,19 +275,12 @@ extension Daemon {
         let waiterPIDs = Set(contended.flatMap { $0.waiters.map(\.pid) }).sorted()
         let waiting = waiterPIDs.map(String.init).joined(separator: ", ")
         let what = "holds a \(first.holder.kind.rawValue) lock on inode \(first.holder.inode) that pid \(waiting) waits on"
-        if policyEngine.policy.onLockContention == .evict {
-            var event = Event(
-                app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)",
-                at: .read())
-            event.pids = waiterPIDs
-            log(event)
-            apply(.evict(waiter: nil), to: app)
-        } else {
-            var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): thawing it", at: .read())
-            event.pids = waiterPIDs
-            log(event)
-            apply(.resume(waiter: nil), to: app)
-        }
+        let evict = policyEngine.policy.onLockContention == .evict
+        let outcome = evict ? "evicting it (--on-lock-contention evict)" : "thawing it"
+        var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): \(outcome)", at: .read())
+        event.pids = waiterPIDs
+        log(event)
+        apply(evict ? .evict(waiter: nil) : .resume(waiter: nil), to: app)
     }
 
     /// Reclaims a frozen app's memory without killing it.
