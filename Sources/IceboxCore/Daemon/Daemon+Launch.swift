@@ -88,7 +88,7 @@ extension Daemon {
             if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
         }
         // A detached launch answers once the app is ready (or gone).
-        if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
+        if !options.attached, let fd { app.lifecycle.waitForLaunch(waiters.open(client: fd, apps: [app.name])) }
         switch options.ready {
         case .exec: apply(.ready, to: app)
         case .notify: break

@@ -112,7 +112,10 @@ extension Daemon {
     /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
     /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
-        let roots = counterRoots(), keep = descriptors.keepingAppFiles
+        // The roots `counterRootHandles` keeps, opened at the first call after they exist.
+        let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
+        if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
+        let roots = counterRootHandles, keep = descriptors.keepingAppFiles
         return { app in
             let reading = app.memory(roots: roots, keepOpen: keep)
             // Without a cgroup counter the Pss sum reads the app's members through its
@@ -120,13 +123,6 @@ extension Daemon {
             if !keep { self.shedDescriptors(app) }
             return reading
         }
-    }
-
-    /// The roots `counterRootHandles` keeps, opened at the first call after they exist.
-    func counterRoots() -> [DirectoryHandle] {
-        let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
-        if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
-        return counterRootHandles
     }
 
     /// Evicts one victim if a trigger holds. The next one is chosen only after this one is

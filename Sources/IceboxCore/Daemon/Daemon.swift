@@ -200,9 +200,11 @@ package final class Daemon {
         startAppLogRotation()
         startSpawnPool()
         signalReady()
+        // ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
+        let without = SpeedMechanism.allCases.filter(config.without.contains)
         logDaemon(
             "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
-                + withoutText)
+                + (without.isEmpty ? "" : ", without " + without.map(\.rawValue).joined(separator: ", ")))
         if config.ownsProcess && !config.without.contains(.imageLock) { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
@@ -229,12 +231,6 @@ package final class Daemon {
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         if case .loopFailed(let failure)? = stop { throw failure }
         return true
-    }
-
-    /// ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
-    var withoutText: String {
-        let left = SpeedMechanism.allCases.filter(config.without.contains)
-        return left.isEmpty ? "" : ", without " + left.map(\.rawValue).joined(separator: ", ")
     }
 
     /// Keeps the daemon's own code and data in memory (ProgramImage.lockInMemory says why),
@@ -435,9 +431,6 @@ package final class Daemon {
     }
 
     func unwatch(_ fd: Int32) { watches.unwatch(fd) }
-
-    /// Forgets the watch of a descriptor the caller closes next (LoopWatches `forget`).
-    func forgetWatch(_ fd: Int32) { watches.forget(fd) }
 
     func handleSignals() {
         for sig in Signals.drain(signalFD: signalFD) {
