@@ -519,7 +519,9 @@ package final class Daemon {
 
     func log(_ event: Event) {
         eventLog.appendOrComplain(JSONLines.encode(event))
-        recordMetrics(event)
+        // Every event the daemon logs: its counts are taken, and the metrics file is due for a
+        // refresh.
+        metricsFile.record(event, now: Clock.monotonicNanos())
         if let app = apps[event.app], let fd = app.attachedClient {
             var reply = ControlReply(kind: .event)
             reply.event = event
