@@ -386,23 +386,19 @@ extension Daemon {
         case .setPolicy(let settings):
             let old = policyEngine.policy
             for setting in settings { policyEngine.policy.apply(setting) }
-            // The old policy was armed until now, so arming it again does what it did; the
-            // request's own error, sent below, is the one the client must see.
-            func rollBack() {
+            do throws(IceboxError) {
+                try applyPolicy()
+                // A policy that cannot be saved would be lost at the next start: not changed, and
+                // said (the save failed unseen, and the client was told it was set).
+                do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
+                    throw IceboxError("save the policy", error)
+                }
+            } catch {
+                // The old policy was armed until now, so arming it again does what it did; the
+                // request's own error, sent below, is the one the client must see.
                 policyEngine.policy = old
-                // Said above: the old policy arms as it did until now, and the request's error is
-                // the one sent.
                 try? applyPolicy()
-            }
-            do { try applyPolicy() } catch {
-                rollBack()
                 return fail(fd, error)
-            }
-            // A policy that cannot be saved would be lost at the next start: not changed, and
-            // said (the save failed unseen, and the client was told it was set).
-            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
-                rollBack()
-                return fail(fd, IceboxError("save the policy", error))
             }
             log(.policy, app: "-", pid: getpid(), "policy changed: " + settings.map(\.summary).joined(separator: ", "))
             var reply = ControlReply(kind: .data)
