@@ -144,11 +144,10 @@ extension Daemon {
         client.attachedApp = nil
         if drain && client.pendingOutput > 0 {
             client.closeAt = Clock.monotonicNanos().saturatingAdd(ClientConnection.drainNanos)
-            clients[fd] = client
-            return
         }
         clients[fd] = client
-        closeClient(fd)
+        // Nil on entry (the guard): set only by a drain that waits for its replies to go out.
+        if client.closeAt == nil { closeClient(fd) }
     }
 
     func closeClient(_ fd: Int32) {
