@@ -58,11 +58,6 @@ final class CgroupSweeper {
         return follow(name)
     }
 
-    /// Its cgroup.events changed: look again.
-    func changed(_ name: String, now: UInt64) -> Step {
-        step(name, now: now)
-    }
-
     /// Steps every removal whose re-check time has come.
     func fire(now: UInt64) -> [Step] {
         sweeps.values.filter { ($0.removal.recheckAt ?? .max) <= now }.map { step($0.name, now: now) }
@@ -85,7 +80,8 @@ final class CgroupSweeper {
         }
     }
 
-    private func step(_ name: String, now: UInt64) -> Step {
+    /// Looks at `name`'s removal again: its cgroup.events changed, or its re-check time came.
+    func step(_ name: String, now: UInt64) -> Step {
         guard var sweep = sweeps[name] else { return .waiting }
         let end = sweep.removal.step(now: now)
         if let end {

@@ -24,23 +24,10 @@ extension Daemon {
     /// The most processes one adoption takes.
     static let adoptMaxProcesses = 10_000
 
-    func adoptRequested(_ options: AdoptOptions, client fd: Int32) {
-        do {
-            let line = try adoptNow(options, client: fd)
-            finish(fd, .success, line)
-        } catch {
-            fail(fd, error)
-        }
-    }
-
     /// Checks, moves, records and watches; returns the client's line.
-    private func adoptNow(_ options: AdoptOptions, client fd: Int32) throws(IceboxError) -> String {
+    func adoptNow(_ options: AdoptOptions, client fd: Int32) throws(IceboxError) -> String {
         try AppName.validateForLaunch(options.name)
-        if let other = apps[options.name] {
-            throw IceboxError(
-                .nameTaken(name: options.name), "an app named '\(options.name)' is already running (pid \(other.pid))",
-                hint: "choose another name, or terminate it first")
-        }
+        try refuseTakenName(options.name, choose: "name")
         let target = try adoptionTarget(options.source)
         let checkedStart = ProcFS.stat(pid: target.main)?.startTimeTicks
         try refuseForeign(target, client: UnixSocket.peerCredentials(fd)?.pid)

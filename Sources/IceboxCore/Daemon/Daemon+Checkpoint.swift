@@ -13,12 +13,6 @@ extension Daemon {
         return CriuBinary.find(environment: environment)
     }
 
-    /// Why this app cannot be checkpointed now, before criu is run; nil when it may be.
-    func checkpointRefusal(_ app: LiveApp) -> String? {
-        if case .failure(let refusal) = checkpointCriu(for: app) { return refusal.why }
-        return nil
-    }
-
     /// Why a checkpoint is refused before criu runs.
     struct CheckpointRefusal: Error {
         var why: String

@@ -144,11 +144,10 @@ extension Daemon {
         client.attachedApp = nil
         if drain && client.pendingOutput > 0 {
             client.closeAt = Clock.monotonicNanos().saturatingAdd(ClientConnection.drainNanos)
-            clients[fd] = client
-            return
         }
         clients[fd] = client
-        closeClient(fd)
+        // Nil on entry (the guard): set only by a drain that waits for its replies to go out.
+        if client.closeAt == nil { closeClient(fd) }
     }
 
     func closeClient(_ fd: Int32) {
@@ -156,7 +155,7 @@ extension Daemon {
         // Replies queued this turn go out if the socket takes them now (a client that
         // half-closed after its request still reads them); nothing waits for it.
         if client.pendingOutput > 0 { _ = client.flush() }
-        forgetWatch(fd)
+        watches.forget(fd)
         close(fd)
         // A descriptor is free again: a listener paused on EMFILE may accept.
         resumeAccepting()
@@ -220,11 +219,6 @@ extension Daemon {
         clients[fd] = client
     }
 
-    /// Closes finished clients whose last replies were not read in time.
-    func closeDrainedClients(now: UInt64) {
-        for fd in clients.overdue(now: now) { closeClient(fd) }
-    }
-
     /// Ends a request: the final reply, then the connection closes (once the reply is out).
     func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil, reason: IceboxError.Reason? = nil) {
         if let text { send(fd, ControlReply(kind: code == .success ? .line : .warning, text: text)) }
@@ -239,10 +233,6 @@ extension Daemon {
     }
 
     // MARK: Waiters: a client waiting for one or more apps to finish a transition
-
-    func newWaiter(client: Int32, apps names: [String]) -> Int {
-        waiters.open(client: client, apps: names)
-    }
 
     /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
     ///
@@ -395,23 +385,19 @@ extension Daemon {
         case .setPolicy(let settings):
             let old = policyEngine.policy
             for setting in settings { policyEngine.policy.apply(setting) }
-            // The old policy was armed until now, so arming it again does what it did; the
-            // request's own error, sent below, is the one the client must see.
-            func rollBack() {
+            do throws(IceboxError) {
+                try applyPolicy()
+                // A policy that cannot be saved would be lost at the next start: not changed, and
+                // said (the save failed unseen, and the client was told it was set).
+                do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
+                    throw IceboxError("save the policy", error)
+                }
+            } catch {
+                // The old policy was armed until now, so arming it again does what it did; the
+                // request's own error, sent below, is the one the client must see.
                 policyEngine.policy = old
-                // Said above: the old policy arms as it did until now, and the request's error is
-                // the one sent.
                 try? applyPolicy()
-            }
-            do { try applyPolicy() } catch {
-                rollBack()
                 return fail(fd, error)
-            }
-            // A policy that cannot be saved would be lost at the next start: not changed, and
-            // said (the save failed unseen, and the client was told it was set).
-            do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
-                rollBack()
-                return fail(fd, IceboxError("save the policy", error))
             }
             log(.policy, app: "-", pid: getpid(), "policy changed: " + settings.map(\.summary).joined(separator: ", "))
             var reply = ControlReply(kind: .data)
@@ -478,7 +464,7 @@ extension Daemon {
             finish(fd, .success)
         case .suspend(let names, let grace):
             guard let targets = liveApps(names, for: request, client: fd) else { return }
-            let id = newWaiter(client: fd, apps: names)
+            let id = waiters.open(client: fd, apps: names)
             for app in targets {
                 // One recorded as suspended may have been thawed by someone else since: then it
                 // is frozen again, not "already suspended" while it runs.
@@ -490,7 +476,7 @@ extension Daemon {
             let fromDisk = names.filter(isOnDisk)
             guard let targets = liveApps(names.filter { !fromDisk.contains($0) }, for: request, client: fd, allowEmpty: !fromDisk.isEmpty)
             else { return }
-            let id = newWaiter(client: fd, apps: names)
+            let id = waiters.open(client: fd, apps: names)
             for name in fromDisk { restoreRequested(name, waiter: id) }
             for app in targets {
                 // One recorded as active may have been frozen by someone else since: then it
@@ -501,18 +487,18 @@ extension Daemon {
         case .switchTo(let name):
             guard let target = liveApps([name], for: request, client: fd)?.first else { return }
             let previous = apps.values.filter { $0 !== target && ($0.record.state == .active || $0.record.state == .launching) }
-            let id = newWaiter(client: fd, apps: [target.name] + previous.map(\.name))
+            let id = waiters.open(client: fd, apps: [target.name] + previous.map(\.name))
             apply(.resume(waiter: id), to: target)
             for app in previous { apply(.suspend(waiter: id, notice: notice(for: app)), to: app) }
         case .terminate(let names, let timeout):
             guard let (fromDisk, targets) = appsToEnd(names, for: request, client: fd) else { return }
-            let id = newWaiter(client: fd, apps: names)
+            let id = waiters.open(client: fd, apps: names)
             for name in fromDisk { endOnDisk(name, as: .terminated, waiter: id) }
             for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
         case .evict(let names, let toDisk):
             evictRequested(names, toDisk: toDisk, request: request, client: fd)
         case .adopt(let options):
-            adoptRequested(options, client: fd)
+            do { finish(fd, .success, try adoptNow(options, client: fd)) } catch { fail(fd, error) }
         case .release(let name):
             releaseRequested(name, client: fd)
         }
@@ -522,7 +508,7 @@ extension Daemon {
     /// checkpointed to disk.
     func evictRequested(_ names: [String], toDisk: Bool, request: ControlRequest, client fd: Int32) {
         guard let (fromDisk, targets) = appsToEnd(names, for: request, client: fd) else { return }
-        let id = newWaiter(client: fd, apps: names)
+        let id = waiters.open(client: fd, apps: names)
         for name in fromDisk {
             if toDisk {
                 settle(id, app: name, line: LifecycleText.nothingToDo(name, already: .onDisk))

@@ -74,7 +74,6 @@ extension Daemon {
             record.state = .onDisk
             record.images = images.directory
             record.imageBytes = record.imageBytes ?? images.bytes()
-            record.pid = saved.pid
         } else {
             record.state = .evicted
             record.killedWhileSuspended = true

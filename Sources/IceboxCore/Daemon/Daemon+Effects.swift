@@ -327,40 +327,36 @@ extension Daemon {
             // The watch is settled once the lifecycle has taken the confirmation, and only if
             // the app is still there: the lifecycle may have ended it.
             endOperation(app, settlingWatch: false)
-            if let aside {
-                var event = Event(
-                    app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                    detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)", at: .read())
-                if aside.isResumeStep {
-                    event.from = .suspended
-                    event.to = .active
-                }
-                log(event)
-            } else {
+            guard let aside else {
                 apply(
                     op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app,
                     settlingWatch: true)
                 return
             }
+            var event = Event(
+                app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
+                detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)", at: .read())
+            if aside.isResumeStep {
+                event.from = .suspended
+                event.to = .active
+            }
+            log(event)
             if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
             let aside = app.freeze?.aside
             endOperation(app)
-            if let aside {
-                log(.error, app: app.name, pid: app.pid, "thaw \(aside.why) failed: \(failure)")
-            } else {
-                if op.direction == .freeze {
-                    // Typed for the clients waiting on this suspend: the stuck tasks' processes.
-                    var timedOut = false, pids: [Int32] = []
-                    if case .timeout(let t) = failure {
-                        timedOut = true
-                        for task in t.stuck where !pids.contains(task.pid) { pids.append(task.pid) }
-                    }
-                    let reason = IceboxError.Reason.freezeFailed(name: app.name, timedOut: timedOut, stuckPIDs: pids)
-                    for id in app.lifecycle.suspendWaiters { failed(id, because: reason) }
+            if let aside { return log(.error, app: app.name, pid: app.pid, "thaw \(aside.why) failed: \(failure)") }
+            if op.direction == .freeze {
+                // Typed for the clients waiting on this suspend: the stuck tasks' processes.
+                var timedOut = false, pids: [Int32] = []
+                if case .timeout(let t) = failure {
+                    timedOut = true
+                    for task in t.stuck where !pids.contains(task.pid) { pids.append(task.pid) }
                 }
-                apply(op.direction == .freeze ? .freezeFailed(failure.description) : .thawFailed(failure.description), to: app)
+                let reason = IceboxError.Reason.freezeFailed(name: app.name, timedOut: timedOut, stuckPIDs: pids)
+                for id in app.lifecycle.suspendWaiters { failed(id, because: reason) }
             }
+            apply(op.direction == .freeze ? .freezeFailed(failure.description) : .thawFailed(failure.description), to: app)
         }
     }
 

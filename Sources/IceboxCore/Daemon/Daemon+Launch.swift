@@ -11,6 +11,14 @@ extension Daemon {
         return "\(base)-\(i)"
     }
 
+    /// Refuses `name` if a running app has it (launch, adopt); `choose`: what the hint says to choose instead.
+    func refuseTakenName(_ name: String, choose: String) throws(IceboxError) {
+        guard let other = apps[name] else { return }
+        throw IceboxError(
+            .nameTaken(name: name), "an app named '\(name)' is already running (pid \(other.pid))",
+            hint: "choose another \(choose), or terminate it first")
+    }
+
     /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog
     /// restart, `restarts`: the restart times it carries for its start limit), which then
     /// logs what a client would have been told.
@@ -21,11 +29,7 @@ extension Daemon {
         do {
             if options.nameIsDefault { options.name = uniqueName(options.name) }
             try AppName.validateForLaunch(options.name)
-            if let other = apps[options.name] {
-                throw IceboxError(
-                    .nameTaken(name: options.name), "an app named '\(options.name)' is already running (pid \(other.pid))",
-                    hint: "choose another --name, or terminate it first")
-            }
+            try refuseTakenName(options.name, choose: "--name")
             if pendingLaunches.contains(options.name) {
                 throw IceboxError(
                     .nameTaken(name: options.name), "an app named '\(options.name)' is already launching (its spawn is under way)",
@@ -88,7 +92,7 @@ extension Daemon {
             if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
         }
         // A detached launch answers once the app is ready (or gone).
-        if !options.attached, let fd { app.lifecycle.waitForLaunch(newWaiter(client: fd, apps: [app.name])) }
+        if !options.attached, let fd { app.lifecycle.waitForLaunch(waiters.open(client: fd, apps: [app.name])) }
         switch options.ready {
         case .exec: apply(.ready, to: app)
         case .notify: break

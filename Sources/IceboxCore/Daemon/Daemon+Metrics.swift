@@ -5,12 +5,6 @@ import IceboxSystem
 /// they are asked for (`icebox metrics`), and the metrics file kept fresh for node_exporter's
 /// textfile collector (`--metrics-file`).
 extension Daemon {
-    /// Every event the daemon logs comes here: its counts are taken, and the metrics file is
-    /// due for a refresh.
-    func recordMetrics(_ event: Event) {
-        metricsFile.record(event, now: Clock.monotonicNanos())
-    }
-
     /// The metrics now, as text. Reads every app's memory and the daemon's /proc entries: a
     /// few file reads per app, done only when asked (a request, a due refresh of the file).
     func metricsText(_ format: MetricsFormat) -> String {

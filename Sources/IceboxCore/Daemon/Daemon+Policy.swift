@@ -112,7 +112,10 @@ extension Daemon {
     /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
     /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
-        let roots = counterRoots(), keep = descriptors.keepingAppFiles
+        // The roots `counterRootHandles` keeps, opened at the first call after they exist.
+        let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
+        if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
+        let roots = counterRootHandles, keep = descriptors.keepingAppFiles
         return { app in
             let reading = app.memory(roots: roots, keepOpen: keep)
             // Without a cgroup counter the Pss sum reads the app's members through its
@@ -122,33 +125,27 @@ extension Daemon {
         }
     }
 
-    /// The roots `counterRootHandles` keeps, opened at the first call after they exist.
-    func counterRoots() -> [DirectoryHandle] {
-        let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
-        if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
-        return counterRootHandles
-    }
-
     /// Evicts one victim if a trigger holds. The next one is chosen only after this one is
     /// gone (appExited calls back), measured afresh: the policy stops as soon as the trigger
     /// no longer holds. A pressure event evicts one app; the kernel signals again if the
     /// pressure goes on.
     func enforcePolicy(pressure: Bool = false) {
-        if policyEngine.policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
+        let policy = policyEngine.policy
+        if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
         withdrawResumedVictim()
         guard policyEngine.victim == nil, !stopping,
-            pressure || policyEngine.policy.memoryBudgetBytes != nil || policyEngine.policy.maxSuspended != nil
+            pressure || policy.memoryBudgetBytes != nil || policy.maxSuspended != nil
         else { return }
         let start = Clock.monotonicNanos()
         // Measured only for the triggers that are set: a thousand apps' memory is a thousand reads.
-        let total = policyEngine.policy.memoryBudgetBytes != nil || pressure ? totalMemory() : 0
+        let before: UInt64? = policy.memoryBudgetBytes != nil || pressure ? totalMemory() : nil
         let reason: EvictionReason
         var onlySuspended = false
         if pressure {
-            reason = .pressure(trigger: policyEngine.policy.pressure ?? "")
-        } else if let budget = policyEngine.policy.memoryBudgetBytes, total > budget {
+            reason = .pressure(trigger: policy.pressure ?? "")
+        } else if let budget = policy.memoryBudgetBytes, let total = before, total > budget {
             reason = .budget(limitBytes: budget, usedBytes: total)
-        } else if let cap = policyEngine.policy.maxSuspended,
+        } else if let cap = policy.maxSuspended,
             case let suspendedCount = apps.values.filter({ $0.record.state == .suspended }).count,
             suspendedCount > cap
         {
@@ -161,7 +158,7 @@ extension Daemon {
             EvictionCandidate(
                 name: $0.name, band: $0.record.options.priority, state: $0.record.state, sinceNanos: $0.record.sinceMonotonicNanos)
         }
-        let ordered = EvictionOrder.order(candidates, protectActive: policyEngine.policy.protectActive).filter {
+        let ordered = EvictionOrder.order(candidates, protectActive: policy.protectActive).filter {
             !onlySuspended || $0.state == .suspended
         }
         guard let choice = ordered.first, let app = apps[choice.name] else {
@@ -174,8 +171,7 @@ extension Daemon {
         }
         let decision = Clock.monotonicNanos() - start
         policyEngine.victim = Victim(
-            name: app.name, reason: reason, memoryBefore: policyEngine.policy.memoryBudgetBytes != nil || pressure ? total : nil,
-            victimMemory: memoryReader()(app), decisionNanos: decision,
+            name: app.name, reason: reason, memoryBefore: before, victimMemory: memoryReader()(app), decisionNanos: decision,
             start: Clock.monotonicNanos())
         var chosen = Event(
             app: app.name, pid: app.pid, kind: .policy, durationNanos: decision,
@@ -185,19 +181,18 @@ extension Daemon {
         )
         chosen.reason = reason.description
         chosen.band = app.record.options.priority
-        chosen.memoryBeforeBytes = policyEngine.policy.memoryBudgetBytes != nil || pressure ? total : nil
+        chosen.memoryBeforeBytes = before
         log(chosen)
         // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
         // to --eviction-grace, then killed (AppLifecycle decides which).
         // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
         // The app's own --evict-to, else the policy's.
-        let target = app.record.options.evictTo ?? policyEngine.policy.evictTo
-        let refusal = target == .disk ? checkpointRefusal(app) : nil
-        let toDisk = target == .disk && refusal == nil
-        if let why = refusal {
-            log(.policy, app: app.name, pid: app.pid, "not checkpointed to disk: \(why); killed instead")
+        var toDisk = (app.record.options.evictTo ?? policy.evictTo) == .disk
+        if toDisk, case .failure(let refusal) = checkpointCriu(for: app) {
+            log(.policy, app: app.name, pid: app.pid, "not checkpointed to disk: \(refusal.why); killed instead")
+            toDisk = false
         }
-        apply(.policyVictim(grace: policyEngine.policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
+        apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
     }
 
     /// A victim resumed during its eviction grace (`icebox resume`) is no longer on its way
@@ -276,19 +271,12 @@ extension Daemon {
         let waiterPIDs = Set(contended.flatMap { $0.waiters.map(\.pid) }).sorted()
         let waiting = waiterPIDs.map(String.init).joined(separator: ", ")
         let what = "holds a \(first.holder.kind.rawValue) lock on inode \(first.holder.inode) that pid \(waiting) waits on"
-        if policyEngine.policy.onLockContention == .evict {
-            var event = Event(
-                app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): evicting it (--on-lock-contention evict)",
-                at: .read())
-            event.pids = waiterPIDs
-            log(event)
-            apply(.evict(waiter: nil), to: app)
-        } else {
-            var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): thawing it", at: .read())
-            event.pids = waiterPIDs
-            log(event)
-            apply(.resume(waiter: nil), to: app)
-        }
+        let evict = policyEngine.policy.onLockContention == .evict
+        let outcome = evict ? "evicting it (--on-lock-contention evict)" : "thawing it"
+        var event = Event(app: app.name, pid: app.pid, kind: .lock, detail: "frozen but \(what): \(outcome)", at: .read())
+        event.pids = waiterPIDs
+        log(event)
+        apply(evict ? .evict(waiter: nil) : .resume(waiter: nil), to: app)
     }
 
     /// Reclaims a frozen app's memory without killing it.

@@ -15,8 +15,8 @@ extension Daemon {
 
     /// `icebox resume` of an app on disk: starts its restore (or joins the one under way).
     func restoreRequested(_ name: String, waiter id: Int) {
-        if let job = restores[name] {
-            job.waiters.append(id)
+        if restores[name] != nil {
+            restores[name]?.waiters.append(id)
             return
         }
         guard var record = ended[name], record.state == .onDisk else { return }
@@ -61,7 +61,7 @@ extension Daemon {
         record.diskWorkerStartTicks = ProcFS.stat(pid: run.pid)?.startTimeTicks
         ended[name] = record
         do throws(IceboxError) { try writeRecord(record, intent: true) } catch { saveRegistry(name) }
-        restores[name] = RestoreJob(name: name, record: record, run: run, images: images, cgroups: cgroups, waiters: [id])
+        restores[name] = RestoreJob(record: record, run: run, images: images, cgroups: cgroups, waiters: [id])
     }
 
     func restoreEnded(_ job: RestoreJob, _ termination: Termination) {

@@ -50,7 +50,7 @@ extension Daemon {
     /// are waited for. Both wait (bounded), which only here is fine: the loop has ended.
     func drainSpawnPool() {
         for entry in spawnPool.drain() { unwatch(entry.standIn.watchDescriptor) }
-        for fd in spawnPool.departures.drain() { forgetWatch(fd) }  // closed already: out of the epoll set
+        for fd in spawnPool.departures.drain() { watches.forget(fd) }  // closed already: out of the epoll set
     }
 
     /// Lets a stand-in go without waiting for it: its pidfd is watched, and at its exit it is

@@ -14,7 +14,7 @@ extension Daemon {
 
     /// A swept cgroup's cgroup.events changed (EPOLLPRI).
     func sweepChanged(_ name: String) {
-        follow(sweeper.changed(name, now: Clock.monotonicNanos()))
+        follow(sweeper.step(name, now: Clock.monotonicNanos()))
     }
 
     /// The re-check times that have come.
@@ -26,7 +26,7 @@ extension Daemon {
     /// bounded (CgroupSweeper `drain` says why).
     func drainSweeps() {
         for (sweep, end, at) in sweeper.drain() {
-            if let fd = sweep.watched { forgetWatch(fd) }
+            if let fd = sweep.watched { watches.forget(fd) }
             logSweep(sweep, end, at: at)
         }
     }
@@ -43,7 +43,7 @@ extension Daemon {
             }
         case .ended(let sweep, let end, let at):
             // Closed by the destroy that ended: out of the epoll set already.
-            if let fd = sweep.watched { forgetWatch(fd) }
+            if let fd = sweep.watched { watches.forget(fd) }
             // Empty cgroups removed at once (most rollbacks) are not worth an event.
             if at > sweep.startedAt || end != .removed(leftovers: 0) { logSweep(sweep, end, at: at) }
             if let options = sweep.then, !stopping { launch(options, stdio: [], client: nil) }

@@ -7,10 +7,9 @@ import IceboxSystem
 /// kernel says it is in. A freeze or thaw that was half done is completed; a grace period
 /// under way runs to its recorded deadline.
 extension Daemon {
-    func takeOver(_ saved: AppRecord) {
+    func takeOver(_ record: AppRecord) {
         // `icebox adopt` cut short (no move time yet): undone, not taken over half moved.
-        if saved.isAdopted && saved.adoptMoveNanos == nil { return undoInterruptedAdoption(saved) }
-        let record = saved
+        if record.isAdopted && record.adoptMoveNanos == nil { return undoInterruptedAdoption(record) }
         // A pidfd refused is a process gone since the record: recorded as ended while away.
         guard isSameProcess(record), let handle = try? ProcessHandle(adopting: record.pid) else {
             recordEndedWhileAway(record)
@@ -23,11 +22,11 @@ extension Daemon {
         case .success(let attached): app = attached
         case .failure(let why): return leaveUnadopted(record, why: why.message)
         }
-        let outcome = reconcile(app, saved: saved)
+        let outcome = reconcile(app, saved: record)
         log(
             Event(
                 app: app.name, pid: app.pid, kind: .adopt, to: app.record.state,
-                detail: "re-adopted after a daemon restart (pid \(app.pid), was \(saved.state.rawValue)): \(outcome)", at: .read()))
+                detail: "re-adopted after a daemon restart (pid \(app.pid), was \(record.state.rawValue)): \(outcome)", at: .read()))
     }
 
     /// Makes a running process an app of this daemon again (re-adopted, or restored from

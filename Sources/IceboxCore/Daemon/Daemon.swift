@@ -200,9 +200,11 @@ package final class Daemon {
         startAppLogRotation()
         startSpawnPool()
         signalReady()
+        // ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
+        let without = SpeedMechanism.allCases.filter(config.without.contains)
         logDaemon(
             "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
-                + withoutText)
+                + (without.isEmpty ? "" : ", without " + without.map(\.rawValue).joined(separator: ", ")))
         if config.ownsProcess && !config.without.contains(.imageLock) { lockProgramImage() }
         _ = idleExit.deadline(idle: isIdle, now: Clock.monotonicNanos())
         loop()
@@ -229,12 +231,6 @@ package final class Daemon {
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
         if case .loopFailed(let failure)? = stop { throw failure }
         return true
-    }
-
-    /// ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
-    var withoutText: String {
-        let left = SpeedMechanism.allCases.filter(config.without.contains)
-        return left.isEmpty ? "" : ", without " + left.map(\.rawValue).joined(separator: ", ")
     }
 
     /// Keeps the daemon's own code and data in memory (ProgramImage.lockInMemory says why),
@@ -436,9 +432,6 @@ package final class Daemon {
 
     func unwatch(_ fd: Int32) { watches.unwatch(fd) }
 
-    /// Forgets the watch of a descriptor the caller closes next (LoopWatches `forget`).
-    func forgetWatch(_ fd: Int32) { watches.forget(fd) }
-
     func handleSignals() {
         for sig in Signals.drain(signalFD: signalFD) {
             if sig == SIGCHLD {
@@ -526,7 +519,9 @@ package final class Daemon {
 
     func log(_ event: Event) {
         eventLog.appendOrComplain(JSONLines.encode(event))
-        recordMetrics(event)
+        // Every event the daemon logs: its counts are taken, and the metrics file is due for a
+        // refresh.
+        metricsFile.record(event, now: Clock.monotonicNanos())
         if let app = apps[event.app], let fd = app.attachedClient {
             var reply = ControlReply(kind: .event)
             reply.event = event
@@ -585,6 +580,25 @@ package final class Daemon {
                 log(.error, app: record.name, pid: nil, error.description)
             }
             throw error
+        }
+    }
+
+    /// Removes app `name`'s record from the registry, or says in the event log why it could
+    /// not (the error names the file and what to do). The operation the removal closes has
+    /// happened and is not undone for it, but a failed write fails loudly: a record left
+    /// behind shows the app in `icebox ps` and brings it back at the next start. These
+    /// removals were once dropped unseen (`try?`).
+    func removeRecord(_ name: String) {
+        do { try Registry.remove(name, directory: config.paths.registryDir) } catch {
+            log(.error, app: name, pid: nil, "registry: \(error)")
+        }
+    }
+
+    /// Writes `record` back as it was before an operation that is being undone, or says in
+    /// the event log why it could not.
+    func restoreRecord(_ record: AppRecord) {
+        do { try writeRecord(record) } catch {
+            log(.error, app: record.name, pid: nil, "registry: \(error)")
         }
     }
 

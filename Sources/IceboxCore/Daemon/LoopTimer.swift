@@ -56,7 +56,8 @@ extension Daemon {
     /// Does `timer`'s work, now that its deadline has come.
     func fire(_ timer: LoopTimer, now: UInt64) {
         switch timer {
-        case .clients: closeDrainedClients(now: now)
+        // Finished clients whose last replies were not read in time.
+        case .clients: for fd in clients.overdue(now: now) { closeClient(fd) }
         case .spawnPoolFill: fillSpawnPool()
         case .standInDepartures: spawnPool.departures.fire(now: now)
         case .launches: spawnsOverran(now: now)
