@@ -281,12 +281,7 @@ extension Daemon {
     }
 
     /// The working directory of a running process (/proc/PID/cwd), for `relaunch`.
-    static func workingDirectory(of pid: pid_t) -> String? {
-        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/\(pid)/cwd", &buf, Int(PATH_MAX))
-        guard n > 0 else { return nil }
-        return String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    static func workingDirectory(of pid: pid_t) -> String? { FileIO.readLink("/proc/\(pid)/cwd") }
 
     /// The cgroups `pid` is in now, one per hierarchy icebox uses.
     func place(of pid: pid_t) -> CgroupPlace {
