@@ -50,32 +50,13 @@ package struct ClientSession {
     /// (`IceboxPaths.verify`). The first try is the whole of it when a daemon runs;
     /// otherwise `reachDaemon` starts one and rides over a daemon restarting meanwhile.
     package mutating func connect() throws(IceboxError) -> DaemonConnection {
-        try DaemonConnection.checkSocketPath(paths.controlSocket)
-        do {
-            let connection = try DaemonConnection(socket: paths.controlSocket)
-            try connection.requireTrustedDaemon(socket: paths.controlSocket)
-            connection.readsLineEvents = readsLineEvents
-            return connection
-        } catch let error as SystemError where error.errno == ENOENT || error.errno == ECONNREFUSED {
-            try paths.verify()
-            guard let autostart else {
-                throw IceboxError(.daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
-            }
-            return try reachDaemon(autostart)
-        } catch let error as SystemError {
-            throw Self.connectFailure(error)
-        } catch {
-            // requireTrustedDaemon's refusal (the only other error thrown above).
-            throw error as? IceboxError ?? IceboxError(.failure, "\(error)")
+        var lastError: SystemError?
+        if let connection = try attemptConnect(&lastError) { return connection }
+        try paths.verify()
+        guard let autostart else {
+            throw IceboxError(.daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
         }
-    }
-
-    /// A connect that failed otherwise than for want of a daemon (permission, a path too long).
-    static func connectFailure(_ error: SystemError) -> IceboxError {
-        IceboxError(
-            error.isPermissionDenied ? .permissionDenied : .daemonUnavailable,
-            "cannot reach the icebox daemon: \(error)",
-            hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+        return try reachDaemon(autostart)
     }
 
     /// Starts `icebox daemon --foreground` and waits (up to 10 s) until it says it listens,
