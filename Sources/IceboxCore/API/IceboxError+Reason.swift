@@ -86,26 +86,6 @@ extension IceboxError {
 // MARK: On the wire
 
 extension IceboxError.Reason {
-    /// The `kind` of a reason on the wire (docs/protocol.md); nil for ``other(_:)``, which
-    /// is not sent (the `done` reply's `code` says it all).
-    package var wireKind: String? {
-        switch self {
-        case .noSuchApp: return "no_such_app"
-        case .wrongState: return "wrong_state"
-        case .busy: return "busy"
-        case .nameTaken: return "name_taken"
-        case .permissionDenied: return "permission_denied"
-        case .freezeFailed: return "freeze_failed"
-        case .commandNotFound: return "command_not_found"
-        case .commandNotExecutable: return "command_not_executable"
-        case .daemonUnavailable: return "daemon_unavailable"
-        case .daemonWentAway: return "daemon_went_away"
-        case .recordNotWritten: return "record_not_written"
-        case .badRequest: return "bad_request"
-        case .other: return nil
-        }
-    }
-
     /// The members of a reason on the wire, flat, beside its `kind`.
     package struct Wire: Sendable, Equatable {
         var kind: String
@@ -116,22 +96,24 @@ extension IceboxError.Reason {
         var pids: [Int32]?
     }
 
+    /// The reason on the wire (docs/protocol.md): its `kind` and members; nil for
+    /// ``other(_:)``, which is not sent (the `done` reply's `code` says it all).
     package var wire: Wire? {
-        guard let kind = wireKind else { return nil }
-        var w = Wire(kind: kind)
         switch self {
-        case .noSuchApp(let name), .nameTaken(let name): w.app = name
-        case .wrongState(let name, let state), .busy(let name, let state):
-            w.app = name
-            w.state = state
-        case .freezeFailed(let name, let timedOut, let pids):
-            w.app = name
-            w.timedOut = timedOut
-            w.pids = pids
-        case .commandNotFound(let command), .commandNotExecutable(let command): w.command = command
-        case .permissionDenied, .daemonUnavailable, .daemonWentAway, .recordNotWritten, .badRequest, .other: break
+        case .noSuchApp(let name): return Wire(kind: "no_such_app", app: name)
+        case .wrongState(let name, let state): return Wire(kind: "wrong_state", app: name, state: state)
+        case .busy(let name, let state): return Wire(kind: "busy", app: name, state: state)
+        case .nameTaken(let name): return Wire(kind: "name_taken", app: name)
+        case .permissionDenied: return Wire(kind: "permission_denied")
+        case .freezeFailed(let name, let timedOut, let pids): return Wire(kind: "freeze_failed", app: name, timedOut: timedOut, pids: pids)
+        case .commandNotFound(let command): return Wire(kind: "command_not_found", command: command)
+        case .commandNotExecutable(let command): return Wire(kind: "command_not_executable", command: command)
+        case .daemonUnavailable: return Wire(kind: "daemon_unavailable")
+        case .daemonWentAway: return Wire(kind: "daemon_went_away")
+        case .recordNotWritten: return Wire(kind: "record_not_written")
+        case .badRequest: return Wire(kind: "bad_request")
+        case .other: return nil
         }
-        return w
     }
 
     /// The reason a wire form names; nil for a kind this client does not know (a newer
@@ -161,40 +143,19 @@ extension IceboxError.Reason {
     }
 }
 
-extension IceboxError.Reason.Wire: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
-            w.field("app", app)
-            w.field("command", command)
-            w.field("kind", kind)
-            w.field("pids", pids)
-            w.field("state", state)
-            if let timedOut { w.field("timed_out", timedOut) }
-        }
-    }
-}
+extension IceboxError.Reason.Wire: JSONRecord {
+    package init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
 
-extension IceboxError.Reason.Wire: JSONReadable {
-    package init?(json r: inout JSONReader) {
-        var kind: String?, app: String?, state: AppState?, command: String?, timedOut: Bool?, pids: [Int32]?
-        let read = r.object { r, key in
-            switch key {
-            case "kind": return r.field(&kind)
-            case "app": return r.field(&app)
-            case "state": return r.field(&state)
-            case "command": return r.field(&command)
-            case "timed_out": return r.field(&timedOut)
-            case "pids": return r.field(&pids)
-            default: return false  // left to JSONDecoder, which skips it
-            }
-        }
-        guard read, let kind else { return nil }
-        self.init(kind: kind, app: app, state: state, command: command, timedOut: timedOut, pids: pids)
-    }
-}
+    package func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
 
-extension IceboxError.Reason.Wire: Codable {
-    enum CodingKeys: String, CodingKey {
-        case kind, app, state, command, timedOut, pids
+    package static let jsonBlank = Self(kind: "")
+
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == Self {
+        v.optional("app", app) { $0.app = $1 }
+        v.optional("command", command) { $0.command = $1 }
+        v.required("kind", kind) { $0.kind = $1 }
+        v.optional("pids", pids) { $0.pids = $1 }
+        v.optional("state", state) { $0.state = $1 }
+        v.optional("timed_out", timedOut) { $0.timedOut = $1 }
     }
 }
