@@ -302,10 +302,6 @@ public final class Supervisor: Sendable {
     @discardableResult
     public func ping() throws(IceboxError) -> CommandOutput { try client.ping() }
 
-    /// Sends any request; see ``IceboxClient/send(_:)-5f2kx``.
-    @discardableResult
-    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try client.send(request) }
-
     // MARK: Cleaning up
 
     static func deadline(after duration: Duration) -> UInt64 {
