@@ -164,7 +164,7 @@ public struct IceboxClient: Sendable {
     /// Corresponds to `icebox suspend NAME...`.
     @discardableResult
     public func suspend(_ names: [String], grace: Duration? = nil) throws(IceboxError) -> [SuspendResult] {
-        let steps = try exchange(Self.suspendRequest(names, grace)).steps
+        let steps = try exchange(.suspend(names: names, graceNanos: grace?.saturatingNanoseconds)).steps
         return names.map { SuspendResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
@@ -199,7 +199,7 @@ public struct IceboxClient: Sendable {
     /// Corresponds to `icebox terminate NAME...`.
     @discardableResult
     public func terminate(_ names: [String], timeout: Duration = .seconds(10)) throws(IceboxError) -> [EndResult] {
-        let steps = try exchange(.terminate(names: names, timeoutNanos: Self.nanoseconds(timeout))).steps
+        let steps = try exchange(.terminate(names: names, timeoutNanos: timeout.saturatingNanoseconds)).steps
         return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
@@ -229,10 +229,6 @@ public struct IceboxClient: Sendable {
     public func evict(_ names: [String], toDisk: Bool = false) throws(IceboxError) -> [EndResult] {
         let steps = try exchange(.evict(names: names, toDisk: toDisk)).steps
         return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
-    }
-
-    static func suspendRequest(_ names: [String], _ grace: Duration?) -> ControlRequest {
-        .suspend(names: names, graceNanos: grace.map(Self.nanoseconds))
     }
 
     /// One app's part of what the daemon said: the lines whose event names it, and those
@@ -336,7 +332,7 @@ public struct IceboxClient: Sendable {
     func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
         let cancel = cancellation
         var session = session()
-        let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
+        let deadline = DaemonConnection.deadline(for: request, base: timeout.saturatingNanoseconds)
         var result = Exchange()
         var reason: IceboxError.Reason.Wire?
         let code: Int32
@@ -390,15 +386,5 @@ public struct IceboxClient: Sendable {
 
     static func withoutPrefix(_ text: String) -> String {
         text.hasPrefix("icebox: ") ? String(text.dropFirst(8)) : text
-    }
-
-    /// Whole nanoseconds in a duration, 0 if negative, saturating at UInt64.max.
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        if seconds < 0 || (seconds == 0 && attoseconds < 0) { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return .max }
-        let (sum, overflow2) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
-        return overflow2 ? .max : sum
     }
 }

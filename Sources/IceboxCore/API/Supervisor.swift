@@ -217,7 +217,7 @@ public final class Supervisor: Sendable {
         var problems: [String] = []
         if !engine.hasFinished {
             do {
-                try client.send(.stop(terminateApps: true, timeoutNanos: IceboxClient.nanoseconds(timeout)))
+                try client.send(.stop(terminateApps: true, timeoutNanos: timeout.saturatingNanoseconds))
             } catch {
                 problems.append("the stop request failed: \(error)")
             }
@@ -304,10 +304,7 @@ public final class Supervisor: Sendable {
 
     // MARK: Cleaning up
 
-    static func deadline(after duration: Duration) -> UInt64 {
-        let (sum, overflow) = Clock.monotonicNanos().addingReportingOverflow(IceboxClient.nanoseconds(duration))
-        return overflow ? .max : sum
-    }
+    static func deadline(after duration: Duration) -> UInt64 { Clock.monotonicNanos().saturatingAdd(duration.saturatingNanoseconds) }
 
     /// Removes cgroup roots, deepest first. Anything still inside was left behind by the
     /// engine: it is killed, reaped if it is this process's child, and reported.
