@@ -119,7 +119,7 @@ package final class DaemonConnection {
                 ended = true
             }
             if let said = finalReplyAfterClose() {
-                let text = said.text.map { $0.hasPrefix("icebox: ") ? String($0.dropFirst(8)) : $0 }
+                let text = said.text.map { String($0.trimmingPrefix("icebox: ")) }
                 throw IceboxError(
                     ExitCode(rawValue: said.code ?? 1) ?? .failure, text ?? "the icebox daemon refused \(line.commandName)")
             }
