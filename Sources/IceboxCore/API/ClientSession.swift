@@ -5,14 +5,10 @@ import IceboxSystem
 /// CLI's commands (the `icebox` executable itself). A library client has none: it never
 /// starts a daemon behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when asked).
 package struct DaemonAutostart: Sendable {
-    /// The `icebox` program to run; nil: this process's own executable (/proc/self/exe),
-    /// looked up only when a daemon is started, not on every command.
-    package var executable: String?
     /// The daemon's `--cgroup-root`, if one was given.
     package var cgroupRoot: String?
 
-    package init(executable: String? = nil, cgroupRoot: String? = nil) {
-        self.executable = executable
+    package init(cgroupRoot: String? = nil) {
         self.cgroupRoot = cgroupRoot
     }
 }
@@ -111,7 +107,9 @@ package struct ClientSession {
         env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]
         var args = ["icebox", "daemon", "--foreground"]
         if let cgroupRoot = autostart.cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
-        var request = SpawnRequest(executable: autostart.executable ?? Spawner.selfExecutable, arguments: args, environment: env)
+        // This process's own executable (/proc/self/exe), looked up only when a daemon is
+        // started, not on every command.
+        var request = SpawnRequest(executable: Spawner.selfExecutable, arguments: args, environment: env)
         request.stdout = logFD
         request.stderr = logFD
         request.extraFD = pipeFDs[1]
