@@ -281,13 +281,13 @@ private final class DaemonProcess: @unchecked Sendable {
         request.stderr = log
         request.newSession = true  // the terminal's Ctrl-C reaches the test process, not it
         do { return DaemonProcess(handle: try Spawner.spawn(request).handle) } catch {
+            let reason: IceboxError.Reason
             switch error {
-            case .notFound: throw IceboxError(.commandNotFound(command: program), "cannot start the icebox daemon: \(error)")
-            case .execFailed(_, _, let err) where err == ENOENT:
-                throw IceboxError(.commandNotFound(command: program), "cannot start the icebox daemon: \(error)")
-            case .execFailed: throw IceboxError(.commandNotExecutable(command: program), "cannot start the icebox daemon: \(error)")
-            default: throw IceboxError(.failure, "cannot start the icebox daemon: \(error)")
+            case .notFound, .execFailed(_, _, ENOENT): reason = .commandNotFound(command: program)
+            case .execFailed: reason = .commandNotExecutable(command: program)
+            default: reason = .other(.failure)
             }
+            throw IceboxError(reason, "cannot start the icebox daemon: \(error)")
         }
     }
 
