@@ -119,25 +119,19 @@ extension IceboxError.Reason {
     /// The reason a wire form names; nil for a kind this client does not know (a newer
     /// daemon's) or one that lacks a member it needs: the caller falls back on the code.
     package init?(wire w: Wire) {
-        switch w.kind {
-        case "no_such_app": guard let app = w.app else { return nil }; self = .noSuchApp(name: app)
-        case "wrong_state":
-            guard let app = w.app, let state = w.state else { return nil }
-            self = .wrongState(name: app, state: state)
-        case "busy":
-            guard let app = w.app, let state = w.state else { return nil }
-            self = .busy(name: app, state: state)
-        case "name_taken": guard let app = w.app else { return nil }; self = .nameTaken(name: app)
-        case "permission_denied": self = .permissionDenied
-        case "freeze_failed":
-            guard let app = w.app else { return nil }
-            self = .freezeFailed(name: app, timedOut: w.timedOut ?? false, stuckPIDs: w.pids ?? [])
-        case "command_not_found": guard let c = w.command else { return nil }; self = .commandNotFound(command: c)
-        case "command_not_executable": guard let c = w.command else { return nil }; self = .commandNotExecutable(command: c)
-        case "daemon_unavailable": self = .daemonUnavailable
-        case "daemon_went_away": self = .daemonWentAway
-        case "record_not_written": self = .recordNotWritten
-        case "bad_request": self = .badRequest
+        switch (w.kind, w.app, w.state, w.command) {
+        case ("no_such_app", let app?, _, _): self = .noSuchApp(name: app)
+        case ("wrong_state", let app?, let state?, _): self = .wrongState(name: app, state: state)
+        case ("busy", let app?, let state?, _): self = .busy(name: app, state: state)
+        case ("name_taken", let app?, _, _): self = .nameTaken(name: app)
+        case ("permission_denied", _, _, _): self = .permissionDenied
+        case ("freeze_failed", let app?, _, _): self = .freezeFailed(name: app, timedOut: w.timedOut ?? false, stuckPIDs: w.pids ?? [])
+        case ("command_not_found", _, _, let command?): self = .commandNotFound(command: command)
+        case ("command_not_executable", _, _, let command?): self = .commandNotExecutable(command: command)
+        case ("daemon_unavailable", _, _, _): self = .daemonUnavailable
+        case ("daemon_went_away", _, _, _): self = .daemonWentAway
+        case ("record_not_written", _, _, _): self = .recordNotWritten
+        case ("bad_request", _, _, _): self = .badRequest
         default: return nil
         }
     }
