@@ -132,6 +132,7 @@ struct JSONFieldsTests {
         Self.expectListCovers(RunAs.self)
         Self.expectListCovers(Event.self, renamed: ["kind": "event"])
         Self.expectListCovers(AppSummary.self)
+        Self.expectListCovers(IceboxError.Reason.Wire.self)
     }
 
     @Test("the required fields are the non-optional properties: a line without one is refused, by both readers")
@@ -225,6 +226,15 @@ struct JSONFieldsTests {
         changed.evictTo = .disk
         #expect(JSONLines.decode(LaunchOptions.self, JSONLines.encode(changed)) == changed)
         #expect(JSONLines.encode(changed) == JSONLines.encodeWithFoundation(changed))
+    }
+
+    @Test("a reason on the wire: the fast forms write and read every case as Codable does")
+    func reasonWire() throws {
+        for wire in IceboxErrorReasonTests.all.compactMap(\.wire) {
+            let line = JSONLines.encode(wire)
+            #expect(line == JSONLines.encodeWithFoundation(wire))
+            #expect(JSONReader.read(line) { IceboxError.Reason.Wire(json: &$0) } == wire, "\(line)")
+        }
     }
 
     @Test("Event: kind is `event` in JSON and in Codable (its old CodingKeys), the others their Swift names")

@@ -155,12 +155,17 @@ extension ClientSession {
     }
 
     /// One connect: the connection to a trusted daemon, or nil when no one listens (ENOENT,
-    /// ECONNREFUSED, kept in `lastError`); anything else is thrown as `connect` throws it.
+    /// ECONNREFUSED, kept in `lastError`); anything else is thrown.
     func attemptConnect(_ lastError: inout SystemError?) throws(IceboxError) -> DaemonConnection? {
         try DaemonConnection.checkSocketPath(paths.controlSocket)
         let connection: DaemonConnection
         do { connection = try DaemonConnection(socket: paths.controlSocket) } catch {
-            guard error.errno == ENOENT || error.errno == ECONNREFUSED else { throw Self.connectFailure(error) }
+            guard error.errno == ENOENT || error.errno == ECONNREFUSED else {
+                // A connect that failed otherwise than for want of a daemon (permission, a path too long).
+                throw IceboxError(
+                    error.isPermissionDenied ? .permissionDenied : .daemonUnavailable, "cannot reach the icebox daemon: \(error)",
+                    hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+            }
             lastError = error
             return nil
         }

@@ -5,14 +5,10 @@ import IceboxSystem
 /// CLI's commands (the `icebox` executable itself). A library client has none: it never
 /// starts a daemon behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when asked).
 package struct DaemonAutostart: Sendable {
-    /// The `icebox` program to run; nil: this process's own executable (/proc/self/exe),
-    /// looked up only when a daemon is started, not on every command.
-    package var executable: String?
     /// The daemon's `--cgroup-root`, if one was given.
     package var cgroupRoot: String?
 
-    package init(executable: String? = nil, cgroupRoot: String? = nil) {
-        self.executable = executable
+    package init(cgroupRoot: String? = nil) {
         self.cgroupRoot = cgroupRoot
     }
 }
@@ -50,32 +46,13 @@ package struct ClientSession {
     /// (`IceboxPaths.verify`). The first try is the whole of it when a daemon runs;
     /// otherwise `reachDaemon` starts one and rides over a daemon restarting meanwhile.
     package mutating func connect() throws(IceboxError) -> DaemonConnection {
-        try DaemonConnection.checkSocketPath(paths.controlSocket)
-        do {
-            let connection = try DaemonConnection(socket: paths.controlSocket)
-            try connection.requireTrustedDaemon(socket: paths.controlSocket)
-            connection.readsLineEvents = readsLineEvents
-            return connection
-        } catch let error as SystemError where error.errno == ENOENT || error.errno == ECONNREFUSED {
-            try paths.verify()
-            guard let autostart else {
-                throw IceboxError(.daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
-            }
-            return try reachDaemon(autostart)
-        } catch let error as SystemError {
-            throw Self.connectFailure(error)
-        } catch {
-            // requireTrustedDaemon's refusal (the only other error thrown above).
-            throw error as? IceboxError ?? IceboxError(.failure, "\(error)")
+        var lastError: SystemError?
+        if let connection = try attemptConnect(&lastError) { return connection }
+        try paths.verify()
+        guard let autostart else {
+            throw IceboxError(.daemonUnavailable, "no icebox daemon is running for \(paths.runtimeDir)", hint: noDaemonHint)
         }
-    }
-
-    /// A connect that failed otherwise than for want of a daemon (permission, a path too long).
-    static func connectFailure(_ error: SystemError) -> IceboxError {
-        IceboxError(
-            error.isPermissionDenied ? .permissionDenied : .daemonUnavailable,
-            "cannot reach the icebox daemon: \(error)",
-            hint: "set ICEBOX_RUNTIME_DIR to a directory of your own")
+        return try reachDaemon(autostart)
     }
 
     /// Starts `icebox daemon --foreground` and waits (up to 10 s) until it says it listens,
@@ -130,7 +107,9 @@ package struct ClientSession {
         env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]
         var args = ["icebox", "daemon", "--foreground"]
         if let cgroupRoot = autostart.cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
-        var request = SpawnRequest(executable: autostart.executable ?? Spawner.selfExecutable, arguments: args, environment: env)
+        // This process's own executable (/proc/self/exe), looked up only when a daemon is
+        // started, not on every command.
+        var request = SpawnRequest(executable: Spawner.selfExecutable, arguments: args, environment: env)
         request.stdout = logFD
         request.stderr = logFD
         request.extraFD = pipeFDs[1]

@@ -119,7 +119,7 @@ package final class DaemonConnection {
                 ended = true
             }
             if let said = finalReplyAfterClose() {
-                let text = said.text.map { $0.hasPrefix("icebox: ") ? String($0.dropFirst(8)) : $0 }
+                let text = said.text.map { String($0.trimmingPrefix("icebox: ")) }
                 throw IceboxError(
                     ExitCode(rawValue: said.code ?? 1) ?? .failure, text ?? "the icebox daemon refused \(line.commandName)")
             }
@@ -329,21 +329,16 @@ package final class DaemonConnection {
         let extra: UInt64
         switch request {
         // A launch that times out waiting for readiness answers once the app is gone.
-        case .launch(let options): extra = sum(options.readyTimeoutNanos, defaultTimeout)
+        case .launch(let options): extra = options.readyTimeoutNanos.saturatingAdd(defaultTimeout)
         case .terminate(_, let timeout), .stop(_, let timeout): extra = timeout ?? defaultTimeout
         case .resume(_, let waitReady): extra = waitReady ? 3 * defaultTimeout : 0
         default: extra = 0
         }
-        return sum(base, extra)
+        return base.saturatingAdd(extra)
     }
 
     /// The deadline (monotonic ns) for the replies to `request` sent now: see `budget`.
     package static func deadline(for request: ControlRequest, base: UInt64) -> UInt64 {
-        sum(Clock.monotonicNanos(), budget(for: request, base: base))
-    }
-
-    private static func sum(_ a: UInt64, _ b: UInt64) -> UInt64 {
-        let (s, overflow) = a.addingReportingOverflow(b)
-        return overflow ? .max : s
+        Clock.monotonicNanos().saturatingAdd(budget(for: request, base: base))
     }
 }

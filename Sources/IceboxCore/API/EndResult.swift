@@ -10,7 +10,7 @@
 /// #expect(result.how == .sigterm)       // it went on SIGTERM, before the time-out
 /// #expect(result.exitStatus == 143)
 /// ```
-public struct EndResult: Sendable, Equatable {
+public struct EndResult: Sendable, Equatable, CustomStringConvertible {
     /// What ended it.
     public enum How: Sendable, Equatable {
         /// SIGTERM sufficed: the app ended before the time-out.
@@ -50,6 +50,11 @@ public struct EndResult: Sendable, Equatable {
     /// The events of this app's steps, as in the event log (its end).
     public var events: [Event]
 
+    /// What `icebox terminate` or `icebox evict` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
+
     init(name: String, steps: [IceboxClient.Step]) {
         self.name = name
         lines = steps.map(\.line)
@@ -72,11 +77,4 @@ public struct EndResult: Sendable, Equatable {
         case (_, nil): how = .other(end?.reason)
         }
     }
-}
-
-extension EndResult: CustomStringConvertible {
-    /// What `icebox terminate` or `icebox evict` prints for this app, one line a step: the daemon's lines, rendered
-    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
-    /// CLI says.
-    public var description: String { lines.joined(separator: "\n") }
 }

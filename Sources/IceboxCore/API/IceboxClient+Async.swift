@@ -21,12 +21,6 @@ extension IceboxClient {
         }
     }
 
-    /// Sends one request; see ``send(_:)``.
-    @discardableResult
-    package func send(_ request: ControlRequest) async throws(IceboxError) -> CommandOutput {
-        try await detached { (c) throws(IceboxError) in try c.send(request) }
-    }
-
     /// Checks that the daemon answers; see ``ping()``.
     @discardableResult
     public func ping() async throws(IceboxError) -> CommandOutput {

@@ -11,6 +11,6 @@ extension IceboxClient {
     /// Corresponds to `icebox daemon --stop [--terminate-apps]`.
     @discardableResult
     public func stopDaemon(terminateApps: Bool, timeout: Duration = .seconds(10)) throws(IceboxError) -> CommandOutput {
-        try send(.stop(terminateApps: terminateApps, timeoutNanos: Self.nanoseconds(timeout)))
+        try send(.stop(terminateApps: terminateApps, timeoutNanos: timeout.saturatingNanoseconds))
     }
 }

@@ -98,10 +98,7 @@ public struct IceboxClient: Sendable {
         let result = try exchange(.launch(options: options))
         // A default name may have been made unique ("sleep-2"): the ready event names the app.
         let ready = result.steps.lazy.compactMap(\.event).last { $0.kind == .ready }
-        let name = ready?.app ?? options.name
-        guard let record = try apps(all: true).last(where: { $0.name == name }) else {
-            throw IceboxError(.failure, "the icebox daemon launched \(name) but does not list it")
-        }
+        let record = try listed(ready?.app ?? options.name, all: true, after: "launched")
         return LaunchedApp(record: record, output: result.output, readyEvent: ready)
     }
 
@@ -123,10 +120,7 @@ public struct IceboxClient: Sendable {
     /// Corresponds to `icebox adopt NAME --pid PID` or `icebox adopt NAME --cgroup PATH`.
     public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp {
         let output = try send(.adopt(options: options))
-        guard let record = try apps().last(where: { $0.name == options.name }) else {
-            throw IceboxError(.failure, "the icebox daemon adopted \(options.name) but does not list it")
-        }
-        return AdoptedApp(record: record, output: output)
+        return AdoptedApp(record: try listed(options.name, all: false, after: "adopted"), output: output)
     }
 
     /// Hands an app back: thawed if it was suspended, its processes moved to the cgroup they
@@ -164,7 +158,7 @@ public struct IceboxClient: Sendable {
     /// Corresponds to `icebox suspend NAME...`.
     @discardableResult
     public func suspend(_ names: [String], grace: Duration? = nil) throws(IceboxError) -> [SuspendResult] {
-        let steps = try exchange(Self.suspendRequest(names, grace)).steps
+        let steps = try exchange(.suspend(names: names, graceNanos: grace?.saturatingNanoseconds)).steps
         return names.map { SuspendResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
@@ -199,7 +193,7 @@ public struct IceboxClient: Sendable {
     /// Corresponds to `icebox terminate NAME...`.
     @discardableResult
     public func terminate(_ names: [String], timeout: Duration = .seconds(10)) throws(IceboxError) -> [EndResult] {
-        let steps = try exchange(.terminate(names: names, timeoutNanos: Self.nanoseconds(timeout))).steps
+        let steps = try exchange(.terminate(names: names, timeoutNanos: timeout.saturatingNanoseconds)).steps
         return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
@@ -231,10 +225,6 @@ public struct IceboxClient: Sendable {
         return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
-    static func suspendRequest(_ names: [String], _ grace: Duration?) -> ControlRequest {
-        .suspend(names: names, graceNanos: grace.map(Self.nanoseconds))
-    }
-
     /// One app's part of what the daemon said: the lines whose event names it, and those
     /// without an event that start with its name ("web  already suspended (nothing to do)").
     static func steps(of name: String, in steps: [Step]) -> [Step] {
@@ -245,10 +235,15 @@ public struct IceboxClient: Sendable {
     /// `ICEBOX_LAUNCH_REASON=restore` if it was evicted. Corresponds to `icebox relaunch NAME`.
     public func relaunch(_ name: String) throws(IceboxError) -> LaunchedApp {
         let output = try send(.relaunch(name: name))
-        guard let record = try apps(all: true).last(where: { $0.name == name }) else {
-            throw IceboxError(.failure, "the icebox daemon relaunched \(name) but does not list it")
+        return LaunchedApp(record: try listed(name, all: true, after: "relaunched"), output: output)
+    }
+
+    /// The record of the app a call has just made: launched, adopted, relaunched.
+    func listed(_ name: String, all: Bool, after done: String) throws(IceboxError) -> AppRecord {
+        guard let record = try apps(all: all).last(where: { $0.name == name }) else {
+            throw IceboxError(.failure, "the icebox daemon \(done) \(name) but does not list it")
         }
-        return LaunchedApp(record: record, output: output)
+        return record
     }
 
     /// The app's lifecycle state, ended apps included (exited, terminated, evicted); nil
@@ -336,7 +331,7 @@ public struct IceboxClient: Sendable {
     func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
         let cancel = cancellation
         var session = session()
-        let deadline = DaemonConnection.deadline(for: request, base: Self.nanoseconds(timeout))
+        let deadline = DaemonConnection.deadline(for: request, base: timeout.saturatingNanoseconds)
         var result = Exchange()
         var reason: IceboxError.Reason.Wire?
         let code: Int32
@@ -350,7 +345,7 @@ public struct IceboxClient: Sendable {
                         result.output.lines.append(text)
                         result.steps.append(Step(line: text, event: reply.event))
                     }
-                case .warning: if let text = reply.text { result.output.warnings.append(Self.withoutPrefix(text)) }
+                case .warning: if let text = reply.text { result.output.warnings.append(String(text.trimmingPrefix("icebox: "))) }
                 case .data: result.apps += reply.apps ?? []
                 case .event, .done, .exit: break
                 }
@@ -364,7 +359,11 @@ public struct IceboxClient: Sendable {
         if code != 0 {
             let said = result.output.warnings.isEmpty ? result.output.lines : result.output.warnings
             let message = said.isEmpty ? "\(request.commandName) failed (exit code \(code))" : said.joined(separator: "; ")
-            throw IceboxError(Self.reason(reason, code: code), message)
+            // The typed reason: the daemon's, if it sent one this client knows and it agrees
+            // with the code; else what the code alone says.
+            let exitCode = ExitCode(rawValue: code) ?? .failure
+            let typed = reason.flatMap(IceboxError.Reason.init(wire:)).flatMap { $0.exitCode == exitCode ? $0 : nil }
+            throw IceboxError(typed ?? IceboxError.Reason(code: exitCode), message)
         }
         return result
     }
@@ -378,27 +377,5 @@ public struct IceboxClient: Sendable {
             noDaemonHint: autostart == nil
                 ? "start a Supervisor, or icebox daemon with ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)"
                 : "start one with 'icebox daemon', or drop --no-autostart / ICEBOX_NO_AUTOSTART")
-    }
-
-    /// The typed reason of a failed request: the daemon's, if it sent one this client knows
-    /// and it agrees with the code; else what the code alone says.
-    static func reason(_ wire: IceboxError.Reason.Wire?, code: Int32) -> IceboxError.Reason {
-        let exitCode = ExitCode(rawValue: code) ?? .failure
-        if let wire, let reason = IceboxError.Reason(wire: wire), reason.exitCode == exitCode { return reason }
-        return IceboxError.Reason(code: exitCode)
-    }
-
-    static func withoutPrefix(_ text: String) -> String {
-        text.hasPrefix("icebox: ") ? String(text.dropFirst(8)) : text
-    }
-
-    /// Whole nanoseconds in a duration, 0 if negative, saturating at UInt64.max.
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        if seconds < 0 || (seconds == 0 && attoseconds < 0) { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return .max }
-        let (sum, overflow2) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
-        return overflow2 ? .max : sum
     }
 }

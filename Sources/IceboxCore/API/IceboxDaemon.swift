@@ -52,16 +52,14 @@ public final class IceboxDaemon: Sendable {
     public let outputLog: String
 
     private let process: DaemonProcess
-    private let ownedDirectories: [String]
-    private let ownedCgroupRoots: [String]
-    private let sweeper: SupervisorSweeper
+    private let cleanup: TestCleanup
     /// The connection that keeps the daemon from exiting idle; closed by `stop`.
     private let hold: Mutex<Int32>
-    private let stopped = Mutex(false)
+    private let stopped = Atomic(false)
 
     private init(
-        client: IceboxClient, process: DaemonProcess, executable: String, facts: HostFacts, outputLog: String,
-        ownedDirectories: [String], ownedCgroupRoots: [String], sweeper: SupervisorSweeper, hold: Int32
+        client: IceboxClient, process: DaemonProcess, executable: String, facts: HostFacts, outputLog: String, cleanup: TestCleanup,
+        hold: Int32
     ) {
         self.client = client
         self.process = process
@@ -70,9 +68,7 @@ public final class IceboxDaemon: Sendable {
         self.cgroupRoot = facts.cgroup2Usable ? facts.cgroupRoot : nil
         self.cgroupProblem = facts.cgroup2Usable ? nil : facts.cgroupRootProblem ?? "no cgroup2 root"
         self.outputLog = outputLog
-        self.ownedDirectories = ownedDirectories
-        self.ownedCgroupRoots = ownedCgroupRoots
-        self.sweeper = sweeper
+        self.cleanup = cleanup
         self.hold = Mutex(hold)
     }
 
@@ -143,14 +139,12 @@ public final class IceboxDaemon: Sendable {
             }
             return IceboxDaemon(
                 client: IceboxClient(paths: paths), process: process!, executable: program, facts: facts, outputLog: outputLog,
-                ownedDirectories: owned, ownedCgroupRoots: ownedRoots, sweeper: sweeper!, hold: hold)
+                cleanup: TestCleanup(directories: owned.reversed(), cgroupRoots: ownedRoots, sweeper: sweeper), hold: hold)
         } catch {
             process?.kill()
-            _ = Supervisor.removeCgroupRoots(ownedRoots)
             // Cleanup after a failed start keeps going through every directory; the start's own
             // error, thrown below, is what the caller must see.
-            for dir in owned.reversed() { try? FileIO.removeTree(dir) }
-            sweeper?.dismiss(until: Supervisor.deadline(after: .seconds(2)))
+            _ = TestCleanup(directories: owned.reversed(), cgroupRoots: ownedRoots, sweeper: sweeper).remove()
             throw error
         }
     }
@@ -173,11 +167,7 @@ public final class IceboxDaemon: Sendable {
     /// Corresponds to `icebox daemon --stop [--terminate-apps]`, plus the removal of the
     /// directories and cgroups.
     public func stop(terminateApps: Bool = true, timeout: Duration = .seconds(10)) throws(IceboxError) {
-        let first = stopped.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // A daemon waits for every client before it exits: this one's goes first.
         hold.withLock { fd in
             if fd >= 0 { close(fd) }
@@ -199,12 +189,7 @@ public final class IceboxDaemon: Sendable {
             problems.append("the daemon (pid \(pid)) did not exit in time: killed")
             process.kill()
         }
-        let left = Supervisor.removeCgroupRoots(ownedCgroupRoots)
-        if terminateApps { problems += left }
-        for dir in ownedDirectories.reversed() {
-            do { try FileIO.removeTree(dir) } catch { problems.append(error.description) }
-        }
-        sweeper.dismiss(until: Supervisor.deadline(after: .seconds(2)))
+        problems += cleanup.remove(reportingCgroups: terminateApps)
         if !problems.isEmpty { throw IceboxError(.failure, "stop the icebox daemon: " + problems.joined(separator: "; ")) }
     }
 
@@ -281,13 +266,13 @@ private final class DaemonProcess: @unchecked Sendable {
         request.stderr = log
         request.newSession = true  // the terminal's Ctrl-C reaches the test process, not it
         do { return DaemonProcess(handle: try Spawner.spawn(request).handle) } catch {
+            let reason: IceboxError.Reason
             switch error {
-            case .notFound: throw IceboxError(.commandNotFound(command: program), "cannot start the icebox daemon: \(error)")
-            case .execFailed(_, _, let err) where err == ENOENT:
-                throw IceboxError(.commandNotFound(command: program), "cannot start the icebox daemon: \(error)")
-            case .execFailed: throw IceboxError(.commandNotExecutable(command: program), "cannot start the icebox daemon: \(error)")
-            default: throw IceboxError(.failure, "cannot start the icebox daemon: \(error)")
+            case .notFound, .execFailed(_, _, ENOENT): reason = .commandNotFound(command: program)
+            case .execFailed: reason = .commandNotExecutable(command: program)
+            default: reason = .other(.failure)
             }
+            throw IceboxError(reason, "cannot start the icebox daemon: \(error)")
         }
     }
 

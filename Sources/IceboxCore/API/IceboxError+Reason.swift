@@ -86,26 +86,6 @@ extension IceboxError {
 // MARK: On the wire
 
 extension IceboxError.Reason {
-    /// The `kind` of a reason on the wire (docs/protocol.md); nil for ``other(_:)``, which
-    /// is not sent (the `done` reply's `code` says it all).
-    package var wireKind: String? {
-        switch self {
-        case .noSuchApp: return "no_such_app"
-        case .wrongState: return "wrong_state"
-        case .busy: return "busy"
-        case .nameTaken: return "name_taken"
-        case .permissionDenied: return "permission_denied"
-        case .freezeFailed: return "freeze_failed"
-        case .commandNotFound: return "command_not_found"
-        case .commandNotExecutable: return "command_not_executable"
-        case .daemonUnavailable: return "daemon_unavailable"
-        case .daemonWentAway: return "daemon_went_away"
-        case .recordNotWritten: return "record_not_written"
-        case .badRequest: return "bad_request"
-        case .other: return nil
-        }
-    }
-
     /// The members of a reason on the wire, flat, beside its `kind`.
     package struct Wire: Sendable, Equatable {
         var kind: String
@@ -116,85 +96,60 @@ extension IceboxError.Reason {
         var pids: [Int32]?
     }
 
+    /// The reason on the wire (docs/protocol.md): its `kind` and members; nil for
+    /// ``other(_:)``, which is not sent (the `done` reply's `code` says it all).
     package var wire: Wire? {
-        guard let kind = wireKind else { return nil }
-        var w = Wire(kind: kind)
         switch self {
-        case .noSuchApp(let name), .nameTaken(let name): w.app = name
-        case .wrongState(let name, let state), .busy(let name, let state):
-            w.app = name
-            w.state = state
-        case .freezeFailed(let name, let timedOut, let pids):
-            w.app = name
-            w.timedOut = timedOut
-            w.pids = pids
-        case .commandNotFound(let command), .commandNotExecutable(let command): w.command = command
-        case .permissionDenied, .daemonUnavailable, .daemonWentAway, .recordNotWritten, .badRequest, .other: break
+        case .noSuchApp(let name): return Wire(kind: "no_such_app", app: name)
+        case .wrongState(let name, let state): return Wire(kind: "wrong_state", app: name, state: state)
+        case .busy(let name, let state): return Wire(kind: "busy", app: name, state: state)
+        case .nameTaken(let name): return Wire(kind: "name_taken", app: name)
+        case .permissionDenied: return Wire(kind: "permission_denied")
+        case .freezeFailed(let name, let timedOut, let pids): return Wire(kind: "freeze_failed", app: name, timedOut: timedOut, pids: pids)
+        case .commandNotFound(let command): return Wire(kind: "command_not_found", command: command)
+        case .commandNotExecutable(let command): return Wire(kind: "command_not_executable", command: command)
+        case .daemonUnavailable: return Wire(kind: "daemon_unavailable")
+        case .daemonWentAway: return Wire(kind: "daemon_went_away")
+        case .recordNotWritten: return Wire(kind: "record_not_written")
+        case .badRequest: return Wire(kind: "bad_request")
+        case .other: return nil
         }
-        return w
     }
 
     /// The reason a wire form names; nil for a kind this client does not know (a newer
     /// daemon's) or one that lacks a member it needs: the caller falls back on the code.
     package init?(wire w: Wire) {
-        switch w.kind {
-        case "no_such_app": guard let app = w.app else { return nil }; self = .noSuchApp(name: app)
-        case "wrong_state":
-            guard let app = w.app, let state = w.state else { return nil }
-            self = .wrongState(name: app, state: state)
-        case "busy":
-            guard let app = w.app, let state = w.state else { return nil }
-            self = .busy(name: app, state: state)
-        case "name_taken": guard let app = w.app else { return nil }; self = .nameTaken(name: app)
-        case "permission_denied": self = .permissionDenied
-        case "freeze_failed":
-            guard let app = w.app else { return nil }
-            self = .freezeFailed(name: app, timedOut: w.timedOut ?? false, stuckPIDs: w.pids ?? [])
-        case "command_not_found": guard let c = w.command else { return nil }; self = .commandNotFound(command: c)
-        case "command_not_executable": guard let c = w.command else { return nil }; self = .commandNotExecutable(command: c)
-        case "daemon_unavailable": self = .daemonUnavailable
-        case "daemon_went_away": self = .daemonWentAway
-        case "record_not_written": self = .recordNotWritten
-        case "bad_request": self = .badRequest
+        switch (w.kind, w.app, w.state, w.command) {
+        case ("no_such_app", let app?, _, _): self = .noSuchApp(name: app)
+        case ("wrong_state", let app?, let state?, _): self = .wrongState(name: app, state: state)
+        case ("busy", let app?, let state?, _): self = .busy(name: app, state: state)
+        case ("name_taken", let app?, _, _): self = .nameTaken(name: app)
+        case ("permission_denied", _, _, _): self = .permissionDenied
+        case ("freeze_failed", let app?, _, _): self = .freezeFailed(name: app, timedOut: w.timedOut ?? false, stuckPIDs: w.pids ?? [])
+        case ("command_not_found", _, _, let command?): self = .commandNotFound(command: command)
+        case ("command_not_executable", _, _, let command?): self = .commandNotExecutable(command: command)
+        case ("daemon_unavailable", _, _, _): self = .daemonUnavailable
+        case ("daemon_went_away", _, _, _): self = .daemonWentAway
+        case ("record_not_written", _, _, _): self = .recordNotWritten
+        case ("bad_request", _, _, _): self = .badRequest
         default: return nil
         }
     }
 }
 
-extension IceboxError.Reason.Wire: JSONWritable {
-    package func writeJSON(to w: inout JSONWriter) {
-        w.object { w in
-            w.field("app", app)
-            w.field("command", command)
-            w.field("kind", kind)
-            w.field("pids", pids)
-            w.field("state", state)
-            if let timedOut { w.field("timed_out", timedOut) }
-        }
-    }
-}
+extension IceboxError.Reason.Wire: JSONRecord {
+    package init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
 
-extension IceboxError.Reason.Wire: JSONReadable {
-    package init?(json r: inout JSONReader) {
-        var kind: String?, app: String?, state: AppState?, command: String?, timedOut: Bool?, pids: [Int32]?
-        let read = r.object { r, key in
-            switch key {
-            case "kind": return r.field(&kind)
-            case "app": return r.field(&app)
-            case "state": return r.field(&state)
-            case "command": return r.field(&command)
-            case "timed_out": return r.field(&timedOut)
-            case "pids": return r.field(&pids)
-            default: return false  // left to JSONDecoder, which skips it
-            }
-        }
-        guard read, let kind else { return nil }
-        self.init(kind: kind, app: app, state: state, command: command, timedOut: timedOut, pids: pids)
-    }
-}
+    package func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
 
-extension IceboxError.Reason.Wire: Codable {
-    enum CodingKeys: String, CodingKey {
-        case kind, app, state, command, timedOut, pids
+    package static let jsonBlank = Self(kind: "")
+
+    package func visitFields<V: JSONFieldVisitor>(_ v: inout V) where V.Root == Self {
+        v.optional("app", app) { $0.app = $1 }
+        v.optional("command", command) { $0.command = $1 }
+        v.required("kind", kind) { $0.kind = $1 }
+        v.optional("pids", pids) { $0.pids = $1 }
+        v.optional("state", state) { $0.state = $1 }
+        v.optional("timed_out", timedOut) { $0.timedOut = $1 }
     }
 }

@@ -138,12 +138,9 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         let status: FileIO.Status?
         do { status = try FileIO.linkStatus(path) } catch { throw IceboxError("check \(role) \(path)", error) }
         guard let status, let problem = trustProblem(status, expected: kind, user: user) else { return }
-        let fix: String
-        if status.kind == .directory && status.owner == user {
-            fix = "chmod 700 \(path)"
-        } else {
-            fix = "remove it" + (variable.map { ", or set \($0) to a directory of your own" } ?? "")
-        }
+        let fix =
+            status.kind == .directory && status.owner == user
+            ? "chmod 700 \(path)" : "remove it" + (variable.map { ", or set \($0) to a directory of your own" } ?? "")
         throw IceboxError(.permission, "refusing to use \(role) \(path): \(problem)", hint: fix)
     }
 

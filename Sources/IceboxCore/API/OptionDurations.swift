@@ -70,5 +70,10 @@ extension AdoptOptions {
 extension Duration {
     /// Whole nanoseconds, saturating: a negative duration is 0, one past `UInt64.max`
     /// nanoseconds is `UInt64.max`. Never traps.
-    package var saturatingNanoseconds: UInt64 { IceboxClient.nanoseconds(self) }
+    package var saturatingNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        if seconds < 0 || (seconds == 0 && attoseconds < 0) { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole.saturatingAdd(UInt64(attoseconds / 1_000_000_000))
+    }
 }

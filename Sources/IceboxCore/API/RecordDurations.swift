@@ -16,10 +16,3 @@ extension AppRecord {
     /// The kernel's confirmation time of the app's last thaw.
     public var lastThaw: Duration? { lastThawNanos.map { .nanoseconds($0) } }
 }
-
-extension AppSummary {
-    /// The kernel's confirmation time of the app's last freeze.
-    public var lastFreeze: Duration? { lastFreezeNanos.map { .nanoseconds($0) } }
-    /// The kernel's confirmation time of the app's last thaw.
-    public var lastThaw: Duration? { lastThawNanos.map { .nanoseconds($0) } }
-}

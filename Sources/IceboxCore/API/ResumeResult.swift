@@ -8,7 +8,7 @@
 /// #expect(result.how == .thawed)
 /// #expect(result.thawTime! > .zero)
 /// ```
-public struct ResumeResult: Sendable, Equatable {
+public struct ResumeResult: Sendable, Equatable, CustomStringConvertible {
     /// What the resume had to do.
     public enum How: Sendable, Equatable {
         /// The app was suspended: the kernel thawed it.
@@ -43,6 +43,11 @@ public struct ResumeResult: Sendable, Equatable {
     /// The events of this app's steps, as in the event log (the thaw or resume, the ready).
     public var events: [Event]
 
+    /// What `icebox resume` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
+
     init(name: String, steps: [IceboxClient.Step]) {
         self.name = name
         lines = steps.map(\.line)
@@ -61,11 +66,4 @@ public struct ResumeResult: Sendable, Equatable {
         }
         readyAfter = events.last { $0.kind == .ready }?.durationNanos.map { .nanoseconds($0) }
     }
-}
-
-extension ResumeResult: CustomStringConvertible {
-    /// What `icebox resume` prints for this app, one line a step: the daemon's lines, rendered
-    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
-    /// CLI says.
-    public var description: String { lines.joined(separator: "\n") }
 }

@@ -55,8 +55,4 @@ extension Supervisor {
     /// Checks that the engine answers; see ``IceboxClient/ping()-4yhqk``.
     @discardableResult
     public func ping() async throws(IceboxError) -> CommandOutput { try await client.ping() }
-
-    /// Sends any request; see ``IceboxClient/send(_:)-5f2kx``.
-    @discardableResult
-    package func send(_ request: ControlRequest) async throws(IceboxError) -> CommandOutput { try await client.send(request) }
 }

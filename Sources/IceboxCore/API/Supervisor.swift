@@ -44,24 +44,17 @@ public final class Supervisor: Sendable {
 
     private let engine: JoinableThread
     private let outcome: EngineOutcome
-    /// What `stop()` removes: the directories and cgroup roots this supervisor created.
-    private let ownedDirectories: [String]
-    private let ownedCgroupRoots: [String]
-    /// Sweeps the cgroups and directories if this process dies without `stop()`.
-    private let sweeper: SupervisorSweeper
-    private let stopped = Mutex(false)
+    /// What `stop()` removes: the directories and cgroup roots this supervisor created, and
+    /// the sweeper that removes them if this process dies without `stop()`.
+    private let cleanup: TestCleanup
+    private let stopped = Atomic(false)
 
-    private init(
-        client: IceboxClient, hostFacts: HostFacts, engine: JoinableThread, outcome: EngineOutcome,
-        ownedDirectories: [String], ownedCgroupRoots: [String], sweeper: SupervisorSweeper
-    ) {
+    private init(client: IceboxClient, hostFacts: HostFacts, engine: JoinableThread, outcome: EngineOutcome, cleanup: TestCleanup) {
         self.client = client
         self.hostFacts = hostFacts
         self.engine = engine
         self.outcome = outcome
-        self.ownedDirectories = ownedDirectories
-        self.ownedCgroupRoots = ownedCgroupRoots
-        self.sweeper = sweeper
+        self.cleanup = cleanup
     }
 
     /// Starts an engine and returns once it listens on its control socket.
@@ -140,16 +133,14 @@ public final class Supervisor: Sendable {
             startedEngine = engine
             try waitUntilReady(ready.readEnd, engine: engine, outcome: outcome, paths: paths, deadline: deadline(after: readyTimeout))
             return Supervisor(
-                client: IceboxClient(paths: paths), hostFacts: facts, engine: engine, outcome: outcome, ownedDirectories: owned,
-                ownedCgroupRoots: ownedRoots, sweeper: sweeper!)
+                client: IceboxClient(paths: paths), hostFacts: facts, engine: engine, outcome: outcome,
+                cleanup: TestCleanup(directories: owned, cgroupRoots: ownedRoots, sweeper: sweeper))
         } catch {
             // Nothing made is left behind, unless the engine still runs (and uses it).
             if startedEngine?.join(until: deadline(after: .seconds(5))) ?? true {
-                _ = removeCgroupRoots(ownedRoots)
                 // Cleanup after a failed start keeps going through every directory; the start's own
                 // error, thrown below, is what the caller must see.
-                for dir in owned { try? FileIO.removeTree(dir) }
-                sweeper?.dismiss(until: deadline(after: .seconds(2)))
+                _ = TestCleanup(directories: owned, cgroupRoots: ownedRoots, sweeper: sweeper).remove()
             }
             throw error
         }
@@ -163,7 +154,6 @@ public final class Supervisor: Sendable {
             pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: engine.finishedDescriptor, events: Int16(POLLIN), revents: 0),
         ]
-        var said = ""
         while true {
             let ready: Int
             do { ready = try Poll.wait(&pfds, until: deadline) } catch {
@@ -175,20 +165,17 @@ public final class Supervisor: Sendable {
                     hint: "its directories stay in place while it runs: \(paths.runtimeDir), \(paths.stateDir)")
             }
             if pfds[0].revents != 0 {
-                var buffer = [UInt8](repeating: 0, count: 16)
-                let n = retryingOnInterrupt { read(fd, &buffer, 16) }
-                if n > 0 {
-                    said += String(decoding: buffer[0..<n], as: UTF8.self)
-                    if said.hasPrefix("ready") { return }
-                    if said.hasPrefix("busy") {
-                        engine.join(until: deadline)
-                        throw IceboxError(
-                            .unavailable, "another icebox daemon already serves \(paths.runtimeDir)",
-                            hint: "give the supervisor a runtime directory of its own")
-                    }
-                    continue
+                // The engine writes its word at once (Daemon.signalReady), as to a client that started
+                // a daemon: read as such a client reads it.
+                switch ClientSession.readWord(fd) {
+                case "ready"?: return
+                case "busy"?:
+                    engine.join(until: deadline)
+                    throw IceboxError(
+                        .unavailable, "another icebox daemon already serves \(paths.runtimeDir)",
+                        hint: "give the supervisor a runtime directory of its own")
+                default: pfds[0].events = 0  // end of file: only the engine's end is left to wait for
                 }
-                pfds[0].events = 0  // end of file: only the engine's end is left to wait for
             }
             if pfds[1].revents != 0 {
                 engine.join(until: deadline)
@@ -209,15 +196,11 @@ public final class Supervisor: Sendable {
     /// Corresponds to `icebox daemon --stop --terminate-apps`, plus the removal of the
     /// directories.
     public func stop(timeout: Duration = .seconds(10)) throws(IceboxError) {
-        let first = stopped.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var problems: [String] = []
         if !engine.hasFinished {
             do {
-                try client.send(.stop(terminateApps: true, timeoutNanos: IceboxClient.nanoseconds(timeout)))
+                try client.send(.stop(terminateApps: true, timeoutNanos: timeout.saturatingNanoseconds))
             } catch {
                 problems.append("the stop request failed: \(error)")
             }
@@ -227,11 +210,7 @@ public final class Supervisor: Sendable {
             throw IceboxError(.failure, "stop the supervisor: " + problems.joined(separator: "; "))
         }
         if case .failure(let error) = outcome.value { problems.append("the engine failed: \(error)") }
-        problems += Self.removeCgroupRoots(ownedCgroupRoots)
-        for dir in ownedDirectories {
-            do { try FileIO.removeTree(dir) } catch { problems.append(error.description) }
-        }
-        sweeper.dismiss(until: Self.deadline(after: .seconds(2)))
+        problems += cleanup.remove()
         if !problems.isEmpty { throw IceboxError(.failure, "stop the supervisor: " + problems.joined(separator: "; ")) }
     }
 
@@ -302,16 +281,9 @@ public final class Supervisor: Sendable {
     @discardableResult
     public func ping() throws(IceboxError) -> CommandOutput { try client.ping() }
 
-    /// Sends any request; see ``IceboxClient/send(_:)-5f2kx``.
-    @discardableResult
-    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try client.send(request) }
-
     // MARK: Cleaning up
 
-    static func deadline(after duration: Duration) -> UInt64 {
-        let (sum, overflow) = Clock.monotonicNanos().addingReportingOverflow(IceboxClient.nanoseconds(duration))
-        return overflow ? .max : sum
-    }
+    static func deadline(after duration: Duration) -> UInt64 { Clock.monotonicNanos().saturatingAdd(duration.saturatingNanoseconds) }
 
     /// Removes cgroup roots, deepest first. Anything still inside was left behind by the
     /// engine: it is killed, reaped if it is this process's child, and reported.
@@ -352,15 +324,13 @@ public final class Supervisor: Sendable {
         }
         // ESRCH only: the process exited meanwhile.
         for handle in handles { _ = try? handle.send(SIGKILL) }
+        // The waits below are bounded by the deadline; what still runs after it makes the
+        // caller's rmdir fail, which is reported.
         if FileIO.exists(path + "/cgroup.events") {
-            // Bounded by the deadline; what still runs after it makes the caller's rmdir fail,
-            // which is reported.
             _ = try? v2.waitForEvents(until: deadline) { !$0.populated }
         }
         for handle in handles {
             var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
-            // Bounded by the deadline; what still runs after it makes the caller's rmdir fail,
-            // which is reported.
             _ = try? Poll.wait(&pfd, until: deadline)
             // The engine's apps are this process's children: no zombie stays behind.
             // A process that is not our child (an adopted one) is reaped by its own parent: nothing

@@ -14,7 +14,7 @@ import IceboxSystem
 /// It knows only cgroups: an app frozen with SIGSTOP on a host with no cgroup hierarchy at
 /// all has nothing to find it by, and is left.
 // Unchecked: its handle is used once, by the one `stop()` that gets past the supervisor's
-// `stopped` lock, or by a `start()` that failed before any other thread saw it.
+// `stopped` flag, or by a `start()` that failed before any other thread saw it.
 struct SupervisorSweeper: @unchecked Sendable {
     let handle: ProcessHandle
     /// The pipe's write end: its last close (the process's death included) starts the sweep.

@@ -10,7 +10,7 @@ import IceboxSystem
 /// #expect(result.graceUsed < .seconds(3))
 /// #expect(result.freezeTime > .zero)
 /// ```
-public struct SuspendResult: Sendable, Equatable {
+public struct SuspendResult: Sendable, Equatable, CustomStringConvertible {
     /// The background notice the app got before its grace.
     public enum Notice: Sendable, Equatable {
         /// This signal was sent (SIGUSR1 unless `--background-signal` says otherwise).
@@ -59,6 +59,11 @@ public struct SuspendResult: Sendable, Equatable {
     /// The events of this app's steps, as in the event log (the notice, the freeze).
     public var events: [Event]
 
+    /// What `icebox suspend` prints for this app, one line a step: the daemon's lines, rendered
+    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
+    /// CLI says.
+    public var description: String { lines.joined(separator: "\n") }
+
     /// A result built from the daemon's lines and the events that came with them; nil if
     /// they hold no outcome for the app.
     init(name: String, steps: [IceboxClient.Step]) {
@@ -92,11 +97,4 @@ public struct SuspendResult: Sendable, Equatable {
         backend = freeze?.backend
         tasks = freeze?.tasks ?? 0
     }
-}
-
-extension SuspendResult: CustomStringConvertible {
-    /// What `icebox suspend` prints for this app, one line a step: the daemon's lines, rendered
-    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
-    /// CLI says.
-    public var description: String { lines.joined(separator: "\n") }
 }

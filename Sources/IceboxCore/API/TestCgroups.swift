@@ -54,3 +54,25 @@ enum TestCgroups {
 
     private static let next = Atomic<Int>(0)
 }
+
+/// What was made for an engine started for a test (a ``Supervisor``'s, an ``IceboxDaemon``'s)
+/// and goes with its stop: its directories, in the order they are removed, its cgroup roots,
+/// and the sweeper that removes them if the test process dies first (nil: not started yet).
+struct TestCleanup: Sendable {
+    var directories: [String]
+    var cgroupRoots: [String]
+    var sweeper: SupervisorSweeper?
+
+    /// Removes the cgroup roots (killing what the engine left in them) and the directories,
+    /// then dismisses the sweeper; returns the problems: what the engine left in the cgroups
+    /// and a cgroup that stayed (only if `reportingCgroups`), a directory that stayed.
+    func remove(reportingCgroups: Bool = true) -> [String] {
+        let left = Supervisor.removeCgroupRoots(cgroupRoots)
+        var problems = reportingCgroups ? left : []
+        for dir in directories {
+            do { try FileIO.removeTree(dir) } catch { problems.append(error.description) }
+        }
+        sweeper?.dismiss(until: Supervisor.deadline(after: .seconds(2)))
+        return problems
+    }
+}

@@ -90,35 +90,17 @@ extension ControlRequest: JSONReadable {
                 request = .ping
             case "ps":
                 var all: Bool?, brief: Bool?
-                let read = r.object { r, key in
-                    switch key {
-                    case "all": return r.field(&all)
-                    case "brief": return r.field(&brief)
-                    default: return false
-                    }
-                }
+                let read = r.object { r, key in key == "all" ? r.field(&all) : key == "brief" && r.field(&brief) }
                 guard read, let all, let brief else { return false }
                 request = .ps(all: all, brief: brief)
             case "suspend":
                 var names: [String]?, grace: UInt64?
-                let read = r.object { r, key in
-                    switch key {
-                    case "grace_ns": return r.field(&grace)
-                    case "names": return r.field(&names)
-                    default: return false
-                    }
-                }
+                let read = r.object { r, key in key == "grace_ns" ? r.field(&grace) : key == "names" && r.field(&names) }
                 guard read, let names else { return false }
                 request = .suspend(names: names, graceNanos: grace)
             case "resume":
                 var names: [String]?, waitReady: Bool?
-                let read = r.object { r, key in
-                    switch key {
-                    case "names": return r.field(&names)
-                    case "wait_ready": return r.field(&waitReady)
-                    default: return false
-                    }
-                }
+                let read = r.object { r, key in key == "names" ? r.field(&names) : key == "wait_ready" && r.field(&waitReady) }
                 guard read, let names, let waitReady else { return false }
                 request = .resume(names: names, waitReady: waitReady)
             case "switch_to":
@@ -127,13 +109,7 @@ extension ControlRequest: JSONReadable {
                 request = .switchTo(name: name)
             case "evict":
                 var names: [String]?, toDisk: Bool?
-                let read = r.object { r, key in
-                    switch key {
-                    case "names": return r.field(&names)
-                    case "to_disk": return r.field(&toDisk)
-                    default: return false
-                    }
-                }
+                let read = r.object { r, key in key == "names" ? r.field(&names) : key == "to_disk" && r.field(&toDisk) }
                 guard read, let names else { return false }
                 request = .evict(names: names, toDisk: toDisk ?? false)  // absent: the kill, as before to_disk
             default: return false

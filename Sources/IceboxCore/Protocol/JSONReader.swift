@@ -98,11 +98,7 @@ package struct JSONReader {
     /// `null` (consumed: an optional member that is null is absent, as decodeIfPresent has it).
     mutating func null() -> Bool {
         skipSpace()
-        guard bytes.count - i >= 4, bytes[i] == UInt8(ascii: "n"), bytes[i + 1] == UInt8(ascii: "u"),
-            bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l")
-        else { return false }
-        i += 4
-        return true
+        return literal("null")
     }
 
     // MARK: Values
