@@ -324,14 +324,14 @@ public final class Supervisor: Sendable {
         }
         // ESRCH only: the process exited meanwhile.
         for handle in handles { _ = try? handle.send(SIGKILL) }
-        // The waits below are bounded by the deadline; what still runs after it makes the
-        // caller's rmdir fail, which is reported.
         if FileIO.exists(path + "/cgroup.events") {
+            // Both waits are bounded by the deadline; what still runs after it makes the
+            // caller's rmdir fail, which is reported.
             _ = try? v2.waitForEvents(until: deadline) { !$0.populated }
         }
         for handle in handles {
             var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
-            _ = try? Poll.wait(&pfd, until: deadline)
+            _ = try? Poll.wait(&pfd, until: deadline)  // bounded likewise
             // The engine's apps are this process's children: no zombie stays behind.
             // A process that is not our child (an adopted one) is reaped by its own parent: nothing
             // of ours to collect.

@@ -393,9 +393,9 @@ extension Daemon {
                     throw IceboxError("save the policy", error)
                 }
             } catch {
+                policyEngine.policy = old
                 // The old policy was armed until now, so arming it again does what it did; the
                 // request's own error, sent below, is the one the client must see.
-                policyEngine.policy = old
                 try? applyPolicy()
                 return fail(fd, error)
             }
