@@ -410,9 +410,7 @@ package struct AppLifecycle: Sendable {
         case .background, .freezing:
             if let waiter { suspendWaiters.append(waiter) }
         case .thawing:
-            if let waiter {
-                fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .beingThawed), failed: true))
-            }
+            fail([waiter], .beingThawed, &fx)
         case .launching(let ready):
             // Refused, nothing done: an app not yet ready has no state to save on a notice,
             // and frozen it could never become ready, its launch client waiting on a
@@ -451,9 +449,7 @@ package struct AppLifecycle: Sendable {
             }
             fx.append(.persist)  // the grace deadline survives a daemon crash
         case .ending, .cleaningUp, .ended:
-            if let waiter {
-                fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .beingStopped(suspending: true)), failed: true))
-            }
+            fail([waiter], .beingStopped(suspending: true), &fx)
         }
     }
 
@@ -521,7 +517,7 @@ package struct AppLifecycle: Sendable {
         setState(.active, now)
         armWatchdog(now)
         fx.append(.log(event(.error, from: .background, to: .active, LifecycleText.freezeFailed(why), now)))
-        for id in suspendWaiters { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .freezeFailed(why)), failed: true)) }
+        fail(suspendWaiters, .freezeFailed(why), &fx)
         suspendWaiters = []
         fx.append(.persist)
         // A policy victim goes even if it could not be frozen: killing needs no freeze.
@@ -596,9 +592,7 @@ package struct AppLifecycle: Sendable {
             phase = .active(resumedAt: nil)  // no longer the policy's victim either
             setState(.active, now)
             armWatchdog(now)
-            for id in suspendWaiters {
-                fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .resumedBeforeFrozen), failed: true))
-            }
+            fail(suspendWaiters, .resumedBeforeFrozen, &fx)
             suspendWaiters = []
             let text = LifecycleText.resumedDuringGrace(foreground: foregroundSignal(&fx))
             let e = event(.resume, from: .background, to: .active, text.detail, now)
@@ -619,8 +613,13 @@ package struct AppLifecycle: Sendable {
             // CRIU holds the tree; a dump cannot be taken back halfway.
             if let waiter { fx.append(.refuse(waiter: waiter, line: LifecycleText.failure(name, .beingCheckpointed), code: .tryAgain)) }
         case .ending, .cleaningUp, .ended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
+            fail([waiter], .notRunning, &fx)
         }
+    }
+
+    /// Each client waiting (nil: none) hears that its wait failed, and why.
+    private func fail(_ waiters: [Int?], _ why: LifecycleFailure, _ fx: inout [LifecycleEffect]) {
+        for case let id? in waiters { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, why), failed: true)) }
     }
 
     /// Sends the foreground signal, if the app has one; returns it.
@@ -659,9 +658,7 @@ package struct AppLifecycle: Sendable {
         guard case .thawing(_, let waiters, let compacted) = phase else { return }
         phase = .suspended(compacted: compacted)
         fx.append(.log(event(.error, LifecycleText.thawFailed(why), now)))
-        for w in waiters {
-            if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .thawFailed(why)), failed: true)) }
-        }
+        fail(waiters.map(\.id), .thawFailed(why), &fx)
         fx.append(.persist)
     }
 
@@ -788,7 +785,7 @@ package struct AppLifecycle: Sendable {
                 fx.append(.refuse(waiter: waiter, line: LifecycleText.failure(name, .notSuspended(record.state)), code: .tryAgain))
             }
         case .ending, .cleaningUp, .ended:
-            if let waiter { fx.append(.settle(waiter: waiter, line: LifecycleText.failure(name, .notRunning), failed: true)) }
+            fail([waiter], .notRunning, &fx)
         }
     }
 
@@ -888,11 +885,7 @@ package struct AppLifecycle: Sendable {
             return true
         case .thawing(_, let waiters, _):
             // The thaw in flight goes on; its confirmation no longer matters.
-            for w in waiters {
-                if let id = w.id {
-                    fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .beingStopped(suspending: false)), failed: true))
-                }
-            }
+            fail(waiters.map(\.id), .beingStopped(suspending: false), &fx)
             return true
         default:
             return false
@@ -934,8 +927,7 @@ package struct AppLifecycle: Sendable {
         if let d = watchdogDeadline, d <= now.monotonicNanos, case .active = phase { watchdogFired(now, &fx, triggered: false) }
         if let d = resumeReadyDeadline, d <= now.monotonicNanos {
             resumeReadyDeadline = nil
-            let line = LifecycleText.failure(name, .notReadyAfterResume(within: record.options.readyTimeoutNanos))
-            for id in resumeWaiters { fx.append(.settle(waiter: id, line: line, failed: true)) }
+            fail(resumeWaiters, .notReadyAfterResume(within: record.options.readyTimeoutNanos), &fx)
             resumeWaiters = []
         }
         switch phase {
@@ -978,9 +970,7 @@ package struct AppLifecycle: Sendable {
         case .freezing: fx.append(.cancelFreeze)
         case .launching: fx.append(.stopProbe)
         case .thawing(_, let waiters, _):
-            for w in waiters {
-                if let id = w.id { fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedDuringThaw), failed: true)) }
-            }
+            fail(waiters.map(\.id), .endedDuringThaw, &fx)
         default: break
         }
         watchdogDeadline = nil
@@ -1037,12 +1027,8 @@ package struct AppLifecycle: Sendable {
         fx.append(.log(e))
         let line = LifecycleText.step(name, from: from, to: final, detail)
         for id in endWaiters { fx.append(.settle(waiter: id, line: line, failed: false, event: e)) }
-        for id in suspendWaiters {
-            fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedBeforeFrozen(how: how)), failed: true))
-        }
-        for id in launchWaiters + resumeWaiters {
-            fx.append(.settle(waiter: id, line: LifecycleText.failure(name, .endedBeforeReady(how: how)), failed: true))
-        }
+        fail(suspendWaiters, .endedBeforeFrozen(how: how), &fx)
+        fail(launchWaiters + resumeWaiters, .endedBeforeReady(how: how), &fx)
         endWaiters = []
         suspendWaiters = []
         launchWaiters = []
