@@ -306,6 +306,13 @@ package struct AppLifecycle: Sendable {
         record.sinceWall = now.rfc3339
     }
 
+    /// Active from `now`, its watchdog armed; `resumedAt`: the thaw that made it so.
+    private mutating func setActive(_ now: Instant, resumedAt: UInt64? = nil) {
+        phase = .active(resumedAt: resumedAt)
+        setState(.active, now)
+        armWatchdog(now)
+    }
+
     private func event(
         _ kind: EventKind, from: AppState? = nil, to: AppState? = nil, duration: UInt64? = nil, reason: String? = nil,
         grace: UInt64? = nil, _ detail: String, _ now: Instant
@@ -321,9 +328,7 @@ package struct AppLifecycle: Sendable {
         guard case .launching = phase else { return }
         let cold = now.since(launchStart)
         record.coldStartNanos = cold
-        phase = .active(resumedAt: nil)
-        setState(.active, now)
-        armWatchdog(now)
+        setActive(now)
         fx.append(.stopProbe)
         let e = event(
             .ready, from: .launching, to: .active, duration: cold, reason: record.options.ready.description,
@@ -513,9 +518,7 @@ package struct AppLifecycle: Sendable {
     private mutating func freezeFailed(_ why: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .freezing(_, _, let victim) = phase else { return }
         // The freezer rolled back: the app runs, and says so.
-        phase = .active(resumedAt: nil)
-        setState(.active, now)
-        armWatchdog(now)
+        setActive(now)
         fx.append(.log(event(.error, from: .background, to: .active, LifecycleText.freezeFailed(why), now)))
         fail(suspendWaiters, .freezeFailed(why), &fx)
         suspendWaiters = []
@@ -534,9 +537,7 @@ package struct AppLifecycle: Sendable {
         let moved = "pid \(record.pid) left the app's cgroup for \(to)"
         switch phase {
         case .suspended:
-            phase = .active(resumedAt: nil)
-            setState(.active, now)
-            armWatchdog(now)
+            setActive(now)
             let text = "\(moved): the kernel thawed it there, so the app runs (the rest of it is thawed too)"
             fx.append(.log(event(.thaw, from: .suspended, to: .active, reason: "left-cgroup", text, now)))
             fx.append(.thawRemainder)
@@ -555,9 +556,7 @@ package struct AppLifecycle: Sendable {
     /// "suspended", a later suspend would answer "nothing to do" while it ran.
     private mutating func thawedOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .suspended = phase else { return }
-        phase = .active(resumedAt: nil)
-        setState(.active, now)
-        armWatchdog(now)
+        setActive(now)
         let fg = LifecycleText.foreground(foregroundSignal(&fx))
         fx.append(
             .log(event(.thaw, from: .suspended, to: .active, reason: "outside", "thawed outside icebox (\(how)): the app runs\(fg)", now)))
@@ -589,9 +588,7 @@ package struct AppLifecycle: Sendable {
         case .background, .freezing:
             // Back before the freeze: withdraw it (a freeze in flight is rolled back).
             if case .freezing = phase { fx.append(.cancelFreeze) }
-            phase = .active(resumedAt: nil)  // no longer the policy's victim either
-            setState(.active, now)
-            armWatchdog(now)
+            setActive(now)  // no longer the policy's victim either
             fail(suspendWaiters, .resumedBeforeFrozen, &fx)
             suspendWaiters = []
             let text = LifecycleText.resumedDuringGrace(foreground: foregroundSignal(&fx))
@@ -631,10 +628,8 @@ package struct AppLifecycle: Sendable {
 
     private mutating func thawed(_ outcome: FreezeOutcome, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .thawing(let start, let waiters, let compacted) = phase else { return }
-        phase = .active(resumedAt: start)
+        setActive(now, resumedAt: start)
         record.lastThawNanos = outcome.durationNanos
-        setState(.active, now)
-        armWatchdog(now)
         let text = LifecycleText.thawed(outcome, foreground: foregroundSignal(&fx), afterCompaction: compacted)
         var e = event(.thaw, from: .suspended, to: .active, duration: outcome.durationNanos, text, now)
         e.backend = outcome.backend
