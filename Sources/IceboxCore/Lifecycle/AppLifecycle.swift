@@ -696,7 +696,7 @@ package struct AppLifecycle: Sendable {
         }
         guard action != .log else { return }
         restartWhenEnded = restart
-        _ = leaveForEnding(now, &fx)
+        _ = leaveForEnding(thawWaiters: .beingStopped(suspending: false), &fx)
         phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: nil)
         fx.append(.killAll)
     }
@@ -729,7 +729,7 @@ package struct AppLifecycle: Sendable {
             return
         }
         abandonLaunch("was terminated before it was ready (SIGTERM sent; SIGKILL after \(DurationText.format(timeout)))", now, &fx)
-        let frozenNow = leaveForEnding(now, &fx)
+        let frozenNow = leaveForEnding(thawWaiters: .beingStopped(suspending: false), &fx)
         phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: now.plus(timeout))
         // Before the SIGTERM (`apply` writes first): the kill deadline survives a daemon crash.
         fx.append(.persist)
@@ -753,7 +753,7 @@ package struct AppLifecycle: Sendable {
             phase = .ending(.evict, since: since, killDeadline: nil)
         default:
             abandonLaunch("was evicted before it was ready (killed without notice)", now, &fx)
-            _ = leaveForEnding(now, &fx)
+            _ = leaveForEnding(thawWaiters: .beingStopped(suspending: false), &fx)
             phase = .ending(.evict, since: now.monotonicNanos, killDeadline: nil)
         }
         // Before the kill: a daemon killed in between leaves its successor the eviction to finish.
@@ -867,7 +867,8 @@ package struct AppLifecycle: Sendable {
 
     /// Leaves the current phase for an ending: pending work is withdrawn and clients waiting
     /// for a state that will not come are told. Returns whether the app is (or may be) frozen.
-    private mutating func leaveForEnding(_ now: Instant, _ fx: inout [LifecycleEffect]) -> Bool {
+    /// `why`: what a thaw's waiters are told (that the app is being stopped, or has ended).
+    private mutating func leaveForEnding(thawWaiters why: LifecycleFailure, _ fx: inout [LifecycleEffect]) -> Bool {
         watchdogDeadline = nil
         switch phase {
         case .launching:
@@ -880,7 +881,7 @@ package struct AppLifecycle: Sendable {
             return true
         case .thawing(_, let waiters, _):
             // The thaw in flight goes on; its confirmation no longer matters.
-            fail(waiters.map(\.id), .beingStopped(suspending: false), &fx)
+            fail(waiters.map(\.id), why, &fx)
             return true
         default:
             return false
@@ -962,13 +963,9 @@ package struct AppLifecycle: Sendable {
             phase = .checkpointing(c)
             if c.written != nil { finishCheckpoint(now, &fx) }
             return
-        case .freezing: fx.append(.cancelFreeze)
-        case .launching: fx.append(.stopProbe)
-        case .thawing(_, let waiters, _):
-            fail(waiters.map(\.id), .endedDuringThaw, &fx)
         default: break
         }
-        watchdogDeadline = nil
+        _ = leaveForEnding(thawWaiters: .endedDuringThaw, &fx)
         switch phase {
         case .ending(.evict, let since, _):
             // Killed by icebox: the main process's end is SIGKILL, whether or not it is ours to reap.
