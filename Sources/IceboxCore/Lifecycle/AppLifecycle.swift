@@ -128,10 +128,7 @@ package struct AppLifecycle: Sendable {
     /// An app restored from disk by CRIU as this daemon's child (so its exit status is known):
     /// active again, where its checkpoint left it. `restoredFromDisk` says so.
     package init(restored record: AppRecord, now: Instant) {
-        self.record = record
-        self.adopted = false
-        self.launchStart = record.launchStartNanos
-        watchdogInterval = record.options.watchdogNanos.map { max($0, LaunchOptions.leastWatchdogNanos) }
+        self.init(record: record, launchStart: record.launchStartNanos)
         phase = .active(resumedAt: nil)
         armWatchdog(now)
     }
@@ -210,15 +207,10 @@ package struct AppLifecycle: Sendable {
     package var persistentRecord: AppRecord {
         var r = record
         r.launchStartNanos = launchStart
-        if case .background(let g, _) = phase {
-            r.graceStartNanos = g.start
-            r.graceDeadlineNanos = g.deadline
-            r.graceCapNanos = g.cap
-        } else {
-            r.graceStartNanos = nil
-            r.graceDeadlineNanos = nil
-            r.graceCapNanos = nil
-        }
+        let background: Grace? = if case .background(let g, _) = phase { g } else { nil }
+        r.graceStartNanos = background?.start
+        r.graceDeadlineNanos = background?.deadline
+        r.graceCapNanos = background?.cap
         // A terminate or eviction under way, with its SIGKILL deadline: a daemon that takes
         // over after a crash kills the app then, rather than adopting it as if nothing began.
         switch phase {
@@ -1007,7 +999,14 @@ package struct AppLifecycle: Sendable {
         let detail = LifecycleText.ended(
             end, how: how, tookNanos: took, leftovers: leftovers, startLimitHit: startLimitHit, problems: problems)
         summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
-        var e = event(Self.endKind(final), from: from, to: final, duration: took, detail, now)
+        // The event that records an end (or a rest on disk).
+        let kind: EventKind =
+            switch final {
+            case .evicted: .evict
+            case .onDisk: .checkpoint
+            default: .exit
+            }
+        var e = event(kind, from: from, to: final, duration: took, detail, now)
         if case .checkpointed(let written, _) = end {
             e.memoryBeforeBytes = written.memoryBytes
             e.memoryAfterBytes = 0
@@ -1028,14 +1027,5 @@ package struct AppLifecycle: Sendable {
         resumeReadyDeadline = nil
         fx.append(.persist)
         fx.append(.ended(line: line))
-    }
-
-    /// The event that records an end (or a rest on disk).
-    private static func endKind(_ state: AppState) -> EventKind {
-        switch state {
-        case .evicted: return .evict
-        case .onDisk: return .checkpoint
-        default: return .exit
-        }
     }
 }
