@@ -13,14 +13,6 @@ package struct DiskCheckpoint: Sendable, Equatable {
     /// The app's memory as the kernel counted it just before the dump (its cgroup's, else
     /// its processes' PSS): what the dump freed. nil: not read.
     package var memoryBytes: UInt64?
-
-    package init(images: String, dumpNanos: UInt64, syncNanos: UInt64, imageBytes: UInt64, memoryBytes: UInt64?) {
-        self.images = images
-        self.dumpNanos = dumpNanos
-        self.syncNanos = syncNanos
-        self.imageBytes = imageBytes
-        self.memoryBytes = memoryBytes
-    }
 }
 
 /// How a checkpoint to disk ended, as the daemon feeds it back (`.checkpointEnded`).
@@ -48,9 +40,4 @@ package struct Checkpointing: Sendable, Equatable {
     /// cannot be taken back halfway; the app is then on disk, or in memory, and goes).
     package var then: AppLifecycle.Ending?
     package var thenTimeout: UInt64 = 10_000_000_000
-
-    package init(since: UInt64, victim: Bool) {
-        self.since = since
-        self.victim = victim
-    }
 }

@@ -56,10 +56,6 @@ package enum LifecycleInput: Sendable, Equatable {
     package struct Notice: Sendable, Equatable {
         package var signal: Int32
         package var why: String
-        package init(signal: Int32, why: String) {
-            self.signal = signal
-            self.why = why
-        }
     }
 }
 
@@ -68,11 +64,6 @@ package struct FreezeOutcome: Sendable, Equatable {
     package var backend: BackendKind
     package var durationNanos: UInt64
     package var tasks: Int
-    package init(backend: BackendKind, durationNanos: UInt64, tasks: Int) {
-        self.backend = backend
-        self.durationNanos = durationNanos
-        self.tasks = tasks
-    }
 }
 
 /// What the supervisor must do for a transition. The lifecycle decides; the supervisor's
@@ -129,9 +120,7 @@ package enum LifecycleEffect: Sendable, Equatable {
     /// The app has ended; `line` is its last word for whoever listens (an attached client,
     /// `daemon --stop`).
     case ended(line: String)
-}
 
-extension LifecycleEffect {
     /// An event for the log (`handle` puts these before the effects that act).
     package var isLog: Bool {
         if case .log = self { return true }
