@@ -35,14 +35,6 @@ public enum NoticeSignal: Codable, Sendable, Equatable, CustomStringConvertible 
     /// This signal (a number: `SIGUSR2`, `SIGRTMIN + 1`, ...).
     case signal(Int32)
 
-    /// "auto", "none", or a signal name or number ("USR1", "SIGTERM", "10", "RTMIN+2"); nil
-    /// for anything else. SIGKILL and SIGSTOP are refused by the caller (an app cannot handle them).
-    package static func parse(_ text: String) -> NoticeSignal? {
-        if text == "auto" { return .auto }
-        if text == "none" { return NoticeSignal.none }
-        return Signals.number(of: text).map { .signal($0) }
-    }
-
     public var description: String {
         switch self {
         case .auto: return "auto"

@@ -29,8 +29,6 @@ final class StandInDepartures {
 
     private var byPidfd: [Int32: Departure] = [:]
 
-    var isEmpty: Bool { byPidfd.isEmpty }
-
     /// The earliest kill deadline, for the loop's sleep.
     var nextDeadline: UInt64? { byPidfd.values.compactMap(\.killAt).min() }
 
