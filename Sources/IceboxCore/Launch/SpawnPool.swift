@@ -35,15 +35,6 @@ final class SpawnPool {
             self.directories = directories
         }
 
-        /// Lets the stand-in go, waits for it (bounded: SpawnStandIn.dismiss) and removes its
-        /// parked directories. It blocks: the loop hands stand-ins to `StandInDepartures`
-        /// instead; this is for where nothing else is served (the daemon's stop) or a launch's
-        /// rollback that cannot give the stand-in its directories back.
-        func discard() {
-            standIn.dismiss()
-            removeParkedDirectories()
-        }
-
         /// Removes whichever of its directories still carry their parked names (a launch that
         /// took them renamed them: those are the app's now), once the stand-in is gone.
         func removeParkedDirectories() {
@@ -99,8 +90,8 @@ final class SpawnPool {
     /// period); nil: none wanted.
     var fillAt: UInt64?
 
-    /// A ready stand-in of this kind, now the caller's (it calls `discard` when done); nil
-    /// when none is ready. Another is wanted in its place.
+    /// A ready stand-in of this kind, now the caller's (it lets it go through `StandInDepartures`
+    /// when done); nil when none is ready. Another is wanted in its place.
     func take(_ kind: Kind) -> Entry? {
         defer { want(kind) }
         // Ready and not yet heard of by the loop counts too: the first launch after a start.
@@ -153,12 +144,15 @@ final class SpawnPool {
     }
 
     /// Every parked stand-in goes, with its directories (the daemon stops). Blocking,
-    /// bounded (Entry.discard): the loop has ended, nothing else is served.
+    /// bounded (SpawnStandIn.dismiss): the loop has ended, nothing else is served.
     func drain() -> [Entry] {
         let all = parked
         parked = []
         wanted = []
-        for entry in all { entry.discard() }
+        for entry in all {
+            entry.standIn.dismiss()
+            entry.removeParkedDirectories()
+        }
         return all
     }
 
