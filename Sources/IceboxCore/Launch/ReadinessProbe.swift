@@ -42,24 +42,15 @@ final class ReadinessProbe {
     private var unsaidStartProblem: String?
     private let backoffCap: UInt64
 
-    /// tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow
-    /// to answer its first request), cmd 30 s (the probe is the user's script, and the ready
-    /// timeout, 30 s by default, bounds the whole wait anyway).
-    static func defaultAttemptTimeout(for mode: ReadyMode) -> UInt64 {
-        switch mode {
-        case .tcp: return 1_000_000_000
-        case .http: return 5_000_000_000
-        default: return 30_000_000_000
-        }
-    }
-
     init(mode: ReadyMode, attemptTimeout: UInt64? = nil) {
         self.mode = mode
-        self.attemptTimeout = attemptTimeout ?? Self.defaultAttemptTimeout(for: mode)
-        if case .tcp = mode {
-            (backoff, backoffCap) = (1_000_000, 50_000_000)
-        } else {
-            (backoff, backoffCap) = (10_000_000, 200_000_000)
+        // tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow
+        // to answer its first request), cmd 30 s (the probe is the user's script, and the ready
+        // timeout, 30 s by default, bounds the whole wait anyway).
+        switch mode {
+        case .tcp: (self.attemptTimeout, backoff, backoffCap) = (attemptTimeout ?? 1_000_000_000, 1_000_000, 50_000_000)
+        case .http: (self.attemptTimeout, backoff, backoffCap) = (attemptTimeout ?? 5_000_000_000, 10_000_000, 200_000_000)
+        default: (self.attemptTimeout, backoff, backoffCap) = (attemptTimeout ?? 30_000_000_000, 10_000_000, 200_000_000)
         }
     }
 
