@@ -298,7 +298,7 @@ public struct IceboxClient: Sendable {
                 // An AsyncStream<Event> carries no error: a follow that fails (the log removed with
                 // its directory) ends the stream, which is how the stream says the daemon's log is
                 // gone.
-                try? follower.follow(stop: stop, deliver)
+                _ = try? follower.follow(stopOn: [pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)], deliver)
                 continuation.finish()
             }
         } catch {

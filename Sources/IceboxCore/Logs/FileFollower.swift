@@ -29,22 +29,16 @@ package final class FileFollower {
         generations = LogGenerations(path: path)
         fileName = generations.fileName
         let directory = generations.directory
-        if follow {
-            // The state directory may not exist before the first daemon ran: make it, as the daemon would.
-            // Only a convenience for the first run: if it cannot be made, the watch below fails and
-            // throws with the path.
-            try? FileIO.makeDirectories(directory, mode: 0o700)
-            do {
-                let watcher = try Inotify()
-                try watcher.addWatch(
-                    directory,
-                    mask: UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF))
-                inotify = watcher
-            } catch {
-                throw IceboxError("follow \(path)", error)
-            }
-        } else {
-            inotify = nil
+        // The state directory may not exist before the first daemon ran: make it, as the daemon would.
+        // Only a convenience for the first run: if it cannot be made, the watch below fails and
+        // throws with the path.
+        if follow { try? FileIO.makeDirectories(directory, mode: 0o700) }
+        do {
+            inotify = try follow ? Inotify() : nil
+            try inotify?.addWatch(
+                directory, mask: UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF))
+        } catch {
+            throw IceboxError("follow \(path)", error)
         }
         if !openCurrent() && !(missingIsEmpty && errno == ENOENT) {
             throw IceboxError("read", SystemError("open", path: path))
@@ -96,16 +90,10 @@ package final class FileFollower {
         readLineBytes { emit(String(decoding: $0, as: UTF8.self)) }
     }
 
-    /// Emits the lines there are, then every line appended later, until `stop` is signalled
-    /// or the file or its directory is removed. Needs `follow` at init.
-    package func follow(stop: Wakeup?, _ emit: (String) -> Void) throws(IceboxError) {
-        let stops = stop.map { [pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0)] } ?? []
-        _ = try follow(stopOn: stops, emit)
-    }
-
-    /// As `follow(stop:_:)`, ending when one of `stops` reports an event (for the CLI: a
-    /// signalfd, or stdout's reader going away): its index is returned; nil when the file or
-    /// its directory went away.
+    /// Emits the lines there are, then every line appended later, until one of `stops` reports
+    /// an event (a client's stop `Wakeup`; for the CLI: a signalfd, or stdout's reader going
+    /// away): its index is returned; nil when the file or its directory went away. Needs
+    /// `follow` at init.
     package func follow(stopOn stops: [pollfd], _ emit: (String) -> Void) throws(IceboxError) -> Int? {
         guard let inotify else {
             readLines(emit)
