@@ -41,22 +41,13 @@ enum AdoptionCheck {
     static func tree(root: pid_t, procRoot: String = "/proc", limit: Int = 100_000) -> [pid_t] {
         guard FileIO.exists("\(procRoot)/\(root)/task") else { return [] }
         if !FileIO.exists("\(procRoot)/\(root)/task/\(root)/children") { return treeByParent(root: root, procRoot: procRoot, limit: limit) }
-        var out: [pid_t] = []
-        var seen = Set<pid_t>()
-        var queue = [root]
-        while let pid = queue.popLast(), out.count < limit {
-            guard seen.insert(pid).inserted else { continue }
+        return walk(from: root, limit: limit) { pid in
             // A process gone meanwhile has no tasks: not part of the tree.
-            guard let tasks = try? FileIO.list("\(procRoot)/\(pid)/task") else { continue }
-            out.append(pid)
-            for task in tasks {
-                // A task gone meanwhile (or a kernel without the children file) has no children to
-                // add.
-                guard let text = try? FileIO.read("\(procRoot)/\(pid)/task/\(task)/children") else { continue }
-                queue.append(contentsOf: pids(inChildrenList: text))
-            }
+            guard let tasks = try? FileIO.list("\(procRoot)/\(pid)/task") else { return nil }
+            // A task gone meanwhile (or a kernel without the children file) has no children to
+            // add.
+            return tasks.flatMap { pids(inChildrenList: (try? FileIO.read("\(procRoot)/\(pid)/task/\($0)/children")) ?? "") }
         }
-        return out
     }
 
     /// The same tree from every process's parent pid (one pass over /proc).
@@ -67,13 +58,18 @@ enum AdoptionCheck {
             guard let pid = pid_t(name), let st = ProcFS.stat(pid: pid, procRoot: procRoot) else { continue }
             children[st.ppid, default: []].append(pid)
         }
+        return walk(from: root, limit: limit) { FileIO.exists("\(procRoot)/\($0)") ? children[$0] ?? [] : nil }
+    }
+
+    /// Depth-first from `root`, each pid once, at most `limit`; `children(pid)`: nil for a process gone (not part of the tree).
+    private static func walk(from root: pid_t, limit: Int, children: (pid_t) -> [pid_t]?) -> [pid_t] {
         var out: [pid_t] = []
         var seen = Set<pid_t>()
         var queue = [root]
         while let pid = queue.popLast(), out.count < limit {
-            guard seen.insert(pid).inserted, FileIO.exists("\(procRoot)/\(pid)") else { continue }
+            guard seen.insert(pid).inserted, let next = children(pid) else { continue }
             out.append(pid)
-            queue.append(contentsOf: children[pid] ?? [])
+            queue.append(contentsOf: next)
         }
         return out
     }
