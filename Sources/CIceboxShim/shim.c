@@ -58,11 +58,6 @@ struct icebox_clone_args {
     uint64_t set_tid, set_tid_size, cgroup;
 };
 
-enum {
-    STEP_CHDIR = ICEBOX_STEP_CHDIR, STEP_SETSID = ICEBOX_STEP_SETSID, STEP_DUP = ICEBOX_STEP_DUP,
-    STEP_EXEC = ICEBOX_STEP_EXEC, STEP_CGROUP = ICEBOX_STEP_CGROUP, STEP_AFFINITY = ICEBOX_STEP_AFFINITY,
-};
-
 static void child_fail(int err_fd, int step, int err) {
     int msg[2] = {step, err};
     ssize_t ignored = write(err_fd, msg, sizeof msg);
@@ -127,16 +122,12 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
 static int original_slice_default; // the daemon had no custom slice (its slice was changed);
                                    // set once, before any spawn; read by children only
 
-static int sched_attr_get(struct icebox_scheduling *attr) {
-    memset(attr, 0, sizeof *attr);
-    return (int)syscall(SYS_sched_getattr, 0, attr, sizeof *attr, 0);
-}
-
 // The thread's attributes when its policy is SCHED_OTHER or SCHED_BATCH, the ones with a
 // slice and the only ones icebox changes: anything a user chose with chrt (real-time,
 // deadline, idle) is left alone (-1, EINVAL).
 static int sched_attr_get_fair(struct icebox_scheduling *attr) {
-    if (sched_attr_get(attr) < 0) return -1;
+    memset(attr, 0, sizeof *attr);
+    if (syscall(SYS_sched_getattr, 0, attr, sizeof *attr, 0) < 0) return -1;
     if (attr->policy != SCHED_OTHER && attr->policy != SCHED_BATCH) {
         errno = EINVAL;
         return -1;
@@ -181,10 +172,6 @@ int icebox_preemption_on(const struct icebox_scheduling *saved) {
     return sched_setscheduler(0, SCHED_OTHER, &normal);
 }
 
-static void restore_scheduling(void) {
-    if (original_slice_default) sched_slice_set(0);
-}
-
 // The CPUs a child pinned for its clone (see clone3_vfork) gets back just before its execve:
 // `pinned` is the one-CPU set the clone gave it, `restore` the spawner's own set. Only a
 // child still holding exactly `pinned` is changed: a clone into a cpuset cgroup gets that
@@ -222,7 +209,7 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, NULL);
 
-    if (req->new_session && setsid() < 0) child_fail(err_fd, STEP_SETSID, errno);
+    if (req->new_session && setsid() < 0) child_fail(err_fd, ICEBOX_STEP_SETSID, errno);
     if (req->nofile_soft > 0) {
         struct rlimit limit;
         if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && req->nofile_soft <= limit.rlim_max) {
@@ -241,11 +228,11 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
             // clobber another source that happens to be numbered 0..3.
             src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
         }
-        if (src[i] < 0) child_fail(err_fd, STEP_DUP, errno);
+        if (src[i] < 0) child_fail(err_fd, ICEBOX_STEP_DUP, errno);
     }
     for (int i = 0; i < 4; i++) {
         if (src[i] < 0) continue;
-        if (dup2(src[i], i) < 0) child_fail(err_fd, STEP_DUP, errno); // dup2 clears FD_CLOEXEC
+        if (dup2(src[i], i) < 0) child_fail(err_fd, ICEBOX_STEP_DUP, errno); // dup2 clears FD_CLOEXEC
     }
     // Nothing else leaks into the program: every other descriptor closes on exec.
     unsigned int first = req->extra_fd >= 0 ? 4 : 3;
@@ -254,30 +241,31 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     }
     if (req->set_identity) child_become(req, err_fd);
     // After the change of identity: the directory must be one the app's user may enter.
-    if (req->cwd && chdir(req->cwd) < 0) child_fail(err_fd, STEP_CHDIR, errno);
-    restore_scheduling();
+    if (req->cwd && chdir(req->cwd) < 0) child_fail(err_fd, ICEBOX_STEP_CHDIR, errno);
+    if (original_slice_default) sched_slice_set(0);
     if (affinity) {
         // Last, so the load balancer cannot move the child before its execve has begun
         // (exec's own balancing leaves a task on a CPU that is busy with nothing else).
         cpu_set_t now;
         if (sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &affinity->pinned) &&
             sched_setaffinity(0, sizeof affinity->restore, &affinity->restore) < 0)
-            child_fail(err_fd, STEP_AFFINITY, errno);
+            child_fail(err_fd, ICEBOX_STEP_AFFINITY, errno);
     }
 
     execve(req->path, req->argv, req->envp);
-    child_fail(err_fd, STEP_EXEC, errno);
+    child_fail(err_fd, ICEBOX_STEP_EXEC, errno);
+}
+
+static struct icebox_clone_args clone_args(uint64_t flags, int cgroup_fd, int *pidfd) {
+    // With CLONE_PARENT the kernel wants an exit signal of 0: the child's is the caller's own
+    // (SIGCHLD, as the caller was made with it).
+    return (struct icebox_clone_args){.flags = CLONE_PIDFD | flags, .pidfd = (uint64_t)(uintptr_t)pidfd,
+                                      .exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD,
+                                      .cgroup = (flags & CLONE_INTO_CGROUP) ? (uint64_t)cgroup_fd : 0};
 }
 
 pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
-    struct icebox_clone_args args;
-    memset(&args, 0, sizeof args);
-    args.flags = CLONE_PIDFD | extra_flags;
-    args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    // With CLONE_PARENT the kernel wants 0 here: the child's exit signal is the caller's own
-    // (SIGCHLD, as the caller was made with it).
-    args.exit_signal = (extra_flags & CLONE_PARENT) ? 0 : SIGCHLD;
-    if (extra_flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
+    struct icebox_clone_args args = clone_args(extra_flags, cgroup_fd, pidfd);
     return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
@@ -313,14 +301,9 @@ static pid_t clone3_vfork(uint64_t flags, int cgroup_fd, int *pidfd, int (*fn)(v
     const size_t size = 256 * 1024;
     void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return -1;
-    struct icebox_clone_args args;
-    memset(&args, 0, sizeof args);
-    args.flags = CLONE_PIDFD | CLONE_VM | CLONE_VFORK | flags;
-    args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
+    struct icebox_clone_args args = clone_args(CLONE_VM | CLONE_VFORK | flags, cgroup_fd, pidfd);
     args.stack = (uint64_t)(uintptr_t)stack; // the kernel starts the child at stack + stack_size
     args.stack_size = size;
-    if (flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
     uint64_t all = ~0ULL, old = 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
     long ret;
@@ -366,11 +349,6 @@ static int vfork_child_main(void *p) {
 }
 #endif
 
-static void reap(pid_t pid) {
-    siginfo_t info;
-    while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
-}
-
 static int close_pair_and_fail(int a[2], int b[2]) {
     int saved = errno;
     if (a[0] >= 0) { close(a[0]); close(a[1]); }
@@ -392,7 +370,8 @@ static void reap_or_hand_over(pid_t pid, int pidfd, int clone_parent, struct ice
         result->pidfd = pidfd;
         return;
     }
-    reap(pid);
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
     if (pidfd >= 0) close(pidfd);
     result->pidfd = -1;
 }
@@ -477,7 +456,7 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
             close(err_pipe[0]);
             reap_or_hand_over(pid, pidfd, clone_parent, result);
             result->child_errno = move_errno;
-            result->failed_step = STEP_CGROUP;
+            result->failed_step = ICEBOX_STEP_CGROUP;
             return 0;
         }
         ssize_t ignored = write(go_pipe[1], "g", 1);
@@ -558,11 +537,11 @@ int icebox_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *pid) {
+static int waitid_fill(idtype_t type, id_t id, int options, int *code, int *status, pid_t *pid) {
     siginfo_t info;
     memset(&info, 0, sizeof info);
     int rc;
-    do { rc = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, options); } while (rc < 0 && errno == EINTR);
+    do { rc = waitid(type, id, &info, options); } while (rc < 0 && errno == EINTR);
     if (rc < 0) return -1;
     *code = info.si_code;
     *status = info.si_status;
@@ -570,16 +549,12 @@ int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *p
     return 0;
 }
 
+int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *pid) {
+    return waitid_fill((idtype_t)P_PIDFD, (id_t)pidfd, options, code, status, pid);
+}
+
 int icebox_waitid_all(int options, int *code, int *status, pid_t *pid) {
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    int rc;
-    do { rc = waitid(P_ALL, 0, &info, options); } while (rc < 0 && errno == EINTR);
-    if (rc < 0) return -1;
-    *code = info.si_code;
-    *status = info.si_status;
-    *pid = info.si_pid;
-    return 0;
+    return waitid_fill(P_ALL, 0, options, code, status, pid);
 }
 
 int icebox_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
