@@ -89,8 +89,7 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
     // A change to a non-root uid has cleared permitted and effective already; inheritable
     // (and a uid of 0, which keeps everything) are cleared here.
     struct icebox_cap_header header = {ICEBOX_CAPABILITY_VERSION_3, 0};
-    struct icebox_cap_data data[2];
-    memset(data, 0, sizeof data);
+    struct icebox_cap_data data[2] = {0};
     if (syscall(SYS_capset, &header, data) < 0) child_fail(err_fd, ICEBOX_STEP_CAPSET, errno);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(err_fd, ICEBOX_STEP_NO_NEW_PRIVS, errno);
 
@@ -153,12 +152,8 @@ int icebox_set_latency_sensitive(uint64_t slice_ns) {
 
 int icebox_preemption_off(struct icebox_scheduling *saved) {
     if (sched_attr_get_fair(saved) < 0) return -1;
-    struct icebox_scheduling attr;
-    memset(&attr, 0, sizeof attr);
-    attr.size = sizeof attr;
-    attr.policy = SCHED_FIFO;
-    attr.priority = 1;
-    attr.flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK; // never inherited, whatever happens
+    struct icebox_scheduling attr = {.size = sizeof attr, .policy = SCHED_FIFO, .priority = 1,
+                                     .flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK}; // never inherited, whatever happens
     return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
@@ -198,9 +193,7 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
 
     // A clean signal state: the daemon blocks signals it reads through signalfd, and a
     // child inherits the mask and any ignored dispositions.
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++) {
         if (sig == SIGKILL || sig == SIGSTOP) continue;
         sigaction(sig, &dfl, NULL); // fails harmlessly for glibc-internal signals
@@ -513,9 +506,7 @@ struct icebox_pidfd_info {
 #define ICEBOX_PIDFD_INFO_CGROUPID (1ULL << 2)
 
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
-    struct icebox_pidfd_info info;
-    memset(&info, 0, sizeof info);
-    info.mask = ICEBOX_PIDFD_INFO_CGROUPID;
+    struct icebox_pidfd_info info = {.mask = ICEBOX_PIDFD_INFO_CGROUPID};
     if (ioctl(pidfd, ICEBOX_PIDFD_GET_INFO, &info) < 0) return -1;
     if (!(info.mask & ICEBOX_PIDFD_INFO_CGROUPID)) {
         errno = EOPNOTSUPP;
@@ -581,10 +572,7 @@ int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t 
 }
 ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     char control[CMSG_SPACE(sizeof(int) * 16)];
     if (fds && nfds > 0) {
         if (nfds > 16) { errno = EINVAL; return -1; }
@@ -605,17 +593,12 @@ ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *f
 ssize_t icebox_recv_with_fds_creds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds,
                                    pid_t *pid, uid_t *uid) {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
     union {
         char buf[CMSG_SPACE(sizeof(int) * 16) + CMSG_SPACE(sizeof(struct ucred))];
         struct cmsghdr align;
     } control;
     memset(&control, 0, sizeof control);
-    msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof control.buf;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf};
     *nfds = 0;
     *pid = -1;
     *uid = (uid_t)-1;

@@ -325,10 +325,8 @@ __attribute__((noreturn)) static void stand_in_main(int sock, const int *procs_f
         n = icebox_recv_with_fds_creds(sock, &mask, sizeof mask, fds, 8, &nfds, &ignored_pid, &ignored_uid);
     } while (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && icebox_poll_ns(sock, POLLIN, 60000000000ULL) >= 0);
     if (n <= 0) _exit(0); // the daemon closed our socket: not needed any more
-    struct icebox_spawn_result result;
-    memset(&result, 0, sizeof result);
-    struct icebox_spawn_request req;
-    memset(&req, 0, sizeof req);
+    struct icebox_spawn_result result = {0};
+    struct icebox_spawn_request req = {0};
     int expected = 1;
     for (int i = 0; i < 6; i++) expected += (mask >> i) & 1;
     if (n != (ssize_t)sizeof mask || nfds != expected || !read_spec(fds[0], &req)) {
