@@ -44,7 +44,7 @@ enum { HAS_STDIN = 1, HAS_STDOUT = 2, HAS_STDERR = 4, HAS_EXTRA = 8, HAS_CGROUP 
 
 struct reply {
     int32_t status; // 0: result below; else the errno of why the stand-in could not spawn
-    int32_t pid, method, child_errno, failed_step, vforked;
+    struct icebox_spawn_result result; // with status 0: child_errno 0; the pidfd travels as a descriptor
 };
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -158,11 +158,6 @@ int icebox_stand_in_send(int sock, const struct icebox_spawn_request *req) {
 int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
     memset(result, 0, sizeof *result);
     result->pidfd = -1;
-    struct pollfd ready = {.fd = sock, .events = POLLIN};
-    int polled;
-    do { polled = poll(&ready, 1, 0); } while (polled < 0 && errno == EINTR);
-    if (polled < 0) return -1;
-    if (polled == 0) return 0;
     struct reply reply;
     int got[2] = {-1, -1}, ngot = 0;
     pid_t ignored_pid;
@@ -179,9 +174,7 @@ int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
     // would, rather than by the stand-in, which saves a wake-up on the way back. After a
     // vfork (the usual clone) there is nothing left to wait for: the clone returned in the
     // stand-in once the child had run its execve or failed.
-    result->pid = reply.pid;
-    result->method = reply.method;
-    result->vforked = reply.vforked;
+    *result = reply.result; // its pidfd is replaced below, on every path
     icebox_spawn_await_exec(got[1], got[0], 0, result);
     return 1;
 }
@@ -241,13 +234,8 @@ static int read_spec(int memfd, struct icebox_spawn_request *req) {
 // The reply: the child's pid and method with its pidfd and the read end of its error
 // pipe, or only a status saying why there is no child.
 static void send_reply(int sock, int32_t status, const struct icebox_spawn_result *result, int err_read) {
-    struct reply reply = {.status = status};
+    struct reply reply = {.status = status, .result = status ? (struct icebox_spawn_result){0} : *result};
     int fds[2] = {result->pidfd, err_read};
-    if (!status) {
-        reply.pid = result->pid;
-        reply.method = result->method;
-        reply.vforked = result->vforked;
-    }
     (void)icebox_send_with_fds(sock, &reply, sizeof reply, status ? NULL : fds, status ? 0 : 2);
 }
 
