@@ -22,7 +22,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -516,10 +515,6 @@ int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
     return 0;
 }
 
-long icebox_getxattr(const char *path, const char *name, void *value, size_t size) {
-    return (long)getxattr(path, name, value, size);
-}
-
 int icebox_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);
 }
@@ -622,13 +617,6 @@ ssize_t icebox_recv_with_fds_creds(int sock, void *buf, size_t len, int *fds, in
         }
     }
     return n;
-}
-
-int icebox_sigset_for(sigset_t *set, const int *signals, int count) {
-    sigemptyset(set);
-    for (int i = 0; i < count; i++)
-        if (sigaddset(set, signals[i]) < 0) return -1;
-    return 0;
 }
 
 int icebox_nsig(void) { return NSIG; }

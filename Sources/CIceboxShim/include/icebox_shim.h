@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sys/xattr.h> // getxattr, which Swift's Glibc module does not import
 
 #pragma clang assume_nonnull begin
 
@@ -100,8 +101,6 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
 /// the process is gone).
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
-/// getxattr(2), which Swift's Glibc module does not import (<sys/xattr.h>).
-long icebox_getxattr(const char *_Nonnull path, const char *_Nonnull name, void *_Nullable value, size_t size);
 int icebox_pidfd_send_signal(int pidfd, int sig);
 /// waitid(P_PIDFD, pidfd, ...). options as for waitid. Returns 0 or -1 with errno.
 int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
@@ -165,8 +164,6 @@ int icebox_pipe_cloexec(int *_Nonnull fds);
 // /etc/passwd lacks.
 int icebox_static_nss_files_only(void);
 
-/// The bits of a sigset_t, for SigCgt comparisons and signalfd masks.
-int icebox_sigset_for(sigset_t *_Nonnull set, const int *_Nonnull signals, int count);
 /// Number of signals (NSIG).
 int icebox_nsig(void);
 /// SIGRTMIN at run time (a glibc function behind a macro).
