@@ -11,14 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
-#include <sys/epoll.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -27,12 +25,6 @@
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
-#endif
-#ifndef CLONE_NEWPID
-#define CLONE_NEWPID 0x20000000
-#endif
-#ifndef CLONE_PARENT
-#define CLONE_PARENT 0x00008000
 #endif
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -492,9 +484,8 @@ void icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, struct i
     result->pidfd = pidfd;
 }
 
-// PIDFD_GET_INFO (Linux 6.13): what a pidfd's process is, among it the id of its cgroup v2
-// (the inode number of the cgroup's directory). Defined here: the headers glibc 2.36 builds
-// against predate it. The kernel takes any size from the first version's 64 bytes up.
+// PIDFD_GET_INFO's struct (Linux 6.13), defined here: the headers glibc 2.36 builds against
+// predate it. The kernel takes any size from the first version's 64 bytes up.
 struct icebox_pidfd_info {
     uint64_t mask;
     uint64_t cgroupid;
@@ -696,9 +687,7 @@ long long icebox_lock_program_image(void) {
     return (long long)state.locked;
 }
 
-// Defined by the icebox executable's own C target (CIceboxStart/pid_namespace_init.c), which
-// runs the init of a --pid-namespace app; absent (NULL) in a program that only links the
-// libraries.
+// Weak: only the icebox executable defines it (CIceboxStart/pid_namespace_init.c).
 extern const int icebox_start_pid_namespace_init __attribute__((weak));
 
 int icebox_executable_has_pid_namespace_init(void) {

@@ -7,19 +7,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(char *) == sizeof(uint64_t), "the request's pointer arrays hold 64-bit offsets");
@@ -115,8 +111,6 @@ static int write_spec(const struct icebox_spawn_request *req) {
     free(buf);
     return fd;
 }
-
-pid_t icebox_stand_in_start(const int *procs_fds, int nprocs, int *pidfd, int *sock);
 
 int icebox_stand_in_ready(int sock, int *attach_errno) {
     int32_t value = 0;

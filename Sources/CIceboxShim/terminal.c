@@ -5,7 +5,6 @@
 #include "icebox_shim.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>

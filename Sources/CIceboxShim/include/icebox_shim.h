@@ -12,11 +12,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <sys/xattr.h> // getxattr, which Swift's Glibc module does not import
 
 #pragma clang assume_nonnull begin
@@ -62,7 +58,6 @@ struct icebox_spawn_request {
 
 /// The step of a spawn that failed (icebox_spawn_result.failed_step).
 enum icebox_spawn_step {
-    ICEBOX_STEP_NONE = 0,
     ICEBOX_STEP_CHDIR = 1,
     ICEBOX_STEP_SETSID = 2,
     ICEBOX_STEP_DUP = 3,
@@ -85,10 +80,7 @@ struct icebox_spawn_result {
     int method;      // enum icebox_spawn_method
     int child_errno; // 0: execve succeeded; else the errno of the step that failed
     int failed_step; // enum icebox_spawn_step
-    // The spawner was a vfork parent: it resumed only once the child had left its address
-    // space, at execve's point of no return or at its exit after reporting a failure. The
-    // error pipe then says at once what happened; nobody waits for its end of file.
-    int vforked;
+    int vforked;     // 1: the spawner was a vfork parent (icebox_spawn_await_exec reads the pipe at once)
 };
 
 /// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which
@@ -129,7 +121,6 @@ int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
 int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
 /* renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically. */
 int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_Nonnull b);
-struct epoll_event;
 /* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
    milliseconds, rounded up, on a kernel without it (before 5.11). */
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
