@@ -11,29 +11,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
-#include <sys/epoll.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
-#endif
-#ifndef CLONE_NEWPID
-#define CLONE_NEWPID 0x20000000
-#endif
-#ifndef CLONE_PARENT
-#define CLONE_PARENT 0x00008000
 #endif
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -56,11 +47,6 @@
 struct icebox_clone_args {
     uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
     uint64_t set_tid, set_tid_size, cgroup;
-};
-
-enum {
-    STEP_CHDIR = ICEBOX_STEP_CHDIR, STEP_SETSID = ICEBOX_STEP_SETSID, STEP_DUP = ICEBOX_STEP_DUP,
-    STEP_EXEC = ICEBOX_STEP_EXEC, STEP_CGROUP = ICEBOX_STEP_CGROUP, STEP_AFFINITY = ICEBOX_STEP_AFFINITY,
 };
 
 static void child_fail(int err_fd, int step, int err) {
@@ -94,8 +80,7 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
     // A change to a non-root uid has cleared permitted and effective already; inheritable
     // (and a uid of 0, which keeps everything) are cleared here.
     struct icebox_cap_header header = {ICEBOX_CAPABILITY_VERSION_3, 0};
-    struct icebox_cap_data data[2];
-    memset(data, 0, sizeof data);
+    struct icebox_cap_data data[2] = {0};
     if (syscall(SYS_capset, &header, data) < 0) child_fail(err_fd, ICEBOX_STEP_CAPSET, errno);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) child_fail(err_fd, ICEBOX_STEP_NO_NEW_PRIVS, errno);
 
@@ -127,16 +112,12 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
 static int original_slice_default; // the daemon had no custom slice (its slice was changed);
                                    // set once, before any spawn; read by children only
 
-static int sched_attr_get(struct icebox_scheduling *attr) {
-    memset(attr, 0, sizeof *attr);
-    return (int)syscall(SYS_sched_getattr, 0, attr, sizeof *attr, 0);
-}
-
 // The thread's attributes when its policy is SCHED_OTHER or SCHED_BATCH, the ones with a
 // slice and the only ones icebox changes: anything a user chose with chrt (real-time,
 // deadline, idle) is left alone (-1, EINVAL).
 static int sched_attr_get_fair(struct icebox_scheduling *attr) {
-    if (sched_attr_get(attr) < 0) return -1;
+    memset(attr, 0, sizeof *attr);
+    if (syscall(SYS_sched_getattr, 0, attr, sizeof *attr, 0) < 0) return -1;
     if (attr->policy != SCHED_OTHER && attr->policy != SCHED_BATCH) {
         errno = EINVAL;
         return -1;
@@ -162,12 +143,8 @@ int icebox_set_latency_sensitive(uint64_t slice_ns) {
 
 int icebox_preemption_off(struct icebox_scheduling *saved) {
     if (sched_attr_get_fair(saved) < 0) return -1;
-    struct icebox_scheduling attr;
-    memset(&attr, 0, sizeof attr);
-    attr.size = sizeof attr;
-    attr.policy = SCHED_FIFO;
-    attr.priority = 1;
-    attr.flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK; // never inherited, whatever happens
+    struct icebox_scheduling attr = {.size = sizeof attr, .policy = SCHED_FIFO, .priority = 1,
+                                     .flags = ICEBOX_SCHED_FLAG_RESET_ON_FORK}; // never inherited, whatever happens
     return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
@@ -179,10 +156,6 @@ int icebox_preemption_on(const struct icebox_scheduling *saved) {
     // Never left real-time: leaving it is always allowed, if not with the old attributes.
     struct sched_param normal = {0};
     return sched_setscheduler(0, SCHED_OTHER, &normal);
-}
-
-static void restore_scheduling(void) {
-    if (original_slice_default) sched_slice_set(0);
 }
 
 // The CPUs a child pinned for its clone (see clone3_vfork) gets back just before its execve:
@@ -211,9 +184,7 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
 
     // A clean signal state: the daemon blocks signals it reads through signalfd, and a
     // child inherits the mask and any ignored dispositions.
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++) {
         if (sig == SIGKILL || sig == SIGSTOP) continue;
         sigaction(sig, &dfl, NULL); // fails harmlessly for glibc-internal signals
@@ -222,7 +193,7 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, NULL);
 
-    if (req->new_session && setsid() < 0) child_fail(err_fd, STEP_SETSID, errno);
+    if (req->new_session && setsid() < 0) child_fail(err_fd, ICEBOX_STEP_SETSID, errno);
     if (req->nofile_soft > 0) {
         struct rlimit limit;
         if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && req->nofile_soft <= limit.rlim_max) {
@@ -241,11 +212,11 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
             // clobber another source that happens to be numbered 0..3.
             src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
         }
-        if (src[i] < 0) child_fail(err_fd, STEP_DUP, errno);
+        if (src[i] < 0) child_fail(err_fd, ICEBOX_STEP_DUP, errno);
     }
     for (int i = 0; i < 4; i++) {
         if (src[i] < 0) continue;
-        if (dup2(src[i], i) < 0) child_fail(err_fd, STEP_DUP, errno); // dup2 clears FD_CLOEXEC
+        if (dup2(src[i], i) < 0) child_fail(err_fd, ICEBOX_STEP_DUP, errno); // dup2 clears FD_CLOEXEC
     }
     // Nothing else leaks into the program: every other descriptor closes on exec.
     unsigned int first = req->extra_fd >= 0 ? 4 : 3;
@@ -254,30 +225,31 @@ static void child_main(const struct icebox_spawn_request *req, int err_fd, int g
     }
     if (req->set_identity) child_become(req, err_fd);
     // After the change of identity: the directory must be one the app's user may enter.
-    if (req->cwd && chdir(req->cwd) < 0) child_fail(err_fd, STEP_CHDIR, errno);
-    restore_scheduling();
+    if (req->cwd && chdir(req->cwd) < 0) child_fail(err_fd, ICEBOX_STEP_CHDIR, errno);
+    if (original_slice_default) sched_slice_set(0);
     if (affinity) {
         // Last, so the load balancer cannot move the child before its execve has begun
         // (exec's own balancing leaves a task on a CPU that is busy with nothing else).
         cpu_set_t now;
         if (sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &affinity->pinned) &&
             sched_setaffinity(0, sizeof affinity->restore, &affinity->restore) < 0)
-            child_fail(err_fd, STEP_AFFINITY, errno);
+            child_fail(err_fd, ICEBOX_STEP_AFFINITY, errno);
     }
 
     execve(req->path, req->argv, req->envp);
-    child_fail(err_fd, STEP_EXEC, errno);
+    child_fail(err_fd, ICEBOX_STEP_EXEC, errno);
+}
+
+static struct icebox_clone_args clone_args(uint64_t flags, int cgroup_fd, int *pidfd) {
+    // With CLONE_PARENT the kernel wants an exit signal of 0: the child's is the caller's own
+    // (SIGCHLD, as the caller was made with it).
+    return (struct icebox_clone_args){.flags = CLONE_PIDFD | flags, .pidfd = (uint64_t)(uintptr_t)pidfd,
+                                      .exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD,
+                                      .cgroup = (flags & CLONE_INTO_CGROUP) ? (uint64_t)cgroup_fd : 0};
 }
 
 pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
-    struct icebox_clone_args args;
-    memset(&args, 0, sizeof args);
-    args.flags = CLONE_PIDFD | extra_flags;
-    args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    // With CLONE_PARENT the kernel wants 0 here: the child's exit signal is the caller's own
-    // (SIGCHLD, as the caller was made with it).
-    args.exit_signal = (extra_flags & CLONE_PARENT) ? 0 : SIGCHLD;
-    if (extra_flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
+    struct icebox_clone_args args = clone_args(extra_flags, cgroup_fd, pidfd);
     return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
@@ -313,14 +285,9 @@ static pid_t clone3_vfork(uint64_t flags, int cgroup_fd, int *pidfd, int (*fn)(v
     const size_t size = 256 * 1024;
     void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return -1;
-    struct icebox_clone_args args;
-    memset(&args, 0, sizeof args);
-    args.flags = CLONE_PIDFD | CLONE_VM | CLONE_VFORK | flags;
-    args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
+    struct icebox_clone_args args = clone_args(CLONE_VM | CLONE_VFORK | flags, cgroup_fd, pidfd);
     args.stack = (uint64_t)(uintptr_t)stack; // the kernel starts the child at stack + stack_size
     args.stack_size = size;
-    if (flags & CLONE_INTO_CGROUP) args.cgroup = (uint64_t)cgroup_fd;
     uint64_t all = ~0ULL, old = 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
     long ret;
@@ -366,11 +333,6 @@ static int vfork_child_main(void *p) {
 }
 #endif
 
-static void reap(pid_t pid) {
-    siginfo_t info;
-    while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
-}
-
 static int close_pair_and_fail(int a[2], int b[2]) {
     int saved = errno;
     if (a[0] >= 0) { close(a[0]); close(a[1]); }
@@ -392,7 +354,8 @@ static void reap_or_hand_over(pid_t pid, int pidfd, int clone_parent, struct ice
         result->pidfd = pidfd;
         return;
     }
-    reap(pid);
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED) < 0 && errno == EINTR) {}
     if (pidfd >= 0) close(pidfd);
     result->pidfd = -1;
 }
@@ -477,7 +440,7 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
             close(err_pipe[0]);
             reap_or_hand_over(pid, pidfd, clone_parent, result);
             result->child_errno = move_errno;
-            result->failed_step = STEP_CGROUP;
+            result->failed_step = ICEBOX_STEP_CGROUP;
             return 0;
         }
         ssize_t ignored = write(go_pipe[1], "g", 1);
@@ -521,9 +484,8 @@ void icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, struct i
     result->pidfd = pidfd;
 }
 
-// PIDFD_GET_INFO (Linux 6.13): what a pidfd's process is, among it the id of its cgroup v2
-// (the inode number of the cgroup's directory). Defined here: the headers glibc 2.36 builds
-// against predate it. The kernel takes any size from the first version's 64 bytes up.
+// PIDFD_GET_INFO's struct (Linux 6.13), defined here: the headers glibc 2.36 builds against
+// predate it. The kernel takes any size from the first version's 64 bytes up.
 struct icebox_pidfd_info {
     uint64_t mask;
     uint64_t cgroupid;
@@ -534,9 +496,7 @@ struct icebox_pidfd_info {
 #define ICEBOX_PIDFD_INFO_CGROUPID (1ULL << 2)
 
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
-    struct icebox_pidfd_info info;
-    memset(&info, 0, sizeof info);
-    info.mask = ICEBOX_PIDFD_INFO_CGROUPID;
+    struct icebox_pidfd_info info = {.mask = ICEBOX_PIDFD_INFO_CGROUPID};
     if (ioctl(pidfd, ICEBOX_PIDFD_GET_INFO, &info) < 0) return -1;
     if (!(info.mask & ICEBOX_PIDFD_INFO_CGROUPID)) {
         errno = EOPNOTSUPP;
@@ -544,10 +504,6 @@ int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
     }
     *id = info.cgroupid;
     return 0;
-}
-
-long icebox_getxattr(const char *path, const char *name, void *value, size_t size) {
-    return (long)getxattr(path, name, value, size);
 }
 
 int icebox_pidfd_open(pid_t pid, unsigned int flags) {
@@ -558,11 +514,11 @@ int icebox_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *pid) {
+static int waitid_fill(idtype_t type, id_t id, int options, int *code, int *status, pid_t *pid) {
     siginfo_t info;
     memset(&info, 0, sizeof info);
     int rc;
-    do { rc = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, options); } while (rc < 0 && errno == EINTR);
+    do { rc = waitid(type, id, &info, options); } while (rc < 0 && errno == EINTR);
     if (rc < 0) return -1;
     *code = info.si_code;
     *status = info.si_status;
@@ -570,16 +526,12 @@ int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *p
     return 0;
 }
 
+int icebox_waitid_pidfd(int pidfd, int options, int *code, int *status, pid_t *pid) {
+    return waitid_fill((idtype_t)P_PIDFD, (id_t)pidfd, options, code, status, pid);
+}
+
 int icebox_waitid_all(int options, int *code, int *status, pid_t *pid) {
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    int rc;
-    do { rc = waitid(P_ALL, 0, &info, options); } while (rc < 0 && errno == EINTR);
-    if (rc < 0) return -1;
-    *code = info.si_code;
-    *status = info.si_status;
-    *pid = info.si_pid;
-    return 0;
+    return waitid_fill(P_ALL, 0, options, code, status, pid);
 }
 
 int icebox_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
@@ -606,10 +558,7 @@ int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t 
 }
 ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     char control[CMSG_SPACE(sizeof(int) * 16)];
     if (fds && nfds > 0) {
         if (nfds > 16) { errno = EINVAL; return -1; }
@@ -630,17 +579,12 @@ ssize_t icebox_send_with_fds(int sock, const void *buf, size_t len, const int *f
 ssize_t icebox_recv_with_fds_creds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds,
                                    pid_t *pid, uid_t *uid) {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
-    struct msghdr msg;
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
     union {
         char buf[CMSG_SPACE(sizeof(int) * 16) + CMSG_SPACE(sizeof(struct ucred))];
         struct cmsghdr align;
     } control;
     memset(&control, 0, sizeof control);
-    msg.msg_control = control.buf;
-    msg.msg_controllen = sizeof control.buf;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf};
     *nfds = 0;
     *pid = -1;
     *uid = (uid_t)-1;
@@ -664,13 +608,6 @@ ssize_t icebox_recv_with_fds_creds(int sock, void *buf, size_t len, int *fds, in
         }
     }
     return n;
-}
-
-int icebox_sigset_for(sigset_t *set, const int *signals, int count) {
-    sigemptyset(set);
-    for (int i = 0; i < count; i++)
-        if (sigaddset(set, signals[i]) < 0) return -1;
-    return 0;
 }
 
 int icebox_nsig(void) { return NSIG; }
@@ -750,9 +687,7 @@ long long icebox_lock_program_image(void) {
     return (long long)state.locked;
 }
 
-// Defined by the icebox executable's own C target (CIceboxStart/pid_namespace_init.c), which
-// runs the init of a --pid-namespace app; absent (NULL) in a program that only links the
-// libraries.
+// Weak: only the icebox executable defines it (CIceboxStart/pid_namespace_init.c).
 extern const int icebox_start_pid_namespace_init __attribute__((weak));
 
 int icebox_executable_has_pid_namespace_init(void) {

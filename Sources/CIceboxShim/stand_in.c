@@ -7,19 +7,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(char *) == sizeof(uint64_t), "the request's pointer arrays hold 64-bit offsets");
@@ -44,7 +40,7 @@ enum { HAS_STDIN = 1, HAS_STDOUT = 2, HAS_STDERR = 4, HAS_EXTRA = 8, HAS_CGROUP 
 
 struct reply {
     int32_t status; // 0: result below; else the errno of why the stand-in could not spawn
-    int32_t pid, method, child_errno, failed_step, vforked;
+    struct icebox_spawn_result result; // with status 0: child_errno 0; the pidfd travels as a descriptor
 };
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -116,8 +112,6 @@ static int write_spec(const struct icebox_spawn_request *req) {
     return fd;
 }
 
-pid_t icebox_stand_in_start(const int *procs_fds, int nprocs, int *pidfd, int *sock);
-
 int icebox_stand_in_ready(int sock, int *attach_errno) {
     int32_t value = 0;
     ssize_t n;
@@ -158,11 +152,6 @@ int icebox_stand_in_send(int sock, const struct icebox_spawn_request *req) {
 int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
     memset(result, 0, sizeof *result);
     result->pidfd = -1;
-    struct pollfd ready = {.fd = sock, .events = POLLIN};
-    int polled;
-    do { polled = poll(&ready, 1, 0); } while (polled < 0 && errno == EINTR);
-    if (polled < 0) return -1;
-    if (polled == 0) return 0;
     struct reply reply;
     int got[2] = {-1, -1}, ngot = 0;
     pid_t ignored_pid;
@@ -179,9 +168,7 @@ int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
     // would, rather than by the stand-in, which saves a wake-up on the way back. After a
     // vfork (the usual clone) there is nothing left to wait for: the clone returned in the
     // stand-in once the child had run its execve or failed.
-    result->pid = reply.pid;
-    result->method = reply.method;
-    result->vforked = reply.vforked;
+    *result = reply.result; // its pidfd is replaced below, on every path
     icebox_spawn_await_exec(got[1], got[0], 0, result);
     return 1;
 }
@@ -241,13 +228,8 @@ static int read_spec(int memfd, struct icebox_spawn_request *req) {
 // The reply: the child's pid and method with its pidfd and the read end of its error
 // pipe, or only a status saying why there is no child.
 static void send_reply(int sock, int32_t status, const struct icebox_spawn_result *result, int err_read) {
-    struct reply reply = {.status = status};
+    struct reply reply = {.status = status, .result = status ? (struct icebox_spawn_result){0} : *result};
     int fds[2] = {result->pidfd, err_read};
-    if (!status) {
-        reply.pid = result->pid;
-        reply.method = result->method;
-        reply.vforked = result->vforked;
-    }
     (void)icebox_send_with_fds(sock, &reply, sizeof reply, status ? NULL : fds, status ? 0 : 2);
 }
 
@@ -325,10 +307,8 @@ __attribute__((noreturn)) static void stand_in_main(int sock, const int *procs_f
         n = icebox_recv_with_fds_creds(sock, &mask, sizeof mask, fds, 8, &nfds, &ignored_pid, &ignored_uid);
     } while (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && icebox_poll_ns(sock, POLLIN, 60000000000ULL) >= 0);
     if (n <= 0) _exit(0); // the daemon closed our socket: not needed any more
-    struct icebox_spawn_result result;
-    memset(&result, 0, sizeof result);
-    struct icebox_spawn_request req;
-    memset(&req, 0, sizeof req);
+    struct icebox_spawn_result result = {0};
+    struct icebox_spawn_request req = {0};
     int expected = 1;
     for (int i = 0; i < 6; i++) expected += (mask >> i) & 1;
     if (n != (ssize_t)sizeof mask || nfds != expected || !read_spec(fds[0], &req)) {

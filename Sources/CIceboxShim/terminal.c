@@ -5,7 +5,6 @@
 #include "icebox_shim.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
@@ -70,9 +69,7 @@ int icebox_terminal_raw(int fd, const char *leave, size_t leave_len) {
     settings.c_cflag |= CS8;
     settings.c_cc[VMIN] = 1;
     settings.c_cc[VTIME] = 0;
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = crashed;
+    struct sigaction action = {.sa_handler = crashed};
     sigemptyset(&action.sa_mask);
     for (size_t i = 0; i < CRASH_SIGNALS; i++) sigaction(crash_signals[i], &action, &previous[i]);
     active = 1;

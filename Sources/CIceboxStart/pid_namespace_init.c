@@ -46,12 +46,6 @@ static void say(const char *a, const char *b, const char *c) {
     }
 }
 
-static int status_of(int st) {
-    if (WIFEXITED(st)) return WEXITSTATUS(st);
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return 1;
-}
-
 static int run_init(char **argv, char **envp) {
     sigset_t set, old;
     sigemptyset(&set);
@@ -89,7 +83,7 @@ static int run_init(char **argv, char **envp) {
             if (who == app) {
                 // Reap what else has ended already; the kernel kills the rest as we exit.
                 while (waitpid(-1, NULL, WNOHANG) > 0) {}
-                return status_of(st);
+                return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
             }
         }
     }

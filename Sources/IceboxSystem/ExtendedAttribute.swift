@@ -7,7 +7,7 @@ package enum ExtendedAttribute {
     /// none or it cannot be read. The corresponding C function is `getxattr`.
     package static func value(of name: String, path: String, limit: Int = 64) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: limit)
-        let n = buffer.withUnsafeMutableBytes { icebox_getxattr(path, name, $0.baseAddress, limit) }
+        let n = buffer.withUnsafeMutableBytes { getxattr(path, name, $0.baseAddress, limit) }
         guard n >= 0 else { return nil }
         return Array(buffer[..<Int(n)])
     }

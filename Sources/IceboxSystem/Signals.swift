@@ -43,14 +43,14 @@ package enum Signals {
     /// be read from a signalfd instead of interrupting whatever runs.
     package static func block(_ signals: [Int32]) {
         var set = sigset_t()
-        _ = signals.withUnsafeBufferPointer { icebox_sigset_for(&set, $0.baseAddress!, Int32($0.count)) }
+        for number in signals { _ = sigaddset(&set, number) }  // sigset_t() is empty, as sigemptyset makes it
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// A non-blocking, close-on-exec signalfd for signals already blocked.
     package static func signalFD(_ signals: [Int32]) throws(SystemError) -> Int32 {
         var set = sigset_t()
-        _ = signals.withUnsafeBufferPointer { icebox_sigset_for(&set, $0.baseAddress!, Int32($0.count)) }
+        for number in signals { _ = sigaddset(&set, number) }
         let fd = signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
         if fd < 0 { throw SystemError("create a signalfd") }
         return fd

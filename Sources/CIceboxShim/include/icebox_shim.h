@@ -12,11 +12,8 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
+#include <sys/xattr.h> // getxattr, which Swift's Glibc module does not import
 
 #pragma clang assume_nonnull begin
 
@@ -61,7 +58,6 @@ struct icebox_spawn_request {
 
 /// The step of a spawn that failed (icebox_spawn_result.failed_step).
 enum icebox_spawn_step {
-    ICEBOX_STEP_NONE = 0,
     ICEBOX_STEP_CHDIR = 1,
     ICEBOX_STEP_SETSID = 2,
     ICEBOX_STEP_DUP = 3,
@@ -84,10 +80,7 @@ struct icebox_spawn_result {
     int method;      // enum icebox_spawn_method
     int child_errno; // 0: execve succeeded; else the errno of the step that failed
     int failed_step; // enum icebox_spawn_step
-    // The spawner was a vfork parent: it resumed only once the child had left its address
-    // space, at execve's point of no return or at its exit after reporting a failure. The
-    // error pipe then says at once what happened; nobody waits for its end of file.
-    int vforked;
+    int vforked;     // 1: the spawner was a vfork parent (icebox_spawn_await_exec reads the pipe at once)
 };
 
 /// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which
@@ -100,8 +93,6 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
 /// the process is gone).
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
-/// getxattr(2), which Swift's Glibc module does not import (<sys/xattr.h>).
-long icebox_getxattr(const char *_Nonnull path, const char *_Nonnull name, void *_Nullable value, size_t size);
 int icebox_pidfd_send_signal(int pidfd, int sig);
 /// waitid(P_PIDFD, pidfd, ...). options as for waitid. Returns 0 or -1 with errno.
 int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
@@ -130,7 +121,6 @@ int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
 int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
 /* renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically. */
 int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_Nonnull b);
-struct epoll_event;
 /* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
    milliseconds, rounded up, on a kernel without it (before 5.11). */
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
@@ -165,8 +155,6 @@ int icebox_pipe_cloexec(int *_Nonnull fds);
 // /etc/passwd lacks.
 int icebox_static_nss_files_only(void);
 
-/// The bits of a sigset_t, for SigCgt comparisons and signalfd masks.
-int icebox_sigset_for(sigset_t *_Nonnull set, const int *_Nonnull signals, int count);
 /// Number of signals (NSIG).
 int icebox_nsig(void);
 /// SIGRTMIN at run time (a glibc function behind a macro).
