@@ -1,8 +1,9 @@
 import Glibc
-import IceboxCore
 import IceboxSystem
 import IceboxTestSupport
 import Testing
+
+@testable import IceboxCore
 
 @Suite("AppMemory, MemoryCgroupV1 and SystemMemory parsing")
 struct AppMemoryParsingTests {

@@ -1,9 +1,10 @@
 import Glibc
-import IceboxCore
 import IceboxSystem
 import IceboxTestSupport
 import Synchronization
 import Testing
+
+@testable import IceboxCore
 
 @Suite("PressureSpec.parse and PressureTrigger.read(text:)")
 struct PressureSpecTests {

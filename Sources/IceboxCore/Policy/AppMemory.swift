@@ -17,11 +17,6 @@ package enum MemorySource: String, Codable, Sendable {
 package struct AppMemoryReading: Codable, Sendable, Equatable {
     package var bytes: UInt64
     package var source: MemorySource
-
-    package init(bytes: UInt64, source: MemorySource) {
-        self.bytes = bytes
-        self.source = source
-    }
 }
 
 /// The memory of one app, from the best source the host has.

@@ -253,13 +253,6 @@ package struct EvictionCandidate: Sendable, Equatable {
     package var band: PriorityBand
     package var state: AppState
     package var sinceNanos: UInt64  // monotonic time it entered its state
-
-    package init(name: String, band: PriorityBand, state: AppState, sinceNanos: UInt64) {
-        self.name = name
-        self.band = band
-        self.state = state
-        self.sinceNanos = sinceNanos
-    }
 }
 
 package enum EvictionOrder {

@@ -15,12 +15,6 @@ package struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
     package var stallNanos: UInt64
     package var windowNanos: UInt64
 
-    package init(kind: PressureKind, stallNanos: UInt64, windowNanos: UInt64) {
-        self.kind = kind
-        self.stallNanos = stallNanos
-        self.windowNanos = windowNanos
-    }
-
     /// Valid with or without CAP_SYS_RESOURCE (its window is 2 s).
     package static let defaultText = "some 150ms/2s"
     package static let `default` = PressureSpec(kind: .some, stallNanos: 150_000_000, windowNanos: 2_000_000_000)
@@ -105,23 +99,11 @@ package struct PressureStats: Equatable, Sendable, Codable {
         package var avg60: Double
         package var avg300: Double
         package var totalMicros: UInt64
-
-        package init(avg10: Double, avg60: Double, avg300: Double, totalMicros: UInt64) {
-            self.avg10 = avg10
-            self.avg60 = avg60
-            self.avg300 = avg300
-            self.totalMicros = totalMicros
-        }
     }
 
     package var some: Line
     /// Absent from the system-wide cpu file before Linux 5.13; always there for memory.
     package var full: Line?
-
-    package init(some: Line, full: Line? = nil) {
-        self.some = some
-        self.full = full
-    }
 }
 
 /// A PSI trigger: an open pressure file with a threshold written to it. The kernel then
