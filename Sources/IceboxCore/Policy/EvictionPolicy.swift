@@ -205,11 +205,6 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
         }
     }
 
-    /// Changes one setting from its text (the command line's form).
-    package mutating func set(_ key: String, _ value: String) throws(IceboxError) {
-        apply(try PolicySetting.parse(key: key, value: value))
-    }
-
     /// One line a setting, for `icebox policy` and `icebox doctor`.
     package var lines: [String] {
         [

@@ -151,17 +151,6 @@ package final class PressureTrigger: Sendable {
         case gone
     }
 
-    /// Waits up to `timeoutNanos` (0: just look) for the trigger. The file always polls
-    /// readable and writable; only POLLPRI means pressure.
-    package func poll(timeoutNanos: UInt64 = 0) throws(SystemError) -> State {
-        let revents: Int16
-        do { revents = try Poll.wait(fd, events: Int16(POLLPRI), timeoutNanos: timeoutNanos) } catch {
-            throw SystemError("poll the PSI trigger on", path: path)
-        }
-        if revents & Int16(POLLERR | POLLNVAL) != 0 { return .gone }
-        return revents & Int16(POLLPRI) != 0 ? .crossed : .quiet
-    }
-
     /// The current averages, read through the trigger's own descriptor.
     package func stats() throws(SystemError) -> PressureStats {
         guard let stats = Self.read(text: try FileIO.pread(fd: fd, path: path)) else {
@@ -182,11 +171,6 @@ package final class PressureTrigger: Sendable {
             if first == "full" { full = parsed }
         }
         return some.map { PressureStats(some: $0, full: full) }
-    }
-
-    package static func read(path: String) throws(SystemError) -> PressureStats {
-        guard let stats = read(text: try FileIO.read(path)) else { throw SystemError("parse", path: path, errno: EINVAL) }
-        return stats
     }
 
     static func parseLine(_ words: ArraySlice<Substring>) -> PressureStats.Line? {
