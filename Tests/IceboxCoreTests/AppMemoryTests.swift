@@ -1,10 +1,11 @@
 import Glibc
-import IceboxCore
 import IceboxSystem
 import IceboxTestSupport
 import Testing
 
-@Suite("AppMemory, MemoryCgroupV1 and SystemMemory parsing")
+@testable import IceboxCore
+
+@Suite("AppMemory and MemoryCgroupV1 parsing")
 struct AppMemoryParsingTests {
     @Test func pssFromSmapsRollup() {
         let text = """
@@ -20,25 +21,6 @@ struct AppMemoryParsingTests {
             """
         #expect(AppMemory.pss(smapsRollup: text) == 61234 * 1024)
         #expect(AppMemory.pss(smapsRollup: "") == nil)
-    }
-
-    @Test func memAvailableFromMeminfo() {
-        let text = """
-            MemTotal:       24683992 kB
-            MemFree:        23443580 kB
-            MemAvailable:   24343040 kB
-            Buffers:           61092 kB
-
-            """
-        #expect(SystemMemory.available(meminfo: text) == 24_343_040 * 1024)
-        #expect(SystemMemory.total(meminfo: text) == 24_683_992 * 1024)
-        #expect(SystemMemory.available(meminfo: "MemTotal: 1 kB\n") == nil)
-        #expect(SystemMemory.available(path: "/nonexistent/meminfo") == nil)
-    }
-
-    @Test func thisHostHasMemAvailable() throws {
-        let available = try #require(SystemMemory.available())
-        #expect(available > 0)
     }
 
     @Test func theV1CgroupMirrorsTheV2Path() {

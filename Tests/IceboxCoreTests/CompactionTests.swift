@@ -1,8 +1,9 @@
 import Glibc
-import IceboxCore
 import IceboxSystem
 import IceboxTestSupport
 import Testing
+
+@testable import IceboxCore
 
 @Suite("MemoryMapping.parseMaps and ResidentMemory.parse")
 struct MemoryMapsParsingTests {

@@ -170,3 +170,10 @@ struct EvictToDiskRequestTests {
         #expect(EvictionPolicy.load(from: file) == EvictionPolicy())
     }
 }
+
+extension EvictionPolicy {
+    /// Changes one setting from its text (the command line's form), as `icebox policy set` does.
+    fileprivate mutating func set(_ key: String, _ value: String) throws(IceboxError) {
+        apply(try PolicySetting.parse(key: key, value: value))
+    }
+}

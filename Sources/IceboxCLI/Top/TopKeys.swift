@@ -135,20 +135,13 @@ enum TopKeys {
             // 1…9: sort by that column; the same number again reverses the order.
             guard let n = c.wholeNumberValue, let column = TopColumn(rawValue: n - 1) else { return [] }
             if column == model.sort { model.descending.toggle() } else { sortBy(&model, column) }
-        case .char("s"), .char("r"), .char("w"), .char("t"), .char("e"):
+        case .char(let c):
+            guard let action = actions[c] else { return [] }  // any other key does nothing
             guard let row = shown.isEmpty ? nil : shown[min(index, shown.count - 1)] else {
                 model.report("no app selected", error: true)
                 return []
             }
             model.selected = row.name
-            let action: TopAction =
-                switch key {
-                case .char("s"): .suspend
-                case .char("r"): .resume
-                case .char("w"): .switchTo
-                case .char("t"): .terminate
-                default: .evict
-                }
             if action == .terminate || action == .evict {
                 model.prompt = .confirm(action, row.name)
                 return []
@@ -160,6 +153,9 @@ enum TopKeys {
         }
         return []
     }
+
+    /// The keys of the actions on the selected app.
+    static let actions: [Character: TopAction] = ["s": .suspend, "r": .resume, "w": .switchTo, "t": .terminate, "e": .evict]
 
     private static func sortBy(_ model: inout TopModel, _ column: TopColumn) {
         model.sort = column

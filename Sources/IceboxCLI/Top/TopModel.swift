@@ -7,49 +7,21 @@ struct TopModel: Equatable {
     /// One app's row.
     struct Row: Equatable {
         var name: String
-        var pid: Int32
+        var pid: Int32 = 0
         var state: AppState
         /// When it entered its state, on the monotonic clock (the daemon's and ours: one host).
-        var sinceMonotonicNanos: UInt64
-        var backend: BackendKind
-        var priority: PriorityBand
+        var sinceMonotonicNanos: UInt64 = 0
+        var backend = BackendKind.cgroup2
+        var priority = PriorityBand.normal
         var memoryBytes: UInt64?
         /// The change since the reading before, for the trend.
         var memoryDelta: Int64 = 0
         var lastFreezeNanos: UInt64?
         var lastThawNanos: UInt64?
         /// The app's STATUS= (raw: escaped when drawn).
-        var status: String
+        var status = ""
         /// Its v2 cgroup, where its memory may be read.
         var cgroup: String?
-
-        init(
-            name: String, pid: Int32 = 0, state: AppState, sinceMonotonicNanos: UInt64 = 0, backend: BackendKind = .cgroup2,
-            priority: PriorityBand = .normal, memoryBytes: UInt64? = nil, status: String = ""
-        ) {
-            self.name = name
-            self.pid = pid
-            self.state = state
-            self.sinceMonotonicNanos = sinceMonotonicNanos
-            self.backend = backend
-            self.priority = priority
-            self.memoryBytes = memoryBytes
-            self.status = status
-        }
-
-        init(_ s: AppSummary) {
-            name = s.name
-            pid = s.pid
-            state = s.state
-            sinceMonotonicNanos = s.sinceMonotonicNanos
-            backend = s.backend
-            priority = s.priority
-            memoryBytes = s.memoryBytes
-            lastFreezeNanos = s.lastFreezeNanos
-            lastThawNanos = s.lastThawNanos
-            status = (s.state.isEnded ? s.ending : s.statusText) ?? ""
-            cgroup = s.cgroup
-        }
     }
 
     /// What the prompt line asks for, if anything.
@@ -161,6 +133,23 @@ struct TopModel: Equatable {
     }
 }
 
+// In an extension, so that the memberwise initializer (with the defaults above) stays.
+extension TopModel.Row {
+    init(_ s: AppSummary) {
+        name = s.name
+        pid = s.pid
+        state = s.state
+        sinceMonotonicNanos = s.sinceMonotonicNanos
+        backend = s.backend
+        priority = s.priority
+        memoryBytes = s.memoryBytes
+        lastFreezeNanos = s.lastFreezeNanos
+        lastThawNanos = s.lastThawNanos
+        status = (s.state.isEnded ? s.ending : s.statusText) ?? ""
+        cgroup = s.cgroup
+    }
+}
+
 /// A column of the table, in its order; each can be the sort key.
 enum TopColumn: Int, CaseIterable, Equatable {
     case name, state, since, memory, lastFreeze, lastThaw, backend, priority, status
@@ -202,18 +191,10 @@ enum TopColumn: Int, CaseIterable, Equatable {
 }
 
 /// What a key asks the daemon to do to the selected app: the same requests as the commands.
-enum TopAction: Equatable {
-    case suspend, resume, switchTo, terminate, evict
+enum TopAction: String, Equatable {
+    case suspend, resume, switchTo = "switch to", terminate, evict
 
-    var verb: String {
-        switch self {
-        case .suspend: "suspend"
-        case .resume: "resume"
-        case .switchTo: "switch to"
-        case .terminate: "terminate"
-        case .evict: "evict"
-        }
-    }
+    var verb: String { rawValue }
 
     /// The request `icebox suspend NAME` (and the others) sends: the app's own grace, the
     /// default terminate timeout.

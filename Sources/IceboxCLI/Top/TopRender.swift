@@ -29,9 +29,7 @@ enum TopRender {
     static func lines(_ model: TopModel, width: Int, height: Int, color: Bool, now: UInt64) -> [String] {
         guard width > 0, height > 0 else { return [] }
         let shown = model.visibleRows
-        var out: [[Span]] = []
-        out.append(headerLine(model))
-        out.append(policyLine(model))
+        var out: [[Span]] = [headerLine(model), policyLine(model)]
         // The events take a third of what is left below the table's title, at most 8, none on a tiny screen.
         let eventLines = height >= 14 ? min(8, (height - 4) / 3) : 0
         let tableRows = max(0, height - out.count - 1 - (eventLines > 0 ? eventLines + 1 : 0) - 1)
@@ -169,8 +167,7 @@ enum TopRender {
             left -= count
             out += paint(text, span.style, lineStyle, color)
         }
-        let padding = String(repeating: " ", count: left)
-        out += paint(padding, nil, lineStyle, color)
+        out += paint(String(repeating: " ", count: left), nil, lineStyle, color)
         return out
     }
 

@@ -90,12 +90,9 @@ final class TopSession {
                 TopRender.lines(model, width: size.columns, height: size.rows, color: color, now: Clock.monotonicNanos()), force: force)
             force = false
 
-            var fds = [
-                pollfd(fd: terminal.input, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: follower.notificationDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
-            ]
-            for request in inFlight { fds.append(pollfd(fd: request.connection.fd, events: Int16(POLLIN), revents: 0)) }
+            var fds = ([terminal.input, signalFD, follower.notificationDescriptor ?? -1] + inFlight.map(\.connection.fd)).map {
+                pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
+            }
             let deadline = inFlight.map(\.deadline).reduce(min(nextTick, nextSample), min)
             do { _ = try Poll.wait(&fds, until: deadline) } catch { throw IceboxError("top: wait", error) }
 
@@ -272,13 +269,8 @@ final class TopSession {
     private func sample() {
         for row in model.rows {
             let known = memoryCounters[row.name]
-            let path: String?
-            if let known, known.pid == row.pid {
-                path = known.path
-            } else {
-                path = counterPath(for: row)
-                memoryCounters[row.name] = (row.pid, path)
-            }
+            let path = known?.pid == row.pid ? known?.path : counterPath(for: row)
+            memoryCounters[row.name] = (row.pid, path)
             if let path, let bytes = DirectoryHandle.readCounter(path, under: []) { model.setMemory(row.name, bytes: bytes) }
         }
         let names = Set(model.rows.map(\.name))

@@ -11,16 +11,11 @@ final class TopTerminal {
     /// Attributes off, cursor shown, back to the normal screen (what it showed before).
     static let leaveSequence = Array("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l".utf8)
 
-    let input: Int32
-    let output: Int32
+    let input: Int32 = 0
+    let output: Int32 = 1
     private var entered = false
     /// The last frame written, so an unchanged one is not written again.
     private var lastFrame: [UInt8] = []
-
-    init(input: Int32 = 0, output: Int32 = 1) {
-        self.input = input
-        self.output = output
-    }
 
     /// Why `icebox top` cannot run on these descriptors and this TERM, or nil if it can.
     static func refusal(stdinIsTerminal: Bool, stdoutIsTerminal: Bool, term: String?) -> String? {

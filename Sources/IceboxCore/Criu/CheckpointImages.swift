@@ -9,8 +9,6 @@ import IceboxSystem
 package struct CheckpointImages: Sendable, Equatable {
     package let directory: String
 
-    package init(directory: String) { self.directory = directory }
-
     static let completeMark = "complete"
     package var dumpLog: String { directory + "/dump.log" }
     package var restoreLog: String { directory + "/restore.log" }

@@ -32,10 +32,7 @@ package enum CriuCanary {
         // Every server evicted to disk holds one; the canary's is the only copy once it runs
         // (ours is closed), so the port is free again when criu's dump kills it.
         let listener: Int32
-        switch listeningSocket() {
-        case .success(let fd): listener = fd
-        case .failure(let failure): return .failure(failure)
-        }
+        do { listener = try listeningSocket().get() } catch { return .failure(error) }
         var request = SpawnRequest(executable: sleep, arguments: ["sleep", "3600"], environment: [])
         request.newSession = true  // criu dumps a tree whose session leader is inside it
         request.extraFD = listener
@@ -149,7 +146,7 @@ package enum CriuCanary {
         guard (try? process.reapIfExited()) == nil else { return }
         // ESRCH only: it exited meanwhile, and the wait below reaps it.
         _ = try? process.send(SIGKILL)
-        // Bounded cleanup that must not throw: a canary still unreaped after SIGKILL and 5 s is the
+        // Bounded cleanup that must not throw: a process still unreaped after SIGKILL and 5 s is the
         // kernel's to finish.
         _ = try? process.wait(until: Clock.monotonicNanos() + 5_000_000_000)
     }

@@ -72,10 +72,8 @@ package struct CriuCommand: Sendable {
                 output += buffer[0..<min(n, outputLimit - output.count)]
             }
         } else {
-            // ESRCH only: it exited meanwhile, and the wait below reaps it.
-            _ = try? handle.send(SIGKILL)
             // Bounded: the caller gets a run without a termination, which it reports as timed out.
-            _ = try? handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+            CriuCanary.killAndReap(handle)
         }
         return CriuCommand(
             termination: termination, output: String(decoding: output, as: UTF8.self), nanos: Clock.monotonicNanos() - started)

@@ -106,12 +106,9 @@ package enum CriuProbe {
         }
         verdict.checkNanos = check.nanos
         guard check.succeeded else {
+            let ending = check.ending(timeoutNanos: checkTimeoutNanos)
             verdict.reason =
-                "criu check: "
-                + (CriuCommand.firstError(in: check.output) ?? lastLine(check.output).map {
-                    "\($0) (\(check.ending(timeoutNanos: checkTimeoutNanos)))"
-                }
-                    ?? check.ending(timeoutNanos: checkTimeoutNanos))
+                "criu check: " + (CriuCommand.firstError(in: check.output) ?? lastLine(check.output).map { "\($0) (\(ending))" } ?? ending)
             return verdict
         }
         switch CriuCanary.run(criu: binary.path) {

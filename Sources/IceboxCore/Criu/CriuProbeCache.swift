@@ -19,10 +19,9 @@ package enum CriuProbeCache {
     /// The cached verdict for this kernel and binary, or nil (none, another one, or a file
     /// that is not to be trusted).
     package static func load(stateDir: String, kernel: String, binary: String, identity: String) -> CriuVerdict? {
-        // Unreadable, not ours or through a link: no cached verdict (openTrusted checks).
         guard
-            // Said just above: an untrusted or unreadable cache is no cached verdict, and criu is
-            // probed again.
+            // Unreadable, not ours or through a link: no cached verdict (openTrusted checks), and
+            // criu is probed again.
             let fd = try? IceboxPaths.openTrusted(
                 fileName, in: stateDir, role: "state directory", variables: "XDG_STATE_HOME or ICEBOX_STATE_DIR", flags: O_RDONLY)
         else { return nil }

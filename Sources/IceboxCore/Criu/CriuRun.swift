@@ -39,26 +39,16 @@ final class CriuRun {
         var request = CriuCommand.spawnRequest(executable, arguments)
         request.stdout = fd
         request.stderr = fd
+        var descriptors: SpawnDescriptors?
         if let cgroups {
-            let descriptors: SpawnDescriptors
             do { descriptors = try cgroups.spawnDescriptors() } catch { throw IceboxError("run \(name)", error) }
-            descriptors.apply(to: &request)
-            let run = Result { () throws(IceboxError) in
-                try spawn(request, executable: executable, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
-            }
-            descriptors.close()  // the child has them (or has failed): ours go now
-            return try run.get()
+            descriptors?.apply(to: &request)
         }
-        return try spawn(request, executable: executable, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
-    }
-
-    private static func spawn(
-        _ request: SpawnRequest, executable: String, timeoutNanos: UInt64, countedFrom: UInt64?
-    ) throws(IceboxError) -> CriuRun {
         let started = Clock.monotonicNanos()
+        let spawned = Result { try Spawner.spawn(request) }
+        descriptors.take()?.close()  // the child has them (or has failed): ours go now
         do {
-            let spawned = try Spawner.spawn(request)
-            return CriuRun(handle: spawned.handle, started: started, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
+            return CriuRun(handle: try spawned.get().handle, started: started, timeoutNanos: timeoutNanos, countedFrom: countedFrom)
         } catch {
             throw IceboxError(.unavailable, "cannot run \(executable): \(error)", hint: "icebox doctor --require criu says why")
         }

@@ -43,15 +43,6 @@ package struct CriuVerdict: Codable, Sendable, Equatable {
         case outcome, path, source, version, reason, kernel, checkNanos, dumpNanos, restoreNanos
     }
 
-    package init(outcome: Outcome, path: String?, source: String?, version: String?, reason: String?, kernel: String) {
-        self.outcome = outcome
-        self.path = path
-        self.source = source
-        self.version = version
-        self.reason = reason
-        self.kernel = kernel
-    }
-
     /// One line for `icebox doctor`: "4.1.1 at /usr/local/libexec/icebox/criu (icebox's
     /// prefix): check 52 ms, canary dumped in 120 ms and restored in 95 ms", or why not.
     package var summary: String {

@@ -6,12 +6,6 @@ package struct AppMetricsSnapshot: Sendable, Equatable {
     package var name: String
     package var state: AppState
     package var memory: AppMemoryReading?
-
-    package init(name: String, state: AppState, memory: AppMemoryReading?) {
-        self.name = name
-        self.state = state
-        self.memory = memory
-    }
 }
 
 /// What the daemon counts for `icebox metrics` and the metrics file: latency histograms and
@@ -66,7 +60,7 @@ package struct DaemonMetrics: Sendable, Equatable {
     /// Every family, in a fixed order, from the counts and the figures read now.
     package func families(apps: [AppMetricsSnapshot], process: ProcessUsage) -> [MetricFamily] {
         let sorted = apps.sorted { $0.name < $1.name }
-        var families: [MetricFamily] = [
+        return [
             .gauge(
                 "icebox_apps", help: "Apps the daemon supervises, by lifecycle state.",
                 Self.liveStates.map { state in
@@ -101,8 +95,6 @@ package struct DaemonMetrics: Sendable, Equatable {
             .counter(
                 "icebox_app_exits", help: "Apps that ended, by how: exited on their own, terminated, or evicted (by request or policy).",
                 Self.endedStates.map { ([MetricLabel("how", $0.rawValue)], .count(exits[$0] ?? 0)) }),
-        ]
-        families += [
             .gauge(
                 "icebox_daemon_open_fds", help: "Descriptors the daemon has open.",
                 process.openDescriptors.map { [([], .count(UInt64($0)))] } ?? []),
@@ -116,6 +108,5 @@ package struct DaemonMetrics: Sendable, Equatable {
                 "icebox_daemon_cpu_seconds", unit: "seconds", help: "CPU time the daemon has used, user and system.",
                 process.cpuNanos.map { [([], .seconds(nanos: $0))] } ?? []),
         ]
-        return families
     }
 }

@@ -69,12 +69,6 @@ package struct MetricSample: Sendable, Equatable {
     package var suffix: String
     package var labels: [MetricLabel]
     package var value: MetricValue
-
-    package init(suffix: String = "", labels: [MetricLabel] = [], value: MetricValue) {
-        self.suffix = suffix
-        self.labels = labels
-        self.value = value
-    }
 }
 
 /// A label: a fixed name (an identifier of ours) and a value from anywhere (an app's name),

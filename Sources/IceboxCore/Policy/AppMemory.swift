@@ -17,11 +17,6 @@ package enum MemorySource: String, Codable, Sendable {
 package struct AppMemoryReading: Codable, Sendable, Equatable {
     package var bytes: UInt64
     package var source: MemorySource
-
-    package init(bytes: UInt64, source: MemorySource) {
-        self.bytes = bytes
-        self.source = source
-    }
 }
 
 /// The memory of one app, from the best source the host has.
@@ -72,21 +67,9 @@ package enum AppMemory {
 
 /// Memory of the whole host, from /proc/meminfo.
 package enum SystemMemory {
-    /// MemAvailable in bytes: the kernel's estimate of what can be allocated without swapping
-    /// (free memory plus the reclaimable part of page cache and slab).
-    package static func available(meminfo text: String) -> UInt64? { field("MemAvailable", meminfo: text) }
-
-    package static func total(meminfo text: String) -> UInt64? { field("MemTotal", meminfo: text) }
-
     /// "Name:   1234 kB" → bytes.
     package static func field(_ name: String, meminfo text: String) -> UInt64? {
         ProcFS.statusField(name, in: text).flatMap(ProcFS.parseKiloBytes)
-    }
-
-    package static func available(path: String = "/proc/meminfo") -> UInt64? {
-        // nil is "not known" (no /proc/meminfo): the caller's memory trigger then does not fire
-        // rather than fire on a made-up figure.
-        (try? FileIO.read(path)).flatMap { available(meminfo: $0) }
     }
 
     /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out

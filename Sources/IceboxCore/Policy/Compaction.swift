@@ -33,18 +33,6 @@ package struct MemoryMapping: Equatable, Sendable {
     /// " (deleted)" once the file is unlinked); or a kernel name such as "[heap]".
     package var path: String
 
-    package init(
-        start: UInt64, end: UInt64, permissions: String, offset: UInt64, device: String, inode: UInt64, path: String
-    ) {
-        self.start = start
-        self.end = end
-        self.permissions = permissions
-        self.offset = offset
-        self.device = device
-        self.inode = inode
-        self.path = path
-    }
-
     package var length: UInt64 { end - start }
     package var isPrivate: Bool { permissions.hasSuffix("p") }
     package var isFileBacked: Bool { inode != 0 }
@@ -102,13 +90,6 @@ package struct ResidentMemory: Codable, Sendable, Equatable {
     package var rssAnon: UInt64 = 0
     package var rssFile: UInt64 = 0
     package var rssShmem: UInt64 = 0
-
-    package init(rss: UInt64 = 0, rssAnon: UInt64 = 0, rssFile: UInt64 = 0, rssShmem: UInt64 = 0) {
-        self.rss = rss
-        self.rssAnon = rssAnon
-        self.rssFile = rssFile
-        self.rssShmem = rssShmem
-    }
 
     /// nil for a kernel thread (no Vm lines) or text that is not a status file.
     package static func parse(status text: String) -> ResidentMemory? {
@@ -214,23 +195,15 @@ package enum Compactor {
         return report
     }
 
-    /// Writes a byte count to the cgroup's memory.reclaim: by default its whole
+    /// Writes a byte count to the cgroup's memory.reclaim: its whole
     /// memory.current, i.e. "as much as you can". The kernel answers EAGAIN when it reclaimed
     /// less than asked, which is the normal outcome here and is reported, not thrown.
-    package static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], bytes: UInt64? = nil, procRoot: String = "/proc")
-        throws(SystemError) -> CompactionReport
-    {
+    package static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], procRoot: String = "/proc") throws(SystemError) -> CompactionReport {
         let before = ResidentMemory.read(pids: pids, procRoot: procRoot)
         let start = Clock.monotonicNanos()
         let currentPath = cgroup.file("memory.current")
-        let amount: UInt64
-        if let bytes {
-            amount = bytes
-        } else {
-            guard let current = UInt64(try FileIO.read(currentPath).trimmed()) else {
-                throw SystemError("parse", path: currentPath, errno: EINVAL)
-            }
-            amount = current
+        guard let amount = UInt64(try FileIO.read(currentPath).trimmed()) else {
+            throw SystemError("parse", path: currentPath, errno: EINVAL)
         }
         var short = false
         do {

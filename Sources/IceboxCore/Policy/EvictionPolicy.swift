@@ -205,11 +205,6 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
         }
     }
 
-    /// Changes one setting from its text (the command line's form).
-    package mutating func set(_ key: String, _ value: String) throws(IceboxError) {
-        apply(try PolicySetting.parse(key: key, value: value))
-    }
-
     /// One line a setting, for `icebox policy` and `icebox doctor`.
     package var lines: [String] {
         [
@@ -253,13 +248,6 @@ package struct EvictionCandidate: Sendable, Equatable {
     package var band: PriorityBand
     package var state: AppState
     package var sinceNanos: UInt64  // monotonic time it entered its state
-
-    package init(name: String, band: PriorityBand, state: AppState, sinceNanos: UInt64) {
-        self.name = name
-        self.band = band
-        self.state = state
-        self.sinceNanos = sinceNanos
-    }
 }
 
 package enum EvictionOrder {

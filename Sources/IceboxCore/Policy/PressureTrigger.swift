@@ -15,12 +15,6 @@ package struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
     package var stallNanos: UInt64
     package var windowNanos: UInt64
 
-    package init(kind: PressureKind, stallNanos: UInt64, windowNanos: UInt64) {
-        self.kind = kind
-        self.stallNanos = stallNanos
-        self.windowNanos = windowNanos
-    }
-
     /// Valid with or without CAP_SYS_RESOURCE (its window is 2 s).
     package static let defaultText = "some 150ms/2s"
     package static let `default` = PressureSpec(kind: .some, stallNanos: 150_000_000, windowNanos: 2_000_000_000)
@@ -105,23 +99,11 @@ package struct PressureStats: Equatable, Sendable, Codable {
         package var avg60: Double
         package var avg300: Double
         package var totalMicros: UInt64
-
-        package init(avg10: Double, avg60: Double, avg300: Double, totalMicros: UInt64) {
-            self.avg10 = avg10
-            self.avg60 = avg60
-            self.avg300 = avg300
-            self.totalMicros = totalMicros
-        }
     }
 
     package var some: Line
     /// Absent from the system-wide cpu file before Linux 5.13; always there for memory.
     package var full: Line?
-
-    package init(some: Line, full: Line? = nil) {
-        self.some = some
-        self.full = full
-    }
 }
 
 /// A PSI trigger: an open pressure file with a threshold written to it. The kernel then
@@ -169,17 +151,6 @@ package final class PressureTrigger: Sendable {
         case gone
     }
 
-    /// Waits up to `timeoutNanos` (0: just look) for the trigger. The file always polls
-    /// readable and writable; only POLLPRI means pressure.
-    package func poll(timeoutNanos: UInt64 = 0) throws(SystemError) -> State {
-        let revents: Int16
-        do { revents = try Poll.wait(fd, events: Int16(POLLPRI), timeoutNanos: timeoutNanos) } catch {
-            throw SystemError("poll the PSI trigger on", path: path)
-        }
-        if revents & Int16(POLLERR | POLLNVAL) != 0 { return .gone }
-        return revents & Int16(POLLPRI) != 0 ? .crossed : .quiet
-    }
-
     /// The current averages, read through the trigger's own descriptor.
     package func stats() throws(SystemError) -> PressureStats {
         guard let stats = Self.read(text: try FileIO.pread(fd: fd, path: path)) else {
@@ -200,11 +171,6 @@ package final class PressureTrigger: Sendable {
             if first == "full" { full = parsed }
         }
         return some.map { PressureStats(some: $0, full: full) }
-    }
-
-    package static func read(path: String) throws(SystemError) -> PressureStats {
-        guard let stats = read(text: try FileIO.read(path)) else { throw SystemError("parse", path: path, errno: EINVAL) }
-        return stats
     }
 
     static func parseLine(_ words: ArraySlice<Substring>) -> PressureStats.Line? {

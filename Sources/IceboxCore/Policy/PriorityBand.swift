@@ -10,7 +10,6 @@ public enum PriorityBand: String, Codable, Sendable, CaseIterable, Comparable {
     /// Never evicted.
     case critical
 
-    var rank: Int { PriorityBand.allCases.firstIndex(of: self)! }
     /// Lower bands come first: `low < normal < high < critical`.
-    public static func < (a: PriorityBand, b: PriorityBand) -> Bool { a.rank < b.rank }
+    public static func < (a: PriorityBand, b: PriorityBand) -> Bool { allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)! }
 }
