@@ -39,11 +39,7 @@ extension LiveApp {
     }
 
     /// The earliest moment the loop must wake up for this app.
-    var nextDeadline: UInt64? {
-        var next: UInt64?
-        for timer in AppTimer.allCases { next = next.earlier(deadline(of: timer)) }
-        return next
-    }
+    var nextDeadline: UInt64? { AppTimer.allCases.lazy.compactMap { self.deadline(of: $0) }.min() }
 }
 
 extension Daemon {
@@ -74,11 +70,8 @@ extension Daemon {
         case .notifyDrops: logDroppedNotify(app, now: now)
         case .checkpoint: checkpointOverran(app)
         case .compaction:
-            if app.record.state == .suspended {
-                _ = compact(app, mode: policyEngine.policy.compactMode)
-            } else {
-                app.compactAt = nil
-            }
+            app.compactAt = nil  // compact() clears it first too
+            if app.record.state == .suspended { _ = compact(app, mode: policyEngine.policy.compactMode) }
         }
     }
 }

@@ -219,8 +219,9 @@ extension Daemon {
         clients[fd] = client
     }
 
-    /// Ends a request: the final reply, then the connection closes (once the reply is out).
-    func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil, reason: IceboxError.Reason? = nil) {
+    /// Ends a request: the final reply (after `data`, if given), then the connection closes (once the reply is out).
+    func finish(_ fd: Int32, _ code: ExitCode, _ text: String? = nil, data: ControlReply? = nil, reason: IceboxError.Reason? = nil) {
+        if let data { send(fd, data) }
         if let text { send(fd, ControlReply(kind: code == .success ? .line : .warning, text: text)) }
         var done = ControlReply(kind: .done, code: code.rawValue)
         if code != .success { done.reason = reason?.wire }
@@ -323,8 +324,7 @@ extension Daemon {
         case .version:
             var reply = ControlReply(kind: .data, text: "icebox control protocol \(ControlRequest.protocolVersion)")
             reply.protocolVersion = ControlRequest.protocolVersion
-            send(fd, reply)
-            finish(fd, .success)
+            finish(fd, .success, data: reply)
         case .launch(let options):
             launch(options, stdio: fds, client: fd)
         case .ps(let all, let brief):
@@ -358,8 +358,7 @@ extension Daemon {
                     return record
                 }
             }
-            send(fd, reply)
-            finish(fd, .success)
+            finish(fd, .success, data: reply)
         case .stop(let terminateApps, let timeout):
             // The reply comes last, once the daemon has written everything it will write, so a
             // caller may remove the state directory as soon as `icebox daemon --stop` returns.
@@ -380,8 +379,7 @@ extension Daemon {
         case .policy:
             var reply = ControlReply(kind: .data)
             reply.policy = policyEngine.policy
-            send(fd, reply)
-            finish(fd, .success)
+            finish(fd, .success, data: reply)
         case .setPolicy(let settings):
             let old = policyEngine.policy
             for setting in settings { policyEngine.policy.apply(setting) }
@@ -402,8 +400,7 @@ extension Daemon {
             log(.policy, app: "-", pid: getpid(), "policy changed: " + settings.map(\.summary).joined(separator: ", "))
             var reply = ControlReply(kind: .data)
             reply.policy = policyEngine.policy
-            send(fd, reply)
-            finish(fd, .success)
+            finish(fd, .success, data: reply)
             enforcePolicy()
         case .compact(let names, let requestedMode):
             guard !names.isEmpty else { return fail(fd, IceboxError(.usage, "compact needs at least one app name")) }
@@ -496,27 +493,22 @@ extension Daemon {
             for name in fromDisk { endOnDisk(name, as: .terminated, waiter: id) }
             for app in targets { apply(.terminate(waiter: id, timeout: timeout ?? 10_000_000_000), to: app) }
         case .evict(let names, let toDisk):
-            evictRequested(names, toDisk: toDisk, request: request, client: fd)
+            // Killed (an app on disk: its images discarded), or checkpointed to disk.
+            guard let (fromDisk, targets) = appsToEnd(names, for: request, client: fd) else { return }
+            let id = waiters.open(client: fd, apps: names)
+            for name in fromDisk {
+                if toDisk {
+                    settle(id, app: name, line: LifecycleText.nothingToDo(name, already: .onDisk))
+                } else {
+                    endOnDisk(name, as: .evicted, waiter: id)
+                }
+            }
+            for app in targets { apply(toDisk ? .evictToDisk(waiter: id) : .evict(waiter: id), to: app) }
         case .adopt(let options):
             do { finish(fd, .success, try adoptNow(options, client: fd)) } catch { fail(fd, error) }
         case .release(let name):
             releaseRequested(name, client: fd)
         }
-    }
-
-    /// `icebox evict [--to-disk]`: killed (an app on disk: its images discarded), or
-    /// checkpointed to disk.
-    func evictRequested(_ names: [String], toDisk: Bool, request: ControlRequest, client fd: Int32) {
-        guard let (fromDisk, targets) = appsToEnd(names, for: request, client: fd) else { return }
-        let id = waiters.open(client: fd, apps: names)
-        for name in fromDisk {
-            if toDisk {
-                settle(id, app: name, line: LifecycleText.nothingToDo(name, already: .onDisk))
-            } else {
-                endOnDisk(name, as: .evicted, waiter: id)
-            }
-        }
-        for app in targets { apply(toDisk ? .evictToDisk(waiter: id) : .evict(waiter: id), to: app) }
     }
 
     /// The apps a terminate or evict names: those on disk (nothing runs: their images go) and
@@ -541,32 +533,23 @@ extension Daemon {
             return nil
         }
         for name in names where apps[name] == nil {
+            let error: IceboxError
             if restores[name] != nil {
-                fail(
-                    fd,
-                    IceboxError(
-                        .busy(name: name, state: .onDisk), "\(name) is being restored from disk", hint: "try again once it is active"))
-                return nil
-            }
-            if let old = ended[name], old.state == .onDisk {
-                fail(
-                    fd,
-                    IceboxError(
-                        .wrongState(name: name, state: .onDisk), "\(name) is on disk (checkpointed)",
-                        hint: "icebox resume \(name) restores it"))
-                return nil
-            }
-            if let old = ended[name] {
+                error = IceboxError(
+                    .busy(name: name, state: .onDisk), "\(name) is being restored from disk", hint: "try again once it is active")
+            } else if let old = ended[name], old.state == .onDisk {
+                error = IceboxError(
+                    .wrongState(name: name, state: .onDisk), "\(name) is on disk (checkpointed)", hint: "icebox resume \(name) restores it")
+            } else if let old = ended[name] {
                 let why = old.ending.map { " (\($0))" } ?? ""
-                fail(
-                    fd,
-                    IceboxError(
-                        .wrongState(name: name, state: old.state),
-                        "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
-                        hint: "start it again with icebox relaunch \(name)"))
+                error = IceboxError(
+                    .wrongState(name: name, state: old.state),
+                    "\(name) is not running: it \(old.state == .exited ? "exited" : "was \(old.state.rawValue)")\(why)",
+                    hint: "start it again with icebox relaunch \(name)")
             } else {
-                fail(fd, IceboxError(.noSuchApp(name: name), "no app named '\(name)'", hint: "icebox ps lists the apps"))
+                error = IceboxError(.noSuchApp(name: name), "no app named '\(name)'", hint: "icebox ps lists the apps")
             }
+            fail(fd, error)
             return nil
         }
         let named = names.compactMap { apps[$0] }

@@ -21,10 +21,8 @@ final class LiveApp {
     /// (not kept while the init has not forked it yet).
     var statFile: CgroupFile {
         if let keptStatFile { return keptStatFile }
-        var target = pid
-        if record.options.pidNamespace {
-            guard let app = ProcFS.children(of: pid).first else { return CgroupFile(path: "/proc/\(pid)/stat", writable: false) }
-            target = app
+        guard let target = record.options.pidNamespace ? ProcFS.children(of: pid).first : pid else {
+            return CgroupFile(path: "/proc/\(pid)/stat", writable: false)
         }
         let file = CgroupFile(path: "/proc/\(target)/stat", writable: false)
         keptStatFile = file

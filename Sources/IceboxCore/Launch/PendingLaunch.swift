@@ -25,10 +25,9 @@ final class PendingLaunch {
     /// stand-in that turns out unusable leaves the spawn to the direct way.
     let release: () -> Void
     /// Who launched it: a client's connection (nil once it went away, or for the daemon's
-    /// own launches), its standard streams for `icebox run`, its restart times.
+    /// own launches), its standard streams for `icebox run`.
     var client: Int32?
     var stdio: [Int32] = []
-    var restarts: [UInt64] = []
 
     init(
         options: LaunchOptions, standIn: SpawnPool.Entry, request: SpawnRequest, deadline: UInt64,
