@@ -155,7 +155,7 @@ struct AppLifecycleTests {
                 #expect(
                     !fx.contains {
                         switch $0 {
-                        case .signal, .signalMembers, .freeze, .thaw, .killAll, .thawForTermination, .thawRemainder: return true
+                        case .signal, .signalMembers, .freeze, .thaw, .killAll, .thawAside: return true
                         default: return false
                         }
                     }, "\(start) × \(label): \(fx)")
@@ -307,7 +307,9 @@ struct AppLifecycleTests {
         // logs its own (later) one when it is carried out. It was appended after the thaw's.
         #expect(fx.first.map(\.isLog) == true && Self.events(fx).map(\.kind) == [.terminate], "\(fx)")
         #expect(Self.events(fx).allSatisfy { $0.monotonicNanos == 100 })
-        #expect(fx.filter { !$0.isLog }.prefix(3) == [.persist, .thawForTermination, .signalMembers(SIGTERM)], "the intent recorded first")
+        #expect(
+            fx.filter { !$0.isLog }.prefix(3) == [.persist, .thawAside(.forTermination), .signalMembers(SIGTERM)],
+            "the intent recorded first")
         #expect(l.state == .suspended, "the state changes when the app is gone")
         #expect(l.nextDeadline == 100 + Self.second)
         fx = l.handle(.tick, now: 100 + Self.second)
@@ -325,7 +327,7 @@ struct AppLifecycleTests {
         var l = Self.lifecycle(in: .active)
         _ = l.handle(.suspend(waiter: 1, notice: Self.usr1), now: 10)
         var fx = l.handle(.terminate(waiter: 2, timeout: Self.second), now: 20)
-        #expect(!fx.contains(.thawForTermination), "never frozen")
+        #expect(!fx.contains(.thawAside(.forTermination)), "never frozen")
         #expect(l.grace == nil && l.nextDeadline == 20 + Self.second, "the grace deadline is gone")
         _ = l.handle(.exited(.signaled(SIGTERM)), now: 30)
         fx = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 40)
@@ -419,7 +421,7 @@ struct AppLifecycleTests {
         let fx = l.handle(.leftCgroup(to: "/sys/fs/cgroup/other"), now: 5_000)
         #expect(l.state == .active && l.phase == .active(resumedAt: nil))
         #expect(l.record.sinceMonotonicNanos == 5_000)
-        #expect(fx.contains(.thawRemainder) && fx.contains(.persist))
+        #expect(fx.contains(.thawAside(.remainder)) && fx.contains(.persist))
         let event = fx.compactMap { if case .log(let e) = $0 { return e } else { return nil } }.first
         #expect(event?.kind == .thaw && event?.from == .suspended && event?.to == .active && event?.reason == "left-cgroup")
         #expect(event?.detail.contains("pid 4242 left the app's cgroup for /sys/fs/cgroup/other") == true, "\(String(describing: event))")
@@ -1036,7 +1038,7 @@ struct EndingAcrossACrashTests {
         #expect(l.isEnding && l.nextDeadline == 1_000 + 2 * Self.second)
         var fx = l.handle(.resumeEnding(frozen: true), now: 1_000 + Self.second)
         #expect(fx.first.map(\.isLog) == true, "its event before the thaw, which logs its own: \(fx)")
-        #expect(fx.filter { !$0.isLog }.prefix(2) == [.thawForTermination, .signalMembers(SIGTERM)])
+        #expect(fx.filter { !$0.isLog }.prefix(2) == [.thawAside(.forTermination), .signalMembers(SIGTERM)])
         #expect(!fx.contains(.killAll))
         #expect(l.handle(.tick, now: 1_000 + Self.second + 1).isEmpty, "not before the deadline")
         fx = l.handle(.tick, now: 1_000 + 2 * Self.second)
@@ -1058,7 +1060,7 @@ struct EndingAcrossACrashTests {
         var l = AppLifecycle(adopting: Self.recorded(.evict, start: 1_000, kill: 1_000), now: 5_000)
         #expect(l.isEvicting)
         let fx = l.handle(.resumeEnding(frozen: true), now: 5_000)
-        #expect(fx.last == .killAll && !fx.contains(.thawForTermination))
+        #expect(fx.last == .killAll && !fx.contains(.thawAside(.forTermination)))
         _ = l.handle(.exited(nil), now: 6_000)
         _ = l.handle(.cleanedUp(leftovers: 0, problems: []), now: 7_000)
         #expect(l.state == .evicted)

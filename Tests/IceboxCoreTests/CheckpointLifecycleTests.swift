@@ -123,7 +123,7 @@ struct CheckpointLifecycleTests {
         _ = l.handle(.tick, now: 2_000)
         let fx = l.handle(.freezeConfirmed(AppLifecycleTests.frozen), now: 3_000)
         #expect(fx.contains(.checkpoint) && !fx.contains(.killAll))
-        if case .checkpointing(let c) = l.phase { #expect(c.victim) } else { Issue.record("\(l.phase)") }
+        if case .checkpointing = l.phase {} else { Issue.record("\(l.phase)") }
     }
 
     @Test("restored: active, its restore logged with the image, the foreground signal sent, waiters told, memory counted")

@@ -23,4 +23,17 @@ extension AppLifecycle {
     init(adopting record: AppRecord, now: UInt64) {
         self.init(adopting: record, now: LifecycleInstants.at(now))
     }
+
+    var state: AppState { record.state }
+    var isEvicting: Bool {
+        if case .ending(.evict, _, _) = phase { return true }
+        if case .cleaningUp(.evicted) = phase { return true }
+        return false
+    }
+    var grace: Grace? {
+        switch phase {
+        case .background(let g, _), .freezing(let g, _, _): return g
+        default: return nil
+        }
+    }
 }

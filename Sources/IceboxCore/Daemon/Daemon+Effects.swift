@@ -117,15 +117,14 @@ extension Daemon {
         case .cancelFreeze:
             // Rolled back at once (a write); the app runs again.
             app.freeze?.operation.cancel()
-            endOperation(app)
+            app.freeze = nil
+            settleWatch(app)
         case .thaw(let deadline):
             startOperation(app, .thaw, deadline: deadline)
-        case .thawForTermination:
+        case .thawAside(let why):
             // Only the request matters (the tasks must run to act on SIGTERM); the kill deadline
             // bounds the rest, so its confirmation is only logged.
-            thawAside(app, .forTermination)
-        case .thawRemainder:
-            thawAside(app, .remainder)
+            startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
         case .killAll:
             killAll(app)
         case .checkpoint:
@@ -184,12 +183,6 @@ extension Daemon {
     }
 
     // MARK: Freeze and thaw: states of the loop
-
-    /// A thaw the lifecycle does not wait for; its confirmation (or failure) is only logged,
-    /// with `why`.
-    func thawAside(_ app: LiveApp, _ why: AsideThaw) {
-        startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
-    }
 
     /// Where the app's main process is, when that is outside the cgroup that freezes the app
     /// (someone moved it); nil while it is inside (or in a sub-cgroup), once it is gone, and for
@@ -326,7 +319,7 @@ extension Daemon {
             let aside = app.freeze?.aside
             // The watch is settled once the lifecycle has taken the confirmation, and only if
             // the app is still there: the lifecycle may have ended it.
-            endOperation(app, settlingWatch: false)
+            app.freeze = nil
             guard let aside else {
                 apply(
                     op.direction == .freeze ? .freezeConfirmed(FreezeOutcome(report)) : .thawConfirmed(FreezeOutcome(report)), to: app,
@@ -344,7 +337,8 @@ extension Daemon {
             if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
             let aside = app.freeze?.aside
-            endOperation(app)
+            app.freeze = nil
+            settleWatch(app)
             if let aside { return log(.error, app: app.name, pid: app.pid, "thaw \(aside.why) failed: \(failure)") }
             if op.direction == .freeze {
                 // Typed for the clients waiting on this suspend: the stuck tasks' processes.
@@ -358,11 +352,6 @@ extension Daemon {
             }
             apply(op.direction == .freeze ? .freezeFailed(failure.description) : .thawFailed(failure.description), to: app)
         }
-    }
-
-    func endOperation(_ app: LiveApp, settlingWatch: Bool = true) {
-        app.freeze = nil
-        if settlingWatch { settleWatch(app) }
     }
 
     /// What an app keeps watched between operations: its cgroup.events. For a suspended app a

@@ -156,17 +156,11 @@ package struct AppLifecycle: Sendable {
     // MARK: Reading
 
     package var name: String { record.name }
-    package var state: AppState { record.state }
     package var isEnding: Bool {
         switch phase {
         case .ending, .cleaningUp, .ended: return true
         default: return false
         }
-    }
-    package var isEvicting: Bool {
-        if case .ending(.evict, _, _) = phase { return true }
-        if case .cleaningUp(.evicted) = phase { return true }
-        return false
     }
     /// When the terminate or eviction began (monotonic), once one has; 0 before.
     package var endStart: UInt64 {
@@ -176,17 +170,10 @@ package struct AppLifecycle: Sendable {
         default: return 0
         }
     }
-    package var grace: Grace? {
-        switch phase {
-        case .background(let g, _), .freezing(let g, _, _): return g
-        default: return nil
-        }
-    }
     /// Chosen as the policy's victim while not yet suspended: evicted once frozen.
     package var pendingEviction: Bool {
         switch phase {
-        case .background(_, let victim): return victim != nil
-        case .freezing(_, _, let victim): return victim != nil
+        case .background(_, let victim), .freezing(_, _, let victim): return victim != nil
         default: return false
         }
     }
@@ -499,7 +486,7 @@ package struct AppLifecycle: Sendable {
         suspendWaiters = []
         fx.append(.persist)
         if let victim, victim.toDisk {
-            startCheckpoint(nil, victim: true, now, &fx)
+            startCheckpoint(nil, now, &fx)
         } else if victim != nil {
             evict(nil, now, &fx)
         } else {
@@ -532,7 +519,7 @@ package struct AppLifecycle: Sendable {
             setActive(now)
             let text = "\(moved): the kernel thawed it there, so the app runs (the rest of it is thawed too)"
             fx.append(.log(event(.thaw, from: .suspended, to: .active, reason: "left-cgroup", text, now)))
-            fx.append(.thawRemainder)
+            fx.append(.thawAside(.remainder))
             fx.append(.persist)
         case .freezing:
             fx.append(.cancelFreeze)
@@ -725,7 +712,7 @@ package struct AppLifecycle: Sendable {
         phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: now.plus(timeout))
         // Before the SIGTERM (`apply` writes first): the kill deadline survives a daemon crash.
         fx.append(.persist)
-        if frozenNow { fx.append(.thawForTermination) }
+        if frozenNow { fx.append(.thawAside(.forTermination)) }
         fx.append(.signalMembers(SIGTERM))
         fx.append(
             .log(event(.terminate, "SIGTERM sent (willTerminate); SIGKILL after \(DurationText.format(timeout))", now)))
@@ -759,7 +746,7 @@ package struct AppLifecycle: Sendable {
     private mutating func evictToDisk(_ waiter: Int?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .suspended:
-            startCheckpoint(waiter, victim: false, now, &fx)
+            startCheckpoint(waiter, now, &fx)
         case .checkpointing(var c):
             if let waiter { c.waiters.append(waiter) }
             phase = .checkpointing(c)
@@ -778,8 +765,8 @@ package struct AppLifecycle: Sendable {
 
     /// Suspended → checkpointing: the record says so first (a daemon killed during the dump
     /// leaves its successor the criu to wait for), then CRIU is started.
-    private mutating func startCheckpoint(_ waiter: Int?, victim: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
-        var c = Checkpointing(since: now.monotonicNanos, victim: victim)
+    private mutating func startCheckpoint(_ waiter: Int?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
+        var c = Checkpointing(since: now.monotonicNanos)
         if let waiter { c.waiters.append(waiter) }
         phase = .checkpointing(c)
         fx.append(.persist)
@@ -824,13 +811,12 @@ package struct AppLifecycle: Sendable {
         switch c.then {
         case .terminate?:
             phase = .cleaningUp(.terminated(.signaled(SIGKILL), by: .sigkill, since: c.since))
-            fx.append(.discardImages(written.images))
         case .evict?:
             phase = .cleaningUp(.evicted(.signaled(SIGKILL), since: c.since))
-            fx.append(.discardImages(written.images))
         case nil:
             phase = .cleaningUp(.checkpointed(written, since: c.since))
         }
+        if c.then != nil { fx.append(.discardImages(written.images)) }
         fx.append(.destroy)
     }
 
@@ -845,7 +831,7 @@ package struct AppLifecycle: Sendable {
         let began =
             "a \(how == .evict ? "eviction" : "terminate") begun \(DurationText.format(now.since(endStart))) ago, before a daemon restart"
         if how == .terminate, let kill, kill > now.monotonicNanos {
-            if frozen { fx.append(.thawForTermination) }
+            if frozen { fx.append(.thawAside(.forTermination)) }
             fx.append(.signalMembers(SIGTERM))
             fx.append(
                 .log(event(.terminate, "\(began): SIGTERM sent again; SIGKILL in \(DurationText.format(kill - now.monotonicNanos))", now)))
@@ -885,7 +871,7 @@ package struct AppLifecycle: Sendable {
     ) {
         switch phase {
         case .suspended where toDisk:
-            startCheckpoint(nil, victim: true, now, &fx)
+            startCheckpoint(nil, now, &fx)
         case .suspended, .thawing:
             evict(nil, now, &fx)
         case .checkpointing:
@@ -920,7 +906,6 @@ package struct AppLifecycle: Sendable {
         }
         switch phase {
         case .launching(let ready?) where ready <= now.monotonicNanos:
-            phase = .launching(readyDeadline: nil)
             let waited = now.since(launchStart)
             let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
             let line = "\(name) \(why)"
@@ -988,29 +973,22 @@ package struct AppLifecycle: Sendable {
         // The record's state is left as it was through the ending: it is the state the app was killed in.
         record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
         record.clearDiskWork()
+        let detail = LifecycleText.ended(
+            end, how: how, tookNanos: took, leftovers: leftovers, startLimitHit: startLimitHit, problems: problems)
+        summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
+        // The event that records an end (or a rest on disk).
+        let kind: EventKind = final == .evicted ? .evict : final == .onDisk ? .checkpoint : .exit
+        var e = event(kind, from: from, to: final, duration: took, detail, now)
         if case .checkpointed(let written, _) = end {
             record.images = written.images
             record.imageBytes = written.imageBytes
             record.lastCheckpointNanos = written.dumpNanos
             record.ending = nil  // not an end: it rests on disk
-        } else {
-            record.images = nil
-        }
-        let detail = LifecycleText.ended(
-            end, how: how, tookNanos: took, leftovers: leftovers, startLimitHit: startLimitHit, problems: problems)
-        summariseRepeats(upTo: .max, now, &fx)  // what the last second held back, before the end
-        // The event that records an end (or a rest on disk).
-        let kind: EventKind =
-            switch final {
-            case .evicted: .evict
-            case .onDisk: .checkpoint
-            default: .exit
-            }
-        var e = event(kind, from: from, to: final, duration: took, detail, now)
-        if case .checkpointed(let written, _) = end {
             e.memoryBeforeBytes = written.memoryBytes
             e.memoryAfterBytes = 0
             e.imageBytes = written.imageBytes
+        } else {
+            record.images = nil
         }
         e.exitStatus = termination?.shellStatus
         // How it was ended, as data (EndResult.how): SIGTERM sufficed, or SIGKILL came.

@@ -1,6 +1,6 @@
 /// A thaw the app's lifecycle does not wait for: the daemon starts it, and its confirmation
 /// (or failure) is only logged, saying why it ran.
-enum AsideThaw: Equatable {
+package enum AsideThaw: Sendable, Equatable {
     /// A suspended app being terminated must run to act on its SIGTERM.
     case forTermination
     /// The app's main process left its cgroup: the rest of the app runs again.

@@ -31,8 +31,6 @@ package struct Checkpointing: Sendable, Equatable {
     package var since: UInt64
     /// Clients waiting for the app to be on disk.
     package var waiters: [Int] = []
-    /// Chosen by the memory policy (its victim is gone once the app is on disk).
-    package var victim: Bool
     package var mainEnded = false
     package var termination: Termination?
     package var written: DiskCheckpoint?

@@ -79,13 +79,11 @@ package enum LifecycleEffect: Sendable, Equatable {
     case cancelFreeze
     /// Start a thaw; its outcome comes back as `.thawConfirmed` or `.thawFailed`.
     case thaw(deadline: UInt64)
-    /// Thaw without waiting for confirmation: a frozen app must run to act on SIGTERM, and
-    /// the kill deadline bounds the rest.
-    case thawForTermination
-    /// Thaw what is left in the app's cgroups without waiting for it: the app is active
-    /// already (its main process left the frozen cgroup and runs), and the rest of it must not
-    /// stay frozen under an app shown as running.
-    case thawRemainder
+    /// Thaw without waiting for confirmation. `.forTermination`: a frozen app must run to act
+    /// on SIGTERM, and the kill deadline bounds the rest. `.remainder`: what is left in the
+    /// app's cgroups; the app is active already (its main process left the frozen cgroup and
+    /// runs), and the rest of it must not stay frozen under an app shown as running.
+    case thawAside(AsideThaw)
     /// Kill every process of the app now.
     case killAll
     /// Start a checkpoint to disk of the frozen app (CRIU's dump, then a sync of its
