@@ -6,8 +6,7 @@ package final class Epoll {
     package let fd: Int32
 
     package init() throws(SystemError) {
-        fd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        if fd < 0 { throw SystemError("create an epoll instance") }
+        fd = try systemCall("create an epoll instance") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
     }
 
     deinit { close(fd) }
