@@ -28,9 +28,6 @@ package final class DirectoryHandle {
         return String(decoding: whole.dropFirst(root.count + 1), as: UTF8.self)
     }
 
-    /// A counter file under this directory or, if `full` is elsewhere, by its full path.
-    package func readCounter(_ full: String) -> UInt64? { Self.readCounter(full, under: [self]) }
-
     /// A counter file, opened relative to the first of `roots` it lies under (one open of it,
     /// whatever the outcome), else by its full path.
     package static func readCounter(_ full: String, under roots: [DirectoryHandle]) -> UInt64? {

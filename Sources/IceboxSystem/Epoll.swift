@@ -6,30 +6,24 @@ package final class Epoll {
     package let fd: Int32
 
     package init() throws(SystemError) {
-        fd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        if fd < 0 { throw SystemError("create an epoll instance") }
+        fd = try systemCall("create an epoll instance") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
     }
 
     deinit { close(fd) }
 
     package func add(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
-        var ev = epoll_event()
-        ev.events = events
-        ev.data.u64 = token
+        var ev = epoll_event(events: events, data: epoll_data_t(u64: token))
         if epoll_ctl(fd, EPOLL_CTL_ADD, target, &ev) < 0 { throw SystemError("add descriptor \(target) to epoll") }
     }
 
     /// Changes the events watched on a descriptor already added.
     package func modify(_ target: Int32, events: UInt32, token: UInt64) throws(SystemError) {
-        var ev = epoll_event()
-        ev.events = events
-        ev.data.u64 = token
+        var ev = epoll_event(events: events, data: epoll_data_t(u64: token))
         if epoll_ctl(fd, EPOLL_CTL_MOD, target, &ev) < 0 { throw SystemError("change descriptor \(target) in epoll") }
     }
 
     package func remove(_ target: Int32) {
-        var ev = epoll_event()
-        _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, &ev)
+        _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, nil)
     }
 
     /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the

@@ -113,8 +113,7 @@ package enum FileIO {
     package static func write(_ path: String, _ value: String) throws(SystemError) {
         let fd = try systemCall("write", path: path) { open(path, O_WRONLY | O_CLOEXEC) }
         defer { close(fd) }
-        let n = value.withCString { p in retryingOnInterrupt { Glibc.write(fd, p, strlen(p)) } }
-        if n < 0 { throw systemCallError("write", path: path, errno: errno) }
+        try pwrite(fd: fd, path: path, value)
     }
 
     /// Writes a file atomically: a temporary file beside it, then rename. Readers and a

@@ -12,38 +12,34 @@ enum Getent {
     /// The fields of the entry getent prints for `key` in `database` (passwd, group), or nil:
     /// not found, no getent, or no answer in time.
     static func entry(_ database: String, _ key: String) -> [Substring]? {
-        guard let out = run([database, "--", key]), let line = out.split(separator: "\n").first else { return nil }
-        return line.split(separator: ":", omittingEmptySubsequences: false)
+        run([database, "--", key])?.split(separator: ":", omittingEmptySubsequences: false)
     }
 
     /// The groups `getent initgroups` gives `user` (every NSS source's), or nil.
     static func initgroups(_ user: String) -> [gid_t]? {
-        guard let out = run(["initgroups", "--", user]), let line = out.split(separator: "\n").first else { return nil }
-        return line.split(separator: " ").dropFirst().compactMap { gid_t($0) }
+        run(["initgroups", "--", user])?.split(separator: " ").dropFirst().compactMap { gid_t($0) }
     }
 
-    /// getent's output when it exits 0.
-    static func run(_ arguments: [String]) -> String? {
+    /// The first line of getent's output when it exits 0.
+    static func run(_ arguments: [String]) -> Substring? {
         guard let executable = paths.first(where: { access($0, X_OK) == 0 }),
-            let (readEnd, writeEnd) = try? PipePair.closeOnExec()
+            let pipe = try? PipePair()
         else { return nil }
-        defer { close(readEnd) }
+        defer { close(pipe.readEnd) }
         var request = SpawnRequest(
             executable: executable, arguments: ["getent"] + arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"])
-        request.stdout = writeEnd
+        request.stdout = pipe.writeEnd
         let spawned = try? Spawner.spawn(request)
-        close(writeEnd)
+        close(pipe.writeEnd)
         guard let handle = spawned?.handle else { return nil }
-        let start = Clock.monotonicNanos()
-        let deadline = start > .max - deadlineNanos ? .max : start + deadlineNanos
+        let deadline = Clock.monotonicNanos() &+ deadlineNanos
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while output.count < 1 << 20 {
             let now = Clock.monotonicNanos()
-            guard now < deadline, let ready = try? Poll.wait(readEnd, events: Int16(POLLIN), timeoutNanos: deadline - now), ready != 0
+            guard now < deadline, let ready = try? Poll.wait(pipe.readEnd, events: Int16(POLLIN), timeoutNanos: deadline - now), ready != 0
             else { break }
-            let n = read(readEnd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
+            let n = retryingOnInterrupt { read(pipe.readEnd, &buffer, buffer.count) }
             if n <= 0 { break }
             output += buffer[0..<n]
         }
@@ -54,6 +50,6 @@ enum Getent {
             _ = try? handle.wait(until: Clock.monotonicNanos() + 1_000_000_000)
             return nil
         }
-        return String(decoding: output, as: UTF8.self)
+        return String(decoding: output, as: UTF8.self).split(separator: "\n").first
     }
 }

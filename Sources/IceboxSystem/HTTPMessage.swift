@@ -96,13 +96,9 @@ package struct HTTPStatusLine: Equatable, Sendable, CustomStringConvertible {
     package var isSuccess: Bool { (200...299).contains(status) }
 
     package var description: String { reason.isEmpty ? "\(version) \(status)" : "\(version) \(status) \(reason)" }
+}
 
-    package init(version: String, status: Int, reason: String) {
-        self.version = version
-        self.status = status
-        self.reason = reason
-    }
-
+extension HTTPStatusLine {
     /// Parses one status line without its line ending. Lenient where servers differ (no
     /// reason phrase, extra spaces), strict where it matters: "HTTP/" and three digits.
     package init?(_ line: some StringProtocol) {

@@ -15,8 +15,7 @@ package final class Inotify {
 
     /// The corresponding C function is `inotify_init1` (with `IN_CLOEXEC | IN_NONBLOCK`).
     package init() throws(SystemError) {
-        fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        if fd < 0 { throw SystemError("create an inotify instance") }
+        fd = try systemCall("create an inotify instance") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
     }
 
     deinit { close(fd) }
@@ -25,9 +24,7 @@ package final class Inotify {
     /// corresponding C function is `inotify_add_watch`.
     @discardableResult
     package func addWatch(_ path: String, mask: UInt32) throws(SystemError) -> Int32 {
-        let wd = inotify_add_watch(fd, path, mask)
-        if wd < 0 { throw SystemError("watch (inotify)", path: path) }
-        return wd
+        try systemCall("watch (inotify)", path: path) { inotify_add_watch(fd, path, mask) }
     }
 
     /// The events queued now (none if nothing happened: the descriptor does not block).

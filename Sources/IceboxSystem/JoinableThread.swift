@@ -39,8 +39,7 @@ package final class JoinableThread: Sendable {
 
     /// Whether the closure has returned (the thread may still be exiting).
     package var hasFinished: Bool {
-        var pfd = [pollfd(fd: finished, events: Int16(POLLIN), revents: 0)]
-        return ((try? Poll.wait(&pfd, until: 0)) ?? 0) > 0
+        Poll.ready(finished, Int16(POLLIN))
     }
 
     /// The descriptor that becomes readable (end of file) once the closure has returned, to
@@ -51,8 +50,7 @@ package final class JoinableThread: Sendable {
     /// whether it finished (and was joined). The corresponding C function is `pthread_join`.
     @discardableResult
     package func join(until deadline: UInt64) -> Bool {
-        var pfd = [pollfd(fd: finished, events: Int16(POLLIN), revents: 0)]
-        guard ((try? Poll.wait(&pfd, until: deadline)) ?? 0) > 0 else { return false }
+        guard ((try? Poll.wait(finished, events: Int16(POLLIN), until: deadline)) ?? 0) != 0 else { return false }
         return joined.withLock { done in
             if !done {
                 pthread_join(thread, nil)

@@ -18,11 +18,3 @@ package struct PipePair: Sendable {
         writeEnd = fds[1]
     }
 }
-
-extension PipePair {
-    /// A pipe whose both ends close on exec, as two descriptors the caller owns.
-    package static func closeOnExec() throws(SystemError) -> (read: Int32, write: Int32) {
-        let pair = try PipePair()
-        return (pair.readEnd, pair.writeEnd)
-    }
-}

@@ -54,9 +54,6 @@ package enum Poll {
 extension ProcessHandle {
     /// Whether this kernel has pidfd_open (Linux 5.3).
     package static var pidfdWorks: Bool {
-        let fd = icebox_pidfd_open(getpid(), 0)
-        if fd < 0 { return false }
-        close(fd)
-        return true
+        (try? ProcessHandle(adopting: getpid())) != nil
     }
 }

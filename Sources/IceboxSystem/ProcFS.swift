@@ -50,7 +50,8 @@ package enum ProcFS {
     /// `icebox suspend` of an app with the default `--background-signal auto` (open, read
     /// and close in C: 11 µs for stat, 19 µs for status).
     package static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
-        caughtSignals(pid: pid, procRoot: procRoot).map { maskHasSignal($0, signal) } ?? false
+        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
+            .map { maskHasSignal($0, signal) } ?? false
     }
 
     /// `catchesSignal` through a descriptor of /proc/PID/stat kept open (`caughtSignals(statFD:)`):
@@ -59,16 +60,11 @@ package enum ProcFS {
         caughtSignals(statFD: fd).map { maskHasSignal($0, signal) } ?? false
     }
 
-    /// The sigcatch mask of /proc/PID/stat (field 34), nil when the process is gone or the
-    /// field is not a decimal that fits 64 bits.
-    static func caughtSignals(pid: pid_t, procRoot: String) -> UInt64? {
-        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
-    }
-
-    /// The same from a descriptor of /proc/PID/stat kept open, read from offset 0: no open
-    /// and close per look (17 of the 37 µs the look took in a traced suspend). The kept
-    /// descriptor stays the process it was opened for: once that one has exited, reads fail
-    /// (nil) whoever has its pid by then.
+    /// The sigcatch mask of /proc/PID/stat (field 34), from a descriptor of it kept open, read
+    /// from offset 0: no open and close per look (17 of the 37 µs the look took in a traced
+    /// suspend). nil when the field is not a decimal that fits 64 bits, or when the process is
+    /// gone: the kept descriptor stays the process it was opened for, and once that one has
+    /// exited, reads fail whoever has its pid by then.
     package static func caughtSignals(statFD fd: Int32) -> UInt64? {
         withStatLine(fd: fd) { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
     }
@@ -120,13 +116,17 @@ package enum ProcFS {
         }
     }
 
-    /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")").
+    /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")"),
+    /// in the kernel's units.
     package struct Stat: Equatable, Sendable {
         package var state: Character
         package var ppid: pid_t
         package var pgrp: pid_t
         package var session: pid_t
+        package var userTicks: UInt64
+        package var systemTicks: UInt64
         package var startTimeTicks: UInt64
+        package var residentPages: UInt64
     }
 
     /// The fields of a /proc/PID/stat line from field 3 (state) on: counted after the last
@@ -139,12 +139,14 @@ package enum ProcFS {
 
     package static func parseStat(_ text: String) -> Stat? {
         guard let rest = statFieldsAfterName(text) else { return nil }
-        // rest[0] is field 3 (state); start time is field 22 → rest[19].
-        guard rest.count > 19, let state = rest[0].first,
+        // rest[0] is field 3 (state): field N is rest[N - 3].
+        guard rest.count > 21, let state = rest[0].first,
             let ppid = pid_t(rest[1]), let pgrp = pid_t(rest[2]), let session = pid_t(rest[3]),
-            let start = UInt64(rest[19])
+            let user = UInt64(rest[11]), let system = UInt64(rest[12]), let start = UInt64(rest[19]), let rss = Int64(rest[21])
         else { return nil }
-        return Stat(state: state, ppid: ppid, pgrp: pgrp, session: session, startTimeTicks: start)
+        return Stat(
+            state: state, ppid: ppid, pgrp: pgrp, session: session, userTicks: user, systemTicks: system, startTimeTicks: start,
+            residentPages: UInt64(max(rss, 0)))
     }
 
     package static func stat(pid: pid_t, procRoot: String = "/proc") -> Stat? {
@@ -157,10 +159,6 @@ package enum ProcFS {
         var st = Glibc.stat()
         guard lstat("\(procRoot)/\(pid)/task", &st) == 0, st.st_nlink > 2 else { return nil }
         return Int(st.st_nlink) - 2
-    }
-
-    package static func threadStat(pid: pid_t, tid: pid_t, procRoot: String = "/proc") -> Stat? {
-        (try? FileIO.read("\(procRoot)/\(pid)/task/\(tid)/stat")).flatMap(parseStat)
     }
 
     /// The state letter of a process (`tid` nil) or of one of its threads, from its stat

@@ -40,10 +40,8 @@ package final class ProcessHandle {
 
     /// Opens a pidfd for a process icebox did not spawn (it need not be our child).
     package init(adopting pid: pid_t) throws(SystemError) {
-        let fd = icebox_pidfd_open(pid, 0)
-        if fd < 0 { throw SystemError("open a pidfd for", path: "pid \(pid)") }
+        self.pidfd = try systemCall("open a pidfd for", path: "pid \(pid)") { icebox_pidfd_open(pid, 0) }
         self.pid = pid
-        self.pidfd = fd
     }
 
     /// Sends a signal through the pidfd. ESRCH (already exited) is reported as false.

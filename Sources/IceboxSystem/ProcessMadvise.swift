@@ -37,8 +37,6 @@ package enum ProcessMadvise {
         package var calls = 0
         /// ESRCH: the process exited (or was reaped) before or during the advice.
         package var processExited = false
-
-        package init() {}
     }
 
     /// Advises every range, IOV_MAX at a time. The kernel works through the ranges in order

@@ -22,35 +22,12 @@ package struct ProcessUsage: Equatable, Sendable {
         self.cpuNanos = cpuNanos
     }
 
-    /// The fields of /proc/PID/stat this type needs, in the kernel's units.
-    package struct StatFields: Equatable, Sendable {
-        package var userTicks: UInt64
-        package var systemTicks: UInt64
-        package var startTimeTicks: UInt64
-        package var residentPages: UInt64
-    }
-
-    /// Parses /proc/PID/stat (fields counted as `ProcFS.statFieldsAfterName` does).
-    package static func parseStat(_ text: String) -> StatFields? {
-        guard let rest = ProcFS.statFieldsAfterName(text) else { return nil }
-        // rest[0] is field 3 (state): field N is rest[N - 3].
-        guard rest.count > 21, let user = UInt64(rest[11]), let system = UInt64(rest[12]),
-            let start = UInt64(rest[19]), let rss = Int64(rest[21])
-        else { return nil }
-        return StatFields(userTicks: user, systemTicks: system, startTimeTicks: start, residentPages: UInt64(max(rss, 0)))
-    }
-
     /// The boot time from /proc/stat's "btime" line, in seconds since the epoch.
     package static func bootTime(procStat text: String) -> UInt64? {
         for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
             return UInt64(line.dropFirst(6).trimmingCharacters(in: " \t"))
         }
         return nil
-    }
-
-    /// How many descriptors a process has open: the entries of its /proc/PID/fd.
-    package static func openDescriptors(fdDirectory: String) -> Int? {
-        (try? FileIO.list(fdDirectory))?.count
     }
 
     /// Reads the usage of process `pid` ("self" by default). A figure whose file cannot be
@@ -60,8 +37,8 @@ package struct ProcessUsage: Equatable, Sendable {
         ticksPerSecond: UInt64 = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1)),
         pageSize: UInt64 = UInt64(max(sysconf(Int32(_SC_PAGESIZE)), 1))
     ) -> ProcessUsage {
-        var usage = ProcessUsage(openDescriptors: openDescriptors(fdDirectory: "\(procRoot)/\(pid)/fd"))
-        guard let stat = (try? FileIO.read("\(procRoot)/\(pid)/stat")).flatMap(parseStat) else { return usage }
+        var usage = ProcessUsage(openDescriptors: (try? FileIO.list("\(procRoot)/\(pid)/fd"))?.count)
+        guard let stat = (try? FileIO.read("\(procRoot)/\(pid)/stat")).flatMap(ProcFS.parseStat) else { return usage }
         let nanosPerTick = 1_000_000_000 / max(ticksPerSecond, 1)
         usage.residentBytes = stat.residentPages * pageSize
         usage.cpuNanos = (stat.userTicks + stat.systemTicks) * nanosPerTick

@@ -13,8 +13,6 @@ package enum ProgramImage {
     /// Throws EPERM or ENOMEM without CAP_IPC_LOCK past RLIMIT_MEMLOCK (nothing stays
     /// locked then).
     package static func lockInMemory() throws(SystemError) -> UInt64 {
-        let locked = icebox_lock_program_image()
-        if locked < 0 { throw SystemError("mlock its loadable segments") }
-        return UInt64(locked)
+        UInt64(try systemCall("mlock its loadable segments") { icebox_lock_program_image() })
     }
 }

@@ -51,9 +51,7 @@ package enum Signals {
     package static func signalFD(_ signals: [Int32]) throws(SystemError) -> Int32 {
         var set = sigset_t()
         for number in signals { _ = sigaddset(&set, number) }
-        let fd = signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
-        if fd < 0 { throw SystemError("create a signalfd") }
-        return fd
+        return try systemCall("create a signalfd") { signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC)) }
     }
 
     /// Reads every pending signal number from a signalfd.

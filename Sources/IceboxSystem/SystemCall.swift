@@ -1,28 +1,5 @@
 import Glibc
 
-/// What a failed system call's errno means to icebox: the one policy every -1/errno call on
-/// our own descriptors and buffers follows (`systemCall`).
-package enum SystemCallFailure: Equatable, Sendable {
-    /// EINTR: a signal arrived before the call did anything; run it again.
-    case interrupted
-    /// EBADF or EFAULT: the descriptor or buffer we passed is wrong, a bug of ours (a
-    /// descriptor closed twice, used after close, a pointer past a buffer), never the world.
-    case bug
-    /// Anything else: the world said no (no such file, permission, a full disk); the caller
-    /// is told, with what was being done on what.
-    case error
-
-    /// How `errno` is treated. The corresponding C idiom is the `switch (errno)` after a
-    /// `rc < 0`.
-    package static func classify(_ errno: Int32) -> SystemCallFailure {
-        switch errno {
-        case EINTR: return .interrupted
-        case EBADF, EFAULT: return .bug
-        default: return .error
-        }
-    }
-}
-
 /// Runs a system call that reports failure as -1 and errno, on a descriptor and buffers of
 /// our own: retries EINTR, stops a debug build (and the tests) on EBADF or EFAULT, which only
 /// a bug of ours causes, and throws `SystemError(operation, path:)` for anything else (and for
@@ -54,6 +31,6 @@ package func systemCall<T: BinaryInteger>(
 @usableFromInline
 package func systemCallError(_ operation: String, path: String?, errno code: Int32) -> SystemError {
     let error = SystemError(operation, path: path, errno: code)
-    if SystemCallFailure.classify(code) == .bug { assertionFailure("a bug of ours: \(error)") }
+    if code == EBADF || code == EFAULT { assertionFailure("a bug of ours: \(error)") }
     return error
 }

@@ -10,12 +10,7 @@ package struct IPAddress: Equatable, Sendable, CustomStringConvertible {
     /// The literal as inet_pton accepts it: "127.0.0.1" or "::1", never bracketed.
     package let literal: String
 
-    package static let loopback = IPAddress(v4: "127.0.0.1")
-
-    private init(v4 literal: String) {
-        family = .v4
-        self.literal = literal
-    }
+    package static let loopback = IPAddress("127.0.0.1")!
 
     /// nil for anything but "localhost" or an address literal.
     package init?(_ text: String) {

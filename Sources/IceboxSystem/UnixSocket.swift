@@ -45,8 +45,7 @@ package enum UnixSocket {
 
     /// A blocking connection to a stream socket.
     package static func connect(path: String) throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        if fd < 0 { throw SystemError("create a socket") }
+        let fd = try systemCall("create a socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         let rc = try withAddress(path) { addr, len in retryingOnInterrupt { Glibc.connect(fd, addr, len) } }
         if rc < 0 { let e = systemCallError("connect to", path: path, errno: errno); close(fd); throw e }
         return fd
@@ -83,34 +82,30 @@ package enum UnixSocket {
     package struct Datagram {
         package var text: String
         package var senderPID: pid_t
-        package var senderUID: uid_t
         package var fds: [Int32]
     }
 
     package static func receive(_ fd: Int32) -> Datagram? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var fds = [Int32](repeating: -1, count: 16)
-        var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
-        let n = buffer.withUnsafeMutableBytes { buf in
-            fds.withUnsafeMutableBufferPointer { fdbuf in
-                icebox_recv_with_fds_creds(fd, buf.baseAddress!, buf.count, fdbuf.baseAddress, 16, &nfds, &pid, &uid)
-            }
-        }
-        if n < 0 { return nil }
-        return Datagram(
-            text: String(decoding: buffer[0..<n], as: UTF8.self), senderPID: pid, senderUID: uid,
-            fds: Array(fds[0..<Int(nfds)]))
+        // Any failure, EAGAIN included, is no datagram.
+        guard let got = try? receive(fd, capacity: 4096) else { return nil }
+        return Datagram(text: String(decoding: got.bytes, as: UTF8.self), senderPID: got.pid, fds: got.fds)
     }
 
     /// Receives bytes and any descriptors on a stream socket (non-blocking). nil: would block.
     /// An empty byte array means the peer closed.
     package static func receiveStream(_ fd: Int32) throws(SystemError) -> (bytes: [UInt8], fds: [Int32])? {
+        try receive(fd, capacity: 65536).map { ($0.bytes, $0.fds) }
+    }
+
+    /// One receive of at most `capacity` bytes, with any descriptors and the sender's pid.
+    /// nil: would block.
+    private static func receive(_ fd: Int32, capacity: Int) throws(SystemError) -> (bytes: [UInt8], fds: [Int32], pid: pid_t)? {
         var fds = [Int32](repeating: -1, count: 16)
         var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0
         var n = 0
         // Not zeroed first (a request is a few dozen bytes of a 64 KiB buffer): the bytes
         // kept are the ones the kernel wrote.
-        let bytes = [UInt8](unsafeUninitializedCapacity: 65536) { buf, count in
+        let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buf, count in
             n = fds.withUnsafeMutableBufferPointer { fdbuf in
                 icebox_recv_with_fds_creds(fd, buf.baseAddress!, buf.count, fdbuf.baseAddress, 16, &nfds, &pid, &uid)
             }
@@ -120,7 +115,7 @@ package enum UnixSocket {
             if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
             throw SystemError("read from a client connection")
         }
-        return (bytes, Array(fds[0..<Int(nfds)]))
+        return (bytes, Array(fds[0..<Int(nfds)]), pid)
     }
 
     /// Sends all bytes, with descriptors attached to the first chunk.
@@ -147,8 +142,7 @@ package enum UnixSocket {
 
     /// Sends one datagram (for tests and the notify client).
     package static func sendDatagram(path: String, _ text: String) throws(SystemError) {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        if fd < 0 { throw SystemError("create a socket") }
+        let fd = try systemCall("create a socket") { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         defer { close(fd) }
         let bytes = Array(text.utf8)
         let n = try withAddress(path) { addr, len in

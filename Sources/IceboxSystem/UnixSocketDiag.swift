@@ -34,8 +34,7 @@ package enum UnixSocketDiag {
         // Unconnected and unbound: netlink sends to the kernel (port 0) by default.
         let sent = send(fd, request, request.count, 0)
         if sent != request.count { throw SystemError("send a unix sock_diag request") }
-        let (sum, overflow) = Clock.monotonicNanos().addingReportingOverflow(timeoutNanos)
-        let deadline = overflow ? UInt64.max : sum
+        let deadline = Clock.monotonicNanos() &+ timeoutNanos
         var result: [UInt32: Socket] = [:]
         var buffer = [UInt8](repeating: 0, count: 32_768)
         while true {

@@ -11,7 +11,7 @@ import Glibc
 /// one process more for a user or group from elsewhere.
 package enum UserAccounts {
     /// Whether this is a static executable, which asks getent for what the files lack. Its
-    /// first use sets a static build up (files only): `withBuffer` and `groupList`, through
+    /// first use sets a static build up (files only): `lookUp` and `groupList`, through
     /// which every lookup goes, use it before they call NSS.
     static let isStatic: Bool = icebox_static_nss_files_only() != 0
 
@@ -23,46 +23,26 @@ package enum UserAccounts {
 
     /// getpwnam_r(3).
     package static func user(named name: String) -> User? {
-        let found = withBuffer { buf in
-            var pwd = passwd()
-            var result: UnsafeMutablePointer<passwd>?
-            let rc = getpwnam_r(name, &pwd, buf.baseAddress!, buf.count, &result)
-            return (rc, result == nil ? nil : User(pwd))
-        }
+        let found = lookUp(passwd(), { getpwnam_r(name, $0, $1, $2, $3) }, { User($0) })
         return found ?? (isStatic ? Getent.entry("passwd", name).flatMap(User.init(entry:)) : nil)
     }
 
     /// getpwuid_r(3).
     package static func user(id: uid_t) -> User? {
-        let found = withBuffer { buf in
-            var pwd = passwd()
-            var result: UnsafeMutablePointer<passwd>?
-            let rc = getpwuid_r(id, &pwd, buf.baseAddress!, buf.count, &result)
-            return (rc, result == nil ? nil : User(pwd))
-        }
+        let found = lookUp(passwd(), { getpwuid_r(id, $0, $1, $2, $3) }, { User($0) })
         return found ?? (isStatic ? Getent.entry("passwd", String(id)).flatMap(User.init(entry:)) : nil)
     }
 
     /// getgrnam_r(3): the group's id.
     package static func group(named name: String) -> gid_t? {
-        let found = withBuffer { buf in
-            var grp = Glibc.group()
-            var result: UnsafeMutablePointer<Glibc.group>?
-            let rc = getgrnam_r(name, &grp, buf.baseAddress!, buf.count, &result)
-            return (rc, result == nil ? nil : grp.gr_gid)
-        }
+        let found = lookUp(Glibc.group(), { getgrnam_r(name, $0, $1, $2, $3) }, { $0.gr_gid })
         guard found == nil, isStatic, let entry = Getent.entry("group", name), entry.count >= 3 else { return found }
         return gid_t(entry[2])
     }
 
     /// getgrgid_r(3): the group's name.
     package static func groupName(id: gid_t) -> String? {
-        let found = withBuffer { buf in
-            var grp = Glibc.group()
-            var result: UnsafeMutablePointer<Glibc.group>?
-            let rc = getgrgid_r(id, &grp, buf.baseAddress!, buf.count, &result)
-            return (rc, result == nil ? nil : grp.gr_name.map { String(cString: $0) })
-        }
+        let found = lookUp(Glibc.group(), { getgrgid_r(id, $0, $1, $2, $3) }, { $0.gr_name.map { String(cString: $0) } })
         guard found == nil, isStatic, let entry = Getent.entry("group", String(id)), !(entry.first ?? "").isEmpty else {
             return found
         }
@@ -92,14 +72,25 @@ package enum UserAccounts {
         return [gid]
     }
 
-    /// Runs a *_r lookup (which converts what it found while the buffer lives) with a
-    /// buffer that grows while the call says ERANGE.
-    private static func withBuffer<T>(_ call: (UnsafeMutableBufferPointer<CChar>) -> (Int32, T?)) -> T? {
+    /// Runs a *_r lookup (`call` gets the entry, the buffer, its size and the result pointer)
+    /// with a buffer that grows while the call says ERANGE, and converts what it found while
+    /// the buffer lives.
+    private static func lookUp<Entry, T>(
+        _ empty: Entry,
+        _ call: (UnsafeMutablePointer<Entry>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<Entry>?>) ->
+            Int32,
+        _ convert: (Entry) -> T?
+    ) -> T? {
         _ = isStatic  // a static build is set up before its first lookup
         var size = 1024
         while size <= 1 << 20 {
             var buffer = [CChar](repeating: 0, count: size)
-            let (rc, value) = buffer.withUnsafeMutableBufferPointer { call($0) }
+            let (rc, value) = buffer.withUnsafeMutableBufferPointer { buf -> (Int32, T?) in
+                var entry = empty
+                var result: UnsafeMutablePointer<Entry>?
+                let rc = call(&entry, buf.baseAddress!, buf.count, &result)
+                return (rc, result == nil ? nil : convert(entry))
+            }
             if rc != ERANGE { return rc == 0 ? value : nil }
             size *= 2
         }

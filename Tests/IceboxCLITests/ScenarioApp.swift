@@ -125,7 +125,7 @@ enum Scenario {
     /// Every thread of the process stopped (T, or t when traced): what SIGSTOP does.
     static func stopped(_ pid: pid_t) -> Bool {
         let threads = ProcFS.threads(of: pid)
-        return !threads.isEmpty && threads.allSatisfy { ["T", "t"].contains(ProcFS.threadStat(pid: pid, tid: $0)?.state ?? "?") }
+        return !threads.isEmpty && threads.allSatisfy { ["T", "t"].contains(ProcFS.state(pid: pid, tid: $0) ?? "?") }
     }
 
     /// Open pidfds for the processes, taken before they are killed, so their end is read

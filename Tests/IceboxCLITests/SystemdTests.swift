@@ -59,7 +59,8 @@ struct SystemdTests {
         args += ["-E", "NOTIFY_SOCKET=\(notifyPath)", Sandbox.binary, "daemon", "--foreground"]
         // Spawned with our own pidfd-based spawner, not Foundation's Process: that one reaps
         // with a blocking wait4 on a long-lived child and then misses other tests' children.
-        let (readEnd, writeEnd) = try PipePair.closeOnExec()
+        let pipe = try PipePair()
+        let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
         defer { close(readEnd) }
         var request = SpawnRequest(executable: Self.tool, arguments: args, environment: ["PATH=/usr/bin:/bin"])
         request.stderr = writeEnd

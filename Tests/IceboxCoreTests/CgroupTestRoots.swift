@@ -192,11 +192,11 @@ func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
 /// Every thread of the process in state T (stopped), read from /proc.
 func allThreadsStopped(_ pid: pid_t) -> Bool {
     let threads = ProcFS.threads(of: pid)
-    return !threads.isEmpty && threads.allSatisfy { ProcFS.threadStat(pid: pid, tid: $0)?.state == "T" }
+    return !threads.isEmpty && threads.allSatisfy { ProcFS.state(pid: pid, tid: $0) == "T" }
 }
 
 func anyThreadStopped(_ pid: pid_t) -> Bool {
-    ProcFS.threads(of: pid).contains { ProcFS.threadStat(pid: pid, tid: $0)?.state == "T" }
+    ProcFS.threads(of: pid).contains { ProcFS.state(pid: pid, tid: $0) == "T" }
 }
 
 func inode(_ path: String) -> UInt64? {

@@ -11,7 +11,8 @@ struct EpollTests {
         let epoll = try Epoll()
         // Its descriptor number now names a pipe, not an epoll instance: EINVAL. (The pipe's
         // end is the Epoll's to close from here on, as its descriptor was.)
-        let (readEnd, writeEnd) = try PipePair.closeOnExec()
+        let pipe = try PipePair()
+        let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
         defer { close(readEnd) }
         try #require(dup2(writeEnd, epoll.fd) == epoll.fd)
         _ = fcntl(epoll.fd, F_SETFD, FD_CLOEXEC)  // as the epoll descriptor was: no child inherits it
@@ -22,7 +23,8 @@ struct EpollTests {
     @Test("nothing ready within the time-out is an empty wait; a ready descriptor is reported with its token")
     func readyAndNot() throws {
         let epoll = try Epoll()
-        let (readEnd, writeEnd) = try PipePair.closeOnExec()
+        let pipe = try PipePair()
+        let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
         defer {
             close(readEnd)
             close(writeEnd)

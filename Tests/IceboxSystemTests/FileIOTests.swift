@@ -95,9 +95,9 @@ struct FileIOTests {
         #expect(root.relative(dir + "/app/memory.current") == "app/memory.current")
         #expect(root.relative("/elsewhere/app/memory.current") == nil)
         #expect(root.relative(dir + "x/app") == nil, "a sibling with the same prefix is not below it")
-        #expect(root.readCounter(dir + "/app/memory.current") == 123456)
+        #expect(DirectoryHandle.readCounter(dir + "/app/memory.current", under: [root]) == 123456)
         symlink(dir + "/app/memory.current", dir + "/app/link")
-        #expect(root.readCounter(dir + "/app/link") == nil, "a link is not followed")
+        #expect(DirectoryHandle.readCounter(dir + "/app/link", under: [root]) == nil, "a link is not followed")
         #expect(DirectoryHandle(dir + "/app/memory.current") == nil, "not a directory")
     }
 

@@ -49,12 +49,16 @@ struct ProcFSTests {
                 String(decoding: link.prefix(max(0, n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
                     .split(separator: "/").last ?? ""))
         #expect(ProcFS.state(pid: getpid(), tid: tid) == "R")
-        #expect(ProcFS.state(pid: getpid(), tid: tid) == ProcFS.threadStat(pid: getpid(), tid: tid)?.state)
+        #expect(ProcFS.state(pid: getpid(), tid: tid) == ProcFS.parseStat(try FileIO.read("/proc/\(getpid())/task/\(tid)/stat"))?.state)
     }
 
     @Test func parseStatReadsFieldsAfterASimpleName() throws {
         let stat = try #require(ProcFS.parseStat(Self.statLine(comm: "cat", state: "R", ppid: 5911, pgrp: 5911, session: 5252)))
-        #expect(stat == ProcFS.Stat(state: "R", ppid: 5911, pgrp: 5911, session: 5252, startTimeTicks: 64035))
+        #expect(
+            stat
+                == ProcFS.Stat(
+                    state: "R", ppid: 5911, pgrp: 5911, session: 5252, userTicks: 0, systemTicks: 0, startTimeTicks: 64035,
+                    residentPages: 410))
     }
 
     @Test func parseStatHandlesSpacesAndParenthesesInTheCommandName() throws {
@@ -71,7 +75,10 @@ struct ProcFSTests {
         // A hostile name that imitates the fields that follow it.
         let line = Self.statLine(comm: "x) Z 99 99 99 0 -1", state: "D", ppid: 7, pgrp: 8, session: 9, start: 42)
         let stat = try #require(ProcFS.parseStat(line))
-        #expect(stat == ProcFS.Stat(state: "D", ppid: 7, pgrp: 8, session: 9, startTimeTicks: 42))
+        #expect(
+            stat
+                == ProcFS.Stat(
+                    state: "D", ppid: 7, pgrp: 8, session: 9, userTicks: 0, systemTicks: 0, startTimeTicks: 42, residentPages: 410))
     }
 
     @Test func parseStatRejectsTruncatedOrMalformedText() {
@@ -251,7 +258,10 @@ struct ProcFSTests {
         mkdir(root + "/1234", 0o755)
         writeFile(root + "/1234/stat", Self.statLine(comm: "my (odd) name", state: "T", ppid: 10, pgrp: 1234, session: 1200, start: 5555))
         #expect(
-            ProcFS.stat(pid: 1234, procRoot: root) == ProcFS.Stat(state: "T", ppid: 10, pgrp: 1234, session: 1200, startTimeTicks: 5555))
+            ProcFS.stat(pid: 1234, procRoot: root)
+                == ProcFS.Stat(
+                    state: "T", ppid: 10, pgrp: 1234, session: 1200, userTicks: 0, systemTicks: 0, startTimeTicks: 5555, residentPages: 410)
+        )
         #expect(ProcFS.stat(pid: 999, procRoot: root) == nil)
     }
 

@@ -17,14 +17,14 @@ struct ProcessUsageTests {
     }
 
     @Test func parseStatReadsCPUStartAndResidentPages() throws {
-        let f = try #require(ProcessUsage.parseStat(Self.statLine(comm: "a ) b (c")))
-        #expect(f == ProcessUsage.StatFields(userTicks: 250, systemTicks: 50, startTimeTicks: 12345, residentPages: 410))
+        let f = try #require(ProcFS.parseStat(Self.statLine(comm: "a ) b (c")))
+        #expect([f.userTicks, f.systemTicks, f.startTimeTicks, f.residentPages] == [250, 50, 12345, 410])
     }
 
     @Test func parseStatRejectsShortOrGarbledLines() {
-        #expect(ProcessUsage.parseStat("77 (x) S 1 2 3") == nil)
-        #expect(ProcessUsage.parseStat("no parenthesis") == nil)
-        #expect(ProcessUsage.parseStat(Self.statLine(utime: "x")) == nil)
+        #expect(ProcFS.parseStat("77 (x) S 1 2 3") == nil)
+        #expect(ProcFS.parseStat("no parenthesis") == nil)
+        #expect(ProcFS.parseStat(Self.statLine(utime: "x")) == nil)
     }
 
     @Test func bootTimeFromProcStat() {

@@ -6,15 +6,6 @@ import Testing
 
 @Suite("One syscall policy: systemCall")
 struct SystemCallTests {
-    @Test func errnoClassification() {
-        #expect(SystemCallFailure.classify(EINTR) == .interrupted)
-        #expect(SystemCallFailure.classify(EBADF) == .bug)
-        #expect(SystemCallFailure.classify(EFAULT) == .bug)
-        for code in [ENOENT, EACCES, EPERM, ENOSPC, EAGAIN, EINVAL, EIO, ECONNRESET, ESRCH] {
-            #expect(SystemCallFailure.classify(code) == .error, "errno \(code)")
-        }
-    }
-
     @Test func aFailureIsThrownWithTheOperationThePathAndTheErrno() {
         let path = "/nonexistent-\(getpid())/file"
         do {

@@ -100,7 +100,7 @@ package struct ClientSession {
     /// of a pipe as descriptor 3 for its word. The directories are prepared already.
     func spawnDaemon(_ autostart: DaemonAutostart) throws(IceboxError) -> StartingDaemon {
         var pipeFDs: [Int32] = [-1, -1]
-        do { (pipeFDs[0], pipeFDs[1]) = try PipePair.closeOnExec() } catch { throw IceboxError("start the daemon", error) }
+        do { let pipe = try PipePair(); pipeFDs = [pipe.readEnd, pipe.writeEnd] } catch { throw IceboxError("start the daemon", error) }
         let logFD = open(paths.daemonLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
         defer { if logFD >= 0 { close(logFD) } }
         var env = ProcessEnvironment.current.filter { !$0.hasPrefix("ICEBOX_READY_FD=") }

@@ -31,15 +31,15 @@ package struct StuckTask: Sendable, CustomStringConvertible {
         var out: [StuckTask] = []
         for pid in pids {
             for tid in ProcFS.threads(of: pid) {
-                guard let st = ProcFS.threadStat(pid: pid, tid: tid) else { continue }
-                if skippingStopped && (st.state == "T" || st.state == "t") { continue }
+                guard let state = ProcFS.state(pid: pid, tid: tid) else { continue }
+                if skippingStopped && (state == "T" || state == "t") { continue }
                 let wchan = ProcFS.wchan(pid: pid, tid: tid)
                 // Already frozen: asleep in the cgroup v2 freezer's trap (reached from
                 // get_signal, state S), or an older kernel's v1 refrigerator. Not what held the
                 // freeze up. (A v1-frozen task on Linux 6.1+ reads as D where it slept before:
                 // it cannot be told apart, so v1's list may name frozen tasks too.)
-                if skippingFrozen && (Self.frozenWaits.contains(wchan) && st.state != "D" || wchan.hasSuffix("refrigerator")) { continue }
-                out.append(StuckTask(pid: pid, tid: tid, state: st.state, wchan: wchan))
+                if skippingFrozen && (Self.frozenWaits.contains(wchan) && state != "D" || wchan.hasSuffix("refrigerator")) { continue }
+                out.append(StuckTask(pid: pid, tid: tid, state: state, wchan: wchan))
             }
         }
         func rank(_ t: StuckTask) -> Int { t.state == "D" ? 0 : t.state == "R" ? 1 : 2 }

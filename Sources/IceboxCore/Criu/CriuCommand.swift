@@ -20,7 +20,8 @@ package struct CriuCommand: Sendable {
     /// Its standard input is /dev/null; its environment only PATH and LC_ALL=C (criu runs
     /// no other program for what the probe asks).
     package static func run(_ path: String, _ arguments: [String], timeoutNanos: UInt64) throws(SystemError) -> CriuCommand {
-        let (readEnd, writeEnd) = try PipePair.closeOnExec()
+        let pipe = try PipePair()
+        let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
         defer { close(readEnd) }
         // Non-blocking: the read loop stops at criu's exit even if something it started
         // (a restored task) still held the pipe.
