@@ -121,7 +121,7 @@ enum DoctorCommand: IceboxCommand {
         f += capabilityFindings(paths)
         let policy = EvictionPolicy.load(from: paths.policyFile)
         for line in policy.lines {
-            let key = String(line.prefix(19)).trimmingTrailingSpaces()
+            let key = String(line.prefix(19)).trimmed()
             f.append(Finding(check: "policy: " + key, ok: true, detail: String(line.dropFirst(19))))
         }
         let criu = CriuProbe.run(environment: env, stateDir: paths.stateDir)
@@ -157,9 +157,8 @@ enum DoctorCommand: IceboxCommand {
             Output.out(JSONLines.encode(report))
         } else {
             let rows = f.map { [$0.ok ? "ok" : "--", $0.check, $0.detail] }
-            let lines = Output.table(
-                rows, style: { row, column in column == 0 ? (f[row].ok ? .green : .yellow) : nil }, color: Output.colorOut)
-            for line in lines { Output.out(line) }
+            Output.out(
+                Output.table(rows, style: { row, column in column == 0 ? (f[row].ok ? .green : .yellow) : nil }, color: Output.colorOut))
         }
         if !usable {
             Output.err(
