@@ -67,11 +67,10 @@ enum BenchCommand: IceboxCommand {
             style = chosen
         }
         let quiet = args.flag("quiet")
-        // Checked before a daemon is asked for a name, so usage errors come first.
-        _ = try LaunchArguments.build(name: args.value("name") ?? "bench", nameIsDefault: false, command: command, args, attached: false)
-        let name: String
-        if let given = args.value("name") { name = given } else { name = try BenchSession.defaultName(LaunchArguments.client(args)) }
-        var options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
+        // Built before a daemon is asked for a name, so usage errors come first.
+        var options = try LaunchArguments.build(
+            name: args.value("name") ?? "bench", nameIsDefault: false, command: command, args, attached: false)
+        if args.value("name") == nil { options.name = try BenchSession.defaultName(LaunchArguments.client(args)) }
         let toDisk = args.flag("to-disk")
         // Only the root of its own PID namespace can be checkpointed (its pids free at restore).
         if toDisk { options.pidNamespace = true }
