@@ -58,7 +58,7 @@ enum BenchCommand: IceboxCommand {
         let runs = try count(args, "runs", default: 10, minimum: 1)
         let warmup = try count(args, "warmup", default: 1, minimum: 0)
         let evictEvery = try count(args, "evict-every", default: 5, minimum: 0)
-        let hold = try ArgumentParser.duration(args.value("hold"), option: "hold", default: 1_000_000_000)
+        let hold = try args.duration("hold") ?? 1_000_000_000
         var style = BenchStyle.auto
         if let text = args.value("style") {
             guard let chosen = BenchStyle(rawValue: text) else {

@@ -32,9 +32,7 @@ enum SuspendCommand: IceboxCommand {
             OptionSpec(name: "grace", value: "DUR", help: "this suspend's grace instead of the app's --grace (0: freeze at once)")
         ] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        let grace: UInt64? = try args.value("grace").map { v throws(IceboxError) in
-            try ArgumentParser.duration(v, option: "grace", default: 0)
-        }
+        let grace = try args.duration("grace")
         return try LifecycleRequest.send(args, spec: spec) { .suspend(names: $0, graceNanos: grace) }
     }
 }
@@ -71,7 +69,7 @@ enum TerminateCommand: IceboxCommand {
         summary: "SIGTERM (a frozen app is thawed first), SIGKILL after the timeout; reaped",
         options: [OptionSpec(name: "timeout", value: "DUR", help: "time before SIGKILL (default 10s)")] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 10_000_000_000)
+        let timeout = try args.duration("timeout") ?? 10_000_000_000
         return try LifecycleRequest.send(args, spec: spec) { .terminate(names: $0, timeoutNanos: timeout) }
     }
 }
