@@ -25,13 +25,10 @@ struct DaemonClient {
 
     mutating func connect() throws(IceboxError) -> DaemonConnection { try session.connect() }
 
-    /// How long a command waits for the daemon beyond the time-outs its request carries.
-    /// Generous (an app's grace can be long), but a hung daemon still ends the wait.
-    static let replyBudgetNanos: UInt64 = 3_600_000_000_000
-
-    /// The deadline for the replies to `request`, from now.
+    /// The deadline for the replies to `request`, from now: an hour beyond the time-outs it
+    /// carries. Generous (an app's grace can be long), but a hung daemon still ends the wait.
     static func deadline(for request: ControlRequest) -> UInt64 {
-        DaemonConnection.deadline(for: request, base: replyBudgetNanos)
+        DaemonConnection.deadline(for: request, base: 3_600_000_000_000)
     }
 
     /// Sends a request and prints the replies until `done`. Returns the exit code.

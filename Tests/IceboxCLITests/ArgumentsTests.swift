@@ -139,10 +139,10 @@ struct ArgumentParserTests {
     }
 
     @Test func durationOptionFallsBackAndValidates() throws {
-        #expect(try ArgumentParser.duration(nil, option: "grace", default: 7) == 7)
-        #expect(try ArgumentParser.duration("250ms", option: "grace", default: 7) == 250_000_000)
+        #expect(try ParsedArguments().duration("grace") == nil)
+        #expect(try ArgumentParser.parse(["--grace", "250ms"], spec: SuspendCommand.spec).duration("grace") == 250_000_000)
         expectUsageError(containing: "invalid duration '5x' for --grace") { () throws(IceboxError) in
-            _ = try ArgumentParser.duration("5x", option: "grace", default: 0)
+            _ = try ArgumentParser.parse(["--grace", "5x"], spec: SuspendCommand.spec).duration("grace")
         }
     }
 

@@ -286,8 +286,8 @@ struct TerminalTests {
         let rows = [["NAME", "STATE", "X"], ["web", "active", "1"]]
         let plain = Output.table(rows)
         let colored = Output.table(rows, style: { r, c in r == 1 && c == 1 ? .green : nil }, color: true)
-        #expect(plain == ["NAME  STATE   X", "web   active  1"])
-        #expect(colored[1] == "web   \u{1B}[32mactive\u{1B}[0m  1")
+        #expect(plain == "NAME  STATE   X\nweb   active  1")
+        #expect(colored == "NAME  STATE   X\nweb   \u{1B}[32mactive\u{1B}[0m  1")
     }
 
     @Test func progressBar() {

@@ -5,7 +5,7 @@ import Testing
 struct StatisticsTests {
     @Test("mean, sample standard deviation, median, min, max and p95")
     func basicFigures() throws {
-        let s = try #require(Summary(name: "x", label: "x", samples: [2, 4, 4, 4, 5, 5, 7, 9]))
+        let s = try #require(Summary(samples: [2, 4, 4, 4, 5, 5, 7, 9]))
         #expect(s.mean == 5)
         #expect(s.stddev == 2)  // sample σ of this classic set is 2.138
         #expect(s.median == 5)  // between 4 and 5, rounded
@@ -16,17 +16,17 @@ struct StatisticsTests {
 
     @Test("large nanosecond values are averaged, not reinterpreted")
     func largeValues() throws {
-        let s = try #require(Summary(name: "x", label: "x", samples: [168_757_028, 155_638_372, 157_601_957]))
+        let s = try #require(Summary(samples: [168_757_028, 155_638_372, 157_601_957]))
         #expect(s.mean == 160_665_786)
         #expect(s.median == 157_601_957)
     }
 
     @Test("one far sample is an outlier; a single sample has no spread")
     func outliers() throws {
-        let s = try #require(Summary(name: "x", label: "x", samples: [100, 101, 99, 100, 102, 98, 100, 5000]))
+        let s = try #require(Summary(samples: [100, 101, 99, 100, 102, 98, 100, 5000]))
         #expect(s.outliers == 1)
-        let one = try #require(Summary(name: "x", label: "x", samples: [42]))
+        let one = try #require(Summary(samples: [42]))
         #expect(one.stddev == 0 && one.median == 42 && one.p95 == 42)
-        #expect(Summary(name: "x", label: "x", samples: []) == nil)
+        #expect(Summary(samples: []) == nil)
     }
 }

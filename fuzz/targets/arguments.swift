@@ -17,7 +17,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     guard let parsed = try? ArgumentParser.parse(args, spec: spec) else { return 0 }
     for (name, value) in zip(parsed.valueNames, parsed.valueTexts) {
-        _ = try? ArgumentParser.duration(value, option: name, default: 0)
+        _ = try? parsed.duration(name)
         _ = try? BenchCommand.count(parsed, name, default: 1, minimum: 0)
         _ = try? LogCommand.count(value, option: name)
         _ = TimeText.parseBound(value, nowWallNanos: 1_800_000_000_000_000_000, offset: { _ in 3600 })

@@ -58,7 +58,7 @@ enum BenchCommand: IceboxCommand {
         let runs = try count(args, "runs", default: 10, minimum: 1)
         let warmup = try count(args, "warmup", default: 1, minimum: 0)
         let evictEvery = try count(args, "evict-every", default: 5, minimum: 0)
-        let hold = try ArgumentParser.duration(args.value("hold"), option: "hold", default: 1_000_000_000)
+        let hold = try args.duration("hold") ?? 1_000_000_000
         var style = BenchStyle.auto
         if let text = args.value("style") {
             guard let chosen = BenchStyle(rawValue: text) else {
@@ -67,11 +67,10 @@ enum BenchCommand: IceboxCommand {
             style = chosen
         }
         let quiet = args.flag("quiet")
-        // Checked before a daemon is asked for a name, so usage errors come first.
-        _ = try LaunchArguments.build(name: args.value("name") ?? "bench", nameIsDefault: false, command: command, args, attached: false)
-        let name: String
-        if let given = args.value("name") { name = given } else { name = try BenchSession.defaultName(LaunchArguments.client(args)) }
-        var options = try LaunchArguments.build(name: name, nameIsDefault: false, command: command, args, attached: false)
+        // Built before a daemon is asked for a name, so usage errors come first.
+        var options = try LaunchArguments.build(
+            name: args.value("name") ?? "bench", nameIsDefault: false, command: command, args, attached: false)
+        if args.value("name") == nil { options.name = try BenchSession.defaultName(LaunchArguments.client(args)) }
         let toDisk = args.flag("to-disk")
         // Only the root of its own PID namespace can be checkpointed (its pids free at restore).
         if toDisk { options.pidNamespace = true }

@@ -93,7 +93,7 @@ struct BenchReport {
         func phase(_ id: String, _ title: String, _ span: String, _ samples: [UInt64], cpu: [CPUTime?] = [], indented: Bool = false)
             -> BenchPhase?
         {
-            guard let summary = Summary(name: id, label: "\(title) (\(span))", samples: samples) else { return nil }
+            guard let summary = Summary(samples: samples) else { return nil }
             return BenchPhase(id: id, title: title, span: span, summary: summary, cpu: Self.mean(cpu), indented: indented)
         }
         phases = [

@@ -67,11 +67,6 @@ struct BenchSession {
     /// The running instance's v2 cgroup, for its CPU time.
     var cgroup: String?
 
-    /// Sends one request and collects its lines; a failure becomes an error with its lines.
-    mutating func call(_ request: ControlRequest) throws(IceboxError) -> [String] {
-        try exchange(request).lines
-    }
-
     /// Sends one request and collects its lines and the events its replies carry (an
     /// eviction's or a resume's own event); a failure becomes an error with its lines.
     mutating func exchange(_ request: ControlRequest) throws(IceboxError) -> (lines: [String], events: [Event]) {
@@ -99,7 +94,7 @@ struct BenchSession {
         if !daemonSideReadiness { launchOptions.ready = .exec }
         let request = ControlRequest.launch(options: launchOptions)
         let start = Clock.monotonicNanos()
-        _ = try call(request)
+        _ = try exchange(request)
         appLive = true
         try waitUntilReady(since: start, what: "launch")
         let elapsed = Clock.monotonicNanos() - start
@@ -126,16 +121,16 @@ struct BenchSession {
     mutating func resume() throws(IceboxError) -> UInt64 {
         let request = ControlRequest.resume(names: [options.name], waitReady: daemonSideReadiness)
         let start = Clock.monotonicNanos()
-        _ = try call(request)
+        _ = try exchange(request)
         try waitUntilReady(since: start, what: "resume")
         return Clock.monotonicNanos() - start
     }
 
-    mutating func suspend() throws(IceboxError) { _ = try call(.suspend(names: [options.name])) }
+    mutating func suspend() throws(IceboxError) { _ = try exchange(.suspend(names: [options.name])) }
 
     mutating func evict() throws(IceboxError) -> UInt64 {
         let start = Clock.monotonicNanos()
-        _ = try call(.evict(names: [options.name]))
+        _ = try exchange(.evict(names: [options.name]))
         appLive = false
         return Clock.monotonicNanos() - start
     }
@@ -306,7 +301,7 @@ struct BenchSession {
     /// `icebox ps --all`.
     mutating func cleanUp() {
         if appLive { _ = try? evict() }
-        _ = try? call(.forget(names: [options.name]))
+        _ = try? exchange(.forget(names: [options.name]))
     }
 }
 

@@ -6,8 +6,6 @@ struct CPUTime: Equatable, Sendable {
     var user: UInt64
     var system: UInt64
 
-    static let zero = CPUTime(user: 0, system: 0)
-
     /// The user_usec and system_usec lines of a cgroup v2 `cpu.stat` (there in every v2
     /// cgroup, with or without the cpu controller); nil if either is missing.
     static func parseCgroupStat(_ text: String) -> CPUTime? {

@@ -62,7 +62,6 @@ enum ReleaseCommand: IceboxCommand {
         operands: Operands(max: 1, text: "one app name"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        if args.positionals.count != 1 { throw ArgumentParser.usage("release takes exactly one app name", spec) }
-        return try LifecycleRequest.send(args, spec: spec) { .release(name: $0[0]) }
+        try LifecycleRequest.send(args, spec: spec) { .release(name: $0[0]) }
     }
 }

@@ -15,11 +15,7 @@ enum CompactCommand: IceboxCommand {
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         try LifecycleRequest.send(args, spec: spec) { names throws(IceboxError) in
-            guard let text = args.value("mode") else { return .compact(names: names, mode: nil) }
-            guard let mode = CompactionMode(rawValue: text) else {
-                throw IceboxError(.usage, "invalid --mode '\(text)'", hint: "use pageout or cold")
-            }
-            return .compact(names: names, mode: mode)
+            .compact(names: names, mode: try args.choice("mode", hint: "use pageout or cold"))
         }
     }
 }

@@ -45,8 +45,12 @@ enum DaemonCommand: IceboxCommand {
             do { _ = try probe.connect(); running = true } catch  where error.code == .unavailable { running = false }
             if running {
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
-                MetricsFileOption.warnIfIgnored(args)
-                LogRotationOptions.warnIfIgnored(args)
+                // It keeps the metrics file and log settings it was started with.
+                for name in ["metrics-file", "log-max-size", "log-keep"] {
+                    guard let given = args.value(name) else { continue }
+                    Output.err(
+                        "icebox: --\(name) \(given) not applied: it is for a daemon this command starts (stop the running one first)")
+                }
                 if settings.isEmpty { return 0 }
                 // Its policy changes as icebox policy set would change it.
                 return try client.perform(.setPolicy(settings: settings.map(\.setting)))

@@ -74,74 +74,64 @@ enum DoctorCommand: IceboxCommand {
         let override = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
         let facts = HostFacts.discover(cgroupRootOverride: override, createRoots: false)
         var f: [Finding] = []
+        func add(_ check: String, _ ok: Bool, _ detail: String) { f.append(Finding(check: check, ok: ok, detail: detail)) }
         let m = facts.mounts
-        f.append(Finding(check: "cgroup mode", ok: m.unified != nil, detail: m.mode))
-        f.append(Finding(check: "cgroup2 mount", ok: m.unified != nil, detail: m.unified ?? "not mounted"))
+        add("cgroup mode", m.unified != nil, m.mode)
+        add("cgroup2 mount", m.unified != nil, m.unified ?? "not mounted")
         let toBeMade = facts.cgroupRootExists ? "" : " (does not exist yet: created at the first launch)"
-        f.append(
-            Finding(
-                check: "cgroup root", ok: facts.cgroup2Usable,
-                detail: (facts.cgroupRoot ?? "none")
-                    + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present" + toBeMade)))
+        add(
+            "cgroup root", facts.cgroup2Usable,
+            (facts.cgroupRoot ?? "none") + (facts.cgroupRootProblem.map { ": \($0)" } ?? ": writable, freezer present" + toBeMade))
         f.append(delegationFinding(facts))
         // The kernel may have it, but only an app with a v2 cgroup (cgroup2 usable) can use it.
         let cgroupKill = facts.supportsCgroupKill && facts.cgroup2Usable
-        f.append(
-            Finding(
-                check: "cgroup.kill", ok: cgroupKill,
-                detail: cgroupKill
-                    ? "present (Linux 5.14+): evict kills a whole app at once"
-                    : facts.supportsCgroupKill
-                        ? "not used (apps get no v2 cgroup here): evict sends SIGKILL to each process"
-                        : "absent: evict sends SIGKILL to each process"))
-        f.append(
-            Finding(
-                check: "v1 freezer", ok: facts.cgroup1Usable,
-                detail: (facts.freezerV1Root ?? "none")
-                    + (facts.freezerV1Problem.map { ": \($0)" }
-                        ?? ": usable (--backend cgroup1)" + (facts.freezerV1RootExists ? "" : " (created at the first launch)"))))
-        f.append(Finding(check: "v1 memory", ok: m.memoryV1 != nil, detail: m.memoryV1 ?? "not mounted"))
+        add(
+            "cgroup.kill", cgroupKill,
+            cgroupKill
+                ? "present (Linux 5.14+): evict kills a whole app at once"
+                : facts.supportsCgroupKill
+                    ? "not used (apps get no v2 cgroup here): evict sends SIGKILL to each process"
+                    : "absent: evict sends SIGKILL to each process")
+        add(
+            "v1 freezer", facts.cgroup1Usable,
+            (facts.freezerV1Root ?? "none")
+                + (facts.freezerV1Problem.map { ": \($0)" }
+                    ?? ": usable (--backend cgroup1)" + (facts.freezerV1RootExists ? "" : " (created at the first launch)")))
+        add("v1 memory", m.memoryV1 != nil, m.memoryV1 ?? "not mounted")
         let pidfd = ProcessHandle.pidfdWorks
-        f.append(
-            Finding(
-                check: "pidfd", ok: pidfd, detail: pidfd ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3"))
+        add("pidfd", pidfd, pidfd ? "pidfd_open works (Linux 5.3+)" : "pidfd_open failed: icebox needs Linux 5.3")
         let spawn = spawnCheck(facts)
         f.append(spawn)
         let psi = FileIO.exists("/proc/pressure/memory")
         let sysResource = Capabilities.hasEffective("cap_sys_resource") ?? false
-        f.append(
-            Finding(
-                check: "PSI", ok: psi,
-                detail: psi
-                    ? "/proc/pressure/memory present; minimum trigger window \(sysResource ? "500ms (CAP_SYS_RESOURCE)" : "2s, in multiples of 2s (no CAP_SYS_RESOURCE)")"
-                    : "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)"))
-        let capText = Capabilities.effectiveText() ?? "unreadable"
-        f.append(Finding(check: "capabilities", ok: true, detail: capText))
+        add(
+            "PSI", psi,
+            psi
+                ? "/proc/pressure/memory present; minimum trigger window \(sysResource ? "500ms (CAP_SYS_RESOURCE)" : "2s, in multiples of 2s (no CAP_SYS_RESOURCE)")"
+                : "no /proc/pressure (kernel without CONFIG_PSI, or psi=0)")
+        add("capabilities", true, Capabilities.effectiveText() ?? "unreadable")
         let paths = IceboxPaths.fromEnvironment(env)
         f += capabilityFindings(paths)
         let policy = EvictionPolicy.load(from: paths.policyFile)
         for line in policy.lines {
-            let key = String(line.prefix(19)).trimmingTrailingSpaces()
-            f.append(Finding(check: "policy: " + key, ok: true, detail: String(line.dropFirst(19))))
+            add("policy: " + String(line.prefix(19)).trimmed(), true, String(line.dropFirst(19)))
         }
         let criu = CriuProbe.run(environment: env, stateDir: paths.stateDir)
-        f.append(Finding(check: "criu", ok: criu.works, detail: criu.summary))
-        f.append(
-            Finding(
-                check: "memory accounting", ok: true,
-                detail: facts.cgroupRoot.map { FileIO.exists($0 + "/memory.current") } == true
-                    ? "memory.current (v2 memory controller)"
-                    : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup"))
+        add("criu", criu.works, criu.summary)
+        add(
+            "memory accounting", true,
+            facts.cgroupRoot.map { FileIO.exists($0 + "/memory.current") } == true
+                ? "memory.current (v2 memory controller)"
+                : facts.memoryV1Root.map { "a v1 memory cgroup per app under \($0)" } ?? "sum of Pss from smaps_rollup")
         let signalWorks = FileIO.exists("/proc/self/stat")
         // An explicit root that cannot be used leaves auto nothing: it does not fall back to signal.
         let auto =
             facts.cgroup2Usable
             ? "cgroup2" : facts.cgroup1Usable ? "cgroup1" : facts.explicitRootUnusable ? "none" : signalWorks ? "signal" : "none"
         // The pick, and for a fallback why the better backends are out (read-only, missing...).
-        f.append(
-            Finding(
-                check: "auto backend", ok: auto != "none",
-                detail: auto == "none" && !facts.explicitRootUnusable ? "none: /proc is unreadable" : facts.autoBackendChoice))
+        add(
+            "auto backend", auto != "none",
+            auto == "none" && !facts.explicitRootUnusable ? "none: /proc is unreadable" : facts.autoBackendChoice)
 
         let features: [Feature: Bool] = [
             .cgroup2: facts.cgroup2Usable, .cgroup1: facts.cgroup1Usable, .signal: signalWorks, .psi: psi, .pidfd: pidfd,
@@ -157,9 +147,8 @@ enum DoctorCommand: IceboxCommand {
             Output.out(JSONLines.encode(report))
         } else {
             let rows = f.map { [$0.ok ? "ok" : "--", $0.check, $0.detail] }
-            let lines = Output.table(
-                rows, style: { row, column in column == 0 ? (f[row].ok ? .green : .yellow) : nil }, color: Output.colorOut)
-            for line in lines { Output.out(line) }
+            Output.out(
+                Output.table(rows, style: { row, column in column == 0 ? (f[row].ok ? .green : .yellow) : nil }, color: Output.colorOut))
         }
         if !usable {
             Output.err(
@@ -206,23 +195,20 @@ enum DoctorCommand: IceboxCommand {
     /// it starts keeps it then), the ones every daemon drops, and what a running daemon has.
     static func capabilityFindings(_ paths: IceboxPaths) -> [Finding] {
         var f: [Finding] = []
+        func add(_ check: String, _ ok: Bool, _ detail: String) { f.append(Finding(check: check, ok: ok, detail: detail)) }
         let keptNames = DaemonCapabilities.kept.map(\.name)
         for cap in DaemonCapabilities.kept {
             let has = (cap.effective ? Capabilities.hasEffective(cap.name) : Capabilities.hasPermitted(cap.name)) ?? false
-            f.append(Finding(check: cap.name, ok: has, detail: (has ? "kept by the daemon for " : "missing: disables ") + cap.why))
+            add(cap.name, has, (has ? "kept by the daemon for " : "missing: disables ") + cap.why)
         }
         let dropped = Capabilities.allNames.filter { !keptNames.contains($0) }
-        f.append(
-            Finding(
-                check: "dropped by the daemon", ok: true,
-                detail: "\(dropped.count) capabilities it never uses: " + dropped.joined(separator: " ")))
+        add("dropped by the daemon", true, "\(dropped.count) capabilities it never uses: " + dropped.joined(separator: " "))
         let missing = DaemonCapabilities.missingForUser()
-        f.append(
-            Finding(
-                check: "--user", ok: missing.isEmpty,
-                detail: missing.isEmpty
-                    ? "apps can run as another user, with no capabilities and no_new_privs"
-                    : "unavailable: a daemon started by this user lacks " + missing.joined(separator: ", ")))
+        add(
+            "--user", missing.isEmpty,
+            missing.isEmpty
+                ? "apps can run as another user, with no capabilities and no_new_privs"
+                : "unavailable: a daemon started by this user lacks " + missing.joined(separator: ", "))
         let holder = ((try? FileIO.read(paths.lockFile)) ?? "").trimmed()
         // The lock file holds the daemon's pid in its own PID namespace (1 for a container's
         // init): believed only if that process here holds the lock file open.
@@ -230,10 +216,9 @@ enum DoctorCommand: IceboxCommand {
             let hex = ProcFS.statusField("CapEff", in: status), let mask = UInt64(hex, radix: 16)
         {
             let names = Capabilities.allNames.enumerated().filter { mask & (1 << UInt64($0.offset)) != 0 }.map(\.element)
-            f.append(
-                Finding(
-                    check: "running daemon", ok: names.allSatisfy(keptNames.contains),
-                    detail: "pid \(pid) has " + (names.isEmpty ? "no capabilities" : names.joined(separator: " "))))
+            add(
+                "running daemon", names.allSatisfy(keptNames.contains),
+                "pid \(pid) has " + (names.isEmpty ? "no capabilities" : names.joined(separator: " ")))
         }
         return f
     }

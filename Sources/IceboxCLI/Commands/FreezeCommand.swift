@@ -66,15 +66,11 @@ enum OneShotFreeze {
 
     static func run(thaw: Bool, _ args: ParsedArguments, spec: CommandSpec) throws(IceboxError) -> Int32 {
         let (freezer, what, taskCount) = try freezer(args, spec: spec)
-        let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 10_000_000_000)
+        let timeout = try args.duration("timeout") ?? 10_000_000_000
         // Read the kernel's state first: freezing what is frozen (or thawing what is not) is
         // a no-op that says so, not a latency measured on nothing.
-        if !thaw && freezer.isFrozen() {
-            Output.out("\(what)  already frozen (\(freezer.kind.rawValue), \(tasks(taskCount(), freezer.kind)))")
-            return 0
-        }
-        if thaw && !freezer.isFrozen() && !freezer.freezeStarted() {
-            Output.out("\(what)  not frozen (\(freezer.kind.rawValue), \(tasks(taskCount(), freezer.kind)))")
+        if thaw ? !freezer.isFrozen() && !freezer.freezeStarted() : freezer.isFrozen() {
+            Output.out("\(what)  \(thaw ? "not frozen" : "already frozen") (\(freezer.kind.rawValue), \(tasks(taskCount(), freezer.kind)))")
             return 0
         }
         // A process we may not signal would never stop (or continue): say so now, not after

@@ -13,7 +13,9 @@ enum LifecycleRequest {
     static func send(
         _ args: ParsedArguments, spec: CommandSpec, _ request: ([String]) throws(IceboxError) -> ControlRequest
     ) throws(IceboxError) -> Int32 {
-        if args.positionals.isEmpty { throw ArgumentParser.usage("\(spec.name) needs at least one app name", spec) }
+        // switch, relaunch and release take one name (the parser refuses more), the others any number.
+        let needs = spec.operands?.max == 1 ? "takes exactly one app name" : "needs at least one app name"
+        if args.positionals.isEmpty { throw ArgumentParser.usage("\(spec.name) \(needs)", spec) }
         for name in args.positionals { try AppName.validate(name) }
         let request = try request(args.positionals)
         var client = LaunchArguments.client(args)
@@ -30,9 +32,7 @@ enum SuspendCommand: IceboxCommand {
             OptionSpec(name: "grace", value: "DUR", help: "this suspend's grace instead of the app's --grace (0: freeze at once)")
         ] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        let grace: UInt64? = try args.value("grace").map { v throws(IceboxError) in
-            try ArgumentParser.duration(v, option: "grace", default: 0)
-        }
+        let grace = try args.duration("grace")
         return try LifecycleRequest.send(args, spec: spec) { .suspend(names: $0, graceNanos: grace) }
     }
 }
@@ -58,8 +58,7 @@ enum SwitchCommand: IceboxCommand {
         summary: "resume NAME and send the active app(s) to the background", options: LifecycleRequest.common,
         operands: Operands(max: 1, text: "one app name"))
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        if args.positionals.count != 1 { throw ArgumentParser.usage("switch takes exactly one app name", spec) }
-        return try LifecycleRequest.send(args, spec: spec) { .switchTo(name: $0[0]) }
+        try LifecycleRequest.send(args, spec: spec) { .switchTo(name: $0[0]) }
     }
 }
 
@@ -70,7 +69,7 @@ enum TerminateCommand: IceboxCommand {
         summary: "SIGTERM (a frozen app is thawed first), SIGKILL after the timeout; reaped",
         options: [OptionSpec(name: "timeout", value: "DUR", help: "time before SIGKILL (default 10s)")] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 10_000_000_000)
+        let timeout = try args.duration("timeout") ?? 10_000_000_000
         return try LifecycleRequest.send(args, spec: spec) { .terminate(names: $0, timeoutNanos: timeout) }
     }
 }
@@ -88,12 +87,7 @@ enum EvictCommand: IceboxCommand {
             )
         ] + LifecycleRequest.common)
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        try LifecycleRequest.send(args, spec: spec) { request(names: $0, args) }
-    }
-
-    /// The request for these names and options, apart so the parse is tested without a daemon.
-    static func request(names: [String], _ args: ParsedArguments) -> ControlRequest {
-        .evict(names: names, toDisk: args.flag("to-disk"))
+        try LifecycleRequest.send(args, spec: spec) { .evict(names: $0, toDisk: args.flag("to-disk")) }
     }
 }
 
@@ -106,7 +100,6 @@ enum RelaunchCommand: IceboxCommand {
         details: "The app gets ICEBOX_LAUNCH_REASON=restore if it was evicted or killed while suspended, else fresh.",
         operands: Operands(max: 1, text: "one app name"))
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        if args.positionals.count != 1 { throw ArgumentParser.usage("relaunch takes exactly one app name", spec) }
-        return try LifecycleRequest.send(args, spec: spec) { .relaunch(name: $0[0]) }
+        try LifecycleRequest.send(args, spec: spec) { .relaunch(name: $0[0]) }
     }
 }

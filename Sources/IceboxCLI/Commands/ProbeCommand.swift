@@ -16,7 +16,7 @@ enum ProbeCommand: IceboxCommand {
             let why = args.positionals.first.flatMap(ReadyMode.parseProblem).map { $0 + "; " } ?? ""
             throw ArgumentParser.usage("\(why)probe takes one target: tcp:PORT or http:http://127.0.0.1:PORT/PATH", spec)
         }
-        let timeout = try ArgumentParser.duration(args.value("timeout"), option: "timeout", default: 1_000_000_000)
+        let timeout = try args.duration("timeout") ?? 1_000_000_000
         let deadline = Clock.monotonicNanos() + timeout
         switch mode {
         case .tcp(let port):

@@ -104,7 +104,7 @@ enum PsCommand: IceboxCommand {
         }
         let headerCells = rows[0]
         let stateColumn = headerCells.firstIndex(of: "STATE")
-        let table = Output.tableText(
+        let table = Output.table(
             rows,
             style: { row, column in
                 guard row > 0, column == stateColumn else { return nil }

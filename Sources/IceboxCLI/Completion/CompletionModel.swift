@@ -49,19 +49,10 @@ struct CompletionValues: Equatable, Hashable, Sendable {
 /// `--help` prints and the parser accepts, so a new command or option completes as soon as
 /// it exists.
 struct CompletionModel: Sendable {
-    struct Option: Sendable {
-        var name: String
-        var help: String
-        /// nil for a flag.
-        var values: CompletionValues?
-        var placeholder: String?
-        var repeatable: Bool
-    }
-
     struct Command: Sendable {
         var name: String
         var summary: String
-        var options: [Option]
+        var options: [OptionSpec]
         /// What each operand (NAME, set, bash|zsh|fish) may be, in order.
         var operands: [CompletionValues]
         /// Whether the last operand repeats (`NAME...`).
@@ -92,19 +83,12 @@ struct CompletionModel: Sendable {
                 operands: [CompletionValues(words: specs.map(\.name))], lastOperandRepeats: false, commandAfter: nil))
     }
 
-    /// The options every command takes besides its own.
-    static let helpOption = Option(name: "help", help: "show this help", values: nil, placeholder: nil, repeatable: false)
-
     static func command(_ spec: CommandSpec) -> Command {
-        let options = spec.options.map { o in
-            Option(
-                name: o.name, help: o.help, values: o.value.map(CompletionValues.from(placeholder:)), placeholder: o.value,
-                repeatable: o.repeatable)
-        }
         let (operands, repeats) = operands(of: spec)
+        // --help: the option every command takes besides its own.
         return Command(
-            name: spec.name, summary: spec.summary, options: options + [helpOption], operands: operands, lastOperandRepeats: repeats,
-            commandAfter: spec.commandAfterPositionals)
+            name: spec.name, summary: spec.summary, options: spec.options + [CommandSpec.helpOption], operands: operands,
+            lastOperandRepeats: repeats, commandAfter: spec.commandAfterPositionals)
     }
 
     /// The operands a usage line names, after `icebox COMMAND`: option groups (`--pid PID`)
@@ -164,4 +148,9 @@ extension String {
         let safe = !isEmpty && allSatisfy { $0.isLetter || $0.isNumber || "-_./:=+@%,".contains($0) }
         return safe ? self : "'" + replacing("'", with: "'\\''") + "'"
     }
+}
+
+extension OptionSpec {
+    /// What the option's value may be, from its placeholder; nil for a flag.
+    var values: CompletionValues? { value.map(CompletionValues.from(placeholder:)) }
 }

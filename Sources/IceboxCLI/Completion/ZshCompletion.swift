@@ -143,7 +143,7 @@ enum ZshCompletion {
                 specs.append("(- *)--help[\(bracketed(o.help))]")
             } else if let v = o.values {
                 let star = o.repeatable ? "*" : ""
-                specs.append("\(star)--\(o.name)=[\(bracketed(o.help))]:\(message(o.placeholder ?? "value")):\(action(v, sets))")
+                specs.append("\(star)--\(o.name)=[\(bracketed(o.help))]:\(message(o.value ?? "value")):\(action(v, sets))")
             } else {
                 specs.append("--\(o.name)[\(bracketed(o.help))]")
             }

@@ -49,9 +49,9 @@ enum Output {
         init(_ line: String) { self.line = line }
     }
 
-    /// "icebox bench: warning: ...", with "warning:" in yellow when stderr has colour.
-    static func warning(_ text: String, from prefix: String = "icebox") {
-        writeAll(2, "\(prefix): " + Style.warning.paint("warning:", colorErr) + " \(text)\n")
+    /// "icebox: warning: ...", with "warning:" in yellow when stderr has colour.
+    static func warning(_ text: String) {
+        writeAll(2, "icebox: " + Style.warning.paint("warning:", colorErr) + " \(text)\n")
     }
 
     /// Unbuffered, whole-line writes: output interleaves correctly with the daemon's and the
@@ -69,54 +69,34 @@ enum Output {
 
     /// Columns padded to the widest cell; the last column is not padded. `style` may colour
     /// a cell (row 0 is the first row given); the padding is computed on the plain text.
-    static func table(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> [String] {
-        var lines: [String] = []
-        lines.reserveCapacity(rows.count)
-        tableBytes(rows, style: style, color: color) { lines.append(String(decoding: $0, as: UTF8.self)) }
-        return lines
-    }
-
-    /// The same table as one text, its lines joined by newlines (no newline after the last):
-    /// what `ps` writes in one system call.
-    static func tableText(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> String {
-        var text: [UInt8] = []
-        tableBytes(rows, style: style, color: color) { line in
-            if !text.isEmpty { text.append(UInt8(ascii: "\n")) }
-            text.append(contentsOf: line)
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    /// Lays the table out line by line in bytes, handing each line (its trailing spaces
-    /// trimmed) to `line`: building 1000 lines of `ps` as Strings, a padding String per
-    /// cell, was an eighth of its client's time.
-    private static func tableBytes(
-        _ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)?, color: Bool, line: ([UInt8]) -> Void
-    ) {
-        guard let first = rows.first else { return }
+    /// One text, its lines joined by newlines (no newline after the last): what `ps` writes
+    /// in one system call. Laid out in bytes, each line's trailing spaces trimmed: building
+    /// 1000 lines of `ps` as Strings, a padding String per cell, was an eighth of its client's time.
+    static func table(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> String {
+        guard let first = rows.first else { return "" }
         // Each cell's width counted once, by bytes where it is ASCII (Characters otherwise).
         let cellWidths = rows.map { $0.map(displayWidth) }
         var widths = [Int](repeating: 0, count: first.count)
         for row in cellWidths { for (i, w) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], w) } }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(widths.reduce(2 * widths.count, +) + 32)
+        var text: [UInt8] = []
+        text.reserveCapacity(rows.count * (widths.reduce(2 * widths.count, +) + 1))
         for (r, row) in rows.enumerated() {
-            bytes.removeAll(keepingCapacity: true)
+            if !text.isEmpty { text.append(UInt8(ascii: "\n")) }
             for (i, cell) in row.enumerated() {
-                if i > 0 { bytes.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: " ")]) }
+                if i > 0 { text.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: " ")]) }
                 if color, let paint = style?(r, i) {
-                    bytes.append(contentsOf: paint.paint(cell, true).utf8)
+                    text.append(contentsOf: paint.paint(cell, true).utf8)
                 } else {
-                    bytes.append(contentsOf: cell.utf8)
+                    text.append(contentsOf: cell.utf8)
                 }
                 if i < row.count - 1 {
                     let pad = max(0, widths[min(i, widths.count - 1)] - cellWidths[r][i])
-                    bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: pad))
+                    text.append(contentsOf: repeatElement(UInt8(ascii: " "), count: pad))
                 }
             }
-            while bytes.last == UInt8(ascii: " ") { bytes.removeLast() }
-            line(bytes)
+            while text.last == UInt8(ascii: " ") { text.removeLast() }
         }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// The columns a cell takes: its Characters (its bytes when they are all ASCII).
@@ -130,16 +110,5 @@ enum Output {
 enum Plural {
     static func count(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
         "\(n) " + (n == 1 ? singular : plural ?? singular + "s")
-    }
-}
-
-extension String {
-    func trimmingTrailingSpaces() -> String {
-        var spaces = 0
-        for byte in utf8.reversed() {
-            guard byte == UInt8(ascii: " ") else { break }
-            spaces += 1
-        }
-        return spaces == 0 ? self : String(decoding: utf8.dropLast(spaces), as: UTF8.self)
     }
 }

@@ -96,6 +96,22 @@ struct ParsedArguments {
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
+    /// The duration given for `name` (nil: none given), or a usage error.
+    func duration(_ name: String) throws(IceboxError) -> UInt64? {
+        guard let text = value(name) else { return nil }
+        guard let nanos = DurationText.parse(text) else {
+            throw IceboxError(.usage, "invalid duration '\(text)' for --\(name)", hint: "write it like 250ms, 5s, 1.5s, 1m30s or 100us")
+        }
+        return nanos
+    }
+
+    /// The word given for `name` as a T (nil: none given), or a usage error with `hint`.
+    func choice<T: RawRepresentable>(_ name: String, hint: String) throws(IceboxError) -> T? where T.RawValue == String {
+        guard let text = value(name) else { return nil }
+        guard let chosen = T(rawValue: text) else { throw IceboxError(.usage, "invalid --\(name) '\(text)'", hint: hint) }
+        return chosen
+    }
+
     mutating func add(_ value: String, for name: String) {
         valueNames.append(name)
         valueTexts.append(value)
@@ -200,14 +216,6 @@ enum ArgumentParser {
 
     static func usage(_ message: String, _ spec: CommandSpec) -> IceboxError {
         IceboxError(.usage, message, hint: "usage: \(spec.usage); see icebox \(spec.name) --help")
-    }
-
-    static func duration(_ text: String?, option: String, default fallback: UInt64) throws(IceboxError) -> UInt64 {
-        guard let text else { return fallback }
-        guard let value = DurationText.parse(text) else {
-            throw IceboxError(.usage, "invalid duration '\(text)' for --\(option)", hint: "write it like 250ms, 5s, 1.5s, 1m30s or 100us")
-        }
-        return value
     }
 
     /// A value that must be one of a few words: the word, or a usage error that suggests the closest.

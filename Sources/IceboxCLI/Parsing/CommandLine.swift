@@ -123,10 +123,7 @@ public enum IceboxMain {
                     .usage, "unknown option '\(first)'" + Suggestions.didYouMean(first, among: topLevelOptions),
                     hint: "options of a command go after it: icebox COMMAND --help"))
         }
-        if let color {
-            guard let choice = ColorChoice(rawValue: color) else { return fail(colorError(color)) }
-            configureColor(choice)
-        }
+        if let color, let error = applyColor(color) { return fail(error) }
         guard let first = args.first else {
             Output.err(overview)
             return ExitCode.usage.rawValue
@@ -156,10 +153,7 @@ public enum IceboxMain {
         }
         do {
             let parsed = try ArgumentParser.parse(Array(args.dropFirst()), spec: command.spec)
-            if let color = parsed.value("color") {
-                guard let choice = ColorChoice(rawValue: color) else { return fail(colorError(color)) }
-                configureColor(choice)
-            }
+            if let color = parsed.value("color"), let error = applyColor(color) { return fail(error) }
             if parsed.helpRequested {
                 Output.out(command.spec.help)
                 return 0
@@ -176,10 +170,15 @@ public enum IceboxMain {
         return error.code.rawValue
     }
 
-    static func colorError(_ text: String) -> IceboxError {
-        let choices = ColorChoice.allCases.map(\.rawValue)
-        return IceboxError(
-            .usage, "invalid --color '\(text)'" + Suggestions.didYouMean(text, among: choices), hint: "use auto, always or never")
+    /// Applies --color WHEN; nil, or the usage error for a WHEN that is none of the choices.
+    static func applyColor(_ text: String) -> IceboxError? {
+        guard let choice = ColorChoice(rawValue: text) else {
+            let choices = ColorChoice.allCases.map(\.rawValue)
+            return IceboxError(
+                .usage, "invalid --color '\(text)'" + Suggestions.didYouMean(text, among: choices), hint: "use auto, always or never")
+        }
+        configureColor(choice)
+        return nil
     }
 
     static func configureColor(_ choice: ColorChoice) {

@@ -66,9 +66,8 @@ enum LaunchArguments {
             }
             o.backend = choice
         }
-        o.graceNanos = try ArgumentParser.duration(args.value("grace"), option: "grace", default: o.graceNanos)
-        o.maxGraceNanos = try ArgumentParser.duration(
-            args.value("max-grace"), option: "max-grace", default: max(o.maxGraceNanos, o.graceNanos))
+        o.graceNanos = try args.duration("grace") ?? o.graceNanos
+        o.maxGraceNanos = try args.duration("max-grace") ?? max(o.maxGraceNanos, o.graceNanos)
         if o.maxGraceNanos < o.graceNanos {
             throw IceboxError(
                 .usage,
@@ -87,8 +86,7 @@ enum LaunchArguments {
             }
             o.ready = mode
         }
-        o.readyTimeoutNanos = try ArgumentParser.duration(
-            args.value("ready-timeout"), option: "ready-timeout", default: o.readyTimeoutNanos)
+        o.readyTimeoutNanos = try args.duration("ready-timeout") ?? o.readyTimeoutNanos
         o.workingDirectory = args.value("cwd") ?? ProcessEnvironment.workingDirectory
         if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) {
             throw IceboxError(.usage, "--cwd \(cwd): no such directory")
@@ -98,15 +96,9 @@ enum LaunchArguments {
                 throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
             }
         }
-        if let p = args.value("priority") {
-            guard let band = PriorityBand(rawValue: p) else {
-                throw IceboxError(.usage, "invalid --priority '\(p)'", hint: "use low, normal, high or critical")
-            }
-            o.priority = band
-        }
-        if let c = args.value("compact-after") { o.compactAfterNanos = try ArgumentParser.duration(c, option: "compact-after", default: 0) }
-        if let w = args.value("watchdog") {
-            let nanos = try ArgumentParser.duration(w, option: "watchdog", default: 0)
+        if let band: PriorityBand = try args.choice("priority", hint: "use low, normal, high or critical") { o.priority = band }
+        if let c = try args.duration("compact-after") { o.compactAfterNanos = c }
+        if let nanos = try args.duration("watchdog") {
             guard nanos >= LaunchOptions.leastWatchdogNanos else {
                 throw IceboxError(
                     .usage, "--watchdog must be at least \(DurationText.format(LaunchOptions.leastWatchdogNanos))",
@@ -114,10 +106,7 @@ enum LaunchArguments {
             }
             o.watchdogNanos = nanos
         }
-        if let a = args.value("watchdog-action") {
-            guard let action = WatchdogAction(rawValue: a) else {
-                throw IceboxError(.usage, "invalid --watchdog-action '\(a)'", hint: "use log, kill or restart")
-            }
+        if let action: WatchdogAction = try args.choice("watchdog-action", hint: "use log, kill or restart") {
             guard o.watchdogNanos != nil else { throw IceboxError(.usage, "--watchdog-action needs --watchdog DUR") }
             o.watchdogAction = action
         }
@@ -128,18 +117,13 @@ enum LaunchArguments {
             }
             o.startLimitBurst = n
         }
-        if let i = args.value("start-limit-interval") {
-            o.startLimitIntervalNanos = try ArgumentParser.duration(i, option: "start-limit-interval", default: 0)
-        }
+        if let i = try args.duration("start-limit-interval") { o.startLimitIntervalNanos = i }
         if (o.startLimitBurst != nil || o.startLimitIntervalNanos != nil) && o.watchdogAction != .restart {
             throw IceboxError(.usage, "--start-limit-burst and --start-limit-interval need --watchdog-action restart")
         }
         if let user = args.value("user") { o.runAs = try RunAs.resolve(user) }
         o.pidNamespace = args.flag("pid-namespace")
-        if let text = args.value("evict-to") {
-            guard let target = EvictionTarget(rawValue: text) else {
-                throw IceboxError(.usage, "invalid --evict-to '\(text)'", hint: "use kill or disk (checkpoint with CRIU)")
-            }
+        if let target: EvictionTarget = try args.choice("evict-to", hint: "use kill or disk (checkpoint with CRIU)") {
             if target == .disk && !o.pidNamespace {
                 throw IceboxError(
                     .usage, "--evict-to disk needs --pid-namespace", hint: "a checkpoint's pids must be free at its restore")

@@ -35,12 +35,4 @@ enum LogRotationOptions {
         if let text = args.value("log-max-size") { setenv("ICEBOX_LOG_MAX_SIZE", text, 1) }
         if let text = args.value("log-keep") { setenv("ICEBOX_LOG_KEEP", text, 1) }
     }
-
-    /// A daemon already runs: it keeps the settings it was started with.
-    static func warnIfIgnored(_ args: ParsedArguments) {
-        for name in ["log-max-size", "log-keep"] {
-            guard let given = args.value(name) else { continue }
-            Output.err("icebox: --\(name) \(given) not applied: it is for a daemon this command starts (stop the running one first)")
-        }
-    }
 }

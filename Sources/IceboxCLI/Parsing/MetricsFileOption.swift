@@ -68,10 +68,4 @@ enum MetricsFileOption {
     static func pass(_ path: String?) {
         if let path { setenv("ICEBOX_METRICS_FILE", path, 1) }
     }
-
-    /// A daemon already runs: it keeps the metrics file it was started with (if any).
-    static func warnIfIgnored(_ args: ParsedArguments) {
-        guard let given = args.value("metrics-file") else { return }
-        Output.err("icebox: --metrics-file \(given) not applied: it is for a daemon this command starts (stop the running one first)")
-    }
 }

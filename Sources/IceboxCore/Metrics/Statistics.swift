@@ -1,8 +1,6 @@
 /// Summary statistics of one measured quantity, as hyperfine reports them: mean ± σ,
 /// median, min … max, p95, and which samples are outliers.
 package struct Summary: Codable, Sendable, Equatable {
-    package var name: String
-    package var label: String
     package var mean: UInt64
     package var stddev: UInt64
     package var median: UInt64
@@ -13,10 +11,8 @@ package struct Summary: Codable, Sendable, Equatable {
     package var outliers: Int
 
     /// nil for no samples.
-    package init?(name: String, label: String, samples: [UInt64]) {
+    package init?(samples: [UInt64]) {
         guard !samples.isEmpty else { return nil }
-        self.name = name
-        self.label = label
         self.samples = samples
         let sorted = samples.sorted()
         let values = sorted.map { Double($0) }  // not map(Double.init): that picks init(bitPattern:)
