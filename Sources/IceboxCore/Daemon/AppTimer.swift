@@ -70,8 +70,11 @@ extension Daemon {
         case .notifyDrops: logDroppedNotify(app, now: now)
         case .checkpoint: checkpointOverran(app)
         case .compaction:
-            app.compactAt = nil  // compact() clears it first too
-            if app.record.state == .suspended { _ = compact(app, mode: policyEngine.policy.compactMode) }
+            if app.record.state == .suspended {
+                _ = compact(app, mode: policyEngine.policy.compactMode)
+            } else {
+                app.compactAt = nil
+            }
         }
     }
 }
