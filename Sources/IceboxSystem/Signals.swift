@@ -42,16 +42,21 @@ package enum Signals {
     /// Blocks the given signals in this thread (and the threads it starts later) so they can
     /// be read from a signalfd instead of interrupting whatever runs.
     package static func block(_ signals: [Int32]) {
-        var set = sigset_t()
-        for number in signals { _ = sigaddset(&set, number) }  // sigset_t() is empty, as sigemptyset makes it
+        var set = signalSet(signals)
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// A non-blocking, close-on-exec signalfd for signals already blocked.
     package static func signalFD(_ signals: [Int32]) throws(SystemError) -> Int32 {
+        var set = signalSet(signals)
+        return try systemCall("create a signalfd") { signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC)) }
+    }
+
+    /// The set of `signals`; sigset_t() is empty, as sigemptyset makes it.
+    private static func signalSet(_ signals: [Int32]) -> sigset_t {
         var set = sigset_t()
         for number in signals { _ = sigaddset(&set, number) }
-        return try systemCall("create a signalfd") { signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC)) }
+        return set
     }
 
     /// Reads every pending signal number from a signalfd.
