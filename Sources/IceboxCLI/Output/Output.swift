@@ -69,9 +69,11 @@ enum Output {
 
     /// Columns padded to the widest cell; the last column is not padded. `style` may colour
     /// a cell (row 0 is the first row given); the padding is computed on the plain text.
-    /// One text, its lines joined by newlines (no newline after the last): what `ps` writes
-    /// in one system call. Laid out in bytes, each line's trailing spaces trimmed: building
-    /// 1000 lines of `ps` as Strings, a padding String per cell, was an eighth of its client's time.
+    ///
+    /// One text, a line a row joined by newlines (none after the last), each line's trailing
+    /// spaces trimmed: what `ps` and `doctor` write in one system call. Laid out in bytes:
+    /// building 1000 lines of `ps` as Strings, a padding String per cell, was an eighth of its
+    /// client's time.
     static func table(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> String {
         guard let first = rows.first else { return "" }
         // Each cell's width counted once, by bytes where it is ASCII (Characters otherwise).
@@ -81,7 +83,7 @@ enum Output {
         var text: [UInt8] = []
         text.reserveCapacity(rows.count * (widths.reduce(2 * widths.count, +) + 1))
         for (r, row) in rows.enumerated() {
-            if !text.isEmpty { text.append(UInt8(ascii: "\n")) }
+            if r > 0 { text.append(UInt8(ascii: "\n")) }  // a row that trims to nothing is still a line
             for (i, cell) in row.enumerated() {
                 if i > 0 { text.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: " ")]) }
                 if color, let paint = style?(r, i) {
