@@ -172,12 +172,8 @@ public enum IceboxMain {
 
     /// Applies --color WHEN; nil, or the usage error for a WHEN that is none of the choices.
     static func applyColor(_ text: String) -> IceboxError? {
-        guard let choice = ColorChoice(rawValue: text) else {
-            let choices = ColorChoice.allCases.map(\.rawValue)
-            return IceboxError(
-                .usage, "invalid --color '\(text)'" + Suggestions.didYouMean(text, among: choices), hint: "use auto, always or never")
-        }
-        configureColor(choice)
+        do { _ = try ArgumentParser.choice(text, option: "color", among: ColorChoice.allCases.map(\.rawValue)) } catch { return error }
+        configureColor(ColorChoice(rawValue: text)!)  // one of the choices: checked just above
         return nil
     }
 
