@@ -141,6 +141,37 @@ int icebox_set_latency_sensitive(uint64_t slice_ns) {
     return 0;
 }
 
+// The daemon's thread off the CPU it runs on while a freeze waits (icebox_cpu_step_aside). Per
+// thread, as the affinity itself is: `before` is the set the thread had, `aside` the one it
+// was given, so a set someone else gave it meanwhile is left alone.
+static _Thread_local struct {
+    int active;
+    cpu_set_t before, aside;
+} step_aside;
+
+int icebox_cpu_step_aside(void) {
+    if (step_aside.active) return 1;
+    if (sched_getaffinity(0, sizeof step_aside.before, &step_aside.before) < 0) return -1;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &step_aside.before) || CPU_COUNT(&step_aside.before) < 2)
+        return 0;
+    step_aside.aside = step_aside.before;
+    CPU_CLR(cpu, &step_aside.aside);
+    if (sched_setaffinity(0, sizeof step_aside.aside, &step_aside.aside) < 0) return -1;
+    step_aside.active = 1;
+    return 1;
+}
+
+void icebox_cpu_step_back(void) {
+    if (!step_aside.active) return;
+    step_aside.active = 0;
+    cpu_set_t now;
+    if (sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &step_aside.aside))
+        (void)sched_setaffinity(0, sizeof step_aside.before, &step_aside.before);
+}
+
+int icebox_cpu_is_aside(void) { return step_aside.active; }
+
 int icebox_preemption_off(struct icebox_scheduling *saved) {
     if (sched_attr_get_fair(saved) < 0) return -1;
     struct icebox_scheduling attr = {.size = sizeof attr, .policy = SCHED_FIFO, .priority = 1,
@@ -361,6 +392,7 @@ static void reap_or_hand_over(pid_t pid, int pidfd, int clone_parent, struct ice
 }
 
 int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result) {
+    icebox_cpu_step_back(); // a child starts with the CPUs its spawner has, not the ones it was set aside to
     return icebox_spawn_as(req, result, 0, NULL);
 }
 

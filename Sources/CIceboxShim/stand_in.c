@@ -343,6 +343,7 @@ pid_t icebox_stand_in_start(const int *procs_fds, int nprocs, int *pidfd, int *s
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) return -1;
     pid_t parent = getpid();
     int fd = -1;
+    icebox_cpu_step_back(); // as icebox_spawn: the stand-in and the apps it clones get the daemon's own CPUs
     pid_t pid = icebox_clone3_pidfd(0, -1, &fd);
     if (pid == 0) {
         close(pair[0]);

@@ -29,10 +29,15 @@ struct SpeedMechanismSwitchTests {
 
     /// The SCHED_FIFO requests `daemon` makes while `body` runs, as strace sees them.
     static func fifoRequests(of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
+        try calls("sched_setattr", of: daemon, during: body).filter { $0.contains("SCHED_FIFO") }
+    }
+
+    /// The calls of `syscall` that `daemon` makes while `body` runs, as strace sees them.
+    static func calls(_ syscall: String, of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
         let out = Sandbox.temporaryDirectory("strace") + "/trace"
         let tracer = Process()
         tracer.executableURL = URL(fileURLWithPath: try #require(Strace.path))
-        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=sched_setattr", "-o", out]
+        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=\(syscall)", "-o", out]
         tracer.standardError = FileHandle.nullDevice
         try tracer.run()
         // SIGKILL ends it: the kernel detaches the daemon, which runs on, and each line is in
@@ -52,10 +57,12 @@ struct SpeedMechanismSwitchTests {
         end()
         #expect(Scenario.eventually { status(daemon, "TracerPid") == "0" }, "the daemon is still traced")
         let trace = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        return trace.split(separator: "\n").map(String.init).filter { $0.contains("SCHED_FIFO") }
+        return trace.split(separator: "\n").map(String.init).filter { $0.contains(syscall) }
     }
 
-    @Test("on by default, off with ICEBOX_WITHOUT: the key hold, the image lock and CAP_IPC_LOCK, the stand-ins, the thaw's SCHED_FIFO")
+    @Test(
+        "on by default, off with ICEBOX_WITHOUT: the key hold, the image lock and CAP_IPC_LOCK, the stand-ins, the thaw's SCHED_FIFO, the freeze's step aside"
+    )
     func switches() throws {
         let with = Sandbox()
         defer { with.close() }
@@ -74,7 +81,7 @@ struct SpeedMechanismSwitchTests {
 
         // The start event says what was left out.
         let started = without.events().first { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") }?.detail ?? ""
-        #expect(started.hasSuffix(", without thaw-priority, freezer-key-hold, image-lock, stand-ins"), "\(started)")
+        #expect(started.hasSuffix(", without thaw-priority, freezer-key-hold, image-lock, stand-ins, freeze-aside"), "\(started)")
         #expect(with.events().contains { $0.kind == .daemon && $0.detail.hasPrefix("daemon started") && !$0.detail.contains("without") })
 
         // The key hold: an empty v1 freezer cgroup held FROZEN, or none (FreezerKeyHoldTests
@@ -130,6 +137,29 @@ struct SpeedMechanismSwitchTests {
         }
         #expect(single.isEmpty, "daemon \(on) thawing one process: \(single)")
         #expect(Kernel.freezerState(with.freezerRoot! + "/second") == "THAWED")
+
+        // The freeze's step aside: while a freeze of 40 spinning processes waits for them to
+        // run, the daemon leaves its CPU (sched_setaffinity) and takes its CPUs back once it
+        // is done; never without. (A freeze the first look finds done needs no step aside.)
+        let spin = "for i in $(seq 40); do (while :; do :; done) & done; wait"
+        for (box, daemon, expected) in [(with, on, true), (without, bare, false)] {
+            let cpus = try #require(Self.status(daemon, "Cpus_allowed_list"))
+            let r = try box.icebox(["launch", "--backend", "cgroup1", "--grace", "0", "busy", "--", "sh", "-c", spin])
+            #expect(r.status == 0, "\(r.output)")
+            defer { _ = try? box.icebox(["terminate", "busy"]) }
+            let requests = try Self.calls("sched_setaffinity", of: daemon) {
+                for step in ["suspend", "resume"] {
+                    let r = try box.icebox([step, "busy"])
+                    #expect(r.status == 0, "\(r.output)")
+                }
+            }
+            if expected && (cpus.contains("-") || cpus.contains(",")) {  // two CPUs or more
+                #expect(requests.count >= 2, "daemon \(daemon): \(requests)")
+            } else {
+                #expect(requests.isEmpty, "daemon \(daemon): \(requests)")
+            }
+            #expect(Scenario.eventually { Self.status(daemon, "Cpus_allowed_list") == cpus }, "the daemon's CPUs: \(cpus) before")
+        }
     }
 
     @Test("an unknown name: icebox daemon exits 64 naming it and the known ones, and no daemon starts")
@@ -139,7 +169,7 @@ struct SpeedMechanismSwitchTests {
         let r = try box.icebox(["daemon"], extraEnv: ["ICEBOX_WITHOUT": "image-lock,mlock"])
         #expect(r.status == 64, "\(r.output)")
         #expect(r.stderr.contains("ICEBOX_WITHOUT: unknown mechanism 'mlock'"), "\(r.stderr)")
-        #expect(r.stderr.contains("thaw-priority, freezer-key-hold, image-lock, stand-ins"), "\(r.stderr)")
+        #expect(r.stderr.contains("thaw-priority, freezer-key-hold, image-lock, stand-ins, freeze-aside"), "\(r.stderr)")
         #expect(box.daemonPID.map(Kernel.alive) != true)
     }
 }

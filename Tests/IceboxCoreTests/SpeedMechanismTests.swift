@@ -9,7 +9,7 @@ struct SpeedMechanismTests {
         #expect(try SpeedMechanism.parseWithout(" \t") == [])
         #expect(try SpeedMechanism.parseWithout("image-lock") == [.imageLock])
         #expect(
-            try SpeedMechanism.parseWithout(" thaw-priority,freezer-key-hold , image-lock,stand-ins,image-lock")
+            try SpeedMechanism.parseWithout(" thaw-priority,freezer-key-hold , image-lock,stand-ins,image-lock, freeze-aside")
                 == Set(SpeedMechanism.allCases))
     }
 
@@ -23,7 +23,7 @@ struct SpeedMechanismTests {
             guard let error = error as? IceboxError else { return false }
             return error.code == .usage && error.message.hasPrefix("ICEBOX_WITHOUT: unknown mechanism '")
                 && !error.message.contains("\u{1b}")
-                && error.hint == "known: thaw-priority, freezer-key-hold, image-lock, stand-ins"
+                && error.hint == "known: thaw-priority, freezer-key-hold, image-lock, stand-ins, freeze-aside"
         }
     }
 }

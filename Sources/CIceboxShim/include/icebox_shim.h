@@ -119,6 +119,14 @@ struct icebox_scheduling {
  * refuse them, plain SCHED_OTHER): only after an _off that returned 0. */
 int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
 int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
+/* For the daemon, while a freeze waits for the app's tasks to run: the calling thread may no
+ * longer run on the CPU it is on (1; 0 with one CPU allowed, -1 with errno), so its re-reads
+ * do not take that CPU from the tasks queued there. icebox_cpu_step_back gives back the set it
+ * had (unless someone changed it meanwhile); icebox_spawn and icebox_stand_in_start do so
+ * first, so no child inherits the narrowed set. Per thread. */
+int icebox_cpu_step_aside(void);
+void icebox_cpu_step_back(void);
+int icebox_cpu_is_aside(void);
 /* renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically. */
 int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_Nonnull b);
 /* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole

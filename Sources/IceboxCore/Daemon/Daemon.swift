@@ -116,6 +116,9 @@ package final class Daemon {
     /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
     /// disabled in an engine embedded in another program (`ownsProcess` false).
     var thawGuard: PreemptionGuard
+    /// Keeps the daemon's re-reads off the CPU the app's tasks must run on while a freeze
+    /// waits for them (settled before each sleep); disabled as `thawGuard` is.
+    let freezeAside: CPUStepAside
     /// The descriptor budget, what apps keep open and the shared notify socket (DescriptorShedding).
     var descriptors = DescriptorShedding()
     /// The cgroup root, locked shared for the daemon's life (Daemon+TakeOver `holdCgroupRoot`).
@@ -149,6 +152,7 @@ package final class Daemon {
         freezerKeyHold =
             config.without.contains(.freezerKeyHold) ? nil : facts.freezerV1Root.map { FreezerKeyHold(root: $0) }
         thawGuard = PreemptionGuard(enabled: config.ownsProcess && !config.without.contains(.thawPriority))
+        freezeAside = CPUStepAside(enabled: config.ownsProcess && !config.without.contains(.freezeAside))
         do { watches = try LoopWatches() } catch { throw IceboxError("start the daemon", error) }
     }
 
@@ -376,6 +380,9 @@ package final class Daemon {
             // done). Checked before the flushes, that went unseen and the loop slept without
             // the idle deadline, until something else woke it.
             if shouldExit(now: Clock.monotonicNanos()) { return }
+            if freezeAside.enabled {
+                freezeAside.settle(freezeWaits: apps.values.contains { $0.freeze?.operation.direction == .freeze })
+            }
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             let ready: [(token: UInt64, events: UInt32)]
             do { ready = try watches.epoll.wait(timeoutNanos: timeout) } catch {

@@ -12,6 +12,8 @@ package enum SpeedMechanism: String, CaseIterable, Sendable {
     case imageLock = "image-lock"
     /// Spawn stand-ins parked in v1 cgroups for the next launch (SpawnPool).
     case standIns = "stand-ins"
+    /// The daemon's thread off its CPU while a freeze waits for the app's tasks (CPUStepAside).
+    case freezeAside = "freeze-aside"
 
     /// The environment variable that names the mechanisms to leave out.
     package static let environmentVariable = "ICEBOX_WITHOUT"
