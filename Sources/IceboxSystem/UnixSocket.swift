@@ -25,6 +25,17 @@ package enum UnixSocket {
         }
     }
 
+    /// `withAddress` for a socket just made: closed when the address cannot be made (a path
+    /// too long), so the error loses no descriptor.
+    static func withAddress<R>(
+        _ path: String, closingOnError fd: Int32, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
+    ) throws(SystemError) -> R {
+        do { return try withAddress(path, body) } catch {
+            close(fd)
+            throw error
+        }
+    }
+
     /// A listening stream socket at path (an old socket file there is replaced), mode 0600,
     /// set by chmod before it listens. Not by narrowing the umask around bind: the umask is
     /// the whole process's, and a directory another thread made meanwhile got it too (in the
@@ -36,7 +47,7 @@ package enum UnixSocket {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         unlink(path)
-        let rc = try withAddress(path) { bind(fd, $0, $1) }
+        let rc = try withAddress(path, closingOnError: fd) { bind(fd, $0, $1) }
         if rc < 0 { let e = SystemError("bind the control socket", path: path); close(fd); throw e }
         if chmod(path, 0o600) < 0 { let e = SystemError("chmod 0600", path: path); close(fd); throw e }
         if Glibc.listen(fd, 128) < 0 { let e = SystemError("listen on", path: path); close(fd); throw e }
@@ -46,7 +57,7 @@ package enum UnixSocket {
     /// A blocking connection to a stream socket.
     package static func connect(path: String) throws(SystemError) -> Int32 {
         let fd = try systemCall("create a socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        let rc = try withAddress(path) { addr, len in retryingOnInterrupt { Glibc.connect(fd, addr, len) } }
+        let rc = try withAddress(path, closingOnError: fd) { addr, len in retryingOnInterrupt { Glibc.connect(fd, addr, len) } }
         if rc < 0 { let e = systemCallError("connect to", path: path, errno: errno); close(fd); throw e }
         return fd
     }
@@ -69,7 +80,7 @@ package enum UnixSocket {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         if fd < 0 { throw SystemError("create a socket") }
         unlink(path)
-        let rc = try withAddress(path) { bind(fd, $0, $1) }
+        let rc = try withAddress(path, closingOnError: fd) { bind(fd, $0, $1) }
         if rc < 0 { let e = SystemError("bind the notify socket", path: path); close(fd); throw e }
         var on: Int32 = 1
         if setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) < 0 {
