@@ -166,6 +166,26 @@ struct BenchTests {
         #expect(try box.apps().isEmpty, "no record however many benchmarks ran")
     }
 
+    /// The daemon's rows (freeze, thaw, suspend) come from the events of the benchmark's app,
+    /// which is the one --name names: they were looked up under "bench", the default name, and
+    /// went missing from a report under any other.
+    @Test("--name: the report has the daemon's freeze, thaw and suspend of the app so named")
+    func namedAppKeepsTheDaemonsRows() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let json = box.dir + "/named.json"
+        let r = try box.icebox([
+            "bench", "--name", "web", "--grace", "0", "--runs", "2", "--warmup", "0", "--hold", "10ms", "--evict-every", "0",
+            "--quiet", "--export-json", json, "--", "sleep", "60",
+        ])
+        #expect(r.status == 0, "\(r.output)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: json))
+        let results = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["results"] as? [[String: Any]])
+        let phases = Dictionary(results.map { (($0["phase"] as? String) ?? "", ($0["times"] as? [Double])?.count ?? 0) }) { a, _ in a }
+        for phase in ["freeze", "thaw", "suspend"] { #expect(phases[phase] == 2, "\(phase): \(phases)") }
+        #expect(try box.apps().isEmpty)
+    }
+
     @Test("bench with --ready notify needs a foreground signal; with it the app's READY=1 ends each hot start")
     func notifyMode() throws {
         let box = Sandbox()

@@ -126,7 +126,7 @@ enum BenchCommand: IceboxCommand {
 
         let report = BenchReport(
             options: options, runs: runs, warmup: warmup, evictEvery: evictEvery, holdNanos: hold, measured: measured,
-            events: BenchReport.events(of: name, since: measuringSince, in: session.client.paths))
+            events: BenchReport.events(of: options.name, since: measuringSince, in: session.client.paths))
         if style.printsResults {
             for line in report.lines(colour: style.usesColour(auto: Output.colorOut)) { Output.out(line) }
             // One summary of everything worth a second look, after the results.
