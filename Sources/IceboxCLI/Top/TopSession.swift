@@ -271,7 +271,7 @@ final class TopSession {
             let known = memoryCounters[row.name]
             let path = known?.pid == row.pid ? known?.path : counterPath(for: row)
             memoryCounters[row.name] = (row.pid, path)
-            if let path, let bytes = DirectoryHandle.readCounter(path, under: []) { model.setMemory(row.name, bytes: bytes) }
+            if let path, let bytes = FileIO.readCounter(path) { model.setMemory(row.name, bytes: bytes) }
         }
         let names = Set(model.rows.map(\.name))
         memoryCounters = memoryCounters.filter { names.contains($0.key) }
