@@ -44,7 +44,7 @@ enum BashCompletion {
 
 
             """
-        s += commandsFunction(model) + "\n"
+        s += "_icebox_commands=\(quoted(model.commands.map(\.name)))\n\n"
         s += specFunction(model) + "\n"
         s += valuesFunction(model) + "\n"
         s += operandFunction(model) + "\n"
@@ -138,10 +138,6 @@ enum BashCompletion {
     }
 
     static func quoted(_ words: [String]) -> String { words.joined(separator: " ").shellQuoted }
-
-    static func commandsFunction(_ model: CompletionModel) -> String {
-        "_icebox_commands=\(quoted(model.commands.map(\.name)))\n"
-    }
 
     /// Per command: its options, those that take a value, and after how many operands the
     /// app's command line starts (-1: never).
