@@ -236,7 +236,7 @@ final class TopSession {
             model.report(request.lines.last.map(Self.oneLine) ?? "\(action.verb) \(name): done", error: false)
         } else {
             let why = request.warnings.last.map(Self.oneLine) ?? "failed (exit \(code))"
-            model.report("\(action.verb) \(name): \(why.hasPrefix("icebox: ") ? String(why.dropFirst(8)) : why)", error: true)
+            model.report("\(action.verb) \(name): \(why.replacingPrefix("icebox: "))", error: true)
         }
     }
 
