@@ -150,8 +150,7 @@ enum BashCompletion {
             s += "        after=\(c.commandAfter ?? -1)\n"
             s += "        ;;\n"
         }
-        s += "    esac\n}\n"
-        return s
+        return s + "    esac\n}\n"
     }
 
     static func assignments(_ v: CompletionValues) -> String {
@@ -178,8 +177,7 @@ enum BashCompletion {
             s += "    " + keys.map { "\"\($0)\"" }.joined(separator: " | ") + ")\n"
             s += "        \(assignments(v))\n        ;;\n"
         }
-        s += "    esac\n}\n"
-        return s
+        return s + "    esac\n}\n"
     }
 
     /// The values of each command's operands, by position from 0.
@@ -197,7 +195,6 @@ enum BashCompletion {
             }
             s += "        ;;\n"
         }
-        s += "    esac\n}\n"
-        return s
+        return s + "    esac\n}\n"
     }
 }
