@@ -257,7 +257,7 @@ package enum FileIO {
 
     /// fsync of the directory holding `path`: makes a rename or unlink in it durable.
     package static func syncDirectory(of path: String) throws(SystemError) {
-        let dir = path.lastIndex(of: "/").map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? "."
+        let dir = split(path).directory
         let fd = try systemCall("open the directory", path: dir) { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
         _ = try systemCall("fsync the directory", path: dir) { fsync(fd) }

@@ -189,7 +189,7 @@ struct BenchReport {
                 + String(repeating: " ", count: spanWidth - span.count)
                 + "  \(paint(.boldGreen, Self.d(s.mean))) ± \(paint(.green, Self.d(s.stddev)))"
                 + "   median \(Self.d(s.median))   [\(paint(.cyan, Self.d(s.min))) … \(paint(.magenta, Self.d(s.max)))]"
-                + "   p95 \(Self.d(s.p95))   \(s.samples.count) run\(s.samples.count == 1 ? "" : "s")"
+                + "   p95 \(Self.d(s.p95))   \(Plural.count(s.samples.count, "run"))"
         }
         if let speedup = speedupMedian {
             out.append(
@@ -226,7 +226,7 @@ struct BenchReport {
                     + list(noisy.map { "\($0.title.lowercased()) (\(Int(($0.summary.coefficientOfVariation * 100).rounded()))%)" })
                     + ": too noisy to trust one figure; use more --runs or a quieter machine")
         }
-        if runs < 5 { out.append("only \(runs) run\(runs == 1 ? "" : "s"): use --runs 10 or more for figures you can compare") }
+        if runs < 5 { out.append("only \(Plural.count(runs, "run")): use --runs 10 or more for figures you can compare") }
         if let hot = phases.first(where: { $0.id == "hot_resume" }), hot.summary.median < 200_000 {
             out.append("hot resume takes under 200 µs: close to the cost of the measurement itself (a socket round trip to the daemon)")
         }
@@ -431,7 +431,7 @@ struct BenchReport {
         func v(_ nanos: UInt64) -> String { DurationText.formatFixed(Double(nanos) / unit.nanos, unit.digits) }
         let u = "[\(unit.name)]"
         var text = "Benchmark of \(Self.markdownCode(commandLine)) with `icebox bench`: backend \(Self.markdownCell(backend)), "
-        text += "ready \(Self.markdownCode(ready)), \(runs) run\(runs == 1 ? "" : "s") after \(warmup) warm-up.\n\n"
+        text += "ready \(Self.markdownCode(ready)), \(Plural.count(runs, "run")) after \(warmup) warm-up.\n\n"
         text += "| Phase | Mean \(u) | σ \(u) | Median \(u) | Min \(u) | Max \(u) | p95 \(u) | Runs |\n"
         text += "|:---|---:|---:|---:|---:|---:|---:|---:|\n"
         for p in phases {

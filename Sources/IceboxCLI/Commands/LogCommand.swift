@@ -172,9 +172,6 @@ extension FileFollower {
             var line = line
             if let text = line.withUTF8({ select(UnsafeRawBufferPointer($0)) }) { Output.out(text) }
         }
-        switch stopped {
-        case 0?: return 128 + (Signals.drain(signalFD: signalFD).first ?? SIGTERM)
-        default: return 0
-        }
+        return stopped == 0 ? 128 + (Signals.drain(signalFD: signalFD).first ?? SIGTERM) : 0
     }
 }

@@ -24,7 +24,6 @@ enum MetricsCommand: IceboxCommand {
         // have counted nothing.
         var client = DaemonClient(environment: ProcessEnvironment.value, autostartFlagOff: true, cgroupRoot: nil)
         client.session.noDaemonHint = "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
-        let paths = client.paths
         let request = ControlRequest.metrics(format: args.flag("openmetrics") ? .openMetrics : .prometheus)
         let connection = try client.connect()
         try connection.send(request)
@@ -37,7 +36,7 @@ enum MetricsCommand: IceboxCommand {
                 }
             }
         } catch {
-            throw IceboxError(error.reason, error.message, hint: error.hint ?? "see \(paths.daemonLog)")
+            throw IceboxError(error.reason, error.message, hint: error.hint ?? "see \(client.paths.daemonLog)")
         }
     }
 }

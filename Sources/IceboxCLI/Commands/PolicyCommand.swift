@@ -50,9 +50,9 @@ enum PolicyCommand: IceboxCommand {
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let settings = try PolicyOptions.settings(args)
         let setting = args.positionals.first == "set"
-        if args.positionals.count > 1 || (!args.positionals.isEmpty && !setting) {
+        if !args.positionals.isEmpty && !setting {
             throw ArgumentParser.usage(
-                "policy takes no operand but 'set'" + Suggestions.didYouMean(args.positionals.last ?? "", among: ["set"]), spec)
+                "policy takes no operand but 'set'" + Suggestions.didYouMean(args.positionals[0], among: ["set"]), spec)
         }
         if !setting && !settings.isEmpty {
             throw ArgumentParser.usage("to change the policy, write: icebox policy set --\(settings[0].key) \(settings[0].value)", spec)

@@ -102,8 +102,7 @@ enum PsCommand: IceboxCommand {
         let rows = ([template.header] + lines).map { line in
             line.utf8.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         }
-        let headerCells = rows[0]
-        let stateColumn = headerCells.firstIndex(of: "STATE")
+        let stateColumn = rows[0].firstIndex(of: "STATE")
         let table = Output.table(
             rows,
             style: { row, column in

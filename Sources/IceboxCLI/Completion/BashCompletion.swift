@@ -44,7 +44,7 @@ enum BashCompletion {
 
 
             """
-        s += commandsFunction(model) + "\n"
+        s += "_icebox_commands=\(quoted(model.commands.map(\.name)))\n\n"
         s += specFunction(model) + "\n"
         s += valuesFunction(model) + "\n"
         s += operandFunction(model) + "\n"
@@ -139,10 +139,6 @@ enum BashCompletion {
 
     static func quoted(_ words: [String]) -> String { words.joined(separator: " ").shellQuoted }
 
-    static func commandsFunction(_ model: CompletionModel) -> String {
-        "_icebox_commands=\(quoted(model.commands.map(\.name)))\n"
-    }
-
     /// Per command: its options, those that take a value, and after how many operands the
     /// app's command line starts (-1: never).
     static func specFunction(_ model: CompletionModel) -> String {
@@ -154,8 +150,7 @@ enum BashCompletion {
             s += "        after=\(c.commandAfter ?? -1)\n"
             s += "        ;;\n"
         }
-        s += "    esac\n}\n"
-        return s
+        return s + "    esac\n}\n"
     }
 
     static func assignments(_ v: CompletionValues) -> String {
@@ -182,8 +177,7 @@ enum BashCompletion {
             s += "    " + keys.map { "\"\($0)\"" }.joined(separator: " | ") + ")\n"
             s += "        \(assignments(v))\n        ;;\n"
         }
-        s += "    esac\n}\n"
-        return s
+        return s + "    esac\n}\n"
     }
 
     /// The values of each command's operands, by position from 0.
@@ -201,7 +195,6 @@ enum BashCompletion {
             }
             s += "        ;;\n"
         }
-        s += "    esac\n}\n"
-        return s
+        return s + "    esac\n}\n"
     }
 }

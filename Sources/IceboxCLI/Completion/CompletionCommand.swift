@@ -42,20 +42,14 @@ enum CompletionCommand: IceboxCommand {
     /// one that does not answer within a second), the registry a stopped one left. A
     /// completion must never start a daemon nor hang the shell.
     static func appNames(all: Bool, environment: [String: String]) -> [String] {
-        let client = DaemonClient(environment: { environment[$0] }, autostartFlagOff: true, cgroupRoot: nil)
-        if let records = askDaemon(client, all: all, timeoutNanos: 1_000_000_000) { return records.map(\.name) }
-        return Registry.load(directory: client.paths.registryDir).filter { all || !$0.state.isEnded }.map(\.name)
-    }
-
-    static func askDaemon(_ client: DaemonClient, all: Bool, timeoutNanos: UInt64) -> [AppRecord]? {
-        var client = client
-        guard let connection = try? client.connect() else { return nil }
-        let request = ControlRequest.ps(all: all)
-        guard (try? connection.send(request)) != nil else { return nil }
-        var records: [AppRecord] = []
-        let code = try? connection.replies(until: Clock.monotonicNanos() + timeoutNanos, what: "ps") { reply in
-            if reply.kind == .data { records = reply.apps ?? [] }
+        var client = DaemonClient(environment: { environment[$0] }, autostartFlagOff: true, cgroupRoot: nil)
+        if let connection = try? client.connect(), (try? connection.send(ControlRequest.ps(all: all))) != nil {
+            var records: [AppRecord] = []
+            let code = try? connection.replies(until: Clock.monotonicNanos() + 1_000_000_000, what: "ps") { reply in
+                if reply.kind == .data { records = reply.apps ?? [] }
+            }
+            if code == 0 { return records.map(\.name) }
         }
-        return code == 0 ? records : nil
+        return Registry.load(directory: client.paths.registryDir).filter { all || !$0.state.isEnded }.map(\.name)
     }
 }

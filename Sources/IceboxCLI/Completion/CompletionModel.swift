@@ -115,14 +115,12 @@ struct CompletionModel: Sendable {
                 word.removeLast(3)
                 repeats = true
             }
-            if word == "NAME" {
-                if spec.commandAfterPositionals != nil {
-                    operands.append(CompletionValues())  // a new app's name: nothing to offer
-                } else {
-                    operands.append(CompletionValues(source: commandsOnEndedApps.contains(spec.name) ? .allApps : .liveApps))
-                }
-            } else {
+            if word != "NAME" {
                 operands.append(.from(placeholder: word))
+            } else if spec.commandAfterPositionals != nil {
+                operands.append(CompletionValues())  // a new app's name: nothing to offer
+            } else {
+                operands.append(CompletionValues(source: commandsOnEndedApps.contains(spec.name) ? .allApps : .liveApps))
             }
         }
         return (operands, repeats)

@@ -50,12 +50,12 @@ enum ZshCompletion {
 
 
             """
-        for (i, v) in choiceSets(model).enumerated() {
+        let sets = choiceSets(model)
+        for (i, v) in sets.enumerated() {
             s += "\(choicesFunction(i))() {\n"
             s += "    compadd \"$@\" -- \(v.words.map(\.shellQuoted).joined(separator: " "))\n"
             s += "    compadd \"$@\" -S '' -- \(v.prefixes.map(\.shellQuoted).joined(separator: " "))\n}\n\n"
         }
-        let sets = choiceSets(model)
         for c in model.commands {
             s += commandFunction(c, sets) + "\n"
         }

@@ -49,20 +49,20 @@ enum TimeText {
     }
 
     /// Unix seconds of a calendar time in UTC (timegm does not look at TZ).
-    static func unixSeconds(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Int64 {
+    static func unixSeconds(_ c: Civil) -> Int64 {
         var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
+        parts.tm_year = Int32(c.year - 1900)
+        parts.tm_mon = Int32(c.month - 1)
+        parts.tm_mday = Int32(c.day)
+        parts.tm_hour = Int32(c.hour)
+        parts.tm_min = Int32(c.minute)
+        parts.tm_sec = Int32(c.second)
         return Int64(timegm(&parts))
     }
 
     /// Unix seconds of a local calendar time: its UTC reading less the offset in force then.
     static func localSeconds(_ c: Civil, offset: (Int64) -> Int) -> Int64 {
-        let utc = unixSeconds(year: c.year, month: c.month, day: c.day, hour: c.hour, minute: c.minute, second: c.second)
+        let utc = unixSeconds(c)
         return utc - Int64(offset(utc - Int64(offset(utc))))
     }
 
@@ -108,14 +108,13 @@ enum TimeText {
             guard digits > 0 else { return nil }
             if digits < 9 { for _ in digits..<9 { nanos *= 10 } }
         }
-        let utc = unixSeconds(year: c.year, month: c.month, day: c.day, hour: c.hour, minute: c.minute, second: c.second)
         if i == b.count { return unixNanos(localSeconds(c, offset: offset), plus: nanos) }
-        if (b[i] == 90 || b[i] == 122) && i + 1 == b.count { return unixNanos(utc, plus: nanos) }
+        if (b[i] == 90 || b[i] == 122) && i + 1 == b.count { return unixNanos(unixSeconds(c), plus: nanos) }
         guard b[i] == 43 || b[i] == 45, i + 6 == b.count, let oh = number(i + 1, 2), b[i + 3] == 58, let om = number(i + 4, 2) else {
             return nil
         }
         let east = Int64((oh * 60 + om) * 60) * (b[i] == 43 ? 1 : -1)
-        return unixNanos(utc - east, plus: nanos)
+        return unixNanos(unixSeconds(c) - east, plus: nanos)
     }
 
     /// Unix seconds (and a fraction) as Unix nanoseconds, or nil outside what an Int64 of

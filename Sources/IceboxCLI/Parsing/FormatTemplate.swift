@@ -43,7 +43,7 @@ struct FormatTemplate<Field: TemplateField>: Equatable {
                 } else if action.hasPrefix("."), let field = Field(rawValue: String(action.dropFirst())) {
                     pieces.append(.field(field))
                 } else {
-                    let typed = action.hasPrefix(".") ? String(action.dropFirst()) : action
+                    let typed = action.replacingPrefix(".")
                     let near = Suggestions.closest(to: typed, among: fields)
                     throw IceboxError(
                         .usage, "--format: unknown field '{{\(action)}}'" + (near.isEmpty ? "" : "; did you mean '{{.\(near[0])}}'?"),

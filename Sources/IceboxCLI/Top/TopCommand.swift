@@ -20,7 +20,6 @@ enum TopCommand: IceboxCommand {
         operands: Operands(max: 0, text: "no operands"))
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        if !args.positionals.isEmpty { throw ArgumentParser.usage("top takes no operands", spec) }
         let env = ProcessEnvironment.value
         if let why = TopTerminal.refusal(stdinIsTerminal: isatty(0) == 1, stdoutIsTerminal: isatty(1) == 1, term: env("TERM")) {
             throw IceboxError(.usage, why, hint: "for a snapshot use icebox ps, for the events as they come icebox log -f")

@@ -101,10 +101,7 @@ struct TopModel: Equatable {
     /// the table lacks and it is not one that ended (a snapshot is then needed). Events older
     /// than what a row shows (read after a snapshot that had them) change nothing.
     mutating func apply(_ event: Event) -> Bool {
-        guard let i = rows.firstIndex(where: { $0.name == event.app }) else {
-            guard let to = event.to else { return true }
-            return to.isEnded
-        }
+        guard let i = rows.firstIndex(where: { $0.name == event.app }) else { return event.to?.isEnded ?? true }
         guard event.monotonicNanos >= rows[i].sinceMonotonicNanos else { return true }
         if let to = event.to {
             if to.isEnded {

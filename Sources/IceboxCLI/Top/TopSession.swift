@@ -236,7 +236,7 @@ final class TopSession {
             model.report(request.lines.last.map(Self.oneLine) ?? "\(action.verb) \(name): done", error: false)
         } else {
             let why = request.warnings.last.map(Self.oneLine) ?? "failed (exit \(code))"
-            model.report("\(action.verb) \(name): \(why.hasPrefix("icebox: ") ? String(why.dropFirst(8)) : why)", error: true)
+            model.report("\(action.verb) \(name): \(why.replacingPrefix("icebox: "))", error: true)
         }
     }
 
@@ -271,7 +271,7 @@ final class TopSession {
             let known = memoryCounters[row.name]
             let path = known?.pid == row.pid ? known?.path : counterPath(for: row)
             memoryCounters[row.name] = (row.pid, path)
-            if let path, let bytes = DirectoryHandle.readCounter(path, under: []) { model.setMemory(row.name, bytes: bytes) }
+            if let path, let bytes = FileIO.readCounter(path) { model.setMemory(row.name, bytes: bytes) }
         }
         let names = Set(model.rows.map(\.name))
         memoryCounters = memoryCounters.filter { names.contains($0.key) }
