@@ -653,14 +653,13 @@ package struct AppLifecycle: Sendable {
             ? "the app sent WATCHDOG=trigger"
             : "no WATCHDOG=1 for \(DurationText.format(watchdogInterval ?? 0)) (--watchdog)"
         let what: String
-        var restart = false
         switch action {
         case .log: what = "logged only (--watchdog-action log)"
         case .kill: what = "killing it (--watchdog-action kill)"
         case .restart:
             switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now.monotonicNanos, limit: record.options.startLimit) {
             case .restart(let times):
-                restart = true
+                restartWhenEnded = true
                 restartTimes = times
                 what = "killing it and launching it again (--watchdog-action restart)"
             case .hit(let text):
@@ -674,7 +673,6 @@ package struct AppLifecycle: Sendable {
             fx.append(.log(event(.watchdog, reason: triggered ? "WATCHDOG=trigger" : "timeout", "\(why): \(what)", now)))
         }
         guard action != .log else { return }
-        restartWhenEnded = restart
         _ = leaveForEnding(thawWaiters: .beingStopped(suspending: false), &fx)
         phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: nil)
         fx.append(.killAll)
