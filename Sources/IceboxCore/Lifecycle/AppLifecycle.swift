@@ -872,7 +872,7 @@ package struct AppLifecycle: Sendable {
             startCheckpoint(nil, now, &fx)
         case .suspended, .thawing:
             evict(nil, now, &fx)
-        case .checkpointing:
+        case .checkpointing, .ending, .cleaningUp, .ended:
             break  // on its way out of memory already
         case .background(var g, _):
             g.cut(to: now.plus(grace))
@@ -888,8 +888,6 @@ package struct AppLifecycle: Sendable {
         case .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
             suspend(nil, notice, length: nil, cap: grace, toDisk: toDisk, now, &fx)
-        case .ending, .cleaningUp, .ended:
-            break
         }
     }
 
@@ -906,9 +904,8 @@ package struct AppLifecycle: Sendable {
         case .launching(let ready?) where ready <= now.monotonicNanos:
             let waited = now.since(launchStart)
             let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
-            let line = "\(name) \(why)"
             fx.append(.stopProbe)
-            fx.append(.log(event(.error, duration: waited, line, now)))
+            fx.append(.log(event(.error, duration: waited, "\(name) \(why)", now)))
             // The launch fails, but its reply waits until the app is gone: nothing is left
             // behind when the command returns.
             abandonLaunch(why, now, &fx)
