@@ -553,16 +553,12 @@ package final class Daemon {
     /// A record that cannot be written stays marked and is tried again on the next turn; the
     /// failure is logged once (and its end once).
     func flushRegistry() {
-        let names = registryWriter.takeDirty { Set(apps.keys).union(ended.keys) }
-        if !names.isEmpty { writeRecords(names) }
+        writeRecords(registryWriter.takeDirty { Set(apps.keys).union(ended.keys) })
     }
 
     /// The records no reply waits for (a confirmed freeze's), written once the turn's
     /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
-    func flushRecordsAfterReplies() {
-        let names = registryWriter.takeAfterReplies()
-        if !names.isEmpty { writeRecords(names) }
-    }
+    func flushRecordsAfterReplies() { writeRecords(registryWriter.takeAfterReplies()) }
 
     /// Writes the current record of each app (live or ended) named; one that fails is marked
     /// dirty, for the next turn.
