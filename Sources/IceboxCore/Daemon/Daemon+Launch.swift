@@ -431,13 +431,9 @@ extension Daemon {
     /// Spawns the direct way (Spawner: a vfork-based clone that returns once the child has
     /// run its execve or failed).
     func directSpawn(_ request: SpawnRequest) -> Result<SpawnedProcess, SpawnError> {
+        let spawn = { Result { () throws(SpawnError) in try Spawner.spawn(request) } }
         // CAP_SYS_ADMIN is effective only for the clone3 of a --pid-namespace launch.
-        if request.newPIDNamespace {
-            return Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace) {
-                Result { () throws(SpawnError) in try Spawner.spawn(request) }
-            }
-        }
-        return Result { () throws(SpawnError) in try Spawner.spawn(request) }
+        return request.newPIDNamespace ? Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace, spawn) : spawn()
     }
 
     /// The executable that runs a --pid-namespace app's init, once this daemon is known able
