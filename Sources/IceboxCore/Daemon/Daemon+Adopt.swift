@@ -77,9 +77,6 @@ extension Daemon {
         record.adoptedFromFreezerV1 = origin.freezerV1
         record.adoptedFromMemoryV1 = origin.memoryV1
         let previous = ended[options.name]
-        func forgetIntent() {
-            if let previous { restoreRecord(previous) } else { removeRecord(options.name) }
-        }
         try writeRecord(record, intent: true)
         let cgroups: AppCgroups
         do {
@@ -90,7 +87,7 @@ extension Daemon {
                 name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
                 freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: nil, backend: backend)
         } catch {
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
         // The move's time: from the freeze of the empty cgroup to the thaw, what the processes
@@ -101,7 +98,7 @@ extension Daemon {
             (moved, rounds, origins) = try moveTree(target, into: cgroups, start: moveStart)
         } catch {
             _ = cgroups.removeEmptied()
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
         do { try cgroups.endMoveHold() } catch {
@@ -114,7 +111,7 @@ extension Daemon {
         record.adoptMoveNanos = moveNanos
         do { try writeRecord(record, intent: true) } catch {
             rollBack(cgroups, to: origin, origins: origins)
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
         var lifecycle = AppLifecycle(adopting: record, now: .read())
@@ -122,7 +119,7 @@ extension Daemon {
         let app = LiveApp(lifecycle: lifecycle, handle: handle, cgroups: cgroups, notify: .shared(path: notifyPath))
         do { try watch(handle.pidfd, .pidfd(app.name)) } catch {
             rollBack(cgroups, to: origin, origins: origins)
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw IceboxError("adopt \(options.name)", error)
         }
         ended.removeValue(forKey: app.name)

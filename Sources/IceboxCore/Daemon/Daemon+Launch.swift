@@ -228,14 +228,7 @@ extension Daemon {
         let previous = ended[options.name]
 
         do {
-            cleanup.append { [self] in
-                // What the registry said before (an ended app of that name), or nothing.
-                if let previous {
-                    restoreRecord(previous)
-                } else {
-                    removeRecord(options.name)
-                }
-            }
+            cleanup.append { [self] in restoreOrRemoveRecord(options.name, previous: previous) }
             // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
             // whatever the backend (it is how every process of the app is found, killed and
             // recognised as a notify sender), the v1 freezer one for backend cgroup1, and a

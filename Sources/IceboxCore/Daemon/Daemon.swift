@@ -605,6 +605,12 @@ package final class Daemon {
         }
     }
 
+    /// Undoes the record of intent of a launch or adoption of `name` that failed: what the
+    /// registry said before (`previous`, an ended app of that name), or nothing.
+    func restoreOrRemoveRecord(_ name: String, previous: AppRecord?) {
+        if let previous { restoreRecord(previous) } else { removeRecord(name) }
+    }
+
     /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and
     /// relaunch; apps that were live are re-adopted if they still run (see Daemon+TakeOver).
     func loadRegistry() {
