@@ -380,10 +380,7 @@ extension Daemon {
 
     func releaseRequested(_ name: String, client fd: Int32) {
         guard let app = liveApps([name], for: .release(name: name), client: fd)?.first else { return }
-        switch app.record.state {
-        case .active, .suspended:
-            break
-        default:
+        guard app.record.state == .active || app.record.state == .suspended else {
             return fail(
                 fd,
                 IceboxError(

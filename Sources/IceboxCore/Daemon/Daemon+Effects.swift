@@ -286,8 +286,7 @@ extension Daemon {
     /// without the guard, `icebox resume` 25-90 µs faster (scripts/bench/oneshot-tight);
     /// ten processes: `resume` 71 µs faster with it (scripts/bench/budget).
     func wakesSeveral(_ app: LiveApp) -> Bool {
-        guard app.frozenProcesses == 1 else { return true }
-        return ProcFS.threadCount(pid: app.pid) != 1
+        app.frozenProcesses != 1 || ProcFS.threadCount(pid: app.pid) != 1
     }
 
     /// Whether the kernel will announce a change to the app's cgroup.events as soon as it
