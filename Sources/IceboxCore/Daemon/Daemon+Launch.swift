@@ -57,11 +57,8 @@ extension Daemon {
                 pending.stdio = stdio
                 stdioKept = true
                 pendingLaunches.add(pending)
-                do throws(SystemError) {
-                    try watch(pending.watchDescriptor, .launchSpawn(pending.watchDescriptor))
-                } catch {
-                    // Its deadline still ends it (LoopTimer.launches): only the answer is lost.
-                }
+                // Its deadline still ends it (LoopTimer.launches): only the answer is lost.
+                try? watch(pending.watchDescriptor, .launchSpawn(pending.watchDescriptor))
             }
         } catch {
             launchFailed(options.name, error, client: fd)
