@@ -443,8 +443,7 @@ extension Daemon {
                     hint: "see icebox doctor; icebox terminate \(name) ends it"))
         }
         unwatch(app.handle.pidfd)
-        if let fd = app.watchedEvents { unwatch(fd) }
-        app.watchedEvents = nil
+        watchCgroupEvents(app, nil)
         if let notifyFD = app.notify.ownFD {
             unwatch(notifyFD)
             close(notifyFD)
