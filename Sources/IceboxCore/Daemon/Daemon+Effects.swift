@@ -325,14 +325,12 @@ extension Daemon {
                     settlingWatch: true)
                 return
             }
-            var event = Event(
-                app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)", at: .read())
-            if aside.isResumeStep {
-                event.from = .suspended
-                event.to = .active
-            }
-            log(event)
+            let step = aside.isResumeStep
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: .thaw, from: step ? .suspended : nil, to: step ? .active : nil,
+                    durationNanos: report.durationNanos, detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)",
+                    at: .read()))
             if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
             let aside = app.freeze?.aside
