@@ -45,7 +45,7 @@ extension Daemon {
         // finds it gone.
         if command.isEmpty { command = [(try? FileIO.read("/proc/\(main)/comm"))?.trimmed() ?? "pid-\(main)"] }
         let launchOptions = options.launchOptions(
-            command: command, workingDirectory: Self.workingDirectory(of: main),
+            command: command, workingDirectory: FileIO.readLink("/proc/\(main)/cwd"),
             environment: (AppMarks.environment(of: main) ?? []).filter { $0.contains("=") })
         // The pidfd holds the process checked above only if its start time is the same (the pid
         // could have been reused since): read once the pidfd holds it.
@@ -276,9 +276,6 @@ extension Daemon {
     static func isDelegated(_ dir: String) -> Bool {
         ["trusted.delegate", "user.delegate"].contains { ExtendedAttribute.value(of: $0, path: dir)?.first == UInt8(ascii: "1") }
     }
-
-    /// The working directory of a running process (/proc/PID/cwd), for `relaunch`.
-    static func workingDirectory(of pid: pid_t) -> String? { FileIO.readLink("/proc/\(pid)/cwd") }
 
     /// The cgroups `pid` is in now, one per hierarchy icebox uses.
     func place(of pid: pid_t) -> CgroupPlace {
