@@ -83,8 +83,7 @@ final class CgroupSweeper {
     /// Looks at `name`'s removal again: its cgroup.events changed, or its re-check time came.
     func step(_ name: String, now: UInt64) -> Step {
         guard var sweep = sweeps[name] else { return .waiting }
-        let end = sweep.removal.step(now: now)
-        if let end {
+        if let end = sweep.removal.step(now: now) {
             sweeps[name] = nil
             return .ended(sweep, end, at: now)
         }

@@ -45,7 +45,7 @@ extension Daemon {
         // finds it gone.
         if command.isEmpty { command = [(try? FileIO.read("/proc/\(main)/comm"))?.trimmed() ?? "pid-\(main)"] }
         let launchOptions = options.launchOptions(
-            command: command, workingDirectory: Self.workingDirectory(of: main),
+            command: command, workingDirectory: FileIO.readLink("/proc/\(main)/cwd"),
             environment: (AppMarks.environment(of: main) ?? []).filter { $0.contains("=") })
         // The pidfd holds the process checked above only if its start time is the same (the pid
         // could have been reused since): read once the pidfd holds it.
@@ -77,9 +77,6 @@ extension Daemon {
         record.adoptedFromFreezerV1 = origin.freezerV1
         record.adoptedFromMemoryV1 = origin.memoryV1
         let previous = ended[options.name]
-        func forgetIntent() {
-            if let previous { restoreRecord(previous) } else { removeRecord(options.name) }
-        }
         try writeRecord(record, intent: true)
         let cgroups: AppCgroups
         do {
@@ -90,7 +87,7 @@ extension Daemon {
                 name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
                 freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: nil, backend: backend)
         } catch {
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
         // The move's time: from the freeze of the empty cgroup to the thaw, what the processes
@@ -101,7 +98,7 @@ extension Daemon {
             (moved, rounds, origins) = try moveTree(target, into: cgroups, start: moveStart)
         } catch {
             _ = cgroups.removeEmptied()
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
         do { try cgroups.endMoveHold() } catch {
@@ -114,7 +111,7 @@ extension Daemon {
         record.adoptMoveNanos = moveNanos
         do { try writeRecord(record, intent: true) } catch {
             rollBack(cgroups, to: origin, origins: origins)
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
         var lifecycle = AppLifecycle(adopting: record, now: .read())
@@ -122,7 +119,7 @@ extension Daemon {
         let app = LiveApp(lifecycle: lifecycle, handle: handle, cgroups: cgroups, notify: .shared(path: notifyPath))
         do { try watch(handle.pidfd, .pidfd(app.name)) } catch {
             rollBack(cgroups, to: origin, origins: origins)
-            forgetIntent()
+            restoreOrRemoveRecord(options.name, previous: previous)
             throw IceboxError("adopt \(options.name)", error)
         }
         ended.removeValue(forKey: app.name)
@@ -280,9 +277,6 @@ extension Daemon {
         ["trusted.delegate", "user.delegate"].contains { ExtendedAttribute.value(of: $0, path: dir)?.first == UInt8(ascii: "1") }
     }
 
-    /// The working directory of a running process (/proc/PID/cwd), for `relaunch`.
-    static func workingDirectory(of pid: pid_t) -> String? { FileIO.readLink("/proc/\(pid)/cwd") }
-
     /// The cgroups `pid` is in now, one per hierarchy icebox uses.
     func place(of pid: pid_t) -> CgroupPlace {
         // A process gone meanwhile is in no cgroup: the empty place, which moves nothing back.
@@ -383,10 +377,7 @@ extension Daemon {
 
     func releaseRequested(_ name: String, client fd: Int32) {
         guard let app = liveApps([name], for: .release(name: name), client: fd)?.first else { return }
-        switch app.record.state {
-        case .active, .suspended:
-            break
-        default:
+        guard app.record.state == .active || app.record.state == .suspended else {
             return fail(
                 fd,
                 IceboxError(
@@ -449,8 +440,7 @@ extension Daemon {
                     hint: "see icebox doctor; icebox terminate \(name) ends it"))
         }
         unwatch(app.handle.pidfd)
-        if let fd = app.watchedEvents { unwatch(fd) }
-        app.watchedEvents = nil
+        watchCgroupEvents(app, nil)
         if let notifyFD = app.notify.ownFD {
             unwatch(notifyFD)
             close(notifyFD)

@@ -286,8 +286,7 @@ extension Daemon {
     /// without the guard, `icebox resume` 25-90 µs faster (scripts/bench/oneshot-tight);
     /// ten processes: `resume` 71 µs faster with it (scripts/bench/budget).
     func wakesSeveral(_ app: LiveApp) -> Bool {
-        guard app.frozenProcesses == 1 else { return true }
-        return ProcFS.threadCount(pid: app.pid) != 1
+        app.frozenProcesses != 1 || ProcFS.threadCount(pid: app.pid) != 1
     }
 
     /// Whether the kernel will announce a change to the app's cgroup.events as soon as it
@@ -326,14 +325,12 @@ extension Daemon {
                     settlingWatch: true)
                 return
             }
-            var event = Event(
-                app: app.name, pid: app.pid, kind: .thaw, durationNanos: report.durationNanos,
-                detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)", at: .read())
-            if aside.isResumeStep {
-                event.from = .suspended
-                event.to = .active
-            }
-            log(event)
+            let step = aside.isResumeStep
+            log(
+                Event(
+                    app: app.name, pid: app.pid, kind: .thaw, from: step ? .suspended : nil, to: step ? .active : nil,
+                    durationNanos: report.durationNanos, detail: "thawed in \(DurationText.format(report.durationNanos)) \(aside.why)",
+                    at: .read()))
             if apps[app.name] === app { settleWatch(app) }
         case .failed(let failure):
             let aside = app.freeze?.aside

@@ -57,11 +57,8 @@ extension Daemon {
                 pending.stdio = stdio
                 stdioKept = true
                 pendingLaunches.add(pending)
-                do throws(SystemError) {
-                    try watch(pending.watchDescriptor, .launchSpawn(pending.watchDescriptor))
-                } catch {
-                    // Its deadline still ends it (LoopTimer.launches): only the answer is lost.
-                }
+                // Its deadline still ends it (LoopTimer.launches): only the answer is lost.
+                try? watch(pending.watchDescriptor, .launchSpawn(pending.watchDescriptor))
             }
         } catch {
             launchFailed(options.name, error, client: fd)
@@ -228,14 +225,7 @@ extension Daemon {
         let previous = ended[options.name]
 
         do {
-            cleanup.append { [self] in
-                // What the registry said before (an ended app of that name), or nothing.
-                if let previous {
-                    restoreRecord(previous)
-                } else {
-                    removeRecord(options.name)
-                }
-            }
+            cleanup.append { [self] in restoreOrRemoveRecord(options.name, previous: previous) }
             // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
             // whatever the backend (it is how every process of the app is found, killed and
             // recognised as a notify sender), the v1 freezer one for backend cgroup1, and a
@@ -431,13 +421,9 @@ extension Daemon {
     /// Spawns the direct way (Spawner: a vfork-based clone that returns once the child has
     /// run its execve or failed).
     func directSpawn(_ request: SpawnRequest) -> Result<SpawnedProcess, SpawnError> {
+        let spawn = { Result { () throws(SpawnError) in try Spawner.spawn(request) } }
         // CAP_SYS_ADMIN is effective only for the clone3 of a --pid-namespace launch.
-        if request.newPIDNamespace {
-            return Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace) {
-                Result { () throws(SpawnError) in try Spawner.spawn(request) }
-            }
-        }
-        return Result { () throws(SpawnError) in try Spawner.spawn(request) }
+        return request.newPIDNamespace ? Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace, spawn) : spawn()
     }
 
     /// The executable that runs a --pid-namespace app's init, once this daemon is known able

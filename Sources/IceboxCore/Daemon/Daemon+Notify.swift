@@ -19,7 +19,11 @@ extension Daemon {
             // BARRIER=1 (systemd-notify waits for it) learns the message was processed.
             defer { for fd in datagram.fds { close(fd) } }
             guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unifiedMount) else {
-                droppedNotify(app, from: datagram.senderPID)
+                // A message from a process that is not the app's: dropped, and logged at most once a
+                // second per app with the count since the last line. What a second holds back is
+                // logged when it ends (a loop deadline).
+                let now = Clock.monotonicNanos()
+                if app.notifyDrops.drop(from: datagram.senderPID, now: now) { logDroppedNotify(app, now: now) }
                 continue
             }
             apply(.notify(NotifyMessage.parse(datagram.text)), to: app)
@@ -86,14 +90,6 @@ extension Daemon {
         if !apps.values.contains(where: { $0.notify == .shared(path: config.paths.sharedNotifySocket) }) {
             unlink(config.paths.sharedNotifySocket)
         }
-    }
-
-    /// A message from a process that is not the app's: dropped, and logged at most once a
-    /// second per app with the count since the last line. What a second holds back is
-    /// logged when it ends (a loop deadline).
-    func droppedNotify(_ app: LiveApp, from pid: pid_t) {
-        let now = Clock.monotonicNanos()
-        if app.notifyDrops.drop(from: pid, now: now) { logDroppedNotify(app, now: now) }
     }
 
     func logDroppedNotify(_ app: LiveApp, now: UInt64) {

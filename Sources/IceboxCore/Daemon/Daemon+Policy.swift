@@ -236,11 +236,7 @@ extension Daemon {
 
     /// Called once an app is frozen: arms its compaction and its lock check.
     func afterFreeze(_ app: LiveApp) {
-        let now = Clock.monotonicNanos()
-        app.lockCheckAt = now.saturatingAdd(1_000_000_000)
-        if let after = app.record.options.compactAfterNanos ?? policyEngine.policy.compactAfterNanos {
-            app.compactAt = now.saturatingAdd(after)
-        }
+        armFrozenAppTimers(app, now: Clock.monotonicNanos())
         enforcePolicy()
     }
 
@@ -251,11 +247,14 @@ extension Daemon {
     /// (A compaction already done before the crash may be done again: harmless, and cheap.)
     func rearmFrozenAppTimers() {
         let now = Clock.monotonicNanos()
-        for app in apps.values where app.lifecycle.adopted && app.record.state == .suspended {
-            app.lockCheckAt = now.saturatingAdd(1_000_000_000)
-            if let after = app.record.options.compactAfterNanos ?? policyEngine.policy.compactAfterNanos {
-                app.compactAt = now.saturatingAdd(after)
-            }
+        for app in apps.values where app.lifecycle.adopted && app.record.state == .suspended { armFrozenAppTimers(app, now: now) }
+    }
+
+    /// A frozen app's lock check, a second from `now`, and its compaction, if one is set.
+    private func armFrozenAppTimers(_ app: LiveApp, now: UInt64) {
+        app.lockCheckAt = now.saturatingAdd(1_000_000_000)
+        if let after = app.record.options.compactAfterNanos ?? policyEngine.policy.compactAfterNanos {
+            app.compactAt = now.saturatingAdd(after)
         }
     }
 

@@ -131,9 +131,9 @@ extension Daemon {
     /// (bounded, `CgroupRemoval.timeoutNanos`), so it runs only where nothing is served: as the
     /// daemon starts, before it listens. In the loop, cgroups no app owns go to the sweeper
     /// instead (`sweep`), which steps their removal without waiting.
-    func clearLeftovers(_ cgroups: AppCgroups, mainPID: pid_t? = nil) -> String {
+    func clearLeftovers(_ cgroups: AppCgroups) -> String {
         let start = Clock.monotonicNanos()
-        let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(CgroupRemoval.timeoutNanos), mainPID: mainPID)
+        let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(CgroupRemoval.timeoutNanos))
         let last = Stepping.run(from: first, step: { cgroups.stepDestroy(now: $0) })
         return CgroupRemoval.End(last)?.description ?? "its cgroup was removed"
     }

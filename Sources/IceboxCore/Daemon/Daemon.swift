@@ -553,16 +553,12 @@ package final class Daemon {
     /// A record that cannot be written stays marked and is tried again on the next turn; the
     /// failure is logged once (and its end once).
     func flushRegistry() {
-        let names = registryWriter.takeDirty { Set(apps.keys).union(ended.keys) }
-        if !names.isEmpty { writeRecords(names) }
+        writeRecords(registryWriter.takeDirty { Set(apps.keys).union(ended.keys) })
     }
 
     /// The records no reply waits for (a confirmed freeze's), written once the turn's
     /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
-    func flushRecordsAfterReplies() {
-        let names = registryWriter.takeAfterReplies()
-        if !names.isEmpty { writeRecords(names) }
-    }
+    func flushRecordsAfterReplies() { writeRecords(registryWriter.takeAfterReplies()) }
 
     /// Writes the current record of each app (live or ended) named; one that fails is marked
     /// dirty, for the next turn.
@@ -607,6 +603,12 @@ package final class Daemon {
         do { try writeRecord(record) } catch {
             log(.error, app: record.name, pid: nil, "registry: \(error)")
         }
+    }
+
+    /// Undoes the record of intent of a launch or adoption of `name` that failed: what the
+    /// registry said before (`previous`, an ended app of that name), or nothing.
+    func restoreOrRemoveRecord(_ name: String, previous: AppRecord?) {
+        if let previous { restoreRecord(previous) } else { removeRecord(name) }
     }
 
     /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and

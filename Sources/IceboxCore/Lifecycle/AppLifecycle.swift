@@ -653,14 +653,13 @@ package struct AppLifecycle: Sendable {
             ? "the app sent WATCHDOG=trigger"
             : "no WATCHDOG=1 for \(DurationText.format(watchdogInterval ?? 0)) (--watchdog)"
         let what: String
-        var restart = false
         switch action {
         case .log: what = "logged only (--watchdog-action log)"
         case .kill: what = "killing it (--watchdog-action kill)"
         case .restart:
             switch StartLimit.decide(previous: record.restartTimesNanos ?? [], now: now.monotonicNanos, limit: record.options.startLimit) {
             case .restart(let times):
-                restart = true
+                restartWhenEnded = true
                 restartTimes = times
                 what = "killing it and launching it again (--watchdog-action restart)"
             case .hit(let text):
@@ -674,7 +673,6 @@ package struct AppLifecycle: Sendable {
             fx.append(.log(event(.watchdog, reason: triggered ? "WATCHDOG=trigger" : "timeout", "\(why): \(what)", now)))
         }
         guard action != .log else { return }
-        restartWhenEnded = restart
         _ = leaveForEnding(thawWaiters: .beingStopped(suspending: false), &fx)
         phase = .ending(.terminate, since: now.monotonicNanos, killDeadline: nil)
         fx.append(.killAll)
@@ -874,7 +872,7 @@ package struct AppLifecycle: Sendable {
             startCheckpoint(nil, now, &fx)
         case .suspended, .thawing:
             evict(nil, now, &fx)
-        case .checkpointing:
+        case .checkpointing, .ending, .cleaningUp, .ended:
             break  // on its way out of memory already
         case .background(var g, _):
             g.cut(to: now.plus(grace))
@@ -890,8 +888,6 @@ package struct AppLifecycle: Sendable {
         case .active:
             // Not frozen yet: to Suspended first, its notice and grace cut to --eviction-grace.
             suspend(nil, notice, length: nil, cap: grace, toDisk: toDisk, now, &fx)
-        case .ending, .cleaningUp, .ended:
-            break
         }
     }
 
@@ -908,9 +904,8 @@ package struct AppLifecycle: Sendable {
         case .launching(let ready?) where ready <= now.monotonicNanos:
             let waited = now.since(launchStart)
             let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
-            let line = "\(name) \(why)"
             fx.append(.stopProbe)
-            fx.append(.log(event(.error, duration: waited, line, now)))
+            fx.append(.log(event(.error, duration: waited, "\(name) \(why)", now)))
             // The launch fails, but its reply waits until the app is gone: nothing is left
             // behind when the command returns.
             abandonLaunch(why, now, &fx)
