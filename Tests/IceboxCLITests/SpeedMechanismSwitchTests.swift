@@ -140,17 +140,25 @@ struct SpeedMechanismSwitchTests {
 
         // The freeze's step aside: while a freeze of 40 spinning processes waits for them to
         // run, the daemon leaves its CPU (sched_setaffinity) and takes its CPUs back once it
-        // is done; never without. (A freeze the first look finds done needs no step aside.)
+        // is done; never without. A freeze the first look finds done needs no step aside, so
+        // the spinners are all there before the first, and there are five: one that waits is
+        // enough (a single suspend found the freeze done at once in 1 of 6 runs here).
         let spin = "for i in $(seq 40); do (while :; do :; done) & done; wait"
         for (box, daemon, expected) in [(with, on, true), (without, bare, false)] {
             let cpus = try #require(Self.status(daemon, "Cpus_allowed_list"))
             let r = try box.icebox(["launch", "--backend", "cgroup1", "--grace", "0", "busy", "--", "sh", "-c", spin])
             #expect(r.status == 0, "\(r.output)")
             defer { _ = try? box.icebox(["terminate", "busy"]) }
+            let procs = try #require(box.freezerRoot) + "/busy/cgroup.procs"
+            try #require(
+                Scenario.eventually { ((try? String(contentsOfFile: procs, encoding: .utf8)) ?? "").split(separator: "\n").count > 40 },
+                "the 40 spinners did not start")
             let requests = try Self.calls("sched_setaffinity", of: daemon) {
-                for step in ["suspend", "resume"] {
-                    let r = try box.icebox([step, "busy"])
-                    #expect(r.status == 0, "\(r.output)")
+                for _ in 0..<5 {
+                    for step in ["suspend", "resume"] {
+                        let r = try box.icebox([step, "busy"])
+                        #expect(r.status == 0, "\(r.output)")
+                    }
                 }
             }
             if expected && (cpus.contains("-") || cpus.contains(",")) {  // two CPUs or more
