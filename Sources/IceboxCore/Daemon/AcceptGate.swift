@@ -11,6 +11,8 @@ struct AcceptGate {
     private var limitLogged = false
     private var reserveFD: Int32 = -1
 
+    var nextDeadline: UInt64? { resumeAt }
+
     /// Takes the reserve descriptor (at the daemon's start, and again once it was used).
     mutating func holdReserve() {
         if reserveFD < 0 { reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC) }

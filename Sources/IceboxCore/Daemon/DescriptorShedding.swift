@@ -14,4 +14,7 @@ struct DescriptorShedding {
     var sharedNotifyFD: Int32 = -1
     /// Datagrams on the shared socket from processes of no app, logged at most once a second.
     var sharedNotifyDrops = NotifyDrops()
+
+    /// When the drops held back are due in the log.
+    var nextDeadline: UInt64? { sharedNotifyDrops.dueAt }
 }

@@ -42,10 +42,10 @@ extension Daemon {
         case .standInDepartures: return spawnPool.departures.nextDeadline
         case .launches: return pendingLaunches.nextDeadline
         case .sweeps: return sweeper.nextDeadline
-        case .acceptGate: return acceptGate.resumeAt
-        case .policyCheck: return policyEngine.checkAt
+        case .acceptGate: return acceptGate.nextDeadline
+        case .policyCheck: return policyEngine.nextDeadline
         case .metricsFile: return metricsFile.nextDeadline
-        case .notifyDrops: return descriptors.sharedNotifyDrops.dueAt
+        case .notifyDrops: return descriptors.nextDeadline
         case .appLogs: return appLogs?.nextDeadline
         case .restores: return restores.values.lazy.map(\.run.deadline).min()
         case .apps: return appDeadlines.earliest

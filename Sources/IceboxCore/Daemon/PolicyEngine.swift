@@ -8,6 +8,8 @@ struct PolicyEngine {
     /// The app being evicted right now: one victim at a time.
     var victim: Daemon.Victim?
 
+    var nextDeadline: UInt64? { checkAt }
+
     /// Whether the budget check is due at `now`; it is then taken off (the check re-arms it).
     mutating func takeDueCheck(now: UInt64) -> Bool {
         guard let at = checkAt, at <= now else { return false }
