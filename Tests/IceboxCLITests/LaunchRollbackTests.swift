@@ -134,7 +134,17 @@ struct LaunchRollbackTests {
         let standIn = try box.stoppedStandIn()
         let daemon = try #require(box.daemonPID)
         _ = try box.icebox(["ps"])  // what ps opens for good (memory counters) is open before the count
-        let descriptorsBefore = Kernel.descriptorTargets(daemon)
+        // Counted once the daemon has closed that ps's connection, which it does a turn after
+        // the client hangs up: two reads 20 ms apart that agree. (Counted before then, the
+        // connection made "before" one socket more than "after", with nothing leaked.)
+        var descriptorsBefore = Kernel.descriptorTargets(daemon)
+        try #require(
+            Scenario.eventually {
+                usleep(20_000)
+                let now = Kernel.descriptorTargets(daemon)
+                defer { descriptorsBefore = now }
+                return now.count == descriptorsBefore.count
+            })
 
         let appCgroup = try #require(box.cgroupRoot) + "/held"
         let start = Clock.monotonicNanos()
