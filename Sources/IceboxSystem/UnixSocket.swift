@@ -44,8 +44,9 @@ package enum UnixSocket {
     /// swap the file in between, in a runtime directory that is the user's own, 0700
     /// (`IceboxPaths.verify`).
     package static func listen(path: String) throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        if fd < 0 { throw SystemError("create a socket") }
+        let fd = try systemCall("create a socket") {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }
         unlink(path)
         let rc = try withAddress(path, closingOnError: fd) { bind(fd, $0, $1) }
         if rc < 0 { let e = SystemError("bind the control socket", path: path); close(fd); throw e }
@@ -77,8 +78,9 @@ package enum UnixSocket {
 
     /// A datagram socket that receives sd_notify messages with the sender's credentials.
     package static func bindNotify(path: String) throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        if fd < 0 { throw SystemError("create a socket") }
+        let fd = try systemCall("create a socket") {
+            socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }
         unlink(path)
         let rc = try withAddress(path, closingOnError: fd) { bind(fd, $0, $1) }
         if rc < 0 { let e = SystemError("bind the notify socket", path: path); close(fd); throw e }
