@@ -24,10 +24,11 @@ package struct CPUStepAside: Sendable {
     package init(enabled: Bool) { self.enabled = enabled }
 
     /// Before the loop sleeps: off this CPU while a freeze waits, back once none does.
-    /// Each is a no-op when already so.
-    package func settle(freezeWaits: Bool) {
+    /// Each is a no-op when already so. `freezeWaits` is asked only when enabled (the loop's
+    /// answer looks at every app).
+    package func settle(freezeWaits: @autoclosure () -> Bool) {
         guard enabled else { return }
-        if freezeWaits { _ = icebox_cpu_step_aside() } else { icebox_cpu_step_back() }
+        if freezeWaits() { _ = icebox_cpu_step_aside() } else { icebox_cpu_step_back() }
     }
 
     /// Whether the calling thread is stepped aside (for tests).

@@ -380,9 +380,7 @@ package final class Daemon {
             // done). Checked before the flushes, that went unseen and the loop slept without
             // the idle deadline, until something else woke it.
             if shouldExit(now: Clock.monotonicNanos()) { return }
-            if freezeAside.enabled {
-                freezeAside.settle(freezeWaits: apps.values.contains { $0.freeze?.operation.direction == .freeze })
-            }
+            freezeAside.settle(freezeWaits: apps.values.contains { $0.freeze?.operation.direction == .freeze })
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             let ready: [(token: UInt64, events: UInt32)]
             do { ready = try watches.epoll.wait(timeoutNanos: timeout) } catch {
