@@ -45,20 +45,6 @@ enum ThreadCPUs {
     .enabled(if: ThreadCPUs.allowed(pid: getpid()).count >= 2, "needs two CPUs or more to step aside to"),
     .enabled(if: access("/usr/bin/taskset", X_OK) == 0, "needs taskset (util-linux) to change a thread's CPUs from outside"))
 struct CPUStepAsideTests {
-    final class Box<T>: @unchecked Sendable { var value: T? }
-
-    static func onOwnThread<T>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        let box = Box<Result<T, any Error>>()
-        let thread = Thread {
-            box.value = Result { try body() }
-            done.signal()
-        }
-        thread.start()
-        done.wait()
-        return try box.value!.get()
-    }
-
     struct Seen: Sendable {
         var before: Set<Int> = [], aside: Set<Int> = [], asideFlag = false, after: Set<Int> = []
         var afterFlag = true
@@ -66,7 +52,7 @@ struct CPUStepAsideTests {
 
     @Test("aside: every CPU but one (the one it ran on); back: the set it had")
     func stepsAsideAndBack() throws {
-        let seen = try Self.onOwnThread {
+        let seen = try OwnThread.run {
             var seen = Seen()
             seen.before = ThreadCPUs.allowedHere()
             let step = CPUStepAside(enabled: true)
@@ -87,8 +73,8 @@ struct CPUStepAsideTests {
     }
 
     @Test("disabled (an engine embedded in a test process): the thread keeps its CPUs")
-    func disabledChangesNothing() throws {
-        let (before, after) = try Self.onOwnThread {
+    func disabledChangesNothing() {
+        let (before, after) = OwnThread.run {
             let before = ThreadCPUs.allowedHere()
             CPUStepAside(enabled: false).settle(freezeWaits: true)
             return (before, ThreadCPUs.allowedHere())
@@ -100,7 +86,7 @@ struct CPUStepAsideTests {
     /// own CPUs, not the narrowed set: the spawn steps the thread back first.
     @Test("a spawn while aside: the child gets the set the thread had, and the thread is back")
     func spawnGivesTheChildTheWholeSet() throws {
-        let (before, child, thread, flag) = try Self.onOwnThread {
+        let (before, child, thread, flag) = try OwnThread.run {
             let before = ThreadCPUs.allowedHere()
             CPUStepAside(enabled: true).settle(freezeWaits: true)
             guard CPUStepAside.isAside else { throw Failure("did not step aside") }
@@ -118,7 +104,7 @@ struct CPUStepAsideTests {
 
     @Test("a set someone else gave the thread meanwhile is left as it is")
     func leavesAnotherSetAlone() throws {
-        let (chosen, after) = try Self.onOwnThread {
+        let (chosen, after) = try OwnThread.run {
             let before = ThreadCPUs.allowedHere()
             CPUStepAside(enabled: true).settle(freezeWaits: true)
             // The CPU it stepped away from: a set unlike the one it was given.

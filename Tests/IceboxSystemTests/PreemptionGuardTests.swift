@@ -14,20 +14,6 @@ struct PreemptionGuardTests {
         var inside: Int32 = -1, after: Int32 = -1, niceAfter: Int32 = 99, refused = false, childPolicy: Int32 = -1
     }
 
-    final class Box: @unchecked Sendable { var seen = Seen() }
-
-    static func onOwnThread(_ body: @escaping @Sendable () -> Seen) -> Seen {
-        let done = DispatchSemaphore(value: 0)
-        let box = Box()
-        let thread = Thread {
-            box.seen = body()
-            done.signal()
-        }
-        thread.start()
-        done.wait()
-        return box.seen
-    }
-
     /// SCHED_IDLE, which Glibc's Swift overlay leaves out (<bits/sched.h> defines it under
     /// __USE_GNU).
     static let schedIdle: Int32 = 5
@@ -51,7 +37,7 @@ struct PreemptionGuardTests {
 
     @Test(.enabled(if: Capabilities.hasEffective("cap_sys_nice") == true, "SCHED_FIFO needs CAP_SYS_NICE, which this test process lacks"))
     func runsTheBodyAtFIFOAndPutsPolicyAndNiceBack() throws {
-        let seen = Self.onOwnThread {
+        let seen = OwnThread.run {
             var seen = Seen()
             _ = setpriority(Self.thisThread.0, Self.thisThread.1, 4)
             var guardian = PreemptionGuard()
@@ -79,7 +65,7 @@ struct PreemptionGuardTests {
     /// its thaws with the guard disabled: no thread of someone else's program goes real-time.
     @Test(.enabled(if: Capabilities.hasEffective("cap_sys_nice") == true, "SCHED_FIFO needs CAP_SYS_NICE, which this test process lacks"))
     func disabledRunsTheBodyAsItIs() {
-        let seen = Self.onOwnThread {
+        let seen = OwnThread.run {
             var seen = Seen()
             var guardian = PreemptionGuard(enabled: false)
             seen.inside = guardian.run { sched_getscheduler(0) }
@@ -94,7 +80,7 @@ struct PreemptionGuardTests {
     @Test func leavesAPolicySomeoneChoseAlone() {
         // SCHED_IDLE needs no privilege to enter; the guard must not turn it into FIFO and
         // back into SCHED_OTHER.
-        let seen = Self.onOwnThread {
+        let seen = OwnThread.run {
             var seen = Seen()
             var param = sched_param(sched_priority: 0)
             guard sched_setscheduler(0, Self.schedIdle, &param) == 0 else { return seen }
