@@ -149,10 +149,8 @@ struct SpeedMechanismSwitchTests {
             let r = try box.icebox(["launch", "--backend", "cgroup1", "--grace", "0", "busy", "--", "sh", "-c", spin])
             #expect(r.status == 0, "\(r.output)")
             defer { _ = try? box.icebox(["terminate", "busy"]) }
-            let procs = try #require(box.freezerRoot) + "/busy/cgroup.procs"
-            try #require(
-                Scenario.eventually { ((try? String(contentsOfFile: procs, encoding: .utf8)) ?? "").split(separator: "\n").count > 40 },
-                "the 40 spinners did not start")
+            let cgroup = try #require(box.freezerRoot) + "/busy"
+            try #require(Scenario.eventually { Sandbox.pids(in: cgroup).count > 40 }, "the 40 spinners did not start")
             let requests = try Self.calls("sched_setaffinity", of: daemon) {
                 for _ in 0..<5 {
                     for step in ["suspend", "resume"] {
