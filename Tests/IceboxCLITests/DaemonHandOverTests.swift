@@ -37,11 +37,23 @@ struct DaemonHandOverTests {
 
     @Test("a command that finds the last daemon's lock still held, its socket gone, waits for it and starts the next")
     func waitsForExitingHolder() throws {
+        try waitForExitingHolder(withoutInotify: false)
+    }
+
+    /// The wait is on inotify; without it (see `Sandbox.withoutInotify`), on tries 10 ms apart.
+    @Test(
+        "without inotify (the user's instances used up) the next daemon still waits for the lock and starts",
+        .enabled(if: Sandbox.withoutInotifyRefusal == nil, "\(Sandbox.withoutInotifyRefusal ?? "")"))
+    func waitsForExitingHolderWithoutInotify() throws {
+        try waitForExitingHolder(withoutInotify: true)
+    }
+
+    func waitForExitingHolder(withoutInotify: Bool) throws {
         let box = Sandbox()
         defer { box.close() }
         try stoppedDaemon(box)
         let lock = try holdLock(box)
-        let launch = Sandbox.Background(box, ["launch", "next", "--", "sleep", "1000"])
+        let launch = Sandbox.Background(box, ["launch", "next", "--", "sleep", "1000"], withoutInotify: withoutInotify)
         // The next daemon has opened the lock file: it is about to take the lock, or waiting.
         let lockPath = box.runtimeDir + "/daemon.lock"
         let reached = Scenario.eventually { !Self.openers(of: lockPath).isEmpty }

@@ -157,6 +157,65 @@ struct LogRotationTests {
         #expect(onDisk.count < followed.count)
     }
 
+    @Test(
+        "without inotify (the user's instances used up) log --follow says so and polls: every event once, in order, across rotations",
+        .enabled(if: Sandbox.withoutInotifyRefusal == nil, "\(Sandbox.withoutInotifyRefusal ?? "")"))
+    func followWithoutInotify() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // Enough generations kept that none is dropped before a look (every 0.5 s) finds it.
+        #expect(try box.icebox(["daemon", "--log-max-size", "1K", "--log-keep", "50"]).status == 0)
+        // Launched first: a daemon with no app leaves after a second, and the next would not rotate.
+        #expect(try box.icebox(["launch", "polled", "--grace", "0", "--", "sleep", "1000"]).status == 0)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: HostLayoutWorld.unshare)
+        p.arguments = Sandbox.withoutInotify + [Sandbox.binary, "log", "--follow", "--json"]
+        p.environment = box.environment
+        let out = Pipe()
+        let err = box.dir + "/follow.err"
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
+        p.standardOutput = out
+        p.standardError = FileHandle(forWritingAtPath: err)
+        try p.run()
+        defer { p.terminate(); p.waitUntilExit() }
+        let said = try Self.wait(in: box.dir, seconds: 10) {
+            ((try? String(contentsOfFile: err, encoding: .utf8)) ?? "").contains("instead")
+        }
+        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        try #require(said && stderr.contains("cannot create an inotify instance") && stderr.contains("looking every 0.5 s"), "\(stderr)")
+        try Self.cycle(box, "polled", times: 10)
+        let onDisk = Self.eventLines(box)
+        let last = try #require(onDisk.last)
+        #expect(LogGenerations(path: box.stateDir + "/events.jsonl").olderNumbers().count > 2, "the event log rotated")
+        let text = try Self.read(out.fileHandleForReading, until: last, seconds: 10)
+        let followed = text.split(separator: "\n").map(String.init)
+        #expect(followed == onDisk, "the follower printed the log on disk, every line once, in order")
+        #expect(p.isRunning, "still following")
+    }
+
+    @Test(
+        "without inotify the daemon still rotates the apps' output logs, checking every second, and says so",
+        .enabled(if: Sandbox.withoutInotifyRefusal == nil, "\(Sandbox.withoutInotifyRefusal ?? "")"))
+    func appLogRotatesWithoutInotify() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        let started = try box.icebox(["daemon", "--log-max-size", "16K", "--log-keep", "2"], withoutInotify: true)
+        try #require(started.status == 0, "\(started.output)")
+        // About 70 KB a second: a rotation every quarter of a second were it watched.
+        let script = "while :; do echo line-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; sleep 0.001; done"
+        #expect(try box.icebox(["launch", "writer", "--backend", "signal", "--", "sh", "-c", script]).status == 0)
+        let logs = box.stateDir + "/logs"
+        let log = LogGenerations(path: logs + "/writer.log")
+        let rotatedTwice = try Self.wait(in: logs, seconds: 20) { log.olderNumbers() == [1, 2] }
+        #expect(rotatedTwice, "two rotations within 20 s: \(log.olderNumbers())")
+        #expect(try box.icebox(["evict", "writer"]).status == 0)
+        // Checked every second, each log stays well below the size plus a second of writing.
+        for n in [0] + log.olderNumbers() { #expect((Self.size(log.generation(n)) ?? 0) < 16 << 10 + 200 << 10, "\(log.generation(n))") }
+        let said = try box.icebox(["log"])
+        #expect(said.stdout.contains("the apps' output logs are checked every second, not as they are written"), "\(said.stdout)")
+        #expect(said.stdout.contains("cannot create an inotify instance"), "\(said.stdout)")
+    }
+
     @Test("an app's output log rotates copy-truncate while the app keeps writing; logs reads across its generations")
     func appLogRotates() throws {
         let box = Sandbox()

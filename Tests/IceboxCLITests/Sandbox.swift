@@ -134,12 +134,29 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
 
     /// Runs icebox with the sandbox's environment; waits at most `timeout` seconds.
     @discardableResult
-    func icebox(_ args: [String], stdin: String? = nil, extraEnv: [String: String] = [:], timeout: Double = 30) throws -> Result {
+    func icebox(
+        _ args: [String], stdin: String? = nil, extraEnv: [String: String] = [:], timeout: Double = 30, withoutInotify: Bool = false
+    ) throws -> Result {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
-        p.arguments = args
+        p.executableURL = URL(fileURLWithPath: withoutInotify ? HostLayoutWorld.unshare : Sandbox.binary)
+        p.arguments = withoutInotify ? Self.withoutInotify + [Sandbox.binary] + args : args
         p.environment = environment.merging(extraEnv) { $1 }
         return try Sandbox.runToEnd(p, stdin: stdin, timeout: timeout, what: "icebox \(args.joined(separator: " "))")
+    }
+
+    /// inotify instances are counted per user, for all of the user's processes
+    /// (`fs.inotify.max_user_instances`, 128 by default): a command started when others hold
+    /// them all must still work. These arguments to unshare(1), then a command, run it in a
+    /// user namespace whose limit is 0, which gives that refusal for real (EMFILE). Its
+    /// children (a daemon it starts, and the apps) stay there.
+    static let withoutInotify = [
+        "--user", "--map-root-user", "--", "/bin/sh", "-c", "echo 0 > /proc/sys/user/max_inotify_instances && exec \"$@\"", "sh",
+    ]
+
+    /// Why `withoutInotify` cannot be used here; nil: it can.
+    static var withoutInotifyRefusal: String? {
+        FileManager.default.isExecutableFile(atPath: HostLayoutWorld.unshare)
+            ? OtherUser.userNamespaceRefusal : "needs \(HostLayoutWorld.unshare) (util-linux)"
     }
 
     /// Runs a configured Process with piped stdin (given text, then closed), stdout and stderr,
@@ -283,9 +300,9 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         private var result: Result?
         private var finished = false
 
-        init(_ box: Sandbox, _ arguments: [String], extraEnv: [String: String] = [:]) {
+        init(_ box: Sandbox, _ arguments: [String], extraEnv: [String: String] = [:], withoutInotify: Bool = false) {
             Thread {
-                self.result = try? box.icebox(arguments, extraEnv: extraEnv)
+                self.result = try? box.icebox(arguments, extraEnv: extraEnv, withoutInotify: withoutInotify)
                 self.done.signal()
             }.start()
         }

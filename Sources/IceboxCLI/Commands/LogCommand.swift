@@ -139,6 +139,11 @@ extension FileFollower {
         // With -n the current file is read backwards from its end as it is now, and the
         // follow goes on from there.
         let follower = try FileFollower(path: path, startAtEnd: lines != nil, follow: follow, missingIsEmpty: missingIsEmpty)
+        if let refused = follower.pollingBecause {
+            Output.err(
+                "icebox: follow \(path): \(refused); looking every \(Double(FileFollower.pollIntervalNanos) / 1e9) s instead"
+                    + " (raise fs.inotify.max_user_instances or max_user_watches to follow without delay)")
+        }
         var out = OutputBatch()
         let older = follower.openOlderGenerations()
         defer { for fd in older { close(fd) } }

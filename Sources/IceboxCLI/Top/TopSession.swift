@@ -119,7 +119,8 @@ final class TopSession {
                     }
                 }
             }
-            if fds[2].revents != 0 {
+            // A follower that polls (inotify refused) looks at every wake-up, at least once a tick.
+            if fds[2].revents != 0 || follower.pollingBecause != nil {
                 let following = try follower.takeNotifications { self.take(eventLine: $0) }
                 if !following { model.report("the event log was removed; events are no longer followed", error: true) }
             }

@@ -265,7 +265,8 @@ public struct IceboxClient: Sendable {
     /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze,
     /// thaw, exit, eviction… for the app `name`, or for every app (and the daemon) if nil.
     ///
-    /// The stream follows `$STATE_DIR/events.jsonl` through inotify, across its rotations,
+    /// The stream follows `$STATE_DIR/events.jsonl` through inotify (or, when the kernel
+    /// refuses the user another inotify instance, by a look every 0.5 s), across its rotations,
     /// from its current end (with `replay`, from the beginning of its oldest generation), so open it before the calls whose events you
     /// want. It is served by a thread of its own and ends when the consumer stops iterating
     /// (or its task is cancelled), or when the state directory is removed (a ``Supervisor``

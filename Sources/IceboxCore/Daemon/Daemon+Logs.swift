@@ -10,8 +10,11 @@ extension Daemon {
         guard config.logRotation.maxBytes > 0 else { return }
         do {
             let rotator = try AppLogRotator(directory: config.paths.appLogDir, rotation: config.logRotation)
-            try watch(rotator.fd, .appLogs)
+            if let fd = rotator.fd { try watch(fd, .appLogs) }
             appLogs = rotator
+            if let refused = rotator.pollingBecause {
+                log(.error, app: "-", pid: getpid(), "the apps' output logs are checked every second, not as they are written: \(refused)")
+            }
         } catch {
             log(.error, app: "-", pid: getpid(), "the apps' output logs will not be rotated: \(error)")
         }
@@ -20,8 +23,8 @@ extension Daemon {
     /// An app wrote to its log: the descriptor leaves the epoll set until the check (at
     /// most once a second), so further writes wake nobody.
     func appLogsChanged() {
-        guard let appLogs else { return }
-        unwatch(appLogs.fd)
+        guard let appLogs, let fd = appLogs.fd else { return }
+        unwatch(fd)
         appLogs.changed(now: Clock.monotonicNanos())
     }
 
@@ -30,8 +33,8 @@ extension Daemon {
         for failure in appLogs.step(now: now) {
             log(.error, app: failure.app, pid: nil, failure.text)
         }
-        if appLogs.armed, watches.token(of: appLogs.fd) == nil {
-            do { try watch(appLogs.fd, .appLogs) } catch {
+        if appLogs.armed, let fd = appLogs.fd, watches.token(of: fd) == nil {
+            do { try watch(fd, .appLogs) } catch {
                 log(.error, app: "-", pid: getpid(), "the apps' output logs will not be rotated: \(error)")
                 self.appLogs = nil
             }

@@ -264,28 +264,31 @@ package final class Daemon {
     /// command arriving then started the next daemon, which found the lock held and said
     /// "busy". A holder whose socket is in place serves, and this daemon is not needed. The
     /// wait is on inotify: the holder's close of the lock file (or its exit, which closes it)
-    /// is an IN_CLOSE_WRITE, and every close is followed by another try.
+    /// is an IN_CLOSE_WRITE, and every close is followed by another try. Without inotify (the
+    /// kernel refused an instance or the watch) the tries are 10 ms apart.
     static func takeLock(_ fd: Int32, path: String, socket: String, wait: UInt64 = lockHandOverNanos) -> Bool {
         func tryLock() -> Int32 { flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno }
         let first = tryLock()
         if first == 0 { return true }
         guard first == EWOULDBLOCK, !FileIO.exists(socket) else { return false }
         let deadline = Clock.monotonicNanos().saturatingAdd(wait)
-        // Without inotify the hand-over cannot be waited for: false, and the caller says the lock
-        // is held, as documented.
-        guard let watcher = try? Inotify(),
-            // Same: without the watch a close could be missed, so no wait.
-            (try? watcher.addWatch(path, mask: UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE_SELF))) != nil
-        else { return false }
+        // Refused (out of instances or watches, say): the tries are paced instead (above).
+        var watcher = try? Inotify()
+        // Same: without the watch a close could be missed.
+        if let w = watcher, (try? w.addWatch(path, mask: UInt32(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE_SELF))) == nil {
+            watcher = nil
+        }
         while true {
             // Tried after the watch is in place, so a close in between is not missed.
             let failed = tryLock()
             if failed == 0 { return true }
             let now = Clock.monotonicNanos()
             guard failed == EWOULDBLOCK, now < deadline else { return false }
-            Poll.nap(on: watcher.fd, events: Int16(POLLIN), timeoutNanos: deadline - now)
+            Poll.nap(
+                on: watcher?.fd ?? -1, events: Int16(POLLIN),
+                timeoutNanos: watcher == nil ? min(deadline - now, 10_000_000) : deadline - now)
             // Only drains the queue: every wake-up is followed by a try of the lock, which decides.
-            _ = try? watcher.read()
+            _ = try? watcher?.read()
         }
     }
 

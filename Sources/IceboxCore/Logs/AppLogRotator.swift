@@ -14,8 +14,10 @@ import IceboxSystem
 /// The daemon never sees those writes, so it watches the directory with inotify
 /// (IN_MODIFY), at most once a second: after a change the descriptor leaves the loop's
 /// epoll set until the check (`armed`), so a chatty app costs one wake-up and one stat a
-/// second, a quiet one nothing. A copy runs in steps of at most `stepBytes` a turn of the
-/// loop, so a large log never holds the loop for long.
+/// second, a quiet one nothing. Without inotify (`Inotify.isExhausted`: the user's instances
+/// are shared by all of their processes) the check runs every second on the sizes alone,
+/// rather than logs growing unbounded. A copy runs in steps of at most `stepBytes` a turn of
+/// the loop, so a large log never holds the loop for long.
 ///
 /// A generation holds at most `maxBytes` plus the larger of `maxBytes` and 4 MiB
 /// (`floodAllowance`), the newest: an app that writes faster than
@@ -38,7 +40,9 @@ final class AppLogRotator {
 
     let directory: String
     let rotation: LogRotation
-    private let inotify: Inotify
+    private let inotify: Inotify?
+    /// Why the check runs every second rather than on inotify's word: nil with inotify.
+    private(set) var pollingBecause: SystemError?
     private var schedule = RefreshSchedule(intervalNanos: 1_000_000_000)
     private var copies: [Copy] = []
     /// Whether the inotify descriptor belongs in the loop's epoll set: not between a change
@@ -49,11 +53,19 @@ final class AppLogRotator {
     init(directory: String, rotation: LogRotation) throws(SystemError) {
         self.directory = directory
         self.rotation = rotation
-        inotify = try Inotify()
-        try inotify.addWatch(directory, mask: UInt32(IN_MODIFY))
+        do {
+            let watcher = try Inotify()
+            try watcher.addWatch(directory, mask: UInt32(IN_MODIFY))
+            inotify = watcher
+        } catch  where Inotify.isExhausted(error) {
+            inotify = nil
+            pollingBecause = error
+            schedule.changed(now: Clock.monotonicNanos())
+        }
     }
 
-    var fd: Int32 { inotify.fd }
+    /// The descriptor for the loop's epoll set; nil while polling.
+    var fd: Int32? { inotify?.fd }
 
     /// When `step` must run next: at once while a copy is under way, else at the check.
     var nextDeadline: UInt64? { copies.isEmpty ? schedule.due : 0 }
@@ -71,6 +83,7 @@ final class AppLogRotator {
         if let due = schedule.due, due <= now {
             schedule.wrote(now: now)
             armed = true
+            if inotify == nil { schedule.changed(now: now) }
             for name in modifiedLogs() where !copies.contains(where: { $0.name == name }) {
                 do { try startIfDue(name) } catch { failures.append((Self.app(name), "cannot rotate its output log: \(error)")) }
             }
@@ -102,13 +115,13 @@ final class AppLogRotator {
     }
 
     /// The app logs written since the last check (all of them if the kernel's queue
-    /// overflowed): NAME.log, never a generation or a copy in progress.
+    /// overflowed, or without inotify): NAME.log, never a generation or a copy in progress.
     private func modifiedLogs() -> Set<String> {
         // Nothing readable from inotify (a queue read failing) is taken as no change: the size
         // check at the next event or deadline still rotates what grew.
-        let events = (try? inotify.read()) ?? []
-        var names = Set(events.filter { $0.mask & UInt32(IN_MODIFY) != 0 }.map(\.name))
-        if events.contains(where: { $0.mask & UInt32(IN_Q_OVERFLOW) != 0 }) {
+        let events = inotify.map { (try? $0.read()) ?? [] }
+        var names = Set((events ?? []).filter { $0.mask & UInt32(IN_MODIFY) != 0 }.map(\.name))
+        if events?.contains(where: { $0.mask & UInt32(IN_Q_OVERFLOW) != 0 }) ?? true {
             // A directory that cannot be listed has no logs to check: the next overflow or event
             // lists it again.
             names = Set((try? FileIO.list(directory)) ?? [])

@@ -8,6 +8,12 @@ import IceboxSystem
 /// new file; when the file is truncated in place (an app log's copy-truncate) reading starts
 /// again from its beginning. `icebox log --follow`, `icebox logs --follow` and
 /// `IceboxClient.events(for:)` share it. Used by one thread at a time.
+///
+/// When the kernel refuses inotify for want of resources (`Inotify.isExhausted`: the user's
+/// instances are shared by all of their processes), it looks at the file every
+/// `pollIntervalNanos` instead, as tail(1) reverts to polling: a follow that failed whenever
+/// other programs hold the instances would be worse than a slower one. `pollingBecause` says
+/// so, for the caller to tell.
 package final class FileFollower {
     package let path: String
     private let generations: LogGenerations
@@ -20,6 +26,9 @@ package final class FileFollower {
     /// Where reading started when the file was opened (its end, with `startAtEnd`).
     package private(set) var startOffset: Int64 = 0
     private let inotify: Inotify?
+    /// Following, by looking every `pollIntervalNanos`, because inotify was refused: why.
+    package private(set) var pollingBecause: SystemError?
+    package static let pollIntervalNanos: UInt64 = 500_000_000
 
     /// Opens `path`. With `startAtEnd` only lines appended from now on are read. With
     /// `follow`, the directory is watched before the file is opened, so no line written in
@@ -34,9 +43,17 @@ package final class FileFollower {
         // throws with the path.
         if follow { try? FileIO.makeDirectories(directory, mode: 0o700) }
         do {
-            inotify = try follow ? Inotify() : nil
-            try inotify?.addWatch(
+            let watcher = try follow ? Inotify() : nil
+            try watcher?.addWatch(
                 directory, mask: UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF))
+            inotify = watcher
+        } catch  where Inotify.isExhausted(error) {
+            // Out of instances or watches (see the type): poll, once the directory is known to be there.
+            guard FileIO.exists(directory) else {
+                throw IceboxError("follow \(path)", SystemError("watch", path: directory, errno: ENOENT))
+            }
+            inotify = nil
+            pollingBecause = error
         } catch {
             throw IceboxError("follow \(path)", error)
         }
@@ -95,16 +112,17 @@ package final class FileFollower {
     /// away): its index is returned; nil when the file or its directory went away. Needs
     /// `follow` at init.
     package func follow(stopOn stops: [pollfd], _ emit: (String) -> Void) throws(IceboxError) -> Int? {
-        guard let inotify else {
+        guard inotify != nil || pollingBecause != nil else {
             readLines(emit)
             return nil
         }
         while true {
             readLines(emit)
-            var pfds = [pollfd(fd: inotify.fd, events: Int16(POLLIN), revents: 0)] + stops
+            // Polling: poll(2) ignores the negative descriptor, and the deadline is the next look.
+            var pfds = [pollfd(fd: inotify?.fd ?? -1, events: Int16(POLLIN), revents: 0)] + stops
             do {
-                // No deadline: following ends when the reader stops it; the wait costs no CPU.
-                _ = try Poll.wait(&pfds, until: nil)
+                // No deadline with inotify: following ends when the reader stops it; the wait costs no CPU.
+                _ = try Poll.wait(&pfds, until: pollingBecause == nil ? nil : Clock.monotonicNanos().saturatingAdd(Self.pollIntervalNanos))
             } catch {
                 throw IceboxError("follow \(path)", error)
             }
@@ -118,11 +136,12 @@ package final class FileFollower {
     /// `takeNotifications`; nil without `follow`.
     package var notificationDescriptor: Int32? { inotify?.fd }
 
-    /// Reads what inotify reported (call it once `notificationDescriptor` is readable) and
-    /// hands `emit` the lines that came with it, across a rotation or a replaced file.
-    /// Returns false when the file or its directory went away (the follow is over).
+    /// Reads what inotify reported (call it once `notificationDescriptor` is readable; when
+    /// polling, every `pollIntervalNanos`) and hands `emit` the lines that came with it,
+    /// across a rotation or a replaced file. Returns false when the file or its directory
+    /// went away (the follow is over).
     package func takeNotifications(_ emit: (String) -> Void) throws(IceboxError) -> Bool {
-        guard let inotify else { return false }
+        guard let inotify else { return pollingBecause != nil && look(emit) }
         // The file's own removal counts: while this follower holds it open, the
         // directory cannot be reported deleted (the open file pins it).
         let gone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -155,11 +174,7 @@ package final class FileFollower {
         let numbers = generations.olderNumbers()
         var newer: [Int] = []
         for n in numbers {
-            let candidate = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
-            if candidate < 0 { continue }
-            let same = LogGenerations.inode(candidate) == inode
-            close(candidate)
-            if same { break }
+            if holdsOurs(n) { break }
             newer.append(n)
         }
         if newer.count == numbers.count { newer = [] }  // not found among them: moved elsewhere
@@ -170,6 +185,36 @@ package final class FileFollower {
             _ = LogLines.forward(fd: older, from: 0, end: .final) { emit(String(decoding: $0, as: UTF8.self)) }
             close(older)
         }
+    }
+
+    /// Polling's stand-in for inotify's events, from what the path holds now: the same file
+    /// (read on), another (the old one rotated or replaced: as IN_MOVED_FROM), none (rotated
+    /// and not yet made again: read on, or removed: the follow is over, as with IN_DELETE).
+    private func look(_ emit: (String) -> Void) -> Bool {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit) }
+        } else if fd >= 0 {
+            // Rotated, and the next file not made yet: the old one is kept until it is, so that
+            // the look that finds it also finds the generations made meanwhile (`rotated`). Several
+            // rotations may have passed since the last look: ours may be any generation.
+            guard generations.olderNumbers().contains(where: holdsOurs) else {
+                readLines(emit)
+                return false
+            }
+        } else if !FileIO.exists(generations.directory) {
+            return false
+        }
+        readLines(emit)
+        return true
+    }
+
+    /// Whether generation `n` is the file this follower holds.
+    private func holdsOurs(_ n: Int) -> Bool {
+        let candidate = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
+        if candidate < 0 { return false }
+        defer { close(candidate) }
+        return LogGenerations.inode(candidate) == inode
     }
 
     private func openCurrent() -> Bool {
