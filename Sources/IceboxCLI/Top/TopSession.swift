@@ -120,7 +120,7 @@ final class TopSession {
                 }
             }
             // A follower that polls (inotify refused) looks at every wake-up, at least once a tick.
-            if fds[2].revents != 0 || follower.pollingBecause != nil {
+            if fds[2].revents != 0 || follower.polls {
                 let following = try follower.takeNotifications { self.take(eventLine: $0) }
                 if !following { model.report("the event log was removed; events are no longer followed", error: true) }
             }

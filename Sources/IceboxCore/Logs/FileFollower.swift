@@ -26,14 +26,19 @@ package final class FileFollower {
     /// Where reading started when the file was opened (its end, with `startAtEnd`).
     package private(set) var startOffset: Int64 = 0
     private let inotify: Inotify?
-    /// Following, by looking every `pollIntervalNanos`, because inotify was refused: why.
+    /// Polling: the inode of the last file read to its end or, when there was no current file
+    /// at the start, of the newest generation then (what the caller reads first); nil: none.
+    private var lastRead: UInt64?
+    /// Following by a look every `pollIntervalNanos` (each `takeNotifications`), not inotify.
+    package let polls: Bool
+    /// Why it polls: what the kernel said to inotify (nil when polling was asked for).
     package private(set) var pollingBecause: SystemError?
     package static let pollIntervalNanos: UInt64 = 500_000_000
 
     /// Opens `path`. With `startAtEnd` only lines appended from now on are read. With
     /// `follow`, the directory is watched before the file is opened, so no line written in
-    /// between is missed.
-    package init(path: String, startAtEnd: Bool, follow: Bool, missingIsEmpty: Bool) throws(IceboxError) {
+    /// between is missed; with `poll` too, it is looked at instead (for the tests of that way).
+    package init(path: String, startAtEnd: Bool, follow: Bool, missingIsEmpty: Bool, poll: Bool = false) throws(IceboxError) {
         self.path = path
         generations = LogGenerations(path: path)
         fileName = generations.fileName
@@ -42,8 +47,9 @@ package final class FileFollower {
         // Only a convenience for the first run: if it cannot be made, the watch below fails and
         // throws with the path.
         if follow { try? FileIO.makeDirectories(directory, mode: 0o700) }
+        var polls = follow && poll
         do {
-            let watcher = try follow ? Inotify() : nil
+            let watcher = try follow && !poll ? Inotify() : nil
             try watcher?.addWatch(
                 directory, mask: UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF))
             inotify = watcher
@@ -53,10 +59,12 @@ package final class FileFollower {
                 throw IceboxError("follow \(path)", SystemError("watch", path: directory, errno: ENOENT))
             }
             inotify = nil
+            polls = true
             pollingBecause = error
         } catch {
             throw IceboxError("follow \(path)", error)
         }
+        self.polls = polls
         if !openCurrent() && !(missingIsEmpty && errno == ENOENT) {
             throw IceboxError("read", SystemError("open", path: path))
         }
@@ -65,6 +73,11 @@ package final class FileFollower {
         // lines, so for it this is the end).
         if startAtEnd && fd >= 0 { offset = LogLines.lastLineEnd(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) }
         startOffset = offset
+        if polls && fd < 0 {
+            let newest = open(generations.generation(1), O_RDONLY | O_CLOEXEC)
+            if newest >= 0 { lastRead = LogGenerations.inode(newest) }
+            if newest >= 0 { close(newest) }
+        }
     }
 
     deinit { if fd >= 0 { close(fd) } }
@@ -112,7 +125,7 @@ package final class FileFollower {
     /// away): its index is returned; nil when the file or its directory went away. Needs
     /// `follow` at init.
     package func follow(stopOn stops: [pollfd], _ emit: (String) -> Void) throws(IceboxError) -> Int? {
-        guard inotify != nil || pollingBecause != nil else {
+        guard inotify != nil || polls else {
             readLines(emit)
             return nil
         }
@@ -122,7 +135,7 @@ package final class FileFollower {
             var pfds = [pollfd(fd: inotify?.fd ?? -1, events: Int16(POLLIN), revents: 0)] + stops
             do {
                 // No deadline with inotify: following ends when the reader stops it; the wait costs no CPU.
-                _ = try Poll.wait(&pfds, until: pollingBecause == nil ? nil : Clock.monotonicNanos().saturatingAdd(Self.pollIntervalNanos))
+                _ = try Poll.wait(&pfds, until: polls ? Clock.monotonicNanos().saturatingAdd(Self.pollIntervalNanos) : nil)
             } catch {
                 throw IceboxError("follow \(path)", error)
             }
@@ -141,7 +154,7 @@ package final class FileFollower {
     /// across a rotation or a replaced file. Returns false when the file or its directory
     /// went away (the follow is over).
     package func takeNotifications(_ emit: (String) -> Void) throws(IceboxError) -> Bool {
-        guard let inotify else { return pollingBecause != nil && look(emit) }
+        guard let inotify else { return polls && look(emit) }
         // The file's own removal counts: while this follower holds it open, the
         // directory cannot be reported deleted (the open file pins it).
         let gone = UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -168,21 +181,33 @@ package final class FileFollower {
     /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it,
     /// then the generations newer than it (more than one rotation may have happened since
     /// the last look), then let the next read open the new file.
-    private func rotated(_ emit: (String) -> Void) {
+    /// `polling`: found at a look rather than told at once, when ours may be a generation since
+    /// dropped (more rotations than are kept): not found among them, every one is newer. Told
+    /// at once, ours not found was moved elsewhere, and none is.
+    private func rotated(_ emit: (String) -> Void, polling: Bool = false) {
         guard fd >= 0 else { return }
         readLines(emit)
-        let numbers = generations.olderNumbers()
-        var newer: [Int] = []
-        for n in numbers {
-            if holdsOurs(n) { break }
-            newer.append(n)
-        }
-        if newer.count == numbers.count { newer = [] }  // not found among them: moved elsewhere
+        // Found while ours is still open: its inode cannot have been reused.
+        let newer = generationsNewer(than: inode, ifNotFound: polling)
         closeCurrent()
-        for n in newer.reversed() {
+        readWhole(newer, emit)
+    }
+
+    /// The numbers of the generations newer than the file `known` (by inode), newest first;
+    /// `known` not among them (or nil): all of them, or none.
+    private func generationsNewer(than known: UInt64?, ifNotFound all: Bool) -> [Int] {
+        let numbers = generations.olderNumbers()
+        guard let known, let at = numbers.firstIndex(where: { holds($0, known) }) else { return all ? numbers : [] }
+        return Array(numbers[..<at])
+    }
+
+    /// Reads the generations `numbers` (newest first) whole, oldest first.
+    private func readWhole(_ numbers: [Int], _ emit: (String) -> Void) {
+        for n in numbers.reversed() {
             let older = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
             if older < 0 { continue }
             _ = LogLines.forward(fd: older, from: 0, end: .final) { emit(String(decoding: $0, as: UTF8.self)) }
+            lastRead = LogGenerations.inode(older)
             close(older)
         }
     }
@@ -193,12 +218,15 @@ package final class FileFollower {
     private func look(_ emit: (String) -> Void) -> Bool {
         var st = stat()
         if stat(path, &st) == 0 {
-            if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit) }
+            if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit, polling: true) }
+            // None open (none there at the start, or since a rotation): the generations made
+            // since the last file read come before the current one.
+            if fd < 0 { readWhole(generationsNewer(than: lastRead, ifNotFound: true), emit) }
         } else if fd >= 0 {
             // Rotated, and the next file not made yet: the old one is kept until it is, so that
             // the look that finds it also finds the generations made meanwhile (`rotated`). Several
             // rotations may have passed since the last look: ours may be any generation.
-            guard generations.olderNumbers().contains(where: holdsOurs) else {
+            guard generations.olderNumbers().contains(where: { holds($0, inode) }) else {
                 readLines(emit)
                 return false
             }
@@ -209,8 +237,8 @@ package final class FileFollower {
         return true
     }
 
-    /// Whether generation `n` is the file this follower holds.
-    private func holdsOurs(_ n: Int) -> Bool {
+    /// Whether generation `n` is the file `inode`.
+    private func holds(_ n: Int, _ inode: UInt64?) -> Bool {
         let candidate = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
         if candidate < 0 { return false }
         defer { close(candidate) }
@@ -226,6 +254,7 @@ package final class FileFollower {
     }
 
     private func closeCurrent() {
+        lastRead = inode ?? lastRead
         if fd >= 0 { close(fd) }
         fd = -1
         inode = nil

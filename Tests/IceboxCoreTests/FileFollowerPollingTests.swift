@@ -1,0 +1,147 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import IceboxCore
+
+/// A follower that polls (inotify refused: `FileFollower.polls`) sees the log only at its
+/// looks, after any number of rotations, a file not yet made again or removed. Here the
+/// rotations are made by hand between looks, as `EventLog` makes them (the older generations
+/// move up, then the current file becomes PATH.1, and the next line starts a new file).
+struct FileFollowerPollingTests {
+    final class Log {
+        let dir: String
+        let generations: LogGenerations
+        var next = 0
+
+        init() {
+            var template = Array("/tmp/icebox-follower-XXXXXX".utf8CString)
+            let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+            precondition(made != nil, "mkdtemp failed")
+            dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            generations = LogGenerations(path: dir + "/events.jsonl")
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: dir) }
+
+        /// Appends `count` numbered lines to the current file (made if missing); returns them.
+        @discardableResult
+        func append(_ count: Int) -> [String] {
+            let lines = (0..<count).map { _ in
+                next += 1
+                return "line \(next)"
+            }
+            let fd = open(generations.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            precondition(fd >= 0)
+            let text = lines.map { $0 + "\n" }.joined()
+            _ = text.withCString { write(fd, $0, strlen($0)) }
+            close(fd)
+            return lines
+        }
+
+        /// The current file becomes PATH.1, keeping `keep` older ones; no new file yet.
+        func rotate(keep: Int = 50) {
+            precondition(generations.shift(keep: keep).isEmpty)
+            precondition(rename(generations.path, generations.generation(1)) == 0)
+        }
+    }
+
+    /// Every line the follower hands over at one look.
+    static func look(_ follower: FileFollower) throws -> (lines: [String], following: Bool) {
+        var lines: [String] = []
+        let following = try follower.takeNotifications { lines.append($0) }
+        return (lines, following)
+    }
+
+    static func follower(_ log: Log) throws -> FileFollower {
+        let follower = try FileFollower(path: log.generations.path, startAtEnd: true, follow: true, missingIsEmpty: true, poll: true)
+        #expect(follower.polls && follower.pollingBecause == nil && follower.notificationDescriptor == nil)
+        return follower
+    }
+
+    @Test("lines appended between looks, then several rotations between two looks: every line once, in order")
+    func severalRotationsBetweenLooks() throws {
+        let log = Log()
+        log.append(3)
+        let follower = try Self.follower(log)
+        var expected = log.append(2)
+        #expect(try Self.look(follower) == (expected, true))
+        expected = log.append(1)
+        for _ in 0..<4 {
+            log.rotate()
+            expected += log.append(3)
+        }
+        #expect(try Self.look(follower) == (expected, true))
+        #expect(try Self.look(follower) == ([], true))
+    }
+
+    @Test("started while no current file exists (just rotated): the generations made before the first look are read first")
+    func startedBetweenRotationAndNextFile() throws {
+        let log = Log()
+        log.append(3)
+        log.rotate()
+        let follower = try Self.follower(log)
+        var expected = log.append(2)
+        log.rotate()
+        expected += log.append(2)
+        log.rotate()
+        expected += log.append(1)
+        #expect(try Self.look(follower) == (expected, true))
+    }
+
+    @Test("rotated and the next file not made yet: the rest of the old one now, the new one at a later look")
+    func rotatedNotYetMadeAgain() throws {
+        let log = Log()
+        let follower = try Self.follower(log)
+        var expected = log.append(2)
+        #expect(try Self.look(follower) == (expected, true))
+        expected = log.append(1)
+        log.rotate()
+        #expect(try Self.look(follower) == (expected, true))
+        #expect(try Self.look(follower) == ([], true))
+        expected = log.append(2)
+        #expect(try Self.look(follower) == (expected, true))
+    }
+
+    @Test("more rotations between two looks than are kept: what is left is read, in order, nothing twice")
+    func rotationsPastTheKept() throws {
+        let log = Log()
+        let follower = try Self.follower(log)
+        let first = log.append(1)
+        #expect(try Self.look(follower).lines == first)
+        var all: [String] = []
+        for _ in 0..<5 {
+            all += log.append(2)
+            log.rotate(keep: 2)
+        }
+        all += log.append(1)
+        // The rest of the file it holds (removed, but open), then what is left: .2, .1 (the last
+        // two rotated) and the current file. The three between were dropped unseen.
+        #expect(try Self.look(follower) == (Array(all.prefix(2) + all.suffix(5)), true))
+    }
+
+    @Test("the log removed: the rest is read and the follow is over, as with inotify's IN_DELETE")
+    func removed() throws {
+        let log = Log()
+        log.append(1)
+        let follower = try Self.follower(log)
+        let expected = log.append(2)
+        #expect(unlink(log.generations.path) == 0)
+        let seen = try Self.look(follower)
+        #expect(seen.lines == expected && !seen.following, "\(seen)")
+    }
+
+    @Test("follow(stopOn:) returns when a stop descriptor fires, having printed what came")
+    func followStops() throws {
+        let log = Log()
+        let follower = try Self.follower(log)
+        let expected = log.append(2)
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        #expect(write(fds[1], "x", 1) == 1)
+        var lines: [String] = []
+        let stopped = try follower.follow(stopOn: [pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)]) { lines.append($0) }
+        #expect(stopped == 0 && lines == expected)
+    }
+}
