@@ -26,8 +26,8 @@ package final class FileFollower {
     /// Where reading started when the file was opened (its end, with `startAtEnd`).
     package private(set) var startOffset: Int64 = 0
     private let inotify: Inotify?
-    /// Polling: the inode of the last file read to its end or, when there was no current file
-    /// at the start, of the newest generation then (what the caller reads first); nil: none.
+    /// The inode of the last file read to its end or, when there was no current file at the
+    /// start, of the newest generation then (what the caller reads first); nil: none.
     private var lastRead: UInt64?
     /// Following by a look every `pollIntervalNanos` (each `takeNotifications`), not inotify.
     package let polls: Bool
@@ -73,7 +73,7 @@ package final class FileFollower {
         // lines, so for it this is the end).
         if startAtEnd && fd >= 0 { offset = LogLines.lastLineEnd(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) }
         startOffset = offset
-        if polls && fd < 0 {
+        if follow && fd < 0 {
             let newest = open(generations.generation(1), O_RDONLY | O_CLOEXEC)
             if newest >= 0 { lastRead = LogGenerations.inode(newest) }
             if newest >= 0 { close(newest) }
@@ -174,6 +174,10 @@ package final class FileFollower {
                 closeCurrent()
             }
         }
+        // None open: the generations made since the last file read come first. Events read in
+        // one batch may tell of a file made and rotated while none was open, which no event
+        // handled above (they need one open).
+        if fd < 0 { readWhole(generationsNewer(than: lastRead, ifNotFound: false), emit) }
         readLines(emit)
         return true
     }
@@ -193,11 +197,13 @@ package final class FileFollower {
         readWhole(newer, emit)
     }
 
-    /// The numbers of the generations newer than the file `known` (by inode), newest first;
-    /// `known` not among them (or nil): all of them, or none.
+    /// The numbers of the generations newer than the file `known` (by inode), newest first:
+    /// all of them for nil (none had been read or existed); `known` not among them, all of
+    /// them or none.
     private func generationsNewer(than known: UInt64?, ifNotFound all: Bool) -> [Int] {
         let numbers = generations.olderNumbers()
-        guard let known, let at = numbers.firstIndex(where: { holds($0, known) }) else { return all ? numbers : [] }
+        guard let known else { return numbers }
+        guard let at = numbers.firstIndex(where: { holds($0, known) }) else { return all ? numbers : [] }
         return Array(numbers[..<at])
     }
 

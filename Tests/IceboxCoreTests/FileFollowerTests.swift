@@ -4,11 +4,13 @@ import Testing
 
 @testable import IceboxCore
 
-/// A follower that polls (inotify refused: `FileFollower.polls`) sees the log only at its
-/// looks, after any number of rotations, a file not yet made again or removed. Here the
-/// rotations are made by hand between looks, as `EventLog` makes them (the older generations
-/// move up, then the current file becomes PATH.1, and the next line starts a new file).
-struct FileFollowerPollingTests {
+/// A follower sees the log only when it looks: at each `takeNotifications`, through the
+/// inotify events queued since (all at once, after any number of rotations) or, when it polls
+/// (inotify refused: `FileFollower.polls`), at what the path holds then. Here the files change
+/// by hand between looks, as `EventLog` changes them (the older generations move up, then the
+/// current file becomes PATH.1, and the next line starts a new file); each test runs both ways
+/// where both must agree.
+struct FileFollowerTests {
     final class Log {
         let dir: String
         let generations: LogGenerations
@@ -53,17 +55,17 @@ struct FileFollowerPollingTests {
         return (lines, following)
     }
 
-    static func follower(_ log: Log) throws -> FileFollower {
-        let follower = try FileFollower(path: log.generations.path, startAtEnd: true, follow: true, missingIsEmpty: true, poll: true)
-        #expect(follower.polls && follower.pollingBecause == nil && follower.notificationDescriptor == nil)
+    static func follower(_ log: Log, poll: Bool) throws -> FileFollower {
+        let follower = try FileFollower(path: log.generations.path, startAtEnd: true, follow: true, missingIsEmpty: true, poll: poll)
+        #expect(follower.polls == poll && follower.pollingBecause == nil && (follower.notificationDescriptor == nil) == poll)
         return follower
     }
 
-    @Test("lines appended between looks, then several rotations between two looks: every line once, in order")
-    func severalRotationsBetweenLooks() throws {
+    @Test("lines appended between looks, then several rotations between two looks: every line once, in order", arguments: [false, true])
+    func severalRotationsBetweenLooks(poll: Bool) throws {
         let log = Log()
         log.append(3)
-        let follower = try Self.follower(log)
+        let follower = try Self.follower(log, poll: poll)
         var expected = log.append(2)
         #expect(try Self.look(follower) == (expected, true))
         expected = log.append(1)
@@ -75,12 +77,14 @@ struct FileFollowerPollingTests {
         #expect(try Self.look(follower) == ([], true))
     }
 
-    @Test("started while no current file exists (just rotated): the generations made before the first look are read first")
-    func startedBetweenRotationAndNextFile() throws {
+    @Test(
+        "started while no current file exists (just rotated): the generations made before the first look are read first",
+        arguments: [false, true])
+    func startedBetweenRotationAndNextFile(poll: Bool) throws {
         let log = Log()
         log.append(3)
         log.rotate()
-        let follower = try Self.follower(log)
+        let follower = try Self.follower(log, poll: poll)
         var expected = log.append(2)
         log.rotate()
         expected += log.append(2)
@@ -89,10 +93,10 @@ struct FileFollowerPollingTests {
         #expect(try Self.look(follower) == (expected, true))
     }
 
-    @Test("rotated and the next file not made yet: the rest of the old one now, the new one at a later look")
-    func rotatedNotYetMadeAgain() throws {
+    @Test("rotated and the next file not made yet: the rest of the old one now, the new one at a later look", arguments: [false, true])
+    func rotatedNotYetMadeAgain(poll: Bool) throws {
         let log = Log()
-        let follower = try Self.follower(log)
+        let follower = try Self.follower(log, poll: poll)
         var expected = log.append(2)
         #expect(try Self.look(follower) == (expected, true))
         expected = log.append(1)
@@ -103,10 +107,13 @@ struct FileFollowerPollingTests {
         #expect(try Self.look(follower) == (expected, true))
     }
 
-    @Test("more rotations between two looks than are kept: what is left is read, in order, nothing twice")
+    /// Polling only: told at once (inotify), a file of ours not among the generations was moved
+    /// elsewhere, not dropped, and the generations there were read before it.
+    @Test("polling, more rotations between two looks than are kept: what is left is read, in order, nothing twice")
     func rotationsPastTheKept() throws {
+        let poll = true
         let log = Log()
-        let follower = try Self.follower(log)
+        let follower = try Self.follower(log, poll: poll)
         let first = log.append(1)
         #expect(try Self.look(follower).lines == first)
         var all: [String] = []
@@ -120,21 +127,21 @@ struct FileFollowerPollingTests {
         #expect(try Self.look(follower) == (Array(all.prefix(2) + all.suffix(5)), true))
     }
 
-    @Test("the log removed: the rest is read and the follow is over, as with inotify's IN_DELETE")
-    func removed() throws {
+    @Test("the log removed: the rest is read and the follow is over, as with inotify's IN_DELETE", arguments: [false, true])
+    func removed(poll: Bool) throws {
         let log = Log()
         log.append(1)
-        let follower = try Self.follower(log)
+        let follower = try Self.follower(log, poll: poll)
         let expected = log.append(2)
         #expect(unlink(log.generations.path) == 0)
         let seen = try Self.look(follower)
         #expect(seen.lines == expected && !seen.following, "\(seen)")
     }
 
-    @Test("follow(stopOn:) returns when a stop descriptor fires, having printed what came")
-    func followStops() throws {
+    @Test("follow(stopOn:) returns when a stop descriptor fires, having printed what came", arguments: [false, true])
+    func followStops(poll: Bool) throws {
         let log = Log()
-        let follower = try Self.follower(log)
+        let follower = try Self.follower(log, poll: poll)
         let expected = log.append(2)
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
