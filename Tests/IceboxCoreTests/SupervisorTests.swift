@@ -118,6 +118,35 @@ struct SupervisorTests {
         try supervisor.stop()
     }
 
+    /// The child that failed its exec is this process's own (an embedded engine has no
+    /// subreaper): it is reaped before the launch throws, not left a zombie.
+    @Test("a launch whose exec fails throws the step and errno, and leaves no zombie child in this process")
+    func failedExecIsReaped() throws {
+        let supervisor = try Supervisor.start()
+        defer { try? supervisor.stop() }
+        // Executable, but no format the kernel knows: execve fails with ENOEXEC in the child.
+        let path = supervisor.paths.stateDir + "/not-a-program"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        try #require(fd >= 0)
+        _ = write(fd, "\u{7f}not a program\n", 15)
+        close(fd)
+        let failed = #expect(throws: IceboxError.self) { try supervisor.launch(LaunchOptions(name: "bad", command: [path])) }
+        #expect(failed?.message.contains("Exec format error") == true, "\(String(describing: failed))")
+        // Never exec'd, the child has the name of the thread that spawned it: one of this
+        // process's (an app's has its program's).
+        let names = Set(
+            ((try? FileIO.list("/proc/self/task")) ?? []).compactMap { try? FileIO.read("/proc/self/task/\($0)/comm").trimmed() })
+        let zombies = ((try? FileIO.list("/proc")) ?? []).compactMap(pid_t.init).filter { pid in
+            guard Kernel.processState(pid) == "Z", let text = try? FileIO.read("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")")
+            else {
+                return false
+            }
+            let parent = text[text.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) }
+            return parent == getpid() && names.contains((try? FileIO.read("/proc/\(pid)/comm").trimmed()) ?? "")
+        }
+        #expect(zombies.isEmpty, "zombie children of this process: \(zombies)")
+    }
+
     @Test("stop terminates every app, suspended or not, with its children, and removes cgroups and directories")
     func stopLeavesNothing() throws {
         let supervisor = try Supervisor.start()
