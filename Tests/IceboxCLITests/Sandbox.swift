@@ -153,6 +153,17 @@ final class Sandbox: @unchecked Sendable {  // used by one test at a time; the c
         "--user", "--map-root-user", "--", "/bin/sh", "-c", "echo 0 > /proc/sys/user/max_inotify_instances && exec \"$@\"", "sh",
     ]
 
+    /// Why this process cannot have an inotify instance now (the user's are shared by all of
+    /// their processes, and others may hold them all); nil: it can.
+    static var inotifyRefusal: String? {
+        do {
+            _ = try Inotify()
+            return nil
+        } catch {
+            return "the kernel refuses this process an inotify instance: \(error)"
+        }
+    }
+
     /// Why `withoutInotify` cannot be used here; nil: it can.
     static var withoutInotifyRefusal: String? {
         FileManager.default.isExecutableFile(atPath: HostLayoutWorld.unshare)
