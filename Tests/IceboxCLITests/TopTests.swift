@@ -202,6 +202,26 @@ struct TopTests {
     }
 
     @Test(
+        "without inotify (the user's instances used up) top still follows the events: a launched app appears, then frozen",
+        .enabled(if: Sandbox.withoutInotifyRefusal == nil, "\(Sandbox.withoutInotifyRefusal ?? "")"))
+    func followsWithoutInotify() throws {
+        let box = Sandbox("topnoinotify")
+        defer { box.close() }
+        let tmux = Tmux(socket: "icebox-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))", box: box)
+        defer { tmux.kill() }
+        let quoted = ([HostLayoutWorld.unshare] + Sandbox.withoutInotify).map {
+            "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        _ = try Self.startTop(tmux, env: quoted.joined(separator: " ") + " ")
+        #expect(try box.icebox(["launch", "--grace", "0", "web", "--", "sleep", "1000"]).status == 0)
+        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("active") == true }, "\(tmux.screen())")
+        #expect(try box.icebox(["suspend", "web"]).status == 0)
+        #expect(Self.eventually { Self.row(tmux.screen(), "web")?.contains("suspended") == true }, "\(tmux.screen())")
+        try tmux.keys("q")
+        #expect(Self.eventually { tmux.screen().contains("top-exit=0") }, "\(tmux.screen())")
+    }
+
+    @Test(
         "top exits 128+N on SIGTERM, SIGHUP and SIGINT, and on a crash (SIGSEGV), with the terminal restored",
         arguments: [SIGTERM, SIGHUP, SIGINT, SIGSEGV])
     func signalsRestore(signal: Int32) throws {

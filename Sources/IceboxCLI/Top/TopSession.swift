@@ -61,6 +61,7 @@ final class TopSession {
         mounts = CgroupMounts.read()
         pressurePath = Self.discoverPressure(cgroupRoot: environment("ICEBOX_CGROUP_ROOT"))
         loadLatestEvents()
+        if let refused = follower.pollingBecause { model.report("events are looked for every second: \(refused)", error: true) }
     }
 
     /// Runs until q, Ctrl-C, a stop signal or the terminal's hang-up; returns the exit code
