@@ -65,6 +65,40 @@ struct SignalFreezeConfirmationTests {
         #expect(pids.allSatisfy { ProcFS.state(pid: $0) == "T" }, "both stopped when confirmed")
     }
 
+    /// A duration runs until the look that confirmed ended, as bare.c counts it: a step that
+    /// reads 10,000 threads takes tens of ms, which a duration counted from the step's start
+    /// (its `now`) left out, so `icebox suspend` took 250 ms where the event said 44 ms.
+    @Test("a freeze's and a thaw's duration include the look that confirmed them")
+    func durationIncludesTheConfirmingLook() throws {
+        let a = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
+        let b = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
+        let pids = [a.handle.pid, b.handle.pid]
+        defer {
+            for p in [a, b] {
+                kill(p.handle.pid, SIGKILL)
+                _ = try? p.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+            }
+        }
+        let freezer = SignalFreezer(members: { pids })
+        let start = Clock.monotonicNanos()
+        var freeze = freezer.beginFreeze(now: start, deadline: start + 30_000_000_000)
+        try #require(pids.allSatisfy { Self.wait($0, until: Self.stopped) })
+        // Stepped as if no time had passed since the start: only the look itself counts.
+        guard case .confirmed(let frozen) = freeze.step(now: start) else {
+            Issue.record("not confirmed with both stopped")
+            return
+        }
+        let afterFreeze = Clock.monotonicNanos()
+        #expect(frozen.durationNanos > 0 && frozen.durationNanos <= afterFreeze - start, "\(frozen.durationNanos) ns")
+        let thawStart = Clock.monotonicNanos()
+        var thaw = freezer.beginThaw(now: thawStart, deadline: thawStart + 30_000_000_000)
+        guard case .confirmed(let thawed) = thaw.step(now: thawStart) else {
+            Issue.record("not confirmed after SIGCONT")
+            return
+        }
+        #expect(thawed.durationNanos > 0 && thawed.durationNanos <= Clock.monotonicNanos() - thawStart, "\(thawed.durationNanos) ns")
+    }
+
     /// A C compiler on PATH (the tests build a vfork parent with it).
     static let compiler: String? = ["cc", "gcc", "clang"].lazy.compactMap {
         Spawner.resolve($0, path: ProcessEnvironment.dictionary["PATH"])

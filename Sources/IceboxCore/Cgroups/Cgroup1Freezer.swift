@@ -78,7 +78,9 @@ package struct Cgroup1Freezer: Freezer, CgroupDirectory {
             let lookCost = Clock.monotonicNanos().saturatingSub(lookStart)
             let wanted = direction == .freeze ? "FROZEN" : "THAWED"
             if state == wanted {
-                return .confirmed(FreezeReport(backend: .cgroup1, durationNanos: took, tasks: freezer.subtreeProcs().count))
+                // Until the look that saw it ended, as bare.c counts; not the count after it.
+                let seen = lookStart.saturatingAdd(lookCost).saturatingSub(startedAt)
+                return .confirmed(FreezeReport(backend: .cgroup1, durationNanos: seen, tasks: freezer.subtreeProcs().count))
             }
             if now >= deadline {
                 guard direction == .freeze else {

@@ -82,7 +82,9 @@ package struct Cgroup2Freezer: Freezer {
             let lookCost = Clock.monotonicNanos().saturatingSub(lookStart)
             let done = direction == .freeze ? events.frozen || !events.populated : !events.frozen
             if done {
-                return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: took, tasks: freezer.subtreeProcs().count))
+                // Until the look that saw it ended, as bare.c counts; not the count after it.
+                let seen = lookStart.saturatingAdd(lookCost).saturatingSub(startedAt)
+                return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: seen, tasks: freezer.subtreeProcs().count))
             }
             // A frozen ancestor keeps this cgroup frozen however long we wait: say so now
             // rather than wait out the deadline.
