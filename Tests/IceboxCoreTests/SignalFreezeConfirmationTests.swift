@@ -22,17 +22,24 @@ struct SignalFreezeConfirmationTests {
 
     static func stopped(_ c: Character) -> Bool { c == "T" }
 
+    /// `count` real processes that sleep, for a test to stop and continue.
+    static func sleepers(_ count: Int) throws -> [SpawnedProcess] {
+        try (0..<count).map { _ in try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: [])) }
+    }
+
+    /// Kills and reaps them, stopped or not.
+    static func end(_ processes: [SpawnedProcess]) {
+        for p in processes {
+            kill(p.handle.pid, SIGKILL)
+            _ = try? p.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        }
+    }
+
     @Test("a process seen stopped, then continued by another before the last was stopped: not confirmed, stopped again")
     func continuedAfterSeenStopped() throws {
-        let a = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
-        let b = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
-        let pids = [a.handle.pid, b.handle.pid]
-        defer {
-            for p in [a, b] {
-                kill(p.handle.pid, SIGKILL)
-                _ = try? p.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
-            }
-        }
+        let sleepers = try Self.sleepers(2)
+        defer { Self.end(sleepers) }
+        let pids = sleepers.map(\.handle.pid)
         var steps = SignalFreezeSteps(members: { pids })
         let start = Clock.monotonicNanos(), deadline = start + 30_000_000_000
         steps.begin(with: pids)  // SIGSTOP to both
@@ -70,15 +77,9 @@ struct SignalFreezeConfirmationTests {
     /// (its `now`) left out, so `icebox suspend` took 250 ms where the event said 44 ms.
     @Test("a freeze's and a thaw's duration include the look that confirmed them")
     func durationIncludesTheConfirmingLook() throws {
-        let a = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
-        let b = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
-        let pids = [a.handle.pid, b.handle.pid]
-        defer {
-            for p in [a, b] {
-                kill(p.handle.pid, SIGKILL)
-                _ = try? p.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
-            }
-        }
+        let sleepers = try Self.sleepers(2)
+        defer { Self.end(sleepers) }
+        let pids = sleepers.map(\.handle.pid)
         let freezer = SignalFreezer(members: { pids })
         let start = Clock.monotonicNanos()
         var freeze = freezer.beginFreeze(now: start, deadline: start + 30_000_000_000)
