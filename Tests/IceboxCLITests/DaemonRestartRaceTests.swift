@@ -31,8 +31,8 @@ struct DaemonRestartRaceTests {
             let args = client.args.map { "'\($0)'" }.joined(separator: " ")
             script += "(\"$ICEBOX\" \(args) >/dev/null 2>\(dir)/err.\(i); echo $? >\(dir)/tmp.\(i); mv \(dir)/tmp.\(i) \(dir)/rc.\(i)) &\n"
             // Spread over about half a second, so that the kills (each 20-80 ms after a daemon
-            // is up) meet clients still arriving: all at once, a fast machine had them all
-            // answered before the second kill (CI, kills 1 of the 2 a round expects).
+            // is up) meet clients still arriving: all at once, a fresh-clone run of .ci/run had
+            // them all answered before the second kill of a round (kills 1 of the 2 expected).
             if i % 10 == 9 { script += "sleep 0.03\n" }
         }
         let p = Process()
