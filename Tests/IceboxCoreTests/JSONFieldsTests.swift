@@ -153,6 +153,23 @@ struct JSONFieldsTests {
         #expect(JSONReader.read("{}") { Event(json: &$0) } == nil && JSONLines.decode(Event.self, "{}") == nil)
     }
 
+    /// Found by scripts/fuzz (event-line): the check for `{}` took the `,` of `{,"app":…` as
+    /// the end of a member, and the line was read where JSONDecoder refuses it.
+    @Test("a comma where a member or `}` must come is refused by the fast reader")
+    func strayCommasAreRefused() {
+        let good = "{\"app\":\"web\",\"detail\":\"x\",\"event\":\"freeze\",\"monotonic_ns\":1,\"pid\":4,\"time\":\"t\"}"
+        #expect(JSONReader.read(good) { Event(json: &$0) } != nil, "the line the others are made from reads")
+        for line in [
+            good.replacingOccurrences(of: "{", with: "{,"), good.replacingOccurrences(of: ",\"detail", with: ",,\"detail"),
+            good.replacingOccurrences(of: "}", with: ",}"), "{,}",
+        ] {
+            #expect(JSONReader.read(line) { Event(json: &$0) } == nil, "\(line)")
+        }
+        // The fuzzer's line, which JSONDecoder refuses. (A trailing comma it takes: such a line is
+        // left to it, as any line the fast reader declines.)
+        #expect((try? JSONLines.decodeWithFoundation(Event.self, good.replacingOccurrences(of: "{", with: "{,"))) == nil)
+    }
+
     @Test("written and read back by the fast forms and by Codable, the record is the same, every field included")
     func roundTrips() throws {
         let record = Self.fullRecord()

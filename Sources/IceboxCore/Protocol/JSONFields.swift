@@ -70,7 +70,8 @@ extension JSONRecord {
     package init?(json r: inout JSONReader) {
         guard r.openObject() else { return nil }
         var reader = FieldReader(r: r, record: Self.jsonBlank)
-        if reader.r.afterMember() == .end { reader.state = .ended }  // `{}`
+        // `{}`. Only a `}`: afterMember would also take a `,`, and `{,"app":…` was read (fuzz).
+        if reader.r.closeObject() { reader.state = .ended }
         var passes = 0
         repeat {  // once at least, which also marks the required fields (`{}` lacks them)
             let before = reader.seen

@@ -271,6 +271,9 @@ package struct JSONReader {
     /// `{`, taken.
     mutating func openObject() -> Bool { take(UInt8(ascii: "{")) }
 
+    /// `}`, taken (an empty object, right after `openObject`).
+    mutating func closeObject() -> Bool { take(UInt8(ascii: "}")) }
+
     /// What follows a member's value: `,` (another member), `}` (the end), or neither.
     mutating func afterMember() -> MemberEnd {
         if take(UInt8(ascii: ",")) { return .another }
