@@ -226,12 +226,12 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// pending), so one thread speaks for all, and a process of 10,000 threads costs one read,
     /// not 10,000. The leader, unless it has exited (Z) and left the others.
     static func stillHeld(_ pid: pid_t) -> Bool {
-        let leader = ProcFS.state(pid: pid, tid: pid)
-        for tid in leader.map({ $0 == "Z" || $0 == "X" }) == false ? [pid] : ProcFS.threads(of: pid) {
-            guard let state = tid == pid ? leader : ProcFS.state(pid: pid, tid: tid), state != "Z" && state != "X" else { continue }
-            return SignalFreezer.held(pid: pid, tid: tid, state: state)
+        func live(_ tid: pid_t) -> Character? { ProcFS.state(pid: pid, tid: tid).flatMap { $0 == "Z" || $0 == "X" ? nil : $0 } }
+        if let state = live(pid) { return SignalFreezer.held(pid: pid, tid: pid, state: state) }
+        for tid in ProcFS.threads(of: pid) where tid != pid {
+            if let state = live(tid) { return SignalFreezer.held(pid: pid, tid: tid, state: state) }
         }
-        return true  // no live thread left: nothing to continue
+        return true  // no live thread left (or the process is gone): nothing to continue
     }
 
     private mutating func startThreadCursor() {

@@ -73,11 +73,7 @@ package final class FileFollower {
         // lines, so for it this is the end).
         if startAtEnd && fd >= 0 { offset = LogLines.lastLineEnd(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) }
         startOffset = offset
-        if follow && fd < 0 {
-            let newest = open(generations.generation(1), O_RDONLY | O_CLOEXEC)
-            if newest >= 0 { lastRead = LogGenerations.inode(newest) }
-            if newest >= 0 { close(newest) }
-        }
+        if follow && fd < 0 { lastRead = generations.inode(of: 1) }
     }
 
     deinit { if fd >= 0 { close(fd) } }
@@ -185,14 +181,14 @@ package final class FileFollower {
     /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it,
     /// then the generations newer than it (more than one rotation may have happened since
     /// the last look), then let the next read open the new file.
-    /// `polling`: found at a look rather than told at once, when ours may be a generation since
-    /// dropped (more rotations than are kept): not found among them, every one is newer. Told
-    /// at once, ours not found was moved elsewhere, and none is.
-    private func rotated(_ emit: (String) -> Void, polling: Bool = false) {
+    /// Polling, it is found at a look rather than told at once, and ours may be a generation
+    /// since dropped (more rotations than are kept): not found among them, every one is newer.
+    /// Told at once (inotify), ours not found was moved elsewhere, and none is.
+    private func rotated(_ emit: (String) -> Void) {
         guard fd >= 0 else { return }
         readLines(emit)
         // Found while ours is still open: its inode cannot have been reused.
-        let newer = generationsNewer(than: inode, ifNotFound: polling)
+        let newer = generationsNewer(than: inode, ifNotFound: polls)
         closeCurrent()
         readWhole(newer, emit)
     }
@@ -203,7 +199,7 @@ package final class FileFollower {
     private func generationsNewer(than known: UInt64?, ifNotFound all: Bool) -> [Int] {
         let numbers = generations.olderNumbers()
         guard let known else { return numbers }
-        guard let at = numbers.firstIndex(where: { holds($0, known) }) else { return all ? numbers : [] }
+        guard let at = numbers.firstIndex(where: { generations.inode(of: $0) == known }) else { return all ? numbers : [] }
         return Array(numbers[..<at])
     }
 
@@ -224,7 +220,7 @@ package final class FileFollower {
     private func look(_ emit: (String) -> Void) -> Bool {
         var st = stat()
         if stat(path, &st) == 0 {
-            if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit, polling: true) }
+            if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit) }
             // None open (none there at the start, or since a rotation): the generations made
             // since the last file read come before the current one.
             if fd < 0 { readWhole(generationsNewer(than: lastRead, ifNotFound: true), emit) }
@@ -232,7 +228,7 @@ package final class FileFollower {
             // Rotated, and the next file not made yet: the old one is kept until it is, so that
             // the look that finds it also finds the generations made meanwhile (`rotated`). Several
             // rotations may have passed since the last look: ours may be any generation.
-            guard generations.olderNumbers().contains(where: { holds($0, inode) }) else {
+            guard let inode, generations.olderNumbers().contains(where: { generations.inode(of: $0) == inode }) else {
                 readLines(emit)
                 return false
             }
@@ -241,14 +237,6 @@ package final class FileFollower {
         }
         readLines(emit)
         return true
-    }
-
-    /// Whether generation `n` is the file `inode`.
-    private func holds(_ n: Int, _ inode: UInt64?) -> Bool {
-        let candidate = retryingOnInterrupt { open(generations.generation(n), O_RDONLY | O_CLOEXEC) }
-        if candidate < 0 { return false }
-        defer { close(candidate) }
-        return LogGenerations.inode(candidate) == inode
     }
 
     private func openCurrent() -> Bool {

@@ -93,6 +93,14 @@ package struct LogGenerations: Sendable {
         }
     }
 
+    /// The inode of generation `n` (0: the current file); nil if it cannot be opened.
+    package func inode(of n: Int) -> UInt64? {
+        let fd = retryingOnInterrupt { open(generation(n), O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return Self.inode(fd)
+    }
+
     /// The inode of an open file; nil if fstat fails.
     package static func inode(_ fd: Int32) -> UInt64? {
         var st = stat()
