@@ -58,14 +58,21 @@ struct LogRotationTests {
         return true
     }
 
-    /// `icebox ARGS` running in the background (a follower), its stdout piped.
-    static func start(_ box: Sandbox, _ args: [String]) throws -> (Process, FileHandle) {
+    /// `icebox ARGS` running in the background (a follower), its stdout piped; with
+    /// `withoutInotify`, as `Sandbox.withoutInotify` runs it; its stderr to the file `stderr`.
+    static func start(_ box: Sandbox, _ args: [String], withoutInotify: Bool = false, stderr: String? = nil) throws -> (
+        Process, FileHandle
+    ) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Sandbox.binary)
-        p.arguments = args
+        p.executableURL = URL(fileURLWithPath: withoutInotify ? HostLayoutWorld.unshare : Sandbox.binary)
+        p.arguments = withoutInotify ? Sandbox.withoutInotify + [Sandbox.binary] + args : args
         p.environment = box.environment
         let out = Pipe()
         p.standardOutput = out
+        if let stderr {
+            _ = FileManager.default.createFile(atPath: stderr, contents: nil)
+            p.standardError = FileHandle(forWritingAtPath: stderr)
+        }
         try p.run()
         return (p, out.fileHandleForReading)
     }
@@ -171,16 +178,8 @@ struct LogRotationTests {
         #expect(try box.icebox(["daemon", "--log-max-size", "1K", "--log-keep", "50"]).status == 0)
         // Launched first: a daemon with no app leaves after a second, and the next would not rotate.
         #expect(try box.icebox(["launch", "polled", "--grace", "0", "--", "sleep", "1000"]).status == 0)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: HostLayoutWorld.unshare)
-        p.arguments = Sandbox.withoutInotify + [Sandbox.binary, "log", "--follow", "--json"]
-        p.environment = box.environment
-        let out = Pipe()
         let err = box.dir + "/follow.err"
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        p.standardOutput = out
-        p.standardError = FileHandle(forWritingAtPath: err)
-        try p.run()
+        let (p, out) = try Self.start(box, ["log", "--follow", "--json"], withoutInotify: true, stderr: err)
         defer { p.terminate(); p.waitUntilExit() }
         let said = try Self.wait(in: box.dir, seconds: 10) {
             ((try? String(contentsOfFile: err, encoding: .utf8)) ?? "").contains("instead")
@@ -191,7 +190,7 @@ struct LogRotationTests {
         let onDisk = Self.eventLines(box)
         let last = try #require(onDisk.last)
         #expect(LogGenerations(path: box.stateDir + "/events.jsonl").olderNumbers().count > 2, "the event log rotated")
-        let text = try Self.read(out.fileHandleForReading, until: last, seconds: 10)
+        let text = try Self.read(out, until: last, seconds: 10)
         let followed = text.split(separator: "\n").map(String.init)
         #expect(followed == onDisk, "the follower printed the log on disk, every line once, in order")
         #expect(p.isRunning, "still following")

@@ -1,5 +1,5 @@
-import Foundation
 import Glibc
+import IceboxTestSupport
 import Testing
 
 @testable import IceboxCore
@@ -17,14 +17,11 @@ struct FileFollowerTests {
         var next = 0
 
         init() {
-            var template = Array("/tmp/icebox-follower-XXXXXX".utf8CString)
-            let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-            precondition(made != nil, "mkdtemp failed")
-            dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            dir = makeTemporaryDirectory("follower")
             generations = LogGenerations(path: dir + "/events.jsonl")
         }
 
-        deinit { try? FileManager.default.removeItem(atPath: dir) }
+        deinit { removeTree(dir) }
 
         /// Appends `count` numbered lines to the current file (made if missing); returns them.
         @discardableResult

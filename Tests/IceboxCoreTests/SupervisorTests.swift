@@ -137,12 +137,8 @@ struct SupervisorTests {
         let names = Set(
             ((try? FileIO.list("/proc/self/task")) ?? []).compactMap { try? FileIO.read("/proc/self/task/\($0)/comm").trimmed() })
         let zombies = ((try? FileIO.list("/proc")) ?? []).compactMap(pid_t.init).filter { pid in
-            guard Kernel.processState(pid) == "Z", let text = try? FileIO.read("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")")
-            else {
-                return false
-            }
-            let parent = text[text.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) }
-            return parent == getpid() && names.contains((try? FileIO.read("/proc/\(pid)/comm").trimmed()) ?? "")
+            guard let stat = ProcFS.stat(pid: pid), stat.state == "Z", stat.ppid == getpid() else { return false }
+            return names.contains((try? FileIO.read("/proc/\(pid)/comm").trimmed()) ?? "")
         }
         #expect(zombies.isEmpty, "zombie children of this process: \(zombies)")
     }
@@ -263,10 +259,8 @@ enum Kernel {
     /// process's child (then it is ours to reap, and a leak): an app's orphaned child is
     /// reparented to PID 1 or the nearest subreaper, which this process is not.
     static func gone(_ pid: pid_t) -> Bool {
-        guard let state = processState(pid) else { return true }
-        guard state == "Z", let text = try? FileIO.read("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return false }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        return fields.count > 1 && pid_t(fields[1]) != getpid()
+        guard let stat = ProcFS.stat(pid: pid) else { return true }
+        return stat.state == "Z" && stat.ppid != getpid()
     }
 
     static func count(_ path: String) -> Int { Int(((try? FileIO.read(path)) ?? "").trimmed()) ?? 0 }
