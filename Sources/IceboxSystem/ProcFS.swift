@@ -75,14 +75,48 @@ package enum ProcFS {
         return text.withUTF8 { line in fieldThree(in: line).flatMap { sigcatch(in: line, fieldThree: $0) } }
     }
 
-    /// Field 34 of a stat line, 31 single spaces after field 3, as a decimal of 64 bits.
+    /// Field 34 of a stat line, as a decimal of 64 bits.
     private static func sigcatch(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> UInt64? {
+        numericField(34, in: line, fieldThree: fieldThree)
+    }
+
+    /// Field `n` (after 3) of a stat line, n - 3 single spaces after field 3, as a decimal of
+    /// 64 bits; nil when it is not one.
+    private static func numericField(_ n: Int, in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> UInt64? {
         var at = fieldThree, spaces = 0
-        while at < line.count && spaces < 31 {
+        while at < line.count && spaces < n - 3 {
             if line[at] == UInt8(ascii: " ") { spaces += 1 }
             at += 1
         }
         return FileIO.parseCounter(UnsafeBufferPointer(rebasing: line[at...]))
+    }
+
+    /// A process's state letter (its leader thread's) and how many threads it has (field 20),
+    /// from one read of /proc/PID/stat. A process of one thread stopped is then confirmed with
+    /// this read alone, where listing /proc/PID/task and reading the thread's stat took three
+    /// path walks. nil when it is gone.
+    package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> (state: Character, threads: Int)? {
+        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in
+            numericField(20, in: line, fieldThree: fieldThree).map { (Character(Unicode.Scalar(line[fieldThree])), Int(clamping: $0)) }
+        }
+    }
+
+    /// The same from a descriptor of /proc/PID/stat kept open (read at offset 0): nil once the
+    /// process it was opened for is gone, whoever has its pid by then.
+    package static func stateAndThreads(statFD fd: Int32) -> (state: Character, threads: Int)? {
+        withStatLine(fd: fd) { line, fieldThree in
+            numericField(20, in: line, fieldThree: fieldThree).map { (Character(Unicode.Scalar(line[fieldThree])), Int(clamping: $0)) }
+        }
+    }
+
+    /// The same from a stat line's text (for the parser's own tests).
+    package static func stateAndThreads(inStatLine text: String) -> (state: Character, threads: Int)? {
+        var text = text
+        return text.withUTF8 { line in
+            fieldThree(in: line).flatMap { three in
+                numericField(20, in: line, fieldThree: three).map { (Character(Unicode.Scalar(line[three])), Int(clamping: $0)) }
+            }
+        }
     }
 
     /// Where field 3 of a stat line starts: after the last ")" and a space (the command

@@ -100,6 +100,47 @@ struct SignalFreezeConfirmationTests {
         #expect(thawed.durationNanos > 0 && thawed.durationNanos <= Clock.monotonicNanos() - thawStart, "\(thawed.durationNanos) ns")
     }
 
+    /// How many descriptors of this process are open on the stat files of `pids`.
+    static func statFilesOpen(of pids: [pid_t]) -> Int {
+        let wanted = Set(pids.map { "/proc/\($0)/stat" })
+        return ((try? FileIO.list("/proc/self/fd")) ?? []).filter { fd in
+            var buf = [CChar](repeating: 0, count: 256)
+            let n = readlink("/proc/self/fd/\(fd)", &buf, buf.count - 1)
+            return n > 0 && wanted.contains(String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }.count
+    }
+
+    /// The freeze reads each member's stat file three times (before the SIGSTOP, to confirm,
+    /// to re-check): through a descriptor opened once (ProcessStatFiles), closed when the
+    /// freeze ends, confirmed or cancelled, and none kept by a thaw.
+    @Test("a freeze keeps each member's /proc stat file open while it runs, and closes them when it ends")
+    func statFilesKeptForTheFreezeOnly() throws {
+        let sleepers = try Self.sleepers(3)
+        defer { Self.end(sleepers) }
+        let pids = sleepers.map(\.handle.pid)
+        let freezer = SignalFreezer(members: { pids })
+        let start = Clock.monotonicNanos()
+        var freeze = freezer.beginFreeze(now: start, deadline: start + 30_000_000_000)
+        #expect(Self.statFilesOpen(of: pids) == 3, "one per member while the freeze runs")
+        try #require(pids.allSatisfy { Self.wait($0, until: Self.stopped) })
+        guard case .confirmed = freeze.step(now: Clock.monotonicNanos()) else {
+            Issue.record("not confirmed with all stopped")
+            return
+        }
+        #expect(Self.statFilesOpen(of: pids) == 0, "closed once confirmed")
+        var thaw = freezer.beginThaw(now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 30_000_000_000)
+        #expect(Self.statFilesOpen(of: pids) == 0, "a thaw keeps none")
+        guard case .confirmed = thaw.step(now: Clock.monotonicNanos()) else {
+            Issue.record("not thawed")
+            return
+        }
+        var cancelled = freezer.beginFreeze(now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 30_000_000_000)
+        #expect(Self.statFilesOpen(of: pids) == 3)
+        cancelled.cancel()
+        #expect(Self.statFilesOpen(of: pids) == 0, "closed once cancelled")
+        #expect(pids.allSatisfy { Self.wait($0) { !Self.stopped($0) } }, "the cancelled freeze's SIGCONT went out")
+    }
+
     /// A C compiler on PATH (the tests build a vfork parent with it).
     static let compiler: String? = ["cc", "gcc", "clang"].lazy.compactMap {
         Spawner.resolve($0, path: ProcessEnvironment.dictionary["PATH"])

@@ -10,9 +10,9 @@ struct ProcFSTests {
     /// name replaced. Field 22 (start time) is 64035.
     static func statLine(
         pid: Int = 1234, comm: String, state: String = "S", ppid: Int = 1,
-        pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035, sigcatch: String = "0"
+        pgrp: Int = 1234, session: Int = 1200, start: UInt64 = 64035, sigcatch: String = "0", threads: String = "1"
     ) -> String {
-        "\(pid) (\(comm)) \(state) \(ppid) \(pgrp) \(session) 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 \(start) "
+        "\(pid) (\(comm)) \(state) \(ppid) \(pgrp) \(session) 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 \(threads) 0 \(start) "
             + "3133440 410 18446744073709551615 94341676216320 94341676236201 140727661987568 0 0 0 0 0 \(sigcatch) 0 0 0 "
             + "17 1 0 0 0 0 0 94341676252208 94341676253824 94341735981056 140727661988558 140727661988578 "
             + "140727661988578 140727661989867 0\n"
@@ -206,6 +206,42 @@ struct ProcFSTests {
         #expect(ProcFS.caughtSignals(inStatLine: "1 (a) S 1 1 1") == nil, "too short")
         #expect(ProcFS.caughtSignals(inStatLine: "") == nil)
         #expect(ProcFS.caughtSignals(inStatLine: ")") == nil)
+    }
+
+    @Test func stateAndThreadsReadFieldsThreeAndTwentyOfALine() {
+        let line = ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "x) (y", state: "T", threads: "10000"))
+        #expect(line?.state == "T")
+        #expect(line?.threads == 10_000)
+        #expect(ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "a", threads: "x1")) == nil, "not a number")
+        #expect(ProcFS.stateAndThreads(inStatLine: "1 (a) S 1 1 1") == nil, "too short")
+        #expect(ProcFS.stateAndThreads(inStatLine: ")") == nil)
+    }
+
+    /// A process of one thread, read through its path and through a descriptor kept open,
+    /// and nothing through that descriptor once it has exited.
+    @Test func stateAndThreadsOfARealProcess() throws {
+        let child = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
+        let pid = child.handle.pid
+        defer {
+            kill(pid, SIGKILL)
+            _ = try? child.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        }
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        kill(pid, SIGSTOP)
+        var stopped = false
+        for _ in 0..<5000 where !stopped {
+            stopped = ProcFS.stateAndThreads(pid: pid)?.state == "T"
+            if !stopped { usleep(1000) }
+        }
+        #expect(stopped)
+        #expect(ProcFS.stateAndThreads(pid: pid)?.threads == 1)
+        #expect(ProcFS.stateAndThreads(statFD: fd)?.state == "T")
+        #expect(ProcFS.stateAndThreads(statFD: fd)?.threads == 1)
+        kill(pid, SIGKILL)
+        _ = try child.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
+        #expect(ProcFS.stateAndThreads(statFD: fd) == nil, "reaped: the kept descriptor reads nothing")
     }
 
     @Test func catchesSignalSeesARealHandler() {

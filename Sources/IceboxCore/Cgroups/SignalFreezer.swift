@@ -57,8 +57,9 @@ package struct SignalFreezer: Freezer {
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
         let pids = members()
-        stoppedByOthers.set(Set(pids.filter { Self.stoppedState(ProcFS.state(pid: $0) ?? " ") }))
-        var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current)
+        let files = ProcessStatFiles(pids)
+        stoppedByOthers.set(Set(pids.filter { Self.stoppedState(files.stateAndThreads(of: $0)?.state ?? " ") }))
+        var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current, files: files)
         steps.begin(with: pids)
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
@@ -66,10 +67,11 @@ package struct SignalFreezer: Freezer {
     package func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation {
         let keep = stoppedByOthers.current
         stoppedByOthers.set([])
-        Self.continueOurs(members(), keeping: keep)
+        let pids = members()
+        Self.continueOurs(pids, keeping: keep)
         return FreezeOperation(
             backend: .signal, direction: .thaw, startedAt: now, deadline: deadline,
-            steps: SignalThawSteps(members: members, keepStopped: keep))
+            steps: SignalThawSteps(members: members, keepStopped: keep, continued: pids))
     }
 
     package func isFrozen() -> Bool {
@@ -115,11 +117,23 @@ package struct SignalFreezeSteps: FreezeSteps {
     var threadsSeen = 0
     var threadsAlive = 0
     var backoff = Backoff(cap: 5_000_000)
+    /// The members' stat files, kept open until the freeze ends (nil then: closed).
+    var files: ProcessStatFiles?
     var failedAtStart: FreezeFailure? { nil }
 
     package init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
+        self.init(members: members, keepStopped: keepStopped, files: nil)
+    }
+
+    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t>, files: ProcessStatFiles?) {
         self.members = members
         self.keepStopped = keepStopped
+        self.files = files
+    }
+
+    /// One process's state and thread count, through its kept file if it has one.
+    private func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int)? {
+        files?.stateAndThreads(of: pid) ?? ProcFS.stateAndThreads(pid: pid)
     }
 
     /// SIGSTOP to those of `pids` not signalled yet; `pids`.
@@ -144,6 +158,7 @@ package struct SignalFreezeSteps: FreezeSteps {
             }
             if queue.isEmpty && rejectContinued() {
                 let tasks = lastMembers.reduce(0) { $0 + (done[$1] ?? 0) }
+                files = nil
                 // Until the reads that saw it ended (10,000 threads: tens of ms), as bare.c counts.
                 return .confirmed(
                     FreezeReport(backend: .signal, durationNanos: Clock.monotonicNanos().saturatingSub(startedAt), tasks: tasks))
@@ -177,7 +192,24 @@ package struct SignalFreezeSteps: FreezeSteps {
     private mutating func confirmQueued() {
         while next < queue.count {
             let pid = queue[next]
-            if threads.isEmpty { threads = ProcFS.threads(of: pid) }
+            if threads.isEmpty {
+                // A process of one thread is told by its stat line alone: its state, and that it
+                // has no other thread (one stopped cannot make another, and a clone that races
+                // the SIGSTOP is restarted after the stop). Gone, or a zombie: nothing to stop.
+                let process = stateAndThreads(of: pid)
+                if let process, process.threads > 1 {
+                    threads = ProcFS.threads(of: pid)
+                } else {
+                    if let state = process?.state, state != "Z" && state != "X" {
+                        guard SignalFreezer.held(pid: pid, tid: pid, state: state) else { return }
+                        threadsAlive = 1
+                    }
+                    done[pid] = threadsAlive
+                    next += 1
+                    startThreadCursor()
+                    continue
+                }
+            }
             while true {
                 while threadsSeen < threads.count {
                     let tid = threads[threadsSeen]
@@ -188,6 +220,9 @@ package struct SignalFreezeSteps: FreezeSteps {
                     threadsSeen += 1
                 }
                 // Every thread listed is stopped: any made since (by one not yet stopped then)?
+                // The link count of /proc/PID/task counts the threads in one call (a zombie
+                // leader among them); the listing is read again only when it shows more.
+                if (ProcFS.threadCount(pid: pid) ?? 0) <= threadsAlive { break }
                 let listed = Set(threads)
                 let made = ProcFS.threads(of: pid).filter { !listed.contains($0) }
                 if made.isEmpty { break }
@@ -213,7 +248,7 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// 10,000 threads is 10,000 reads.
     private mutating func rejectContinued() -> Bool {
         guard lastMembers.count > 1 else { return true }
-        let continued = lastMembers.filter { !Self.stillHeld($0) }
+        let continued = lastMembers.filter { !Self.stillHeld($0, leader: stateAndThreads(of: $0)?.state) }
         for pid in continued {
             done[pid] = nil
             signaled.remove(pid)
@@ -224,12 +259,13 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// Whether `pid` is still stopped, told by one live thread: a SIGCONT ends the stop of
     /// every thread of the process at once (inside kill(), and flushes a SIGSTOP still
     /// pending), so one thread speaks for all, and a process of 10,000 threads costs one read,
-    /// not 10,000. The leader, unless it has exited (Z) and left the others.
-    static func stillHeld(_ pid: pid_t) -> Bool {
-        func live(_ tid: pid_t) -> Character? { ProcFS.state(pid: pid, tid: tid).flatMap { $0 == "Z" || $0 == "X" ? nil : $0 } }
-        if let state = live(pid) { return SignalFreezer.held(pid: pid, tid: pid, state: state) }
+    /// not 10,000. The leader (its state as read, `leader`), unless it has exited (Z) and left
+    /// the others.
+    static func stillHeld(_ pid: pid_t, leader: Character?) -> Bool {
+        func live(_ state: Character?) -> Character? { state.flatMap { $0 == "Z" || $0 == "X" ? nil : $0 } }
+        if let state = live(leader) { return SignalFreezer.held(pid: pid, tid: pid, state: state) }
         for tid in ProcFS.threads(of: pid) where tid != pid {
-            if let state = live(tid) { return SignalFreezer.held(pid: pid, tid: tid, state: state) }
+            if let state = live(ProcFS.state(pid: pid, tid: tid)) { return SignalFreezer.held(pid: pid, tid: tid, state: state) }
         }
         return true  // no live thread left (or the process is gone): nothing to continue
     }
@@ -241,8 +277,9 @@ package struct SignalFreezeSteps: FreezeSteps {
     }
 
     /// SIGCONT to every process this round stopped (and any member now): the app runs.
-    package func cancel() {
+    package mutating func cancel() {
         SignalFreezer.continueOurs(signaled, keeping: keepStopped)
+        files = nil
     }
 }
 
@@ -252,27 +289,22 @@ struct SignalThawSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Stopped by someone else before the freeze: left stopped, and not waited for.
     let keepStopped: Set<pid_t>
+    /// The members the thaw's SIGCONT went to, for the first look: none could fork while
+    /// stopped, so reading them again and signalling them again would only double the work.
+    var continued: [pid_t]?
     var running: [pid_t: Int] = [:]  // pids confirmed running → their thread count
     var backoff = Backoff(cap: 5_000_000)
     var failedAtStart: FreezeFailure? { nil }
 
     mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
         let took = now.saturatingSub(startedAt)
-        let pids = members()
+        let again = continued == nil
+        let pids = continued ?? members()
+        continued = nil
         var stillStopped: [pid_t] = []
         for pid in pids where running[pid] == nil && !keepStopped.contains(pid) {
-            kill(pid, SIGCONT)
-            var threads = 0
-            var stopped = false
-            for tid in ProcFS.threads(of: pid) {
-                guard let state = ProcFS.state(pid: pid, tid: tid) else { continue }
-                threads += 1
-                if SignalFreezer.stoppedState(state) {
-                    stopped = true
-                    break
-                }
-            }
-            if stopped { stillStopped.append(pid) } else { running[pid] = threads }
+            if again { kill(pid, SIGCONT) }
+            if let threads = Self.runningThreads(of: pid) { running[pid] = threads } else { stillStopped.append(pid) }
         }
         if stillStopped.isEmpty {
             // Until the reads that saw it ended, as bare.c counts.
@@ -287,4 +319,21 @@ struct SignalThawSteps: FreezeSteps {
     }
 
     func cancel() {}
+
+    /// How many threads the process has once none is stopped; nil while one is. One of one
+    /// thread is told by its stat line alone, as in the freeze; a gone one has none.
+    static func runningThreads(of pid: pid_t) -> Int? {
+        guard let process = ProcFS.stateAndThreads(pid: pid) else { return 0 }
+        if process.threads <= 1 {
+            if SignalFreezer.stoppedState(process.state) { return nil }
+            return process.state == "Z" || process.state == "X" ? 0 : 1
+        }
+        var threads = 0
+        for tid in ProcFS.threads(of: pid) {
+            guard let state = ProcFS.state(pid: pid, tid: tid) else { continue }
+            if SignalFreezer.stoppedState(state) { return nil }
+            threads += 1
+        }
+        return threads
+    }
 }
