@@ -13,15 +13,15 @@ import IceboxSystem
 /// for at most an eighth of the soft RLIMIT_NOFILE (4096 at most): the rest, and any process
 /// found later, are read through their path. Immutable, so Sendable; the descriptors are
 /// closed when the last reference goes.
-final class ProcessStatFiles: Sendable {
+package final class ProcessStatFiles: Sendable {
     private let files: [pid_t: Int32]
 
-    init(_ pids: [pid_t], procRoot: String = "/proc") {
+    init(_ pids: [pid_t]) {
         var files: [pid_t: Int32] = [:]
         let room = Self.room()
         files.reserveCapacity(min(pids.count, room))
-        for pid in pids.prefix(room) {
-            let fd = retryingOnInterrupt { open("\(procRoot)/\(pid)/stat", O_RDONLY | O_CLOEXEC) }
+        for pid in pids.prefix(room) where files[pid] == nil {
+            let fd = retryingOnInterrupt { open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC) }
             // Gone already, or out of descriptors: that process is read through its path.
             if fd >= 0 { files[pid] = fd }
         }
@@ -39,9 +39,6 @@ final class ProcessStatFiles: Sendable {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
         return Int(min(limit.rlim_cur / 8, 4096))
     }
-
-    /// How many are kept open (for tests).
-    var kept: Int { files.count }
 
     /// The process's state letter (its leader's) and its thread count; nil once it is gone.
     func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int)? {

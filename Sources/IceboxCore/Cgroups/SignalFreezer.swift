@@ -121,19 +121,17 @@ package struct SignalFreezeSteps: FreezeSteps {
     var files: ProcessStatFiles?
     var failedAtStart: FreezeFailure? { nil }
 
-    package init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = []) {
-        self.init(members: members, keepStopped: keepStopped, files: nil)
-    }
-
-    init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t>, files: ProcessStatFiles?) {
+    package init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = [], files: ProcessStatFiles? = nil) {
         self.members = members
         self.keepStopped = keepStopped
         self.files = files
     }
 
-    /// One process's state and thread count, through its kept file if it has one.
+    /// One process's state and thread count, through its kept file if it has one (nil once
+    /// that process is gone: not a path read that could find another with its pid).
     private func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int)? {
-        files?.stateAndThreads(of: pid) ?? ProcFS.stateAndThreads(pid: pid)
+        if let files { return files.stateAndThreads(of: pid) }
+        return ProcFS.stateAndThreads(pid: pid)
     }
 
     /// SIGSTOP to those of `pids` not signalled yet; `pids`.
