@@ -96,27 +96,24 @@ package enum ProcFS {
     /// this read alone, where listing /proc/PID/task and reading the thread's stat took three
     /// path walks. nil when it is gone.
     package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> (state: Character, threads: Int)? {
-        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in
-            numericField(20, in: line, fieldThree: fieldThree).map { (Character(Unicode.Scalar(line[fieldThree])), Int(clamping: $0)) }
-        }
+        withStatLine("\(procRoot)/\(pid)/stat", stateAndThreads)
     }
 
     /// The same from a descriptor of /proc/PID/stat kept open (read at offset 0): nil once the
     /// process it was opened for is gone, whoever has its pid by then.
     package static func stateAndThreads(statFD fd: Int32) -> (state: Character, threads: Int)? {
-        withStatLine(fd: fd) { line, fieldThree in
-            numericField(20, in: line, fieldThree: fieldThree).map { (Character(Unicode.Scalar(line[fieldThree])), Int(clamping: $0)) }
-        }
+        withStatLine(fd: fd, stateAndThreads)
     }
 
     /// The same from a stat line's text (for the parser's own tests).
     package static func stateAndThreads(inStatLine text: String) -> (state: Character, threads: Int)? {
         var text = text
-        return text.withUTF8 { line in
-            fieldThree(in: line).flatMap { three in
-                numericField(20, in: line, fieldThree: three).map { (Character(Unicode.Scalar(line[three])), Int(clamping: $0)) }
-            }
-        }
+        return text.withUTF8 { line in fieldThree(in: line).flatMap { stateAndThreads(in: line, fieldThree: $0) } }
+    }
+
+    /// Field 3 (the state letter) and field 20 (the thread count) of a stat line.
+    private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> (state: Character, threads: Int)? {
+        numericField(20, in: line, fieldThree: fieldThree).map { (Character(Unicode.Scalar(line[fieldThree])), Int(clamping: $0)) }
     }
 
     /// Where field 3 of a stat line starts: after the last ")" and a space (the command

@@ -30,6 +30,9 @@ package struct SignalFreezer: Freezer {
 
     static func stoppedState(_ c: Character) -> Bool { c == "T" || c == "t" }
 
+    /// A task that has exited: a zombie (Z) or one being reaped (X), nothing left to stop.
+    static func exited(_ c: Character) -> Bool { c == "Z" || c == "X" }
+
     /// Whether a thread of ours is held: stopped, or a vfork parent (glibc's posix_spawn,
     /// dash) waiting in the kernel for its child's exec (state D in kernel_clone) with the
     /// SIGSTOP we sent still pending. The child, stopped before its exec, never execs, so
@@ -198,7 +201,7 @@ package struct SignalFreezeSteps: FreezeSteps {
                 if let process, process.threads > 1 {
                     threads = ProcFS.threads(of: pid)
                 } else {
-                    if let state = process?.state, state != "Z" && state != "X" {
+                    if let state = process?.state, !SignalFreezer.exited(state) {
                         guard SignalFreezer.held(pid: pid, tid: pid, state: state) else { return }
                         threadsAlive = 1
                     }
@@ -211,7 +214,7 @@ package struct SignalFreezeSteps: FreezeSteps {
             while true {
                 while threadsSeen < threads.count {
                     let tid = threads[threadsSeen]
-                    if let state = ProcFS.state(pid: pid, tid: tid), state != "Z" && state != "X" {
+                    if let state = ProcFS.state(pid: pid, tid: tid), !SignalFreezer.exited(state) {
                         if !SignalFreezer.held(pid: pid, tid: tid, state: state) { return }
                         threadsAlive += 1
                     }
@@ -260,7 +263,7 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// not 10,000. The leader (its state as read, `leader`), unless it has exited (Z) and left
     /// the others.
     static func stillHeld(_ pid: pid_t, leader: Character?) -> Bool {
-        func live(_ state: Character?) -> Character? { state.flatMap { $0 == "Z" || $0 == "X" ? nil : $0 } }
+        func live(_ state: Character?) -> Character? { state.flatMap { SignalFreezer.exited($0) ? nil : $0 } }
         if let state = live(leader) { return SignalFreezer.held(pid: pid, tid: pid, state: state) }
         for tid in ProcFS.threads(of: pid) where tid != pid {
             if let state = live(ProcFS.state(pid: pid, tid: tid)) { return SignalFreezer.held(pid: pid, tid: tid, state: state) }
@@ -324,7 +327,7 @@ struct SignalThawSteps: FreezeSteps {
         guard let process = ProcFS.stateAndThreads(pid: pid) else { return 0 }
         if process.threads <= 1 {
             if SignalFreezer.stoppedState(process.state) { return nil }
-            return process.state == "Z" || process.state == "X" ? 0 : 1
+            return SignalFreezer.exited(process.state) ? 0 : 1
         }
         var threads = 0
         for tid in ProcFS.threads(of: pid) {
