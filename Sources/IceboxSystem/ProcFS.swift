@@ -128,8 +128,11 @@ package enum ProcFS {
     /// Reads a stat line (of a process or a thread) into a small stack buffer with one open
     /// and one read, and hands `body` the bytes and where field 3 starts. nil when the
     /// process is gone or the line is not a stat line.
-    private static func withStatLine<T>(_ path: String, _ body: (UnsafeBufferPointer<UInt8>, Int) -> T?) -> T? {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC) }
+    /// `directory`: what a relative `path` starts from (a kept /proc/PID/task, `TaskDirectory`).
+    private static func withStatLine<T>(_ path: String, in directory: Int32 = AT_FDCWD, _ body: (UnsafeBufferPointer<UInt8>, Int) -> T?)
+        -> T?
+    {
+        let fd = retryingOnInterrupt { openat(directory, path, O_RDONLY | O_CLOEXEC) }
         if fd < 0 { return nil }
         defer { close(fd) }
         return withStatLine(fd: fd, body)
@@ -199,6 +202,12 @@ package enum ProcFS {
     package static func state(pid: pid_t, tid: pid_t? = nil, procRoot: String = "/proc") -> Character? {
         let path = tid.map { "\(procRoot)/\(pid)/task/\($0)/stat" } ?? "\(procRoot)/\(pid)/stat"
         return withStatLine(path) { line, fieldThree in Character(Unicode.Scalar(line[fieldThree])) }
+    }
+
+    /// A thread's state letter read through its process's task directory kept open
+    /// (`TaskDirectory`): "TID/stat" from there. nil once the thread or its process is gone.
+    package static func state(tid: pid_t, taskDirectory fd: Int32) -> Character? {
+        withStatLine("\(tid)/stat", in: fd) { line, fieldThree in Character(Unicode.Scalar(line[fieldThree])) }
     }
 
     /// Whether a SIGSTOP waits to be taken by the thread (its own pending set, SigPnd, or

@@ -101,9 +101,12 @@ struct SignalFreezeConfirmationTests {
     }
 
     /// How many descriptors of this process are open on the stat files of `pids`.
-    static func statFilesOpen(of pids: [pid_t]) -> Int {
-        let wanted = Set(pids.map { "/proc/\($0)/stat" })
-        return ((try? FileIO.list("/proc/self/fd")) ?? []).filter { fd in
+    static func statFilesOpen(of pids: [pid_t]) -> Int { descriptorsOpen(on: Set(pids.map { "/proc/\($0)/stat" })) }
+
+    /// How many descriptors of this process are open on one of `wanted` (paths as readlink
+    /// of /proc/self/fd gives them).
+    static func descriptorsOpen(on wanted: Set<String>) -> Int {
+        ((try? FileIO.list("/proc/self/fd")) ?? []).filter { fd in
             var buf = [CChar](repeating: 0, count: 256)
             let n = readlink("/proc/self/fd/\(fd)", &buf, buf.count - 1)
             return n > 0 && wanted.contains(String(decoding: buf[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self))
@@ -209,5 +212,77 @@ struct SignalFreezeConfirmationTests {
         kill(stoppedChild, SIGCONT)
         kill(parent.handle.pid, SIGCONT)
         #expect(Self.wait(parent.handle.pid) { $0 == "S" }, "the parent did not go on after the thaw")
+    }
+
+    /// A process of several threads has them read through its /proc/PID/task kept open
+    /// (TaskDirectory): "TID/stat" from there, not the five-part path, until the process is
+    /// seen stopped. A cgroup v2 freeze holds the SIGSTOP back (the threads sleep on with it
+    /// pending) so the test can look while the freeze waits.
+    @Test(
+        "a freeze reads a process's threads through its task directory, kept open until the process is seen stopped",
+        .enabled(if: SignalFreezeConfirmationTests.compiler != nil, "needs a C compiler (cc, gcc or clang) on PATH"),
+        .enabled(if: CgroupTestRoots.hasV2, "\(CgroupTestRoots.v2Unavailable ?? "")"))
+    func taskDirectoryKeptWhileConfirming() throws {
+        let dir = makeTemporaryDirectory("threads")
+        defer { removeTree(dir) }
+        let source = """
+            #include <pthread.h>
+            #include <unistd.h>
+            static void *sleeper(void *arg) { for (;;) pause(); return arg; }
+            int main(void) {
+                pthread_t t;
+                if (pthread_create(&t, 0, sleeper, 0) != 0) return 1;
+                for (;;) pause();
+            }
+            """
+        try source.write(toFile: dir + "/two.c", atomically: true, encoding: .utf8)
+        let cc = try Spawner.spawn(
+            SpawnRequest(
+                executable: try #require(Self.compiler), arguments: ["cc", "-pthread", "-o", dir + "/two", dir + "/two.c"],
+                environment: ["PATH=/usr/local/bin:/usr/bin:/bin:/opt/swift/usr/bin"]))
+        try #require(try cc.handle.wait(until: Clock.monotonicNanos() + 60_000_000_000) == .exited(0), "the compiler failed")
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        try FileIO.makeDirectories(roots.v2)
+        let process = try Spawner.spawn(SpawnRequest(executable: dir + "/two", arguments: ["two"], environment: []))
+        defer { Self.end([process]) }
+        let pid = process.handle.pid
+        try FileIO.write(roots.v2 + "/cgroup.procs", "\(pid)")
+        let started = Clock.monotonicNanos() + 5_000_000_000
+        while ProcFS.threadCount(pid: pid) != 2 && Clock.monotonicNanos() < started { usleep(1_000) }
+        try #require(ProcFS.threadCount(pid: pid) == 2, "the second thread did not start")
+        try FileIO.write(roots.v2 + "/cgroup.freeze", "1")
+        while readFile(roots.v2 + "/cgroup.events")?.contains("frozen 1") != true && Clock.monotonicNanos() < started { usleep(1_000) }
+        try #require(readFile(roots.v2 + "/cgroup.events")?.contains("frozen 1") == true, "the cgroup did not freeze")
+
+        let taskDirectory: Set<String> = ["/proc/\(pid)/task"]
+        var steps = SignalFreezeSteps(members: { [pid] })
+        let start = Clock.monotonicNanos(), deadline = start + 30_000_000_000
+        steps.begin(with: [pid])
+        guard case .waiting = steps.step(now: Clock.monotonicNanos(), startedAt: start, deadline: deadline) else {
+            Issue.record("confirmed while the cgroup freezer holds the SIGSTOP back")
+            return
+        }
+        #expect(Self.descriptorsOpen(on: taskDirectory) == 1, "the task directory is open while the threads are read")
+        try FileIO.write(roots.v2 + "/cgroup.freeze", "0")
+        var outcome: FreezeProgress = .waiting(recheckAt: 0, watch: nil)
+        let thawed = Clock.monotonicNanos() + 5_000_000_000
+        while case .waiting = outcome, Clock.monotonicNanos() < thawed {
+            usleep(1_000)
+            outcome = steps.step(now: Clock.monotonicNanos(), startedAt: start, deadline: deadline)
+        }
+        guard case .confirmed(let report) = outcome else {
+            steps.cancel()
+            Issue.record("not confirmed after the cgroup thaw: \(outcome)")
+            return
+        }
+        #expect(report.tasks == 2)
+        #expect(Self.descriptorsOpen(on: taskDirectory) == 0, "closed once the process is seen stopped")
+        var thaw = SignalFreezer(members: { [pid] }).beginThaw(now: Clock.monotonicNanos(), deadline: deadline)
+        guard case .confirmed = thaw.step(now: Clock.monotonicNanos()) else {
+            Issue.record("not thawed")
+            return
+        }
+        #expect(Self.descriptorsOpen(on: taskDirectory) == 0, "a thaw keeps none")
     }
 }

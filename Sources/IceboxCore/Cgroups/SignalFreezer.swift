@@ -117,6 +117,8 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// (or gone): a thread seen stopped is not read again, as in bare.c, so confirming a
     /// process of 10,000 spinning threads reads each stopped one once, not at every step.
     var threads: [pid_t] = []
+    /// Its /proc task directory, open while its threads are read (nil between processes).
+    var taskDirectory: TaskDirectory?
     var threadsSeen = 0
     var threadsAlive = 0
     var backoff = Backoff(cap: 5_000_000)
@@ -199,7 +201,9 @@ package struct SignalFreezeSteps: FreezeSteps {
                 // the SIGSTOP is restarted after the stop). Gone, or a zombie: nothing to stop.
                 let process = stateAndThreads(of: pid)
                 if let process, process.threads > 1 {
-                    threads = ProcFS.threads(of: pid)
+                    let directory = TaskDirectory(pid: pid)
+                    taskDirectory = directory
+                    threads = directory.threads()
                 } else {
                     if let state = process?.state, !SignalFreezer.exited(state) {
                         guard SignalFreezer.held(pid: pid, tid: pid, state: state) else { return }
@@ -211,10 +215,11 @@ package struct SignalFreezeSteps: FreezeSteps {
                     continue
                 }
             }
+            let directory = taskDirectory ?? TaskDirectory(pid: pid)  // set where `threads` was listed
             while true {
                 while threadsSeen < threads.count {
                     let tid = threads[threadsSeen]
-                    if let state = ProcFS.state(pid: pid, tid: tid), !SignalFreezer.exited(state) {
+                    if let state = directory.state(of: tid), !SignalFreezer.exited(state) {
                         if !SignalFreezer.held(pid: pid, tid: tid, state: state) { return }
                         threadsAlive += 1
                     }
@@ -223,9 +228,9 @@ package struct SignalFreezeSteps: FreezeSteps {
                 // Every thread listed is stopped: any made since (by one not yet stopped then)?
                 // The link count of /proc/PID/task counts the threads in one call (a zombie
                 // leader among them); the listing is read again only when it shows more.
-                if (ProcFS.threadCount(pid: pid) ?? 0) <= threadsAlive { break }
+                if (directory.count() ?? 0) <= threadsAlive { break }
                 let listed = Set(threads)
-                let made = ProcFS.threads(of: pid).filter { !listed.contains($0) }
+                let made = directory.threads().filter { !listed.contains($0) }
                 if made.isEmpty { break }
                 threads += made
             }
@@ -273,6 +278,7 @@ package struct SignalFreezeSteps: FreezeSteps {
 
     private mutating func startThreadCursor() {
         threads = []
+        taskDirectory = nil
         threadsSeen = 0
         threadsAlive = 0
     }
@@ -281,6 +287,7 @@ package struct SignalFreezeSteps: FreezeSteps {
     package mutating func cancel() {
         SignalFreezer.continueOurs(signaled, keeping: keepStopped)
         files = nil
+        startThreadCursor()
     }
 }
 
@@ -330,8 +337,9 @@ struct SignalThawSteps: FreezeSteps {
             return SignalFreezer.exited(process.state) ? 0 : 1
         }
         var threads = 0
-        for tid in ProcFS.threads(of: pid) {
-            guard let state = ProcFS.state(pid: pid, tid: tid) else { continue }
+        let directory = TaskDirectory(pid: pid)
+        for tid in directory.threads() {
+            guard let state = directory.state(of: tid) else { continue }
             if SignalFreezer.stoppedState(state) { return nil }
             threads += 1
         }
