@@ -331,14 +331,14 @@ struct SignalThawSteps: FreezeSteps {
     /// How many threads the process has once none is stopped; nil while one is. One of one
     /// thread is told by its stat line alone, as in the freeze; a gone one has none.
     static func runningThreads(of pid: pid_t) -> Int? {
+        // The stat line is the leader's: its state (no further read while it is stopped) and
+        // the thread count; the other threads are read through the task directory.
         guard let process = ProcFS.stateAndThreads(pid: pid) else { return 0 }
-        if process.threads <= 1 {
-            if SignalFreezer.stoppedState(process.state) { return nil }
-            return SignalFreezer.exited(process.state) ? 0 : 1
-        }
-        var threads = 0
+        if SignalFreezer.stoppedState(process.state) { return nil }
+        var threads = SignalFreezer.exited(process.state) ? 0 : 1
+        if process.threads <= 1 { return threads }
         let directory = TaskDirectory(pid: pid)
-        for tid in directory.threads() {
+        for tid in directory.threads() where tid != pid {
             guard let state = directory.state(of: tid) else { continue }
             if SignalFreezer.stoppedState(state) { return nil }
             threads += 1
