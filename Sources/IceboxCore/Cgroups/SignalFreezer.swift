@@ -117,7 +117,8 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// (or gone): a thread seen stopped is not read again, as in bare.c, so confirming a
     /// process of 10,000 spinning threads reads each stopped one once, not at every step.
     var threads: [pid_t] = []
-    /// Its /proc task directory, open while its threads are read (nil between processes).
+    /// The /proc/PID/task of `queue[next]`, open while its threads are read (nil between
+    /// processes).
     var taskDirectory: TaskDirectory?
     var threadsSeen = 0
     var threadsAlive = 0
