@@ -138,6 +138,23 @@ struct SpeedMechanismSwitchTests {
         #expect(single.isEmpty, "daemon \(on) thawing one process: \(single)")
         #expect(Kernel.freezerState(with.freezerRoot! + "/second") == "THAWED")
 
+        // A SIGCONT thaw too, of a few tasks (at most Daemon.guardedSignalTasks, 64): a woken one
+        // preempted the daemon before its reads; not of many, whose reads would hold the CPU.
+        for (name, count, expected) in [("few", 3, true), ("many", 70, false)] {
+            let sleepers = "for i in $(seq \(count - 1)); do sleep 1000 & done; wait"
+            let l = try with.icebox(["launch", "--backend", "signal", "--grace", "0", name, "--", "sh", "-c", sleepers])
+            #expect(l.status == 0, "\(l.output)")
+            defer { _ = try? with.icebox(["terminate", name]) }
+            try #require(Scenario.eventually { Sandbox.pids(in: (with.cgroupRoot ?? "") + "/" + name).count == count }, "the sleepers did not start")
+            let requests = try Self.fifoRequests(of: on) {
+                for step in ["suspend", "resume"] {
+                    let r = try with.icebox([step, name])
+                    #expect(r.status == 0, "\(r.output)")
+                }
+            }
+            #expect(requests.isEmpty != expected, "daemon \(on) thawing \(count) processes by SIGCONT: \(requests)")
+        }
+
         // The freeze's step aside: while a freeze of 40 spinning processes waits for them to
         // run, the daemon leaves its CPU (sched_setaffinity) and takes its CPUs back once it
         // is done; never without. A freeze the first look finds done needs no step aside, so

@@ -269,13 +269,22 @@ extension Daemon {
         }
         // A cgroup thaw is one write the kernel completes before it returns, and one read that
         // says so (and a count for the report), with no preemption between (PreemptionGuard).
-        // Not a freeze: the tasks on the daemon's CPU must run to freeze. Not SIGCONT: a
-        // signal per member and a read of each. Not a thaw that wakes a single task.
-        let guarded = direction == .thaw && freezer.kind != .signal && thawGuard.acts && wakesSeveral(app)
+        // Not a freeze: the tasks on the daemon's CPU must run to freeze. A SIGCONT thaw only
+        // of a few tasks (`guardedSignalTasks`): a signal per process and a read of each task
+        // hold the CPU for ~10 µs a task. Not a thaw that wakes a single task.
+        let guarded =
+            direction == .thaw && thawGuard.acts && wakesSeveral(app)
+            && (freezer.kind != .signal || (app.frozenProcesses ?? .max) <= Self.guardedSignalTasks)
         let (op, progress) = guarded ? thawGuard.run(begin) : begin()
         app.freeze = FreezeInFlight(operation: op, aside: aside)
         advance(app, op, progress)
     }
+
+    /// The most tasks a SIGCONT thaw runs at SCHED_FIFO for (its last freeze's count): one
+    /// of 10 busy threads woke one onto the daemon's CPU that preempted it right after the
+    /// SIGCONT, until its sched_yield 50 µs later (perf sched), in most thaws; at 64 tasks
+    /// the guarded reads take well under a millisecond.
+    static let guardedSignalTasks = 64
 
     /// Whether a thaw of the app will wake more than one task, as far as the daemon knows (its
     /// last freeze counted its processes; one process, its threads). Waking one task from
