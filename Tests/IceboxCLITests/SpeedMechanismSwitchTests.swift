@@ -145,7 +145,8 @@ struct SpeedMechanismSwitchTests {
             let l = try with.icebox(["launch", "--backend", "signal", "--grace", "0", name, "--", "sh", "-c", sleepers])
             #expect(l.status == 0, "\(l.output)")
             defer { _ = try? with.icebox(["terminate", name]) }
-            try #require(Scenario.eventually { Sandbox.pids(in: (with.cgroupRoot ?? "") + "/" + name).count == count }, "the sleepers did not start")
+            let cgroup = try #require(with.cgroupRoot) + "/" + name
+            try #require(Scenario.eventually { Sandbox.pids(in: cgroup).count == count }, "the sleepers did not start")
             let requests = try Self.fifoRequests(of: on) {
                 for step in ["suspend", "resume"] {
                     let r = try with.icebox([step, name])
