@@ -113,7 +113,12 @@ package enum ProcFS {
 
     /// Field 3 (the state letter) and field 20 (the thread count) of a stat line.
     private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> (state: Character, threads: Int)? {
-        numericField(20, in: line, fieldThree: fieldThree).map { (Character(Unicode.Scalar(line[fieldThree])), Int(clamping: $0)) }
+        numericField(20, in: line, fieldThree: fieldThree).map { (stateLetter(in: line, fieldThree: fieldThree), Int(clamping: $0)) }
+    }
+
+    /// Field 3 of a stat line: the state letter.
+    private static func stateLetter(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> Character {
+        Character(Unicode.Scalar(line[fieldThree]))
     }
 
     /// Where field 3 of a stat line starts: after the last ")" and a space (the command
@@ -201,13 +206,13 @@ package enum ProcFS {
     /// and splitting the whole line into Strings cost it twice what bare.c takes.
     package static func state(pid: pid_t, tid: pid_t? = nil, procRoot: String = "/proc") -> Character? {
         let path = tid.map { "\(procRoot)/\(pid)/task/\($0)/stat" } ?? "\(procRoot)/\(pid)/stat"
-        return withStatLine(path) { line, fieldThree in Character(Unicode.Scalar(line[fieldThree])) }
+        return withStatLine(path, stateLetter)
     }
 
     /// A thread's state letter read through its process's task directory kept open
     /// (`TaskDirectory`): "TID/stat" from there. nil once the thread or its process is gone.
     package static func state(tid: pid_t, taskDirectory fd: Int32) -> Character? {
-        withStatLine("\(tid)/stat", in: fd) { line, fieldThree in Character(Unicode.Scalar(line[fieldThree])) }
+        withStatLine("\(tid)/stat", in: fd, stateLetter)
     }
 
     /// Whether a SIGSTOP waits to be taken by the thread (its own pending set, SigPnd, or

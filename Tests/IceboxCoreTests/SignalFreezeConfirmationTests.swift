@@ -149,6 +149,29 @@ struct SignalFreezeConfirmationTests {
         Spawner.resolve($0, path: ProcessEnvironment.dictionary["PATH"])
     }.first
 
+    /// `source` built with the C compiler into `dir`/`name`, whose path it returns.
+    static func compile(_ source: String, named name: String, in dir: String, flags: [String] = []) throws -> String {
+        try source.write(toFile: dir + "/\(name).c", atomically: true, encoding: .utf8)
+        let cc = try Spawner.spawn(
+            SpawnRequest(
+                executable: try #require(compiler), arguments: ["cc"] + flags + ["-o", dir + "/" + name, dir + "/\(name).c"],
+                environment: ["PATH=/usr/local/bin:/usr/bin:/bin:/opt/swift/usr/bin"]))
+        try #require(try cc.handle.wait(until: Clock.monotonicNanos() + 60_000_000_000) == .exited(0), "the compiler failed")
+        return dir + "/" + name
+    }
+
+    /// Steps a freeze every millisecond while it waits, until the clock passes `until`.
+    static func stepWhileWaiting(_ steps: inout SignalFreezeSteps, startedAt start: UInt64, deadline: UInt64, until: UInt64)
+        -> FreezeProgress
+    {
+        var outcome: FreezeProgress = .waiting(recheckAt: 0, watch: nil)
+        while case .waiting = outcome, Clock.monotonicNanos() < until {
+            usleep(1_000)
+            outcome = steps.step(now: Clock.monotonicNanos(), startedAt: start, deadline: deadline)
+        }
+        return outcome
+    }
+
     @Test(
         "a vfork parent waiting in the kernel for a child stopped before its exec counts as stopped: the freeze is confirmed, not timed out",
         .enabled(if: SignalFreezeConfirmationTests.compiler != nil, "needs a C compiler (cc, gcc or clang) on PATH"))
@@ -174,13 +197,8 @@ struct SignalFreezeConfirmationTests {
                 return 0;
             }
             """
-        try source.write(toFile: dir + "/vforker.c", atomically: true, encoding: .utf8)
-        let cc = try Spawner.spawn(
-            SpawnRequest(
-                executable: try #require(Self.compiler), arguments: ["cc", "-o", dir + "/vforker", dir + "/vforker.c"],
-                environment: ["PATH=/usr/local/bin:/usr/bin:/bin:/opt/swift/usr/bin"]))
-        try #require(try cc.handle.wait(until: Clock.monotonicNanos() + 60_000_000_000) == .exited(0), "the compiler failed")
-        let parent = try Spawner.spawn(SpawnRequest(executable: dir + "/vforker", arguments: ["vforker"], environment: []))
+        let parent = try Spawner.spawn(
+            SpawnRequest(executable: try Self.compile(source, named: "vforker", in: dir), arguments: ["vforker"], environment: []))
         var child: pid_t?
         defer {
             if let child { kill(child, SIGKILL) }
@@ -198,11 +216,7 @@ struct SignalFreezeConfirmationTests {
         var steps = SignalFreezeSteps(members: { pids })
         let start = Clock.monotonicNanos(), deadline = start + 3_000_000_000
         steps.begin(with: pids)
-        var outcome: FreezeProgress = .waiting(recheckAt: 0, watch: nil)
-        while case .waiting = outcome, Clock.monotonicNanos() < deadline + 100_000_000 {
-            usleep(1_000)
-            outcome = steps.step(now: Clock.monotonicNanos(), startedAt: start, deadline: deadline)
-        }
+        let outcome = Self.stepWhileWaiting(&steps, startedAt: start, deadline: deadline, until: deadline + 100_000_000)
         guard case .confirmed(let report) = outcome else {
             Issue.record("not confirmed: \(outcome)")
             return
@@ -235,16 +249,11 @@ struct SignalFreezeConfirmationTests {
                 for (;;) pause();
             }
             """
-        try source.write(toFile: dir + "/two.c", atomically: true, encoding: .utf8)
-        let cc = try Spawner.spawn(
-            SpawnRequest(
-                executable: try #require(Self.compiler), arguments: ["cc", "-pthread", "-o", dir + "/two", dir + "/two.c"],
-                environment: ["PATH=/usr/local/bin:/usr/bin:/bin:/opt/swift/usr/bin"]))
-        try #require(try cc.handle.wait(until: Clock.monotonicNanos() + 60_000_000_000) == .exited(0), "the compiler failed")
+        let program = try Self.compile(source, named: "two", in: dir, flags: ["-pthread"])
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
         try FileIO.makeDirectories(roots.v2)
-        let process = try Spawner.spawn(SpawnRequest(executable: dir + "/two", arguments: ["two"], environment: []))
+        let process = try Spawner.spawn(SpawnRequest(executable: program, arguments: ["two"], environment: []))
         defer { Self.end([process]) }
         let pid = process.handle.pid
         try FileIO.write(roots.v2 + "/cgroup.procs", "\(pid)")
@@ -265,12 +274,7 @@ struct SignalFreezeConfirmationTests {
         }
         #expect(Self.descriptorsOpen(on: taskDirectory) == 1, "the task directory is open while the threads are read")
         try FileIO.write(roots.v2 + "/cgroup.freeze", "0")
-        var outcome: FreezeProgress = .waiting(recheckAt: 0, watch: nil)
-        let thawed = Clock.monotonicNanos() + 5_000_000_000
-        while case .waiting = outcome, Clock.monotonicNanos() < thawed {
-            usleep(1_000)
-            outcome = steps.step(now: Clock.monotonicNanos(), startedAt: start, deadline: deadline)
-        }
+        let outcome = Self.stepWhileWaiting(&steps, startedAt: start, deadline: deadline, until: Clock.monotonicNanos() + 5_000_000_000)
         guard case .confirmed(let report) = outcome else {
             steps.cancel()
             Issue.record("not confirmed after the cgroup thaw: \(outcome)")
