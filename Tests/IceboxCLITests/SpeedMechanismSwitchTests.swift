@@ -34,10 +34,16 @@ struct SpeedMechanismSwitchTests {
 
     /// The calls of `syscall` that `daemon` makes while `body` runs, as strace sees them.
     static func calls(_ syscall: String, of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
+        try trace([syscall], of: daemon, during: body).filter { $0.contains(syscall) }
+    }
+
+    /// The lines strace writes for the calls of `syscalls` that `daemon` makes while `body`
+    /// runs, in order; `options` go to strace too (-y: descriptors with their paths).
+    static func trace(_ syscalls: [String], options: [String] = [], of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
         let out = Sandbox.temporaryDirectory("strace") + "/trace"
         let tracer = Process()
         tracer.executableURL = URL(fileURLWithPath: try #require(Strace.path))
-        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=\(syscall)", "-o", out]
+        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=\(syscalls.joined(separator: ","))", "-o", out] + options
         tracer.standardError = FileHandle.nullDevice
         try tracer.run()
         // SIGKILL ends it: the kernel detaches the daemon, which runs on, and each line is in
@@ -57,7 +63,7 @@ struct SpeedMechanismSwitchTests {
         end()
         #expect(Scenario.eventually { status(daemon, "TracerPid") == "0" }, "the daemon is still traced")
         let trace = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        return trace.split(separator: "\n").map(String.init).filter { $0.contains(syscall) }
+        return trace.split(separator: "\n").map(String.init)
     }
 
     @Test(

@@ -66,6 +66,11 @@ package struct FreezeOperation: Sendable {
         outcome = .failed(.cancelled)
     }
 
+    /// Whether the operation ends when a stop is reported to the app's parent: a SIGSTOP
+    /// freeze (the group stop's last thread sends SIGCHLD, CLD_STOPPED). Its loop steps it
+    /// at a SIGCHLD, when it is the parent.
+    package var endsWithChildStop: Bool { backend == .signal && direction == .freeze }
+
     /// Tells a backend that waits on a change notification (cgroup2's cgroup.events) that
     /// the kernel will send it as soon as the operation completes: nothing changed the file
     /// in the last `FreezeOperation.notificationQuietNanos`. Its re-reads then only guard
