@@ -91,29 +91,35 @@ package enum ProcFS {
         return FileIO.parseCounter(UnsafeBufferPointer(rebasing: line[at...]))
     }
 
-    /// A process's state letter (its leader thread's) and how many threads it has (field 20),
-    /// from one read of /proc/PID/stat. A process of one thread stopped is then confirmed with
-    /// this read alone, where listing /proc/PID/task and reading the thread's stat took three
-    /// path walks. nil when it is gone.
-    package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> (state: Character, threads: Int)? {
+    /// A process's state letter (its leader thread's), how many threads it has (field 20) and
+    /// its parent (field 4), from one read of /proc/PID/stat. A process of one thread stopped
+    /// is then confirmed with this read alone, where listing /proc/PID/task and reading the
+    /// thread's stat took three path walks. nil when it is gone.
+    package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> (state: Character, threads: Int, parent: pid_t)? {
         withStatLine("\(procRoot)/\(pid)/stat", stateAndThreads)
     }
 
     /// The same from a descriptor of /proc/PID/stat kept open (read at offset 0): nil once the
     /// process it was opened for is gone, whoever has its pid by then.
-    package static func stateAndThreads(statFD fd: Int32) -> (state: Character, threads: Int)? {
+    package static func stateAndThreads(statFD fd: Int32) -> (state: Character, threads: Int, parent: pid_t)? {
         withStatLine(fd: fd, stateAndThreads)
     }
 
     /// The same from a stat line's text (for the parser's own tests).
-    package static func stateAndThreads(inStatLine text: String) -> (state: Character, threads: Int)? {
+    package static func stateAndThreads(inStatLine text: String) -> (state: Character, threads: Int, parent: pid_t)? {
         var text = text
         return text.withUTF8 { line in fieldThree(in: line).flatMap { stateAndThreads(in: line, fieldThree: $0) } }
     }
 
-    /// Field 3 (the state letter) and field 20 (the thread count) of a stat line.
-    private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> (state: Character, threads: Int)? {
-        numericField(20, in: line, fieldThree: fieldThree).map { (stateLetter(in: line, fieldThree: fieldThree), Int(clamping: $0)) }
+    /// Field 3 (the state letter), field 20 (the thread count) and field 4 (the parent) of a
+    /// stat line.
+    private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> (
+        state: Character, threads: Int, parent: pid_t
+    )? {
+        guard let threads = numericField(20, in: line, fieldThree: fieldThree),
+            let parent = numericField(4, in: line, fieldThree: fieldThree)
+        else { return nil }
+        return (stateLetter(in: line, fieldThree: fieldThree), Int(clamping: threads), pid_t(clamping: parent))
     }
 
     /// Field 3 of a stat line: the state letter.

@@ -7,7 +7,8 @@ import Testing
 /// A SIGSTOP freeze ends when the app's last task stops, and the kernel tells the app's parent
 /// just then (SIGCHLD, CLD_STOPPED). The daemon is that parent for the apps it starts: the
 /// signal is the freeze's event, as cgroup.events is a cgroup freeze's, and the daemon reads
-/// the app at once instead of at its next re-read (Daemon.stepFreezesEndedByStop).
+/// the app at once instead of at its next re-read (Daemon.stepFreezesEndedByStop); meanwhile it
+/// re-reads only as a safety net and stays on its CPU (FreezeOperation.waitsOnAnnouncement).
 @Suite(
     .enabled(if: Sandbox.unavailableReason == nil, "\(Sandbox.unavailableReason ?? "")"),
     .enabled(
@@ -19,7 +20,7 @@ struct SignalFreezeStopEventTests {
     /// Whether the SIGSTOP sent to `pid` waits, not yet taken.
     static func stopPending(_ pid: pid_t) -> Bool { ProcFS.stopPending(pid: pid, tid: pid) }
 
-    @Test("a SIGSTOP freeze is read again at the app's stop (its SIGCHLD), before the daemon waits again")
+    @Test("a SIGSTOP freeze is read again at the app's stop (its SIGCHLD), before the daemon waits again, and waits without stepping aside")
     func readAtTheStop() throws {
         let box = Sandbox()
         defer { box.close() }
@@ -40,23 +41,26 @@ struct SignalFreezeStopEventTests {
         for round in 1...3 {
             try "FROZEN".write(toFile: hold + "/freezer.state", atomically: false, encoding: .utf8)
             try #require(Scenario.eventually { Kernel.freezerState(hold) == "FROZEN" }, "the hold did not freeze the app")
-            let suspend = Sandbox.Background(box, ["suspend", "held"])
-            try #require(Scenario.eventually { Self.stopPending(pid) }, "round \(round): the daemon sent no SIGSTOP")
-            // The freeze waits; its re-reads grow apart to their longest (5 ms, 5% of the wait).
-            usleep(200_000)
-            #expect(suspend.result(within: 0) == nil, "round \(round): the suspend ended while the app could not stop")
-            let syscalls = ["read", "pread64", "epoll_wait", "epoll_pwait2"]
+            let syscalls = ["read", "pread64", "epoll_wait", "epoll_pwait2", "sched_setaffinity"]
             let lines = try SpeedMechanismSwitchTests.trace(syscalls, options: ["-y", "-s", "64"], of: daemon) {
+                let suspend = Sandbox.Background(box, ["suspend", "held"])
+                try #require(Scenario.eventually { Self.stopPending(pid) }, "round \(round): the daemon sent no SIGSTOP")
+                usleep(200_000)
+                #expect(suspend.result(within: 0) == nil, "round \(round): the suspend ended while the app could not stop")
                 try "THAWED".write(toFile: hold + "/freezer.state", atomically: false, encoding: .utf8)
                 let r = suspend.result(within: 20)
                 #expect(r?.status == 0, "round \(round): \(r?.output ?? "the suspend did not end")")
             }
-            // The look that found the app stopped, and the SIGCHLD read before it, if any: with no
-            // wait between them.
+            // Waiting for its child's SIGCHLD, the daemon stays on its CPU (CPUStepAside is for
+            // tasks it must let run).
+            #expect(!lines.contains { $0.hasPrefix("sched_setaffinity(") }, "round \(round): the daemon stepped aside while it waited")
+            // The look that found the app stopped, and the SIGCHLD read since the look before it
+            // (a SIGCHLD read earlier was another's), if any: with no wait between them.
+            let look = { (line: String) in line.hasPrefix("pread64(") && line.contains("</proc/\(pid)/stat>") }
             let found = try #require(
-                lines.firstIndex { $0.hasPrefix("pread64(") && $0.contains("</proc/\(pid)/stat>") && $0.contains(") T ") },
-                "round \(round): the daemon never read the app stopped: \(lines)")
-            if let wake = lines[..<found].lastIndex(where: { $0.contains("signalfd") && $0.hasSuffix("= 128") }) {
+                lines.firstIndex { look($0) && $0.contains(") T ") }, "round \(round): the daemon never read the app stopped: \(lines)")
+            let since = lines[..<found].lastIndex(where: look) ?? 0
+            if let wake = lines[since..<found].lastIndex(where: { $0.contains("signalfd") && $0.hasSuffix("= 128") }) {
                 readAtTheEvent += 1
                 #expect(
                     !lines[wake..<found].contains { $0.hasPrefix("epoll_") },

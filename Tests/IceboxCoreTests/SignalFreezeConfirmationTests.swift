@@ -289,4 +289,46 @@ struct SignalFreezeConfirmationTests {
         }
         #expect(Self.descriptorsOpen(on: taskDirectory) == 0, "a thaw keeps none")
     }
+
+    /// A freeze whose processes left to stop are all children of the loop that steps it, told
+    /// that it hears their SIGCHLDs, waits for that: re-reads 1 ms apart (`Backoff.safetyNet`),
+    /// not 20 µs. A cgroup v2 freeze holds the SIGSTOP back so the freeze waits.
+    @Test(
+        "a SIGSTOP freeze waiting only on children whose stops its loop hears re-reads as a safety net; not for a grandchild, nor untold",
+        .enabled(if: CgroupTestRoots.hasV2, "\(CgroupTestRoots.v2Unavailable ?? "")"))
+    func waitsOnTheChildrensStops() throws {
+        let roots = CgroupTestRoots()
+        defer { roots.cleanup() }
+        try FileIO.makeDirectories(roots.v2)
+        // A child, and a grandchild (the sleep its shell starts).
+        let child = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
+        let shell = try Spawner.spawn(SpawnRequest(executable: "/bin/sh", arguments: ["sh", "-c", "sleep 100 & wait"], environment: []))
+        defer { Self.end([child, shell]) }
+        let found = Clock.monotonicNanos() + 5_000_000_000
+        var grandchild: pid_t?
+        while grandchild == nil && Clock.monotonicNanos() < found {
+            grandchild = ProcFS.children(of: shell.handle.pid).first
+            if grandchild == nil { usleep(1_000) }
+        }
+        let held = [child.handle.pid, try #require(grandchild, "the shell started no sleep")]
+        defer { for pid in held { kill(pid, SIGKILL) } }
+        for pid in held { try FileIO.write(roots.v2 + "/cgroup.procs", "\(pid)") }
+        try FileIO.write(roots.v2 + "/cgroup.freeze", "1")
+        while readFile(roots.v2 + "/cgroup.events")?.contains("frozen 1") != true && Clock.monotonicNanos() < found { usleep(1_000) }
+        try #require(readFile(roots.v2 + "/cgroup.events")?.contains("frozen 1") == true, "the cgroup did not freeze")
+
+        for (pid, told, waitsOnStops) in [(held[0], true, true), (held[0], false, false), (held[1], true, false)] {
+            var op = SignalFreezer(members: { [pid] }).beginFreeze(now: Clock.monotonicNanos(), deadline: .max)
+            if told { op.expectPromptNotification() }
+            let now = Clock.monotonicNanos()
+            guard case .waiting(let recheckAt, _) = op.step(now: now) else {
+                Issue.record("confirmed while the cgroup freezer holds the SIGSTOP back")
+                return
+            }
+            let what = "\(pid == held[0] ? "a child" : "a grandchild"), \(told ? "told" : "not told")"
+            #expect(op.waitsOnAnnouncement == waitsOnStops, "\(what)")
+            if waitsOnStops { #expect(recheckAt - now >= Backoff.safetyNet, "\(what): re-read after \(recheckAt - now) ns") }
+            op.cancel()  // SIGCONT: the pending SIGSTOP goes
+        }
+    }
 }

@@ -208,10 +208,11 @@ struct ProcFSTests {
         #expect(ProcFS.caughtSignals(inStatLine: ")") == nil)
     }
 
-    @Test func stateAndThreadsReadFieldsThreeAndTwentyOfALine() {
-        let line = ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "x) (y", state: "T", threads: "10000"))
+    @Test func stateAndThreadsReadFieldsThreeTwentyAndFourOfALine() {
+        let line = ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "x) (y", state: "T", ppid: 4321, threads: "10000"))
         #expect(line?.state == "T")
         #expect(line?.threads == 10_000)
+        #expect(line?.parent == 4321)
         #expect(ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "a", threads: "x1")) == nil, "not a number")
         #expect(ProcFS.stateAndThreads(inStatLine: "1 (a) S 1 1 1") == nil, "too short")
         #expect(ProcFS.stateAndThreads(inStatLine: ")") == nil)
@@ -237,6 +238,7 @@ struct ProcFSTests {
         }
         #expect(stopped)
         #expect(ProcFS.stateAndThreads(pid: pid)?.threads == 1)
+        #expect(ProcFS.stateAndThreads(pid: pid)?.parent == getpid())
         #expect(ProcFS.stateAndThreads(statFD: fd)?.state == "T")
         #expect(ProcFS.stateAndThreads(statFD: fd)?.threads == 1)
         kill(pid, SIGKILL)

@@ -71,11 +71,18 @@ package struct FreezeOperation: Sendable {
     /// at a SIGCHLD, when it is the parent.
     package var endsWithChildStop: Bool { backend == .signal && direction == .freeze }
 
-    /// Tells a backend that waits on a change notification (cgroup2's cgroup.events) that
-    /// the kernel will send it as soon as the operation completes: nothing changed the file
-    /// in the last `FreezeOperation.notificationQuietNanos`. Its re-reads then only guard
-    /// against a lost notification (`Backoff.safetyNet`). Call before the first step; other
-    /// backends have no notification and keep their schedule.
+    /// Whether the operation, in flight, waits only for an event the kernel will send the
+    /// loop: a SIGSTOP freeze whose processes left to stop are all the loop's children, whose
+    /// stops it hears (`expectPromptNotification`). Its re-reads are then a safety net, 1 ms
+    /// apart.
+    package var waitsOnAnnouncement: Bool { outcome == nil && steps.waitsOnAnnouncement }
+
+    /// Tells a backend that waits on a change notification that the kernel will send it as
+    /// soon as the operation completes: for cgroup2's cgroup.events, nothing changed the file
+    /// in the last `FreezeOperation.notificationQuietNanos`; for SIGSTOP, the loop hears its
+    /// children's SIGCHLDs (CLD_STOPPED), and does so for the members that are its children.
+    /// Its re-reads then only guard against a lost notification (`Backoff.safetyNet`). Call
+    /// before the first step; the v1 freezer has no notification and keeps its schedule.
     package mutating func expectPromptNotification() { steps.expectPromptNotification() }
 
     /// How long cgroup.events must have been unchanged for its next notification to come at
@@ -105,9 +112,13 @@ protocol FreezeSteps: Sendable {
     mutating func cancel()
     /// See `FreezeOperation.expectPromptNotification()`.
     mutating func expectPromptNotification()
+    /// See `FreezeOperation.waitsOnAnnouncement`.
+    var waitsOnAnnouncement: Bool { get }
 }
 
 extension FreezeSteps {
+    /// Only a SIGSTOP freeze waits on the loop's children.
+    var waitsOnAnnouncement: Bool { false }
     /// No notification to wait on: the schedule stays.
     mutating func expectPromptNotification() {}
 }

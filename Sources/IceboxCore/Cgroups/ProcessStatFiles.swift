@@ -40,8 +40,9 @@ package final class ProcessStatFiles: Sendable {
         return Int(min(limit.rlim_cur / 8, 4096))
     }
 
-    /// The process's state letter (its leader's) and its thread count; nil once it is gone.
-    func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int)? {
+    /// The process's state letter (its leader's), its thread count and its parent; nil once it
+    /// is gone.
+    func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int, parent: pid_t)? {
         if let fd = files[pid] { return ProcFS.stateAndThreads(statFD: fd) }
         return ProcFS.stateAndThreads(pid: pid)
     }

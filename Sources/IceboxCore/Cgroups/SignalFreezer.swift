@@ -61,8 +61,16 @@ package struct SignalFreezer: Freezer {
         // Whoever is stopped already was stopped by someone else: remember, to leave it so.
         let pids = members()
         let files = ProcessStatFiles(pids)
-        stoppedByOthers.set(Set(pids.filter { Self.stoppedState(files.stateAndThreads(of: $0)?.state ?? " ") }))
-        var steps = SignalFreezeSteps(members: members, keepStopped: stoppedByOthers.current, files: files)
+        let me = getpid()
+        var stopped = Set<pid_t>(), children = Set<pid_t>()
+        for pid in pids {
+            guard let process = files.stateAndThreads(of: pid) else { continue }
+            if Self.stoppedState(process.state) { stopped.insert(pid) }
+            if process.parent == me { children.insert(pid) }
+        }
+        stoppedByOthers.set(stopped)
+        var steps = SignalFreezeSteps(members: members, keepStopped: stopped, files: files)
+        steps.children = children
         steps.begin(with: pids)
         return FreezeOperation(backend: .signal, direction: .freeze, startedAt: now, deadline: deadline, steps: steps)
     }
@@ -126,6 +134,16 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// The members' stat files, kept open until the freeze ends (nil then: closed).
     var files: ProcessStatFiles?
     var failedAtStart: FreezeFailure? { nil }
+    /// The members this process is the parent of: the kernel tells it when one has stopped
+    /// (SIGCHLD, CLD_STOPPED, from the last of its threads to stop).
+    var children = Set<pid_t>()
+    /// Whether those SIGCHLDs reach the loop that steps this freeze (`expectPromptNotification`).
+    var hearsStops = false
+
+    /// Whether every member not yet seen stopped is a child whose stop the loop will hear of:
+    /// the freeze then waits for that, and its re-reads only guard against a SIGCHLD that does
+    /// not come (a child stopped under a tracer notifies the tracer instead).
+    var waitsOnAnnouncement: Bool { hearsStops && next < queue.count && queue[next...].allSatisfy { children.contains($0) } }
 
     package init(members: @escaping @Sendable () -> [pid_t], keepStopped: Set<pid_t> = [], files: ProcessStatFiles? = nil) {
         self.members = members
@@ -135,7 +153,7 @@ package struct SignalFreezeSteps: FreezeSteps {
 
     /// One process's state and thread count, through its kept file if it has one (nil once
     /// that process is gone: not a path read that could find another with its pid).
-    private func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int)? {
+    private func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int, parent: pid_t)? {
         if let files { return files.stateAndThreads(of: pid) }
         return ProcFS.stateAndThreads(pid: pid)
     }
@@ -175,8 +193,14 @@ package struct SignalFreezeSteps: FreezeSteps {
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
+        // Each re-read would take the CPU from a task that must run to stop, as for a cgroup
+        // freeze whose notification is due.
+        if waitsOnAnnouncement { backoff.raiseFloor(to: Backoff.safetyNet) }
         return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
     }
+
+    /// The loop that steps this freeze hears its children's SIGCHLDs.
+    mutating func expectPromptNotification() { hearsStops = true }
 
     /// SIGSTOP to `pids` (the members, just read), queued for the first step.
     package mutating func begin(with pids: [pid_t]) { _ = refill(pids) }

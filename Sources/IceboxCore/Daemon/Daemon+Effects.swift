@@ -298,10 +298,13 @@ extension Daemon {
         app.frozenProcesses != 1 || ProcFS.threadCount(pid: app.pid) != 1
     }
 
-    /// Whether the kernel will announce a change to the app's cgroup.events as soon as it
-    /// happens: the daemon has watched the file without a change for longer than the kernel's
-    /// rate limit, so no notification is held back.
+    /// Whether the kernel will announce the end of the app's freeze as soon as it happens. For
+    /// cgroup.events: the daemon has watched the file without a change for longer than the
+    /// kernel's rate limit, so no notification is held back. For SIGSTOP: the SIGCHLD of a
+    /// stopped child reaches the daemon's signalfd, which has them all only when the daemon owns
+    /// its process (embedded, another thread of the host program may take them).
     func notificationWillBePrompt(_ app: LiveApp, now: UInt64) -> Bool {
+        if app.freezer.kind == .signal { return config.ownsProcess }
         guard app.watchedEvents != nil, let changed = app.eventsChangedAt else { return false }
         return now.saturatingSub(changed) >= FreezeOperation.notificationQuietNanos
     }
