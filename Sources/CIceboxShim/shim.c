@@ -546,6 +546,10 @@ int icebox_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
+int icebox_tgkill(pid_t tgid, pid_t tid, int sig) {
+    return (int)syscall(SYS_tgkill, tgid, tid, sig);
+}
+
 static int waitid_fill(idtype_t type, id_t id, int options, int *code, int *status, pid_t *pid) {
     siginfo_t info;
     memset(&info, 0, sizeof info);

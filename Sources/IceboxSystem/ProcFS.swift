@@ -91,35 +91,37 @@ package enum ProcFS {
         return FileIO.parseCounter(UnsafeBufferPointer(rebasing: line[at...]))
     }
 
-    /// A process's state letter (its leader thread's), how many threads it has (field 20) and
-    /// its parent (field 4), from one read of /proc/PID/stat. A process of one thread stopped
-    /// is then confirmed with this read alone, where listing /proc/PID/task and reading the
-    /// thread's stat took three path walks. nil when it is gone.
-    package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> (state: Character, threads: Int, parent: pid_t)? {
+    /// A process's state letter (its leader thread's), how many threads it has (field 20), its
+    /// parent (field 4), and whether a SIGSTOP waits in its leader's own queue (field 31: the
+    /// signals sent to that thread alone and not yet taken), from one read of /proc/PID/stat.
+    /// A process of one thread stopped is then confirmed with this read alone, where listing
+    /// /proc/PID/task and reading the thread's stat took three path walks. nil when it is gone.
+    package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> ProcessStat? {
         withStatLine("\(procRoot)/\(pid)/stat", stateAndThreads)
     }
 
     /// The same from a descriptor of /proc/PID/stat kept open (read at offset 0): nil once the
     /// process it was opened for is gone, whoever has its pid by then.
-    package static func stateAndThreads(statFD fd: Int32) -> (state: Character, threads: Int, parent: pid_t)? {
+    package static func stateAndThreads(statFD fd: Int32) -> ProcessStat? {
         withStatLine(fd: fd, stateAndThreads)
     }
 
     /// The same from a stat line's text (for the parser's own tests).
-    package static func stateAndThreads(inStatLine text: String) -> (state: Character, threads: Int, parent: pid_t)? {
+    package static func stateAndThreads(inStatLine text: String) -> ProcessStat? {
         var text = text
         return text.withUTF8 { line in fieldThree(in: line).flatMap { stateAndThreads(in: line, fieldThree: $0) } }
     }
 
-    /// Field 3 (the state letter), field 20 (the thread count) and field 4 (the parent) of a
-    /// stat line.
-    private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> (
-        state: Character, threads: Int, parent: pid_t
-    )? {
-        guard let threads = numericField(20, in: line, fieldThree: fieldThree),
-            let parent = numericField(4, in: line, fieldThree: fieldThree)
+    /// Fields 3 (the state letter), 4 (the parent), 20 (the thread count) and 31 (the leader's
+    /// own pending signals) of a stat line.
+    private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> ProcessStat? {
+        guard let parent = numericField(4, in: line, fieldThree: fieldThree),
+            let threads = numericField(20, in: line, fieldThree: fieldThree),
+            let pending = numericField(31, in: line, fieldThree: fieldThree)
         else { return nil }
-        return (stateLetter(in: line, fieldThree: fieldThree), Int(clamping: threads), pid_t(clamping: parent))
+        return ProcessStat(
+            state: stateLetter(in: line, fieldThree: fieldThree), threads: Int(clamping: threads), parent: pid_t(clamping: parent),
+            stopQueued: maskHasSignal(pending, SIGSTOP))
     }
 
     /// Field 3 of a stat line: the state letter.
@@ -280,4 +282,15 @@ extension StringProtocol {
 
 extension String {
     package func trimmed() -> String { self[...].trimmingCharacters(in: " \t\n\r") }
+}
+
+/// What one read of /proc/PID/stat tells a SIGSTOP freeze about a process.
+package struct ProcessStat: Sendable, Equatable {
+    /// The leader thread's state letter.
+    package let state: Character
+    package let threads: Int
+    package let parent: pid_t
+    /// A SIGSTOP sent to the leader alone (tgkill) waits in its queue: not taken, as by a
+    /// process stopped already.
+    package let stopQueued: Bool
 }

@@ -53,7 +53,9 @@ struct SignalFreezeStopEventTests {
             }
             // Waiting for its child's SIGCHLD, the daemon stays on its CPU (CPUStepAside is for
             // tasks it must let run).
-            #expect(!lines.contains { $0.hasPrefix("sched_setaffinity(") }, "round \(round): the daemon stepped aside while it waited")
+            let aside = lines.firstIndex { $0.hasPrefix("sched_setaffinity(") }
+            #expect(
+                aside == nil, "round \(round): the daemon stepped aside while it waited: \(aside.map { lines[max(0, $0 - 8)...$0] } ?? [])")
             // The look that found the app stopped, and the SIGCHLD read since the look before it
             // (a SIGCHLD read earlier was another's), if any: with no wait between them.
             let look = { (line: String) in line.hasPrefix("pread64(") && line.contains("</proc/\(pid)/stat>") }

@@ -270,6 +270,12 @@ struct StepwiseFreezeTests {
         _ = try thaw.wait()
         #expect(eventually { ProcFS.stat(pid: ours.pid)?.state == "S" }, "ours runs again")
         #expect(ProcFS.stat(pid: theirs.pid)?.state == "T", "theirs stays stopped, as the cgroup freezers leave it")
+        // A freeze rolled back before any look at them: theirs is told by the SIGSTOP of ours
+        // still queued on it, and stays stopped; ours runs.
+        var rolledBack = freezer.beginFreeze(now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 10_000_000_000)
+        rolledBack.cancel()
+        #expect(eventually { ProcFS.stat(pid: ours.pid)?.state == "S" }, "ours runs after the rollback")
+        #expect(ProcFS.stat(pid: theirs.pid)?.state == "T", "theirs stays stopped after the rollback")
         kill(theirs.pid, SIGCONT)
     }
 

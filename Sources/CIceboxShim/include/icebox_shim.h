@@ -94,6 +94,8 @@ int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_res
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
 int icebox_pidfd_send_signal(int pidfd, int sig);
+/// tgkill(2): a signal to one thread of a process (glibc 2.36 declares it only for _GNU_SOURCE).
+int icebox_tgkill(pid_t tgid, pid_t tid, int sig);
 /// waitid(P_PIDFD, pidfd, ...). options as for waitid. Returns 0 or -1 with errno.
 int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.

@@ -1,9 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// The /proc/PID/stat of each process a SIGSTOP freeze began with, opened once and read with
-/// pread for the freeze's three looks at it: the state before the SIGSTOP (someone else's stop
-/// is left alone), the confirmation, and the re-check for a peer's SIGCONT. A look through the
+/// The /proc/PID/stat of each process a SIGSTOP freeze began with, opened once (after the
+/// SIGSTOPs) and read with pread for the freeze's looks at it: the confirmation (which also
+/// tells someone else's stop, to be left alone), and the re-check for a peer's SIGCONT. A look through the
 /// path walks /proc/PID/stat and opens and closes the file each time; on 1000 processes of one
 /// thread that was two thirds of the freeze's syscalls (benchmarks/RESULTS.md, session 48). A
 /// kept descriptor also stays the process it was opened for: once that one exits, reads fail,
@@ -40,9 +40,8 @@ package final class ProcessStatFiles: Sendable {
         return Int(min(limit.rlim_cur / 8, 4096))
     }
 
-    /// The process's state letter (its leader's), its thread count and its parent; nil once it
-    /// is gone.
-    func stateAndThreads(of pid: pid_t) -> (state: Character, threads: Int, parent: pid_t)? {
+    /// What the process's stat line tells (`ProcessStat`); nil once it is gone.
+    func stateAndThreads(of pid: pid_t) -> ProcessStat? {
         if let fd = files[pid] { return ProcFS.stateAndThreads(statFD: fd) }
         return ProcFS.stateAndThreads(pid: pid)
     }

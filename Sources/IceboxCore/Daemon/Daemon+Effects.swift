@@ -265,7 +265,11 @@ extension Daemon {
             var op =
                 direction == .freeze ? freezer.beginFreeze(now: now, deadline: deadline) : freezer.beginThaw(now: now, deadline: deadline)
             if direction == .freeze, notificationWillBePrompt(app, now: now) { op.expectPromptNotification() }
-            return (op, op.step(now: Clock.monotonicNanos()))
+            // Stepped before it is returned: `(op, op.step(...))` returned the copy from before
+            // the step, which forgot what the first look learnt (a SIGSTOP freeze read its
+            // members again at the next step).
+            let progress = op.step(now: Clock.monotonicNanos())
+            return (op, progress)
         }
         // A cgroup thaw is one write the kernel completes before it returns, and one read that
         // says so (and a count for the report), with no preemption between (PreemptionGuard).
