@@ -331,4 +331,45 @@ struct SignalFreezeConfirmationTests {
             op.cancel()  // SIGCONT: the pending SIGSTOP goes
         }
     }
+
+    /// A process whose leader has exited (pthread_exit in main) and left a thread running: the
+    /// SIGSTOP sent to the leader alone is never taken, so the freeze signals the whole process
+    /// once it sees the leader gone (state Z with other threads).
+    @Test(
+        "a process whose leader has exited is stopped through its other thread",
+        .enabled(if: SignalFreezeConfirmationTests.compiler != nil, "needs a C compiler (cc, gcc or clang) on PATH"))
+    func exitedLeader() throws {
+        let dir = makeTemporaryDirectory("leader")
+        defer { removeTree(dir) }
+        let source = """
+            #include <pthread.h>
+            #include <unistd.h>
+            static void *sleeper(void *arg) { for (;;) pause(); return arg; }
+            int main(void) {
+                pthread_t t;
+                if (pthread_create(&t, 0, sleeper, 0) != 0) return 1;
+                pthread_exit(0);
+            }
+            """
+        let program = try Self.compile(source, named: "leaderless", in: dir, flags: ["-pthread"])
+        let process = try Spawner.spawn(SpawnRequest(executable: program, arguments: ["leaderless"], environment: []))
+        defer { Self.end([process]) }
+        let pid = process.handle.pid
+        try #require(Self.wait(pid) { $0 == "Z" }, "the leader did not exit")
+        var freeze = SignalFreezer(members: { [pid] }).beginFreeze(
+            now: Clock.monotonicNanos(), deadline: Clock.monotonicNanos() + 5_000_000_000)
+        var outcome = freeze.step(now: Clock.monotonicNanos())
+        while case .waiting = outcome {
+            usleep(1_000)
+            outcome = freeze.step(now: Clock.monotonicNanos())
+        }
+        guard case .confirmed(let report) = outcome else {
+            Issue.record("not confirmed: \(outcome)")
+            return
+        }
+        #expect(report.tasks == 1, "the one live thread")
+        let thread = try #require(ProcFS.threads(of: pid).first { $0 != pid })
+        #expect(ProcFS.state(pid: pid, tid: thread) == "T")
+        kill(pid, SIGCONT)
+    }
 }
