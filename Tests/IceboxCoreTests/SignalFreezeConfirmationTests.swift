@@ -160,6 +160,22 @@ struct SignalFreezeConfirmationTests {
         return dir + "/" + name
     }
 
+    /// A C program of two threads built into `dir`/`name`: the second sleeps for good, and the
+    /// main one, once it has started it, does `mainThenDoes`.
+    static func compileTwoThreads(named name: String, in dir: String, mainThenDoes: String) throws -> String {
+        let source = """
+            #include <pthread.h>
+            #include <unistd.h>
+            static void *sleeper(void *arg) { for (;;) pause(); return arg; }
+            int main(void) {
+                pthread_t t;
+                if (pthread_create(&t, 0, sleeper, 0) != 0) return 1;
+                \(mainThenDoes)
+            }
+            """
+        return try compile(source, named: name, in: dir, flags: ["-pthread"])
+    }
+
     /// Steps a freeze every millisecond while it waits, until the clock passes `until`.
     static func stepWhileWaiting(_ steps: inout SignalFreezeSteps, startedAt start: UInt64, deadline: UInt64, until: UInt64)
         -> FreezeProgress
@@ -239,17 +255,7 @@ struct SignalFreezeConfirmationTests {
     func taskDirectoryKeptWhileConfirming() throws {
         let dir = makeTemporaryDirectory("threads")
         defer { removeTree(dir) }
-        let source = """
-            #include <pthread.h>
-            #include <unistd.h>
-            static void *sleeper(void *arg) { for (;;) pause(); return arg; }
-            int main(void) {
-                pthread_t t;
-                if (pthread_create(&t, 0, sleeper, 0) != 0) return 1;
-                for (;;) pause();
-            }
-            """
-        let program = try Self.compile(source, named: "two", in: dir, flags: ["-pthread"])
+        let program = try Self.compileTwoThreads(named: "two", in: dir, mainThenDoes: "for (;;) pause();")
         let roots = CgroupTestRoots()
         defer { roots.cleanup() }
         try FileIO.makeDirectories(roots.v2)
@@ -341,17 +347,7 @@ struct SignalFreezeConfirmationTests {
     func exitedLeader() throws {
         let dir = makeTemporaryDirectory("leader")
         defer { removeTree(dir) }
-        let source = """
-            #include <pthread.h>
-            #include <unistd.h>
-            static void *sleeper(void *arg) { for (;;) pause(); return arg; }
-            int main(void) {
-                pthread_t t;
-                if (pthread_create(&t, 0, sleeper, 0) != 0) return 1;
-                pthread_exit(0);
-            }
-            """
-        let program = try Self.compile(source, named: "leaderless", in: dir, flags: ["-pthread"])
+        let program = try Self.compileTwoThreads(named: "leaderless", in: dir, mainThenDoes: "pthread_exit(0);")
         let process = try Spawner.spawn(SpawnRequest(executable: program, arguments: ["leaderless"], environment: []))
         defer { Self.end([process]) }
         let pid = process.handle.pid
