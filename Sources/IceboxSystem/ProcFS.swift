@@ -91,36 +91,37 @@ package enum ProcFS {
         return FileIO.parseCounter(UnsafeBufferPointer(rebasing: line[at...]))
     }
 
-    /// A process's state letter (its leader thread's), how many threads it has (field 20), its
-    /// parent (field 4), and whether a SIGSTOP waits in its leader's own queue (field 31: the
-    /// signals sent to that thread alone and not yet taken), from one read of /proc/PID/stat.
+    /// A process's `StopStat`: its state letter (its leader thread's), its parent (field 4),
+    /// how many threads it has (field 20), and whether a SIGSTOP waits in its leader's own queue
+    /// (field 31: the signals sent to that thread alone and not yet taken), from one read of
+    /// /proc/PID/stat.
     /// A process of one thread stopped is then confirmed with this read alone, where listing
     /// /proc/PID/task and reading the thread's stat took three path walks. nil when it is gone.
-    package static func stateAndThreads(pid: pid_t, procRoot: String = "/proc") -> ProcessStat? {
-        withStatLine("\(procRoot)/\(pid)/stat", stateAndThreads)
+    package static func stopStat(pid: pid_t, procRoot: String = "/proc") -> StopStat? {
+        withStatLine("\(procRoot)/\(pid)/stat", stopStat)
     }
 
     /// The same from a descriptor of /proc/PID/stat kept open (read at offset 0): nil once the
     /// process it was opened for is gone, whoever has its pid by then.
-    package static func stateAndThreads(statFD fd: Int32) -> ProcessStat? {
-        withStatLine(fd: fd, stateAndThreads)
+    package static func stopStat(statFD fd: Int32) -> StopStat? {
+        withStatLine(fd: fd, stopStat)
     }
 
     /// The same from a stat line's text (for the parser's own tests).
-    package static func stateAndThreads(inStatLine text: String) -> ProcessStat? {
+    package static func stopStat(inStatLine text: String) -> StopStat? {
         var text = text
-        return text.withUTF8 { line in fieldThree(in: line).flatMap { stateAndThreads(in: line, fieldThree: $0) } }
+        return text.withUTF8 { line in fieldThree(in: line).flatMap { stopStat(in: line, fieldThree: $0) } }
     }
 
     /// Fields 3 (the state letter), 4 (the parent), 20 (the thread count) and 31 (the leader's
     /// own pending signals) of a stat line.
-    private static func stateAndThreads(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> ProcessStat? {
+    private static func stopStat(in line: UnsafeBufferPointer<UInt8>, fieldThree: Int) -> StopStat? {
         guard let parent = numericField(4, in: line, fieldThree: fieldThree),
             let threads = numericField(20, in: line, fieldThree: fieldThree),
             let pending = numericField(31, in: line, fieldThree: fieldThree)
         else { return nil }
-        return ProcessStat(
-            state: stateLetter(in: line, fieldThree: fieldThree), threads: Int(clamping: threads), parent: pid_t(clamping: parent),
+        return StopStat(
+            state: stateLetter(in: line, fieldThree: fieldThree), ppid: pid_t(clamping: parent), threads: Int(clamping: threads),
             stopQueued: maskHasSignal(pending, SIGSTOP))
     }
 
@@ -161,6 +162,19 @@ package enum ProcFS {
             guard let three = fieldThree(in: line) else { return nil }
             return body(line, three)
         }
+    }
+
+    /// What a SIGSTOP freeze reads of a process from its stat line: the few fields of `Stat`
+    /// it needs and field 31, parsed in place (`stopStat`), since the freeze reads every
+    /// member this way, where splitting the line into Strings cost twice what bare.c takes.
+    package struct StopStat: Equatable, Sendable {
+        /// The leader thread's state letter.
+        package let state: Character
+        package let ppid: pid_t
+        package let threads: Int
+        /// A SIGSTOP sent to the leader alone (tgkill) waits in its queue: not taken, as by a
+        /// process stopped already.
+        package let stopQueued: Bool
     }
 
     /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")"),
@@ -282,15 +296,4 @@ extension StringProtocol {
 
 extension String {
     package func trimmed() -> String { self[...].trimmingCharacters(in: " \t\n\r") }
-}
-
-/// What one read of /proc/PID/stat tells a SIGSTOP freeze about a process.
-package struct ProcessStat: Sendable, Equatable {
-    /// The leader thread's state letter.
-    package let state: Character
-    package let threads: Int
-    package let parent: pid_t
-    /// A SIGSTOP sent to the leader alone (tgkill) waits in its queue: not taken, as by a
-    /// process stopped already.
-    package let stopQueued: Bool
 }

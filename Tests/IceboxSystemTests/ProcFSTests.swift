@@ -208,19 +208,19 @@ struct ProcFSTests {
         #expect(ProcFS.caughtSignals(inStatLine: ")") == nil)
     }
 
-    @Test func stateAndThreadsReadFieldsThreeTwentyAndFourOfALine() {
-        let line = ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "x) (y", state: "T", ppid: 4321, threads: "10000"))
+    @Test func stopStatReadsFieldsThreeFourTwentyAndThirtyOneOfALine() {
+        let line = ProcFS.stopStat(inStatLine: Self.statLine(comm: "x) (y", state: "T", ppid: 4321, threads: "10000"))
         #expect(line?.state == "T")
         #expect(line?.threads == 10_000)
-        #expect(line?.parent == 4321)
-        #expect(ProcFS.stateAndThreads(inStatLine: Self.statLine(comm: "a", threads: "x1")) == nil, "not a number")
-        #expect(ProcFS.stateAndThreads(inStatLine: "1 (a) S 1 1 1") == nil, "too short")
-        #expect(ProcFS.stateAndThreads(inStatLine: ")") == nil)
+        #expect(line?.ppid == 4321)
+        #expect(ProcFS.stopStat(inStatLine: Self.statLine(comm: "a", threads: "x1")) == nil, "not a number")
+        #expect(ProcFS.stopStat(inStatLine: "1 (a) S 1 1 1") == nil, "too short")
+        #expect(ProcFS.stopStat(inStatLine: ")") == nil)
     }
 
     /// A process of one thread, read through its path and through a descriptor kept open,
     /// and nothing through that descriptor once it has exited.
-    @Test func stateAndThreadsOfARealProcess() throws {
+    @Test func stopStatOfARealProcess() throws {
         let child = try Spawner.spawn(SpawnRequest(executable: "/bin/sleep", arguments: ["sleep", "100"], environment: []))
         let pid = child.handle.pid
         defer {
@@ -233,17 +233,17 @@ struct ProcFSTests {
         kill(pid, SIGSTOP)
         var stopped = false
         for _ in 0..<5000 where !stopped {
-            stopped = ProcFS.stateAndThreads(pid: pid)?.state == "T"
+            stopped = ProcFS.stopStat(pid: pid)?.state == "T"
             if !stopped { usleep(1000) }
         }
         #expect(stopped)
-        #expect(ProcFS.stateAndThreads(pid: pid)?.threads == 1)
-        #expect(ProcFS.stateAndThreads(pid: pid)?.parent == getpid())
-        #expect(ProcFS.stateAndThreads(statFD: fd)?.state == "T")
-        #expect(ProcFS.stateAndThreads(statFD: fd)?.threads == 1)
+        #expect(ProcFS.stopStat(pid: pid)?.threads == 1)
+        #expect(ProcFS.stopStat(pid: pid)?.ppid == getpid())
+        #expect(ProcFS.stopStat(statFD: fd)?.state == "T")
+        #expect(ProcFS.stopStat(statFD: fd)?.threads == 1)
         kill(pid, SIGKILL)
         _ = try child.handle.wait(until: Clock.monotonicNanos() + 5_000_000_000)
-        #expect(ProcFS.stateAndThreads(statFD: fd) == nil, "reaped: the kept descriptor reads nothing")
+        #expect(ProcFS.stopStat(statFD: fd) == nil, "reaped: the kept descriptor reads nothing")
     }
 
     @Test func catchesSignalSeesARealHandler() {

@@ -3,11 +3,11 @@ import IceboxSystem
 
 /// The /proc/PID/stat of each process a SIGSTOP freeze began with, opened once (after the
 /// SIGSTOPs) and read with pread for the freeze's looks at it: the confirmation (which also
-/// tells someone else's stop, to be left alone), and the re-check for a peer's SIGCONT. A look through the
-/// path walks /proc/PID/stat and opens and closes the file each time; on 1000 processes of one
-/// thread that was two thirds of the freeze's syscalls (benchmarks/RESULTS.md, session 48). A
-/// kept descriptor also stays the process it was opened for: once that one exits, reads fail,
-/// whoever has the pid by then.
+/// tells someone else's stop, to be left alone), and the re-check for a peer's SIGCONT. A
+/// look through the path walks /proc/PID/stat and opens and closes the file each time; on
+/// 1000 processes of one thread that was two thirds of the freeze's syscalls
+/// (benchmarks/RESULTS.md, session 48). A kept descriptor also stays the process it was opened
+/// for: once that one exits, reads fail, whoever has the pid by then.
 ///
 /// Held only while the freeze is under way (`SignalFreezeSteps` drops it when it ends), and
 /// for at most an eighth of the soft RLIMIT_NOFILE (4096 at most): the rest, and any process
@@ -40,9 +40,9 @@ package final class ProcessStatFiles: Sendable {
         return Int(min(limit.rlim_cur / 8, 4096))
     }
 
-    /// What the process's stat line tells (`ProcessStat`); nil once it is gone.
-    func stateAndThreads(of pid: pid_t) -> ProcessStat? {
-        if let fd = files[pid] { return ProcFS.stateAndThreads(statFD: fd) }
-        return ProcFS.stateAndThreads(pid: pid)
+    /// What the process's stat line tells a freeze (`ProcFS.StopStat`); nil once it is gone.
+    func stopStat(of pid: pid_t) -> ProcFS.StopStat? {
+        if let fd = files[pid] { return ProcFS.stopStat(statFD: fd) }
+        return ProcFS.stopStat(pid: pid)
     }
 }

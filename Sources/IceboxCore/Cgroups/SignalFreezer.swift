@@ -143,6 +143,9 @@ package struct SignalFreezeSteps: FreezeSteps {
     var children = Set<pid_t>()
     /// Whether those SIGCHLDs reach the loop that steps this freeze (`expectPromptNotification`).
     var hearsStops = false
+    /// This process, the parent its children name (read once: getpid is a system call, and a
+    /// freeze looks at every member).
+    private let ownPID = getpid()
 
     /// Whether every member not yet seen stopped is a child whose stop the loop will hear of:
     /// the freeze then waits for that, and its re-reads only guard against a SIGCHLD that does
@@ -157,11 +160,11 @@ package struct SignalFreezeSteps: FreezeSteps {
         self.files = files
     }
 
-    /// One process's state and thread count, through its kept file if it has one (nil once
-    /// that process is gone: not a path read that could find another with its pid).
-    private func stateAndThreads(of pid: pid_t) -> ProcessStat? {
-        if let files { return files.stateAndThreads(of: pid) }
-        return ProcFS.stateAndThreads(pid: pid)
+    /// One process's `StopStat`, through its kept file if it has one (nil once that process is
+    /// gone: not a path read that could find another with its pid).
+    private func stopStat(of pid: pid_t) -> ProcFS.StopStat? {
+        if let files { return files.stopStat(of: pid) }
+        return ProcFS.stopStat(pid: pid)
     }
 
     /// SIGSTOP to those of `pids` not signalled yet, each to its leader (see
@@ -179,7 +182,7 @@ package struct SignalFreezeSteps: FreezeSteps {
         Set(
             pids.filter { pid in
                 keepStopped.contains(pid)
-                    || stateAndThreads(of: pid).map { SignalFreezer.stoppedState($0.state) && $0.stopQueued } ?? false
+                    || stopStat(of: pid).map { SignalFreezer.stoppedState($0.state) && $0.stopQueued } ?? false
             })
     }
 
@@ -243,9 +246,9 @@ package struct SignalFreezeSteps: FreezeSteps {
                 // A process of one thread is told by its stat line alone: its state, and that it
                 // has no other thread (one stopped cannot make another, and a clone that races
                 // the SIGSTOP is restarted after the stop). Gone, or a zombie: nothing to stop.
-                let process = stateAndThreads(of: pid)
+                let process = stopStat(of: pid)
                 if let process {
-                    if process.parent == getpid() { children.insert(pid) }
+                    if process.ppid == ownPID { children.insert(pid) }
                     // Stopped with our SIGSTOP still queued: someone else's stop (again at each
                     // look: one continued and stopped anew by this freeze is ours).
                     if SignalFreezer.stoppedState(process.state) && process.stopQueued {
@@ -313,7 +316,7 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// 10,000 threads is 10,000 reads.
     private mutating func rejectContinued() -> Bool {
         guard lastMembers.count > 1 else { return true }
-        let continued = lastMembers.filter { !Self.stillHeld($0, leader: stateAndThreads(of: $0)?.state) }
+        let continued = lastMembers.filter { !Self.stillHeld($0, leader: stopStat(of: $0)?.state) }
         for pid in continued {
             done[pid] = nil
             signaled.remove(pid)
@@ -392,7 +395,7 @@ struct SignalThawSteps: FreezeSteps {
     static func runningThreads(of pid: pid_t) -> Int? {
         // The stat line is the leader's: its state (no further read while it is stopped) and
         // the thread count; the other threads are read through the task directory.
-        guard let process = ProcFS.stateAndThreads(pid: pid) else { return 0 }
+        guard let process = ProcFS.stopStat(pid: pid) else { return 0 }
         if SignalFreezer.stoppedState(process.state) { return nil }
         var threads = SignalFreezer.exited(process.state) ? 0 : 1
         if process.threads <= 1 { return threads }
