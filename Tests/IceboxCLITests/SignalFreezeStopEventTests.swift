@@ -42,7 +42,7 @@ struct SignalFreezeStopEventTests {
             try "FROZEN".write(toFile: hold + "/freezer.state", atomically: false, encoding: .utf8)
             try #require(Scenario.eventually { Kernel.freezerState(hold) == "FROZEN" }, "the hold did not freeze the app")
             let syscalls = ["read", "pread64", "epoll_wait", "epoll_pwait2", "sched_setaffinity"]
-            let lines = try SpeedMechanismSwitchTests.trace(syscalls, options: ["-y", "-s", "64"], of: daemon) {
+            let lines = try Strace.trace(syscalls, options: ["-y", "-s", "64"], of: daemon) {
                 let suspend = Sandbox.Background(box, ["suspend", "held"])
                 try #require(Scenario.eventually { Self.stopPending(pid) }, "round \(round): the daemon sent no SIGSTOP")
                 usleep(200_000)

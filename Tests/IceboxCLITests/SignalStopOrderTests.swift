@@ -25,7 +25,7 @@ struct SignalStopOrderTests {
         try #require(Scenario.eventually { Sandbox.pids(in: cgroup).count == 3 }, "the sleeps did not start")
         let members = Sandbox.pids(in: cgroup)
         let daemon = try #require(box.daemonPID)
-        let lines = try SpeedMechanismSwitchTests.trace(["tgkill", "kill", "openat"], of: daemon) {
+        let lines = try Strace.trace(["tgkill", "kill", "openat"], of: daemon) {
             let r = try box.icebox(["suspend", "three"])
             #expect(r.status == 0, "\(r.output)")
         }

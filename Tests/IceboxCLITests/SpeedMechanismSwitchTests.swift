@@ -7,6 +7,37 @@ import Testing
 /// strace, which sees a process's system calls from outside it.
 enum Strace {
     static let path: String? = ["/usr/bin/strace", "/bin/strace"].first { access($0, X_OK) == 0 }
+
+    /// The lines strace writes for the calls of `syscalls` that `daemon` makes while `body`
+    /// runs, in order; `options` go to strace too (-y: descriptors with their paths).
+    static func trace(_ syscalls: [String], options: [String] = [], of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
+        let out = Sandbox.temporaryDirectory("strace") + "/trace"
+        let tracer = Process()
+        tracer.executableURL = URL(fileURLWithPath: try #require(Strace.path))
+        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=\(syscalls.joined(separator: ","))", "-o", out] + options
+        tracer.standardError = FileHandle.nullDevice
+        try tracer.run()
+        // SIGKILL ends it: the kernel detaches the daemon, which runs on, and each line is in
+        // the file already (strace writes them whole). SIGINT and SIGTERM did not: a child of
+        // the test runner had them blocked, and the first try sat out a SIGINT for good.
+        var ended = false
+        func end() {
+            kill(tracer.processIdentifier, SIGKILL)
+            tracer.waitUntilExit()
+            ended = true
+        }
+        defer { if !ended { end() } }
+        try #require(
+            Scenario.eventually {
+                (SpeedMechanismSwitchTests.status(daemon, "TracerPid").flatMap { pid_t($0) } ?? 0) == tracer.processIdentifier
+            },
+            "strace did not attach to the daemon")
+        try body()
+        end()
+        #expect(Scenario.eventually { SpeedMechanismSwitchTests.status(daemon, "TracerPid") == "0" }, "the daemon is still traced")
+        let trace = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        return trace.split(separator: "\n").map(String.init)
+    }
 }
 
 /// ICEBOX_WITHOUT: each speed mechanism is on by default and off when named, seen from the
@@ -34,36 +65,7 @@ struct SpeedMechanismSwitchTests {
 
     /// The calls of `syscall` that `daemon` makes while `body` runs, as strace sees them.
     static func calls(_ syscall: String, of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
-        try trace([syscall], of: daemon, during: body).filter { $0.contains(syscall) }
-    }
-
-    /// The lines strace writes for the calls of `syscalls` that `daemon` makes while `body`
-    /// runs, in order; `options` go to strace too (-y: descriptors with their paths).
-    static func trace(_ syscalls: [String], options: [String] = [], of daemon: pid_t, during body: () throws -> Void) throws -> [String] {
-        let out = Sandbox.temporaryDirectory("strace") + "/trace"
-        let tracer = Process()
-        tracer.executableURL = URL(fileURLWithPath: try #require(Strace.path))
-        tracer.arguments = ["-qq", "-p", "\(daemon)", "-e", "trace=\(syscalls.joined(separator: ","))", "-o", out] + options
-        tracer.standardError = FileHandle.nullDevice
-        try tracer.run()
-        // SIGKILL ends it: the kernel detaches the daemon, which runs on, and each line is in
-        // the file already (strace writes them whole). SIGINT and SIGTERM did not: a child of
-        // the test runner had them blocked, and the first try sat out a SIGINT for good.
-        var ended = false
-        func end() {
-            kill(tracer.processIdentifier, SIGKILL)
-            tracer.waitUntilExit()
-            ended = true
-        }
-        defer { if !ended { end() } }
-        try #require(
-            Scenario.eventually { (status(daemon, "TracerPid").flatMap { pid_t($0) } ?? 0) == tracer.processIdentifier },
-            "strace did not attach to the daemon")
-        try body()
-        end()
-        #expect(Scenario.eventually { status(daemon, "TracerPid") == "0" }, "the daemon is still traced")
-        let trace = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        return trace.split(separator: "\n").map(String.init)
+        try Strace.trace([syscall], of: daemon, during: body).filter { $0.contains(syscall) }
     }
 
     @Test(
