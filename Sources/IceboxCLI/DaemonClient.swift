@@ -10,14 +10,16 @@ struct DaemonClient {
     var session: ClientSession
 
     /// `environment` looks up one variable (this process's: `ProcessEnvironment.value`).
-    init(environment: (String) -> String?, autostartFlagOff: Bool, cgroupRoot: String?) {
+    /// `readsLineEvents`: a line's event is decoded too (the benchmark reads the daemon's own
+    /// figures in it); a command that prints the lines passes over it.
+    init(environment: (String) -> String?, autostartFlagOff: Bool, cgroupRoot: String?, readsLineEvents: Bool = false) {
         var client = IceboxClient(paths: IceboxPaths.fromEnvironment(environment))
         let autostart = !autostartFlagOff && environment("ICEBOX_NO_AUTOSTART").map { $0.isEmpty || $0 == "0" } ?? true
         if autostart {
             let root = cgroupRoot ?? environment("ICEBOX_CGROUP_ROOT").flatMap { $0.isEmpty ? nil : $0 }
             client.autostart = DaemonAutostart(cgroupRoot: root)
         }
-        client.readsLineEvents = false  // the CLI prints the lines; their events are the library's
+        client.readsLineEvents = readsLineEvents
         session = client.session()
     }
 

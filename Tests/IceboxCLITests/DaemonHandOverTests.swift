@@ -120,4 +120,41 @@ struct DaemonHandOverTests {
         #expect(result.output.contains("from-the-app"), "\(result.output)")
         #expect(try box.apps()["attached"] != nil)
     }
+
+    @Test("a benchmark whose request is reset before any answer goes on with the next daemon")
+    func benchResendsAfterReset() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // --name: the launch is the benchmark's first request, and the one the listener resets.
+        let result = try resetBeforeAccept(
+            box,
+            [
+                "bench", "--name", "b", "--grace", "0", "--runs", "1", "--warmup", "0", "--hold", "10ms", "--evict-every", "0", "--",
+                "sleep", "60",
+            ])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.stdout.contains("Hot resume is"), "\(result.output)")
+        #expect(box.daemonPID != nil, "a daemon should have started")
+    }
+
+    @Test("a benchmark rides over a daemon restart more than the reach budget after it started its first daemon")
+    func benchReachesALaterDaemon() throws {
+        let box = Sandbox()
+        defer { box.close() }
+        // The benchmark's first request started the daemon, which set its session's reach
+        // deadline; the resume after the hold comes past that deadline, to a killed daemon.
+        let holdSeconds = ClientSession.reachBudgetNanos / 1_000_000_000 + 1
+        let bench = Sandbox.Background(
+            box,
+            [
+                "bench", "--name", "b", "--grace", "0", "--runs", "1", "--warmup", "0", "--hold", "\(holdSeconds)s", "--evict-every", "0",
+                "--", "sleep", "60",
+            ])
+        let suspended = Scenario.eventually(seconds: 30) { (try? box.apps()["b"]?.state) == .suspended }
+        try #require(suspended, "the benchmark's app was not suspended")
+        try box.killDaemon()
+        let result = try #require(bench.result(within: 120))
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.stdout.contains("Hot resume is"), "\(result.output)")
+    }
 }

@@ -82,7 +82,8 @@ enum BenchCommand: IceboxCommand {
         Signals.block([SIGINT, SIGTERM, SIGHUP])
         let signalFD: Int32
         do { signalFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP]) } catch { throw IceboxError("set up signals", error) }
-        var session = BenchSession(client: LaunchArguments.client(args), options: options, holdNanos: hold, signalFD: signalFD)
+        var session = BenchSession(
+            client: LaunchArguments.client(args, readsLineEvents: true), options: options, holdNanos: hold, signalFD: signalFD)
         session.toDisk = toDisk
         defer { session.cleanUp() }
         let progress = !quiet && style.showsProgress(terminal: isatty(2) == 1)

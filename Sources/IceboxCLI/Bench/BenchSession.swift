@@ -68,17 +68,21 @@ struct BenchSession {
     var cgroup: String?
 
     /// Sends one request and collects its lines and the events its replies carry (an
-    /// eviction's or a resume's own event); a failure becomes an error with its lines.
-    mutating func exchange(_ request: ControlRequest) throws(IceboxError) -> (lines: [String], events: [Event]) {
-        let connection = try client.connect()
-        // The CLI passes over a line's event; the benchmark reads the daemon's own figures in it.
-        connection.readsLineEvents = true
-        try connection.send(request)
+    /// eviction's or a resume's own event), handing every reply to `handle` too; a failure
+    /// becomes an error with its lines. Through the session's `perform`, as every command's
+    /// request: a daemon exiting idle between our connect and its accept (the app ended
+    /// before it was ready, and the liveness check came a second later) resets the
+    /// connection, and the request goes to the next daemon rather than failing the benchmark.
+    mutating func exchange(
+        _ request: ControlRequest, _ handle: (ControlReply) -> Void = { _ in }
+    ) throws(IceboxError) -> (lines: [String], events: [Event]) {
         var lines: [String] = []
         var events: [Event] = []
-        let code = try connection.replies(until: DaemonClient.deadline(for: request), what: request.commandName) { reply in
+        var reason: IceboxError.Reason.Wire?
+        let code = try client.session.perform(request, until: DaemonClient.deadline(for: request), reason: &reason) { reply in
             if reply.kind == .line || reply.kind == .warning, let t = reply.text { lines.append(t) }
             if let event = reply.event { events.append(event) }
+            handle(reply)
         }
         if code != 0 {
             throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: "))
@@ -104,14 +108,8 @@ struct BenchSession {
 
     /// The live apps, as `ps` lists them (`all`: the ended ones too, as `ps --all`).
     mutating func records(all: Bool = false) throws(IceboxError) -> [AppRecord] {
-        let connection = try client.connect()
-        let request = ControlRequest.ps(all: all)
-        try connection.send(request)
         var records: [AppRecord] = []
-        let code = try connection.replies(until: DaemonClient.deadline(for: request), what: "ps") { reply in
-            if reply.kind == .data { records = reply.apps ?? [] }
-        }
-        if code != 0 { throw IceboxError(ExitCode(rawValue: code) ?? .failure, "the icebox daemon could not list the apps") }
+        _ = try exchange(.ps(all: all)) { reply in if reply.kind == .data { records = reply.apps ?? [] } }
         return records
     }
 

@@ -135,9 +135,9 @@ enum LaunchArguments {
         return o
     }
 
-    static func client(_ args: ParsedArguments) -> DaemonClient {
+    static func client(_ args: ParsedArguments, readsLineEvents: Bool = false) -> DaemonClient {
         DaemonClient(
             environment: ProcessEnvironment.value, autostartFlagOff: args.flag("no-autostart"),
-            cgroupRoot: args.value("cgroup-root"))
+            cgroupRoot: args.value("cgroup-root"), readsLineEvents: readsLineEvents)
     }
 }

@@ -28,7 +28,9 @@ package struct ClientSession {
     /// The daemon this session started, if it did, so it can be reaped if it ends first.
     package var startedDaemon: ProcessHandle?
     /// Until when (monotonic ns) this session keeps trying to reach a daemon, set when it
-    /// first finds none: every retry (a connect, a resend) shares it.
+    /// first finds none: every retry (a connect, a resend) of one request shares it. Each
+    /// `perform` starts without one: a session that outlives a request (the benchmark's, for
+    /// minutes) must not find a restart later on past a deadline an earlier one set.
     package var reachDeadline: UInt64?
     /// What to suggest when no daemon runs and none may be started.
     package var noDaemonHint: String
@@ -134,6 +136,7 @@ package struct ClientSession {
         rawApps: ((String) -> Void)? = nil, cancellation: CallCancellation? = nil, _ handle: (ControlReply) -> Void
     ) throws(IceboxError) -> Int32 {
         let line = DaemonConnection.Line(request)  // before the connect: see Line
+        reachDeadline = nil
         var connection = try connect()
         while true {
             connection.rawApps = rawApps
