@@ -182,7 +182,7 @@ package struct SignalFreezeSteps: FreezeSteps {
         Set(
             pids.filter { pid in
                 keepStopped.contains(pid)
-                    || stopStat(of: pid).map { SignalFreezer.stoppedState($0.state) && $0.stopQueued } ?? false
+                    || stopStat(of: pid)?.stoppedBySomeoneElse ?? false
             })
     }
 
@@ -251,7 +251,7 @@ package struct SignalFreezeSteps: FreezeSteps {
                     if process.ppid == ownPID { children.insert(pid) }
                     // Stopped with our SIGSTOP still queued: someone else's stop (again at each
                     // look: one continued and stopped anew by this freeze is ours).
-                    if SignalFreezer.stoppedState(process.state) && process.stopQueued {
+                    if process.stoppedBySomeoneElse {
                         keepStopped.insert(pid)
                     } else {
                         keepStopped.remove(pid)
@@ -407,4 +407,10 @@ struct SignalThawSteps: FreezeSteps {
         }
         return threads
     }
+}
+
+extension ProcFS.StopStat {
+    /// Stopped with the SIGSTOP a freeze sent its leader still queued there: someone else
+    /// stopped the process first (`SignalFreezer.beginFreeze`).
+    var stoppedBySomeoneElse: Bool { SignalFreezer.stoppedState(state) && stopQueued }
 }
