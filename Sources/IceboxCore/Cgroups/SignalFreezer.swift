@@ -152,12 +152,11 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// not come (a child stopped under a tracer notifies the tracer instead).
     var waitsOnAnnouncement: Bool { hearsStops && next < queue.count && queue[next...].allSatisfy { children.contains($0) } }
 
-    package init(
-        members: @escaping @Sendable () -> [pid_t], stoppedByOthers: StoppedByOthers = StoppedByOthers(), files: ProcessStatFiles? = nil
-    ) {
+    /// The members' stat files are opened after the SIGSTOPs (`begin`, then `files`), so the
+    /// init takes none.
+    package init(members: @escaping @Sendable () -> [pid_t], stoppedByOthers: StoppedByOthers = StoppedByOthers()) {
         self.members = members
         self.stoppedByOthers = stoppedByOthers
-        self.files = files
     }
 
     /// One process's `StopStat`, through its kept file if it has one (nil once that process is
