@@ -105,12 +105,10 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
     if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) child_fail(err_fd, ICEBOX_STEP_VERIFY, EPERM);
 }
 
-// The daemon's scheduling setting (icebox_set_latency_sensitive) is its own: fork and exec
-// keep a custom slice, so the child puts back the default the daemon had before, and the
-// app starts with what it would have had from its spawner.
+// The daemon's slice (icebox_set_latency_sensitive) is its own: fork and exec keep a custom
+// slice, so the child puts back the default the daemon had before.
 #define ICEBOX_SCHED_FLAG_RESET_ON_FORK 0x01
-static int original_slice_default; // the daemon had no custom slice (its slice was changed);
-                                   // set once, before any spawn; read by children only
+static int original_slice_default; // set once, before any spawn; read by children only
 
 // The thread's attributes when its policy is SCHED_OTHER or SCHED_BATCH, the ones with a
 // slice and the only ones icebox changes: anything a user chose with chrt (real-time,
@@ -141,9 +139,8 @@ int icebox_set_latency_sensitive(uint64_t slice_ns) {
     return 0;
 }
 
-// The daemon's thread off the CPU it runs on while a freeze waits (icebox_cpu_step_aside). Per
-// thread, as the affinity itself is: `before` is the set the thread had, `aside` the one it
-// was given, so a set someone else gave it meanwhile is left alone.
+// Per thread, as the affinity itself is: `before` is the set the thread had, `aside` the one
+// it was given, so a set someone else gave it meanwhile is left alone.
 static _Thread_local struct {
     int active;
     cpu_set_t before, aside;
@@ -296,10 +293,8 @@ pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
 //
 // The caller is pinned to the CPU it runs on for the clone, and the child starts there
 // (`affinity` says what the child gives back before its execve; NULL: no pin). Unpinned, the
-// kernel's fork balancing puts a new task on the idlest CPU; on an otherwise idle machine
-// that CPU is asleep, and on a VM waking it goes through the hypervisor: measured here, a
-// clone3 into a fresh cgroup took a median 1.6 ms unpinned and 0.4–0.5 ms pinned, the caller
-// sleeping (vfork) while the child runs on the CPU it left.
+// kernel's fork balancing puts a new task on the idlest CPU, asleep on an idle machine, and
+// on a VM woken through the hypervisor: a median 1.6 ms a clone3 unpinned, 0.4–0.5 ms pinned.
 #define ICEBOX_HAVE_CLONE3_VFORK 1
 static int pin_to_this_cpu(struct affinity_restore *affinity) {
     if (sched_getaffinity(0, sizeof affinity->restore, &affinity->restore) < 0) return 0;
@@ -492,9 +487,8 @@ int icebox_spawn_as(const struct icebox_spawn_request *req, struct icebox_spawn_
 void icebox_spawn_await_exec(int err_read, int pidfd, int clone_parent, struct icebox_spawn_result *result) {
     // After a vfork a failure is in the pipe already (written before the child's exit); an
     // empty pipe is an execve past its point of no return. Waiting for the end of file would
-    // wait for exec to close the descriptors, and the wake-up that brings is a "sync" one:
-    // the scheduler pulls this process onto the CPU of the new program, which keeps that CPU
-    // through its whole start (~1 ms measured) before this process runs again.
+    // bring a "sync" wake-up when exec closes the descriptors: the scheduler pulls this process
+    // onto the new program's CPU, which keeps it through its whole start (~1 ms) first.
     int queued = 0;
     if (result->vforked && ioctl(err_read, FIONREAD, &queued) == 0 && queued == 0) {
         close(err_read);
@@ -538,17 +532,11 @@ int icebox_pidfd_cgroup_id(int pidfd, uint64_t *id) {
     return 0;
 }
 
-int icebox_pidfd_open(pid_t pid, unsigned int flags) {
-    return (int)syscall(SYS_pidfd_open, pid, flags);
-}
+int icebox_pidfd_open(pid_t pid, unsigned int flags) { return (int)syscall(SYS_pidfd_open, pid, flags); }
 
-int icebox_pidfd_send_signal(int pidfd, int sig) {
-    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-}
+int icebox_pidfd_send_signal(int pidfd, int sig) { return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0); }
 
-int icebox_tgkill(pid_t tgid, pid_t tid, int sig) {
-    return (int)syscall(SYS_tgkill, tgid, tid, sig);
-}
+int icebox_tgkill(pid_t tgid, pid_t tid, int sig) { return (int)syscall(SYS_tgkill, tgid, tid, sig); }
 
 static int waitid_fill(idtype_t type, id_t id, int options, int *code, int *status, pid_t *pid) {
     siginfo_t info;
@@ -726,6 +714,4 @@ long long icebox_lock_program_image(void) {
 // Weak: only the icebox executable defines it (CIceboxStart/pid_namespace_init.c).
 extern const int icebox_start_pid_namespace_init __attribute__((weak));
 
-int icebox_executable_has_pid_namespace_init(void) {
-    return &icebox_start_pid_namespace_init != NULL;
-}
+int icebox_executable_has_pid_namespace_init(void) { return &icebox_start_pid_namespace_init != NULL; }

@@ -258,11 +258,10 @@ static void close_all_but(const int *keep, int n) {
     }
 }
 
-// Moves this stand-in off the CPU its app has just started on (the clone ran there, see
-// clone3_vfork), to any other it may use. Its last steps (a wake-up by the daemon, its
-// exit) then run beside the app: woken on the app's CPU, it waited there behind the app's
-// start-up (~0.8 ms for /bin/sleep) while the daemon, which reaps it before it reports the
-// launch, waited on it and the other CPU idled. Nothing to do with one CPU.
+// Moves this stand-in off the CPU its app has just started on (see clone3_vfork), to any
+// other it may use, so its last steps (a wake-up by the daemon, its exit) run beside the app:
+// on the app's CPU it waited behind the app's start-up (~0.8 ms for /bin/sleep) while the
+// daemon, which reaps it first, waited on it. Nothing to do with one CPU.
 static void leave_the_app_alone(void) {
     cpu_set_t allowed;
     int cpu = sched_getcpu();
@@ -330,10 +329,10 @@ __attribute__((noreturn)) static void stand_in_main(int sock, const int *procs_f
     if (rc == 0) leave_the_app_alone();
     send_reply(sock, rc < 0 ? (errno ? errno : EIO) : 0, &result, err_read);
     // Exiting tears down this copy of the daemon's address space, ~150 µs here. Right now
-    // that would run ahead of the app, on the CPU the app shares with us (the vfork woke us
-    // at the start of its execve, and a woken task preempts), and delay the rest of its
-    // execve. So wait for the daemon, which shuts the socket down once it has seen the exec
-    // (SpawnStandIn.spawn); bounded, and a daemon that dies kills us (PR_SET_PDEATHSIG).
+    // that would run ahead of the app, on the CPU the app shares with us (the vfork woke us at
+    // the start of its execve, and a woken task preempts), and delay the rest of its execve.
+    // So wait for the daemon, which shuts the socket down once it has seen the exec
+    // (SpawnStandIn.outcome); bounded, and a daemon that dies kills us (PR_SET_PDEATHSIG).
     if (rc == 0) (void)icebox_poll_ns(sock, POLLIN, 5000000000ULL);
     _exit(0);
 }

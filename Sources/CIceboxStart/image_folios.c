@@ -5,12 +5,12 @@
 // entry. Once those pages were dropped (memory pressure, a reboot), the first process to run
 // reads them back through the page faults of its start, and the kernel's read-around fills
 // the cache with 4 KiB pages. Every later `icebox` command then maps its code 16 pages per
-// fault, each page costing ~0.4 µs here: `icebox suspend` took 35 page faults in its code
-// against 7 as installed, and 1.8x the C one-shot against 1.4x (benchmarks/budget.md, "The
-// readahead state"; with this, 7 faults and 1.47x). With VM_HUGEPAGE on the mapping, a fault that finds nothing in the page cache
-// reads a 2 MiB folio instead (filemap.c, do_sync_mmap_readahead; it needs no
-// CONFIG_READ_ONLY_THP_FOR_FS, which MADV_COLLAPSE of a file would), so the first command
-// after a reboot puts the code back as an install left it, for itself and everyone after.
+// fault: `icebox suspend` took 35 page faults in its code against 7 as installed, and 1.8x
+// the C one-shot against 1.4x (benchmarks/budget.md, "The readahead state"). With
+// VM_HUGEPAGE on the mapping, a fault that finds nothing in the page cache reads a 2 MiB
+// folio instead (filemap.c, do_sync_mmap_readahead; it needs no CONFIG_READ_ONLY_THP_FOR_FS,
+// which MADV_COLLAPSE of a file would), so the first command after a reboot puts the code
+// back as an install left it, for itself and everyone after.
 //
 // It must come before the first fault in the code: the first instruction of the process.
 // The release build (scripts/lib/setup.sh) makes icebox_entry the ELF entry point; it advises
@@ -22,10 +22,9 @@
 // headers read from the ELF header the kernel mapped.
 //
 // A build with another entry point (the debug build, linked dynamically) advises from
-// .preinit_array instead: the first code of the executable that the dynamic linker runs,
-// before any of the program's own code. The advice changes the folios of icebox's own file
-// only, and only when nothing holds those pages yet; a failure (an old kernel without file
-// THP readahead, EINVAL) changes nothing and is ignored, as the fallback is the cache as it is.
+// .preinit_array instead: the first code of the executable that the dynamic linker runs.
+// The advice changes the folios of icebox's own file only, and only when nothing holds those
+// pages yet; a failure (an old kernel without file THP readahead) changes nothing, ignored.
 
 #include <elf.h>
 #include <link.h>

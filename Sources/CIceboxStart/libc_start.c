@@ -2,9 +2,8 @@
 // glibc 2.36's __libc_start_main (csu/libc-start.c, static case) runs init_cpu_features: it
 // asks the CPU for its features and then, for each cache level and property sysconf can
 // report, walks CPUID leaves 2 and 4 again (handle_intel, intel_check_word,
-// get_common_cache_info): about 80 CPUID instructions. On bare metal that is ~10 µs. In a
-// virtual machine every CPUID traps to the hypervisor: ~10-12 µs each on this one (nested),
-// so ~720 µs of the ~910 µs a static C program takes to start and exit here, and more than
+// get_common_cache_info): about 80 CPUID instructions, ~10 µs on bare metal. In a virtual
+// machine every CPUID traps to the hypervisor (~10-12 µs each on this nested one): more than
 // half of an `icebox suspend` (benchmarks/budget.md, "glibc's start-up").
 //
 // icebox needs none of it: the features choose among glibc's string functions (IFUNC
@@ -15,19 +14,17 @@
 // (the same calls, in the same order, with the same arguments), less init_cpu_features and
 // the copy of its cache sizes. memcpy's one threshold that has no usable default is set as
 // glibc sets it from a 1 MiB shared cache, its default size. ICEBOX_LIBC_START=glibc in the
-// environment hands the start to glibc's own, as it was (to rule this out on a host where
-// something goes wrong, and to time one binary both ways). LibcStartTests runs the release
-// binary under gdb with breakpoints on glibc's survey: never reached, but with
-// ICEBOX_LIBC_START=glibc.
+// environment hands the start to glibc's own (to rule this out on a host where something goes
+// wrong, and to time one binary both ways). LibcStartTests checks under gdb that glibc's
+// survey is never reached, but is with ICEBOX_LIBC_START=glibc.
 //
 // It is tied to glibc 2.36 on x86_64, whose internals it calls (hidden symbols, linkable in a
 // static link) and whose thread-control-block layout it writes: the stack guard at %fs:0x28
 // (where compilers read it) and the pointer guard at %fs:0x30 (tcbhead_t), and the main
 // thread's cancellation buffer at %fs:0x300 and %fs:0x2f8 (struct pthread's cleanup_jmp_buf
-// and cleanup in 2.36).
-// setup.sh adds the flag only where getconf says glibc 2.36 and the machine is x86_64, and
-// this file compiles only then; elsewhere the build is as before. The debug build (dynamic,
-// started by ld.so) never uses it.
+// and cleanup in 2.36). setup.sh adds the flag only where getconf says glibc 2.36 and the
+// machine is x86_64, and this file compiles only then. The debug build (dynamic, started by
+// ld.so) never uses it.
 
 #include <features.h>  // __GLIBC__, __GLIBC_MINOR__
 

@@ -113,10 +113,9 @@ struct icebox_scheduling {
     uint32_t priority;
     uint64_t runtime, deadline, period;
 };
-/* For the daemon, around a thaw's write and its first read: the calling thread at SCHED_FIFO 1
- * (reset on fork), so no task the write wakes preempts it in between; what it ran before goes
- * in *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO; EINVAL when
- * the thread runs a policy other than SCHED_OTHER or SCHED_BATCH, left alone).
+/* For the daemon (PreemptionGuard): the calling thread at SCHED_FIFO 1 (reset on fork); what
+ * it ran before goes in *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an
+ * RLIMIT_RTPRIO; EINVAL under a policy other than SCHED_OTHER or SCHED_BATCH, left alone).
  * icebox_preemption_on puts back the policy, nice and slice in *saved (or, should the kernel
  * refuse them, plain SCHED_OTHER): only after an _off that returned 0. */
 int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
@@ -171,10 +170,8 @@ int icebox_nsig(void);
 int icebox_sigrtmin(void);
 int icebox_sigrtmax(void);
 
-/// process_madvise(2) (syscall 440, Linux 5.10; glibc 2.36 has no wrapper): applies `advice`
-/// (MADV_COLD 20, MADV_PAGEOUT 21) to the ranges of the process behind `pidfd`, in order,
-/// stopping at the first range the kernel refuses. Returns the bytes advised (less than
-/// asked when it stopped early), or -1 with errno when the first range already failed.
+/// process_madvise(2) (syscall 440, Linux 5.10; glibc 2.36 has no wrapper) of the process
+/// behind `pidfd`: the bytes advised, or -1 with errno (ProcessMadvise.advise tells how).
 ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice);
 
 /// Locks the program's own loadable segments (its code, read-only data, data and bss) in
@@ -184,11 +181,10 @@ long long icebox_lock_program_image(void);
 
 /// Puts the terminal on `fd` in raw mode (no echo, no line editing, no signals from keys,
 /// output processing kept) after saving its settings, and keeps, where a signal handler can
-/// reach them, those settings and `leave` (the bytes that leave the view: show the cursor,
-/// back to the normal screen; copied, at most 256). Until icebox_terminal_restore, a crash
-/// (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP) restores the terminal first, with
-/// async-signal-safe calls only, then goes on to the handler that was there before (Swift's
-/// backtracer, or the default). Returns 0, or -1 with errno (ENOTTY: not a terminal).
+/// reach them, those settings and `leave` (the bytes that leave the view; copied, at most 256).
+/// Until icebox_terminal_restore, a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP)
+/// restores the terminal first, async-signal-safe, then goes on to the handler that was there
+/// before (Swift's backtracer, or the default). 0, or -1 with errno (ENOTTY: not a terminal).
 int icebox_terminal_raw(int fd, const char *leave, size_t leave_len);
 
 /// Writes the `leave` bytes and puts the saved settings back (TCSAFLUSH: typed-ahead keys

@@ -38,10 +38,9 @@ int icebox_stand_in_send(int sock, const struct icebox_spawn_request *req);
 /// icebox_spawn does, except that a child that failed before its execve is not reaped: its
 /// pidfd is in result->pidfd for the caller to reap (it is the caller's child); -1 with errno
 /// when the stand-in could not spawn at all: EPIPE (it is gone), ENOSYS (no clone3 here), or
-/// another errno of its clone3. A child cloned without a vfork (a kernel without clone3's
-/// vfork) is waited for until its execve, as icebox_spawn waits. After a spawn the stand-in
-/// waits, off the app's CPU, until the caller shuts `sock` down (at most 5 s) before it
-/// exits, so its exit does not run in the middle of the app's execve.
+/// another errno of its clone3. A child cloned without a vfork is waited for until its execve,
+/// as icebox_spawn waits. After a spawn the stand-in waits until the caller shuts `sock` down
+/// (at most 5 s) before it exits (stand_in_main says why).
 int icebox_stand_in_result(int sock, struct icebox_spawn_result *result);
 
 #pragma clang assume_nonnull end

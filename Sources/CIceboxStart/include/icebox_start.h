@@ -1,7 +1,6 @@
-// Start-up shortcuts of the `icebox` executable alone. Each file of this target replaces a
-// glibc or Swift runtime symbol for a faster start, or (image_folios.c) is the release
-// build's entry point (the why is in each file). Only the
-// executable links this target: a program built against the icebox libraries keeps glibc's
+// Start-up shortcuts of the `icebox` executable alone: each file replaces a glibc or Swift runtime
+// symbol for a faster start, or (image_folios.c) is the release build's entry point (each says why).
+// Only the executable links this target: a program built against the icebox libraries keeps glibc's
 // $ORIGIN, the runtime's own argv and its backtracer search (LibraryLinkTests checks it).
 #pragma once
 
