@@ -28,12 +28,10 @@ package final class Epoll {
 
     /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the
     /// nanosecond (epoll_pwait2) where the kernel has it: the daemon re-reads a freeze in
-    /// progress tens of µs apart, which whole milliseconds would round to 1 ms. A signal
-    /// (EINTR) is an empty wait; any other failure (EBADF, EFAULT, EINVAL: only a bug of ours
-    /// with this descriptor or buffer causes one) is thrown, never taken for "nothing ready",
-    /// which would have the caller spin or sleep through what it waits for (EBADF and EFAULT
-    /// stop a debug build first: `systemCallError`). EINTR is not retried here: the caller's
-    /// deadlines may have moved, so it waits again with its own time-out.
+    /// progress tens of µs apart, which whole milliseconds would round to 1 ms. A signal (EINTR)
+    /// is an empty wait, not retried: the caller's deadlines may have moved. Any other failure
+    /// (EBADF, EFAULT, EINVAL: only a bug of ours causes one) is thrown (`systemCallError`),
+    /// never taken for "nothing ready", which would have the caller spin or sleep through it.
     package func wait(timeoutNanos: UInt64?, max: Int = 64) throws(SystemError) -> [(token: UInt64, events: UInt32)] {
         var events = [epoll_event](repeating: epoll_event(), count: max)
         let timeout = timeoutNanos.map { Int64(min($0, 60_000_000_000)) } ?? -1

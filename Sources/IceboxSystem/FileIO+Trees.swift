@@ -2,8 +2,7 @@ import Glibc
 
 /// Whole directories: a fresh private one (mkdtemp) and removal of a tree.
 extension FileIO {
-    /// Creates a new directory, mode 0700, named `prefix` plus six random characters, under
-    /// `$TMPDIR` (else /tmp). The corresponding C function is `mkdtemp`.
+    /// Creates a new directory (mkdtemp), mode 0700, named `prefix` plus six random characters, under `$TMPDIR` (else /tmp).
     package static func makeTemporaryDirectory(prefix: String) throws(SystemError) -> String {
         let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(base)/\(prefix)XXXXXX".utf8CString)

@@ -12,10 +12,9 @@ package enum FileIO {
     }
 
     /// A file holding one decimal number (a cgroup counter such as memory.current), read with
-    /// one openat relative to `directory` (AT_FDCWD: `path` as given) and one read into a
-    /// small buffer: no String, no trimming. nil when it cannot be opened or read, or does not
-    /// start with a number that fits. `ps` reads one per app: with 1000 apps, opening each by
-    /// its full cgroupfs path and reading it into a String was a third of the daemon's time.
+    /// one openat relative to `directory` (AT_FDCWD: `path` as given) and one read into a small
+    /// buffer, no String (`ps` reads one per app: a String by full path was a third of its time).
+    /// nil when it cannot be opened or read, or does not start with a number that fits.
     package static func readCounter(_ path: String, relativeTo directory: Int32 = AT_FDCWD) -> UInt64? {
         let fd = retryingOnInterrupt { openat(directory, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { return nil }
@@ -51,17 +50,15 @@ package enum FileIO {
         try readToEnd(fd: fd, path: path, positioned: false)
     }
 
-    /// Everything from offset 0 to the end, with pread: a descriptor kept open (a cgroup's
-    /// cgroup.procs) is read again and again with no open, no close and no seek. Reads until
-    /// pread says 0: a seq_file hands out at most its buffer's worth per call, so a short
-    /// read is not the end.
+    /// Everything from offset 0 to the end, with pread: a kept descriptor (a cgroup.procs) is
+    /// read again with no open, close or seek. Until pread says 0: a seq_file hands out at most
+    /// its buffer's worth per call, so a short read is not the end.
     package static func preadAll(fd: Int32, path: String) throws(SystemError) -> String {
         try readToEnd(fd: fd, path: path, positioned: true)
     }
 
     private static func readToEnd(fd: Int32, path: String, positioned: Bool) throws(SystemError) -> String {
-        // Read into scratch memory that is never zeroed (a zeroed 8 KiB array per call was a
-        // memset per /proc or cgroup file read).
+        // Scratch memory never zeroed: a zeroed 8 KiB array was a memset per file read.
         var bytes: [UInt8] = []
         let failure = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 8192) { chunk -> SystemError? in
             while true {
@@ -96,7 +93,6 @@ package enum FileIO {
 
     /// Opens a file for a descriptor the caller keeps (close-on-exec, never through a symlink:
     /// a control file under /sys/fs/cgroup is never a link, so one there is not ours).
-    /// The corresponding C function is `open`.
     package static func openDescriptor(_ path: String, flags: Int32) throws(SystemError) -> Int32 {
         try systemCall("open", path: path) { open(path, flags | O_CLOEXEC | O_NOFOLLOW) }
     }
@@ -125,11 +121,9 @@ package enum FileIO {
     /// Safe in a directory others can write (a metrics file in node_exporter's textfile
     /// directory): the directory is opened once (never through a link at its last component)
     /// and everything after is relative to that descriptor; the temporary file has an
-    /// unpredictable name (`NAME.tmp.` and 16 random hex digits) and is created exclusively,
-    /// never through a link (O_EXCL | O_NOFOLLOW), so a link or file planted beside `path` is
-    /// never opened, let alone truncated, and the rename replaces a link at `path` itself
-    /// rather than writing through it. (The temporary name was once `PATH.tmp.PID`, created
-    /// with O_TRUNC: a symlink planted there made a root daemon overwrite any file.)
+    /// unpredictable name (`createExclusive`) and is created exclusively, never through a link,
+    /// so a link or file planted beside `path` is never opened, let alone truncated, and the
+    /// rename replaces a link at `path` itself rather than writing through it.
     package static func writeAtomically(
         _ path: String, _ contents: String, mode: mode_t = 0o600, durable: Bool = false
     ) throws(SystemError) {
@@ -153,9 +147,8 @@ package enum FileIO {
         if failure == nil && durable && fsync(fd) < 0 { failure = SystemError("fsync", path: tmp) }
         close(fd)
         // Without fsync, the new file takes the old one's place by an exchange, not a rename
-        // over it: ext4 (auto_da_alloc) starts writeback of a file renamed over another, in
-        // the rename, which put ~1.4 ms of block I/O into every suspend's registry record.
-        // Either way a reader or a crashed writer sees the old file or the new one whole.
+        // over it: ext4 (auto_da_alloc) starts writeback of a file renamed over another, in the
+        // rename (~1.4 ms of block I/O per suspend's record). Either way readers see one whole.
         if failure == nil && !durable && icebox_rename_exchange_at(dirFD, tmpName, name) == 0 {
             unlinkat(dirFD, tmpName, 0)  // now the old contents
         } else if failure == nil && renameat(dirFD, tmpName, dirFD, name) < 0 {
@@ -189,9 +182,8 @@ package enum FileIO {
 
     /// `path` with its directory resolved (realpath: every link in it followed, now) and its
     /// last component as given; nil when the directory does not exist or the path names no
-    /// file. For a path a user gives (`--metrics-file`, `--export-json`, `run --log`): the
-    /// links they chose are followed once, here, and the file is then opened relative to the
-    /// directory never through a link (`writeAtomically`, O_NOFOLLOW).
+    /// file. For a path a user gives (`--metrics-file`, `--export-json`, `run --log`): their
+    /// links are followed once, here, and the file then opened never through a link.
     package static func resolvingDirectory(_ path: String) -> String? {
         let (directory, name) = split(path)
         guard !name.isEmpty, name != ".", name != "..", let real = realpath(directory, nil) else { return nil }
@@ -226,10 +218,9 @@ package enum FileIO {
     /// file changed by anyone else is never patched; a file all in the first page is written
     /// whole, the tail too, at the same length.
     ///
-    /// Returns false, having changed nothing, when any of that does not hold or the write
-    /// comes up short; the caller then writes a new file and exchanges it. Why: creating,
-    /// exchanging and unlinking a file cost ~50 µs on ext4, twice in every suspend, against
-    /// ~1 µs for the pwrite. Not durable: for what a power loss may lose.
+    /// Returns false, having changed nothing, when any of that does not hold or the write comes
+    /// up short; the caller then writes a new file and exchanges it (~50 µs on ext4, twice per
+    /// suspend, against ~1 µs for the pwrite). Not durable: for what a power loss may lose.
     package static func replaceHead(_ path: String, head: [UInt8], tail: [UInt8]) -> Bool {
         let fd = retryingOnInterrupt { open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 { return false }
@@ -305,8 +296,7 @@ package enum FileIO {
         try entries(path).map(\.name)
     }
 
-    /// A directory's entries with their d_type, without "." and "..". The corresponding C
-    /// functions are `opendir` and `readdir`.
+    /// A directory's entries with their d_type, without "." and "..".
     static func entries(_ path: String) throws(SystemError) -> [(name: String, type: UInt8)] {
         guard let dir = opendir(path) else { throw SystemError("list", path: path) }
         defer { closedir(dir) }
@@ -349,8 +339,7 @@ extension FileIO {
         }
     }
 
-    /// The path's own status, never following a symbolic link at the end; nil if nothing is
-    /// there. The corresponding C function is `lstat`.
+    /// The path's own status (lstat), never following a symbolic link at the end; nil if nothing is there.
     package static func linkStatus(_ path: String) throws(SystemError) -> Status? {
         var st = stat()
         if lstat(path, &st) < 0 {
@@ -360,7 +349,7 @@ extension FileIO {
         return Status(st)
     }
 
-    /// The status of an open descriptor. The corresponding C function is `fstat`.
+    /// The status of an open descriptor (fstat).
     package static func status(fd: Int32, path: String) throws(SystemError) -> Status {
         var st = stat()
         if fstat(fd, &st) < 0 { throw SystemError("inspect", path: path) }
@@ -368,15 +357,14 @@ extension FileIO {
     }
 
     /// Opens a directory for `openAt`, refusing a symbolic link in its place (ELOOP) or a
-    /// non-directory (ENOTDIR). The corresponding C function is `open` with
-    /// `O_DIRECTORY | O_NOFOLLOW`.
+    /// non-directory (ENOTDIR).
     package static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
         try systemCall("open directory", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
     }
 
     /// Opens `name` inside an open directory, close-on-exec and never through a symbolic link
     /// (ELOOP): what a directory's owner made there is what is opened, whatever happens to
-    /// the path above it meanwhile. The corresponding C function is `openat`.
+    /// the path above it meanwhile.
     package static func openAt(
         _ directory: Int32, _ name: String, flags: Int32, mode: mode_t = 0o600, path: String
     ) throws(SystemError) -> Int32 {

@@ -13,7 +13,6 @@ package final class Inotify {
 
     package let fd: Int32
 
-    /// The corresponding C function is `inotify_init1` (with `IN_CLOEXEC | IN_NONBLOCK`).
     package init() throws(SystemError) {
         fd = try systemCall("create an inotify instance") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
     }
@@ -27,8 +26,7 @@ package final class Inotify {
     /// on a timer instead, as tail(1) does.
     package static func isExhausted(_ error: SystemError) -> Bool { [EMFILE, ENFILE, ENOSPC, ENOMEM].contains(error.errno) }
 
-    /// Watches `path` for the events in `mask`; returns the watch descriptor. The
-    /// corresponding C function is `inotify_add_watch`.
+    /// Watches `path` for the events in `mask`; returns the watch descriptor.
     @discardableResult
     package func addWatch(_ path: String, mask: UInt32) throws(SystemError) -> Int32 {
         try systemCall("watch (inotify)", path: path) { inotify_add_watch(fd, path, mask) }

@@ -13,7 +13,7 @@ package final class JoinableThread: Sendable {
     private let finished: Int32  // the read end: hangs up when the thread has run its closure
     private let joined = Mutex(false)
 
-    /// Starts a thread running `body`. The corresponding C function is `pthread_create`.
+    /// Starts a thread running `body`.
     package init(_ body: sending @escaping () -> Void) throws(SystemError) {
         let pipe = try PipePair()
         let start = ThreadStart(body: body, finishedWriteEnd: pipe.writeEnd)
@@ -42,12 +42,11 @@ package final class JoinableThread: Sendable {
         Poll.ready(finished, Int16(POLLIN))
     }
 
-    /// The descriptor that becomes readable (end of file) once the closure has returned, to
-    /// poll together with others.
+    /// The descriptor that becomes readable (end of file) once the closure has returned.
     package var finishedDescriptor: Int32 { finished }
 
     /// Waits until the thread has finished, or the deadline (monotonic ns) passes. Returns
-    /// whether it finished (and was joined). The corresponding C function is `pthread_join`.
+    /// whether it finished (and was joined).
     @discardableResult
     package func join(until deadline: UInt64) -> Bool {
         guard ((try? Poll.wait(finished, events: Int16(POLLIN), until: deadline)) ?? 0) != 0 else { return false }

@@ -1,10 +1,8 @@
 import CIceboxShim
 
-/// The init of an app launched with `--pid-namespace` (CIceboxStart/pid_namespace_init.c):
-/// pid 1 of the app's PID namespace, which forwards the signals icebox sends to the app,
-/// reaps the namespace's orphans and exits with the app's status. It is the `icebox`
-/// executable run with a hidden first argument; its C constructor takes over before Swift
-/// starts.
+/// The init of an app launched with `--pid-namespace` (CIceboxStart/pid_namespace_init.c says
+/// what it does): the `icebox` executable run with a hidden first argument, whose C
+/// constructor takes over before Swift starts.
 package enum PIDNamespaceInit {
     package static let flag = "--pid-namespace-init"
 

@@ -8,8 +8,7 @@ package struct PipePair: Sendable {
     package let readEnd: Int32
     package let writeEnd: Int32
 
-    /// The corresponding C function is `pipe2` (with `O_CLOEXEC`); `nonBlockingWrite` sets
-    /// `O_NONBLOCK` on the write end, so a writer never waits for a reader.
+    /// `nonBlockingWrite` sets `O_NONBLOCK` on the write end, so a writer never waits for a reader.
     package init(nonBlockingWrite: Bool = false) throws(SystemError) {
         var fds: [Int32] = [-1, -1]
         guard icebox_pipe_cloexec(&fds) == 0 else { throw SystemError("create a pipe") }

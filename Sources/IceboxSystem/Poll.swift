@@ -6,7 +6,7 @@ import Glibc
 package enum Poll {
     /// Waits until one of `fds` reports an event or the deadline (monotonic ns; nil: none)
     /// passes. Returns the number of descriptors with events (their `revents` are set), 0 if
-    /// the deadline passed first. The corresponding C function is `poll`.
+    /// the deadline passed first.
     package static func wait(_ fds: inout [pollfd], until deadline: UInt64?) throws(SystemError) -> Int {
         // Retried with the time that is left (milliseconds is asked again each try).
         Int(try systemCall("poll") { poll(&fds, nfds_t(fds.count), milliseconds(until: deadline)) })
@@ -31,7 +31,7 @@ package enum Poll {
     }
 
     /// Waits up to `timeoutNanos` (0: just look) for `events` on `fd`. Returns the events
-    /// that happened (0 on time-out or EINTR). The corresponding C function is `ppoll`.
+    /// that happened (0 on time-out or EINTR).
     package static func wait(_ fd: Int32, events: Int16, timeoutNanos: UInt64) throws(SystemError) -> Int16 {
         let revents = icebox_poll_ns(fd, events, timeoutNanos)
         if revents < 0 { throw SystemError("poll descriptor \(fd)") }

@@ -3,12 +3,10 @@ import CIceboxShim
 /// A stretch of the daemon's work that no task it wakes may preempt: a thaw's write, the read
 /// that confirms it and the count of processes for its report (a read of cgroup.procs). The
 /// write wakes the app's tasks, and those on the daemon's CPU took it before the read (the
-/// scheduler favours a task waking from a long sleep over a daemon well into its turn): thaws
-/// of 10 tasks took 1.3-2.8x bare's time here, where the kernel's part is done when the write
-/// returns. For that stretch the daemon's thread runs at SCHED_FIFO 1 (reset on fork), and
-/// the policy it had is put back at once: the tasks it woke run a read later, not after the
-/// rest of the daemon's turn. The daemon skips it for a thaw that wakes one task
-/// (`Daemon.wakesSeveral`), which it made slower here, not faster.
+/// scheduler favours a task waking from a long sleep): thaws of 10 tasks took 1.3-2.8x bare's
+/// time. For that stretch the daemon's thread runs at SCHED_FIFO 1 (reset on fork), and the
+/// policy it had is put back at once. Skipped for a thaw that wakes one task
+/// (`Daemon.wakesSeveral`), which it made slower, not faster.
 ///
 /// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or
 /// under a policy someone chose with chrt, the stretch runs as it is: the first refusal is
@@ -25,8 +23,7 @@ package struct PreemptionGuard: Sendable {
 
     package init(enabled: Bool = true) { self.enabled = enabled }
 
-    /// Whether `run` would ask for SCHED_FIFO: enabled and never refused. What decides
-    /// whether to use the guard need not be worked out when it would not act.
+    /// Whether `run` would ask for SCHED_FIFO: enabled and never refused.
     package var acts: Bool { enabled && !refused }
 
     package mutating func run<T>(_ body: () -> T) -> T {

@@ -13,8 +13,8 @@ package enum ProcFS {
     }
 
     /// The same search over bytes, for the text /proc gives (ASCII, no CR), where bytes and
-    /// Characters agree: splitting by Character walked the whole of /proc/PID/status on
-    /// every suspend. `.some(nil)` is "not there"; nil leaves other text to the search above.
+    /// Characters agree (cheaper than splitting by Character). `.some(nil)` is "not there";
+    /// nil leaves other text to the search above.
     private static func asciiStatusField(_ name: String, in text: String) -> String?? {
         let key = Array(name.utf8) + [UInt8(ascii: ":")]
         var text = text
@@ -46,9 +46,7 @@ package enum ProcFS {
     /// Whether the process has a handler installed (caught) for the signal: field 34 of
     /// /proc/PID/stat (sigcatch, the mask in decimal, one bit per signal from 1 to 64 on the
     /// 64-bit targets icebox builds for). /proc/PID/status says the same in SigCgt, but the
-    /// kernel formats all of status (~1.4 KB) to answer: reading it was 40–50 µs of every
-    /// `icebox suspend` of an app with the default `--background-signal auto` (open, read
-    /// and close in C: 11 µs for stat, 19 µs for status).
+    /// kernel formats all of status (~1.4 KB) to answer: 19 µs against 11 µs for stat.
     package static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
         withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
             .map { maskHasSignal($0, signal) } ?? false
@@ -91,12 +89,9 @@ package enum ProcFS {
         return FileIO.parseCounter(UnsafeBufferPointer(rebasing: line[at...]))
     }
 
-    /// A process's `StopStat`: its state letter (its leader thread's), its parent (field 4),
-    /// how many threads it has (field 20), and whether a SIGSTOP waits in its leader's own queue
-    /// (field 31: the signals sent to that thread alone and not yet taken), from one read of
-    /// /proc/PID/stat.
-    /// A process of one thread stopped is then confirmed with this read alone, where listing
-    /// /proc/PID/task and reading the thread's stat took three path walks. nil when it is gone.
+    /// A process's `StopStat` from one read of /proc/PID/stat: a process of one thread stopped
+    /// is then confirmed with this read alone, where listing /proc/PID/task and reading the
+    /// thread's stat took three path walks. nil when it is gone.
     package static func stopStat(pid: pid_t, procRoot: String = "/proc") -> StopStat? {
         withStatLine("\(procRoot)/\(pid)/stat", stopStat)
     }
@@ -140,9 +135,8 @@ package enum ProcFS {
     }
 
     /// Reads a stat line (of a process or a thread) into a small stack buffer with one open
-    /// and one read, and hands `body` the bytes and where field 3 starts. nil when the
-    /// process is gone or the line is not a stat line.
-    /// `directory`: what a relative `path` starts from (a kept /proc/PID/task, `TaskDirectory`).
+    /// and one read, and hands `body` the bytes and where field 3 starts. nil when the process
+    /// is gone or the line is not one. `directory`: what a relative `path` starts from.
     private static func withStatLine<T>(_ path: String, in directory: Int32 = AT_FDCWD, _ body: (UnsafeBufferPointer<UInt8>, Int) -> T?)
         -> T?
     {
@@ -164,11 +158,10 @@ package enum ProcFS {
         }
     }
 
-    /// What a SIGSTOP freeze reads of a process from its stat line: the few fields of `Stat`
-    /// it needs and field 31, parsed in place (`stopStat`), since the freeze reads every
-    /// member this way, where splitting the line into Strings cost twice what bare.c takes.
+    /// What a SIGSTOP freeze reads of a process from its stat line, parsed in place
+    /// (`stopStat`): splitting the line into Strings cost twice what bare.c takes.
     package struct StopStat: Equatable, Sendable {
-        /// The leader thread's state letter.
+        /// The leader thread's state letter (field 3).
         package let state: Character
         package let ppid: pid_t
         package let threads: Int
@@ -223,9 +216,7 @@ package enum ProcFS {
     }
 
     /// The state letter of a process (`tid` nil) or of one of its threads, from its stat
-    /// line: one open and one read into a small buffer, the letter after the last ")". nil
-    /// when it is gone. The SIGSTOP backend asks this of every task at every look; reading
-    /// and splitting the whole line into Strings cost it twice what bare.c takes.
+    /// line read into a small buffer (`withStatLine`, as `StopStat`). nil when it is gone.
     package static func state(pid: pid_t, tid: pid_t? = nil, procRoot: String = "/proc") -> Character? {
         let path = tid.map { "\(procRoot)/\(pid)/task/\($0)/stat" } ?? "\(procRoot)/\(pid)/stat"
         return withStatLine(path, stateLetter)

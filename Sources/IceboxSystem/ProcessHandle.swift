@@ -90,10 +90,9 @@ package enum Reaper {
     }
 
     /// The pid of an exited child of the calling thread, without reaping it (WNOWAIT), or nil.
-    /// Only this thread's children (`__WNOTHREAD`): an engine embedded in a program with
-    /// threads of its own (a test runner spawning processes with Foundation) must never see,
-    /// let alone reap, their children. The daemon's apps and probes are spawned by its loop
-    /// thread, and orphans land on the main thread, where `icebox daemon` runs its loop.
+    /// Only this thread's children (`__WNOTHREAD`): an engine embedded in a program with threads
+    /// of its own (a test runner) must never reap their children. The daemon's apps and probes
+    /// are spawned by its loop thread, and orphans land on the main thread, which runs it.
     package static func peekExitedChild() -> pid_t? {
         var code: Int32 = 0, status: Int32 = 0, who: pid_t = 0
         if icebox_waitid_all(WEXITED | WNOHANG | WNOWAIT | __WNOTHREAD, &code, &status, &who) < 0 { return nil }

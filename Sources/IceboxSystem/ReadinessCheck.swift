@@ -1,9 +1,8 @@
 import Glibc
 
-/// Blocking readiness checks with a deadline, for `icebox bench` and `icebox probe`: one
-/// TCP connect, or one HTTP GET that must answer 2xx. They wait with poll on the same
-/// non-blocking machines the daemon drives from its epoll loop (`TCPProbe`, `HTTPProbe`),
-/// so a check means the same thing in both places.
+/// Blocking readiness checks with a deadline, for `icebox bench` and `icebox probe`: one TCP
+/// connect, or one HTTP GET that must answer 2xx, polling the same non-blocking machines the
+/// daemon drives from its epoll loop (`TCPProbe`, `HTTPProbe`), so a check means the same.
 package enum ReadinessCheck {
     /// Connects to address:port; true if the connection was accepted before the deadline.
     package static func tcp(_ address: IPAddress = .loopback, port: UInt16, deadline: UInt64) -> Bool {

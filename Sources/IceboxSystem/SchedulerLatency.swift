@@ -6,14 +6,12 @@ import Glibc
 /// (the shim's child does), so an app starts with what its spawner had.
 package enum SchedulerLatency {
     /// `sliceNanos`: the scheduler slice (EEVDF, Linux 6.12 and later; older kernels ignore
-    /// it). A running task keeps its CPU when the daemon wakes unless its slice is longer
-    /// than the daemon's; the default is 1.4 ms on this 2-CPU host (0.7 ms × (1 + log2
-    /// CPUs)), so an app on it is preempted by a daemon on 1 ms. Measured here: an app just
-    /// cloned onto the daemon's CPU ran its whole dynamic-linker start (~0.9 ms) before the
-    /// daemon, woken by the app's execve, ran again. 1 ms measured as well as 0.1 ms for
-    /// spawns, and the apps a thaw wakes preempt the daemon less; on one CPU the default is
-    /// 0.7 ms and 1 ms no longer preempts. Only SCHED_OTHER and SCHED_BATCH have a slice: a
-    /// policy chosen with chrt is left alone.
+    /// it). A running task keeps its CPU when the daemon wakes unless its slice is longer than
+    /// the daemon's; the default is 0.7 ms × (1 + log2 CPUs), 1.4 ms on 2 CPUs, so an app there
+    /// is preempted by a daemon on 1 ms (else an app cloned onto the daemon's CPU ran its whole
+    /// ~0.9 ms dynamic-linker start first). 1 ms spawned as fast as 0.1 ms, and the apps a thaw
+    /// wakes preempt the daemon less. Only SCHED_OTHER and SCHED_BATCH have a slice: a policy
+    /// chosen with chrt is left alone.
     ///
     /// The timer slack stays the kernel's (50 µs). With 1 ns, the daemon's re-reads of a
     /// freeze in progress came on the dot every 20 µs, and each took a CPU from the tasks

@@ -2,10 +2,8 @@ import CIceboxShim
 import Glibc
 
 /// A stand-in for one launch: a child of this process that has joined the app's v1 cgroups
-/// ahead of time and, asked to, clones the app with those memberships (see
-/// icebox_stand_in.h for why: a write to cgroup.procs waits out an RCU grace period, and
-/// this moves it off the launch path). The app it spawns is this process's child, exactly as
-/// with `Spawner.spawn`.
+/// ahead of time and, asked to, clones the app with those memberships (icebox_stand_in.h says
+/// why). The app it spawns is this process's child, exactly as with `Spawner.spawn`.
 ///
 /// One use only: after a spawn (or a refusal) the stand-in exits. Dropping the value closes
 /// its socket, which also makes an idle stand-in exit; `dismiss` waits for that.
@@ -45,10 +43,9 @@ package final class SpawnStandIn {
     }
 
     /// Sends it `request` to spawn (its v1 descriptors are not used: the stand-in is in those
-    /// cgroups), without waiting for it: the outcome is read by `outcome(of:)` once its socket
-    /// (`watchDescriptor`) is readable. The descriptors in the request are the stand-in's own
-    /// copies once this returns. Throws when it cannot be sent (the stand-in is gone): the
-    /// caller spawns the direct way instead.
+    /// cgroups), without waiting: `outcome(of:)` reads it once `watchDescriptor` is readable.
+    /// Its descriptors are the stand-in's copies once this returns. Throws when it cannot be
+    /// sent (the stand-in is gone): the caller spawns the direct way instead.
     package func send(_ request: SpawnRequest) throws(SystemError) {
         let rc = Spawner.withCRequest(request) { icebox_stand_in_send(socket, $0) }
         if rc < 0 {
@@ -62,13 +59,11 @@ package final class SpawnStandIn {
     /// while it has not answered. `.unusable` when the stand-in could not spawn at all (gone,
     /// no clone3 here): the caller spawns the direct way instead.
     ///
-    /// Whatever the outcome the stand-in has been let go but may still be exiting, still in
-    /// the app's v1 cgroups: the caller reaps it (its pidfd, or `dismiss`) before anything
-    /// counts, freezes or reports the app. After `.spawned` it waited for the let-go so that
-    /// its exit (a copy of this process's address space torn down) comes after the app's
-    /// execve rather than in the middle of it, and the caller's work can overlap that exit.
-    /// A stand-in that never answers (stopped, say) is the caller's to give up on, at a
-    /// deadline of its own: nothing here waits for it.
+    /// Whatever the outcome the stand-in has been let go but may still be exiting, still in the
+    /// app's v1 cgroups: the caller reaps it (its pidfd, or `dismiss`) before anything counts,
+    /// freezes or reports the app. After `.spawned` it waited for the let-go, so that its exit
+    /// comes after the app's execve (icebox_stand_in.h). A stand-in that never answers (stopped,
+    /// say) is the caller's to give up on, at a deadline of its own.
     package func outcome(of request: SpawnRequest) -> StandInOutcome? {
         var result = icebox_spawn_result()
         let rc = icebox_stand_in_result(socket, &result)

@@ -2,19 +2,16 @@ import Glibc
 
 /// Runs a system call that reports failure as -1 and errno, on a descriptor and buffers of
 /// our own: retries EINTR, stops a debug build (and the tests) on EBADF or EFAULT, which only
-/// a bug of ours causes, and throws `SystemError(operation, path:)` for anything else (and for
-/// those two in a release build, where a bug must not take the daemon down). Returns the
-/// call's non-negative result.
+/// a bug of ours causes, and throws `SystemError(operation, path:)` for anything else (those
+/// two included in a release build, where a bug must not take the daemon down).
 ///
 /// Not for a descriptor someone else handed us (SCM_RIGHTS from a client, a pidfd of a process
 /// that may be gone, a descriptor inherited from a service manager): there EBADF can be the
 /// world's doing, so such a call site handles errno itself.
 ///
-/// Inlinable and always inlined, like `retryingOnInterrupt` (read its comment): a one-shot
-/// command gets it specialized for its integer type instead of looking up BinaryInteger's
-/// witness tables at run time. The failure path is one call out of line
-/// (`systemCallError`), and `path` an autoclosure, so a path built by concatenation is built
-/// only when the call fails.
+/// Inlinable and always inlined, for the reason `retryingOnInterrupt` gives. The failure path
+/// is one call out of line (`systemCallError`), and `path` an autoclosure, so a path built by
+/// concatenation is built only when the call fails.
 @inlinable @inline(__always)
 package func systemCall<T: BinaryInteger>(
     _ operation: String, path: @autoclosure () -> String? = nil, _ body: () -> T

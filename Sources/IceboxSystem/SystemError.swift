@@ -25,11 +25,9 @@ package struct SystemError: Error, CustomStringConvertible, Equatable, Sendable 
     package var isPermissionDenied: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
 }
 
-/// Runs a system call that reports failure as -1 and errno, retrying on EINTR.
-/// The corresponding C idiom is `do { rc = f(); } while (rc < 0 && errno == EINTR)`.
-/// Inlinable, so callers in other modules get it specialized for their integer type: called
-/// generically, each first call looked up BinaryInteger's witness tables at run time, which
-/// a one-shot command paid in page faults on the runtime's caches.
+/// Runs a system call that reports failure as -1 and errno, retrying on EINTR. Inlinable, so
+/// callers in other modules get it specialized for their integer type: called generically, each
+/// first call looked up BinaryInteger's witness tables at run time (page faults in a one-shot).
 @inlinable @inline(__always)
 package func retryingOnInterrupt<T: BinaryInteger>(_ body: () -> T) -> T {
     while true {

@@ -2,11 +2,9 @@ import Glibc
 
 /// The /proc/PID/task directory of one process, kept open while a SIGSTOP freeze or thaw
 /// reads its threads. Each thread's stat is opened from it ("TID/stat"): a walk of two path
-/// components where "/proc/PID/task/TID/stat" is five, with the PID's dentry revalidated on
-/// every one. Reading the 1000 threads of one process took 7.77 µs a thread this way, against
-/// 8.38 µs by the full path (medians of 20 rounds, benchmarks/RESULTS.md, session 49). A kept directory
-/// also stays the process it was opened for: once that one exits, it lists nothing and reads
-/// nothing, whoever has the pid by then.
+/// components where the full path is five (7.77 against 8.38 µs a thread, benchmarks/RESULTS.md,
+/// session 49). A kept directory also stays the process it was opened for: once that one
+/// exits, it lists nothing and reads nothing, whoever has the pid by then.
 ///
 /// Immutable (each listing opens a descriptor of its own, with its own offset), so Sendable;
 /// closed when the last reference goes.

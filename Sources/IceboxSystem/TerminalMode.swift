@@ -7,8 +7,7 @@ import Glibc
 /// One at a time in a process.
 package enum TerminalMode {
     /// Saves the settings of the terminal on `fd`, switches it to raw mode (keys arrive one
-    /// by one, unechoed; Ctrl-C is a byte, not SIGINT), and keeps `leave` to write on the
-    /// way back. The corresponding C function is `tcsetattr`.
+    /// by one, unechoed; Ctrl-C is a byte, not SIGINT), and keeps `leave` to write on the way back.
     package static func enterRaw(fd: Int32, leave: [UInt8]) throws(SystemError) {
         let rc = leave.withUnsafeBufferPointer { icebox_terminal_raw(fd, $0.baseAddress!, $0.count) }
         if rc != 0 { throw SystemError("put the terminal in raw mode (tcsetattr)") }

@@ -37,12 +37,10 @@ package enum UnixSocket {
     }
 
     /// A listening stream socket at path (an old socket file there is replaced), mode 0600,
-    /// set by chmod before it listens. Not by narrowing the umask around bind: the umask is
-    /// the whole process's, and a directory another thread made meanwhile got it too (in the
-    /// test process, other users' directories went 0700 and they could not reach them).
-    /// Until the chmod, no one can connect: the socket does not listen yet; and nothing can
-    /// swap the file in between, in a runtime directory that is the user's own, 0700
-    /// (`IceboxPaths.verify`).
+    /// set by chmod before it listens. Not by narrowing the umask around bind: the umask is the
+    /// whole process's, and a directory another thread made meanwhile got it too. Until the
+    /// chmod, no one can connect: the socket does not listen yet; and nothing can swap the file
+    /// in between, in a runtime directory that is the user's own, 0700 (`IceboxPaths.verify`).
     package static func listen(path: String) throws(SystemError) -> Int32 {
         let fd = try systemCall("create a socket") {
             socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
