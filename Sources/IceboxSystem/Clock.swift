@@ -4,7 +4,6 @@ import Glibc
 /// Time in nanoseconds. Monotonic for durations and deadlines (immune to clock changes),
 /// wall-clock only for the human-readable timestamp of an event.
 package enum Clock {
-
     package static func monotonicNanos() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

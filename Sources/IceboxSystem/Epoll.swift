@@ -5,9 +5,7 @@ import Glibc
 package final class Epoll {
     package let fd: Int32
 
-    package init() throws(SystemError) {
-        fd = try systemCall("create an epoll instance") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
-    }
+    package init() throws(SystemError) { fd = try systemCall("create an epoll instance") { epoll_create1(Int32(EPOLL_CLOEXEC)) } }
 
     deinit { close(fd) }
 
@@ -22,9 +20,7 @@ package final class Epoll {
         if epoll_ctl(fd, EPOLL_CTL_MOD, target, &ev) < 0 { throw SystemError("change descriptor \(target) in epoll") }
     }
 
-    package func remove(_ target: Int32) {
-        _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, nil)
-    }
+    package func remove(_ target: Int32) { _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, nil) }
 
     /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the
     /// nanosecond (epoll_pwait2) where the kernel has it: the daemon re-reads a freeze in

@@ -232,9 +232,7 @@ package enum FileIO {
         var bytes = head
         bytes += repeatElement(UInt8(ascii: " "), count: region - head.count)
         if size <= headLimit {
-            // The whole file is in the first page: written whole, tail and all, with no need
-            // to read what is there.
-            bytes += tail
+            bytes += tail  // all in the first page: written whole, with no need to read it
         } else {
             var onDisk = [UInt8](repeating: 0, count: tail.count)
             let got = onDisk.withUnsafeMutableBytes { buf in
@@ -292,9 +290,7 @@ package enum FileIO {
     }
 
     /// Names in a directory, without "." and "..".
-    package static func list(_ path: String) throws(SystemError) -> [String] {
-        try entries(path).map(\.name)
-    }
+    package static func list(_ path: String) throws(SystemError) -> [String] { try entries(path).map(\.name) }
 
     /// A directory's entries with their d_type, without "." and "..".
     static func entries(_ path: String) throws(SystemError) -> [(name: String, type: UInt8)] {
@@ -309,9 +305,7 @@ package enum FileIO {
         }
         return out
     }
-}
 
-extension FileIO {
     /// What lstat(2) (or fstat(2)) says about a file: its type, owner and permission bits.
     package struct Status: Sendable, Equatable {
         package enum Kind: Sendable, Equatable { case directory, regular, socket, symlink, other }

@@ -34,12 +34,7 @@ package final class HTTPProbe {
         case finished(Outcome)
     }
 
-    private enum Phase {
-        case idle
-        case connecting
-        case sending(sent: Int)
-        case receiving
-    }
+    private enum Phase { case idle, connecting, sending(sent: Int), receiving }
 
     package let url: HTTPURL
     private let request: [UInt8]
@@ -75,8 +70,7 @@ package final class HTTPProbe {
     /// to the next phase in the same call (connected → sending → receiving).
     package func resume(events: UInt32) -> Step {
         switch phase {
-        case .idle:
-            return .finished(.failed("no check in flight"))
+        case .idle: return .finished(.failed("no check in flight"))
         case .connecting:
             switch TCPProbe.state(socket) {
             case .connected:
@@ -90,10 +84,8 @@ package final class HTTPProbe {
                 }
                 return .wait(fd: socket, events: EpollEvents.writable)
             }
-        case .sending:
-            return send()
-        case .receiving:
-            return receive()
+        case .sending: return send()
+        case .receiving: return receive()
         }
     }
 

@@ -53,9 +53,7 @@ package final class Inotify {
     package static func parse(_ bytes: ArraySlice<UInt8>) -> [Event] {
         var events: [Event] = []
         var i = bytes.startIndex
-        func word(_ at: Int) -> UInt32 {
-            bytes[at..<at + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
-        }
+        func word(_ at: Int) -> UInt32 { bytes[at..<at + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) } }
         while i + 16 <= bytes.endIndex {
             let length = Int(word(i + 12))
             guard i + 16 + length <= bytes.endIndex else { break }

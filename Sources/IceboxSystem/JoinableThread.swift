@@ -38,9 +38,7 @@ package final class JoinableThread: Sendable {
     }
 
     /// Whether the closure has returned (the thread may still be exiting).
-    package var hasFinished: Bool {
-        Poll.ready(finished, Int16(POLLIN))
-    }
+    package var hasFinished: Bool { Poll.ready(finished, Int16(POLLIN)) }
 
     /// The descriptor that becomes readable (end of file) once the closure has returned.
     package var finishedDescriptor: Int32 { finished }

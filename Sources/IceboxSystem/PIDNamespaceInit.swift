@@ -14,7 +14,5 @@ package enum PIDNamespaceInit {
     }
 
     /// The init's argv for `program` (resolved) run with `command` as its argv.
-    package static func arguments(program: String, command: [String]) -> [String] {
-        ["icebox-init", flag, program] + command
-    }
+    package static func arguments(program: String, command: [String]) -> [String] { ["icebox-init", flag, program] + command }
 }

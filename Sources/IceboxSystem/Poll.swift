@@ -41,19 +41,8 @@ package enum Poll {
     /// Sleeps up to `timeoutNanos`, less when `fd` (negative: none, a plain sleep) reports
     /// `events` first: for the blocking drivers, which look again either way, so a wake-up
     /// for any reason (a signal, an error) is only an early look.
-    package static func nap(on fd: Int32, events: Int16, timeoutNanos: UInt64) {
-        _ = icebox_poll_ns(fd, events, timeoutNanos)
-    }
+    package static func nap(on fd: Int32, events: Int16, timeoutNanos: UInt64) { _ = icebox_poll_ns(fd, events, timeoutNanos) }
 
     /// Whether `fd` has `events` now, without waiting; false on any error.
-    package static func ready(_ fd: Int32, _ events: Int16) -> Bool {
-        icebox_poll_ns(fd, events, 0) > 0
-    }
-}
-
-extension ProcessHandle {
-    /// Whether this kernel has pidfd_open (Linux 5.3).
-    package static var pidfdWorks: Bool {
-        (try? ProcessHandle(adopting: getpid())) != nil
-    }
+    package static func ready(_ fd: Int32, _ events: Int16) -> Bool { icebox_poll_ns(fd, events, 0) > 0 }
 }

@@ -48,8 +48,7 @@ package enum ProcFS {
     /// 64-bit targets icebox builds for). /proc/PID/status says the same in SigCgt, but the
     /// kernel formats all of status (~1.4 KB) to answer: 19 µs against 11 µs for stat.
     package static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
-        withStatLine("\(procRoot)/\(pid)/stat") { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
-            .map { maskHasSignal($0, signal) } ?? false
+        withStatLine("\(procRoot)/\(pid)/stat", sigcatch).map { maskHasSignal($0, signal) } ?? false
     }
 
     /// `catchesSignal` through a descriptor of /proc/PID/stat kept open (`caughtSignals(statFD:)`):
@@ -59,13 +58,10 @@ package enum ProcFS {
     }
 
     /// The sigcatch mask of /proc/PID/stat (field 34), from a descriptor of it kept open, read
-    /// from offset 0: no open and close per look (17 of the 37 µs the look took in a traced
-    /// suspend). nil when the field is not a decimal that fits 64 bits, or when the process is
-    /// gone: the kept descriptor stays the process it was opened for, and once that one has
-    /// exited, reads fail whoever has its pid by then.
-    package static func caughtSignals(statFD fd: Int32) -> UInt64? {
-        withStatLine(fd: fd) { line, fieldThree in sigcatch(in: line, fieldThree: fieldThree) }
-    }
+    /// from offset 0: no open and close per look. nil when the field is not a decimal that fits
+    /// 64 bits, or when the process is gone: the kept descriptor stays the process it was
+    /// opened for, and once that one has exited, reads fail whoever has its pid by then.
+    package static func caughtSignals(statFD fd: Int32) -> UInt64? { withStatLine(fd: fd, sigcatch) }
 
     /// The same from a stat line's text (for the parser's own tests and fuzzing).
     package static func caughtSignals(inStatLine text: String) -> UInt64? {
@@ -98,9 +94,7 @@ package enum ProcFS {
 
     /// The same from a descriptor of /proc/PID/stat kept open (read at offset 0): nil once the
     /// process it was opened for is gone, whoever has its pid by then.
-    package static func stopStat(statFD fd: Int32) -> StopStat? {
-        withStatLine(fd: fd, stopStat)
-    }
+    package static func stopStat(statFD fd: Int32) -> StopStat? { withStatLine(fd: fd, stopStat) }
 
     /// The same from a stat line's text (for the parser's own tests).
     package static func stopStat(inStatLine text: String) -> StopStat? {
@@ -163,10 +157,10 @@ package enum ProcFS {
     package struct StopStat: Equatable, Sendable {
         /// The leader thread's state letter (field 3).
         package let state: Character
-        package let ppid: pid_t
-        package let threads: Int
-        /// A SIGSTOP sent to the leader alone (tgkill) waits in its queue: not taken, as by a
-        /// process stopped already.
+        package let ppid: pid_t  // field 4
+        package let threads: Int  // field 20
+        /// A SIGSTOP sent to the leader alone (tgkill) waits in its queue (field 31): not taken,
+        /// as by a process stopped already.
         package let stopQueued: Bool
     }
 
@@ -192,9 +186,7 @@ package enum ProcFS {
     }
 
     package static func parseStat(_ text: String) -> Stat? {
-        guard let rest = statFieldsAfterName(text) else { return nil }
-        // rest[0] is field 3 (state): field N is rest[N - 3].
-        guard rest.count > 21, let state = rest[0].first,
+        guard let rest = statFieldsAfterName(text), rest.count > 21, let state = rest[0].first,
             let ppid = pid_t(rest[1]), let pgrp = pid_t(rest[2]), let session = pid_t(rest[3]),
             let user = UInt64(rest[11]), let system = UInt64(rest[12]), let start = UInt64(rest[19]), let rss = Int64(rest[21])
         else { return nil }
@@ -224,9 +216,7 @@ package enum ProcFS {
 
     /// A thread's state letter read through its process's task directory kept open
     /// (`TaskDirectory`): "TID/stat" from there. nil once the thread or its process is gone.
-    package static func state(tid: pid_t, taskDirectory fd: Int32) -> Character? {
-        withStatLine("\(tid)/stat", in: fd, stateLetter)
-    }
+    package static func state(tid: pid_t, taskDirectory fd: Int32) -> Character? { withStatLine("\(tid)/stat", in: fd, stateLetter) }
 
     /// Whether a SIGSTOP waits to be taken by the thread (its own pending set, SigPnd, or
     /// its process's, ShdPnd, in /proc/PID/task/TID/status). A thread in the kernel (state D)

@@ -22,9 +22,7 @@ package enum Termination: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// From siginfo's si_code and si_status (CLD_EXITED = 1; CLD_KILLED, CLD_DUMPED otherwise).
-    package init(code: Int32, status: Int32) {
-        self = code == 1 ? .exited(status) : .signaled(status)
-    }
+    package init(code: Int32, status: Int32) { self = code == 1 ? .exited(status) : .signaled(status) }
 }
 
 /// A process held through its pidfd from spawn to reap, so nothing is ever keyed on a
@@ -37,6 +35,9 @@ package final class ProcessHandle {
         self.pid = pid
         self.pidfd = pidfd
     }
+
+    /// Whether this kernel has pidfd_open (Linux 5.3).
+    package static var pidfdWorks: Bool { (try? ProcessHandle(adopting: getpid())) != nil }
 
     /// Opens a pidfd for a process icebox did not spawn (it need not be our child).
     package init(adopting pid: pid_t) throws(SystemError) {
@@ -65,8 +66,7 @@ package final class ProcessHandle {
     package func wait(until deadline: UInt64) throws(SystemError) -> Termination? {
         while true {
             if let t = try reapIfExited() { return t }
-            let now = Clock.monotonicNanos()
-            if now >= deadline { return nil }
+            if Clock.monotonicNanos() >= deadline { return nil }
             _ = try Poll.wait(pidfd, events: Int16(POLLIN), until: deadline)
         }
     }

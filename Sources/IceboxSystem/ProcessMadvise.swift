@@ -66,8 +66,7 @@ package enum ProcessMadvise {
             if n < 0 {
                 let err = errno
                 switch err {
-                case EINTR:
-                    continue
+                case EINTR: continue
                 case ESRCH:
                     outcome.processExited = true
                     return outcome

@@ -30,8 +30,7 @@ package enum ReadinessCheck {
         var step = check.start()
         while true {
             switch step {
-            case .finished(let outcome):
-                return outcome
+            case .finished(let outcome): return outcome
             case .wait(let fd, let events):
                 guard let fired = waitFor(fd, events, deadline) else {
                     check.cancel()

@@ -13,11 +13,8 @@ package enum SchedulerLatency {
     /// wakes preempt the daemon less. Only SCHED_OTHER and SCHED_BATCH have a slice: a policy
     /// chosen with chrt is left alone.
     ///
-    /// The timer slack stays the kernel's (50 µs). With 1 ns, the daemon's re-reads of a
-    /// freeze in progress came on the dot every 20 µs, and each took a CPU from the tasks
-    /// that had to run to freeze: busy 10-task freezes took 2.5-3x bare's time, against
-    /// about 1.1x with the default, measured side by side (benchmarks/RESULTS.md).
-    package static func makeLatencySensitive(sliceNanos: UInt64) {
-        _ = icebox_set_latency_sensitive(sliceNanos)
-    }
+    /// The timer slack stays the kernel's (50 µs): with 1 ns, busy 10-task freezes took 2.5-3x
+    /// bare's time, against ~1.1x, as each punctual re-read took a CPU from the tasks that had
+    /// to run to freeze (benchmarks/RESULTS.md).
+    package static func makeLatencySensitive(sliceNanos: UInt64) { _ = icebox_set_latency_sensitive(sliceNanos) }
 }

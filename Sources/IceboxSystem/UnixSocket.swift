@@ -161,9 +161,7 @@ package enum UnixSocket {
         }
         if n < 0 { throw SystemError("send to", path: path) }
     }
-}
 
-extension UnixSocket {
     /// One non-blocking send of as much of `bytes` as the socket takes now: the count sent,
     /// 0 when the socket's buffer is full (EAGAIN). Never waits; never raises SIGPIPE.
     package static func sendSome(_ fd: Int32, _ bytes: ArraySlice<UInt8>) throws(SystemError) -> Int {
@@ -175,9 +173,7 @@ extension UnixSocket {
         }
         return n
     }
-}
 
-extension UnixSocket {
     /// Whether `fd` is a listening Unix stream socket (what socket activation must hand us).
     package static func isListeningUnixStream(_ fd: Int32) -> Bool {
         func option(_ name: Int32) -> Int32? {

@@ -38,8 +38,7 @@ package enum UnixSocketDiag {
         var result: [UInt32: Socket] = [:]
         var buffer = [UInt8](repeating: 0, count: 32_768)
         while true {
-            let now = Clock.monotonicNanos()
-            guard now < deadline else { throw SystemError("read the unix sock_diag answer", errno: ETIMEDOUT) }
+            guard Clock.monotonicNanos() < deadline else { throw SystemError("read the unix sock_diag answer", errno: ETIMEDOUT) }
             if try Poll.wait(fd, events: Int16(POLLIN), until: deadline) == 0 { continue }
             let n = try systemCall("read the unix sock_diag answer") { recv(fd, &buffer, buffer.count, 0) }
             var offset = 0
