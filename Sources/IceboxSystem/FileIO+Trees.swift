@@ -11,9 +11,8 @@ extension FileIO {
         return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Removes `path` and everything under it, as `rm -rf` does, without following
-    /// symbolic links. A path that does not exist is not an error; the first entry that
-    /// cannot be removed is.
+    /// Removes `path` and everything under it, as `rm -rf` does, without following symbolic links. A path that does not
+    /// exist is not an error; the first entry that cannot be removed is.
     package static func removeTree(_ path: String) throws(SystemError) {
         var st = stat()
         if lstat(path, &st) < 0 {

@@ -39,20 +39,18 @@ struct icebox_spawn_request {
     int v1_memory_procs_fd;             // a second v1 cgroup.procs (the v1 memory cgroup) likewise (-1: none)
     int new_session;                    // 1: setsid() in the child
     uint64_t nofile_soft;               // >0: the child's soft RLIMIT_NOFILE (the daemon raised its own)
-    // Another identity (--user): when set_identity is 1 the child, before execve, takes
-    // these groups, gid and uid and gives up every capability (bounding, ambient,
-    // permitted, effective, inheritable) and sets no_new_privs. Prepared by the parent:
-    // the child may not allocate.
+    // Another identity (--user): when set_identity is 1 the child, before execve, takes these groups, gid and uid and
+    // gives up every capability (bounding, ambient, permitted, effective, inheritable) and sets no_new_privs. Prepared
+    // by the parent: the child may not allocate.
     int set_identity;
     uid_t uid;
     gid_t gid;
     const gid_t *_Nullable groups;      // supplementary groups (ngroups of them; none: NULL, 0)
     size_t ngroups;
     int cap_last_cap;                   // /proc/sys/kernel/cap_last_cap, read by the parent
-    // 1: the child is the first process (pid 1) of a new PID namespace (CLONE_NEWPID, which
-    // needs CAP_SYS_ADMIN), so a CRIU restore finds its pids free; with new_session it leads
-    // its session inside it, as a dump requires. Only by clone3: without it the spawn
-    // fails (ENOSYS) rather than fall back to fork.
+    // 1: the child is the first process (pid 1) of a new PID namespace (CLONE_NEWPID, which needs CAP_SYS_ADMIN), so a
+    // CRIU restore finds its pids free; with new_session it leads its session inside it, as a dump requires. Only by
+    // clone3: without it the spawn fails (ENOSYS) rather than fall back to fork.
     int new_pid_namespace;
 };
 
@@ -83,14 +81,12 @@ struct icebox_spawn_result {
     int vforked;     // 1: the spawner was a vfork parent (icebox_spawn_await_exec reads the pipe at once)
 };
 
-/// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which
-/// case the child has been reaped already and pidfd is -1), or -1 with errno set when
-/// the spawn itself failed.
+/// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which case the child has been reaped
+/// already and pidfd is -1), or -1 with errno set when the spawn itself failed.
 int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result);
 
-/// The id of the cgroup v2 the pidfd's process is in (the cgroup directory's inode number),
-/// through PIDFD_GET_INFO (Linux 6.13). -1 with errno (ENOTTY, EINVAL: an older kernel; ESRCH:
-/// the process is gone).
+/// The id of the cgroup v2 the pidfd's process is in (the cgroup directory's inode number), through PIDFD_GET_INFO
+/// (Linux 6.13). -1 with errno (ENOTTY, EINVAL: an older kernel; ESRCH: the process is gone).
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
 int icebox_pidfd_send_signal(int pidfd, int sig);
@@ -134,8 +130,7 @@ int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_No
    milliseconds, rounded up, on a kernel without it (before 5.11). */
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
 /// 1 when this executable carries the init of a --pid-namespace app (the `icebox` executable:
-/// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links
-/// the libraries.
+/// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links the libraries.
 int icebox_executable_has_pid_namespace_init(void);
 
 /// Sends a message with descriptors attached (SCM_RIGHTS). Returns bytes sent or -1.
@@ -157,11 +152,10 @@ int icebox_poll_ns(int fd, short events, uint64_t timeout_ns);
 /// pipe2(O_CLOEXEC) (declared only with _GNU_SOURCE).
 int icebox_pipe_cloexec(int *_Nonnull fds);
 
-// In a static executable (no program interpreter), points the passwd, group and initgroups
-// lookups at the files database built into libc and returns 1; elsewhere does nothing and
-// returns 0. A static glibc would otherwise dlopen the NSS modules nsswitch.conf names, with
-// a second libc beside the static one: libnss_systemd crashed in it (SIGSEGV) for any name
-// /etc/passwd lacks.
+// In a static executable (no program interpreter), points the passwd, group and initgroups lookups at the files
+// database built into libc and returns 1; elsewhere does nothing and returns 0. A static glibc would otherwise dlopen
+// the NSS modules nsswitch.conf names, with a second libc beside the static one: libnss_systemd crashed in it (SIGSEGV)
+// for any name /etc/passwd lacks.
 int icebox_static_nss_files_only(void);
 
 /// Number of signals (NSIG).
@@ -179,12 +173,11 @@ ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int
 /// ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK; nothing stays locked then).
 long long icebox_lock_program_image(void);
 
-/// Puts the terminal on `fd` in raw mode (no echo, no line editing, no signals from keys,
-/// output processing kept) after saving its settings, and keeps, where a signal handler can
-/// reach them, those settings and `leave` (the bytes that leave the view; copied, at most 256).
-/// Until icebox_terminal_restore, a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP)
-/// restores the terminal first, async-signal-safe, then goes on to the handler that was there
-/// before (Swift's backtracer, or the default). 0, or -1 with errno (ENOTTY: not a terminal).
+/// Puts the terminal on `fd` in raw mode (no echo, no line editing, no signals from keys, output processing kept) after
+/// saving its settings, and keeps, where a signal handler can reach them, those settings and `leave` (the bytes that
+/// leave the view; copied, at most 256). Until icebox_terminal_restore, a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+/// SIGABRT, SIGTRAP) restores the terminal first, async-signal-safe, then goes on to the handler that was there before
+/// (Swift's backtracer, or the default). 0, or -1 with errno (ENOTTY: not a terminal).
 int icebox_terminal_raw(int fd, const char *leave, size_t leave_len);
 
 /// Writes the `leave` bytes and puts the saved settings back (TCSAFLUSH: typed-ahead keys

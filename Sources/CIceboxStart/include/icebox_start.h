@@ -6,10 +6,9 @@
 
 #pragma clang assume_nonnull begin
 
-/// The process's arguments as glibc handed them to the program (command_line.c), count in
-/// *count. For the entry point: Swift's CommandLine.unsafeArgv is main-actor isolated, so
-/// reading it from the top-level code cost every command a dynamic isolation check, and that
-/// check starts the concurrency runtime's default executors (faults on four pages).
+/// The process's arguments as glibc handed them to the program (command_line.c), count in *count. For the entry point:
+/// Swift's CommandLine.unsafeArgv is main-actor isolated, so reading it from the top-level code cost every command a
+/// dynamic isolation check, and that check starts the concurrency runtime's default executors (faults on four pages).
 char *_Nullable const *_Nonnull icebox_process_arguments(int *count);
 
 #pragma clang assume_nonnull end
