@@ -4,8 +4,7 @@
 
 #include "icebox_shim.h"
 
-/// clone3 with CLONE_PIDFD (and extra_flags; cgroup_fd for CLONE_INTO_CGROUP), exit signal
-/// SIGCHLD. Returns as fork does.
+/// clone3 with CLONE_PIDFD (and extra_flags; cgroup_fd for CLONE_INTO_CGROUP), exit signal SIGCHLD. Returns as fork does.
 pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd);
 
 /// icebox_spawn, and with clone_parent the child is made with CLONE_PARENT: it becomes the caller's parent's child, so

@@ -71,9 +71,8 @@ package enum Capabilities {
 
     /// Takes every capability not in `names` out of the calling thread's permitted and effective sets, and empties its
     /// inheritable set; the bounding set is left alone (an app launched as root gets root's capabilities back at its
-    /// execve). Returns the names that were in the permitted set and are now gone. Throws if libcap or the kernel
-    /// refuses. Those in `permittedOnly` (a subset of `names`) stay permitted but leave the effective set (raised for a
-    /// moment with `withEffective`).
+    /// execve). Returns the names that were permitted and are now gone. Throws if libcap or the kernel refuses. Those
+    /// in `permittedOnly` (a subset of `names`) stay permitted but leave the effective set (`withEffective` raises them).
     package static func keepOnly(_ names: Set<String>, permittedOnly: Set<String> = []) throws(SystemError) -> [String] {
         guard let caps = cap_get_proc() else { throw SystemError("read this process's capabilities (cap_get_proc)") }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }

@@ -210,8 +210,7 @@ package enum FileIO {
     /// in its first page (`headLimit`) and has room for `head`. Then one pwrite at offset 0 puts `head` in, padded with
     /// spaces up to the tail, and the kernel does such a write whole or not at all when the writer is killed (it checks
     /// for a fatal signal before each page it copies, not within one). Past the first page the tail is read back and
-    /// compared, so a file changed by anyone else is never patched; a file all in the first page is written whole, the
-    /// tail too, at the same length.
+    /// compared, so a file changed by anyone else is never patched; a file all in the first page is written whole.
     ///
     /// Returns false, having changed nothing, when any of that does not hold or the write comes up short; the caller
     /// then writes a new file and exchanges it (~50 µs on ext4, twice per suspend, against ~1 µs for the pwrite). Not

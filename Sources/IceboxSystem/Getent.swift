@@ -20,9 +20,7 @@ enum Getent {
 
     /// The first line of getent's output when it exits 0.
     static func run(_ arguments: [String]) -> Substring? {
-        guard let executable = paths.first(where: { access($0, X_OK) == 0 }),
-            let pipe = try? PipePair()
-        else { return nil }
+        guard let executable = paths.first(where: { access($0, X_OK) == 0 }), let pipe = try? PipePair() else { return nil }
         defer { close(pipe.readEnd) }
         var request = SpawnRequest(
             executable: executable, arguments: ["getent"] + arguments, environment: ["PATH=/usr/bin:/bin", "LC_ALL=C"])

@@ -7,8 +7,7 @@ import CIceboxShim
 /// put back at once. Skipped for a thaw that wakes one task (`Daemon.wakesSeveral`), which it made slower, not faster.
 ///
 /// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or under a policy someone chose
-/// with chrt, the stretch runs as it is: the first refusal is remembered, so a daemon that may not pays one failed
-/// call, not one per thaw.
+/// with chrt, the stretch runs as it is: the first refusal is remembered, so a daemon that may not pays one failed call.
 ///
 /// Only a daemon that owns its process uses it (`enabled`): an engine embedded in another program (a `Supervisor` in a
 /// test process) must not make a thread of that program real-time, even for microseconds; its thaws run as they are.

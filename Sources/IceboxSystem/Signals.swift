@@ -9,8 +9,7 @@ package enum Signals {
         ("SEGV", SIGSEGV), ("USR2", SIGUSR2), ("PIPE", SIGPIPE), ("ALRM", SIGALRM), ("TERM", SIGTERM),
         ("STKFLT", 16), ("CHLD", SIGCHLD), ("CONT", SIGCONT), ("STOP", SIGSTOP), ("TSTP", SIGTSTP),
         ("TTIN", SIGTTIN), ("TTOU", SIGTTOU), ("URG", SIGURG), ("XCPU", SIGXCPU), ("XFSZ", SIGXFSZ),
-        ("VTALRM", SIGVTALRM), ("PROF", SIGPROF), ("WINCH", SIGWINCH), ("IO", SIGIO), ("PWR", SIGPWR),
-        ("SYS", SIGSYS),
+        ("VTALRM", SIGVTALRM), ("PROF", SIGPROF), ("WINCH", SIGWINCH), ("IO", SIGIO), ("PWR", SIGPWR), ("SYS", SIGSYS),
     ]
 
     /// The names `number(of:)` accepts, without the SIG prefix, in signal-number order, with

@@ -5,8 +5,7 @@ import Glibc
 /// against 8.38 µs a thread, benchmarks/RESULTS.md, session 49). A kept directory also stays the process it was opened
 /// for: once that one exits, it lists nothing and reads nothing, whoever has the pid by then.
 ///
-/// Immutable (each listing opens a descriptor of its own, with its own offset), so Sendable; closed with the last
-/// reference.
+/// Immutable (each listing opens a descriptor of its own, with its own offset), so Sendable; closed with its last reference.
 package final class TaskDirectory: Sendable {
     let pid: pid_t
     let procRoot: String
