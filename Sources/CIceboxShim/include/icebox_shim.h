@@ -48,8 +48,7 @@ struct icebox_spawn_request {
     const gid_t *_Nullable groups;      // supplementary groups (ngroups of them; none: NULL, 0)
     size_t ngroups;
     int cap_last_cap;                   // /proc/sys/kernel/cap_last_cap, read by the parent
-    // 1: the child is the first process (pid 1) of a new PID namespace (CLONE_NEWPID, which needs CAP_SYS_ADMIN), so a
-    // CRIU restore finds its pids free; with new_session it leads its session inside it, as a dump requires. Only by
+    // 1: the child is pid 1 of a new PID namespace (CLONE_NEWPID; SpawnRequest.newPIDNamespace says why). Only by
     // clone3: without it the spawn fails (ENOSYS) rather than fall back to fork.
     int new_pid_namespace;
 };
@@ -97,11 +96,10 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
-/* For the daemon: a scheduler slice of slice_ns (EEVDF, Linux 6.12+; ignored before) so its
- * wake-ups preempt a task with the default slice. Every child spawned afterwards puts the
- * default back before its execve. 0, or -1 with errno (a policy without a slice: left alone). */
+/// For the daemon (SchedulerLatency): a scheduler slice of slice_ns (EEVDF, Linux 6.12+; ignored before). Every child
+/// spawned afterwards puts the default back before its execve. 0, or -1 with errno (a policy without a slice: left alone).
 int icebox_set_latency_sensitive(uint64_t slice_ns);
-/* A thread's scheduling attributes (the kernel's struct sched_attr, SCHED_ATTR_SIZE_VER0). */
+/// A thread's scheduling attributes (the kernel's struct sched_attr, SCHED_ATTR_SIZE_VER0).
 struct icebox_scheduling {
     uint32_t size, policy;
     uint64_t flags;
@@ -109,25 +107,22 @@ struct icebox_scheduling {
     uint32_t priority;
     uint64_t runtime, deadline, period;
 };
-/* For the daemon (PreemptionGuard): the calling thread at SCHED_FIFO 1 (reset on fork); what
- * it ran before goes in *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an
- * RLIMIT_RTPRIO; EINVAL under a policy other than SCHED_OTHER or SCHED_BATCH, left alone).
- * icebox_preemption_on puts back the policy, nice and slice in *saved (or, should the kernel
- * refuse them, plain SCHED_OTHER): only after an _off that returned 0. */
+/// For the daemon (PreemptionGuard): the calling thread at SCHED_FIFO 1 (reset on fork); what it ran before goes in
+/// *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO; EINVAL under a policy other than
+/// SCHED_OTHER or SCHED_BATCH, left alone). icebox_preemption_on puts back the policy, nice and slice in *saved (or,
+/// should the kernel refuse them, plain SCHED_OTHER): only after an _off that returned 0.
 int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
 int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
-/* For the daemon, while a freeze waits for the app's tasks to run: the calling thread may no
- * longer run on the CPU it is on (1; 0 with one CPU allowed, -1 with errno), so its re-reads
- * do not take that CPU from the tasks queued there. icebox_cpu_step_back gives back the set it
- * had (unless someone changed it meanwhile); icebox_spawn and icebox_stand_in_start do so
- * first, so no child inherits the narrowed set. Per thread. */
+/// For the daemon while a freeze waits (CPUStepAside): the calling thread may no longer run on the CPU it is on (1; 0
+/// with one CPU allowed, -1 with errno). icebox_cpu_step_back gives back the set it had (unless someone changed it
+/// meanwhile); icebox_spawn and icebox_stand_in_start do so first, so no child inherits the narrowed set. Per thread.
 int icebox_cpu_step_aside(void);
 void icebox_cpu_step_back(void);
 int icebox_cpu_is_aside(void);
-/* renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically. */
+/// renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically.
 int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_Nonnull b);
-/* epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
-   milliseconds, rounded up, on a kernel without it (before 5.11). */
+/// epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole milliseconds, rounded up, on a
+/// kernel without it (before 5.11).
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
 /// 1 when this executable carries the init of a --pid-namespace app (the `icebox` executable:
 /// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links the libraries.
