@@ -189,7 +189,7 @@ static int resolve_array(char *base, uint32_t size, uint32_t off, uint32_t count
     return 1;
 }
 
-// Maps the request and fills req from it (descriptors apart); 0 with errno when malformed.
+// Maps the request and fills req from it (its descriptors 0: the caller sets them); 0 with errno when malformed.
 static int read_spec(int memfd, struct icebox_spawn_request *req) {
     struct stat st;
     if (fstat(memfd, &st) < 0) return 0;
@@ -207,19 +207,13 @@ static int read_spec(int memfd, struct icebox_spawn_request *req) {
     if (h.cwd && !valid_string(base, size, h.cwd)) return 0;
     if (!resolve_array(base, size, h.argv, h.argc) || !resolve_array(base, size, h.envp, h.envc)) return 0;
     if (h.groups % 4 || (uint64_t)h.groups + (uint64_t)h.ngroups * sizeof(gid_t) > size) return 0;
-    req->path = base + h.path;
-    req->cwd = h.cwd ? base + h.cwd : NULL;
-    req->argv = (char *const *)(base + h.argv);
-    req->envp = (char *const *)(base + h.envp);
-    req->groups = h.ngroups ? (const gid_t *)(base + h.groups) : NULL;
-    req->ngroups = h.ngroups;
-    req->new_session = h.new_session;
-    req->new_pid_namespace = h.new_pid_namespace;
-    req->set_identity = h.set_identity;
-    req->cap_last_cap = h.cap_last_cap;
-    req->uid = h.uid;
-    req->gid = h.gid;
-    req->nofile_soft = h.nofile_soft;
+    *req = (struct icebox_spawn_request){
+        .path = base + h.path, .cwd = h.cwd ? base + h.cwd : NULL, .argv = (char *const *)(base + h.argv),
+        .envp = (char *const *)(base + h.envp), .groups = h.ngroups ? (const gid_t *)(base + h.groups) : NULL,
+        .ngroups = h.ngroups, .new_session = h.new_session, .new_pid_namespace = h.new_pid_namespace,
+        .set_identity = h.set_identity, .cap_last_cap = h.cap_last_cap, .uid = h.uid, .gid = h.gid,
+        .nofile_soft = h.nofile_soft,
+    };
     return 1;
 }
 
