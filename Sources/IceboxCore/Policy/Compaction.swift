@@ -35,8 +35,6 @@ package struct MemoryMapping: Equatable, Sendable {
 
     package var length: UInt64 { end - start }
     package var isPrivate: Bool { permissions.hasSuffix("p") }
-    package var isFileBacked: Bool { inode != 0 }
-    package var isDeleted: Bool { path.hasSuffix(" (deleted)") }
 
     /// Mappings the kernel itself provides: madvise refuses some (VM_PFNMAP) and nothing in
     /// them belongs to the app.
@@ -133,8 +131,6 @@ package struct CompactionReport: Codable, Sendable, Equatable {
     /// memory.reclaim answered EAGAIN: it could not reclaim as much as asked (without swap,
     /// anonymous memory cannot go anywhere). Not an error.
     package var reclaimShort: Bool
-
-    package var rssFreed: UInt64 { before.rss > after.rss ? before.rss - after.rss : 0 }
 
     /// "RSS 93.7 MiB → 29.6 MiB, file 70.6 MiB → 6.5 MiB, anon 23.1 MiB → 23.1 MiB": the line
     /// `icebox compact` prints, the compact event logs and the registry keeps.
