@@ -83,8 +83,8 @@ package final class AppCgroups: Sendable {
 
     /// The app's memory from its counter's kept descriptor (one pread); `keepOpen`: open it
     /// now if it is not open yet. nil when it is not open (and may not be), or cannot be read:
-    /// the caller then reads by path (`AppMemory.read`). `ps` reads this for every app: with
-    /// 1000 apps, opening, reading and closing each counter was ~13 ms of the daemon's ~17.
+    /// the caller then reads by path (`AppMemory.read`). `ps` reads this for every app (1000
+    /// apps: ~13 ms of the daemon's ~17 went to opening and closing each counter).
     package func memoryReading(keepOpen: Bool) -> AppMemoryReading? {
         guard let memoryFile, let bytes = memoryFile.file.readCounter(opening: keepOpen) else { return nil }
         return AppMemoryReading(bytes: bytes, source: memoryFile.source)
@@ -145,9 +145,7 @@ package final class AppCgroups: Sendable {
                     memoryV1 = path
                 } catch {
                     // Best effort (the app runs; only memory precision is lost), but said: the
-                    // daemon reports it to the launching client and in the event log. It was
-                    // once dropped unseen (`try?`), so an app could run without its v1 memory
-                    // cgroup and no one knew.
+                    // daemon reports it to the launching client and in the event log.
                     memoryV1Problem = error.description
                     // The stand-in's directory stays the app's under its parked name rather
                     // than an untracked home for the app.

@@ -62,9 +62,8 @@ package struct SignalFreezer: Freezer {
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
         // The SIGSTOPs go first, each to a process's leader alone (tgkill): one stopped already
         // by someone else keeps it queued there, which the look that finds it stopped reads
-        // (`SignalFreezeSteps.keepStopped`), so nothing is read before them. Reading every
-        // member first put 1000 opens and reads before the first stop: 1000 busy processes
-        // froze in 1.18-1.33x bare, against 0.87-0.93x (benchmarks/RESULTS.md, session 50).
+        // (`SignalFreezeSteps.keepStopped`), so nothing is read before them (1000 busy processes
+        // froze in 0.87-0.93x bare, 1.18-1.33x with reads first: benchmarks/RESULTS.md, session 50).
         let pids = members()
         stoppedByOthers.set([])
         var steps = SignalFreezeSteps(members: members, stoppedByOthers: stoppedByOthers)
@@ -152,8 +151,6 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// not come (a child stopped under a tracer notifies the tracer instead).
     var waitsOnAnnouncement: Bool { hearsStops && next < queue.count && queue[next...].allSatisfy { children.contains($0) } }
 
-    /// The members' stat files are opened after the SIGSTOPs (`begin`, then `files`), so the
-    /// init takes none.
     package init(members: @escaping @Sendable () -> [pid_t], stoppedByOthers: StoppedByOthers = StoppedByOthers()) {
         self.members = members
         self.stoppedByOthers = stoppedByOthers
@@ -301,7 +298,6 @@ package struct SignalFreezeSteps: FreezeSteps {
         }
     }
 
-    /// The next process's threads are listed afresh.
     /// The last look before a confirmation: every member seen stopped, one after another,
     /// is still stopped now. One seen stopped early can have been continued since by one
     /// stopped later (processes that SIGCONT each other): the pass finds it running. It is

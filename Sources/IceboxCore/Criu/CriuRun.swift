@@ -70,8 +70,7 @@ final class CriuRun {
     /// Kills it and returns: the loop goes on watching its pidfd, and its end finishes its
     /// checkpoint or restore as failed for `why`; if the kernel has not ended it by the new
     /// deadline (`killWaitNanos` on: a task in D state, or in a frozen v1 freezer, dies only
-    /// later), `overran` gives up the wait. This waited here for up to 2 s, the loop and every
-    /// client with it.
+    /// later), `overran` gives up the wait.
     func kill(because why: String, now: UInt64) {
         _ = try? handle.send(SIGKILL)  // gone already: its pidfd says so
         killedBecause = why

@@ -188,8 +188,7 @@ final class ReadinessProbe {
 
     /// An attempt that could not even start (no socket, no spawn): a failed attempt, retried
     /// after the back-off, and its reason kept for the daemon to say once
-    /// (`takeStartProblem`). These were dropped (`try?`), and a ready timeout then said only
-    /// "not ready", never that the probe had not run.
+    /// (`takeStartProblem`), so that a ready timeout says the probe never ran, not only "not ready".
     private func couldNotStart(_ error: any Error) -> ProbeStep {
         let text = "\(error)"
         if text != lastStartProblem {

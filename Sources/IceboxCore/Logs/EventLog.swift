@@ -37,8 +37,7 @@ final class EventLog {
 
     /// Appends one line; a failure is said once on `complaints` (the daemon's stderr, which
     /// is daemon.log), until an append works again. Losing an event line must not stop the
-    /// daemon, nor go unseen: it was dropped silently (`try?`), so a full disk or a removed
-    /// state directory left `icebox log` empty with nothing to say why.
+    /// daemon, nor go unseen (`icebox log` empty with nothing to say why).
     func appendOrComplain(_ line: String, complaints: Int32 = STDERR_FILENO) {
         do {
             try append(line)

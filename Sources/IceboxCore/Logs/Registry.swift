@@ -51,10 +51,8 @@ package enum Registry {
     /// "runs_as":…}`). Written whole, spaces go between them (`headRoom`), JSON all the same
     /// (readers skip them; only the key order differs from JSONEncoder's). Why: a state
     /// change then finds the file's tail already right and rewrites only the head, in place
-    /// (`FileIO.replaceHead`). Before, a record went in place only when it fitted in a page
-    /// whole, and an environment of a couple of KB (Debian's LS_COLORS alone is 1.5 KB)
-    /// made every state change a new file and an exchange: measured, the daemon's part of a
-    /// suspend 250 µs longer with a 3 KB variable in the app's environment.
+    /// (`FileIO.replaceHead`), however large the app's environment (Debian's LS_COLORS alone
+    /// is 1.5 KB; a new file and an exchange made a suspend 250 µs longer with a 3 KB one).
     static func layout(_ record: AppRecord) -> (head: [UInt8], tail: [UInt8]) {
         var head = JSONWriter(capacity: 1024)
         head.object { record.writeFields(to: &$0, except: AppRecord.launchTime) }
