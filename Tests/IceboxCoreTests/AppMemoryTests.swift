@@ -166,3 +166,34 @@ struct MemoryCgroupV1Tests {
         #expect(eventually { cg.procs().isEmpty })
     }
 }
+
+// What only these tests use of a v1 memory cgroup.
+extension MemoryCgroupV1 {
+    /// The app's v1 memory cgroup mirrors its v2 cgroup: the same path relative to the hierarchy root, e.g.
+    /// /sys/fs/cgroup/unified/icebox/web → /sys/fs/cgroup/memory/icebox/web. nil when the v2 cgroup is not under the v2 root.
+    init?(mirroring v2Cgroup: String, unifiedRoot: String, memoryV1Root: String) {
+        let root = unifiedRoot.hasSuffix("/") ? String(unifiedRoot.dropLast()) : unifiedRoot
+        guard v2Cgroup.hasPrefix(root + "/") else { return nil }
+        self.init(path: memoryV1Root + v2Cgroup.dropFirst(root.count))
+    }
+
+    func usage() throws(SystemError) -> UInt64 {
+        try Self.parseCounter(FileIO.read(file(Self.usageFile)), path: file(Self.usageFile))
+    }
+
+    /// The hard limit; nil when unlimited (the kernel shows a page-rounded LONG_MAX).
+    func limit() throws(SystemError) -> UInt64? {
+        let value = try Self.parseCounter(FileIO.read(file("memory.limit_in_bytes")), path: file("memory.limit_in_bytes"))
+        return value >= UInt64(Int64.max) & ~0xfff ? nil : value
+    }
+
+    /// Sets the hard limit (the kernel rounds it down to a page); nil removes it.
+    func setLimit(bytes: UInt64?) throws(SystemError) {
+        try FileIO.write(file("memory.limit_in_bytes"), bytes.map { String($0) } ?? "-1")
+    }
+
+    static func parseCounter(_ text: String, path: String) throws(SystemError) -> UInt64 {
+        guard let value = UInt64(text.trimmed()) else { throw SystemError("parse", path: path, errno: EINVAL) }
+        return value
+    }
+}

@@ -322,3 +322,13 @@ struct CompactorTests {
         #expect(!report.reclaimShort)
     }
 }
+
+// What only these tests read of a mapping and a report.
+extension MemoryMapping {
+    var isFileBacked: Bool { inode != 0 }
+    var isDeleted: Bool { path.hasSuffix(" (deleted)") }
+}
+
+extension CompactionReport {
+    var rssFreed: UInt64 { before.rss > after.rss ? before.rss - after.rss : 0 }
+}

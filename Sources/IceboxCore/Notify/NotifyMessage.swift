@@ -18,14 +18,14 @@ package struct NotifyMessage: Equatable, Sendable {
     /// WATCHDOG=trigger: the app asks to be treated as hung now.
     package var watchdogTrigger: Bool { fields["WATCHDOG"] == "trigger" }
     /// WATCHDOG_USEC=N: the app sets its own watchdog interval (saturating, as EXTEND_TIMEOUT_USEC).
-    package var watchdogNanos: UInt64? {
-        fields["WATCHDOG_USEC"].flatMap { UInt64($0) }.map { $0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000 }
-    }
+    package var watchdogNanos: UInt64? { nanos(micros: "WATCHDOG_USEC") }
     package var stopping: Bool { fields["STOPPING"] == "1" }
     package var status: String? { fields["STATUS"] }
     /// EXTEND_TIMEOUT_USEC=N: the app asks for N more microseconds (beginBackgroundTask).
-    package var extendNanos: UInt64? {
-        // Saturating: a huge request means "as long as allowed" (--max-grace caps it), never a wrap to a tiny value.
-        fields["EXTEND_TIMEOUT_USEC"].flatMap { UInt64($0) }.map { $0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000 }
+    package var extendNanos: UInt64? { nanos(micros: "EXTEND_TIMEOUT_USEC") }
+
+    /// A field of microseconds, in ns. Saturating: a huge request means "as long as allowed" (--max-grace caps it), never a wrap.
+    private func nanos(micros key: String) -> UInt64? {
+        fields[key].flatMap { UInt64($0) }.map { $0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000 }
     }
 }
