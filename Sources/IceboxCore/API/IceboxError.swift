@@ -43,8 +43,8 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
     /// What to do about it, if icebox knows.
     public var hint: String?
 
-    /// The exit code the CLI exits with for this error: the reason's
-    /// (``Reason/exitCode``). Setting another code makes the reason ``Reason/other(_:)``.
+    /// The exit code the CLI exits with for this error, the reason's (``Reason/exitCode``).
+    /// Setting another code makes the reason ``Reason/other(_:)``.
     public var code: ExitCode {
         get { reason.exitCode }
         set { if newValue != reason.exitCode { reason = .other(newValue) } }

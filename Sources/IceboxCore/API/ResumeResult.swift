@@ -43,9 +43,7 @@ public struct ResumeResult: Sendable, Equatable, CustomStringConvertible {
     /// The events of this app's steps, as in the event log (the thaw or resume, the ready).
     public var events: [Event]
 
-    /// What `icebox resume` prints for this app, one line a step: the daemon's lines, rendered
-    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
-    /// CLI says.
+    /// What `icebox resume` prints for this app, ``lines`` one a step.
     public var description: String { lines.joined(separator: "\n") }
 
     init(name: String, steps: [IceboxClient.Step]) {
