@@ -51,9 +51,8 @@ public struct IceboxClient: Sendable {
         self.paths = paths
     }
 
-    /// A client for the daemon whose control socket is in `runtimeDirectory` and whose
-    /// event log is in `stateDirectory` (`ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` of
-    /// `icebox daemon`).
+    /// A client for the daemon whose control socket is in `runtimeDirectory` and event log in
+    /// `stateDirectory` (`icebox daemon`'s `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR`).
     public init(runtimeDirectory: String, stateDirectory: String) {
         self.init(paths: IceboxPaths(runtimeDir: runtimeDirectory, stateDir: stateDirectory))
     }
@@ -97,14 +96,13 @@ public struct IceboxClient: Sendable {
     /// into a fresh cgroup of the app, frozen on arrival so that none forked meanwhile is left
     /// behind, then thawed; from then on it is handled like a launched app. Icebox is not its
     /// parent: its exit status is not known, and its output is not in `icebox logs`.
+    /// Corresponds to `icebox adopt NAME --pid PID` or `icebox adopt NAME --cgroup PATH`.
     ///
     /// - Throws: ``IceboxError`` with the reason: no such process or cgroup, a process already
     ///   in an app, a tree that would not stop growing (rolled back) (``ExitCode/failure``);
     ///   PID 1, a kernel thread, a tree or cgroup holding the daemon or this process, a path
     ///   that is not a cgroup (``ExitCode/usage``); a systemd unit's or container's cgroup,
     ///   another user's process for a daemon that may not move it (``ExitCode/permission``).
-    ///
-    /// Corresponds to `icebox adopt NAME --pid PID` or `icebox adopt NAME --cgroup PATH`.
     public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp {
         let output = try send(.adopt(options: options))
         return AdoptedApp(record: try listed(options.name, all: false, after: "adopted"), output: output)
@@ -128,11 +126,9 @@ public struct IceboxClient: Sendable {
     /// used and how it ended, the freeze time, the backend, the tasks). `grace` replaces the
     /// app's own for this suspend, as `--grace` does (`.zero`: freeze at once; a negative one
     /// is zero, one past what nanoseconds hold saturates). Blocks the calling thread through
-    /// the grace; the `async` form does not.
+    /// the grace; the `async` form does not. Corresponds to `icebox suspend NAME [--grace DUR]`.
     /// - Throws: ``IceboxError``: no such app, it is still launching (``ExitCode/tryAgain``),
     ///   it ended or was resumed before it was frozen, or the freeze failed.
-    ///
-    /// Corresponds to `icebox suspend NAME [--grace DUR]`.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> SuspendResult {
         try suspend([name], grace: grace)[0]
@@ -146,11 +142,10 @@ public struct IceboxClient: Sendable {
         return names.map { SuspendResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
-    /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with
-    /// `waitReady` (for apps launched with `ready: .notify`), once the app says `READY=1`
-    /// again; with what was done (``ResumeResult``: the thaw time, or resumed during its
-    /// grace; with `waitReady`, the time to READY=1). Corresponds to
-    /// `icebox resume NAME [--wait-ready]`.
+    /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with `waitReady`
+    /// (apps launched with `ready: .notify`), once the app says `READY=1` again; with what was
+    /// done (``ResumeResult``: the thaw time, or resumed during its grace; with `waitReady`, the
+    /// time to READY=1). Corresponds to `icebox resume NAME [--wait-ready]`.
     @discardableResult
     public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> ResumeResult {
         try resume([name], waitReady: waitReady)[0]
@@ -165,9 +160,8 @@ public struct IceboxClient: Sendable {
     }
 
     /// Ends an app the graceful way: SIGTERM (a frozen app is thawed first), SIGKILL after
-    /// `timeout`; returns once it has been reaped, with how it ended (``EndResult``: SIGTERM
-    /// sufficed or SIGKILL came, its exit status, the time it took). Corresponds to
-    /// `icebox terminate NAME --timeout DUR`.
+    /// `timeout`; returns once it is reaped, with how it ended (``EndResult``: SIGTERM or
+    /// SIGKILL, its exit status, the time it took). Corresponds to `icebox terminate NAME`.
     @discardableResult
     public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> EndResult {
         try terminate([name], timeout: timeout)[0]
@@ -235,9 +229,8 @@ public struct IceboxClient: Sendable {
         try apps(all: true).last { $0.name == name }?.state
     }
 
-    /// The daemon's apps, oldest launch first, with their memory; with `all`, ended apps
-    /// too. Environment values are redacted (names only). Corresponds to
-    /// `icebox ps --json [--all]`.
+    /// The daemon's apps, oldest launch first, with their memory; with `all`, ended apps too.
+    /// Environment values are redacted (names only). Corresponds to `icebox ps --json [--all]`.
     public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] {
         try exchange(.ps(all: all)).apps
     }

@@ -81,10 +81,9 @@ public final class IceboxDaemon: Sendable {
     /// - Parameters:
     ///   - executable: the `icebox` executable to run; nil: `icebox` found on `PATH`.
     ///   - runtimeDirectory: the daemon's `ICEBOX_RUNTIME_DIR`; nil: a new private directory
-    ///     under `$TMPDIR` (or /tmp). Removed by ``stop(terminateApps:timeout:)`` if it did
-    ///     not exist before.
+    ///     under `$TMPDIR` (or /tmp). Removed by ``stop(terminateApps:timeout:)`` if new.
     ///   - stateDirectory: the daemon's `ICEBOX_STATE_DIR`; nil: a new private directory.
-    ///     Removed by ``stop(terminateApps:timeout:)`` if it did not exist before.
+    ///     Removed by ``stop(terminateApps:timeout:)`` if new.
     ///   - cgroupRoot: the daemon's `--cgroup-root`; nil: a new one, `icebox-daemon-PID-N`,
     ///     directly under the host's cgroup2 mount, removed by ``stop(terminateApps:timeout:)``.
     ///   - readyTimeout: how long the daemon may take to listen.
@@ -146,9 +145,9 @@ public final class IceboxDaemon: Sendable {
 
     /// Stops the daemon and removes what was made for it: its apps are terminated the graceful
     /// way (SIGTERM, SIGKILL after `timeout`) and reaped, the daemon exits (waited for through
-    /// its pidfd), and the directories and cgroup roots made by ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
-    /// are removed. Calling it again does nothing. Corresponds to `icebox daemon --stop
-    /// [--terminate-apps]`, plus the removal of the directories and cgroups.
+    /// its pidfd), and the directories and cgroup roots made for it are removed. Calling it
+    /// again does nothing. Corresponds to `icebox daemon --stop [--terminate-apps]`, plus the
+    /// removal of the directories and cgroups.
     ///
     /// - Parameters:
     ///   - terminateApps: false: the daemon stops and leaves its apps running, as

@@ -20,8 +20,7 @@ extension Supervisor {
         runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         _ body: (Supervisor) throws -> Result
     ) throws -> Result {
-        let supervisor = try start(
-            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
+        let supervisor = try start(runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         return try runThenStop(stop: { try supervisor.stop() }) { try body(supervisor) }
     }
 
@@ -30,8 +29,7 @@ extension Supervisor {
         runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         _ body: (Supervisor) async throws -> Result
     ) async throws -> Result {
-        let supervisor = try start(
-            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
+        let supervisor = try start(runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         return try await runThenStop(stop: { try supervisor.stop() }) { try await body(supervisor) }
     }
 }

@@ -44,11 +44,8 @@ enum TestCgroups {
     /// What the sweeper removes if the test process dies: the roots made for the engine
     /// whole, the trees below the ones it was given, and `directories`.
     static func sweep(_ facts: HostFacts, ownedRoots: [String], directories: [String]) -> SupervisorSweeper.Targets {
-        var targets = SupervisorSweeper.Targets(cgroupTrees: ownedRoots, directories: directories)
-        targets.cgroupParents = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter {
-            !ownedRoots.contains($0)
-        }
-        return targets
+        let given = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter { !ownedRoots.contains($0) }
+        return SupervisorSweeper.Targets(cgroupTrees: ownedRoots, cgroupParents: given, directories: directories)
     }
 
     private static let next = Atomic<Int>(0)

@@ -26,13 +26,12 @@ package struct AppSummary: Codable, Sendable, Equatable {
 
 extension AppRecord {
     package var summary: AppSummary {
-        var summary = AppSummary(
+        AppSummary(
             name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonicNanos, sinceWall: sinceWall,
             backend: backend, memoryBytes: memoryBytes, lastFreezeNanos: lastFreezeNanos, lastThawNanos: lastThawNanos,
             statusText: statusText, ending: ending, exitStatus: exitStatus, command: options.command,
-            priority: options.priority, cgroup: cgroup, runsAs: runsAs, adopted: isAdopted ? true : nil)
-        summary.pidNamespace = options.pidNamespace ? true : nil
-        return summary
+            priority: options.priority, cgroup: cgroup, runsAs: runsAs, adopted: isAdopted ? true : nil,
+            pidNamespace: options.pidNamespace ? true : nil)
     }
 }
 
