@@ -2,13 +2,12 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// A real `icebox daemon` process started for a test: its own runtime directory, state
-/// directory and cgroup root, an ``IceboxClient`` for it, and a stop that terminates its
-/// apps and removes everything it made.
+/// A real `icebox daemon` process started for a test: its own runtime directory, state directory and cgroup
+/// root, an ``IceboxClient`` for it, and a stop that terminates its apps and removes everything it made.
 ///
-/// Where a ``Supervisor`` runs the engine on a thread of the test process, this runs the
-/// `icebox` executable, for a test of the daemon as a process (its signals, its restart, its
-/// re-adoption of apps, a client in another language).
+/// Where a ``Supervisor`` runs the engine on a thread of the test process, this runs the `icebox` executable,
+/// for a test of the daemon as a process (its signals, its restart, its re-adoption of apps, a client in
+/// another language).
 ///
 /// ```swift
 /// try IceboxDaemon.with { daemon in
@@ -18,16 +17,16 @@ import Synchronization
 /// }   // the daemon is stopped, its apps terminated, its directories and cgroups removed
 /// ```
 ///
-/// It runs `icebox daemon --foreground` with `ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`,
-/// `--cgroup-root` and a `NOTIFY_SOCKET` of its own: ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
-/// returns once the daemon says `READY=1` (it listens), and throws, with what it wrote on its
-/// standard error, if it ends first. A connection stays open until
-/// ``stop(terminateApps:timeout:)``: a daemon with a client does not exit for want of apps.
+/// It runs `icebox daemon --foreground` with `ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`, `--cgroup-root` and a
+/// `NOTIFY_SOCKET` of its own: ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
+/// returns once the daemon says `READY=1` (it listens), and throws, with what it wrote on its standard error,
+/// if it ends first. A connection stays open until ``stop(terminateApps:timeout:)``: a daemon with a client
+/// does not exit for want of apps.
 ///
-/// If the test process dies without ``stop(terminateApps:timeout:)`` (a test runner's
-/// SIGKILL, a crash, Ctrl-C), nothing is left behind: a ``Supervisor``'s `/bin/sh` sweeper,
-/// started before the daemon, kills the daemon, then its apps (frozen ones too), and removes
-/// the cgroups and directories made for it, within about a second.
+/// If the test process dies without ``stop(terminateApps:timeout:)`` (a test runner's SIGKILL, a crash,
+/// Ctrl-C), nothing is left behind: a ``Supervisor``'s `/bin/sh` sweeper, started before the daemon, kills
+/// the daemon, then its apps (frozen ones too), and removes the cgroups and directories made for it, within
+/// about a second.
 public final class IceboxDaemon: Sendable {
     /// A client for this daemon.
     public let client: IceboxClient
@@ -143,11 +142,10 @@ public final class IceboxDaemon: Sendable {
         }
     }
 
-    /// Stops the daemon and removes what was made for it: its apps are terminated the graceful
-    /// way (SIGTERM, SIGKILL after `timeout`) and reaped, the daemon exits (waited for through
-    /// its pidfd), and the directories and cgroup roots made for it are removed. Calling it
-    /// again does nothing. Corresponds to `icebox daemon --stop [--terminate-apps]`, plus the
-    /// removal of the directories and cgroups.
+    /// Stops the daemon and removes what was made for it: its apps are terminated the graceful way (SIGTERM,
+    /// SIGKILL after `timeout`) and reaped, the daemon exits (waited for through its pidfd), and the
+    /// directories and cgroup roots made for it are removed. Calling it again does nothing. Corresponds to
+    /// `icebox daemon --stop [--terminate-apps]`, plus the removal of the directories and cgroups.
     ///
     /// - Parameters:
     ///   - terminateApps: false: the daemon stops and leaves its apps running, as

@@ -2,10 +2,9 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// An icebox supervisor inside this process: the daemon's engine on a thread of its own, with
-/// its own runtime directory, state directory and cgroup root, driven through the same typed
-/// calls as ``IceboxClient``. For integration tests: no icebox executable, no daemon process,
-/// nothing shared with another supervisor.
+/// An icebox supervisor inside this process: the daemon's engine on a thread of its own, with its own runtime
+/// directory, state directory and cgroup root, driven through the same typed calls as ``IceboxClient``. For
+/// integration tests: no icebox executable, no daemon process, nothing shared with another supervisor.
 ///
 /// ```swift
 /// let supervisor = try Supervisor.start()
@@ -17,15 +16,15 @@ import Synchronization
 /// try supervisor.stop()              // throws if anything was left behind
 /// ```
 ///
-/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone, does
-/// not become the child subreaper, and never exits on its own for want of apps. The apps it
-/// launches are children of this process.
+/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone, does not become the
+/// child subreaper, and never exits on its own for want of apps. The apps it launches are children of this
+/// process.
 ///
-/// If this process dies without ``stop(timeout:)`` (a test runner's SIGKILL, a crash, Ctrl-C),
-/// nothing is left behind: a small `/bin/sh` sweeper, in a session of its own, sees the end of
-/// a pipe only this process writes to, then kills the apps (frozen ones too) and removes the
-/// cgroups it made, in every hierarchy, and its directories, within about a second. It finds
-/// apps by their cgroups: an app frozen with SIGSTOP on a host with no cgroups is not found.
+/// If this process dies without ``stop(timeout:)`` (a test runner's SIGKILL, a crash, Ctrl-C), nothing is
+/// left behind: a small `/bin/sh` sweeper, in a session of its own, sees the end of a pipe only this process
+/// writes to, then kills the apps (frozen ones too) and removes the cgroups it made, in every hierarchy, and
+/// its directories, within about a second. It finds apps by their cgroups: an app frozen with SIGSTOP on a
+/// host with no cgroups is not found.
 public final class Supervisor: Sendable {
     /// A client for this supervisor's engine; the methods below forward to it.
     public let client: IceboxClient
@@ -114,9 +113,8 @@ public final class Supervisor: Sendable {
                         outcome.set(.success(try daemon.run()))
                     } catch {
                         outcome.set(.failure(error))
-                        // The engine closes the ready descriptor once it listens; it failed
-                        // before, so it is still ours to close (checked: a number reused since
-                        // is never closed by mistake).
+                        // The engine closes the ready descriptor once it listens; it failed before, so it is
+                        // still ours to close (checked: a number reused since is never closed by mistake).
                         if let readyIdentity, FileIdentity(fd: ready.writeEnd) == readyIdentity { close(ready.writeEnd) }
                     }
                 }
