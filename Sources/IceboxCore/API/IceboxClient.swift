@@ -45,9 +45,7 @@ public struct IceboxClient: Sendable {
     package var readsLineEvents = true
 
     /// A client for the daemon that uses `paths`.
-    public init(paths: IceboxPaths) {
-        self.paths = paths
-    }
+    public init(paths: IceboxPaths) { self.paths = paths }
 
     /// A client for the daemon whose control socket is in `runtimeDirectory` and event log in
     /// `stateDirectory` (`icebox daemon`'s `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR`).
@@ -60,9 +58,7 @@ public struct IceboxClient: Sendable {
     /// Sends one request (any, the policy ones included) and collects what the daemon says
     /// until it is done; throws the daemon's error if the request failed.
     @discardableResult
-    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput {
-        try exchange(request).output
-    }
+    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try exchange(request).output }
 
     /// Checks that the daemon answers. Corresponds to a `ping` request.
     @discardableResult
@@ -228,9 +224,7 @@ public struct IceboxClient: Sendable {
 
     /// The daemon's apps, oldest launch first, with their memory; with `all`, ended apps too.
     /// Environment values are redacted (names only). Corresponds to `icebox ps --json [--all]`.
-    public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] {
-        try exchange(.ps(all: all)).apps
-    }
+    public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] { try exchange(.ps(all: all)).apps }
 
     // MARK: Events
 

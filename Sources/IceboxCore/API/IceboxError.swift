@@ -65,10 +65,7 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The message, followed by the hint in parentheses.
-    public var description: String {
-        guard let hint else { return message }
-        return "\(message) (\(hint))"
-    }
+    public var description: String { hint.map { "\(message) (\($0))" } ?? message }
 
     /// A system error while doing something to an app; permission problems map to 77.
     package init(_ context: String, _ error: SystemError) {

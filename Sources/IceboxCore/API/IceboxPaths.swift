@@ -18,9 +18,7 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// $ICEBOX_RUNTIME_DIR, else /run/icebox for root, else $XDG_RUNTIME_DIR/icebox, else
     /// /tmp/icebox-UID/icebox (which `prepare` and `verify` refuse if someone else made it);
     /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox (~/.local/state/icebox).
-    public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths {
-        fromEnvironment { env[$0] }
-    }
+    public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths { fromEnvironment { env[$0] } }
 
     /// The same, with each variable looked up by `variable` (this process's: getenv).
     public static func fromEnvironment(_ variable: (String) -> String?) -> IceboxPaths {
@@ -209,14 +207,9 @@ extension IceboxPaths {
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }
 
 extension Optional where Wrapped == String {
-    var nonEmpty: String? {
-        guard let s = self, !s.isEmpty else { return nil }
-        return s
-    }
+    var nonEmpty: String? { self?.isEmpty == false ? self : nil }
 }
