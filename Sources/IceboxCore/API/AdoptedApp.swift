@@ -1,6 +1,5 @@
-/// An app ``IceboxClient/adopt(_:)-62exe`` took over: the daemon's record of it just after the
-/// move, and what the daemon said. The record is a snapshot: ask ``IceboxClient/state(of:)-i4f5``
-/// or ``IceboxClient/apps(all:)-5ebi5`` for the current state.
+/// An app ``IceboxClient/adopt(_:)-62exe`` took over: its record just after the move (a
+/// snapshot: ask ``IceboxClient/state(of:)-i4f5`` for the current state), and the daemon's line.
 public struct AdoptedApp: Sendable {
     /// The record `icebox ps --json` shows for the app, taken right after the adoption.
     public var record: AppRecord

@@ -3,10 +3,9 @@ import Glibc
 import Synchronization
 
 /// How an `async` call of ``IceboxClient`` ends its wait when its task is cancelled: the
-/// blocking exchange runs on a thread of its own (never the cooperative pool's), and the
-/// cancellation handler shuts its connection down (`shutdown(2)`), so the thread's poll
-/// wakes at once and the call throws. The daemon sees the client go; what it had begun
-/// goes on (a suspend still freezes the app): the request may or may not have been done.
+/// exchange runs on a thread of its own (never the cooperative pool's), and the cancellation
+/// handler shuts its connection down (`shutdown(2)`), so the thread's poll wakes at once and
+/// the call throws. What the daemon had begun goes on: it may or may not have been done.
 package final class CallCancellation: Sendable {
     private struct State {
         var fd: Int32?
@@ -17,8 +16,7 @@ package final class CallCancellation: Sendable {
     /// Whether the task was cancelled.
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
-    /// The exchange's connection, from its connect until `detach`; throws if the task was
-    /// cancelled before.
+    /// The exchange's connection, until `detach`; throws if the task was cancelled before.
     func attach(_ fd: Int32, what: String) throws(IceboxError) {
         let cancelled = state.withLock { s in
             if !s.cancelled { s.fd = fd }
@@ -52,9 +50,9 @@ package final class CallCancellation: Sendable {
         let cancellation = CallCancellation()
         let result: Result<T, IceboxError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, IceboxError>, Never>) in
-                // A serial queue of its own targets Dispatch's overcommitting pool, which
-                // starts a thread when every one is blocked: a call waiting out a grace
-                // never holds a thread of the cooperative pool, nor waits for one.
+                // A serial queue of its own targets Dispatch's overcommitting pool, which starts
+                // a thread when every one is blocked: a call waiting out a grace never holds a
+                // thread of the cooperative pool, nor waits for one.
                 DispatchQueue(label: "icebox.client.call").async {
                     do throws(IceboxError) {
                         continuation.resume(returning: .success(try body(cancellation)))

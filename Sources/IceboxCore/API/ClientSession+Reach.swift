@@ -1,9 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// The slow path of `ClientSession.connect`: its first try found no daemon listening. A
-/// command can arrive while a daemon restarts (after a crash, or one exiting idle as the
-/// next is needed) and find:
+/// The slow path of `ClientSession.connect`: its first try found no daemon listening. A command can arrive
+/// while a daemon restarts (after a crash, or one exiting idle as the next is needed) and find:
 ///
 /// - no socket: no daemon ran, or one exited and removed it, or the next one is between
 ///   removing a dead one's socket and binding its own;
@@ -15,22 +14,18 @@ import IceboxSystem
 ///   and serves, or is about to;
 /// - the daemon that said "ready" killed before the connect.
 ///
-/// Each is a moment of a restart, not a failure: the command connects again whenever
-/// something may have changed, until `reachBudgetNanos` after it first found no daemon, and
-/// only then fails (69), saying what it tried. The waits are on events: the runtime
-/// directory (inotify: a socket created), the pipe and pidfd of a daemon this command
-/// started, the pidfd of whoever holds the lock. A backoff (1 ms, doubling to 100 ms)
-/// covers what has none: a socket bound but not yet listening, a lock held by a process
-/// out of sight. A command starts a daemon only while none of its own is starting or
-/// exiting, and not while the lock's holder is a daemon starting (it holds the lock, and a
-/// socket file is in place, the dead one's or its own): hundreds of commands waiting out
-/// one restart start about one each, as at a cold start, not one per wake-up.
+/// Each is a moment of a restart, not a failure: the command connects again whenever something may have
+/// changed, until `reachBudgetNanos` after it first found no daemon, and only then fails (69), saying what it
+/// tried. The waits are on events: the runtime directory (inotify: a socket created), the pipe and pidfd of a
+/// daemon this command started, the pidfd of the lock's holder. A backoff (1 ms, doubling to 100 ms) covers
+/// what has none: a socket bound but not listening, a holder out of sight. A command starts a daemon only
+/// while none of its own is starting or exiting, and not while the holder is a daemon starting (a socket file
+/// is in place): hundreds of commands waiting out one restart start about one each, not one per wake-up.
 ///
 /// A request lost with a connection is `ClientSession.mayResend`'s matter.
 extension ClientSession {
-    /// How long a command tries to reach a daemon once it found none: a daemon starting
-    /// under load takes well under a second to listen; ten leave room for a loaded machine
-    /// and a restart or two on the way.
+    /// How long a command tries to reach a daemon once it found none: one starting under load
+    /// listens well within a second; ten leave room for a loaded machine and a restart or two.
     package static let reachBudgetNanos: UInt64 = 10_000_000_000
 
     /// What the tries came to, for the message if they all fail.
@@ -44,8 +39,7 @@ extension ClientSession {
         var holder: pid_t?
     }
 
-    /// Connects to the daemon, starting one and riding over a restart, within the reach
-    /// deadline (see above).
+    /// Connects to the daemon, starting one and riding over a restart, within the reach deadline.
     mutating func reachDaemon(_ autostart: DaemonAutostart) throws(IceboxError) -> DaemonConnection {
         let began = Clock.monotonicNanos()
         let deadline = reachDeadline ?? began.saturatingAdd(Self.reachBudgetNanos)
@@ -58,13 +52,13 @@ extension ClientSession {
         if let w = watcher, (try? w.addWatch(paths.runtimeDir, mask: UInt32(IN_CREATE | IN_MOVED_TO))) == nil { watcher = nil }
         var tries = ReachTries()
         var ours: StartingDaemon?
-        // Ours once it has closed its pipe without "ready": its exit tells a start that
-        // failed (a status) from a daemon killed in a restart (a signal).
+        // Ours once it closed its pipe without "ready": its exit tells a failed start (a
+        // status) from a daemon killed in a restart (a signal).
         var oursExiting: ProcessHandle?
         var said: String?
         var holder: ProcessHandle?
         // Holders seen to end: one still listed (another process shares its lock's open file)
-        // is not watched again, whose pidfd would wake the wait at once every time.
+        // is not watched again: its pidfd would wake every wait at once.
         var endedHolders: Set<pid_t> = []
         var backoff: UInt64 = 1_000_000
         // Not before then is another daemon started, once one of ours did not serve: the gap
@@ -80,10 +74,9 @@ extension ClientSession {
             if now >= deadline { throw unreachable(tries, since: began) }
             let holderPID = Self.lockHolder(paths.lockFile)
             tries.holder = holderPID
-            // A holder with a socket file in place (refused) is the next daemon starting: it
-            // removes the dead one's socket and binds its own, and is waited for. Without
-            // one, the holder is on its way out (or between the two steps): a daemon of ours
-            // waits for its lock (Daemon.takeLock) and serves.
+            // A holder with a socket file in place (refused) is the next daemon starting, and
+            // is waited for. Without one, the holder is on its way out (or between removing
+            // and binding): a daemon of ours waits for its lock (Daemon.takeLock) and serves.
             let socketLeft = tries.lastError?.errno == ECONNREFUSED
             if holderPID == nil || !socketLeft, ours == nil, oursExiting == nil, now >= nextStart {
                 let starting = try spawnDaemon(autostart)
@@ -94,8 +87,8 @@ extension ClientSession {
                 tries.lastStart = "had not said whether it serves"
             }
             if let pid = holderPID, pid > 0, pid != ours?.process.pid, !endedHolders.contains(pid) {
-                // The holder gone before we could hold its pidfd: nothing to wait for, and the next
-                // round finds the lock free or held by another.
+                // The holder gone before we hold its pidfd: the next round finds the lock free
+                // or held by another.
                 if holder?.pid != pid { holder = try? ProcessHandle(adopting: pid) }
             } else {
                 holder = nil
@@ -116,8 +109,7 @@ extension ClientSession {
                 continue
             }
             if let at = watcherAt, pfds[at].revents != 0 {
-                // Only drains the queue: the wake-up is what counted, and the connect below looks
-                // at the socket itself.
+                // Only drains the queue: the wake-up counted, and the connect looks at the socket.
                 _ = try? watcher?.read()
                 backoff = 1_000_000  // a socket appeared: it listens within microseconds
             }
@@ -127,22 +119,22 @@ extension ClientSession {
                     close(starting.readyFD)
                     ours = nil
                     tries.lastStart = said.map { "said \($0)" } ?? "ended before it said whether it serves"
-                    // One that serves needs no more watching here; one that will not (busy),
-                    // or said nothing, is waited for.
+                    // One that serves needs no more watching; one that will not (busy), or said
+                    // nothing, is waited for.
                     if said != "ready" {
                         oursExiting = starting.process
                         nextStart = Clock.monotonicNanos().saturatingAdd(startGap)
                         startGap = min(startGap * 2, 1_000_000_000)
                     }
                 } else if let exiting = oursExiting {
-                    // Its pidfd says it ended: no longer watched, even if it cannot be reaped
-                    // here (its readable pidfd would end every wait at once).
+                    // Its pidfd says it ended: no longer watched, even if not reaped here (its
+                    // readable pidfd would end every wait at once).
                     oursExiting = nil
                     if startedDaemon === exiting { startedDaemon = nil }
                     let end: Termination?
                     do { end = try exiting.reapIfExited() } catch { end = nil }
-                    // Exited with a status before a word: it could not start (its log says
-                    // why), and another would fare no better.
+                    // Exited with a status before a word: it could not start (its log says why),
+                    // and another would fare no better.
                     if said == nil, case .exited? = end { throw didNotStart() }
                     if said == nil, let end { tries.lastStart = "was \(end) before it said whether it serves" }
                 }
@@ -174,8 +166,7 @@ extension ClientSession {
         return connection
     }
 
-    /// The word a starting daemon wrote on its pipe ("ready", "busy"), nil if it closed the
-    /// pipe without one.
+    /// The word a starting daemon wrote on its pipe ("ready", "busy"), nil if it closed the pipe without one.
     static func readWord(_ fd: Int32) -> String? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let n = retryingOnInterrupt { read(fd, &buffer, 16) }
@@ -184,13 +175,11 @@ extension ClientSession {
         return word.isEmpty ? nil : word
     }
 
-    /// The process holding the daemon lock (flock on `path`), from /proc/locks; nil when
-    /// none does (or the file or /proc/locks cannot be read); 0 for a process outside this
-    /// pid namespace. The kernel's word, where the pid in the file is the last holder's,
-    /// dead or alive. Where /proc/locks names another device and inode than stat(2) does
-    /// (overlayfs names its upper layer's), no holder is found: a command then starts a
-    /// daemon whenever none of its own is on its way, spaced by `nextStart`, each started
-    /// in vain saying "busy": more processes, the same outcome.
+    /// The process holding the daemon lock (flock on `path`), from /proc/locks (the kernel's word; the pid in
+    /// the file is the last holder's, dead or alive); nil when none does (or the file or /proc/locks cannot
+    /// be read); 0 for a process outside this pid namespace. Where /proc/locks names another device and inode
+    /// than stat(2) (overlayfs names its upper layer's), no holder is found: daemons started in vain, spaced
+    /// by `nextStart`, say "busy": more processes, the same outcome.
     package static func lockHolder(_ path: String) -> pid_t? {
         var status = stat()
         // The lock table unreadable (no /proc/locks): no holder known, so the caller starts a
@@ -210,8 +199,8 @@ extension ClientSession {
         }?.pid
     }
 
-    /// The failure once the reach deadline has passed: what was tried, for how long, and
-    /// what stands in the way.
+    /// The failure once the reach deadline has passed: what was tried, for how long, and what
+    /// stands in the way.
     func unreachable(_ tries: ReachTries, since began: UInt64) -> IceboxError {
         let waited = DurationText.format(Clock.monotonicNanos().saturatingSub(began))
         var what = "no icebox daemon could be reached at its control socket \(paths.controlSocket) within \(waited)"

@@ -1,9 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// How a client starts a daemon when none runs: `EXECUTABLE daemon --foreground`, for the
-/// CLI's commands (the `icebox` executable itself). A library client has none: it never
-/// starts a daemon behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when asked).
+/// How the CLI's commands start a daemon when none runs: `icebox daemon --foreground`. A library client never
+/// starts one behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when asked).
 package struct DaemonAutostart: Sendable {
     /// The daemon's `--cgroup-root`, if one was given.
     package var cgroupRoot: String?
@@ -13,24 +12,21 @@ package struct DaemonAutostart: Sendable {
     }
 }
 
-/// One command's (or one library call's) way to the daemon: connect (starting a daemon on
-/// demand, riding over a restart: ClientSession+Reach), send one request, read the replies
-/// until `done`, and send the request once more when it provably went unread. The CLI's
-/// commands and ``IceboxClient``'s calls both go through it (`IceboxClient.session()`), so
-/// every CLI test exercises the library's way to the daemon.
+/// One command's (or library call's) way to the daemon: connect (starting a daemon on demand,
+/// riding over a restart: ClientSession+Reach), send one request, read the replies until
+/// `done`, and send it once more when it provably went unread. The CLI's commands and
+/// ``IceboxClient``'s calls both go through it, so every CLI test exercises the library's way.
 package struct ClientSession {
     package let paths: IceboxPaths
     /// Set, a command that finds no daemon starts one; nil, it fails (69) with `noDaemonHint`.
     package let autostart: DaemonAutostart?
-    /// Whether a `line` reply's event is decoded (the library's typed results need it; the
-    /// CLI prints the line and passes over it: DaemonConnection.readsLineEvents).
+    /// Whether a `line` reply's event is decoded (DaemonConnection.readsLineEvents).
     package let readsLineEvents: Bool
     /// The daemon this session started, if it did, so it can be reaped if it ends first.
     package var startedDaemon: ProcessHandle?
-    /// Until when (monotonic ns) this session keeps trying to reach a daemon, set when it
-    /// first finds none: every retry (a connect, a resend) of one request shares it. Each
-    /// `perform` starts without one: a session that outlives a request (the benchmark's, for
-    /// minutes) must not find a restart later on past a deadline an earlier one set.
+    /// Until when (monotonic ns) this session keeps trying to reach a daemon, set when it first finds none:
+    /// every retry (a connect, a resend) of one request shares it. Each `perform` starts without one: a
+    /// session that outlives a request must not find a later restart past a deadline an earlier one set.
     package var reachDeadline: UInt64?
     /// What to suggest when no daemon runs and none may be started.
     package var noDaemonHint: String
@@ -42,11 +38,10 @@ package struct ClientSession {
         self.noDaemonHint = noDaemonHint
     }
 
-    /// Connects to the daemon, starting one if none runs and the session may. Before
-    /// anything is sent, the socket must be a socket (not a link) and the daemon this
-    /// user's (or root's, for root); with no daemon, the directories must be this user's
-    /// (`IceboxPaths.verify`). The first try is the whole of it when a daemon runs;
-    /// otherwise `reachDaemon` starts one and rides over a daemon restarting meanwhile.
+    /// Connects to the daemon, starting one if none runs and the session may. Before anything
+    /// is sent, the socket must be a socket (not a link) and the daemon this user's (or root's,
+    /// for root); with no daemon, the directories must be this user's (`IceboxPaths.verify`).
+    /// When no daemon answers the first try, `reachDaemon` starts one and rides over a restart.
     package mutating func connect() throws(IceboxError) -> DaemonConnection {
         var lastError: SystemError?
         if let connection = try attemptConnect(&lastError) { return connection }
@@ -57,9 +52,8 @@ package struct ClientSession {
         return try reachDaemon(autostart)
     }
 
-    /// Starts `icebox daemon --foreground` and waits (up to 10 s) until it says it listens,
-    /// through a pipe it inherits as descriptor 3: no polling of the socket. (For `icebox
-    /// daemon`; a command that needs a daemon starts one through `reachDaemon`.)
+    /// For `icebox daemon`: starts `icebox daemon --foreground` and waits (up to 10 s) until it
+    /// says it listens, on a pipe it inherits as descriptor 3 (no polling of the socket).
     package mutating func startDaemon() throws(IceboxError) {
         try paths.prepare()
         let starting = try spawnDaemon(autostart ?? DaemonAutostart())
@@ -83,8 +77,7 @@ package struct ClientSession {
 
     /// The daemon this session started ended before it said it listens.
     func didNotStart() -> IceboxError {
-        // Only words the message: with no log to quote, the error still says the daemon did not
-        // start.
+        // Only words the message: with no log to quote, it still says the daemon did not start.
         let tail = ((try? FileIO.read(paths.daemonLog)) ?? "").split(separator: "\n").suffix(3).joined(separator: "; ")
         return IceboxError(
             .unavailable, "the icebox daemon did not start" + (tail.isEmpty ? "" : ": \(tail)"),
@@ -109,8 +102,7 @@ package struct ClientSession {
         env += ["ICEBOX_READY_FD=3", "ICEBOX_RUNTIME_DIR=\(paths.runtimeDir)", "ICEBOX_STATE_DIR=\(paths.stateDir)"]
         var args = ["icebox", "daemon", "--foreground"]
         if let cgroupRoot = autostart.cgroupRoot { args += ["--cgroup-root", cgroupRoot] }
-        // This process's own executable (/proc/self/exe), looked up only when a daemon is
-        // started, not on every command.
+        // /proc/self/exe, looked up only when a daemon is started, not on every command.
         var request = SpawnRequest(executable: Spawner.selfExecutable, arguments: args, environment: env)
         request.stdout = logFD
         request.stderr = logFD
@@ -128,9 +120,8 @@ package struct ClientSession {
 
     /// Sends a request and hands each reply to `handle` until the final one; returns its exit
     /// code, and its typed reason in `reason`. With `cancellation` (an `async` call's), each
-    /// connection is attached to it before the request goes, and detached before the
-    /// connection is closed, so a cancel never shuts down a descriptor number reused since.
-    /// A request no daemon read goes once more to the next one: see `mayResend`.
+    /// connection is attached to it before the request goes and detached before it is closed,
+    /// so a cancel never shuts down a descriptor number reused since. See `mayResend`.
     package mutating func perform(
         _ request: ControlRequest, until deadline: UInt64, reason: inout IceboxError.Reason.Wire?,
         rawApps: ((String) -> Void)? = nil, cancellation: CallCancellation? = nil, _ handle: (ControlReply) -> Void
@@ -152,16 +143,13 @@ package struct ClientSession {
         }
     }
 
-    /// Whether `request`, whose connection ended before its final reply, goes once more to
-    /// the next daemon. It does when no daemon read it (DaemonConnection.resetUnanswered: one
-    /// on its way out, or killed, closed its listener between our connect and its accept),
-    /// and, for a request that changes nothing (ControlRequest.isReadOnly), whenever the
-    /// daemon went away before a byte of answer (DaemonConnection.endedBeforeAnyReply:
-    /// nothing printed, and no refusal, which would only be refused again). A request that
-    /// changes something and was read may have been carried out: it is not sent again (a
-    /// second suspend could undo a resume another command made since), and fails saying so.
-    /// Every resend is within the reach deadline (ClientSession+Reach), set here if no
-    /// connect set it.
+    /// Whether `request`, whose connection ended before its final reply, goes once more to the next daemon:
+    /// when no daemon read it (DaemonConnection.resetUnanswered: one on its way out, or killed, closed its
+    /// listener between our connect and its accept), and, for a request that changes nothing
+    /// (ControlRequest.isReadOnly), whenever the daemon went away before a byte of answer
+    /// (DaemonConnection.endedBeforeAnyReply). A request that changes something and was read may have been
+    /// carried out: it is not sent again (a second suspend could undo a resume made since), and fails saying
+    /// so. Every resend is within the reach deadline (ClientSession+Reach), set here if no connect set it.
     package mutating func mayResend(_ request: ControlRequest, after connection: DaemonConnection) -> Bool {
         guard connection.resetUnanswered || request.isReadOnly && connection.endedBeforeAnyReply else { return false }
         let now = Clock.monotonicNanos()

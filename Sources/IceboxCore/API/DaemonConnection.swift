@@ -2,19 +2,16 @@ import Glibc
 import IceboxSystem
 
 /// One connection to a daemon's control socket: a `ControlRequest` out as a JSON line,
-/// `ControlReply` lines in until `done` (or `exit`). Every wait for a reply has a deadline:
-/// a daemon that hangs makes a request fail, never the caller wait forever.
-/// `IceboxClient` and the CLI (which adds autostart, descriptor passing and printing) share it.
+/// `ControlReply` lines in until `done` (or `exit`). Every wait for a reply has a deadline: a
+/// hung daemon fails the request. `IceboxClient` and the CLI share it.
 package final class DaemonConnection {
     package let fd: Int32
     private var buffer: [UInt8] = []
-    /// How much of `buffer` is known to hold no newline: a `ps --json` reply with a thousand
-    /// apps is one line of 1.6 MB arriving in 64 KiB reads, and searching it from the start
-    /// after each read took a fifth of the client's time.
+    /// How much of `buffer` is known to hold no newline: a 1.6 MB `ps --json` line arrives in
+    /// 64 KiB reads, and searching it from the start after each took a fifth of the client's time.
     private var searched = 0
-    /// Where each read lands: allocated once (grown once, see readAvailable) and never zeroed
-    /// (a zeroed 64 KiB array per read was a tenth of a one-shot client's CPU time, memset
-    /// and first-touch page faults).
+    /// Where each read lands: allocated once (grown once, see readAvailable), never zeroed (a
+    /// zeroed 64 KiB array per read was a tenth of a one-shot client's CPU time).
     private var readRoom: UnsafeMutableRawBufferPointer?
     /// Whether anything has come from the daemon on this connection.
     private var received = false
@@ -23,23 +20,20 @@ package final class DaemonConnection {
     /// The daemon closed the connection (an end of file) or reset it.
     package private(set) var ended = false
 
-    /// The request never reached a daemon that read it: the connection was reset (or found
-    /// closed at the send) before a byte of answer. A daemon does that only to a connection
-    /// it never accepted, when it closes its listener on its way out (exiting idle between a
-    /// client's connect and its accept, or killed); one that accepted and read the whole
-    /// request leaves nothing unread, and its close reads as an end of file. Sending the
-    /// request again, to the next daemon, cannot make it happen twice.
+    /// The request never reached a daemon that read it: the connection was reset (or found closed at the
+    /// send) before a byte of answer. A daemon does that only to a connection it never accepted, closing its
+    /// listener on its way out (idle, or killed); one that read the whole request leaves nothing unread, and
+    /// its close reads as an end of file. Sending it again, to the next daemon, cannot make it happen twice.
     package var resetUnanswered: Bool { reset && !received }
 
     /// The daemon went away (closed or reset the connection) before a byte of answer: nothing
-    /// of it was printed, and it was no refusal (a refusal is a `done` reply, sent before the
-    /// close). Whether the daemon had read the request is not known (it had if it closed
-    /// rather than reset): only a request that changes nothing (`ControlRequest.isReadOnly`)
-    /// may then go to the next daemon.
+    /// was printed, and no refusal (a `done` reply, sent before the close) came. Whether it had
+    /// read the request is not known: only a request that changes nothing
+    /// (`ControlRequest.isReadOnly`) may then go to the next daemon.
     package var endedBeforeAnyReply: Bool { ended && !received }
 
     /// Connects to the socket at `path`. The error is the system's, so a caller can tell "no
-    /// daemon" (ENOENT, ECONNREFUSED) from other failures. The corresponding C function is `connect`.
+    /// daemon" (ENOENT, ECONNREFUSED) from other failures.
     package init(socket path: String) throws(SystemError) {
         fd = try UnixSocket.connect(path: path)
     }
@@ -61,9 +55,8 @@ package final class DaemonConnection {
             hint: "remove it, or set ICEBOX_RUNTIME_DIR to a directory of your own")
     }
 
-    /// Whether a daemon running as `daemon` may be told anything by a client running as
-    /// `client`: the same user, or root (a daemon admits its own user and root, and nothing
-    /// but root can be trusted with another user's environment and descriptors).
+    /// Whether a daemon running as `daemon` may be told anything by a client running as `client`: the same
+    /// user, or root for root (only root can be trusted with another user's environment and descriptors).
     package static func trusts(daemon: uid_t, client: uid_t) -> Bool {
         daemon == client || daemon == 0 && client == 0
     }
@@ -91,9 +84,8 @@ package final class DaemonConnection {
             hint: "run your own: set ICEBOX_RUNTIME_DIR (and ICEBOX_STATE_DIR) to directories of your own")
     }
 
-    /// A request as it goes on the wire, its JSON line. A one-shot command encodes it before
-    /// it connects: encoded after, it reached the daemon 30-45 µs after the connect, and the
-    /// daemon, woken by the connect, found nothing to read and went round its loop again.
+    /// A request's JSON line, encoded before the connect: encoded after, it reached the daemon
+    /// 30-45 µs after the connect, which woke it to find nothing to read.
     package struct Line {
         package let bytes: [UInt8]
         package let commandName: String
@@ -104,9 +96,8 @@ package final class DaemonConnection {
         }
     }
 
-    /// Sends one request, with descriptors attached (`icebox run` passes its stdio). If the
-    /// daemon closed the connection first (EPIPE), what it said before closing (a refusal)
-    /// is the error, not the broken pipe.
+    /// Sends one request, with descriptors attached (`icebox run` passes its stdio). If the daemon closed the
+    /// connection first (EPIPE), what it said before closing (a refusal) is the error, not the broken pipe.
     package func send(_ request: ControlRequest, fds: [Int32] = []) throws(IceboxError) {
         try send(Line(request), fds: fds)
     }
@@ -135,8 +126,8 @@ package final class DaemonConnection {
             while let reply = bufferedReply() {
                 if reply.kind == .done || reply.kind == .exit { return reply }
             }
-            // Documented: nil when no final reply came in time, a failed wait or read included (the
-            // connection is then lost, which the caller reports).
+            // Documented: nil when no final reply came in time, a failed wait or read included
+            // (the caller reports the lost connection).
             guard (try? Poll.wait(fd, events: Int16(POLLIN), until: deadline)) ?? 0 != 0, (try? readAvailable()) == true else { return nil }
         }
     }
@@ -157,14 +148,13 @@ package final class DaemonConnection {
         return found
     }
 
-    /// Set, a `data` reply that holds apps and nothing else is not decoded: the text of its
-    /// array is handed here as it came, and the reply is returned without apps. For `ps
-    /// --json`, which prints that array as it is: decoding 1000 records and encoding them
-    /// again, to the same bytes, was most of its client's time.
+    /// Set, a `data` reply that holds apps and nothing else is not decoded: its array's text is
+    /// handed here as it came, and the reply returned without apps. For `ps --json`, which
+    /// prints it as it is (decoding and re-encoding 1000 records was most of its time).
     package var rawApps: ((String) -> Void)?
 
-    /// Whether a `line` reply's `event` (its step's event, for IceboxClient's typed results)
-    /// is decoded; the CLI, which prints the line, sets it false and passes over it.
+    /// Whether a `line` reply's `event` is decoded (IceboxClient's typed results need it); the
+    /// CLI, which prints the line, sets it false.
     package var readsLineEvents = true
 
     /// The next buffered reply, if a complete line is there. Lines that do not decode (a
@@ -177,8 +167,7 @@ package final class DaemonConnection {
                 searched = 0
                 return ControlReply(kind: .data)
             }
-            // Read from the buffer as it is; a String of the line only for JSONDecoder, when
-            // the line is not in the plain form (JSONLines.decode).
+            // Read from the buffer; a String of the line only for JSONDecoder (not the plain form).
             let reply =
                 buffer.withUnsafeBytes {
                     JSONReader.read(UnsafeRawBufferPointer(rebasing: $0[..<newline])) {
@@ -193,10 +182,9 @@ package final class DaemonConnection {
         return nil
     }
 
-    /// Where the array is in a line that is exactly `{"apps":[…],"kind":"data"}` (the
-    /// daemon's writer puts members in that order, with no spaces); nil for any other line.
-    /// The array's end is found by bracket depth outside strings, so a line with anything
-    /// more in it is not taken for one.
+    /// Where the array is in a line that is exactly `{"apps":[…],"kind":"data"}` (as the
+    /// daemon's writer orders it, no spaces); nil for any other line. Its end is found by bracket
+    /// depth outside strings, so a line with anything more is not taken for one.
     static func appsArray(in line: ArraySlice<UInt8>) -> Range<Int>? {
         let head = Array(#"{"apps":["#.utf8), tail = Array(#","kind":"data"}"#.utf8)
         guard line.count >= head.count + tail.count, line.starts(with: head), line.suffix(tail.count).elementsEqual(tail)
@@ -248,9 +236,8 @@ package final class DaemonConnection {
         }
         received = true
         buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
-        // 4 KiB holds a one-shot command's replies: a 64 KiB chunk grew the heap (brk) on
-        // the first read and shrank it again when freed, two system calls of every command.
-        // A read that fills it means a long reply (ps of many apps): the next ones take 64 KiB.
+        // 4 KiB holds a one-shot command's replies (64 KiB cost every command a brk to grow
+        // the heap and one to shrink it); a read that fills it means a long reply: 64 KiB next.
         if n == chunk.count, chunk.count < 65536 {
             chunk.deallocate()
             readRoom = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
@@ -267,10 +254,9 @@ package final class DaemonConnection {
         }
     }
 
-    /// `next` with the connection's end thrown rather than returned as nil: for `replies`,
-    /// whose loop over an optional reply had the compiler destroy it through the run-time
-    /// type metadata of ControlReply?, instantiated on every one-shot command for that.
-    /// (Nor is bufferedReply asked before a line is there: its nil was destroyed the same way.)
+    /// `next` with the connection's end thrown rather than returned as nil: a loop over an
+    /// optional reply (or bufferedReply's nil before a line is there) was destroyed through
+    /// ControlReply?'s type metadata, instantiated on every one-shot command for that.
     private func nextOrClosed(until deadline: UInt64, what: String) throws(IceboxError) -> ControlReply {
         while true {
             if hasBufferedLine, let reply = bufferedReply() { return reply }
@@ -297,9 +283,8 @@ package final class DaemonConnection {
         return try readAvailable()
     }
 
-    /// Reads replies until `done` or `exit`, handing every other reply to `handle`; returns
-    /// the final reply's code (1 if it has none). Throws if the daemon closes the connection
-    /// first or the deadline passes.
+    /// Reads replies until `done` or `exit`, handing every other one to `handle`; returns the
+    /// final reply's code (1 if none). Throws if the connection closes first or the deadline passes.
     package func replies(until deadline: UInt64, what: String, _ handle: (ControlReply) -> Void) throws(IceboxError) -> Int32 {
         var reason: IceboxError.Reason.Wire?
         return try replies(until: deadline, what: what, reason: &reason, handle)

@@ -1,9 +1,7 @@
-/// How an app ended when a terminate or an eviction ended it, from the event of its end:
-/// what it took (SIGTERM, or SIGKILL), its exit status and how long it took; or, for an
-/// eviction to disk, that it rests there (its image's size, the memory it freed) or why
-/// the checkpoint failed and it was killed instead.
-/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:toDisk:)-2anup``
-/// return one.
+/// How a terminate or an eviction ended an app, from the event of its end: SIGTERM or
+/// SIGKILL, its exit status and how long it took; or, for an eviction to disk, that it rests
+/// there (its images' size, the memory it freed) or why the checkpoint failed and it was killed.
+/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:toDisk:)-2anup`` return one.
 ///
 /// ```swift
 /// let result = try supervisor.terminate("web", timeout: .seconds(5))
@@ -50,9 +48,7 @@ public struct EndResult: Sendable, Equatable, CustomStringConvertible {
     /// The events of this app's steps, as in the event log (its end).
     public var events: [Event]
 
-    /// What `icebox terminate` or `icebox evict` prints for this app, one line a step: the daemon's lines, rendered
-    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
-    /// CLI says.
+    /// What `icebox terminate` or `icebox evict` prints for this app, ``lines`` one a step.
     public var description: String { lines.joined(separator: "\n") }
 
     init(name: String, steps: [IceboxClient.Step]) {

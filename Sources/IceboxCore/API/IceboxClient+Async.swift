@@ -1,15 +1,13 @@
 /// The `async` forms of ``IceboxClient``'s calls: the same names, arguments and results.
 ///
-/// Swift chooses the `async` overload in an `async` context, so `try await client.suspend("web")`
-/// in an `async` test is this one, and a call without `await` there is a compile error that
-/// asks for it; a synchronous context gets the blocking form. Each runs the blocking exchange
-/// on a thread of its own (never one of the cooperative pool's) and awaits it, so a suspend
-/// that waits out a grace holds up no other task.
+/// Swift chooses these in an `async` context (`try await client.suspend("web")`; without `await` it is a
+/// compile error), the blocking forms elsewhere. Each runs the blocking exchange on a thread of its own
+/// (never the cooperative pool's) and awaits it, so a suspend that waits out a grace holds up no other task.
 ///
-/// Cancelling the task ends the wait at once: the connection to the daemon is shut down and
-/// the call throws an ``IceboxError`` that says so. The daemon goes on with what it had begun
-/// (a suspend still freezes the app, a terminate still ends it): the request may or may not
-/// have been done, as with an `icebox` command interrupted by Ctrl-C; ask ``state(of:)``.
+/// Cancelling the task ends the wait at once: the connection is shut down and the call throws an
+/// ``IceboxError`` that says so. The daemon goes on with what it had begun (a suspend still freezes the app):
+/// the request may or may not have been done, as with an `icebox` command interrupted by Ctrl-C; ask
+/// ``state(of:)``.
 extension IceboxClient {
     /// Runs a blocking call of this client on a thread of its own, cancellable.
     func detached<T: Sendable>(_ call: @escaping @Sendable (IceboxClient) throws(IceboxError) -> T) async throws(IceboxError) -> T {
@@ -43,8 +41,7 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.release(name) }
     }
 
-    /// Suspends an app, without blocking a thread through its grace; see
-    /// ``suspend(_:grace:)-4fsnk``. Corresponds to `icebox suspend NAME`.
+    /// Suspends an app without blocking a thread through its grace; see ``suspend(_:grace:)-4fsnk``.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) async throws(IceboxError) -> SuspendResult {
         try await detached { (c) throws(IceboxError) in try c.suspend(name, grace: grace) }
@@ -80,15 +77,13 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.terminate(names, timeout: timeout) }
     }
 
-    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
-    /// ``evict(_:toDisk:)-2anup``. Corresponds to `icebox evict [--to-disk] NAME`.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see ``evict(_:toDisk:)-2anup``.
     @discardableResult
     public func evict(_ name: String, toDisk: Bool = false) async throws(IceboxError) -> EndResult {
         try await detached { (c) throws(IceboxError) in try c.evict(name, toDisk: toDisk) }
     }
 
-    /// Evicts several apps at once, or checkpoints them to disk with `toDisk`; one result per
-    /// name. Corresponds to `icebox evict [--to-disk] NAME...`.
+    /// Evicts several apps, or checkpoints them to disk with `toDisk`; one result per name.
     @discardableResult
     public func evict(_ names: [String], toDisk: Bool = false) async throws(IceboxError) -> [EndResult] {
         try await detached { (c) throws(IceboxError) in try c.evict(names, toDisk: toDisk) }

@@ -1,18 +1,14 @@
 import Glibc
 import IceboxSystem
 
-/// A client for a running icebox daemon: the lifecycle as typed Swift calls, where the CLI
-/// has commands.
+/// A client for a running icebox daemon: the lifecycle as typed Swift calls, where the CLI has commands.
 ///
-/// Each call opens a connection to the daemon's control socket
-/// (``IceboxPaths/controlSocket``, in its runtime directory), sends one request line and
-/// reads the daemon's reply lines until it is done (the JSON-lines protocol of
-/// `docs/protocol.md` in the icebox repository). Every wait has a deadline
-/// (``timeout`` plus the time-outs the request carries), so a daemon that hangs fails the
-/// call rather than blocking it forever. A request that fails throws an ``IceboxError``
-/// with the daemon's message, exit code and typed reason. The client does not start a
-/// daemon: use a ``Supervisor`` (the engine in this process) or an ``IceboxDaemon`` (an
-/// `icebox daemon` process started for a test), whose `client` is one; see
+/// Each call connects to the daemon's control socket (``IceboxPaths/controlSocket``), sends one request line
+/// and reads the reply lines until it is done (`docs/protocol.md` in the icebox repository). Every wait has a
+/// deadline (``timeout`` plus the time-outs the request carries), so a hung daemon fails the call rather than
+/// blocking it. A failed request throws an ``IceboxError`` with the daemon's message, exit code and typed
+/// reason. The client never starts a daemon: a ``Supervisor`` (the engine in this process) or an
+/// ``IceboxDaemon`` (an `icebox daemon` process for a test) does, and its `client` is one; see
 /// <doc:TestingAgainstADaemon>.
 ///
 /// ```swift
@@ -23,58 +19,46 @@ import IceboxSystem
 /// try client.suspend("web")
 /// ```
 ///
-/// A daemon started some other way is reached through the directories it was given
-/// (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`), or, for the user's own, through
-/// `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)` (``IceboxPaths``).
+/// Another daemon is reached through its directories (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`), the user's
+/// own through `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)`.
 ///
-/// Each call has two forms of the same name. The synchronous one blocks the calling thread
-/// (for milliseconds, or up to an app's grace period for a suspend); the `async` one, which
-/// Swift picks in an `async` context (`try await client.suspend("web")`), runs the exchange
-/// on a thread of its own and holds no thread of the cooperative pool, and a cancelled task
-/// ends its wait (the request may or may not have been done). ``events(for:replay:)`` streams
-/// the event log. The lifecycle calls return what they did, from the daemon's data:
-/// ``SuspendResult``, ``ResumeResult``, ``EndResult``, ``LaunchedApp``.
+/// Each call has two forms of the same name. The synchronous one blocks the calling thread (milliseconds, or
+/// up to an app's grace for a suspend); the `async` one, which Swift picks in an `async` context, runs the
+/// exchange on a thread of its own (none of the cooperative pool's), and a cancelled task ends its wait (the
+/// request may or may not have been done). ``events(for:replay:)`` streams the event log. The lifecycle calls
+/// return what they did, from the daemon's data: ``SuspendResult``, ``ResumeResult``, ``EndResult``,
+/// ``LaunchedApp``.
 public struct IceboxClient: Sendable {
-    /// The daemon's runtime directory (its control socket) and state directory (its event
-    /// log and registry).
+    /// The daemon's runtime directory (its control socket) and state directory (its event log and registry).
     public let paths: IceboxPaths
-    /// How long any one call may take beyond the time-outs its request carries (a
-    /// launch's readiness time-out, a terminate's SIGKILL time-out). The default, 60 s,
-    /// covers a suspend that waits out the default maximum grace (30 s) and a slow freeze.
+    /// How long any one call may take beyond the time-outs its request carries (a launch's
+    /// readiness time-out, a terminate's SIGKILL time-out). The default, 60 s, covers a
+    /// suspend that waits out the default maximum grace (30 s) and a slow freeze.
     public var timeout: Duration = .seconds(60)
-    /// Set on the copy an `async` form runs its blocking exchanges with: its task's
-    /// cancellation shuts their connections down.
+    /// Set on the copy an `async` form runs its exchanges with: its task's cancellation shuts
+    /// their connections down.
     var cancellation: CallCancellation?
-    /// How the CLI's client starts a daemon when none runs (`icebox daemon --foreground`);
-    /// nil, as for every library client: a call then fails with
-    /// ``IceboxError/Reason/daemonUnavailable``.
+    /// How the CLI's client starts a daemon when none runs; nil for every library client, whose
+    /// call then fails with ``IceboxError/Reason/daemonUnavailable``.
     package var autostart: DaemonAutostart?
-    /// Whether a `line` reply's event is decoded: the typed results need it; the CLI, which
-    /// prints the line, passes over it (DaemonConnection.readsLineEvents).
+    /// Whether a `line` reply's event is decoded (DaemonConnection.readsLineEvents).
     package var readsLineEvents = true
 
     /// A client for the daemon that uses `paths`.
-    public init(paths: IceboxPaths) {
-        self.paths = paths
-    }
+    public init(paths: IceboxPaths) { self.paths = paths }
 
-    /// A client for the daemon whose control socket is in `runtimeDirectory` and whose
-    /// event log is in `stateDirectory` (`ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` of
-    /// `icebox daemon`).
+    /// A client for the daemon whose control socket is in `runtimeDirectory` and event log in
+    /// `stateDirectory` (`icebox daemon`'s `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR`).
     public init(runtimeDirectory: String, stateDirectory: String) {
         self.init(paths: IceboxPaths(runtimeDir: runtimeDirectory, stateDir: stateDirectory))
     }
 
     // MARK: Requests
 
-    /// Sends one request and collects what the daemon says until it is done. Throws the
-    /// daemon's error (message and exit code) if the request failed. The typed methods
-    /// below are built on it; it reaches every request, including the policy ones.
-    /// Corresponds to one exchange on the control socket, as any `icebox` command makes.
+    /// Sends one request (any, the policy ones included) and collects what the daemon says
+    /// until it is done; throws the daemon's error if the request failed.
     @discardableResult
-    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput {
-        try exchange(request).output
-    }
+    package func send(_ request: ControlRequest) throws(IceboxError) -> CommandOutput { try exchange(request).output }
 
     /// Checks that the daemon answers. Corresponds to a `ping` request.
     @discardableResult
@@ -84,10 +68,9 @@ public struct IceboxClient: Sendable {
     /// returns once it counts as ready (``LaunchOptions/ready``: at once for `exec`).
     ///
     /// As with `icebox launch`, an empty ``LaunchOptions/environment`` means this process's
-    /// environment (so `PATH` finds a relative command such as `sleep` or `python3`), and
-    /// a nil ``LaunchOptions/workingDirectory`` this process's working directory. A command
-    /// that cannot be found throws with exit code 127 (``ExitCode/notFound``).
-    /// Corresponds to `icebox launch NAME -- CMD...`.
+    /// (so `PATH` finds `sleep` or `python3`), and a nil ``LaunchOptions/workingDirectory`` this
+    /// process's. A command that cannot be found throws with exit code 127
+    /// (``ExitCode/notFound``). Corresponds to `icebox launch NAME -- CMD...`.
     public func launch(_ options: LaunchOptions) throws(IceboxError) -> LaunchedApp {
         var options = options
         options.attached = false
@@ -102,33 +85,27 @@ public struct IceboxClient: Sendable {
         return LaunchedApp(record: record, output: result.output, readyEvent: ready)
     }
 
-    /// Takes over a process tree (``AdoptSource/pid(_:)``) or a cgroup's processes
-    /// (``AdoptSource/cgroup(_:)``) that run already, as the app ``AdoptOptions/name``:
-    /// every process is moved into a fresh cgroup of the app, frozen on arrival so that
-    /// none forked meanwhile is left behind, then thawed; from then on it is suspended,
-    /// resumed, terminated and evicted like a launched app. Icebox is not its parent, so
-    /// its exit status is not known, and its output is not in `icebox logs`.
-    ///
-    /// - Throws: ``IceboxError`` with the reason when it cannot be adopted: no such process
-    ///   or cgroup (``ExitCode/failure``), PID 1, a kernel thread, a tree or cgroup holding
-    ///   the daemon or this process, a path that is not a cgroup (``ExitCode/usage``), a
-    ///   process already in an app (``ExitCode/failure``), a systemd unit's or container's
-    ///   cgroup, another user's process for a daemon that may not move it
-    ///   (``ExitCode/permission``), a tree that would not stop growing (``ExitCode/failure``,
-    ///   rolled back).
-    ///
+    /// Takes over a running process tree (``AdoptSource/pid(_:)``) or a cgroup's processes
+    /// (``AdoptSource/cgroup(_:)``) as the app ``AdoptOptions/name``: every process is moved
+    /// into a fresh cgroup of the app, frozen on arrival so that none forked meanwhile is left
+    /// behind, then thawed; from then on it is handled like a launched app. Icebox is not its
+    /// parent: its exit status is not known, and its output is not in `icebox logs`.
     /// Corresponds to `icebox adopt NAME --pid PID` or `icebox adopt NAME --cgroup PATH`.
+    ///
+    /// - Throws: ``IceboxError`` with the reason: no such process or cgroup, a process already
+    ///   in an app, a tree that would not stop growing (rolled back) (``ExitCode/failure``);
+    ///   PID 1, a kernel thread, a tree or cgroup holding the daemon or this process, a path
+    ///   that is not a cgroup (``ExitCode/usage``); a systemd unit's or container's cgroup,
+    ///   another user's process for a daemon that may not move it (``ExitCode/permission``).
     public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp {
         let output = try send(.adopt(options: options))
         return AdoptedApp(record: try listed(options.name, all: false, after: "adopted"), output: output)
     }
 
-    /// Hands an app back: thawed if it was suspended, its processes moved to the cgroup they
-    /// came from (an adopted app, if that cgroup still exists) or to the daemon's own cgroup
-    /// (a launched app, or an origin that is gone), its cgroups removed and its record
-    /// dropped. It keeps running, no longer supervised. Refused (``ExitCode/tryAgain``) while
-    /// the app is launching, in its grace, or being frozen, thawed or ended.
-    /// Corresponds to `icebox release NAME`.
+    /// Hands an app back, still running but no longer supervised: thawed if suspended, its processes moved to
+    /// the cgroup they came from (an adopted app's, if it still exists) or to the daemon's own, its cgroups
+    /// removed and its record dropped. Refused (``ExitCode/tryAgain``) while it launches, is in its grace, or
+    /// is being frozen, thawed or ended. Corresponds to `icebox release NAME`.
     public func release(_ name: String) throws(IceboxError) -> ReleasedApp {
         guard let record = try apps().last(where: { $0.name == name }) else {
             throw IceboxError(.noSuchApp(name: name), "no app named '\(name)'", hint: "icebox ps lists the apps")
@@ -138,17 +115,13 @@ public struct IceboxClient: Sendable {
     }
 
     /// Active → Background (the notice and the grace) → Suspended: returns once the kernel
-    /// has confirmed the freeze, with what was done (``SuspendResult``: the notice, the
-    /// grace used and how it ended, the freeze time, the backend, the tasks). `grace`
-    /// replaces the app's own grace for this suspend, as `--grace` does (`.zero`: freeze at
-    /// once; a negative one is zero, one past what nanoseconds hold saturates).
-    ///
-    /// This form blocks the calling thread through the grace; in an `async` context the
-    /// `async` form of the same name is chosen (`try await client.suspend(…)`), which does not.
+    /// has confirmed the freeze, with what was done (``SuspendResult``: the notice, the grace
+    /// used and how it ended, the freeze time, the backend, the tasks). `grace` replaces the
+    /// app's own for this suspend, as `--grace` does (`.zero`: freeze at once; a negative one
+    /// is zero, one past what nanoseconds hold saturates). Blocks the calling thread through
+    /// the grace; the `async` form does not. Corresponds to `icebox suspend NAME [--grace DUR]`.
     /// - Throws: ``IceboxError``: no such app, it is still launching (``ExitCode/tryAgain``),
     ///   it ended or was resumed before it was frozen, or the freeze failed.
-    ///
-    /// Corresponds to `icebox suspend NAME [--grace DUR]`.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) throws(IceboxError) -> SuspendResult {
         try suspend([name], grace: grace)[0]
@@ -162,11 +135,10 @@ public struct IceboxClient: Sendable {
         return names.map { SuspendResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
-    /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with
-    /// `waitReady` (for apps launched with `ready: .notify`), once the app says `READY=1`
-    /// again; with what was done (``ResumeResult``: the thaw time, or resumed during its
-    /// grace; with `waitReady`, the time to READY=1). Corresponds to
-    /// `icebox resume NAME [--wait-ready]`.
+    /// Suspended → Active: returns once the kernel has confirmed the thaw, or, with `waitReady`
+    /// (apps launched with `ready: .notify`), once the app says `READY=1` again; with what was
+    /// done (``ResumeResult``: the thaw time, or resumed during its grace; with `waitReady`, the
+    /// time to READY=1). Corresponds to `icebox resume NAME [--wait-ready]`.
     @discardableResult
     public func resume(_ name: String, waitReady: Bool = false) throws(IceboxError) -> ResumeResult {
         try resume([name], waitReady: waitReady)[0]
@@ -181,9 +153,8 @@ public struct IceboxClient: Sendable {
     }
 
     /// Ends an app the graceful way: SIGTERM (a frozen app is thawed first), SIGKILL after
-    /// `timeout`; returns once it has been reaped, with how it ended (``EndResult``: SIGTERM
-    /// sufficed or SIGKILL came, its exit status, the time it took). Corresponds to
-    /// `icebox terminate NAME --timeout DUR`.
+    /// `timeout`; returns once it is reaped, with how it ended (``EndResult``: SIGTERM or
+    /// SIGKILL, its exit status, the time it took). Corresponds to `icebox terminate NAME`.
     @discardableResult
     public func terminate(_ name: String, timeout: Duration = .seconds(10)) throws(IceboxError) -> EndResult {
         try terminate([name], timeout: timeout)[0]
@@ -197,9 +168,8 @@ public struct IceboxClient: Sendable {
         return names.map { EndResult(name: $0, steps: Self.steps(of: $0, in: steps)) }
     }
 
-    /// Kills an app without notice, as memory pressure does, reaps it and removes its
-    /// cgroup; it is recorded as evicted. Returns how it ended (``EndResult``). Corresponds
-    /// to `icebox evict NAME`.
+    /// Kills an app without notice, as memory pressure does, reaps it and removes its cgroup;
+    /// it is recorded as evicted. Returns how it ended. Corresponds to `icebox evict NAME`.
     ///
     /// - Parameters:
     ///   - name: The app.
@@ -246,31 +216,26 @@ public struct IceboxClient: Sendable {
         return record
     }
 
-    /// The app's lifecycle state, ended apps included (exited, terminated, evicted); nil
-    /// if the daemon knows no app by that name. Corresponds to the STATE column of
-    /// `icebox ps --all`.
+    /// The app's lifecycle state, ended apps included; nil if the daemon knows no app by that
+    /// name. Corresponds to the STATE column of `icebox ps --all`.
     public func state(of name: String) throws(IceboxError) -> AppState? {
         try apps(all: true).last { $0.name == name }?.state
     }
 
-    /// The daemon's apps, oldest launch first, with their memory; with `all`, ended apps
-    /// too. Environment values are redacted (names only). Corresponds to
-    /// `icebox ps --json [--all]`.
-    public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] {
-        try exchange(.ps(all: all)).apps
-    }
+    /// The daemon's apps, oldest launch first, with their memory; with `all`, ended apps too.
+    /// Environment values are redacted (names only). Corresponds to `icebox ps --json [--all]`.
+    public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] { try exchange(.ps(all: all)).apps }
 
     // MARK: Events
 
-    /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze,
-    /// thaw, exit, eviction… for the app `name`, or for every app (and the daemon) if nil.
+    /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze, thaw, exit, eviction…
+    /// for the app `name`, or for every app (and the daemon) if nil.
     ///
-    /// The stream follows `$STATE_DIR/events.jsonl` through inotify (or, when the kernel
-    /// refuses the user another inotify instance, by a look every 0.5 s), across its rotations,
-    /// from its current end (with `replay`, from the beginning of its oldest generation), so open it before the calls whose events you
-    /// want. It is served by a thread of its own and ends when the consumer stops iterating
-    /// (or its task is cancelled), or when the state directory is removed (a ``Supervisor``
-    /// that stops). Corresponds to `icebox log [NAME] --follow`.
+    /// The stream follows `$STATE_DIR/events.jsonl` across its rotations through inotify (a look every 0.5 s
+    /// if the kernel refuses another instance), from its current end (with `replay`, from its oldest
+    /// generation's start): open it before the calls whose events you want. A thread of its own serves it; it
+    /// ends when the consumer stops iterating (or its task is cancelled), or when the state directory goes (a
+    /// ``Supervisor`` that stops). Corresponds to `icebox log [NAME] --follow`.
     ///
     /// ```swift
     /// let events = try client.events(for: "web")
@@ -297,8 +262,7 @@ public struct IceboxClient: Sendable {
                     close(fd)
                 }
                 // An AsyncStream<Event> carries no error: a follow that fails (the log removed with
-                // its directory) ends the stream, which is how the stream says the daemon's log is
-                // gone.
+                // its directory) ends the stream, which is how it says the log is gone.
                 _ = try? follower.follow(stopOn: [pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)], deliver)
                 continuation.finish()
             }
@@ -310,9 +274,8 @@ public struct IceboxClient: Sendable {
 
     // MARK: The exchange
 
-    /// A line of the daemon's for stdout, with the event of the step it tells of (the
-    /// `event` member of a `line` reply, docs/protocol.md), from which the typed results
-    /// are built.
+    /// A line of the daemon's for stdout, with the event of its step (a `line` reply's
+    /// `event`), from which the typed results are built.
     struct Step: Sendable {
         var line: String
         var event: Event?
@@ -325,10 +288,9 @@ public struct IceboxClient: Sendable {
         var apps: [AppRecord] = []
     }
 
-    /// Connects, sends the request and reads the replies until `done`, with a deadline,
-    /// through the same ``ClientSession`` as every CLI command. In an `async` form
-    /// (``cancellation`` set), a cancelled task shuts the connection down, which ends the
-    /// wait here (see ``CallCancellation``).
+    /// Sends the request and reads the replies until `done`, with a deadline, through the
+    /// ``ClientSession`` every CLI command uses. With ``cancellation`` set (an `async` form),
+    /// a cancelled task shuts the connection down, which ends the wait here.
     func exchange(_ request: ControlRequest) throws(IceboxError) -> Exchange {
         let cancel = cancellation
         var session = session()
@@ -370,8 +332,7 @@ public struct IceboxClient: Sendable {
     }
 
     /// The way to the daemon for one call (or one CLI command): this client's directories,
-    /// and whether it starts a daemon when none runs (``autostart``, the CLI's; a library
-    /// client never does).
+    /// and whether it starts a daemon when none runs (``autostart``).
     package func session() -> ClientSession {
         ClientSession(
             paths: paths, autostart: autostart, readsLineEvents: readsLineEvents,

@@ -2,13 +2,12 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// A real `icebox daemon` process started for a test: its own runtime directory, state
-/// directory and cgroup root, an ``IceboxClient`` for it, and a stop that terminates its
-/// apps and removes everything it made.
+/// A real `icebox daemon` process started for a test: its own runtime directory, state directory and cgroup
+/// root, an ``IceboxClient`` for it, and a stop that terminates its apps and removes everything it made.
 ///
-/// Where a ``Supervisor`` runs the engine on a thread of the test process, this runs the
-/// `icebox` executable, as a user or a service manager would: for a test of the daemon as a
-/// process (its signals, its restart, its re-adoption of apps, a client in another language).
+/// Where a ``Supervisor`` runs the engine on a thread of the test process, this runs the `icebox` executable,
+/// for a test of the daemon as a process (its signals, its restart, its re-adoption of apps, a client in
+/// another language).
 ///
 /// ```swift
 /// try IceboxDaemon.with { daemon in
@@ -18,19 +17,16 @@ import Synchronization
 /// }   // the daemon is stopped, its apps terminated, its directories and cgroups removed
 /// ```
 ///
-/// The daemon is started with `icebox daemon --foreground`, told its directories through
-/// `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` and its cgroup root with `--cgroup-root`, and
-/// given a `NOTIFY_SOCKET` of this object's own: ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
-/// returns once it says `READY=1` (it listens), and throws, with what the daemon wrote on
-/// its standard error, if it ends first. This object keeps a connection to the daemon open
-/// until ``stop(terminateApps:timeout:)``: a daemon with a client does not exit on its own for
-/// want of apps, as `icebox daemon` does after about a second.
+/// It runs `icebox daemon --foreground` with `ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`, `--cgroup-root` and a
+/// `NOTIFY_SOCKET` of its own: ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
+/// returns once the daemon says `READY=1` (it listens), and throws, with what it wrote on its standard error,
+/// if it ends first. A connection stays open until ``stop(terminateApps:timeout:)``: a daemon with a client
+/// does not exit for want of apps.
 ///
-/// If the test process dies without ``stop(terminateApps:timeout:)`` (SIGKILL from a test
-/// runner's time-out, a crash, Ctrl-C), nothing is left behind: the same `/bin/sh` sweeper a
-/// ``Supervisor`` has (started before the daemon, in a session of its own, reading a pipe
-/// only this process writes to) kills the daemon, then its apps (frozen ones too), and
-/// removes the cgroups and directories made for it, within about a second.
+/// If the test process dies without ``stop(terminateApps:timeout:)`` (a test runner's SIGKILL, a crash,
+/// Ctrl-C), nothing is left behind: a ``Supervisor``'s `/bin/sh` sweeper, started before the daemon, kills
+/// the daemon, then its apps (frozen ones too), and removes the cgroups and directories made for it, within
+/// about a second.
 public final class IceboxDaemon: Sendable {
     /// A client for this daemon.
     public let client: IceboxClient
@@ -41,14 +37,14 @@ public final class IceboxDaemon: Sendable {
     public let pid: pid_t
     /// The `icebox` executable that runs as the daemon.
     public let executable: String
-    /// The cgroup v2 directory the daemon makes its apps' cgroups under (`--cgroup-root`),
-    /// or nil if the host has no usable cgroup v2 root: then the daemon chooses (the v1
-    /// freezer or SIGSTOP) and ``cgroupProblem`` says why.
+    /// The cgroup v2 directory the daemon makes its apps' cgroups under (`--cgroup-root`), or
+    /// nil if the host has no usable cgroup v2 root: then the daemon chooses (the v1 freezer
+    /// or SIGSTOP) and ``cgroupProblem`` says why.
     public let cgroupRoot: String?
     /// Why no cgroup v2 root is usable, or nil.
     public let cgroupProblem: String?
-    /// Where the daemon's standard output and error go (`--foreground` logs there), for a
-    /// test that fails to read; removed by ``stop(terminateApps:timeout:)`` if it was made here.
+    /// The daemon's standard output and error (`--foreground` logs there), for a failing test
+    /// to read; removed by ``stop(terminateApps:timeout:)``.
     public let outputLog: String
 
     private let process: DaemonProcess
@@ -78,14 +74,15 @@ public final class IceboxDaemon: Sendable {
     }
 
     /// Starts `icebox daemon --foreground` and returns once it listens on its control socket.
+    /// Corresponds to `ICEBOX_RUNTIME_DIR=… ICEBOX_STATE_DIR=… icebox daemon --foreground
+    /// --cgroup-root PATH` under a service manager that waits for `READY=1`.
     ///
     /// - Parameters:
     ///   - executable: the `icebox` executable to run; nil: `icebox` found on `PATH`.
     ///   - runtimeDirectory: the daemon's `ICEBOX_RUNTIME_DIR`; nil: a new private directory
-    ///     under `$TMPDIR` (or /tmp). Removed by ``stop(terminateApps:timeout:)`` if it did
-    ///     not exist before.
+    ///     under `$TMPDIR` (or /tmp). Removed by ``stop(terminateApps:timeout:)`` if new.
     ///   - stateDirectory: the daemon's `ICEBOX_STATE_DIR`; nil: a new private directory.
-    ///     Removed by ``stop(terminateApps:timeout:)`` if it did not exist before.
+    ///     Removed by ``stop(terminateApps:timeout:)`` if new.
     ///   - cgroupRoot: the daemon's `--cgroup-root`; nil: a new one, `icebox-daemon-PID-N`,
     ///     directly under the host's cgroup2 mount, removed by ``stop(terminateApps:timeout:)``.
     ///   - readyTimeout: how long the daemon may take to listen.
@@ -93,9 +90,6 @@ public final class IceboxDaemon: Sendable {
     ///   is no `icebox` executable; ``IceboxError/Reason/daemonUnavailable`` if the daemon
     ///   ended before it listened (the message quotes its standard error) or did not listen
     ///   in time (it is killed). Whatever was made is removed again.
-    ///
-    /// Corresponds to `ICEBOX_RUNTIME_DIR=… ICEBOX_STATE_DIR=… icebox daemon --foreground
-    /// --cgroup-root PATH` under a service manager that waits for `READY=1`.
     public static func start(
         executable: String? = nil, runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         readyTimeout: Duration = .seconds(10)
@@ -142,18 +136,16 @@ public final class IceboxDaemon: Sendable {
                 cleanup: TestCleanup(directories: owned.reversed(), cgroupRoots: ownedRoots, sweeper: sweeper), hold: hold)
         } catch {
             process?.kill()
-            // Cleanup after a failed start keeps going through every directory; the start's own
-            // error, thrown below, is what the caller must see.
+            // The start's own error, thrown below, is what the caller must see.
             _ = TestCleanup(directories: owned.reversed(), cgroupRoots: ownedRoots, sweeper: sweeper).remove()
             throw error
         }
     }
 
-    /// Stops the daemon and removes what was made for it: its apps are terminated the
-    /// graceful way (SIGTERM, SIGKILL after `timeout`) and reaped, the daemon exits (waited
-    /// for through its pidfd), and the directories and cgroup roots made by
-    /// ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)`` are
-    /// removed. Calling it again does nothing.
+    /// Stops the daemon and removes what was made for it: its apps are terminated the graceful way (SIGTERM,
+    /// SIGKILL after `timeout`) and reaped, the daemon exits (waited for through its pidfd), and the
+    /// directories and cgroup roots made for it are removed. Calling it again does nothing. Corresponds to
+    /// `icebox daemon --stop [--terminate-apps]`, plus the removal of the directories and cgroups.
     ///
     /// - Parameters:
     ///   - terminateApps: false: the daemon stops and leaves its apps running, as
@@ -163,9 +155,6 @@ public final class IceboxDaemon: Sendable {
     /// - Throws: ``IceboxError`` if something was left behind: a process or cgroup the
     ///   daemon did not remove (removed now, as well as can be), a directory that cannot be
     ///   removed, a daemon that did not exit (killed), or one that exited with a failure.
-    ///
-    /// Corresponds to `icebox daemon --stop [--terminate-apps]`, plus the removal of the
-    /// directories and cgroups.
     public func stop(terminateApps: Bool = true, timeout: Duration = .seconds(10)) throws(IceboxError) {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // A daemon waits for every client before it exits: this one's goes first.
@@ -236,9 +225,7 @@ private final class DaemonProcess: @unchecked Sendable {
     let handle: ProcessHandle
     private let status = Mutex<Int32?>(nil)
 
-    private init(handle: ProcessHandle) {
-        self.handle = handle
-    }
+    private init(handle: ProcessHandle) { self.handle = handle }
 
     /// `icebox daemon --foreground`, in a session of its own, its output appended to `output`.
     static func spawn(
@@ -321,8 +308,7 @@ private final class DaemonProcess: @unchecked Sendable {
     var hasExited: Bool {
         if status.withLock({ $0 }) != nil { return true }
         var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
-        // A poll on our own pidfd fails only on a bug; "not exited" then lets wait() and kill()
-        // settle it.
+        // A poll on our own pidfd fails only on a bug; "not exited" lets wait() and kill() settle it.
         return ((try? Poll.wait(&pfd, until: 0)) ?? 0) > 0
     }
 

@@ -1,10 +1,9 @@
 extension IceboxError {
     /// What went wrong, typed: what a test matches on, where the CLI has an exit code.
     ///
-    /// The exit code follows from the reason (``exitCode``), not the other way round. The
-    /// daemon sends the reason with its error reply (the `reason` member of the final
-    /// `done` reply, docs/protocol.md), and ``IceboxClient`` and ``Supervisor`` rebuild it,
-    /// so a test sees the same reason whether the engine runs in its process or in a daemon.
+    /// The exit code follows from the reason (``exitCode``). The daemon sends the reason with
+    /// its error reply (the final `done` reply's `reason`), and ``IceboxClient`` and
+    /// ``Supervisor`` rebuild it: a test sees the same reason from either.
     ///
     /// ```swift
     /// do {
@@ -17,13 +16,11 @@ extension IceboxError {
     public enum Reason: Sendable, Hashable {
         /// No app of that name, running or ended. Exit code 1.
         case noSuchApp(name: String)
-        /// The app is in a state the request cannot apply to, and waiting alone will not
-        /// change that: a suspend, resume, terminate or evict of an app that has ended
-        /// (exited, terminated, evicted), a relaunch or forget of one that runs. Exit code 1.
+        /// The app is in a state the request cannot apply to, and waiting will not change that: a suspend,
+        /// resume, terminate or evict of an ended app, a relaunch or forget of one that runs. Exit code 1.
         case wrongState(name: String, state: AppState)
-        /// The app is in a state the request cannot apply to yet (it is launching, in its
-        /// grace, or a freeze, thaw or end is under way): the same request may succeed
-        /// later. Exit code 75 (``ExitCode/tryAgain``).
+        /// The app is in a state the request cannot apply to yet (launching, in its grace, or a freeze, thaw
+        /// or end under way): it may succeed later. Exit code 75 (``ExitCode/tryAgain``).
         case busy(name: String, state: AppState)
         /// An app of that name is already running. Exit code 1.
         case nameTaken(name: String)
@@ -39,12 +36,10 @@ extension IceboxError {
         /// A launch's program was found but could not be run (no execute permission, not
         /// an executable, a working directory the app cannot enter). Exit code 126.
         case commandNotExecutable(command: String)
-        /// No daemon answers on the control socket, or it did not answer in time. Exit
-        /// code 69.
+        /// No daemon answers on the control socket, or not in time. Exit code 69.
         case daemonUnavailable
-        /// The daemon closed the connection before it finished the request (it stopped or
-        /// died): the request may or may not have been done, so look (``IceboxClient/apps(all:)-5ebi5``).
-        /// Exit code 1.
+        /// The daemon closed the connection before it finished the request (it stopped or died): the request
+        /// may or may not have been done, so look (``IceboxClient/apps(all:)-5ebi5``). Exit code 1.
         case daemonWentAway
         /// The daemon could not write the app's record (its registry, a state file): nothing
         /// was done. Exit code 74.
@@ -70,8 +65,8 @@ extension IceboxError {
             }
         }
 
-        /// The reason an exit code alone stands for: those that mean one thing only
-        /// (permission, usage, a state file), else ``other(_:)`` with it.
+        /// The reason an exit code alone stands for (permission, usage, a state file), else
+        /// ``other(_:)`` with it.
         public init(code: ExitCode) {
             switch code {
             case .permission: self = .permissionDenied
@@ -117,7 +112,7 @@ extension IceboxError.Reason {
     }
 
     /// The reason a wire form names; nil for a kind this client does not know (a newer
-    /// daemon's) or one that lacks a member it needs: the caller falls back on the code.
+    /// daemon's) or one lacking a member: the caller falls back on the code.
     package init?(wire w: Wire) {
         switch (w.kind, w.app, w.state, w.command) {
         case ("no_such_app", let app?, _, _): self = .noSuchApp(name: app)

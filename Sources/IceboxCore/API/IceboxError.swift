@@ -43,17 +43,16 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
     /// What to do about it, if icebox knows.
     public var hint: String?
 
-    /// The exit code the CLI exits with for this error: the reason's
-    /// (``Reason/exitCode``). Setting another code makes the reason ``Reason/other(_:)``.
+    /// The exit code the CLI exits with for this error, the reason's (``Reason/exitCode``).
+    /// Setting another code makes the reason ``Reason/other(_:)``.
     public var code: ExitCode {
         get { reason.exitCode }
         set { if newValue != reason.exitCode { reason = .other(newValue) } }
     }
 
     /// An error known only by its exit code: the reason is the one that code always means
-    /// (``ExitCode/permission``: ``Reason/permissionDenied``, ``ExitCode/usage``:
-    /// ``Reason/badRequest``, ``ExitCode/ioError``: ``Reason/recordNotWritten``), else
-    /// ``Reason/other(_:)``.
+    /// (``ExitCode/permission``: ``Reason/permissionDenied``, ``ExitCode/usage``: ``Reason/badRequest``,
+    /// ``ExitCode/ioError``: ``Reason/recordNotWritten``), else ``Reason/other(_:)``.
     public init(_ code: ExitCode, _ message: String, hint: String? = nil) {
         self.init(Reason(code: code), message, hint: hint)
     }
@@ -66,10 +65,7 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The message, followed by the hint in parentheses.
-    public var description: String {
-        guard let hint else { return message }
-        return "\(message) (\(hint))"
-    }
+    public var description: String { hint.map { "\(message) (\($0))" } ?? message }
 
     /// A system error while doing something to an app; permission problems map to 77.
     package init(_ context: String, _ error: SystemError) {

@@ -17,11 +17,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
 
     /// $ICEBOX_RUNTIME_DIR, else /run/icebox for root, else $XDG_RUNTIME_DIR/icebox, else
     /// /tmp/icebox-UID/icebox (which `prepare` and `verify` refuse if someone else made it);
-    /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox
-    /// (~/.local/state/icebox).
-    public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths {
-        fromEnvironment { env[$0] }
-    }
+    /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox (~/.local/state/icebox).
+    public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths { fromEnvironment { env[$0] } }
 
     /// The same, with each variable looked up by `variable` (this process's: getenv).
     public static func fromEnvironment(_ variable: (String) -> String?) -> IceboxPaths {
@@ -59,10 +56,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     package func appStateDir(_ app: String) -> String { stateDir + "/apps/" + app }
 
     /// The runtime directory's parent when neither ICEBOX_RUNTIME_DIR nor XDG_RUNTIME_DIR is
-    /// set (a user other than root): icebox makes it, so it is checked as the rest.
+    /// set (a user other than root), for the user `uid`: icebox makes it, and checks it.
     package static var fallbackRuntimeParent: String { fallbackRuntimeParent(uid: geteuid()) }
-
-    /// `fallbackRuntimeParent` as it is for the user `uid`.
     package static func fallbackRuntimeParent(uid: uid_t) -> String { "/tmp/icebox-\(uid)" }
 
     /// The directories icebox makes and uses, each with what it is called in an error and
@@ -90,12 +85,10 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         ]
     }
 
-    /// Why a file icebox made (or would make) cannot be trusted, or nil if it can: it must be
-    /// what it should be (never a symbolic link), belong to `user` (the effective uid: root
-    /// for root), and a directory must not be writable by group or others (`prepare` then
-    /// takes away any group and other bits left: the directories end up 0700). Someone else
-    /// who made it first could otherwise run a fake daemon there, or point a file the daemon
-    /// writes at one of ours.
+    /// Why a file icebox made (or would make) cannot be trusted, or nil: it must be what it
+    /// should be (never a symbolic link), belong to `user` (the effective uid), and a directory
+    /// must not be writable by group or others (`prepare` then makes it 0700). Else someone
+    /// who made it first could run a fake daemon there, or point a file the daemon writes at ours.
     package static func trustProblem(_ status: FileIO.Status, expected: FileIO.Status.Kind, user: uid_t) -> String? {
         if status.kind == .symlink { return "it is a symbolic link" }
         if status.kind != expected {
@@ -112,9 +105,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         return nil
     }
 
-    /// A directory of ours that others may read but not write (mkdir under umask 022 makes
-    /// 0755): nothing can have been put in it by anyone else, so `prepare` makes it 0700
-    /// rather than refusing it.
+    /// A directory of ours that others may read but not write (mkdir under umask 022): no one
+    /// else can have put anything in it, so `prepare` makes it 0700 rather than refusing it.
     static func onlyTooReadable(_ status: FileIO.Status, user: uid_t) -> Bool {
         status.kind == .directory && status.owner == user && status.permissions & 0o077 != 0
             && status.permissions & 0o022 == 0
@@ -144,9 +136,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         throw IceboxError(.permission, "refusing to use \(role) \(path): \(problem)", hint: fix)
     }
 
-    /// Creates the directories (mode 0700; the socket inside the runtime directory is 0600),
-    /// then checks them and the files in them (`verify`): an existing directory someone else
-    /// made, or made a link, is refused, never used.
+    /// Creates the directories (mode 0700), then checks them and their files (`verify`): one
+    /// someone else made, or made a link, is refused, never used.
     package func prepare() throws(IceboxError) {
         for dir in directories.map(\.path) {
             do { try FileIO.makeDirectories(dir, mode: 0o700) } catch {
@@ -158,27 +149,24 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
         try verify()
         let user = geteuid()
         for dir in directories.map(\.path) {
-            // A directory that cannot be lstat'ed was checked by verify() just above; gone
-            // meanwhile, there is nothing to tighten.
+            // verify() just checked it; gone meanwhile, there is nothing to tighten.
             if let status = try? FileIO.linkStatus(dir), Self.onlyTooReadable(status, user: user) { chmod(dir, 0o700) }
         }
     }
 }
 
 extension IceboxPaths {
-    /// Opens (creating) the daemon's lock file through the runtime directory's descriptor,
-    /// never through a symbolic link, and checks what was opened (`openTrusted`). `verify`
-    /// checked the paths; this is the check that holds even if a path changed since.
+    /// Opens (creating) the daemon's lock file with `openTrusted`: the check that holds even if
+    /// a path `verify` checked changed since.
     package func openLockFile() throws(IceboxError) -> Int32 {
         try Self.openTrusted(
             "daemon.lock", in: runtimeDir, role: "runtime directory", variables: "XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR",
             flags: O_RDWR | O_CREAT, mode: 0o600, unopenableDirectory: verify)
     }
 
-    /// Opens `name` in `directory` through the directory's descriptor, never through a
-    /// symbolic link (O_NOFOLLOW), and checks what was opened: a regular file of ours in a
-    /// directory of ours (mode 0700). `unopenableDirectory` runs first when the directory
-    /// itself cannot be opened (a symbolic link, ELOOP, or something else), to say which.
+    /// Opens `name` through `directory`'s descriptor, never through a symbolic link
+    /// (O_NOFOLLOW), and checks what was opened: a regular file of ours in a directory of ours.
+    /// `unopenableDirectory` runs first when the directory cannot be opened, to say why.
     package static func openTrusted(
         _ name: String, in directory: String, role: String, variables: String, flags: Int32, mode: mode_t = 0o600,
         unopenableDirectory: () throws(IceboxError) -> Void = {}
@@ -219,14 +207,9 @@ extension IceboxPaths {
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }
 
 extension Optional where Wrapped == String {
-    var nonEmpty: String? {
-        guard let s = self, !s.isEmpty else { return nil }
-        return s
-    }
+    var nonEmpty: String? { self?.isEmpty == false ? self : nil }
 }

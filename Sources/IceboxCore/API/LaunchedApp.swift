@@ -1,6 +1,5 @@
-/// An app ``IceboxClient/launch(_:)-7an0t`` started: the daemon's record of it just after the
-/// launch, and what the daemon said. The record is a snapshot: ask
-/// ``IceboxClient/state(of:)-i4f5`` or ``IceboxClient/apps(all:)-5ebi5`` for the current state.
+/// An app ``IceboxClient/launch(_:)-7an0t`` started: its record just after the launch (a
+/// snapshot: ask ``IceboxClient/state(of:)-i4f5`` for the current state), and the daemon's lines.
 public struct LaunchedApp: Sendable {
     /// The record `icebox ps --json` shows for the app, taken right after the launch.
     public var record: AppRecord

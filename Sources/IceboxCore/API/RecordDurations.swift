@@ -1,5 +1,4 @@
-/// The times records and events carry, as `Duration`s for Swift callers: the `…Nanos`
-/// fields stay what the JSON (registry, `ps --json`, the event log) holds.
+/// The times records and events carry, as `Duration`s; the `…Nanos` fields are the JSON's.
 extension Event {
     /// How long the step took (`duration_ns`): a freeze's or thaw's kernel confirmation, a
     /// launch's or resume's time to ready, an end's time from the request; nil where none.

@@ -1,11 +1,7 @@
-/// The `async` forms of ``Supervisor``'s calls, as ``IceboxClient``'s (same names; Swift
-/// chooses these in an `async` context): the blocking exchange with the engine runs on a
-/// thread of its own, and cancelling the task ends the wait (the request may or may not
-/// have been done: ask ``state(of:)``).
-///
-/// ``stop(timeout:)`` has no `async` form on purpose: a test's `defer { try? supervisor.stop() }`
-/// must keep compiling in an `async` test, where an `async` overload would be chosen and
-/// `defer` cannot await it.
+/// The `async` forms of ``Supervisor``'s calls, as ``IceboxClient``'s: the exchange runs on a
+/// thread of its own, and cancelling the task ends the wait (the request may or may not have
+/// been done: ask ``state(of:)``). ``stop(timeout:)`` has none on purpose: `defer { try?
+/// supervisor.stop() }` must compile in an `async` test, where `defer` cannot await.
 extension Supervisor {
     /// Launches an app; see ``IceboxClient/launch(_:)-7an0t``. Corresponds to `icebox launch`.
     public func launch(_ options: LaunchOptions) async throws(IceboxError) -> LaunchedApp { try await client.launch(options) }
@@ -17,8 +13,7 @@ extension Supervisor {
     @discardableResult
     public func release(_ name: String) async throws(IceboxError) -> ReleasedApp { try await client.release(name) }
 
-    /// Suspends an app without blocking a thread through its grace; see
-    /// ``IceboxClient/suspend(_:grace:)-4fsnk``. Corresponds to `icebox suspend`.
+    /// Suspends an app without blocking a thread through its grace; see ``IceboxClient/suspend(_:grace:)-4fsnk``.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) async throws(IceboxError) -> SuspendResult {
         try await client.suspend(name, grace: grace)
@@ -36,8 +31,7 @@ extension Supervisor {
         try await client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
-    /// ``IceboxClient/evict(_:toDisk:)-2anup``. Corresponds to `icebox evict [--to-disk]`.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see ``IceboxClient/evict(_:toDisk:)-2anup``.
     @discardableResult
     public func evict(_ name: String, toDisk: Bool = false) async throws(IceboxError) -> EndResult {
         try await client.evict(name, toDisk: toDisk)

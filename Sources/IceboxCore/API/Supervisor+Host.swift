@@ -1,9 +1,8 @@
 import Glibc
 
 extension Supervisor {
-    /// Why a supervisor started now would find no usable cgroup v2 root here (no cgroup2
-    /// mount, or this process may not make cgroups in it: not root, no delegated subtree), or
-    /// nil when it would. For a suite to skip with the reason before any test runs:
+    /// Why a supervisor started now would find no usable cgroup v2 root (no cgroup2 mount, or
+    /// no right to make cgroups in it), or nil. For a suite to skip with the reason:
     ///
     /// ```swift
     /// @Suite(.enabled(if: Supervisor.hostProblem == nil, "\(Supervisor.hostProblem ?? "")"))
@@ -11,7 +10,7 @@ extension Supervisor {
     /// ```
     ///
     /// It tries for real: a probe cgroup is made where ``start(runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
-    /// would make its root, and removed again, in every hierarchy it was made in.
+    /// would make its root, then removed.
     public static var hostProblem: String? {
         guard CgroupMounts.read().unified != nil else { return "no cgroup2 filesystem is mounted" }
         var made: [String] = []

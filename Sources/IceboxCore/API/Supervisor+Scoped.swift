@@ -1,7 +1,6 @@
 extension Supervisor {
     /// Starts a supervisor, runs `body` with it, and stops it on the way out, whether `body`
-    /// returns or throws: the scoped form for a test, which cannot leave a supervisor
-    /// running.
+    /// returns or throws: the scoped form for a test, which cannot leave one running.
     ///
     /// ```swift
     /// @Test func napFreezes() throws {
@@ -21,8 +20,7 @@ extension Supervisor {
         runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         _ body: (Supervisor) throws -> Result
     ) throws -> Result {
-        let supervisor = try start(
-            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
+        let supervisor = try start(runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         return try runThenStop(stop: { try supervisor.stop() }) { try body(supervisor) }
     }
 
@@ -31,19 +29,17 @@ extension Supervisor {
         runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         _ body: (Supervisor) async throws -> Result
     ) async throws -> Result {
-        let supervisor = try start(
-            runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
+        let supervisor = try start(runtimeDirectory: runtimeDirectory, stateDirectory: stateDirectory, cgroupRoot: cgroupRoot)
         return try await runThenStop(stop: { try supervisor.stop() }) { try await body(supervisor) }
     }
 }
 
 /// The scoped forms' one rule (`Supervisor.with`, `IceboxDaemon.with`): `body` runs, then
-/// `stop`, whether `body` returns or throws. The body's error is the one thrown.
+/// `stop`, whether `body` returns or throws.
 func runThenStop<Result>(stop: () throws -> Void, _ body: () throws -> Result) throws -> Result {
     let result: Result
     do { result = try body() } catch {
-        // The body's error is the one thrown (the stop still runs, as documented); a failing
-        // stop here must not hide it.
+        // The body's error is the one thrown; a failing stop here must not hide it.
         try? stop()
         throw error
     }

@@ -2,10 +2,9 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// An icebox supervisor inside this process: the daemon's engine on a thread
-/// of its own, with its own runtime directory, state directory and cgroup root, driven
-/// through the same typed calls as ``IceboxClient``. For integration tests: no icebox
-/// executable, no separate daemon process, nothing shared with another supervisor.
+/// An icebox supervisor inside this process: the daemon's engine on a thread of its own, with its own runtime
+/// directory, state directory and cgroup root, driven through the same typed calls as ``IceboxClient``. For
+/// integration tests: no icebox executable, no daemon process, nothing shared with another supervisor.
 ///
 /// ```swift
 /// let supervisor = try Supervisor.start()
@@ -17,24 +16,23 @@ import Synchronization
 /// try supervisor.stop()              // throws if anything was left behind
 /// ```
 ///
-/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone
-/// and does not become the child subreaper, and it never exits on its own for want of
-/// apps. The apps it launches are children of this process.
+/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone, does not become the
+/// child subreaper, and never exits on its own for want of apps. The apps it launches are children of this
+/// process.
 ///
-/// If this process dies without ``stop(timeout:)`` (SIGKILL from a test runner's timeout,
-/// a crash, Ctrl-C), nothing is left behind: a small `/bin/sh` sweeper, started with the
-/// supervisor in a session of its own, sees the end of a pipe only this process writes to,
-/// and then kills the apps (frozen ones too) and removes the cgroups it made, in every
-/// hierarchy, and its directories, within about a second. It finds apps by their cgroups:
-/// an app frozen with SIGSTOP on a host with no cgroups at all is not found.
+/// If this process dies without ``stop(timeout:)`` (a test runner's SIGKILL, a crash, Ctrl-C), nothing is
+/// left behind: a small `/bin/sh` sweeper, in a session of its own, sees the end of a pipe only this process
+/// writes to, then kills the apps (frozen ones too) and removes the cgroups it made, in every hierarchy, and
+/// its directories, within about a second. It finds apps by their cgroups: an app frozen with SIGSTOP on a
+/// host with no cgroups is not found.
 public final class Supervisor: Sendable {
     /// A client for this supervisor's engine; the methods below forward to it.
     public let client: IceboxClient
     /// What the host offers, as discovered for this supervisor's cgroup root.
     package let hostFacts: HostFacts
-    /// The v2 directory the apps' cgroups are made under (`<cgroup root>/<app name>`,
-    /// also in ``AppRecord/cgroup``), or nil if the host has no usable cgroup v2 root: then
-    /// apps are frozen with the v1 freezer or SIGSTOP, and ``cgroupProblem`` says why.
+    /// The v2 directory the apps' cgroups are made under (`<cgroup root>/<app name>`, as in
+    /// ``AppRecord/cgroup``), or nil if the host has no usable cgroup v2 root: then apps are
+    /// frozen with the v1 freezer or SIGSTOP, and ``cgroupProblem`` says why.
     public var cgroupRoot: String? { hostFacts.cgroup2Usable ? hostFacts.cgroupRoot : nil }
     /// Why no cgroup v2 root is usable (for a test to print when it skips), or nil.
     public var cgroupProblem: String? { hostFacts.cgroup2Usable ? nil : hostFacts.cgroupRootProblem ?? "no cgroup2 root" }
@@ -44,8 +42,6 @@ public final class Supervisor: Sendable {
 
     private let engine: JoinableThread
     private let outcome: EngineOutcome
-    /// What `stop()` removes: the directories and cgroup roots this supervisor created, and
-    /// the sweeper that removes them if this process dies without `stop()`.
     private let cleanup: TestCleanup
     private let stopped = Atomic(false)
 
@@ -57,7 +53,9 @@ public final class Supervisor: Sendable {
         self.cleanup = cleanup
     }
 
-    /// Starts an engine and returns once it listens on its control socket.
+    /// Starts an engine and returns once it listens on its control socket. The eviction policy
+    /// is the one saved in the state directory, if any. Corresponds to `icebox daemon
+    /// --foreground --cgroup-root PATH` with `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` set.
     ///
     /// - Parameters:
     ///   - runtimeDirectory: where the control and notify sockets go; nil: a new private
@@ -65,16 +63,11 @@ public final class Supervisor: Sendable {
     ///   - stateDirectory: where the event log, the registry and the apps' logs go; nil: a
     ///     new private directory, removed by ``stop(timeout:)``.
     ///   - cgroupRoot: the cgroup v2 directory for the apps' cgroups; nil: a new one,
-    ///     `icebox-supervisor-PID-N`, directly under the host's cgroup2 mount (found in
-    ///     /proc/self/mountinfo), removed by ``stop(timeout:)``.
+    ///     `icebox-supervisor-PID-N`, directly under the host's cgroup2 mount, removed by
+    ///     ``stop(timeout:)``.
     ///   - readyTimeout: how long to wait for the engine to listen.
-    ///
-    /// The eviction policy is the one saved in the state directory, if any (none in a new one).
     /// - Throws: ``IceboxError`` if a directory cannot be made or the engine cannot start;
     ///   whatever was made is removed again.
-    ///
-    /// Corresponds to `icebox daemon --foreground --cgroup-root PATH` with
-    /// `ICEBOX_RUNTIME_DIR` and `ICEBOX_STATE_DIR` set, in this process.
     public static func start(
         runtimeDirectory: String? = nil, stateDirectory: String? = nil, cgroupRoot: String? = nil,
         readyTimeout: Duration = .seconds(10)
@@ -120,9 +113,8 @@ public final class Supervisor: Sendable {
                         outcome.set(.success(try daemon.run()))
                     } catch {
                         outcome.set(.failure(error))
-                        // The engine closes the ready descriptor once it listens; it failed
-                        // before, so the descriptor is still ours to close (checked, so that
-                        // a descriptor number reused since is never closed by mistake).
+                        // The engine closes the ready descriptor once it listens; it failed before, so it is
+                        // still ours to close (checked: a number reused since is never closed by mistake).
                         if let readyIdentity, FileIdentity(fd: ready.writeEnd) == readyIdentity { close(ready.writeEnd) }
                     }
                 }
@@ -138,8 +130,7 @@ public final class Supervisor: Sendable {
         } catch {
             // Nothing made is left behind, unless the engine still runs (and uses it).
             if startedEngine?.join(until: deadline(after: .seconds(5))) ?? true {
-                // Cleanup after a failed start keeps going through every directory; the start's own
-                // error, thrown below, is what the caller must see.
+                // The start's own error, thrown below, is what the caller must see.
                 _ = TestCleanup(directories: owned, cgroupRoots: ownedRoots, sweeper: sweeper).remove()
             }
             throw error
@@ -165,8 +156,7 @@ public final class Supervisor: Sendable {
                     hint: "its directories stay in place while it runs: \(paths.runtimeDir), \(paths.stateDir)")
             }
             if pfds[0].revents != 0 {
-                // The engine writes its word at once (Daemon.signalReady), as to a client that started
-                // a daemon: read as such a client reads it.
+                // The engine writes its word (Daemon.signalReady) as to a client that started it.
                 switch ClientSession.readWord(fd) {
                 case "ready"?: return
                 case "busy"?:
@@ -187,14 +177,12 @@ public final class Supervisor: Sendable {
 
     /// Stops the engine: every app is terminated the graceful way (SIGTERM, SIGKILL after
     /// `timeout`) and reaped, the engine's thread is joined, and the directories and cgroup
-    /// roots this supervisor created are removed. Calling it again does nothing.
+    /// roots this supervisor created are removed. Calling it again does nothing. Corresponds
+    /// to `icebox daemon --stop --terminate-apps`, plus the removal of the directories.
     ///
     /// - Throws: ``IceboxError`` if something was left behind: a process or cgroup the
     ///   engine did not remove (removed now, as well as can be), a directory that cannot be
     ///   removed, or an engine that did not end. The message lists each.
-    ///
-    /// Corresponds to `icebox daemon --stop --terminate-apps`, plus the removal of the
-    /// directories.
     public func stop(timeout: Duration = .seconds(10)) throws(IceboxError) {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var problems: [String] = []
@@ -227,13 +215,11 @@ public final class Supervisor: Sendable {
     /// Launches an app; see ``IceboxClient/launch(_:)-7an0t``. Corresponds to `icebox launch`.
     public func launch(_ options: LaunchOptions) throws(IceboxError) -> LaunchedApp { try client.launch(options) }
 
-    /// Takes over running processes as an app; see ``IceboxClient/adopt(_:)-62exe``. Corresponds to
-    /// `icebox adopt`. A process adopted here is not this process's child unless it was
-    /// already; ``stop(timeout:)`` terminates it with the rest.
+    /// Takes over running processes as an app; see ``IceboxClient/adopt(_:)-62exe``. It is not
+    /// this process's child unless it was; ``stop(timeout:)`` terminates it with the rest.
     public func adopt(_ options: AdoptOptions) throws(IceboxError) -> AdoptedApp { try client.adopt(options) }
 
-    /// Hands an app back, still running; see ``IceboxClient/release(_:)-49msn``. Corresponds to
-    /// `icebox release`.
+    /// Hands an app back, still running; see ``IceboxClient/release(_:)-49msn``.
     @discardableResult
     public func release(_ name: String) throws(IceboxError) -> ReleasedApp { try client.release(name) }
 
@@ -255,8 +241,7 @@ public final class Supervisor: Sendable {
         try client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
-    /// ``IceboxClient/evict(_:toDisk:)-2anup``. Corresponds to `icebox evict [--to-disk]`.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see ``IceboxClient/evict(_:toDisk:)-2anup``.
     @discardableResult
     public func evict(_ name: String, toDisk: Bool = false) throws(IceboxError) -> EndResult {
         try client.evict(name, toDisk: toDisk)
@@ -271,8 +256,7 @@ public final class Supervisor: Sendable {
     /// The apps; see ``IceboxClient/apps(all:)-5ebi5``. Corresponds to `icebox ps --json`.
     public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] { try client.apps(all: all) }
 
-    /// The events as they happen; see ``IceboxClient/events(for:replay:)``. The stream ends
-    /// when the supervisor stops (its state directory goes). Corresponds to `icebox log --follow`.
+    /// The events as they happen, until the supervisor stops; see ``IceboxClient/events(for:replay:)``.
     public func events(for name: String? = nil, replay: Bool = false) throws(IceboxError) -> AsyncStream<Event> {
         try client.events(for: name, replay: replay)
     }
@@ -290,8 +274,7 @@ public final class Supervisor: Sendable {
     static func removeCgroupRoots(_ roots: [String]) -> [String] {
         var problems: [String] = []
         for root in roots where FileIO.isDirectory(root) {
-            // A root that cannot be listed has no children to remove: its rmdir below fails and
-            // says so.
+            // A root that cannot be listed: its rmdir below fails and says so.
             for child in ((try? FileIO.list(root)) ?? []).sorted() where FileIO.isDirectory(root + "/" + child) {
                 let path = root + "/" + child
                 let pids = Cgroup2(path: path).procs()
@@ -314,12 +297,12 @@ public final class Supervisor: Sendable {
         let handles = pids.compactMap { try? ProcessHandle(adopting: $0) }
         let v2 = Cgroup2(path: path)
         if FileIO.exists(path + "/cgroup.events") {
-            // Cleanup keeps going: the SIGKILLs below kill what cgroup.kill did not, and the
-            // caller's rmdir reports a cgroup that stays.
+            // The SIGKILLs below kill what cgroup.kill did not; the caller's rmdir reports a
+            // cgroup that stays.
             if v2.supportsKill { try? v2.kill() }
         } else {
-            // Cleanup keeps going: a frozen v1 task acts on the SIGKILL only once thawed, and the
-            // caller's rmdir reports a cgroup that stays busy.
+            // A frozen v1 task acts on the SIGKILL only once thawed; the caller's rmdir reports
+            // a cgroup that stays busy.
             try? FileIO.write(path + "/freezer.state", "THAWED")
         }
         // ESRCH only: the process exited meanwhile.
@@ -332,9 +315,8 @@ public final class Supervisor: Sendable {
         for handle in handles {
             var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
             _ = try? Poll.wait(&pfd, until: deadline)  // bounded likewise
-            // The engine's apps are this process's children: no zombie stays behind.
-            // A process that is not our child (an adopted one) is reaped by its own parent: nothing
-            // of ours to collect.
+            // The engine's apps are our children: no zombie stays. One that is not (an adopted
+            // one) is reaped by its own parent.
             _ = try? handle.reapIfExited()
         }
     }

@@ -1,18 +1,13 @@
 import Glibc
 import IceboxSystem
 
-/// A process that cleans up after a ``Supervisor`` whose process died without `stop()`: a
-/// test runner's SIGKILL at its timeout, a crash, a developer's Ctrl-C. Then no code of the
-/// supervisor's runs any more, so the cleanup cannot be its own: it is a `/bin/sh` started
-/// with the supervisor, in a session of its own (so the terminal's SIGINT does not reach
-/// it), reading a pipe whose only writer is the supervisor. `stop()` writes `q` and the
-/// sweeper exits; the kernel closes the pipe when the supervisor's process dies, however it
-/// dies, and the sweeper then kills every process in the supervisor's cgroups (frozen ones
-/// too), removes the cgroups in every hierarchy and the supervisor's directories. What
-/// Testcontainers' Ryuk does for containers.
-///
-/// It knows only cgroups: an app frozen with SIGSTOP on a host with no cgroup hierarchy at
-/// all has nothing to find it by, and is left.
+/// Cleans up after a ``Supervisor`` whose process died without `stop()` (a test runner's SIGKILL, a crash,
+/// Ctrl-C), when none of its code runs any more: a `/bin/sh` started with it, in a session of its own (out of
+/// the terminal's SIGINT), reading a pipe whose only writer is the supervisor. `stop()` writes `q` and the
+/// sweeper exits; when the process dies, however, the kernel closes the pipe and the sweeper kills every
+/// process in the supervisor's cgroups (frozen ones too), removes the cgroups in every hierarchy and the
+/// directories (as Testcontainers' Ryuk does for containers). It knows only cgroups: an app frozen with
+/// SIGSTOP on a host with no cgroup hierarchy is left.
 // Unchecked: its handle is used once, by the one `stop()` that gets past the supervisor's
 // `stopped` flag, or by a `start()` that failed before any other thread saw it.
 struct SupervisorSweeper: @unchecked Sendable {
@@ -20,18 +15,16 @@ struct SupervisorSweeper: @unchecked Sendable {
     /// The pipe's write end: its last close (the process's death included) starts the sweep.
     private let writeEnd: Int32
 
-    /// The sweep, in sh: every word of it runs only after the pipe has ended. A v2 cgroup
-    /// is killed whole with cgroup.kill (frozen tasks die too); a v1 one, which has none,
-    /// gets SIGKILL for each task and then THAWED (a frozen v1 task dies only once thawed).
-    /// The cgroups are removed bottom up once empty; a v1 cgroup has no event to wait for,
-    /// so emptiness is looked at every 10 ms for at most 3 s (after its owner's death,
-    /// nothing here is on anyone's path). Arguments: `cgroup:PATH` removes a cgroup tree
-    /// made for the supervisor, `under:PATH` the trees below one it was given, `dir:PATH`
-    /// removes a directory.
+    /// The sweep, in sh, once the pipe has ended. A v2 cgroup is killed whole with cgroup.kill
+    /// (frozen tasks die too); a v1 one gets SIGKILL for each task, then THAWED (a frozen v1
+    /// task dies only once thawed). The cgroups are removed bottom up once empty; v1 has no
+    /// event to wait for, so emptiness is looked at every 10 ms for at most 3 s (after its
+    /// owner's death, nothing here is on anyone's path). Arguments: `cgroup:PATH` a tree made
+    /// for the supervisor, `under:PATH` the trees below one it was given, `dir:PATH` a directory.
     ///
-    /// Before the end, the pipe may name processes to kill first, a line `proc:PID:TICKS`
-    /// each (an `icebox daemon` started for a test, ``IceboxDaemon``): killed only if
-    /// /proc/PID/stat still gives that start time (field 22), so a reused pid is spared.
+    /// Before the end, the pipe may name processes to kill first, a line `proc:PID:TICKS` each
+    /// (``IceboxDaemon``'s daemon): killed only if /proc/PID/stat still gives that start time
+    /// (field 22), so a reused pid is spared.
     static let script = #"""
         procs=""
         while IFS= read -r word; do
@@ -92,13 +85,11 @@ struct SupervisorSweeper: @unchecked Sendable {
         for a in "$@"; do case $a in dir:*) rm -rf -- "${a#dir:}" ;; esac; done
         """#
 
-    /// What one sweep removes.
+    /// What one sweep removes: cgroup trees made for the supervisor (whole), the trees below
+    /// cgroups it was given (not those), and directories made for it.
     struct Targets {
-        /// cgroup trees made for the supervisor: removed whole.
         var cgroupTrees: [String] = []
-        /// cgroups given to the supervisor: the trees below them are removed, not they.
         var cgroupParents: [String] = []
-        /// Directories made for the supervisor.
         var directories: [String] = []
 
         var arguments: [String] {
@@ -136,13 +127,11 @@ struct SupervisorSweeper: @unchecked Sendable {
     func dismiss(until deadline: UInt64) {
         _ = retryingOnInterrupt { write(writeEnd, "q\n", 2) }
         close(writeEnd)
-        // A wait that failed or timed out is settled the same way: SIGKILL and a second, bounded
-        // wait.
+        // A wait that failed or timed out is settled the same way: SIGKILL and a bounded wait.
         if (try? handle.wait(until: deadline)) == nil {
             // ESRCH only: the sweeper exited meanwhile, and the wait below reaps it.
             _ = try? handle.send(SIGKILL)
-            // Bounded: a sweeper still unreaped after SIGKILL and a second is the kernel's to
-            // finish, and dismiss is a cleanup that must not throw.
+            // One still unreaped a second after SIGKILL is the kernel's to finish; a cleanup must not throw.
             _ = try? handle.wait(until: deadline.saturatingAdd(1_000_000_000))
         }
     }

@@ -1,8 +1,8 @@
 import IceboxSystem
 
-/// What a suspend did to one app, from the daemon's data (the events of its steps), not its
-/// text: the notice, the grace and how it ended, the kernel's freeze time, the backend and
-/// the tasks frozen. ``IceboxClient/suspend(_:grace:)-4fsnk`` returns one.
+/// What a suspend did to one app, from the events of its steps, not the text: the notice, the
+/// grace and how it ended, the kernel's freeze time, the backend and the tasks frozen.
+/// ``IceboxClient/suspend(_:grace:)-4fsnk`` returns one.
 ///
 /// ```swift
 /// let result = try supervisor.suspend("web", grace: .seconds(3))
@@ -15,8 +15,8 @@ public struct SuspendResult: Sendable, Equatable, CustomStringConvertible {
     public enum Notice: Sendable, Equatable {
         /// This signal was sent (SIGUSR1 unless `--background-signal` says otherwise).
         case signal(Int32)
-        /// None: the app has no handler for SIGUSR1 (`--background-signal auto`), so it was
-        /// not sent (it would have killed the app).
+        /// None: the app has no handler for SIGUSR1 (`--background-signal auto`): it would
+        /// have killed the app.
         case noHandler
         /// None: `--background-signal none`.
         case disabled
@@ -59,13 +59,9 @@ public struct SuspendResult: Sendable, Equatable, CustomStringConvertible {
     /// The events of this app's steps, as in the event log (the notice, the freeze).
     public var events: [Event]
 
-    /// What `icebox suspend` prints for this app, one line a step: the daemon's lines, rendered
-    /// once from the typed outcome by the lifecycle's renderer, so the library says what the
-    /// CLI says.
+    /// What `icebox suspend` prints for this app, ``lines`` one a step.
     public var description: String { lines.joined(separator: "\n") }
 
-    /// A result built from the daemon's lines and the events that came with them; nil if
-    /// they hold no outcome for the app.
     init(name: String, steps: [IceboxClient.Step]) {
         self.name = name
         lines = steps.map(\.line)

@@ -3,8 +3,8 @@ import IceboxSystem
 import Synchronization
 
 /// The cgroup roots of an engine started for a test (a ``Supervisor``'s, an ``IceboxDaemon``'s,
-/// `Supervisor.hostProblem`'s probe): a fresh root of its own unless one is given, and which
-/// roots were made for it, so that its stop (or its sweeper) removes exactly those.
+/// `Supervisor.hostProblem`'s probe): a fresh one unless one is given, and which were made for
+/// it, so that its stop (or its sweeper) removes exactly those.
 enum TestCgroups {
     /// Discovers (and makes) the roots for `given` (nil: `<cgroup2 mount>/<prefix>-PID-N`, or
     /// on a host without cgroup2 the same name in the v1 freezer hierarchy); appends the ones
@@ -13,8 +13,7 @@ enum TestCgroups {
         let mounts = CgroupMounts.read()
         var root = given
         // Numbered in this process, for roots no other engine of it shares. Without cgroup2 the
-        // engine's root is in the v1 freezer (its cgroup1 root): without one of its own there,
-        // it would share the default <freezer>/icebox with the host's icebox, and leave it.
+        // root is in the v1 freezer: else it would share the host icebox's <freezer>/icebox.
         if root == nil, let mount = mounts.unified ?? mounts.freezerV1 {
             root = mount + "/\(prefix)-\(getpid())-\(next.add(1, ordering: .relaxed).newValue)"
         }
@@ -33,9 +32,9 @@ enum TestCgroups {
         return facts
     }
 
-    /// The root to hand the engine: the one given, else the v2 root made for it, else (no
-    /// usable cgroup2) the v1 freezer directory made for it; nil where neither is usable (the
-    /// engine then falls back to SIGSTOP rather than failing on a root it was never asked for).
+    /// The root to hand the engine: the one given, else the v2 root made for it, else the v1
+    /// freezer directory made for it; nil where neither is usable (the engine then falls back
+    /// to SIGSTOP rather than failing on a root it was never asked for).
     static func engineRoot(_ given: String?, _ facts: HostFacts) -> String? {
         if let given { return given }
         if facts.cgroup2Usable { return facts.cgroupRoot }
@@ -45,11 +44,8 @@ enum TestCgroups {
     /// What the sweeper removes if the test process dies: the roots made for the engine
     /// whole, the trees below the ones it was given, and `directories`.
     static func sweep(_ facts: HostFacts, ownedRoots: [String], directories: [String]) -> SupervisorSweeper.Targets {
-        var targets = SupervisorSweeper.Targets(cgroupTrees: ownedRoots, directories: directories)
-        targets.cgroupParents = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter {
-            !ownedRoots.contains($0)
-        }
-        return targets
+        let given = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter { !ownedRoots.contains($0) }
+        return SupervisorSweeper.Targets(cgroupTrees: ownedRoots, cgroupParents: given, directories: directories)
     }
 
     private static let next = Atomic<Int>(0)

@@ -14,8 +14,7 @@ public enum AdoptSource: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// `{"pid":1234}` or `{"cgroup":"/sys/fs/cgroup/build"}`: one member, its value plain
-/// (docs/protocol.md).
+/// `{"pid":1234}` or `{"cgroup":"/sys/fs/cgroup/build"}`: one member, its value plain (docs/protocol.md).
 extension AdoptSource {
     enum CodingKeys: String, CodingKey { case pid, cgroup }
 
@@ -38,11 +37,9 @@ extension AdoptSource {
     }
 }
 
-/// What `adopt` asks for: the name the running processes get as an app, where they are,
-/// and the launch options that apply to a process icebox did not start (the notice, the
-/// grace, the priority, the backend). The rest of ``LaunchOptions`` (the command, its
-/// environment and working directory) is read from the main process when it is adopted,
-/// for `relaunch`.
+/// What `adopt` asks for: the app's name, where its processes are, and the launch options
+/// that apply to a process icebox did not start (the notice, the grace, the priority, the
+/// backend). The rest of ``LaunchOptions`` is read from the main process, for `relaunch`.
 ///
 /// ```swift
 /// var options = AdoptOptions(name: "build", source: .pid(4242))
@@ -56,18 +53,15 @@ public struct AdoptOptions: Codable, Sendable, Equatable {
     public var source: AdoptSource
     /// How to freeze it (`--backend`): as for a launch; the move itself needs a cgroup.
     public var backend = BackendChoice.auto
-    /// ``grace`` in nanoseconds, as the wire (`grace_ns`) and the engine keep it.
-    package var graceNanos: UInt64 = 5_000_000_000
-    /// ``maxGrace`` in nanoseconds (`max_grace_ns`).
-    package var maxGraceNanos: UInt64 = 30_000_000_000
+    package var graceNanos: UInt64 = 5_000_000_000  // `grace` as the wire (grace_ns) and the engine keep it
+    package var maxGraceNanos: UInt64 = 30_000_000_000  // `maxGrace`
     /// The notice (`--background-signal`): auto sends SIGUSR1 when the process catches it.
     public var backgroundSignal = NoticeSignal.auto
     /// Sent after a thaw (`--foreground-signal`), nil for none.
     public var foregroundSignal: Int32?
     /// Its eviction band (`--priority`).
     public var priority = PriorityBand.normal
-    /// ``compactAfter`` in nanoseconds (`compact_after_ns`).
-    package var compactAfterNanos: UInt64?
+    package var compactAfterNanos: UInt64?  // `compactAfter`
 
     /// Options with the defaults `launch` has.
     public init(name: String, source: AdoptSource) {
@@ -75,8 +69,7 @@ public struct AdoptOptions: Codable, Sendable, Equatable {
         self.source = source
     }
 
-    /// Only `name` and `source` are required; the rest takes its default when absent
-    /// (docs/protocol.md).
+    /// Only `name` and `source` are required; the rest takes its default when absent (docs/protocol.md).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(name: try c.decode(String.self, forKey: .name), source: try c.decode(AdoptSource.self, forKey: .source))
@@ -102,9 +95,8 @@ public struct AdoptOptions: Codable, Sendable, Equatable {
         compactAfterNanos = launch.compactAfterNanos
     }
 
-    /// The launch options the adopted app is recorded with: these settings and the command
-    /// line, working directory and environment read from its main process (what `relaunch`
-    /// starts again).
+    /// The launch options the adopted app is recorded with: these settings, and the command
+    /// line, working directory and environment read from its main process (for `relaunch`).
     func launchOptions(command: [String], workingDirectory: String?, environment: [String]) -> LaunchOptions {
         var o = LaunchOptions(name: name, command: command)
         o.backend = backend

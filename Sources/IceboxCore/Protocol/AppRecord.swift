@@ -39,18 +39,18 @@ public struct AppRecord: Codable, Sendable {
     public var memoryBytes: UInt64?
     /// Ended by a kill while frozen (an eviction): its next launch is told
     /// `ICEBOX_LAUNCH_REASON=restore`, to restore its state.
-    public var killedWhileSuspended = false  // ended by a kill while frozen: its state should be restored
+    public var killedWhileSuspended = false
     /// Its cgroup v1 memory directory (hybrid and v1 hosts), where its memory is read.
-    public var memoryV1: String?  // the app's v1 memory cgroup (hybrid hosts), for its memory figure
+    public var memoryV1: String?
     package var memorySource: String?  // where memoryBytes came from: memory.current, memory.usage_in_bytes, smaps_rollup Pss
     package var lastCompaction: String?  // what the last compaction reclaimed
     package var launchStartNanos: UInt64 = 0  // monotonic: when it was launched
     package var graceStartNanos: UInt64?  // monotonic, while in background: the grace under way
     package var graceDeadlineNanos: UInt64?
     package var graceCapNanos: UInt64?
-    /// A terminate or eviction under way (monotonic times, as the grace's): a daemon taking
-    /// over after a crash finishes it, SIGKILL at `killDeadlineNanos` (an eviction's is its
-    /// start: at once), instead of adopting an app told to go as if nothing had begun.
+    /// A terminate or eviction under way (monotonic times): a daemon taking over after a crash
+    /// finishes it, SIGKILL at `killDeadlineNanos` (an eviction's: at once), rather than
+    /// adopting an app told to go as if nothing had begun.
     package var endIntent: AppLifecycle.Ending?
     package var endStartNanos: UInt64?
     package var killDeadlineNanos: UInt64?
@@ -65,9 +65,8 @@ public struct AppRecord: Codable, Sendable {
     public var images: String?
     /// The size of those images, in bytes.
     public var imageBytes: UInt64?
-    /// How long its last checkpoint's dump took, and its last restore.
-    package var lastCheckpointNanos: UInt64?
-    package var lastRestoreNanos: UInt64?
+    package var lastCheckpointNanos: UInt64?  // how long its last checkpoint's dump took
+    package var lastRestoreNanos: UInt64?  // and its last restore
     /// Who the app runs as: its --user, else the daemon's own ids (nil in records from before).
     public var runsAs: RunAs?
     /// The app's NOTIFY_SOCKET when it is not the notify directory's (an app run as another
@@ -80,15 +79,12 @@ public struct AppRecord: Codable, Sendable {
     /// its main process was in then ("" on a host without one), where `icebox release` hands
     /// it back. nil for an app icebox launched.
     public var adoptedFrom: String?
-    /// The v1 freezer and v1 memory cgroups it was in (hosts with those hierarchies).
-    package var adoptedFromFreezerV1: String?
+    package var adoptedFromFreezerV1: String?  // the v1 freezer and memory cgroups it was in
     package var adoptedFromMemoryV1: String?
-    /// How long moving its processes into its cgroups took (adopted apps).
-    package var adoptMoveNanos: UInt64?
+    package var adoptMoveNanos: UInt64?  // moving its processes into its cgroups (adopted apps)
 
-    /// Whether `icebox adopt` took it over: icebox is not its parent (its exit status is not
-    /// known), its output is not in `icebox logs`, `relaunch` uses the command line read from
-    /// /proc at the adoption.
+    /// Whether `icebox adopt` took it over: icebox is not its parent (no exit status), its
+    /// output is not in `icebox logs`, `relaunch` uses the command line read at the adoption.
     public var isAdopted: Bool { adoptedFrom != nil }
 }
 
@@ -101,9 +97,8 @@ extension AppRecord {
         diskWorkerStartTicks = nil
     }
 
-    /// The record as it may leave the daemon (`ps`, `ps --json`): the environment's variable
-    /// names stay, their values do not (a token in the caller's environment, or passed with
-    /// --env, must never reach a terminal, a CI log or a bug report).
+    /// The record as it may leave the daemon (`ps`, `ps --json`): the environment's names stay,
+    /// their values do not (a token must never reach a terminal, a CI log or a bug report).
     package var redacted: AppRecord {
         var r = self
         r.options.environment = r.options.environment.map(Self.nameOnly)
@@ -111,17 +106,15 @@ extension AppRecord {
         return r
     }
 
-    /// The name ends at the first `=` byte, as the kernel and libc read an environment
-    /// entry; a search by Character missed an `=` that a combining mark joins to the next
-    /// character ("K=\u{338}secret") and showed the value whole. Bytes are faster, too.
+    /// The name ends at the first `=` byte, as the kernel and libc read an entry: a search by
+    /// Character misses an `=` a combining mark joins to the next one ("K=\u{338}secret").
     static func nameOnly(_ entry: String) -> String {
         entry.utf8.firstIndex(of: UInt8(ascii: "=")).map { String(Substring(entry.utf8[..<$0])) } ?? entry
     }
 }
 
 extension AppRecord: JSONRecord {
-    /// Encodes the fields `visitFields` lists, under their Swift names (as a synthesized
-    /// conformance would).
+    /// Encodes the fields `visitFields` lists, under their Swift names (as synthesized).
     public func encode(to encoder: any Encoder) throws { try encodeFields(to: encoder) }
 
     /// Decodes the fields `visitFields` lists, under their Swift names; a missing required one
@@ -129,9 +122,8 @@ extension AppRecord: JSONRecord {
     public init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
 
     /// The group of the two members a record keeps from launch to end (its launch options,
-    /// most of a record's bytes with their environment, and the identity it runs as), which
-    /// `Registry` writes apart, at the end of the file; the others are group 0, the ones its
-    /// lifecycle changes.
+    /// most of its bytes, and the identity it runs as), which `Registry` writes apart, at the
+    /// end of the file; the others, which its lifecycle changes, are group 0.
     package static let launchTime = 1
 
     /// Every member, in key order: the registry's form, `ps --json`'s and Codable's.

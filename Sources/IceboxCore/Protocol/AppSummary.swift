@@ -1,7 +1,6 @@
 /// What `ps` shows of an app: its record without the launch options, the grace bookkeeping
-/// and the rest. With a thousand apps, encoding and decoding the full records took most of a
-/// `ps` (about 60% of the daemon's part went to JSONEncoder on the options alone), so a
-/// table asks for these; `ps --json` and `{{json .}}` still get the whole records.
+/// and the rest. With a thousand apps the full records took most of a `ps`, so a table asks
+/// for these; `ps --json` and `{{json .}}` still get the whole records.
 package struct AppSummary: Codable, Sendable, Equatable {
     package var name: String
     package var pid: Int32
@@ -27,13 +26,12 @@ package struct AppSummary: Codable, Sendable, Equatable {
 
 extension AppRecord {
     package var summary: AppSummary {
-        var summary = AppSummary(
+        AppSummary(
             name: name, pid: pid, state: state, sinceMonotonicNanos: sinceMonotonicNanos, sinceWall: sinceWall,
             backend: backend, memoryBytes: memoryBytes, lastFreezeNanos: lastFreezeNanos, lastThawNanos: lastThawNanos,
             statusText: statusText, ending: ending, exitStatus: exitStatus, command: options.command,
-            priority: options.priority, cgroup: cgroup, runsAs: runsAs, adopted: isAdopted ? true : nil)
-        summary.pidNamespace = options.pidNamespace ? true : nil
-        return summary
+            priority: options.priority, cgroup: cgroup, runsAs: runsAs, adopted: isAdopted ? true : nil,
+            pidNamespace: options.pidNamespace ? true : nil)
     }
 }
 

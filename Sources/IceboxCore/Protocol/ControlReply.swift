@@ -9,9 +9,8 @@ package struct ControlReply: Codable, Sendable {
         case done  // the end: code is the exit code
         case exit  // an attached app ended: code is its status
 
-        /// Written out: the synthesized one looks the text up in a static array of
-        /// StaticString, whose first use cost every one-shot command the instantiation of
-        /// that array's type metadata.
+        /// Written out: the synthesized one's static array of StaticString cost every one-shot
+        /// command the instantiation of its type metadata.
         package init?(rawValue: String) {
             switch rawValue {
             case "line": self = .line
@@ -35,8 +34,7 @@ package struct ControlReply: Codable, Sendable {
     /// The answer to a `version` request: ``ControlRequest/protocolVersion``.
     package var protocolVersion: Int?
     /// Why a request failed, on a `done` reply whose code is not 0: the typed
-    /// ``IceboxError/Reason`` in its wire form (docs/protocol.md); nil for one the code says
-    /// all about. An old client ignores it.
+    /// ``IceboxError/Reason``'s wire form; nil where the code says it all.
     package var reason: IceboxError.Reason.Wire?
 
     package init(kind: Kind, text: String? = nil, code: Int32? = nil) {

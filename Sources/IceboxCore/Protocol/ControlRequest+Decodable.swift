@@ -1,10 +1,8 @@
-/// ControlRequest's JSONDecoder reading. Swift's synthesized decoding of an enum requires
-/// every associated value that is not optional, default or not, so `{"evict":{"names":[…]}}`
-/// (a client from before `to_disk`, or one that leaves it out as docs/protocol.md allows)
-/// would be refused. `Wire` is the synthesized reading with the optional members optional;
-/// its cases and labels are the request's own, so the keys, the one-member rule and the
-/// decoding errors (what `refusal` turns into words) are the synthesized ones. Encoding stays
-/// synthesized (JSONWritable is held to it).
+/// ControlRequest's JSONDecoder reading. The synthesized one requires every associated value
+/// that is not optional, default or not, so `{"evict":{"names":[…]}}` (to_disk left out, as
+/// docs/protocol.md allows) would be refused. `Wire` is it with those members optional; its
+/// cases and labels are the request's own, so keys, the one-member rule and the decoding
+/// errors (`refusal`'s words) stay the synthesized ones. Encoding stays synthesized.
 extension ControlRequest {
     package init(from decoder: any Decoder) throws {
         switch try Wire(from: decoder) {

@@ -1,10 +1,9 @@
-/// One request on the control socket: a JSON line from a client, answered with
-/// `ControlReply` lines. One case a command, with exactly the arguments it takes, so the
-/// daemon dispatches on a type rather than on text. Its JSON form is the protocol's
+/// One request on the control socket, answered with `ControlReply` lines: one case a command,
+/// with exactly its arguments, so the daemon dispatches on a type. Its JSON form
 /// (`docs/protocol.md`): `{"case":{"label":value,…}}`, every value labeled.
 package enum ControlRequest: Codable, Sendable, Equatable {
-    /// The version of the protocol this daemon speaks (``version``'s answer). Raised when a
-    /// request or reply changes in a way an older client would misread.
+    /// The protocol version this daemon speaks (``version``'s answer), raised when a request
+    /// or reply changes in a way an older client would misread.
     package static let protocolVersion = 1
 
     case ping
@@ -66,8 +65,8 @@ package enum ControlRequest: Codable, Sendable, Equatable {
         "compact", "forget", "policy", "set_policy", "metrics", "stop",
     ]
 
-    /// What to tell a client whose `line` did not decode into a request: the name it used if
-    /// that is no request, else what was wrong with that request's members.
+    /// What to tell a client whose `line` is no request: the unknown name, or what was wrong
+    /// with the request's members.
     package static func refusal(of line: String, _ error: any Error) -> IceboxError {
         let see = "see docs/protocol.md"
         guard let name = JSONLines.decode(RequestName.self, line)?.name else {
@@ -118,10 +117,8 @@ package enum ControlRequest: Codable, Sendable, Equatable {
         }
     }
 
-    /// Whether the request only reads (the daemon's answer changes nothing): sent twice, it
-    /// has no effect the first had not. Such a request goes again to the next daemon when the
-    /// one it went to died before answering (ClientSession.mayResend); any other goes again
-    /// only if no daemon read it.
+    /// Whether the request only reads: sent twice, it has no effect the first had not, so it
+    /// goes again to the next daemon when the first died before answering (ClientSession.mayResend).
     package var isReadOnly: Bool {
         switch self {
         case .ping, .version, .ps, .policy, .metrics: return true

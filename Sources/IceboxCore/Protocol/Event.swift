@@ -68,9 +68,8 @@ package enum EvictionReason: Codable, Sendable, Equatable, CustomStringConvertib
     }
 }
 
-/// One step in the timed event log. JSON lines on disk. Beside the human `detail`, the
-/// figures are fields of their own (bytes, nanoseconds, pids), so `log --json` consumers read
-/// numbers, not text.
+/// One step in the timed event log (JSON lines on disk). Beside the human `detail`, the figures
+/// are fields of their own (bytes, nanoseconds, pids): `log --json` consumers read numbers.
 public struct Event: Codable, Sendable, Equatable {
     /// When it happened: RFC 3339, microseconds, UTC.
     public var time: String
@@ -118,8 +117,8 @@ public struct Event: Codable, Sendable, Equatable {
         app: String, pid: Int32?, kind: EventKind, from: AppState? = nil, to: AppState? = nil,
         durationNanos: UInt64? = nil, detail: String, at instant: Instant
     ) {
-        // Stamped with the instant given (the lifecycle's input, or the daemon's own reading),
-        // never a clock read here: an event says when its transition happened.
+        // Stamped with the instant given, never a clock read here: an event says when its
+        // transition happened.
         self.time = instant.rfc3339
         self.monotonicNanos = instant.monotonicNanos
         self.app = app
@@ -131,8 +130,7 @@ public struct Event: Codable, Sendable, Equatable {
         self.detail = detail
     }
 
-    /// An event as read back from the log, without reading a clock: the other fields are
-    /// nil until set (`icebox log` sets those it prints).
+    /// An event as read back from the log: the other fields are nil until set.
     package init(time: String, monotonicNanos: UInt64, app: String, kind: EventKind, detail: String) {
         self.time = time
         self.monotonicNanos = monotonicNanos

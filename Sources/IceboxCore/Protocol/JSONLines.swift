@@ -1,10 +1,9 @@
 import FoundationEssentials
 import Synchronization
 
-/// JSON for the control protocol, the event log, the registry and every `--json` output:
-/// compact, one object a line, keys sorted so files diff cleanly, and one key style
-/// everywhere: snake_case, with durations in nanoseconds ending in `_ns`
-/// (`graceNanos` → `grace_ns`, `memoryBytes` → `memory_bytes`).
+/// JSON for the control protocol, the event log, the registry and every `--json` output: compact, one object
+/// a line, keys sorted so files diff cleanly, and one key style everywhere: snake_case, with durations in
+/// nanoseconds ending in `_ns` (`graceNanos` → `grace_ns`, `memoryBytes` → `memory_bytes`).
 package enum JSONLines {
     /// The value as one line of JSON, by JSONEncoder. A type with a hand-written form takes
     /// the overload below instead: chosen by the compiler, not by a cast at run time, since
@@ -33,16 +32,14 @@ package enum JSONLines {
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
-        // nil is this function's answer for a line that is not a T (hostile input); decodeOrError
-        // gives the reason where a caller reports it.
+        // nil answers a line that is not a T (hostile input); decodeOrError gives the reason.
         try? decodeOrError(type, line)
     }
 
     /// The value a line holds: read by hand if the line is in the plain form JSONWriter
     /// writes (JSONReader), else by JSONDecoder, which decides.
     package static func decode<T: JSONReadable>(_ type: T.Type, _ line: String) -> T? {
-        // nil is this function's answer for a line that is not a T (hostile input); decodeOrError
-        // gives the reason where a caller reports it.
+        // As above: nil answers a line that is not a T.
         try? decodeOrError(type, line)
     }
 
@@ -61,8 +58,7 @@ package enum JSONLines {
         return try decodeWithFoundation(type, line)
     }
 
-    /// What JSONDecoder reads from the line under these settings: the definition JSONReader
-    /// is held to.
+    /// What JSONDecoder reads from the line under these settings: the definition JSONReader is held to.
     package static func decodeWithFoundation<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .camel)) }
@@ -74,9 +70,8 @@ package enum JSONLines {
 package enum JSONKeyStyle {
     package enum Direction: Sendable { case snake, camel }
 
-    /// `snake` or `camel`, remembered per key name: the conversion walks Characters, and
-    /// `ps` with 1000 apps converts the same thirty names 1000 times each. Keys being
-    /// decoded come from outside, so the memory stops taking new names at a bound.
+    /// `snake` or `camel`, remembered per key name (`ps` of 1000 apps converts the same thirty
+    /// names 1000 times each); keys decoded come from outside, so the memory is bounded.
     package static func converted(_ key: String, by direction: Direction) -> String {
         if let known = memory.withLock({ $0[direction]?[key] }) { return known }
         let value = direction == .snake ? snake(key) : camel(key)
@@ -118,8 +113,7 @@ package enum JSONKeyStyle {
         guard let first = parts.first else { return key }
         let name = first + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
         // One key a name: only the key `snake` writes for it maps back to it, so neither
-        // "exit_status_" nor "monotonic_nanos" reads as a field (the fuzzer found a reader
-        // that took one and a reader that did not).
+        // "exit_status_" nor "monotonic_nanos" reads as a field (found by the fuzzer).
         return snake(name) == key ? name : key
     }
 }

@@ -1,6 +1,5 @@
 /// A type JSONReader can read from the plain form JSONWriter writes; nil for anything else,
-/// which JSONDecoder then reads (see JSONReader). `JSONLines.decode` and
-/// `decodeOrError` try it first where the type is known to conform (an overload).
+/// which JSONDecoder then reads. `JSONLines.decode` and `decodeOrError` try it first.
 package protocol JSONReadable: Decodable {
     init?(json r: inout JSONReader)
 }
@@ -45,10 +44,9 @@ extension ControlReply: JSONReadable {
     /// command; one that carries a policy (a policy command: one at a time) is JSONDecoder's.
     package init?(json r: inout JSONReader) { self.init(json: &r, lineEvents: true) }
 
-    /// `lineEvents` false: the `event` of a `line` reply is passed over, not decoded (a
-    /// one-shot command prints the line and nothing of the event; decoding it was most of
-    /// the command's JSON work). An `event` reply's event is still read, by the caller's
-    /// fallback (`JSONLines.decode`, which reads it whole).
+    /// `lineEvents` false: a `line` reply's `event` is passed over (a one-shot command prints
+    /// only the line; decoding it was most of its JSON work). An `event` reply's event is still
+    /// read, by the caller's fallback (`JSONLines.decode`).
     package init?(json r: inout JSONReader, lineEvents: Bool) {
         var apps: [AppRecord]?, code: Int32?, kind: Kind?, summaries: [AppSummary]?, text: String?, event: Event?
         var reason: IceboxError.Reason.Wire?

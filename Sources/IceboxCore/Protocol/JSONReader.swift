@@ -1,21 +1,18 @@
 import Glibc
 
-/// Reads the JSON the daemon writes for `ps` (a reply of a thousand summaries or records)
-/// without JSONDecoder, which spent about 40 µs an app on keyed containers and coding paths.
-/// It reads only the plain form JSONWriter writes, strictly: keys the type knows, each
-/// once, integers as bare digits, strings with JSON's escapes. Anything else (an unknown or
-/// camelCase key, `1.0`, a lone surrogate, a duplicate key)
-/// makes the reading return nil, and `JSONLines.decode` hands the line to JSONDecoder,
-/// which decides: the fast path never accepts what JSONDecoder would refuse or read
-/// differently (`JSONReaderTests` holds the two to the same results over mangled lines).
+/// Reads the JSON the daemon writes (`ps` of a thousand apps) without JSONDecoder, which spent about 40 µs an
+/// app on keyed containers and coding paths. Only the plain form JSONWriter writes, strictly: keys the type
+/// knows, each once, integers as bare digits, strings with JSON's escapes. Anything else (an unknown or
+/// camelCase key, `1.0`, a lone surrogate, a duplicate key) returns nil, and `JSONLines.decode` hands the
+/// line to JSONDecoder, which decides: the fast path never accepts what it would refuse or read differently
+/// (`JSONReaderTests` holds the two to the same results over mangled lines).
 package struct JSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var i = 0
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    /// Runs `read` over the whole of `text`, which must hold one value and nothing but
-    /// white space after it.
+    /// Runs `read` over the whole of `text`, which must hold one value and nothing but white space after it.
     static func read<T>(_ text: String, _ read: (inout JSONReader) -> T?) -> T? {
         var text = text
         return text.withUTF8 { Self.read(UnsafeRawBufferPointer($0), read) }
@@ -36,14 +33,10 @@ package struct JSONReader {
     /// returns false for a key it does not know or a value it cannot take. A key seen twice
     /// fails (JSON leaves it to the reader which one counts).
     ///
-    /// Keys are taken in the plain form JSONWriter writes them, with no escape: one with an
-    /// escape is JSONDecoder's to read (`"a"` and `"\u0061"` are the same key). So the keys
-    /// seen are compared as bytes, where comparing Strings was a twentieth of `ps`'s client
-    /// time with 1000 apps.
-    ///
-    /// The keys seen are kept on the stack, up to `maxKeys` of them (more is not the plain form
-    /// of any type here): an array of them cost every one-shot command the instantiation of
-    /// its generic type metadata, page faults on the runtime's caches included.
+    /// Keys are taken in the plain form, with no escape (one with an escape is JSONDecoder's:
+    /// `"a"` and `"\u0061"` are the same key), so they are compared as bytes (Strings were a
+    /// twentieth of `ps`'s client time). They are kept on the stack, up to `maxKeys` (more is
+    /// no type's plain form): an array cost every one-shot command its type metadata.
     mutating func object(_ member: (inout JSONReader, String) -> Bool) -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
         if take(UInt8(ascii: "}")) { return true }
@@ -190,11 +183,9 @@ package struct JSONReader {
         return out.withUnsafeBytes(Self.text)
     }
 
-    /// The bytes as a String. They are valid UTF-8 without a check: they come from a String
-    /// (`read`), cut only at ASCII quotes, or are escapes encoded here. `String(validating:)`
-    /// checked it again, at a cost of ~0.1 ms of generic type metadata lookups to a one-shot
-    /// client the first time a reply line held a non-ASCII character (the arrow of "active →
-    /// background").
+    /// The bytes as a String, valid UTF-8 without a check: they come from a String (`read`),
+    /// cut only at ASCII quotes, or are escapes encoded here (`String(validating:)` cost a
+    /// one-shot client ~0.1 ms of type metadata lookups at its first non-ASCII character).
     private static func text(_ utf8: UnsafeRawBufferPointer) -> String {
         String(decoding: utf8, as: UTF8.self)
     }
@@ -226,11 +217,10 @@ package struct JSONReader {
 
     // MARK: Bytes
 
-    /// Passes over one value without decoding it, checked as strictly as the rest: objects
-    /// of plain keys, arrays, strings, integers as JSONWriter writes them, `true`, `false`,
-    /// `null`; anything else (a fraction, an exponent, nesting past 16) fails, and the line is
-    /// JSONDecoder's. For a member a reader does not want (a one-shot command's `event` of a
-    /// `line` reply), where decoding it cost more than the command's other JSON together.
+    /// Passes over one value without decoding it (a one-shot command's `event` of a `line`
+    /// reply), checked as strictly as the rest: objects of plain keys, arrays, strings,
+    /// integers as JSONWriter writes them, `true`, `false`, `null`; anything else (a fraction,
+    /// an exponent, nesting past 16) fails, and the line is JSONDecoder's.
     mutating func skipValue(depth: Int = 0) -> Bool {
         guard depth < 16 else { return false }
         skipSpace()

@@ -1,10 +1,7 @@
-/// The hand-written JSON forms of the control replies and requests and of two single values.
-/// (A record, an event, a summary of `ps` each have one list of fields instead, from which
-/// their forms come: `visitFields`, JSONFields.swift.) Each writes its members in the byte
-/// order of the keys JSONKeyStyle gives its Swift names (`.sortedKeys`), nil optionals left
-/// out, so the bytes are JSONEncoder's (`JSONWriterTests` compares them over many values). A
-/// field added to one of these types must be added here too: the test's every-field values
-/// catch a forgotten one.
+/// The hand-written JSON forms of the control replies and requests and of two single values (records, events
+/// and summaries have `visitFields` instead). Each writes its members in the byte order of their JSON keys
+/// (`.sortedKeys`), nil optionals left out, so the bytes are JSONEncoder's (`JSONWriterTests`, whose
+/// every-field values catch a field added to a type and not here).
 
 extension ReadyMode: JSONWritable {
     package func writeJSON(to w: inout JSONWriter) { w.string(description) }

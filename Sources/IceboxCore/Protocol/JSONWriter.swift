@@ -1,9 +1,7 @@
-/// Writes JSON bytes the way `JSONLines.encode`'s JSONEncoder does (compact, slashes not
-/// escaped), for the types the daemon writes on every operation: a record a suspend, an
-/// event a step, a thousand summaries a `ps`. JSONEncoder spends most of its time on
-/// keyed containers, coding paths and the key conversion, not on the bytes; here the keys
-/// are the converted ones written out, in sorted order, by each type's `writeJSON`
-/// (`JSONWritable.swift`). `JSONWriterTests` holds the two encoders to the same bytes.
+/// Writes JSON bytes as `JSONLines.encode`'s JSONEncoder does (compact, slashes not escaped), for what the
+/// daemon writes on every operation (a record a suspend, an event a step, a thousand summaries a `ps`),
+/// without JSONEncoder's keyed containers, coding paths and key conversion: each type writes its converted
+/// keys in sorted order. `JSONWriterTests` holds the two encoders to the same bytes.
 package struct JSONWriter {
     package private(set) var bytes: [UInt8] = []
     /// Whether the container just opened has no member yet (no comma before the next one).
@@ -41,8 +39,8 @@ package struct JSONWriter {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
         bytes.append(UInt8(ascii: "\""))
-        // Byte by byte: a key is a few bytes, and append(contentsOf:) called memmove for
-        // each, the largest single cost of writing a record (perf).
+        // Byte by byte: append(contentsOf:) called memmove for each few-byte key, the largest
+        // single cost of writing a record (perf).
         let start = key.utf8Start
         for i in 0..<key.utf8CodeUnitCount { bytes.append(start[i]) }
         bytes.append(UInt8(ascii: "\""))
@@ -162,10 +160,9 @@ package struct JSONWriter {
     }
 }
 
-/// A type with a hand-written JSON form, byte for byte what JSONEncoder writes for its
-/// Codable form under JSONLines' settings. `JSONLines.encode` has an overload for these,
-/// chosen where the value's static type conforms (a value passed on as a plain Encodable
-/// goes through JSONEncoder: the same bytes, slower).
+/// A type with a hand-written JSON form, byte for byte JSONEncoder's under JSONLines'
+/// settings. `JSONLines.encode` has an overload for these, chosen where the value's static
+/// type conforms (a plain Encodable goes through JSONEncoder: the same bytes, slower).
 package protocol JSONWritable: Encodable {
     func writeJSON(to writer: inout JSONWriter)
 }

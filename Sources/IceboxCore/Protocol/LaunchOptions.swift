@@ -22,8 +22,7 @@ public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
         return nil
     }
 
-    /// Why `parse` refused `text`, where there is more to say than "invalid": an http: URL
-    /// that cannot be probed (a host name, https, a bad port).
+    /// Why `parse` refused an http: URL that cannot be probed (a host name, https, a bad port).
     package static func parseProblem(_ text: String) -> String? {
         guard text.hasPrefix("http:") else { return nil }
         do {
@@ -58,7 +57,7 @@ public enum ReadyMode: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What `run` and `launch` ask for. Sent to the daemon as JSON, kept in the registry so an
+/// What `run` and `launch` ask for: sent to the daemon as JSON, kept in the registry so an
 /// ended app can be started again the same way.
 public struct LaunchOptions: Codable, Sendable, Equatable {
     /// The app's name: letters, digits, `.`, `_` and `-` (``IceboxError/Reason/badRequest``
@@ -88,31 +87,27 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
     public var priority = PriorityBand.normal
     package var compactAfterNanos: UInt64?  // compact this long after each freeze (else the daemon's policy)
     package var attached = false  // run (the client's stdio) or launch (a log file)
-    /// `--watchdog`: an active app must send WATCHDOG=1 at least this often (WATCHDOG_USEC in
-    /// its environment); paused while it is in the background or suspended.
-    package var watchdogNanos: UInt64?
+    package var watchdogNanos: UInt64?  // `watchdog`
     /// What happens when it misses its watchdog (``watchdog``); nil: ``WatchdogAction/log``.
     public var watchdogAction: WatchdogAction?
-    /// `--start-limit-burst`, `--start-limit-interval`: `--watchdog-action restart` launches
-    /// the app again at most this many times within the interval (systemd's StartLimitBurst=
-    /// and StartLimitIntervalSec=, with its defaults); past that it stays ended. An interval
-    /// of 0 turns the limit off. nil: the defaults.
+    /// `--start-limit-burst`: `--watchdog-action restart` launches the app again at most this
+    /// many times within ``startLimitInterval`` (systemd's StartLimitBurst=, with its
+    /// defaults); past that it stays ended. nil: the default.
     public var startLimitBurst: Int?
     package var startLimitIntervalNanos: UInt64?
     /// `--user`: the uid, gid and groups the app runs as, with no capability and
     /// no_new_privs (nil: as the daemon's user).
     public var runAs: RunAs?
-    /// `--pid-namespace`: the app's process tree gets a PID namespace of its own, under a
-    /// tiny init that is pid 1 there (the pids inside are then free when CRIU restores the
-    /// app). Needs a daemon with CAP_SYS_ADMIN (``IceboxError/Reason/permissionDenied`` otherwise).
+    /// `--pid-namespace`: the app's tree gets a PID namespace of its own, under a tiny init
+    /// that is pid 1 there (its pids are then free when CRIU restores it). Needs a daemon with
+    /// CAP_SYS_ADMIN (``IceboxError/Reason/permissionDenied`` otherwise).
     public var pidNamespace = false
     /// `--evict-to`: what the memory policy does to this app when it is its victim, over the
     /// policy's own `--evict-to` (nil: the policy's). `disk` needs ``pidNamespace``.
     package var evictTo: EvictionTarget?
 
     /// The least watchdog interval: `--watchdog` refuses less, and an app's WATCHDOG_USEC=
-    /// below it is raised to it (1 µs had the watchdog fire, and a restart follow, on every
-    /// turn of the loop).
+    /// below it is raised to it (1 µs fired the watchdog on every turn of the loop).
     package static let leastWatchdogNanos: UInt64 = 100_000_000
     /// Restarts allowed within the start limit's interval when ``startLimitBurst`` is nil.
     public static let defaultStartLimitBurst = 5
@@ -136,7 +131,7 @@ public struct LaunchOptions: Codable, Sendable, Equatable {
 
 extension LaunchOptions: JSONRecord {
     /// Only `name` and `command` are required; every other member takes its default when
-    /// absent, so a client writes what it means (docs/protocol.md).
+    /// absent (docs/protocol.md).
     public init(from decoder: any Decoder) throws { try self.init(fieldsFrom: decoder) }
 
     /// Encodes every member under its Swift name (as a synthesized conformance would).
