@@ -9,8 +9,6 @@ struct CheckpointWork {
     var stage: Stage
     var run: CriuRun
     let images: CheckpointImages
-    /// How long the dump took (set when it ended).
-    var dumpNanos: UInt64 = 0
-    /// The app's memory just before the dump: what it frees.
-    let memoryBytes: UInt64?
+    var dumpNanos: UInt64 = 0  // set when the dump ended
+    let memoryBytes: UInt64?  // just before the dump: what it frees
 }

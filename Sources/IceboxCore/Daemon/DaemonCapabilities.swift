@@ -1,11 +1,9 @@
 import IceboxSystem
 
 /// The capabilities the daemon keeps, each with what it is used for; `icebox daemon` drops
-/// every other one from its permitted and effective sets (and empties its inheritable set)
-/// as it starts, before any other thread exists. The bounding set stays: an app launched
-/// without --user by a root daemon still gets root's capabilities at its execve, as it
-/// always did. What this protects against is a bug in the daemon's own code doing what the
-/// daemon never needs (loading modules, mounting, raw I/O, changing file ownership at will).
+/// every other one (permitted, effective, inheritable) as it starts, before any other thread
+/// exists, against a bug in its own code doing what it never needs. The bounding set stays:
+/// an app launched without --user by a root daemon still gets root's capabilities.
 package enum DaemonCapabilities {
     package struct Kept: Sendable {
         package var name: String
@@ -59,8 +57,7 @@ package enum DaemonCapabilities {
         Capabilities.hasPermitted(neededForPIDNamespace) == true
     }
 
-    /// The capabilities `--user` needs that this process lacks (empty: it can launch as
-    /// another user).
+    /// The capabilities `--user` needs that this process lacks.
     package static func missingForUser() -> [String] {
         neededForUser.filter { Capabilities.hasEffective($0) != true }
     }

@@ -25,16 +25,12 @@ struct LoopWatches {
     }
 
     /// Forgets the watch of a descriptor the caller closes next, without EPOLL_CTL_DEL: the
-    /// close removes it from the epoll set (a client's socket, one per request, is never
-    /// duplicated). Should a copy outlive it, its events carry a token no source has, and the
-    /// loop skips them.
+    /// close removes it. Should a copy outlive it, its events' token has no source: skipped.
     mutating func forget(_ fd: Int32) {
         if let token = tokensByFD.removeValue(forKey: fd) { sources.removeValue(forKey: token) }
     }
 
     /// What a ready token is about; nil for a descriptor forgotten meanwhile.
     func source(_ token: UInt64) -> Daemon.Source? { sources[token] }
-
-    /// The token `fd` is watched under, if it is.
     func token(of fd: Int32) -> UInt64? { tokensByFD[fd] }
 }

@@ -3,10 +3,8 @@
 struct PolicyEngine {
     var policy = EvictionPolicy()
     var pressureTrigger: PressureTrigger?
-    /// When the memory budget is checked next (monotonic ns); nil: no budget, or no app.
-    var checkAt: UInt64?
-    /// The app being evicted right now: one victim at a time.
-    var victim: Daemon.Victim?
+    var checkAt: UInt64?  // the memory budget's next check; nil: no budget, or no app
+    var victim: Daemon.Victim?  // one at a time
 
     var nextDeadline: UInt64? { checkAt }
 
