@@ -10,8 +10,7 @@ extension Daemon {
     }
 
     /// Looks at the budget again after the number of apps changed (`app`: the one just added).
-    /// Crossing it, every app between operations lets its cgroup files and memory counter go,
-    /// and the event log says so once; back under it, they are kept again as they are used.
+    /// Crossing it, every app between operations lets its files go; back under, they are kept.
     func rebalanceDescriptors(adding app: LiveApp? = nil) {
         let plenty = descriptors.budget.isPlenty(apps: apps.count, clients: clients.count)
         if plenty == descriptors.keepingAppFiles {
@@ -29,9 +28,8 @@ extension Daemon {
         )
     }
 
-    /// Lets go of what `app` keeps open between operations, unless one is under way (its
-    /// cgroup.events is then polled). A suspended app's cgroup.events is no longer watched:
-    /// a departure from its cgroup is noticed at the next request about it instead.
+    /// Lets go of what `app` keeps open between operations, unless one is under way. A departure
+    /// from its cgroup is then noticed at the next request about it.
     func shedDescriptors(_ app: LiveApp) {
         guard app.freeze == nil, app.removal == nil else { return }
         watchCgroupEvents(app, nil)

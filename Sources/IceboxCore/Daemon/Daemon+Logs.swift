@@ -4,8 +4,7 @@ import IceboxSystem
 /// The apps' output logs, rotated at the configured size (`AppLogRotator`); the event log
 /// rotates itself as it is written (`EventLog`).
 extension Daemon {
-    /// Starts watching the output log directory; nothing when rotation is off. A failure is
-    /// logged, and the daemon runs on with logs that grow.
+    /// Starts watching the output log directory, if rotation is on; a failure is logged.
     func startAppLogRotation() {
         guard config.logRotation.maxBytes > 0 else { return }
         do {
@@ -20,8 +19,7 @@ extension Daemon {
         }
     }
 
-    /// An app wrote to its log: the descriptor leaves the epoll set until the check (at
-    /// most once a second), so further writes wake nobody.
+    /// An app wrote to its log: unwatched until the check (at most once a second).
     func appLogsChanged() {
         guard let appLogs, let fd = appLogs.fd else { return }
         unwatch(fd)
