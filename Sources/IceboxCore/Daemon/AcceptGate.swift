@@ -25,8 +25,7 @@ struct AcceptGate {
     /// A client was accepted: the next time descriptors run out is logged again.
     mutating func accepted() { limitLogged = false }
 
-    /// Out of descriptors: stop accepting until `now` plus the backoff. Nil if the gate was
-    /// shut already; else whether this is the first time (to be logged).
+    /// Stops accepting for the backoff: nil if shut already, else whether it is the first time.
     mutating func shut(now: UInt64) -> Bool? {
         guard resumeAt == nil else { return nil }
         resumeAt = now.saturatingAdd(Self.backoffNanos)

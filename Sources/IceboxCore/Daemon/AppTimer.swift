@@ -1,6 +1,5 @@
-/// What one app may need the loop for at a time of its own (LoopTimer `apps`).
-/// `LiveApp.nextDeadline` and `Daemon.fireAppDeadlines` both go through this one list, each
-/// through one exhaustive switch, so a timer added to the app is both scheduled and fired.
+/// What one app may need the loop for at a time of its own (LoopTimer `apps`): both
+/// `LiveApp.nextDeadline` and `Daemon.fireAppDeadlines` switch over this one list.
 enum AppTimer: CaseIterable {
     case lifecycle  // the lifecycle's own deadline: a grace period, the ready or kill time-out
     case probe  // the readiness probe's next attempt, or the abandoning of the one in flight

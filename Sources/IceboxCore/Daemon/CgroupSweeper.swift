@@ -1,10 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// Cgroups the daemon removes with no app left to own them (a launch rolled back, a restore
-/// that failed), each a `CgroupRemoval` stepped as an app's is, so no client waits for it.
-/// The loop's side is in Daemon+Sweeps. While a name's cgroups are swept the name cannot be
-/// launched again (a v2 cgroup cannot be renamed out of the way).
+/// Cgroups no app owns any more (a launch rolled back, a restore that failed), each a
+/// `CgroupRemoval` stepped as an app's is (Daemon+Sweeps). While a name's cgroups are swept
+/// the name cannot be launched again (a v2 cgroup cannot be renamed out of the way).
 final class CgroupSweeper {
     struct Sweep {
         let name: String
@@ -19,8 +18,7 @@ final class CgroupSweeper {
     enum Step {
         case watch(name: String, fd: Int32)  // still waiting: watch `fd` (EPOLLPRI)
         case waiting
-        /// It ended; the destroy closed its descriptors: a watched one is forgotten, not
-        /// removed from the epoll set, as its number may be reused.
+        /// It ended; the destroy closed its descriptors: a watched one is forgotten (number reused).
         case ended(Sweep, CgroupRemoval.End, at: UInt64)
     }
 
@@ -46,9 +44,8 @@ final class CgroupSweeper {
 
     func watching(_ fd: Int32, for name: String) { sweeps[name]?.watched = fd }
 
-    /// The daemon stops: each removal is finished here, waiting (bounded by its deadline), or
-    /// the next daemon would take a rolled-back launch's marked process for an app. Its
-    /// follow-up launch is not made.
+    /// The daemon stops: each removal is finished here, bounded (or the next daemon would take a
+    /// rolled-back launch's marked process for an app); no follow-up launch.
     func drain() -> [(sweep: Sweep, end: CgroupRemoval.End, at: UInt64)] {
         let all = sweeps.values.sorted { $0.startedAt < $1.startedAt }
         sweeps = [:]

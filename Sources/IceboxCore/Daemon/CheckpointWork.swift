@@ -1,7 +1,6 @@
 import IceboxSystem
 
-/// A checkpoint to disk the daemon carries out for an app's lifecycle, as a state of the loop:
-/// criu's dump, then `sync` on the images, each a child whose pidfd the loop watches.
+/// A checkpoint to disk, as a state of the loop: criu's dump, then `sync` on the images.
 struct CheckpointWork {
     enum Stage {
         case dump, sync

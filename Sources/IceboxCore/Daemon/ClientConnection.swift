@@ -1,8 +1,7 @@
 import IceboxSystem
 
-/// One client connection on the control socket: its partial request and the replies the
-/// kernel has not taken, both bounded: a client that sends a line without end, or stops
-/// reading, is cut off rather than allowed to grow the daemon or stall its loop.
+/// One client connection on the control socket: its partial request and unsent replies, both
+/// bounded: a client that sends without end, or stops reading, is cut off.
 struct ClientConnection {
     static let maxRequestBytes = 1 << 20  // a launch with a large environment: a few hundred KiB
     /// Replies left unread after the last send are kept up to this, then the client is cut
@@ -36,8 +35,7 @@ struct ClientConnection {
 
     var watchingWritable = false  // watched for EPOLLOUT (replies wait for room)
 
-    /// Queues a reply, to go out with the next `flush`; false (nothing queued) when the
-    /// client left more unread at the last send than it may.
+    /// Queues a reply for the next `flush`; false (nothing queued) if too much was left unread.
     mutating func queue(_ bytes: [UInt8]) -> Bool {
         if unreadAfterFlush >= Self.maxPendingReplyBytes { return false }
         output.append(contentsOf: bytes)
@@ -74,7 +72,6 @@ struct ClientConnection {
         return line
     }
 
-    /// Whether the input has outgrown any request: a line without a newline, or (while a
-    /// request is answered) anything.
+    /// Whether the input outgrew any request: a line without a newline, or (while busy) anything.
     var inputOverflowed: Bool { input.count > Self.maxRequestBytes && (busy || !input.contains(10)) }
 }

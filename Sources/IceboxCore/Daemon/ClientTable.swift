@@ -12,8 +12,7 @@ struct ClientTable {
         _modify { yield &byFD[fd] }
     }
 
-    /// Forgets a connection (the caller closes it); a stop requester stays one until
-    /// `dropStopRequester`.
+    /// Forgets a connection (the caller closes it); a stop requester stays one.
     mutating func remove(_ fd: Int32) -> ClientConnection? {
         unflushed.remove(fd)
         return byFD.removeValue(forKey: fd)

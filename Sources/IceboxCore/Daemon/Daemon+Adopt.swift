@@ -1,9 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// `icebox adopt`: a process tree or cgroup that runs already becomes an app (its own fresh
-/// cgroups, its main process held by a pidfd, a record like any app's); `icebox release`
-/// hands an app back, still running, no longer supervised.
+/// `icebox adopt`: a running process tree or cgroup becomes an app (fresh cgroups, a pidfd, a
+/// record); `icebox release` hands an app back, still running, no longer supervised.
 extension Daemon {
     /// The most rounds of "find the tree, move what is outside" an adoption takes, and the
     /// most time: every move is final (the moved task is frozen, its later children born
@@ -125,8 +124,7 @@ extension Daemon {
             "\(app.name)  adopted  pid \(main), \(moved) process\(moved == 1 ? "" : "es") moved into \(cgroups.v2Path ?? cgroups.freezerV1Path ?? "its cgroup") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue))"
     }
 
-    /// The processes `adopt` was given: the main one, what to call them, and how to find them
-    /// all again (each round of the move looks afresh).
+    /// The processes `adopt` was given: the main one, what to call them, how to find them all.
     struct AdoptionTarget {
         let main: pid_t
         let what: String
@@ -232,13 +230,14 @@ extension Daemon {
                         hint: "it is supervised already (icebox ps); icebox release \(app.name) first to adopt it under another name")
                 }
             }
-            // A process gone meanwhile has no owner or uid to check: the move finds it gone.
+            // A process gone meanwhile has no owner to check: the move finds it gone.
             if let unified, let text = try? FileIO.read("/proc/\(pid)/cgroup"), let relative = ProcFS.unifiedCgroup(in: text),
                 let owner = AdoptionCheck.foreignOwner(ofCgroup: relative)
             {
                 let dir = unified.directory(ofCgroup: owner.path)
                 if !(dir.map(Self.isDelegated) ?? false) { throw AdoptionCheck.refusal(for: owner, what: target.what) }
             }
+            // Likewise: gone meanwhile, no uid to check.
             if geteuid() != 0, let status = try? FileIO.read("/proc/\(pid)/status"), let uid = AdoptionCheck.realUID(inStatus: status),
                 uid != geteuid()
             {
@@ -308,8 +307,7 @@ extension Daemon {
         return (moved.count, rounds, origins)
     }
 
-    /// Undoes a move: every process back where it came from (one born inside goes where the
-    /// main process came from), the cgroups thawed and removed.
+    /// Undoes a move: every process back where it came from, the cgroups thawed and removed.
     private func rollBack(_ cgroups: AppCgroups, to place: CgroupPlace, origins: [pid_t: CgroupPlace]) {
         var problems = cgroups.moveOut(to: place) { origins[$0] }
         do { try cgroups.endMoveHold() } catch { problems.append("cannot thaw: \(error)") }
@@ -319,8 +317,7 @@ extension Daemon {
         }
     }
 
-    /// An adoption a daemon recorded but did not finish (no move time): undone as if `adopt`
-    /// had failed, as the daemon starts, before it serves anyone.
+    /// An adoption recorded but not finished (no move time): undone, as the daemon starts.
     func undoInterruptedAdoption(_ saved: AppRecord) {
         let cgroups = AppCgroups.adopt(v2: saved.cgroup, freezerV1: saved.freezerV1, memoryV1: saved.memoryV1)
         let own = place(of: getpid())
@@ -333,8 +330,7 @@ extension Daemon {
             memoryV1: existing(saved.adoptedFromMemoryV1, own.memoryV1))
         let count = cgroups.processCount()
         let problems = cgroups.moveAllOut(to: target, backend: saved.backend, keepFrozen: false)
-        // Moved out: an empty cgroup's thaw changes nothing; not moved out: moveAllOut has
-        // thawed what stayed and said so among the problems.
+        // Moved out, the thaw changes nothing; else moveAllOut thawed what stayed and said so.
         try? cgroups.endMoveHold()
         let left = problems.isEmpty ? cgroups.removeEmptied() : []
         cgroups.close()

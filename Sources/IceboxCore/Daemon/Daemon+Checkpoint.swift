@@ -1,9 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// Evicting to disk: a suspended app checkpointed by CRIU (docs/criu.md), as states of the
-/// loop: criu's dump, then `sync` on the images, each a child watched through its pidfd, its
-/// outcome fed back as `.checkpointEnded`. Nothing here waits.
+/// Evicting to disk (docs/criu.md), as states of the loop: criu's dump, then `sync` on the
+/// images, each a child watched through its pidfd, fed back as `.checkpointEnded`.
 extension Daemon {
     /// The criu this daemon runs (ICEBOX_CRIU, icebox's prefix, PATH), or nil.
     func criuBinary() -> CriuBinary? {

@@ -35,8 +35,8 @@ extension Daemon {
         readClient(fd, events: 0)
     }
 
-    /// Out of descriptors: the still-readable listener would spin the loop, so it is left
-    /// alone until a client closes or a short back-off, and this is logged once.
+    /// Out of descriptors: the still-readable listener would spin the loop, so it is left alone
+    /// until a client closes or a back-off; logged once.
     func pauseAccepting(errno e: Int32) {
         guard let first = acceptGate.shut(now: Clock.monotonicNanos()) else { return }
         unwatch(listener)
@@ -120,8 +120,8 @@ extension Daemon {
         clientGone(fd, drain: false)
     }
 
-    /// A client is done with: answered (`drain`: its last replies still go out, for a
-    /// bounded time), gone, or cut off. If it was `icebox run`, its app goes the graceful way.
+    /// A client is done with: answered (`drain`: its last replies still go out, bounded), gone,
+    /// or cut off. If it was `icebox run`, its app goes the graceful way.
     func clientGone(_ fd: Int32, drain: Bool) {
         guard var client = clients[fd], client.closeAt == nil else { return }
         clients.dropStopRequester(fd)
@@ -155,9 +155,8 @@ extension Daemon {
         resumeAccepting()
     }
 
-    /// Queues a reply, sent at the end of this turn (`flushReplies`) after the registry is
-    /// flushed, with whatever else the turn has for the client (one wake-up, not three); the
-    /// rest at EPOLLOUT. Never waits for a client.
+    /// Queues a reply, sent at the end of this turn (`flushReplies`) with whatever else the turn
+    /// has for the client (one wake-up, not three); the rest at EPOLLOUT. Never waits.
     func send(_ fd: Int32, _ reply: ControlReply) {
         guard var client = clients[fd], client.closeAt == nil else { return }
         guard client.queue(Array((JSONLines.encode(reply) + "\n").utf8)) else {
@@ -265,8 +264,7 @@ extension Daemon {
         }
     }
 
-    /// Gives a waiter's failure its typed reason (a freeze that failed, with its stuck tasks)
-    /// before the lifecycle settles it as failed.
+    /// Gives a waiter's failure its typed reason before the lifecycle settles it as failed.
     func failed(_ id: Int, because reason: IceboxError.Reason) {
         guard var waiter = waiters[id] else { return }
         noteFailure(&waiter, reason)
@@ -369,8 +367,7 @@ extension Daemon {
                 }
             } catch {
                 policyEngine.policy = old
-                // The old policy was armed until now, so arming it again does what it did; the
-                // request's own error, sent below, is the one the client must see.
+                // The old policy was armed until now, so arming it again works.
                 try? applyPolicy()
                 return fail(fd, error)
             }
@@ -485,8 +482,7 @@ extension Daemon {
         }
     }
 
-    /// The apps a terminate or evict names: those on disk (nothing runs: their images go) and
-    /// the live ones; nil (and the client answered) if one is missing or being restored.
+    /// The apps a terminate or evict names, on disk and live; nil (client answered) if one is not.
     func appsToEnd(_ names: [String], for request: ControlRequest, client fd: Int32) -> (onDisk: [String], live: [LiveApp])? {
         let fromDisk = names.filter(isOnDisk)
         if let busy = fromDisk.first(where: { restores[$0] != nil }) {
@@ -498,8 +494,7 @@ extension Daemon {
         return (fromDisk, live)
     }
 
-    /// The live apps a command names, each checked before anything is done to any of them;
-    /// nil (and the client answered) if one is missing.
+    /// The live apps a command names, all checked first; nil (client answered) if one is missing.
     func liveApps(_ names: [String], for request: ControlRequest, client fd: Int32, allowEmpty: Bool = false) -> [LiveApp]? {
         if names.isEmpty && allowEmpty { return [] }
         if names.isEmpty {

@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// Keeping descriptors per app while there are plenty, and shedding them when there are not
-/// (DescriptorBudget): how one daemon runs 10,000 apps under a hard limit of 20,000.
+/// Keeping descriptors per app while there are plenty, shedding them when not (DescriptorBudget).
 extension Daemon {
     /// Whether the next app launched gets a notify socket of its own.
     var nextAppGetsOwnNotifySocket: Bool {

@@ -2,9 +2,8 @@ import Glibc
 import IceboxSystem
 
 /// Taking over apps a previous daemon left on disk, or mid-checkpoint or mid-restore: its criu
-/// runs on after its death (one killed halfway could leave its parasite in the app), so this
-/// daemon waits for it, then looks: the app is in memory, on disk with complete images, or
-/// restored; never lost, never twice. Runs as the daemon starts, so its waits are bounded.
+/// runs on (one killed halfway could leave its parasite in the app), so this daemon waits for
+/// it (bounded, at start), then finds the app in memory, on disk, or restored; never twice.
 extension Daemon {
     /// A registry record on disk or with a disk intent: taken over here.
     func recoverDisk(_ saved: AppRecord) {
@@ -63,8 +62,7 @@ extension Daemon {
         }
     }
 
-    /// The app is on disk (if its images are complete; else it is recorded evicted, its state
-    /// lost, told to restore it at its next launch).
+    /// The app is on disk if its images are complete; else evicted, told to restore at its next launch.
     private func restOnDisk(_ saved: AppRecord, _ images: CheckpointImages, how: String?) {
         var record = saved
         if images.isComplete {
@@ -85,8 +83,7 @@ extension Daemon {
         }
     }
 
-    /// Waits for the criu the record names, if it still runs (same start time), until its
-    /// start plus `--criu-timeout` (read here: the policy is not loaded yet).
+    /// Waits for the criu the record names, if it still runs, until its start plus `--criu-timeout`.
     private func waitForLeftCriu(_ record: AppRecord) {
         guard let pid = record.diskWorker, let ticks = record.diskWorkerStartTicks,
             let stat = ProcFS.stat(pid: pid), stat.startTimeTicks == ticks, stat.state != "Z",

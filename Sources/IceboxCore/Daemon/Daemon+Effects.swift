@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// How the daemon carries out what an app's lifecycle decides: later outcomes (a freeze
-/// confirmed, the app's exit) come back as inputs. Nothing here decides a transition.
+/// Carrying out what an app's lifecycle decides (later outcomes come back as inputs).
 extension Daemon {
     /// Feeds one input to the app's lifecycle and carries out the effects it returns.
     ///
@@ -75,8 +74,7 @@ extension Daemon {
         inputs.endPerforming()
     }
 
-    /// A client's suspend or resume, which is refused (with nothing done) when its record
-    /// cannot be written; nil for any other input, which goes ahead.
+    /// A client's suspend or resume, refused (nothing done) when its record cannot be written.
     static func refusable(_ input: LifecycleInput) -> Refusable? {
         switch input {
         case .suspend(let waiter, _, _), .resume(let waiter, _), .evictToDisk(let waiter): return Refusable(waiter: waiter)
@@ -113,8 +111,7 @@ extension Daemon {
         case .thaw(let deadline):
             startOperation(app, .thaw, deadline: deadline)
         case .thawAside(let why):
-            // Only the request matters (the tasks must run to act on SIGTERM); the kill deadline
-            // bounds the rest, so its confirmation is only logged.
+            // Only the request matters (the tasks must run to act on SIGTERM): confirmation only logged.
             startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
         case .killAll:
             killAll(app)
@@ -156,14 +153,12 @@ extension Daemon {
     }
 
     /// The background notice to send, if any. `auto` sends SIGUSR1 only if the app's main
-    /// process has a handler for it (sigcatch in /proc/PID/stat), so a naive program is
-    /// never killed by it.
+    /// process has a handler for it (sigcatch), so a naive program is never killed by it.
     func notice(for app: LiveApp) -> LifecycleInput.Notice? {
         switch app.record.options.backgroundSignal {
         case .none: return nil
         case .auto:
-            // Through the kept descriptor, which stays the process it was opened for; by the
-            // pid only when the file cannot be held open.
+            // Through the kept descriptor (it stays that process); by the pid if it cannot be kept.
             let handles =
                 app.statFile.withDescriptor { ProcFS.catchesSignal(statFD: $0, SIGUSR1) }
                 ?? ProcFS.catchesSignal(pid: app.pid, SIGUSR1)
@@ -184,8 +179,7 @@ extension Daemon {
         case .signal: return nil
         }
         guard let dir, let mount else { return nil }
-        // The common case in one ioctl: the main process (alive or a zombie) is in the app's
-        // v2 cgroup itself.
+        // The common case in one ioctl: the main process (alive or a zombie) is in the v2 cgroup.
         if controller == nil, let id = app.cgroups.v2DirectoryID, app.handle.cgroupID() == id { return nil }
         // An exited process's end is news for appExited, not a departure. Anything else (a
         // sub-cgroup, an older kernel, the v1 freezer) reads /proc/PID/cgroup.
@@ -194,16 +188,14 @@ extension Daemon {
         return CgroupMembership.isWithin(now, dir) ? nil : now
     }
 
-    /// Tells the lifecycle if a suspended app's main process has left its cgroup, so nothing
-    /// goes on calling a running process suspended (on cgroup.events and before a request).
+    /// Tells the lifecycle if a suspended app's main process has left its cgroup (it runs).
     func noticeDeparture(_ app: LiveApp) {
         guard case .suspended = app.lifecycle.phase, app.freeze == nil, let outside = mainProcessOutside(app) else { return }
         apply(.leftCgroup(to: outside), to: app)
     }
 
-    /// A suspended app whose freezer the kernel shows undone, with no operation of ours under
-    /// way, was thawed by someone else: it becomes active. Asked when cgroup.events changes
-    /// and before a suspend (the v1 freezer and SIGSTOP have no notification).
+    /// A suspended app whose freezer shows undone, with no operation of ours under way, was
+    /// thawed by someone else: it becomes active. Asked on cgroup.events and before a suspend.
     func noticeOutsideThaw(_ app: LiveApp) {
         guard case .suspended = app.lifecycle.phase, app.freeze == nil, app.removal == nil else { return }
         // The request, not the frozen state: a task moved into a frozen cgroup makes it read
@@ -234,9 +226,8 @@ extension Daemon {
         apply(.frozenOutside(how: how), to: app)
     }
 
-    /// Writes the request to the kernel and looks once; what is not confirmed is looked at
-    /// again on later turns of the loop, so a freeze stuck in D state holds up no one.
-    /// `aside`: an operation the lifecycle does not wait for (why, for the log).
+    /// Writes the request to the kernel and looks once; later turns look again, so a freeze
+    /// stuck in D state holds up no one. `aside`: one the lifecycle does not wait for (why).
     func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: AsideThaw? = nil) {
         app.freeze?.operation.cancel()
         let freezer = app.freezer
@@ -288,8 +279,7 @@ extension Daemon {
         advance(app, op, progress)
     }
 
-    /// What a step of an operation leads to: a wait for the kernel, or its outcome fed to the
-    /// app's lifecycle.
+    /// What a step of an operation leads to: a wait for the kernel, or its outcome fed back.
     func advance(_ app: LiveApp, _ op: FreezeOperation, _ progress: FreezeProgress) {
         switch progress {
         case .waiting(let at, let watch):
@@ -347,8 +337,7 @@ extension Daemon {
         }
     }
 
-    /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI: the kernel's "it
-    /// changed"); the descriptor stays the cgroups' own.
+    /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI); the cgroups own it.
     func watchCgroupEvents(_ app: LiveApp, _ fd: Int32?) {
         guard app.watchedEvents != fd else { return }
         if let old = app.watchedEvents { unwatch(old) }
@@ -379,8 +368,7 @@ extension Daemon {
         }
     }
 
-    /// Kills every process of the app (its cgroups', else its session's) and the main
-    /// process through its pidfd.
+    /// Kills every process of the app (its cgroups', else its session's) and its main process.
     func killAll(_ app: LiveApp) {
         if !app.cgroups.isEmpty {
             for problem in app.cgroups.killAll() {
@@ -407,8 +395,7 @@ extension Daemon {
                 guard let reaped = try app.handle.reapIfExited() else { return }  // woken early
                 termination = reaped
             } catch {
-                // ECHILD: reaped by someone else (a host program's SIGCHLD handling, under
-                // Supervisor): it ended, how is unknown, as for an adopted app.
+                // ECHILD: reaped by someone else (a host program, under Supervisor): how is unknown.
                 termination = nil
             }
         }
@@ -441,8 +428,7 @@ extension Daemon {
         followDestroy(app, end, extra: 0)
     }
 
-    /// After a step of the app's removal: wait on its cgroup.events (and its re-check time,
-    /// `LiveApp.nextDeadline`), or end it.
+    /// After a step of the app's removal: wait on its cgroup.events and re-check time, or end it.
     func followDestroy(_ app: LiveApp, _ end: CgroupRemoval.End?, extra: Int) {
         switch end {
         case nil: watchCgroupEvents(app, app.removal?.watch)
@@ -478,8 +464,7 @@ extension Daemon {
         saveRegistry(app.name)
         victimGone(app)
         if app.lifecycle.restartWhenEnded && !stopping && !app.record.options.attached {
-            // --watchdog-action restart: the same command line and options (an attached
-            // `icebox run` has ended with its app instead: its terminal is not ours to reuse).
+            // --watchdog-action restart, the same options (an attached run ended with its app).
             var options = app.record.options
             options.attached = false
             options.nameIsDefault = false

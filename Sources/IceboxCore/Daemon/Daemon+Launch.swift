@@ -19,9 +19,8 @@ extension Daemon {
             hint: "choose another \(choose), or terminate it first")
     }
 
-    /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog
-    /// restart, `restarts`: the restart times it carries for its start limit), which then
-    /// logs what a client would have been told.
+    /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog restart,
+    /// with its `restarts` for its start limit), which then logs what a client would be told.
     func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?, restarts: [UInt64] = []) {
         var options = requested
         var stdioKept = false  // a launch waiting on its stand-in keeps them until it is answered
@@ -63,8 +62,7 @@ extension Daemon {
         }
     }
 
-    /// The app is made: it joins the apps, its client is told (attached: at once; detached:
-    /// once it is ready), and its readiness is looked for.
+    /// The app is made: it joins the apps, its client is told, and its readiness is looked for.
     func launched(_ app: LiveApp, client fd: Int32?) {
         let options = app.record.options
         apps[app.name] = app
@@ -74,8 +72,7 @@ extension Daemon {
             app.attachedClient = fd
             send(fd, ControlReply(kind: .line, text: app.name))
         }
-        // Logged once the app is registered, so an attached client sees it too; before what
-        // follows, which may log events of its own.
+        // Logged once the app is registered (an attached client sees it), before what follows.
         if let event = app.spawnEvent { log(event) }
         rebalanceDescriptors(adding: app)
         if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
@@ -127,8 +124,7 @@ extension Daemon {
         }
     }
 
-    /// Ends a pending launch: with the stand-in's outcome, the rest of the start is done;
-    /// without one (past its deadline, or `failure`), or when the rest fails, it is undone.
+    /// Ends a pending launch: the rest of the start with the stand-in's outcome; else the undo.
     private func completeSpawn(_ pending: PendingLaunch, _ outcome: StandInOutcome?, failure: IceboxError? = nil) {
         let name = pending.options.name
         pendingLaunches.remove(name)
@@ -164,10 +160,9 @@ extension Daemon {
 
     /// Records the launch, creates the app's cgroups and notify socket, spawns it and records
     /// its pid. A launch that fails leaves nothing, and its undo waits for nothing: the killed
-    /// child is reaped at its SIGCHLD, the cgroups are swept, the stand-in is let go.
-    ///
-    /// A spawn through a stand-in returns `.spawning`; the rest (`finish`) runs when it answers,
-    /// or the undo at the deadline (PendingLaunch, `completeSpawn`). A direct spawn returns the app.
+    /// child is reaped at its SIGCHLD, the cgroups are swept, the stand-in is let go. A spawn
+    /// through a stand-in returns `.spawning`; the rest (`finish`) runs when it answers, or the
+    /// undo at the deadline (PendingLaunch, `completeSpawn`). A direct spawn returns the app.
     ///
     /// Intent before action: the record (launching, no pid yet, the cgroup paths) is written
     /// synced before the first cgroup is made, and again with the pid right after the spawn,
@@ -212,10 +207,9 @@ extension Daemon {
 
         do {
             cleanup.append { [self] in restoreOrRemoveRecord(options.name, previous: previous) }
-            // Fresh cgroups (AppCgroups): v2 wherever usable, whatever the backend (how the
-            // app's processes are found, killed and recognised), the v1 freezer for cgroup1, v1
-            // memory on hybrid hosts. With v1 hierarchies a parked stand-in (SpawnPool) gives
-            // its directories and clones the app into them: no write to cgroup.procs. Not for
+            // Fresh cgroups: v2 wherever usable (how the app's processes are found and killed),
+            // the v1 freezer for cgroup1, v1 memory on hybrid hosts. With v1 hierarchies a parked
+            // stand-in gives its directories and clones the app into them. Not for
             // --pid-namespace: only this process can raise CAP_SYS_ADMIN for its clone3.
             let standIn = options.pidNamespace ? nil : takeStandIn(for: backend)
             let cgroups: AppCgroups
@@ -342,8 +336,7 @@ extension Daemon {
                 app.spawnEvent?.backend = backend
                 ended.removeValue(forKey: app.name)
                 // Last, as nothing can fail after it: the stand-in, exiting since the exec, is
-                // still in the app's v1 cgroups; the app stays launching until its pidfd says
-                // it is gone.
+                // in the app's v1 cgroups; the app stays launching until its pidfd says it is gone.
                 if let standIn { dismissStandIn(standIn, holding: app) }
                 return app
             }
@@ -393,8 +386,7 @@ extension Daemon {
         return request.newPIDNamespace ? Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace, spawn) : spawn()
     }
 
-    /// The executable of a --pid-namespace app's init; a clear refusal (77) if this daemon
-    /// cannot make the namespace.
+    /// The executable of a --pid-namespace app's init; a refusal (77) if it cannot be made.
     private func pidNamespaceInit(for options: LaunchOptions) throws(IceboxError) -> String {
         guard DaemonCapabilities.canMakePIDNamespaces() else {
             throw IceboxError(
@@ -446,8 +438,7 @@ extension Daemon {
         return order.compactMap { key in values[key].map { "\(key)=\($0)" } }
     }
 
-    /// `restore` when the last instance of this name was evicted or killed while suspended
-    /// (its saved state should be restored), else `fresh`.
+    /// `restore` when the last instance of this name was evicted or killed while suspended, else `fresh`.
     func launchReason(for name: String) -> String {
         guard let last = ended[name] else { return "fresh" }
         return last.state == .evicted || last.killedWhileSuspended ? "restore" : "fresh"

@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// The apps' output logs, rotated at the configured size (`AppLogRotator`); the event log
-/// rotates itself as it is written (`EventLog`).
+/// The apps' output logs, rotated at the configured size (`AppLogRotator`; `EventLog` rotates itself).
 extension Daemon {
     /// Starts watching the output log directory, if rotation is on; a failure is logged.
     func startAppLogRotation() {

@@ -14,9 +14,8 @@ extension Daemon {
         return MetricsExposition.render(metricsFile.counts.families(apps: snapshots, process: ProcessUsage.read()), format: format)
     }
 
-    /// Writes the metrics file atomically, so a scrape never reads half a file, readable by
-    /// all (node_exporter runs as its own user). A failure is logged once; the next change
-    /// tries again.
+    /// Writes the metrics file atomically (a scrape never reads half a file), readable by all
+    /// (node_exporter runs as its own user). A failure is logged once; the next change retries.
     func writeMetricsFile(now: UInt64) {
         guard let path = metricsFile.path else { return }
         metricsFile.wrote(now: now)

@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// The sd_notify protocol on each app's NOTIFY_SOCKET: its own socket, or the one apps share
-/// once the daemon is short of descriptors (NotifyChannel).
+/// The sd_notify protocol on each app's NOTIFY_SOCKET, its own or the shared one (NotifyChannel).
 extension Daemon {
     /// At most this many datagrams are read from one app's socket per turn (the rest wait,
     /// level-triggered), so one flooded socket cannot starve every other app and client.

@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// The memory policy: when to evict, whom, and the work done on frozen apps (compaction, the
-/// file-lock check). See EvictionPolicy for the settings and EvictionOrder for the order.
+/// The memory policy: when to evict, whom (EvictionOrder), and compaction and lock checks.
 extension Daemon {
     /// The app being evicted by the policy right now: one victim at a time.
     struct Victim {
@@ -15,8 +14,7 @@ extension Daemon {
         var start: UInt64
     }
 
-    /// The policy this daemon starts with: its own flags when it was given them, else the last
-    /// one (policy.json), with what was wrong when that file gives no policy.
+    /// The starting policy: the daemon's own flags, else policy.json's (with what was wrong).
     func startingPolicy() -> (policy: EvictionPolicy, problem: String?) {
         if let given = config.policy { return (given, nil) }
         return EvictionPolicy.loadReporting(from: config.paths.policyFile)
@@ -104,10 +102,8 @@ extension Daemon {
         return apps.values.reduce(0) { $0 + memory($1).bytes }
     }
 
-    /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
-    /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
+    /// Reads an app's memory (its counter kept open while plenty, else opened below a kept root).
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
-        // The roots `counterRootHandles` keeps, opened at the first call after they exist.
         let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
         if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
         let roots = counterRootHandles, keep = descriptors.keepingAppFiles
@@ -197,7 +193,8 @@ extension Daemon {
         log(event)
     }
 
-    /// The victim has gone: log the eviction with its figures, then look again.
+    /// The victim has gone: log the eviction with its figures, then look again (not after
+    /// a pressure event: the kernel signals again if the pressure goes on).
     func victimGone(_ app: LiveApp) {
         guard let v = policyEngine.victim, v.name == app.name else { return }
         policyEngine.victim = nil
@@ -217,7 +214,6 @@ extension Daemon {
         event.victimMemoryBytes = v.victimMemory.bytes
         event.evictedFor = v.reason.kind
         log(event)
-        // A pressure event evicts one app: the kernel signals again if the pressure goes on.
         if case .pressure = v.reason {} else { enforcePolicy() }
     }
 

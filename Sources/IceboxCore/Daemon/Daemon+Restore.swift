@@ -2,9 +2,8 @@ import Glibc
 import IceboxSystem
 
 /// Resuming an app that is on disk: CRIU restores its tree, as this daemon's child, into fresh
-/// thawed cgroups at the paths it had, and the restored process becomes the app again
-/// (`attach`). A restore that fails relaunches the app cold (ICEBOX_LAUNCH_REASON=restore).
-/// Either way the images go: never restored twice.
+/// cgroups at the paths it had, and it becomes the app again (`attach`); a failed restore
+/// relaunches it cold (ICEBOX_LAUNCH_REASON=restore). Either way the images go.
 extension Daemon {
     /// Whether `name` is on disk (or being restored): no live app, a record that says so.
     func isOnDisk(_ name: String) -> Bool {
@@ -120,8 +119,7 @@ extension Daemon {
         var options = record.options
         options.attached = false
         options.nameIsDefault = false
-        // The cold launch once the sweep is done (it needs the name's cgroups fresh); without
-        // cgroups, at once. Not while the daemon stops.
+        // The cold launch after the sweep (it needs the name's cgroups fresh); not while stopping.
         if let cgroups {
             sweep(cgroups, of: record.name, what: "a restore that failed", then: stopping ? nil : options)
         } else if !stopping {

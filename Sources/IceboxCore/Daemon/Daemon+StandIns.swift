@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// The loop's side of the spawn pool (SpawnPool): parking stand-ins, hearing from them, and
-/// handing one to a launch.
+/// The loop's side of the spawn pool (SpawnPool): parking stand-ins and handing them out.
 extension Daemon {
     /// How long the loop waits after the last launch before it parks a stand-in: one joining
     /// its cgroups holds cgroup_threadgroup_rwsem through an RCU grace period, which every
@@ -31,8 +30,7 @@ extension Daemon {
         follow(spawnPool.readable(fd))
     }
 
-    /// A ready stand-in for a launch with `backend`, no longer watched (the launch owns it),
-    /// or nil: none is needed or ready (the launch spawns the direct way).
+    /// A ready stand-in for a launch with `backend` (now the launch's), or nil: none needed or ready.
     func takeStandIn(for backend: BackendKind) -> SpawnPool.Entry? {
         guard let kind = spawnPool.kind(for: backend) else { return nil }
         let entry = spawnPool.take(kind)
@@ -47,9 +45,8 @@ extension Daemon {
         for fd in spawnPool.departures.drain() { watches.forget(fd) }  // closed already: out of the epoll set
     }
 
-    /// Lets a stand-in go without waiting for it: at its exit (its pidfd) it is reaped and its
-    /// directories removed. `app`: a launch held until then (`LiveApp.heldForStandIn`), as the
-    /// stand-in is in its v1 cgroups until it exits.
+    /// Lets a stand-in go without waiting: at its exit it is reaped and its directories
+    /// removed. `app`: a launch held until then, the stand-in being in its v1 cgroups.
     func dismissStandIn(_ entry: SpawnPool.Entry, holding app: LiveApp? = nil) {
         let fd = spawnPool.departures.add(entry, holding: app, now: Clock.monotonicNanos())
         do throws(SystemError) {

@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// The loop's side of the sweeper (CgroupSweeper): cgroups no app owns any more, removed
-/// without the loop waiting for them.
+/// The loop's side of the sweeper (CgroupSweeper): cgroups no app owns, removed without waiting.
 extension Daemon {
     /// Kills what is in `cgroups` and removes them as a state of the loop. `what`: whose they
     /// were; `then`: a launch to make once the name is free again; `mainPID`: a launch's

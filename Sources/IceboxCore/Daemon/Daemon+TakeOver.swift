@@ -77,8 +77,7 @@ extension Daemon {
         ended[record.name] = record
     }
 
-    /// Why an app must not be adopted because this daemon is part of it (a freeze would freeze
-    /// the daemon); nil when the daemon is outside it.
+    /// Why an app holding this daemon must not be adopted (its freeze would freeze the daemon).
     func holdsThisDaemon(_ record: AppRecord) -> String? {
         let own = getpid()
         if record.pid == own { return "its main process is this daemon (pid \(own))" }
@@ -88,8 +87,7 @@ extension Daemon {
         return nil
     }
 
-    /// The pid is the app's own process: same start time, and (if it had one) inside its v2
-    /// cgroup or a sub-cgroup of it, as `mainProcessOutside` accepts.
+    /// The pid is the app's own process: same start time, and inside its v2 cgroup (if any).
     func isSameProcess(_ record: AppRecord) -> Bool {
         guard record.startTicks != 0, let stat = ProcFS.stat(pid: record.pid), stat.startTimeTicks == record.startTicks,
             stat.state != "Z", stat.state != "X"
@@ -119,8 +117,7 @@ extension Daemon {
                 detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)", at: .read()))
     }
 
-    /// Kills whatever is left in the cgroups and removes them, saying what it did. It waits
-    /// (bounded), so only as the daemon starts; in the loop the sweeper does it (`sweep`).
+    /// Kills what is left in the cgroups and removes them, waiting (bounded): only at start.
     func clearLeftovers(_ cgroups: AppCgroups) -> String {
         let start = Clock.monotonicNanos()
         let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(CgroupRemoval.timeoutNanos))
@@ -130,10 +127,9 @@ extension Daemon {
 
     // MARK: Half-done launches and apps without a record
 
-    /// A launch the last daemon recorded but did not see through (no pid yet). The app is
-    /// looked for by its marks in its cgroups and adopted; if none of it runs, its cgroups are
-    /// removed and the launch recorded as interrupted. Processes there without the marks
-    /// belong to another daemon sharing the cgroup root: left alone.
+    /// A launch the last daemon recorded but did not see through (no pid yet): the app is found
+    /// by its marks and adopted, or its cgroups removed and the launch recorded as interrupted.
+    /// Processes without the marks belong to another daemon sharing the root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
         let marks = appMarks(saved.name, ownSocket: notifySocketPath(of: saved))
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
@@ -246,8 +242,7 @@ extension Daemon {
         return record
     }
 
-    /// Locks the cgroup root for the daemon's life: exclusive for a moment (true: no other
-    /// daemon shares it), then shared, so no later daemon takes it for its own alone.
+    /// Locks the cgroup root: exclusive for a moment (true: no other daemon shares it), then shared.
     func holdCgroupRoot() -> Bool {
         guard
             let root = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root].compactMap({ $0 }).first(
@@ -285,8 +280,7 @@ extension Daemon {
                 become(.suspended, since: saved.sinceMonotonicNanos)
                 outcome = "frozen (confirmed)"
             } else if started {
-                // A freeze was under way when the last daemon died: complete it now.
-                become(.background)
+                become(.background)  // a freeze was under way: complete it now
                 record.graceStartNanos = saved.graceStartNanos ?? now
                 record.graceDeadlineNanos = now
                 record.graceCapNanos = now
@@ -300,13 +294,11 @@ extension Daemon {
                 outcome =
                     "\(saved.state == .suspended ? "thawed" : "resumed") and logged by an earlier daemon that ended before recording it; active"
             } else if saved.state == .suspended {
-                // A thaw was under way: the app runs; finish the job.
-                thaw = true
+                thaw = true  // a thaw was under way: the app runs; finish the job
                 become(.active)
                 outcome = "a thaw under way: completing it; active"
             } else {
-                // In its grace period: it runs to the recorded deadline.
-                let due = saved.graceDeadlineNanos ?? now
+                let due = saved.graceDeadlineNanos ?? now  // in its grace: runs to the recorded deadline
                 become(.background, since: saved.sinceMonotonicNanos)
                 outcome = due > now ? "grace period resumed, \(DurationText.format(due - now)) left" : "grace period over: freezing now"
             }
@@ -351,7 +343,7 @@ extension Daemon {
         if path != config.paths.sharedNotifySocket { AppNotifySocket.remove(path) }
     }
 
-    /// This daemon's marks for app `name`: its own socket `ownSocket`, or the shared one.
+    /// This daemon's marks for app `name`: its socket `ownSocket`, or the shared one.
     func appMarks(_ name: String, ownSocket: String) -> AppMarks {
         AppMarks(name: name, ownSocket: ownSocket, sharedSocket: config.paths.sharedNotifySocket)
     }

@@ -1,12 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// The supervisor. One thread runs one epoll loop over the control socket, every app's
-/// pidfd and notify socket, readiness probes and a signalfd; deadlines set the loop's
-/// time-out, so an idle daemon uses no CPU. A single thread rather than actors: every
-/// transition is ordered by construction, with no locks. A freeze or thaw is a
-/// `FreezeOperation` the loop steps when the app's cgroup.events changes or at a re-check
-/// time, within its deadline (10 s), so one app slow to freeze delays no other.
+/// The supervisor: one thread runs one epoll loop over the control socket, every app's pidfd
+/// and notify socket, probes and a signalfd; deadlines set its time-out, so an idle daemon
+/// uses no CPU. One thread rather than actors: every transition is ordered, with no locks. A
+/// freeze or thaw is a `FreezeOperation` stepped within its deadline, delaying no other app.
 package final class Daemon {
     package struct Configuration: Sendable {
         package var paths: IceboxPaths
@@ -60,10 +58,8 @@ package final class Daemon {
     struct Waiter {
         var client: Int32
         var remaining: Set<String>
-        /// Why the request failed: the first app's failure (its code is the request's).
-        var failure: IceboxError.Reason?
-        /// Lines reported while one of its apps waits on the kernel (Daemon+Control `report`).
-        var held: [ControlReply] = []
+        var failure: IceboxError.Reason?  // the first app's failure (its code is the request's)
+        var held: [ControlReply] = []  // lines held while one of its apps waits on the kernel
     }
 
     let config: Configuration
@@ -75,8 +71,7 @@ package final class Daemon {
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
     var clients = ClientTable()
-    /// The cgroup roots (v1 memory, v2) kept open once they exist: apps' memory counters are
-    /// opened relative to them (`DirectoryHandle`).
+    /// The cgroup roots (v1 memory, v2) kept open once they exist: memory counters open below.
     var counterRootHandles: [DirectoryHandle] = []
     var apps: [String: LiveApp] = [:]
     let appDeadlines = AppDeadlines()  // added and removed with `apps`
@@ -91,10 +86,9 @@ package final class Daemon {
     var policyEngine = PolicyEngine()
     var registryWriter = RegistryWriter()
     /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
-    /// disabled in an engine embedded in another program (`ownsProcess` false).
+    /// off in an embedded engine (`ownsProcess` false), as is `freezeAside`.
     var thawGuard: PreemptionGuard
-    /// Keeps the daemon's re-reads off the CPU the app's tasks must run on while a freeze
-    /// waits for them (settled before each sleep); disabled as `thawGuard` is.
+    /// Keeps the daemon's re-reads off the CPU the app's tasks must run on while a freeze waits.
     let freezeAside: CPUStepAside
     var descriptors = DescriptorShedding()
     /// The cgroup root, locked shared for the daemon's life (Daemon+TakeOver `holdCgroupRoot`).
@@ -125,8 +119,7 @@ package final class Daemon {
         do { watches = try LoopWatches() } catch { throw IceboxError("start the daemon", error) }
     }
 
-    /// Runs until the daemon has no apps and no clients left (or is told to stop).
-    /// Returns false if another daemon already serves this runtime directory.
+    /// Runs until idle or stopped; false if another daemon already serves this runtime directory.
     package func run() throws(IceboxError) -> Bool {
         try config.paths.prepare()
         lockFD = try config.paths.openLockFile()
@@ -146,12 +139,9 @@ package final class Daemon {
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
             if config.ownsProcess { try Reaper.becomeSubreaper() }
-            // Every app holds at least its pidfd (DescriptorBudget): with the usual soft limit
-            // of 1024 descriptors the daemon would stop at about 1000 apps.
-            raiseDescriptorLimit()
+            raiseDescriptorLimit()  // every app holds at least its pidfd: 1024 would cap ~1000 apps
             acceptGate.holdReserve()
-            // SIGPIPE is blocked on this thread in any case: a client that goes away must not
-            // kill the engine (sends use MSG_NOSIGNAL too where they can).
+            // SIGPIPE is blocked in any case: a client that goes away must not kill the engine.
             let handled = config.ownsProcess ? [SIGCHLD, SIGTERM, SIGINT, SIGHUP] : [SIGCHLD]
             Signals.block(handled + [SIGPIPE])
             signalFD = try Signals.signalFD(handled)
@@ -173,7 +163,6 @@ package final class Daemon {
         startAppLogRotation()
         startSpawnPool()
         signalReady()
-        // ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
         let without = SpeedMechanism.allCases.filter(config.without.contains)
         logDaemon(
             "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
@@ -221,15 +210,13 @@ package final class Daemon {
     }
 
     /// How long a starting daemon waits for the lock of one on its way out (its control socket
-    /// already removed). Such a daemon lets go within milliseconds: its last writes, the
-    /// removal of its empty cgroups. One that holds on longer is stuck, and is named.
+    /// already removed), which lets go within milliseconds; one that holds on longer is stuck.
     package static let lockHandOverNanos: UInt64 = 2_000_000_000
 
     /// Takes the runtime directory's lock (flock on `fd`), at once or, when its holder has
-    /// already removed its control socket (a daemon exiting idle does so a few milliseconds
-    /// before it lets go), as soon as the holder lets go (within `wait`). A holder whose socket
-    /// is in place serves, and this daemon is not needed. The wait is on inotify (the holder's
-    /// close of the lock file), each close followed by a try; without inotify, 10 ms apart.
+    /// already removed its control socket (as one exiting idle does just before), once it lets
+    /// go (within `wait`); a holder whose socket is in place serves. The wait is on inotify (the
+    /// holder's close of the lock file), each close followed by a try; without it, 10 ms apart.
     static func takeLock(_ fd: Int32, path: String, socket: String, wait: UInt64 = lockHandOverNanos) -> Bool {
         func tryLock() -> Int32 { flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno }
         let first = tryLock()
@@ -264,8 +251,7 @@ package final class Daemon {
         cgroupRootLockFD = -1
     }
 
-    /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second,
-    /// before the process exits and the kernel would drop them.
+    /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second.
     func drainClients(until deadline: UInt64) {
         flushReplies()
         while clients.connections.contains(where: { $0.pendingOutput > 0 }) {
@@ -292,8 +278,7 @@ package final class Daemon {
             "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key")
     }
 
-    /// With no app left, the directories this daemon's apps lived under go too, if empty (a
-    /// daemon sharing them keeps them busy; rmdir then fails harmlessly).
+    /// With no app left, the roots this daemon's apps lived under go too, if empty (else rmdir fails).
     func removeEmptyRoots() {
         for root in [facts.memoryV1Root, facts.freezerV1Root, facts.cgroupRoot].compactMap({ $0 })
         where config.cgroupRootOverride != nil || root != facts.cgroupRoot {
@@ -313,8 +298,7 @@ package final class Daemon {
         if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptors.budget.limit = UInt64(limit.rlim_max) }
     }
 
-    /// Tells the client that started this daemon that it listens ("ready"), or that another
-    /// daemon holds the lock for this runtime directory ("busy").
+    /// Tells the client that started this daemon "ready", or "busy" (another holds the lock).
     func signalReady(busy: Bool = false) {
         if !busy {
             config.serviceNotifier?.notify(
@@ -330,9 +314,8 @@ package final class Daemon {
     // MARK: The loop
 
     func loop() {
-        // The short slice lets the loop's wake-ups preempt an app's busy start (EEVDF runs
-        // a task to its slice otherwise); apps do not get it (the spawn puts it back). The
-        // timer slack stays the kernel's: see SchedulerLatency.
+        // The short slice lets the loop's wake-ups preempt an app's busy start (EEVDF runs a
+        // task to its slice otherwise); apps do not get it (the spawn puts it back).
         SchedulerLatency.makeLatencySensitive(sliceNanos: 1_000_000)
         while true {
             let now = Clock.monotonicNanos()
@@ -340,8 +323,7 @@ package final class Daemon {
             flushRegistry()
             flushReplies()
             flushRecordsAfterReplies()
-            // After the flushes: a client whose final reply just went out is closed, and may
-            // have left the daemon idle (or a stopping daemon done).
+            // After the flushes: a client just closed may have left the daemon idle (or done).
             if shouldExit(now: Clock.monotonicNanos()) { return }
             // Not for a freeze that waits only for its app's SIGCHLD: stepped aside, the wake-up
             // must rouse an idle CPU first (1 busy process froze in 104–134 µs against 53–70 µs,
@@ -353,9 +335,7 @@ package final class Daemon {
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             let ready: [(token: UInt64, events: UInt32)]
             do { ready = try watches.epoll.wait(timeoutNanos: timeout) } catch {
-                // A bug of ours (Epoll.wait): the loop can wait on nothing any more. The daemon
-                // stops as on SIGTERM, leaving the apps as they are for the next one to
-                // re-adopt, and `run` then fails with this.
+                // A bug of ours (Epoll.wait): stop as on SIGTERM, leaving the apps; `run` fails.
                 stop = .loopFailed(IceboxError("wait for the daemon's events", error))
                 log(.error, app: "-", pid: getpid(), "the event loop failed: \(error); stopping, leaving the apps")
                 return
@@ -412,8 +392,7 @@ package final class Daemon {
                 reapChildren()
                 stepFreezesEndedByStop()
             } else {
-                // As `icebox daemon --stop`: the apps stay as they are, running or frozen, and
-                // the next daemon re-adopts them.
+                // As `icebox daemon --stop`: the apps stay, for the next daemon to re-adopt.
                 logDaemon("\(Signals.name(of: sig)) received: stopping; apps left as they are")
                 leaveAppsAndStop()
             }
@@ -421,11 +400,10 @@ package final class Daemon {
     }
 
     /// Reaps every exited child: each owner's through its own path (with its status), orphans
-    /// here. Except while a launch waits on a stand-in: it clones the app as our child
-    /// (CLONE_PARENT), and an app that ends at once (`sh -c 'exit 7'`) can end before its
-    /// stand-in's answer is read, or even sent; reaped as an orphan, its status would be lost.
-    /// So answers already in are taken first, and a child no one claims is left a zombie until
-    /// no launch is pending (`completeSpawn` reaps again).
+    /// here. Except while a launch waits on a stand-in: an app it cloned as our child that ends
+    /// at once (`sh -c 'exit 7'`) can end before its answer is read; reaped as an orphan, its
+    /// status would be lost. So answers already in are taken first, and an unclaimed child is
+    /// left a zombie until no launch is pending (`completeSpawn` reaps again).
     func reapChildren() {
         for pending in pendingLaunches.all { standInAnswered(pending.watchDescriptor) }
         while let pid = Reaper.peekExitedChild() {
@@ -440,11 +418,10 @@ package final class Daemon {
         }
     }
 
-    /// A SIGSTOP freeze is done when the last of the app's tasks stops, and the kernel tells
-    /// the parent just then (SIGCHLD, CLD_STOPPED): for an app the daemon started, that is the
-    /// freeze's own event, so a waiting one is read again at once, not at its next re-read (up
-    /// to 5 ms away; benchmarks/RESULTS.md, session 50). SIGCHLDs do not queue: each waiting
-    /// SIGSTOP freeze is read.
+    /// A SIGSTOP freeze is done when the last of the app's tasks stops, and the kernel tells the
+    /// parent just then (SIGCHLD, CLD_STOPPED): so a waiting one is read again at once, not at
+    /// its next re-read (up to 5 ms away; benchmarks/RESULTS.md, session 50). SIGCHLDs do not
+    /// queue: each waiting SIGSTOP freeze is read.
     func stepFreezesEndedByStop() {
         for app in apps.values where app.freeze?.operation.endsWithChildStop == true { stepOperation(app) }
     }
@@ -473,9 +450,8 @@ package final class Daemon {
         for app in Array(apps.values) { apply(.terminate(waiter: nil, timeout: timeoutNanos), to: app) }
     }
 
-    /// Stops without touching the apps: each stays running or frozen, its cgroup and its
-    /// registry entry in place, for the next daemon to re-adopt. A grace period under way
-    /// is recorded with its deadline and finished by that daemon.
+    /// Stops without touching the apps: each stays running or frozen, its cgroup and record in
+    /// place, for the next daemon to re-adopt (a grace under way keeps its deadline).
     func leaveAppsAndStop() {
         stop = .leavingApps
         // A launch whose spawn has not been answered has no app to leave: undone.
@@ -515,18 +491,15 @@ package final class Daemon {
     /// An event of the daemon's own (`daemon`, app "-").
     func logDaemon(_ detail: String) { log(.daemon, app: "-", pid: getpid(), detail) }
 
-    /// Marks an app's record (or, without a name, every record) for writing, once per turn of
-    /// the loop (flushRegistry), one small file per changed app.
+    /// Marks an app's record (nil: every record) for this turn's write (flushRegistry).
     func saveRegistry(_ name: String? = nil) { registryWriter.mark(name) }
 
-    /// A record that cannot be written stays marked and is tried again on the next turn; the
-    /// failure is logged once (and its end once).
+    /// A record that cannot be written stays marked for the next turn; logged once.
     func flushRegistry() {
         writeRecords(registryWriter.takeDirty { Set(apps.keys).union(ended.keys) })
     }
 
-    /// The records no reply waits for (a confirmed freeze's), written once the turn's
-    /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
+    /// The records no reply waits for (a confirmed freeze's), written after the turn's replies.
     func flushRecordsAfterReplies() { writeRecords(registryWriter.takeAfterReplies()) }
 
     /// Writes the current record of each app named; one that fails is marked for the next turn.
@@ -537,9 +510,8 @@ package final class Daemon {
         }
     }
 
-    /// Writes one record now (Registry.write; `intent`: before the step it records, so
-    /// synced), and logs a failure (once) or the end of one. `done`: what holds all the same
-    /// when the write fails after the kernel acted.
+    /// Writes one record now (`intent`: before the step it records, so synced), logging a
+    /// failure (once) or its end. `done`: what holds all the same if it fails after the kernel acted.
     func writeRecord(_ record: AppRecord, intent: Bool = false, done: String? = nil) throws(IceboxError) {
         do {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
@@ -569,14 +541,13 @@ package final class Daemon {
         }
     }
 
-    /// Undoes the record of intent of a launch or adoption of `name` that failed: what the
-    /// registry said before (`previous`, an ended app of that name), or nothing.
+    /// Undoes the record of intent of a failed launch or adoption: back to `previous`, or none.
     func restoreOrRemoveRecord(_ name: String, previous: AppRecord?) {
         if let previous { restoreRecord(previous) } else { removeRecord(name) }
     }
 
     /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and
-    /// relaunch; apps that were live are re-adopted if they still run (see Daemon+TakeOver).
+    /// relaunch; live ones are re-adopted if they still run (Daemon+TakeOver).
     func loadRegistry() {
         for record in Registry.load(directory: config.paths.registryDir) {
             if record.state.isEnded {

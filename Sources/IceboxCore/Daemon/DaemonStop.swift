@@ -3,7 +3,6 @@
 enum DaemonStop {
     case endingApps  // every app terminated gracefully; ends once idle (`--terminate-apps`)
     case leavingApps  // the apps stay, for the next daemon; ends at once (`daemon --stop`, SIGTERM)
-    /// The loop itself failed (its epoll_wait): it ends at once, the apps are left as for
-    /// `leavingApps`, and `run` throws this once the daemon has shut down.
+    /// The loop's epoll_wait failed: ends as `leavingApps`, and then `run` throws this.
     case loopFailed(IceboxError)
 }

@@ -1,9 +1,7 @@
-/// How many descriptors the daemon keeps per app, so that it runs apps up to the hard limit
-/// on open descriptors, not to a fixed fraction of it. Every app holds its pidfd; while
-/// descriptors are plenty it also keeps its files open (`keptPerApp` in all), so a freeze, a
-/// notice or a `ps` opens nothing. Plenty: every app keeping that many would still leave half
-/// the limit free. Past that the daemon sheds: new apps share its notify socket, and every
-/// app's cgroup files are opened for an operation and closed after it.
+/// How many descriptors the daemon keeps per app, so it runs apps up to the hard limit. Every
+/// app holds its pidfd; while plenty (all apps keeping `keptPerApp` would leave half the limit
+/// free) it keeps its files open, so a freeze or a `ps` opens nothing. Past that the daemon
+/// sheds: new apps share its notify socket, and cgroup files are opened per operation.
 struct DescriptorBudget: Equatable {
     /// pidfd, notify socket, cgroup.events, cgroup.freeze or freezer.state, cgroup.procs,
     /// the cgroup's directory, memory counter, /proc/PID/stat.

@@ -103,8 +103,7 @@ package enum FileLocks {
     }
 
     /// The locks held by one of `pids` that a process outside `pids` is blocked on, each with
-    /// its waiters: how a frozen app holding a lock someone else needs is found. OFD locks
-    /// show pid -1, so they are never attributed to an app here.
+    /// its waiters. OFD locks show pid -1, so they are never attributed to an app here.
     package static func contended(heldBy pids: Set<pid_t>, in locks: [FileLock]) -> [(holder: FileLock, waiters: [FileLock])] {
         var waitersByID: [Int: [FileLock]] = [:]
         for lock in locks where lock.isWaiter && !pids.contains(lock.pid) {

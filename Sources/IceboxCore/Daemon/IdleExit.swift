@@ -1,6 +1,5 @@
-/// When a daemon with nothing to do goes away: once it has had no app and no client (other
-/// than those waiting for its stop) for `afterNanos` in a row. Every question takes whether
-/// the daemon is idle *now*: the first that finds it idle starts the count, a busy one ends it.
+/// When a daemon with nothing to do goes away: after `afterNanos` in a row with no app and no
+/// client but stop requesters, counted from the first question that finds it idle *now*.
 struct IdleExit {
     let afterNanos: UInt64?  // nil: the daemon never leaves on its own (a supervisor's engine)
     private(set) var since: UInt64?  // idle without a break since; nil while busy

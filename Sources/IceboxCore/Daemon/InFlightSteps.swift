@@ -1,7 +1,6 @@
 import Glibc
 
-/// A freeze or thaw the kernel is working on for an app: a state of the loop, never a wait in
-/// it. The operation, its purpose and its re-check time travel together.
+/// A freeze or thaw the kernel is working on, a state of the loop: operation, purpose, re-check.
 struct FreezeInFlight {
     var operation: FreezeOperation
     /// Why it runs when the lifecycle does not wait for it (a thaw so a frozen app can act on
@@ -10,9 +9,8 @@ struct FreezeInFlight {
     var recheckAt: UInt64?  // stepped then unless cgroup.events woke the loop first
 }
 
-/// A removal of cgroups in flight (AppCgroups' destroy, stepped by the loop): an app's after
-/// its main process ended (`LiveApp.removal`), or what no app owns any more (`CgroupSweeper`).
-/// A thread that may block drives the same destroy with `Stepping`.
+/// A removal of cgroups in flight, stepped by the loop: an app's (`LiveApp.removal`) or what no
+/// app owns (`CgroupSweeper`). A thread that may block drives the same destroy with `Stepping`.
 struct CgroupRemoval {
     /// How long the cgroups may take to empty before the removal gives up and says what stays.
     static let timeoutNanos: UInt64 = 5_000_000_000

@@ -9,8 +9,7 @@ struct LifecycleInputQueue {
     struct Entry {
         let app: LiveApp
         let input: LifecycleInput
-        /// When the input happened, if its caller knows; nil: read when it is taken, so that
-        /// events stay stamped in the order they are logged.
+        /// When the input happened, if known; nil: read when taken (events stamped in log order).
         let now: Instant?
         let settlingWatch: Bool  // settle the app's watch after its effects (Daemon+Effects `advance`)
     }

@@ -2,8 +2,7 @@ import Glibc
 import IceboxSystem
 
 /// An app the daemon supervises right now: its lifecycle (which decides), the live resources
-/// the daemon acts with, the kernel operation in flight, and the policy's timers. Touched
-/// only by the daemon's loop thread.
+/// the daemon acts with, and its timers. Touched only by the daemon's loop thread.
 final class LiveApp {
     var lifecycle: AppLifecycle { didSet { deadlineMayHaveChanged() } }  // changed by `Daemon.apply(_:to:)`
     let handle: ProcessHandle
@@ -40,9 +39,8 @@ final class LiveApp {
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while the daemon keeps
     /// the app's files open; owned by `cgroups`, never closed here.
     var watchedEvents: Int32?
-    /// When cgroup.events last changed, as far as the daemon can tell (monotonic ns; nil: not
-    /// known): a freeze started well after it can wait on the kernel's notification
-    /// (`FreezeOperation.expectPromptNotification`).
+    /// When cgroup.events last changed, as far as the daemon knows (nil: not known): a freeze
+    /// well after it can wait on the kernel's notification (`expectPromptNotification`).
     var eventsChangedAt: UInt64?
 
     var checkpoint: CheckpointWork? { didSet { deadlineMayHaveChanged() } }
@@ -54,8 +52,7 @@ final class LiveApp {
     /// Datagrams on its own notify socket from processes outside the app.
     var notifyDrops = NotifyDrops() { didSet { deadlineMayHaveChanged() } }
 
-    /// The daemon's schedule, told whenever a property `nextDeadline` is made of is set; nil
-    /// before the app is added and after it ended.
+    /// The schedule, told whenever a property `nextDeadline` is made of is set; nil off it.
     weak var deadlines: AppDeadlines?
     var deadlineTouched = false  // already waiting in `deadlines` to be looked at again
 
@@ -83,8 +80,7 @@ final class LiveApp {
         cgroups.members() ?? ProcFS.pids(inSession: pid)
     }
 
-    /// Whether a notify sender belongs to this app: in its cgroup (or a sub-cgroup of it), or
-    /// in its session.
+    /// Whether a notify sender belongs to this app: in its cgroup (or a sub-cgroup), or session.
     func owns(senderPID: pid_t, unifiedMount: CgroupMount?) -> Bool {
         if let path = cgroups.v2Path, let unifiedMount {
             guard let sender = CgroupMembership.path(of: senderPID, mount: unifiedMount) else { return false }
@@ -93,8 +89,7 @@ final class LiveApp {
         return ProcFS.stat(pid: senderPID)?.session == pid
     }
 
-    /// The app's memory, from the best source this host has (memory.current, the v1 memory
-    /// cgroup, or the sum of Pss). `keepOpen`: the counter's descriptor may be kept open.
+    /// The app's memory, from the best source this host has; `keepOpen`: its counter may stay open.
     func memory(roots: [DirectoryHandle], keepOpen: Bool) -> AppMemoryReading {
         // An adopted app's pages stay charged to the cgroup it came from (no charge moves with
         // a task): its Pss is the figure the policy can weigh.

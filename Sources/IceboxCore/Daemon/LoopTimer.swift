@@ -1,7 +1,6 @@
-/// The parts of the daemon's loop that keep time: each has a deadline (when it next needs the
-/// loop) and work to do once that has come. `nextTimeoutNanos` and `fireDeadlines` both go
-/// through this one list, each through one exhaustive switch, so no part can be waited for and
-/// never fired, or fired and never waited for.
+/// The parts of the daemon's loop that keep time: each a deadline and work to do then.
+/// `nextTimeoutNanos` and `fireDeadlines` both go through this one list, each through one
+/// exhaustive switch, so no part can be waited for and never fired, or the reverse.
 enum LoopTimer: CaseIterable {
     case clients  // connections whose final reply went out, or that stopped reading (ClientTable)
     case spawnPoolFill  // parking the spawn stand-ins wanted, after a quiet period (SpawnPool)
@@ -23,8 +22,7 @@ extension Daemon {
     func deadline(of timer: LoopTimer, now: UInt64) -> UInt64? {
         switch timer {
         case .clients: return clients.nextDeadline
-        // A stopping daemon parks no more stand-ins.
-        case .spawnPoolFill: return stopping ? nil : spawnPool.fillAt
+        case .spawnPoolFill: return stopping ? nil : spawnPool.fillAt  // a stopping daemon parks none
         case .standInDepartures: return spawnPool.departures.nextDeadline
         case .launches: return pendingLaunches.nextDeadline
         case .sweeps: return sweeper.nextDeadline
@@ -55,8 +53,7 @@ extension Daemon {
         case .appLogs: stepAppLogs(now: now)
         case .restores: for job in Array(restores.values) where job.run.deadline <= now { restoreOverran(job) }
         case .apps: fireAppDeadlines(now: now)
-        // The loop asks `shouldExit` before every sleep, and leaves there.
-        case .idleExit: break
+        case .idleExit: break  // the loop asks `shouldExit` before every sleep, and leaves there
         }
     }
 

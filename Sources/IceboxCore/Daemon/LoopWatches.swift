@@ -1,8 +1,7 @@
 import IceboxSystem
 
-/// What the daemon's epoll set watches: each descriptor registered under a token of its own,
-/// and the token's source (what to do when it is ready). The one owner of the epoll set and
-/// of the token numbering; the descriptors stay their owners'.
+/// What the daemon's epoll set watches: each descriptor under a token of its own, and the
+/// token's source (what to do when it is ready); the descriptors stay their owners'.
 struct LoopWatches {
     let epoll: Epoll
     private var sources: [UInt64: Daemon.Source] = [:]

@@ -1,6 +1,5 @@
-/// The daemon's counts from the events it logs (`DaemonMetrics`) and the metrics file kept
-/// from them (`--metrics-file`): rewritten at most once a second after a change, its failure
-/// logged once (Daemon+Metrics writes it).
+/// The daemon's counts from the events it logs (`DaemonMetrics`) and the metrics file kept from
+/// them (`--metrics-file`, Daemon+Metrics): rewritten at most once a second after a change.
 struct MetricsFile {
     let path: String?  // nil: none is kept
     var counts = DaemonMetrics()

@@ -1,5 +1,4 @@
-/// The memory policy's state in the daemon: the settings, the PSI trigger armed from them,
-/// when the budget is next checked, and the one app being evicted (Daemon+Policy decides).
+/// The memory policy's state in the daemon (Daemon+Policy decides).
 struct PolicyEngine {
     var policy = EvictionPolicy()
     var pressureTrigger: PressureTrigger?

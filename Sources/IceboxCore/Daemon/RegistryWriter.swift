@@ -1,6 +1,5 @@
 /// Which apps' registry records wait to be written, and which could not be: written once per
-/// turn of the loop (Daemon `flushRegistry`), one small file per changed app, so a request
-/// that suspends a thousand apps costs a thousand small writes, not a thousand rewrites.
+/// turn (Daemon `flushRegistry`), one small file per changed app, not a rewrite of all.
 struct RegistryWriter {
     private(set) var dirty = Set<String>()  // to write on this turn (a failed write stays for the next)
     private var allDirty = false  // every record, live and ended

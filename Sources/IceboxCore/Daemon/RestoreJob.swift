@@ -1,7 +1,6 @@
 import IceboxSystem
 
-/// A restore from disk under way, its app still on disk among `ended`: its fresh cgroups,
-/// the criu restoring it, and the clients waiting for it.
+/// A restore from disk under way (its app still among `ended`): cgroups, criu, waiters.
 struct RestoreJob {
     let record: AppRecord
     let run: CriuRun

@@ -7,8 +7,7 @@ package enum SocketActivation {
     /// The first descriptor passed (SD_LISTEN_FDS_START).
     package static let firstFD: Int32 = 3
 
-    /// The descriptors passed to `pid` and their names, from the environment; nil when none
-    /// were passed to this process. Pure.
+    /// The descriptors passed to `pid` and their names, from the environment; nil: none. Pure.
     package static func passed(environment env: [String: String], pid: pid_t) -> [(fd: Int32, name: String)]? {
         guard let countText = env["LISTEN_FDS"], let count = Int32(countText), count > 0, count < 1024 else { return nil }
         // LISTEN_PID guards against a child inheriting the variables by accident.
@@ -54,8 +53,7 @@ package struct ServiceNotifier: Sendable {
 
     package func notify(_ text: String) {
         guard let socketPath else { return }
-        // sd_notify is advice to a service manager that may be gone or not listening; the daemon
-        // serves either way.
+        // sd_notify is advice to a manager that may be gone; the daemon serves either way.
         try? UnixSocket.sendDatagram(path: socketPath, text)
     }
 }

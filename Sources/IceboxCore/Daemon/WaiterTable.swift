@@ -1,5 +1,4 @@
-/// The clients waiting for one or more apps to finish a transition, by the id the lifecycle
-/// knows them by (`LifecycleEffect.report`/`.settle`).
+/// The clients waiting for apps to finish a transition, by their lifecycle id (`.settle`).
 struct WaiterTable {
     private var byID: [Int: Daemon.Waiter] = [:]
     private var nextID = 1
