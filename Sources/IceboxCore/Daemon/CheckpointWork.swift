@@ -2,9 +2,7 @@ import IceboxSystem
 
 /// A checkpoint to disk, as a state of the loop: criu's dump, then `sync` on the images.
 struct CheckpointWork {
-    enum Stage {
-        case dump, sync
-    }
+    enum Stage { case dump, sync }
     var stage: Stage
     var run: CriuRun
     let images: CheckpointImages

@@ -12,9 +12,7 @@ extension Daemon {
     }
 
     /// Why a checkpoint is refused before criu runs.
-    struct CheckpointRefusal: Error {
-        var why: String
-    }
+    struct CheckpointRefusal: Error { var why: String }
 
     /// The criu that checkpoints this app, or why it cannot be checkpointed now.
     func checkpointCriu(for app: LiveApp) -> Result<CriuBinary, CheckpointRefusal> {

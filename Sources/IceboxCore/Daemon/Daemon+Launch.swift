@@ -93,11 +93,7 @@ extension Daemon {
     /// The launch failed (everything it made undone): its client is told, or the event log.
     func launchFailed(_ name: String, _ error: any Error, client fd: Int32?) {
         let e = error as? IceboxError ?? IceboxError(.failure, "\(error)")
-        if let fd {
-            fail(fd, e)
-        } else {
-            log(.error, app: name, pid: nil, "launch failed: \(e)")
-        }
+        if let fd { fail(fd, e) } else { log(.error, app: name, pid: nil, "launch failed: \(e)") }
     }
 
     // MARK: A spawn through a stand-in, as a state of the loop

@@ -27,9 +27,7 @@ extension Daemon {
 
     func stepAppLogs(now: UInt64) {
         guard let appLogs else { return }
-        for failure in appLogs.step(now: now) {
-            log(.error, app: failure.app, pid: nil, failure.text)
-        }
+        for failure in appLogs.step(now: now) { log(.error, app: failure.app, pid: nil, failure.text) }
         if appLogs.armed, let fd = appLogs.fd, watches.token(of: fd) == nil {
             do { try watch(fd, .appLogs) } catch {
                 log(.error, app: "-", pid: getpid(), "the apps' output logs will not be rotated: \(error)")

@@ -24,9 +24,7 @@ extension Daemon {
     func loadPolicy() {
         let (policy, problem) = startingPolicy()
         policyEngine.policy = policy
-        if let problem {
-            log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used")
-        }
+        if let problem { log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used") }
         do { try applyPolicy() } catch {
             log(.error, app: "-", pid: getpid(), "policy: \(error); pressure trigger off")
             policyEngine.policy.pressure = nil

@@ -64,9 +64,7 @@ extension Daemon {
         return .success(app)
     }
 
-    struct AttachFailure: Error {
-        var message: String
-    }
+    struct AttachFailure: Error { var message: String }
 
     /// An app that runs but cannot be supervised again: logged and recorded as left running.
     func leaveUnadopted(_ saved: AppRecord, why: String) {

@@ -536,9 +536,7 @@ package final class Daemon {
 
     /// Writes back the record of before an undone operation, or logs why it could not.
     func restoreRecord(_ record: AppRecord) {
-        do { try writeRecord(record) } catch {
-            log(.error, app: record.name, pid: nil, "registry: \(error)")
-        }
+        do { try writeRecord(record) } catch { log(.error, app: record.name, pid: nil, "registry: \(error)") }
     }
 
     /// Undoes the record of intent of a failed launch or adoption: back to `previous`, or none.

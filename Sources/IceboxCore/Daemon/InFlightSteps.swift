@@ -43,16 +43,10 @@ struct CgroupRemoval {
     /// The descriptor whose EPOLLPRI steps it early (cgroup.events, closed by the destroy).
     private(set) var watch: Int32?
 
-    /// One not yet begun (`begin` begins one); a test sets the re-check time.
-    init(of cgroups: AppCgroups, recheckAt: UInt64? = nil) {
-        self.cgroups = cgroups
-        self.recheckAt = recheckAt
-    }
-
     /// Kills what is inside and takes the first look (`mainPID`: not counted a leftover): the
     /// end, or nil: step it at `recheckAt` or when `watch` fires.
     static func begin(_ cgroups: AppCgroups, mainPID: pid_t?, now: UInt64) -> (removal: CgroupRemoval, end: End?) {
-        var removal = CgroupRemoval(of: cgroups)
+        var removal = CgroupRemoval(cgroups: cgroups)
         let end = removal.take(cgroups.beginDestroy(now: now, deadline: now.saturatingAdd(timeoutNanos), mainPID: mainPID))
         return (removal, end)
     }
