@@ -30,7 +30,7 @@ struct AppDeadlinesTests {
         for app in [a, b, c] { schedule.add(app) }
         #expect(schedule.earliest == nil)
         a.probeAt = 300
-        b.removal = CgroupRemoval(of: b.cgroups, recheckAt: 100)
+        b.removal = CgroupRemoval(cgroups: b.cgroups, recheckAt: 100)
         c.compactAt = 200
         #expect(schedule.earliest == 100)
         #expect(schedule.takeDue(now: 99).isEmpty)
@@ -58,7 +58,7 @@ struct AppDeadlinesTests {
         // Every property the deadline is made of tells the schedule.
         schedule.touch(a)
         a.lockCheckAt = nil
-        a.removal = CgroupRemoval(of: a.cgroups, recheckAt: 7)
+        a.removal = CgroupRemoval(cgroups: a.cgroups, recheckAt: 7)
         #expect(schedule.earliest == 7)
         a.removal = nil
         _ = a.notifyDrops.drop(from: 1, now: 0)
@@ -93,7 +93,7 @@ struct AppDeadlinesTests {
         for app in apps { schedule.add(app) }
         for round in 0..<200 {
             for (i, app) in apps.enumerated() {
-                app.removal = CgroupRemoval(of: app.cgroups, recheckAt: UInt64(1_000_000 - round * 100 + i))
+                app.removal = CgroupRemoval(cgroups: app.cgroups, recheckAt: UInt64(1_000_000 - round * 100 + i))
             }
             _ = schedule.earliest
         }

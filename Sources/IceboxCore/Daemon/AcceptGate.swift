@@ -1,13 +1,11 @@
 import Glibc
 
-/// Whether the daemon accepts clients now: out of descriptors, accept(2) fails with EMFILE
-/// while the connection stays queued, and a level-triggered listener would spin the loop;
-/// the listener is left unwatched for a backoff instead (Daemon+Control). It also holds a
-/// descriptor in reserve (/dev/null), freed to write the log line that says so.
+/// Whether the daemon accepts clients now: out of descriptors, the listener is left unwatched
+/// for a backoff (Daemon+Control). It also holds a descriptor in reserve (/dev/null), freed
+/// to write the log line that says so.
 struct AcceptGate {
     static let backoffNanos: UInt64 = 100_000_000
-    /// The listener is not watched until then (monotonic ns).
-    private(set) var resumeAt: UInt64?
+    private(set) var resumeAt: UInt64?  // the listener is not watched until then
     private var limitLogged = false
     private var reserveFD: Int32 = -1
 
@@ -27,8 +25,7 @@ struct AcceptGate {
     /// A client was accepted: the next time descriptors run out is logged again.
     mutating func accepted() { limitLogged = false }
 
-    /// Out of descriptors: stop accepting until `now` plus the backoff. Nil if the gate was
-    /// shut already; else whether this is the first time (to be logged).
+    /// Stops accepting for the backoff: nil if shut already, else whether it is the first time.
     mutating func shut(now: UInt64) -> Bool? {
         guard resumeAt == nil else { return nil }
         resumeAt = now.saturatingAdd(Self.backoffNanos)

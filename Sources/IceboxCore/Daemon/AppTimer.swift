@@ -1,30 +1,19 @@
-/// What one app may need the loop for at a time of its own (LoopTimer `apps` fires the apps
-/// whose earliest one has come). `LiveApp.nextDeadline` and `Daemon.fireAppDeadlines` both go
-/// through this one list, each through one exhaustive switch, so a timer added to the app is
-/// both scheduled and fired.
+/// What one app may need the loop for at a time of its own (LoopTimer `apps`): both
+/// `LiveApp.nextDeadline` and `Daemon.fireAppDeadlines` switch over this one list.
 enum AppTimer: CaseIterable {
-    /// The lifecycle's own deadline: a grace period, the ready or kill time-out (`.tick`).
-    case lifecycle
-    /// The readiness probe's next attempt, or the abandoning of the one in flight.
-    case probe
-    /// The re-check of a freeze or thaw the kernel is working on (FreezeInFlight).
-    case freezeRecheck
-    /// The re-check of the app's cgroups being removed (CgroupRemoval).
-    case removalRecheck
-    /// The policy's look at whether a frozen app holds a lock others wait on.
-    case lockCheck
-    /// The report of datagrams from outside the app on its own notify socket (NotifyDrops).
-    case notifyDrops
-    /// A checkpoint to disk past its deadline (CheckpointWork).
-    case checkpoint
-    /// The policy's compaction of a frozen app's memory.
-    case compaction
+    case lifecycle  // the lifecycle's own deadline: a grace period, the ready or kill time-out
+    case probe  // the readiness probe's next attempt, or the abandoning of the one in flight
+    case freezeRecheck  // the re-check of a freeze or thaw the kernel is working on
+    case removalRecheck  // the re-check of the app's cgroups being removed
+    case lockCheck  // the policy's look at whether a frozen app holds a lock others wait on
+    case notifyDrops  // the report of datagrams from outside the app on its own notify socket
+    case checkpoint  // a checkpoint to disk past its deadline
+    case compaction  // the policy's compaction of a frozen app's memory
 }
 
 extension LiveApp {
     /// When `timer` next needs the loop (monotonic ns); nil: not armed. Each is made of
-    /// properties that tell the daemon's schedule when they are set (`deadlineMayHaveChanged`):
-    /// a new one must do the same.
+    /// properties that tell the schedule when they are set (`deadlineMayHaveChanged`).
     func deadline(of timer: AppTimer) -> UInt64? {
         switch timer {
         case .lifecycle: return lifecycle.nextDeadline
@@ -43,9 +32,8 @@ extension LiveApp {
 }
 
 extension Daemon {
-    /// Each app whose deadline has come: whichever of its timers are due, in the order of
-    /// `AppTimer`. Each is read again just before it fires, as the one before may have moved it
-    /// (a tick that ended the app disarms the rest).
+    /// Each app whose deadline has come: its due timers, in the order of `AppTimer`, each read
+    /// again just before it fires (a tick that ended the app disarms the rest).
     func fireAppDeadlines(now: UInt64) {
         for name in appDeadlines.takeDue(now: now) {
             guard let app = apps[name] else { continue }
@@ -58,9 +46,7 @@ extension Daemon {
 
     private func fire(_ timer: AppTimer, of app: LiveApp, now: UInt64) {
         switch timer {
-        // At the time of the tick, not of the turn: the apps before it in this turn may have
-        // logged events since, and this one's would be stamped before theirs.
-        case .lifecycle: apply(.tick, to: app)
+        case .lifecycle: apply(.tick, to: app)  // stamped now, not at the turn's start
         case .probe:
             app.probeAt = nil
             startProbe(app)

@@ -1,20 +1,13 @@
 import IceboxSystem
 
-/// One client connection on the control socket, as the daemon's loop holds it: what it has
-/// sent that is not yet a whole request, and the replies the kernel has not yet taken. Both
-/// directions are bounded: a client that sends a line without end, or stops reading its
-/// replies, is cut off rather than allowed to grow the daemon or stall its loop.
+/// One client connection on the control socket: its partial request and unsent replies, both
+/// bounded: a client that sends without end, or stops reading, is cut off.
 struct ClientConnection {
-    /// The longest request line accepted (a launch with a large environment is a few hundred
-    /// KiB at most).
-    static let maxRequestBytes = 1 << 20
-    /// Replies a client has left unread are kept up to this, then it is cut off. What one
-    /// turn of the loop answers is taken whole (`ps --json` of 10,000 apps is one line of
-    /// about 9 MiB, then `done`): the bound is on what was still unread after the last send.
+    static let maxRequestBytes = 1 << 20  // a launch with a large environment: a few hundred KiB
+    /// Replies left unread after the last send are kept up to this, then the client is cut
+    /// off; one turn's answer is taken whole (`ps --json` of 10,000 apps: about 9 MiB).
     static let maxPendingReplyBytes = 4 << 20
-    /// The most descriptors (SCM_RIGHTS) one connection may pass: `icebox run` passes its
-    /// stdin, stdout and stderr. More, or any held without a request, would pile up in the
-    /// daemon until accept fails with EMFILE.
+    /// The most descriptors (SCM_RIGHTS) one connection may pass: `icebox run`'s stdio.
     static let maxDescriptors = 3
     /// How long a finished connection may take to read its last replies before it is closed.
     static let drainNanos: UInt64 = 5_000_000_000
@@ -22,15 +15,12 @@ struct ClientConnection {
     let fd: Int32
     var input: [UInt8] = []
     var fds: [Int32] = []
-    /// A request is being answered: further input waits (one request per connection).
-    var busy = false
+    var busy = false  // a request is being answered: further input waits
     var attachedApp: String?
     private(set) var output: [UInt8] = []
     private var outputStart = 0
-    /// What the client had not taken when replies were last sent (`flush`).
-    private var unreadAfterFlush = 0
-    /// Finished: close once the replies are out, or at this deadline (monotonic ns).
-    var closeAt: UInt64?
+    private var unreadAfterFlush = 0  // what the client had not taken at the last `flush`
+    var closeAt: UInt64?  // finished: close once the replies are out, or at this deadline
 
     init(fd: Int32) { self.fd = fd }
 
@@ -43,11 +33,9 @@ struct ClientConnection {
         case failed(String)  // the connection is broken
     }
 
-    /// Whether the daemon watches this socket for EPOLLOUT (replies wait for room).
-    var watchingWritable = false
+    var watchingWritable = false  // watched for EPOLLOUT (replies wait for room)
 
-    /// Queues a reply, to go out with the next `flush`; false (nothing queued) when the
-    /// client left more unread at the last send than it may.
+    /// Queues a reply for the next `flush`; false (nothing queued) if too much was left unread.
     mutating func queue(_ bytes: [UInt8]) -> Bool {
         if unreadAfterFlush >= Self.maxPendingReplyBytes { return false }
         output.append(contentsOf: bytes)
@@ -84,7 +72,6 @@ struct ClientConnection {
         return line
     }
 
-    /// Whether the input has outgrown any request: a line without a newline, or (while a
-    /// request is being answered, when nothing more is read from it) anything.
+    /// Whether the input outgrew any request: a line without a newline, or (while busy) anything.
     var inputOverflowed: Bool { input.count > Self.maxRequestBytes && (busy || !input.contains(10)) }
 }

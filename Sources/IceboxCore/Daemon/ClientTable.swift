@@ -1,11 +1,8 @@
-/// The daemon's control connections by descriptor, which of them have replies queued this
-/// turn of the loop, and which asked for the daemon's stop: the one owner of the
-/// `ClientConnection`s (Daemon+Control reads, answers and closes them). Its deadline: the
-/// earliest time a finished client whose last replies were not read is closed.
+/// The daemon's control connections by descriptor, which have replies queued this turn, and
+/// which asked for the daemon's stop. Its deadline: when an unread finished client is closed.
 struct ClientTable {
     private var byFD: [Int32: ClientConnection] = [:]
-    /// Clients with replies queued in this turn of the loop, sent before it waits again.
-    private var unflushed: Set<Int32> = []
+    private var unflushed: Set<Int32> = []  // replies queued this turn, sent before the loop waits
     /// Clients of `icebox daemon --stop`: answered last, after the daemon's final write.
     private(set) var stopRequesters: [Int32] = []
 
@@ -15,8 +12,7 @@ struct ClientTable {
         _modify { yield &byFD[fd] }
     }
 
-    /// Forgets a connection (the caller closes it); nil if it was not one. A stop requester
-    /// stays one until `dropStopRequester` (Daemon+Control `clientGone`), as it always has.
+    /// Forgets a connection (the caller closes it); a stop requester stays one.
     mutating func remove(_ fd: Int32) -> ClientConnection? {
         unflushed.remove(fd)
         return byFD.removeValue(forKey: fd)
@@ -26,10 +22,8 @@ struct ClientTable {
     var descriptors: Dictionary<Int32, ClientConnection>.Keys { byFD.keys }
     var connections: Dictionary<Int32, ClientConnection>.Values { byFD.values }
 
-    /// Replies were queued for `fd`: sent at the end of the turn.
     mutating func queued(_ fd: Int32) { unflushed.insert(fd) }
 
-    /// The clients with replies queued this turn, taken off the list.
     mutating func takeUnflushed() -> Set<Int32> {
         guard !unflushed.isEmpty else { return [] }
         defer { unflushed = [] }
@@ -38,7 +32,6 @@ struct ClientTable {
 
     mutating func addStopRequester(_ fd: Int32) { stopRequesters.append(fd) }
 
-    /// `fd` no longer waits for the stop (it went away).
     mutating func dropStopRequester(_ fd: Int32) { stopRequesters.removeAll { $0 == fd } }
 
     /// Finished clients whose last replies were not read by `now`.
@@ -46,9 +39,6 @@ struct ClientTable {
         byFD.compactMap { fd, client in (client.closeAt ?? .max) <= now ? fd : nil }
     }
 
-    /// No client but those waiting for the daemon's stop.
     var onlyStopRequesters: Bool { byFD.keys.allSatisfy(stopRequesters.contains) }
-
-    /// When the next connection is closed for the loop (LoopTimer `clients`).
     var nextDeadline: UInt64? { byFD.values.lazy.compactMap(\.closeAt).min() }
 }

@@ -1,27 +1,18 @@
 import Glibc
 import IceboxSystem
 
-/// `icebox adopt`: a process tree or cgroup that runs already becomes an app (its own fresh
-/// cgroups, its main process held by a pidfd, a record like any app's); `icebox release`
-/// hands an app back, still running, no longer supervised.
+/// `icebox adopt`: a running process tree or cgroup becomes an app (fresh cgroups, a pidfd, a
+/// record); `icebox release` hands an app back, still running, no longer supervised.
 extension Daemon {
     /// The most rounds of "find the tree, move what is outside" an adoption takes, and the
-    /// most time: each round moves every process found outside, and every move is final (the
-    /// moved task is frozen and its later children are born inside), so only processes forked
-    /// by tasks not yet moved can appear in the next round. A tree converges in two or three
-    /// rounds even under a fork storm; one still growing after these is refused and rolled
-    /// back. This bound is what the adoption may hold the loop for: a short synchronous step
-    /// (at most `adoptMoveLimitNanos` plus one round's writes), like a launch's spawn.
-    /// Measured here (kernel 6.18, 2 vCPUs): 33 ms for a fork storm's 81 processes in a few
-    /// rounds (the time limit leaves room for a machine several times busier than that);
-    /// 0.5 ms for one process when moves come back to
-    /// back, 15–20 ms for the first after a quiet spell (the first write to cgroup.procs
-    /// waits for the kernel, most likely the RCU grace period its cgroup_threadgroup_rwsem
-    /// takes to switch to its writer's mode; a launch never pays it: it clones into the
-    /// cgroup).
+    /// most time: every move is final (the moved task is frozen, its later children born
+    /// inside), so a tree converges in two or three rounds even under a fork storm; one still
+    /// growing is refused and rolled back. This bounds how long an adoption holds the loop:
+    /// a fork storm's 81 processes took 33 ms; one process 0.5 ms, or 15–20 ms for the first
+    /// write to cgroup.procs after a quiet spell (likely an RCU grace period; a launch clones
+    /// into the cgroup and never pays it).
     static let adoptMoveRounds = 64
     static let adoptMoveLimitNanos: UInt64 = 1_000_000_000
-    /// The most processes one adoption takes.
     static let adoptMaxProcesses = 10_000
 
     /// Checks, moves, records and watches; returns the client's line.
@@ -41,14 +32,12 @@ extension Daemon {
         let origin = place(of: main)
         // What relaunch needs, read before the move (the process may exit at any time).
         var command = AppMarks.commandLine(of: main)
-        // Only a label for a relaunch: a process gone meanwhile gets "pid-N", and the move below
-        // finds it gone.
+        // Only a label for a relaunch: a process gone meanwhile gets "pid-N" (the move finds it gone).
         if command.isEmpty { command = [(try? FileIO.read("/proc/\(main)/comm"))?.trimmed() ?? "pid-\(main)"] }
         let launchOptions = options.launchOptions(
             command: command, workingDirectory: FileIO.readLink("/proc/\(main)/cwd"),
             environment: (AppMarks.environment(of: main) ?? []).filter { $0.contains("=") })
-        // The pidfd holds the process checked above only if its start time is the same (the pid
-        // could have been reused since): read once the pidfd holds it.
+        // The pidfd holds the process checked above only if its start time is the same.
         guard let handle = try? ProcessHandle(adopting: main), let stat = ProcFS.stat(pid: main), stat.state != "Z",
             stat.startTimeTicks == checkedStart
         else {
@@ -56,12 +45,9 @@ extension Daemon {
         }
         let notifyPath = try sharedNotifySocket()
 
-        // Intent before action, as a launch: the record names the cgroups and where the
-        // processes come from before anything moves, without the move's time (adoptMoveNanos),
-        // which marks the adoption unfinished. A daemon killed before that is written again
-        // leaves its successor a record to undo the move by (`undoInterruptedAdoption`: every
-        // process back where it came from, thawed), never tasks frozen in a cgroup no record
-        // names.
+        // Intent before action, as a launch: the record names the cgroups and the origins
+        // before anything moves, without the move's time (adoptMoveNanos): unfinished, for a
+        // successor to undo (`undoInterruptedAdoption`), never tasks frozen in an unnamed cgroup.
         let start = Clock.monotonicNanos()
         let wall = Clock.rfc3339(wallNanos: Clock.wallNanos())
         func under(_ root: String?) -> String? { root.map { $0 + "/" + options.name } }
@@ -80,9 +66,8 @@ extension Daemon {
         try writeRecord(record, intent: true)
         let cgroups: AppCgroups
         do {
-            // No v1 memory cgroup: its pages stay charged where they were (v1 moves no charge
-            // with a task), so its memory is its Pss (LiveApp.memory), and a first attach to a
-            // new v1 memory cgroup costs ~11 ms, which the loop would wait for.
+            // No v1 memory cgroup: v1 moves no charge with a task (its memory is its Pss), and a
+            // first attach to a new v1 memory cgroup costs ~11 ms the loop would wait for.
             cgroups = try AppCgroups.create(
                 name: options.name, v2Root: facts.cgroup2Usable ? facts.cgroupRoot : nil,
                 freezerV1Root: backend == .cgroup1 ? facts.freezerV1Root : nil, memoryV1Root: nil, backend: backend)
@@ -90,8 +75,7 @@ extension Daemon {
             restoreOrRemoveRecord(options.name, previous: previous)
             throw error
         }
-        // The move's time: from the freeze of the empty cgroup to the thaw, what the processes
-        // were held for (the record's fsync and the mkdir come before).
+        // The move's time: what the processes were held for, from the freeze to the thaw.
         let moveStart = Clock.monotonicNanos()
         let moved: Int, rounds: Int, origins: [pid_t: CgroupPlace]
         do {
@@ -140,8 +124,7 @@ extension Daemon {
             "\(app.name)  adopted  pid \(main), \(moved) process\(moved == 1 ? "" : "es") moved into \(cgroups.v2Path ?? cgroups.freezerV1Path ?? "its cgroup") in \(DurationText.format(moveNanos)) (backend \(backend.rawValue))"
     }
 
-    /// The processes `adopt` was given: the main one, what to call them, and how to find them
-    /// all again (each round of the move looks afresh).
+    /// The processes `adopt` was given: the main one, what to call them, how to find them all.
     struct AdoptionTarget {
         let main: pid_t
         let what: String
@@ -175,16 +158,14 @@ extension Daemon {
             guard !processes.isEmpty else {
                 throw IceboxError(.failure, "no process in the cgroup \(dir) (nor its sub-cgroups)", hint: "give a cgroup with processes")
             }
-            // The main process: one whose parent is outside the cgroup (it started the others),
-            // the oldest if there are several, as for an app found by its marks.
+            // The main process: one whose parent is outside the cgroup, the oldest of several.
             let main = AppMarks.mainProcess(among: processes) ?? processes[0]
             return AdoptionTarget(main: main, what: "cgroup \(dir)") { CgroupTree.processes(dir) }
         }
     }
 
     /// A `--cgroup` path: absolute, a directory of a cgroup mount (v2, or the v1 freezer),
-    /// reached through no symbolic link (a link could point the move at someone else's
-    /// cgroup), and not a hierarchy's root.
+    /// reached through no symbolic link (it could point elsewhere), and not a hierarchy's root.
     private func cgroupDirectory(_ path: String) throws(IceboxError) -> String {
         guard path.hasPrefix("/") else {
             throw IceboxError(.usage, "--cgroup \(path): give an absolute path under a cgroup mount")
@@ -217,8 +198,7 @@ extension Daemon {
     }
 
     /// The refusals that look at every process: this daemon or the calling client among them,
-    /// one already an app's, one in a cgroup another manager keeps, another user's process
-    /// for a daemon that may not move it.
+    /// one already an app's, one another manager keeps, another user's for a daemon unable.
     private func refuseForeign(_ target: AdoptionTarget, client: pid_t?) throws(IceboxError) {
         let members = target.members()
         if members.count > Self.adoptMaxProcesses {
@@ -250,16 +230,14 @@ extension Daemon {
                         hint: "it is supervised already (icebox ps); icebox release \(app.name) first to adopt it under another name")
                 }
             }
-            // A process gone meanwhile has no owner to check: the move below finds it gone and says
-            // so.
+            // A process gone meanwhile has no owner to check: the move finds it gone.
             if let unified, let text = try? FileIO.read("/proc/\(pid)/cgroup"), let relative = ProcFS.unifiedCgroup(in: text),
                 let owner = AdoptionCheck.foreignOwner(ofCgroup: relative)
             {
                 let dir = unified.directory(ofCgroup: owner.path)
                 if !(dir.map(Self.isDelegated) ?? false) { throw AdoptionCheck.refusal(for: owner, what: target.what) }
             }
-            // A process gone meanwhile has no uid to check: the move below finds it gone and says
-            // so.
+            // Likewise: gone meanwhile, no uid to check.
             if geteuid() != 0, let status = try? FileIO.read("/proc/\(pid)/status"), let uid = AdoptionCheck.realUID(inStatus: status),
                 uid != geteuid()
             {
@@ -271,8 +249,7 @@ extension Daemon {
         }
     }
 
-    /// Whether a unit's cgroup is delegated: systemd marks a cgroup it hands over (Delegate=yes)
-    /// with the extended attribute trusted.delegate (user.delegate for a user manager).
+    /// Whether systemd delegated a cgroup (Delegate=yes): xattr trusted.delegate or user.delegate.
     static func isDelegated(_ dir: String) -> Bool {
         ["trusted.delegate", "user.delegate"].contains { ExtendedAttribute.value(of: $0, path: dir)?.first == UInt8(ascii: "1") }
     }
@@ -288,10 +265,9 @@ extension Daemon {
             memoryV1: m.memoryV1Mount.flatMap { CgroupMembership.path(in: text, controller: "memory", mount: $0) })
     }
 
-    /// Moves the tree into the app's cgroups, frozen on arrival, until a look finds nothing
-    /// left outside (see `adoptMoveRounds`); the cgroups stay frozen for the caller to thaw
-    /// once the app is recorded. On failure everything moved goes back where it was, thawed,
-    /// and the error says why. Returns how many processes were moved, and where each was.
+    /// Moves the tree into the app's cgroups, frozen on arrival, until nothing is left outside
+    /// (`adoptMoveRounds`); they stay frozen for the caller to thaw. On failure everything
+    /// moved goes back, thawed. Returns how many processes were moved, and where each was.
     private func moveTree(_ target: AdoptionTarget, into cgroups: AppCgroups, start: UInt64) throws(IceboxError) -> (
         moved: Int, rounds: Int, origins: [pid_t: CgroupPlace]
     ) {
@@ -331,11 +307,9 @@ extension Daemon {
         return (moved.count, rounds, origins)
     }
 
-    /// Undoes a move: every process back where it came from (one born inside goes where the
-    /// main process came from), the cgroups thawed and removed.
+    /// Undoes a move: every process back where it came from, the cgroups thawed and removed.
     private func rollBack(_ cgroups: AppCgroups, to place: CgroupPlace, origins: [pid_t: CgroupPlace]) {
         var problems = cgroups.moveOut(to: place) { origins[$0] }
-        // A thaw refused is said with the rest (it was dropped unseen).
         do { try cgroups.endMoveHold() } catch { problems.append("cannot thaw: \(error)") }
         let left = cgroups.removeEmptied()
         if !problems.isEmpty || !left.isEmpty {
@@ -343,10 +317,7 @@ extension Daemon {
         }
     }
 
-    /// An adoption a daemon recorded but did not finish (its record has no move time): the
-    /// processes moved so far go back where they came from, thawed, the cgroups are removed
-    /// and the record dropped, as if `adopt` had failed. Runs as the daemon starts, before
-    /// it serves anyone.
+    /// An adoption recorded but not finished (no move time): undone, as the daemon starts.
     func undoInterruptedAdoption(_ saved: AppRecord) {
         let cgroups = AppCgroups.adopt(v2: saved.cgroup, freezerV1: saved.freezerV1, memoryV1: saved.memoryV1)
         let own = place(of: getpid())
@@ -359,8 +330,7 @@ extension Daemon {
             memoryV1: existing(saved.adoptedFromMemoryV1, own.memoryV1))
         let count = cgroups.processCount()
         let problems = cgroups.moveAllOut(to: target, backend: saved.backend, keepFrozen: false)
-        // Moved out: an empty cgroup's thaw changes nothing; not moved out: moveAllOut has
-        // thawed what stayed and said so among the problems.
+        // Moved out, the thaw changes nothing; else moveAllOut thawed what stayed and said so.
         try? cgroups.endMoveHold()
         let left = problems.isEmpty ? cgroups.removeEmptied() : []
         cgroups.close()
@@ -421,8 +391,7 @@ extension Daemon {
                 freezerV1: cgroups.freezerV1 == nil ? nil : pick(record.adoptedFromFreezerV1, own.freezerV1, "v1 freezer cgroup"),
                 memoryV1: cgroups.memoryV1 == nil ? nil : pick(record.adoptedFromMemoryV1, own.memoryV1, "v1 memory cgroup"))
         } else {
-            // A launched app has no origin: it goes where the daemon runs, as if the daemon had
-            // started it without icebox.
+            // A launched app has no origin: it goes where the daemon runs.
             for (have, dir, what) in [
                 (app.cgroups.v2 != nil, own.v2, "cgroup"), (app.cgroups.freezerV1 != nil, own.freezerV1, "v1 freezer cgroup"),
                 (app.cgroups.memoryV1 != nil, own.memoryV1, "v1 memory cgroup"),

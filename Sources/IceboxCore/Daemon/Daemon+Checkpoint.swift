@@ -1,10 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// Evicting to disk: a suspended app checkpointed by CRIU (issue 32; docs/criu.md). The
-/// lifecycle decides (`.checkpointing`); this carries it out as states of the loop: criu's
-/// dump, then `sync` on the images, each a child watched through its pidfd, its outcome fed
-/// back as `.checkpointEnded`. Nothing here waits.
+/// Evicting to disk (docs/criu.md), as states of the loop: criu's dump, then `sync` on the
+/// images, each a child watched through its pidfd, fed back as `.checkpointEnded`.
 extension Daemon {
     /// The criu this daemon runs (ICEBOX_CRIU, icebox's prefix, PATH), or nil.
     func criuBinary() -> CriuBinary? {
@@ -14,9 +12,7 @@ extension Daemon {
     }
 
     /// Why a checkpoint is refused before criu runs.
-    struct CheckpointRefusal: Error {
-        var why: String
-    }
+    struct CheckpointRefusal: Error { var why: String }
 
     /// The criu that checkpoints this app, or why it cannot be checkpointed now.
     func checkpointCriu(for app: LiveApp) -> Result<CriuBinary, CheckpointRefusal> {
@@ -52,17 +48,14 @@ extension Daemon {
         }
         if app.record.options.attached { return "it is attached to a terminal (icebox run), which criu cannot take" }
         if let user = app.record.options.runAs, user.uid != geteuid() {
-            // criu's parasite runs in the app as the app's user: in a PID namespace of its own
-            // it needs a /proc of that namespace, which it can only mount with privileges the
-            // app was launched without (criu: "Can't create a directory", "Can't get /proc fd").
+            // criu's parasite, as the app's user, cannot mount its PID namespace's /proc.
             return "it runs as another user (--user), and criu's parasite could not mount the /proc of its PID namespace"
         }
         return nil
     }
 
-    /// `.checkpoint`: starts criu's dump of the frozen app (its cgroup kept frozen by criu
-    /// with --freeze-cgroup; --skip-in-flight so a connection attempted while it was frozen
-    /// does not fail the dump), or feeds back why it cannot.
+    /// `.checkpoint`: starts criu's dump of the frozen app (kept frozen by --freeze-cgroup;
+    /// --skip-in-flight: a connection tried while frozen does not fail it), or says why not.
     func startCheckpoint(_ app: LiveApp) {
         let criu: CriuBinary
         switch checkpointCriu(for: app) {
@@ -76,10 +69,8 @@ extension Daemon {
         let memory = memoryReader()(app).bytes
         var arguments = [
             "dump", "--tree", String(app.pid), "--images-dir", images.directory, "--log-file", "dump.log", "-v3", "--skip-in-flight",
-            // No cgroup in the images: criu's default dumps every controller's tree below the
-            // app's cgroup there, which for a controller where the app has none of its own is
-            // the whole host's (other apps' cgroups included, whose removal later fails the
-            // restore). The restore's criu starts in the app's fresh cgroups instead.
+            // No cgroup in the images: for a controller where the app has none of its own,
+            // criu's default dumps the whole host's tree; the restore uses fresh cgroups.
             "--manage-cgroups=ignore",
         ]
         if let frozen = app.freezer.kind == .cgroup1 ? app.cgroups.freezerV1Path : app.cgroups.v2Path {
@@ -96,8 +87,7 @@ extension Daemon {
             return apply(.checkpointEnded(.failed("\(error)")), to: app)
         }
         app.checkpoint = CheckpointWork(stage: .dump, run: run, images: images, memoryBytes: memory)
-        // Who is dumping it, durably, before anything else: a daemon killed now leaves its
-        // successor the criu to wait for (Daemon+DiskRecovery).
+        // Who is dumping it, durably, for a successor to wait for (Daemon+DiskRecovery).
         app.lifecycle.update {
             $0.diskWorker = run.pid
             $0.diskWorkerStartTicks = ProcFS.stat(pid: run.pid)?.startTimeTicks
@@ -183,8 +173,7 @@ extension Daemon {
         apply(.checkpointEnded(.failed(why)), to: app)
     }
 
-    /// The checkpoint's deadline passed: its criu (or sync) is killed, and the checkpoint fails
-    /// once it has ended (`checkpointStepEnded`), or once the wait for that is given up.
+    /// The checkpoint's deadline passed: its criu (or sync) is killed, and the checkpoint fails.
     func checkpointOverran(_ app: LiveApp) {
         guard let work = app.checkpoint else { return }
         let what = work.stage == .dump ? "criu dump" : "the sync of the images"

@@ -6,9 +6,8 @@ extension Daemon {
     /// The daemon's user, read once (it never changes its ids; its children do, after the clone).
     static let ownUID = getuid()
 
-    /// Accepts one connection a turn: the listener is level-triggered, so the loop comes back
-    /// at once for the next one, after what else is ready (a burst of connections takes
-    /// turns with the apps), and a lone client costs no accept4 that only hears EAGAIN.
+    /// Accepts one connection a turn: the level-triggered listener brings the loop back for
+    /// the next, after what else is ready, and a lone client costs no accept4 hearing EAGAIN.
     func acceptClients() {
         guard let fd = UnixSocket.accept(listener) else {
             let e = errno
@@ -32,14 +31,12 @@ extension Daemon {
             close(fd)
             return
         }
-        // A client sends its request right after connecting: it is usually here already, and
-        // reading it now (non-blocking; EAGAIN leaves it to epoll) saves a turn of the loop.
+        // The request is usually here already: read now (non-blocking), it saves a turn.
         readClient(fd, events: 0)
     }
 
-    /// Out of descriptors: the pending connection stays queued and the listener stays
-    /// readable, so watching it would spin the loop. It is left alone until a client closes
-    /// or for a short back-off, and the condition is logged once until an accept succeeds.
+    /// Out of descriptors: the still-readable listener would spin the loop, so it is left alone
+    /// until a client closes or a back-off; logged once.
     func pauseAccepting(errno e: Int32) {
         guard let first = acceptGate.shut(now: Clock.monotonicNanos()) else { return }
         unwatch(listener)
@@ -87,8 +84,7 @@ extension Daemon {
                 if chunk.bytes.isEmpty { closed = true; break }
                 client.input.append(contentsOf: chunk.bytes)
                 if client.inputOverflowed { break }
-                // A whole request line is here: no read only to hear EAGAIN. More, or the
-                // peer's hangup, wakes the loop again (the descriptor is level-triggered).
+                // A whole request line is here: no read only to hear EAGAIN (level-triggered).
                 if chunk.bytes.contains(UInt8(ascii: "\n")) { break }
             } catch {
                 closed = true
@@ -97,7 +93,6 @@ extension Daemon {
         }
         clients[fd] = client
         if client.fds.count > ClientConnection.maxDescriptors {
-            // clientGone closes every descriptor it holds.
             let n = client.fds.count
             cutOff(fd, "passed \(n) descriptors (at most \(ClientConnection.maxDescriptors) per connection); all closed")
             return
@@ -125,8 +120,8 @@ extension Daemon {
         clientGone(fd, drain: false)
     }
 
-    /// A client is done with: answered (`drain`: its last replies still go out, for a
-    /// bounded time), gone, or cut off. If it was `icebox run`, its app goes the graceful way.
+    /// A client is done with: answered (`drain`: its last replies still go out, bounded), gone,
+    /// or cut off. If it was `icebox run`, its app goes the graceful way.
     func clientGone(_ fd: Int32, drain: Bool) {
         guard var client = clients[fd], client.closeAt == nil else { return }
         clients.dropStopRequester(fd)
@@ -152,8 +147,7 @@ extension Daemon {
 
     func closeClient(_ fd: Int32) {
         guard var client = clients.remove(fd) else { return }
-        // Replies queued this turn go out if the socket takes them now (a client that
-        // half-closed after its request still reads them); nothing waits for it.
+        // Replies queued this turn go out if the socket takes them now; nothing waits.
         if client.pendingOutput > 0 { _ = client.flush() }
         watches.forget(fd)
         close(fd)
@@ -161,11 +155,8 @@ extension Daemon {
         resumeAccepting()
     }
 
-    /// Queues a reply. It goes out at the end of this turn of the loop (`flushReplies`),
-    /// after the registry is flushed, together with whatever else the turn has for the
-    /// client: a suspend's lines and its `done` in one send and one wake-up of the client,
-    /// not three. What the socket does not take then goes when it can (EPOLLOUT). Never
-    /// waits for a client.
+    /// Queues a reply, sent at the end of this turn (`flushReplies`) with whatever else the turn
+    /// has for the client (one wake-up, not three); the rest at EPOLLOUT. Never waits.
     func send(_ fd: Int32, _ reply: ControlReply) {
         guard var client = clients[fd], client.closeAt == nil else { return }
         guard client.queue(Array((JSONLines.encode(reply) + "\n").utf8)) else {
@@ -210,8 +201,7 @@ extension Daemon {
         var events = EpollEvents.readable | EpollEvents.readHangup
         if writable { events |= EpollEvents.writable }
         do { try watches.epoll.modify(fd, events: events, token: token) } catch {
-            // Ours and registered, so only ENOMEM (or a bug): said, instead of replies waiting
-            // unseen; the watch stays as it was and the next call tries again. It was a try?.
+            // Ours and registered, so only ENOMEM (or a bug): said, and the next call tries again.
             log(.error, app: "-", pid: getpid(), "client connection \(fd): \(error)")
             return
         }
@@ -236,17 +226,10 @@ extension Daemon {
     // MARK: Waiters: a client waiting for one or more apps to finish a transition
 
     /// Sends a line to a waiting client without ending its wait; a failure sets its exit code.
-    ///
-    /// A line reported while lifecycle inputs are applied (their queue drained) is held until
-    /// they are all done, and then for as long as one of the client's apps waits on the kernel
-    /// (a freeze or thaw in flight): "active → background" then goes out with "background → suspended" rather
-    /// than waking the client in the middle of the freeze, where, on a machine whose CPUs are
-    /// all taken, the client's own work took a CPU from the very tasks that had to run to
-    /// freeze (measured: 10 busy processes froze in 0.29 ms with a client that did not read
-    /// before the end, 0.59 ms with `icebox suspend`).
-    ///
-    /// `event`, the step the line tells of, travels with the line (a `line` reply's `event`
-    /// member, docs/protocol.md): IceboxClient builds its typed results from it.
+    /// A line reported while inputs are applied is held until they are done, and while one of
+    /// the client's apps waits on the kernel: a client woken mid-freeze takes a CPU from the
+    /// tasks that must run to freeze (10 busy processes froze in 0.29 ms against 0.59 ms).
+    /// `event` travels with the line (docs/protocol.md): IceboxClient's typed results use it.
     func report(_ id: Int, line: String, failed: IceboxError.Reason? = nil, event: Event? = nil) {
         guard var waiter = waiters[id] else { return }
         var reply = ControlReply(kind: failed == nil ? .line : .warning, text: line)
@@ -271,9 +254,8 @@ extension Daemon {
         waiters[id] = waiter
     }
 
-    /// Records why a waiter's request failed: the first reason stands, except that a
-    /// specific one replaces the bare code of the same app's failure reported with it
-    /// (``failed(_:because:)``).
+    /// Records why a waiter's request failed: the first reason stands, except that a specific
+    /// one replaces a bare code of the same value (``failed(_:because:)``).
     func noteFailure(_ waiter: inout Waiter, _ reason: IceboxError.Reason) {
         switch waiter.failure {
         case nil: waiter.failure = reason
@@ -282,8 +264,7 @@ extension Daemon {
         }
     }
 
-    /// Gives a waiter's failure its typed reason (a freeze that failed, with its stuck tasks)
-    /// before the lifecycle settles it as failed.
+    /// Gives a waiter's failure its typed reason before the lifecycle settles it as failed.
     func failed(_ id: Int, because reason: IceboxError.Reason) {
         guard var waiter = waiters[id] else { return }
         noteFailure(&waiter, reason)
@@ -306,8 +287,7 @@ extension Daemon {
     // MARK: Requests
 
     func handleRequest(_ line: String, client fd: Int32, fds: [Int32]) {
-        // What this request reads (ps) or changes must already be on disk: a daemon killed
-        // right after answering leaves its successor the state the client was told.
+        // What this request reads or changes must be on disk, for a successor to find.
         flushRegistry()
         let request: ControlRequest
         do {
@@ -332,9 +312,7 @@ extension Daemon {
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
             let readMemory = memoryReader()
-            // Sorted as small rows, not as records: a record is a few hundred bytes with a score
-            // of reference-counted fields, and a stable sort moving a thousand of them was a
-            // quarter of the daemon's time for `ps` with 1000 apps.
+            // Sorted as small rows, not as records, which are large (a quarter of `ps` with 1000 apps).
             var rows: [(wall: String, name: String, app: LiveApp?)] = apps.values.map { ($0.lifecycle.record.launchedWall, $0.name, $0) }
             // An app on disk is not ended: it shows without --all.
             rows += ended.values.filter { apps[$0.name] == nil && (all || $0.state == .onDisk) }.map { ($0.launchedWall, $0.name, nil) }
@@ -347,8 +325,7 @@ extension Daemon {
                     return summary
                 }
             } else {
-                // What leaves the daemon names the environment's variables, never their values:
-                // a token in the caller's environment must not end up in a terminal or a CI log.
+                // The environment's names, never values: a token must not reach a terminal or log.
                 reply.apps = rows.compactMap { row in
                     guard let app = row.app else { return ended[row.name]?.redacted }
                     var record = app.lifecycle.record.redacted
@@ -360,8 +337,7 @@ extension Daemon {
             }
             finish(fd, .success, data: reply)
         case .stop(let terminateApps, let timeout):
-            // The reply comes last, once the daemon has written everything it will write, so a
-            // caller may remove the state directory as soon as `icebox daemon --stop` returns.
+            // The reply comes last, after every write: a caller may then remove the state directory.
             clients.addStopRequester(fd)
             if terminateApps {
                 if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }
@@ -385,15 +361,13 @@ extension Daemon {
             for setting in settings { policyEngine.policy.apply(setting) }
             do throws(IceboxError) {
                 try applyPolicy()
-                // A policy that cannot be saved would be lost at the next start: not changed, and
-                // said (the save failed unseen, and the client was told it was set).
+                // A policy that cannot be saved would be lost at the next start: not changed.
                 do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
                     throw IceboxError("save the policy", error)
                 }
             } catch {
                 policyEngine.policy = old
-                // The old policy was armed until now, so arming it again does what it did; the
-                // request's own error, sent below, is the one the client must see.
+                // The old policy was armed until now, so arming it again works.
                 try? applyPolicy()
                 return fail(fd, error)
             }
@@ -438,8 +412,7 @@ extension Daemon {
             options.nameIsDefault = false
             launch(options, stdio: [], client: fd)
         case .forget(let names):
-            // A benchmark's app, say, that should leave no row in ps --all. Its own saved
-            // state ($STATE_DIR/apps/NAME) is the app's, and stays.
+            // Leaves no row in ps --all; the app's own saved state ($STATE_DIR/apps/NAME) stays.
             for name in names {
                 guard let live = apps[name] else { continue }
                 return fail(
@@ -463,8 +436,7 @@ extension Daemon {
             guard let targets = liveApps(names, for: request, client: fd) else { return }
             let id = waiters.open(client: fd, apps: names)
             for app in targets {
-                // One recorded as suspended may have been thawed by someone else since: then it
-                // is frozen again, not "already suspended" while it runs.
+                // One thawed by someone else since is frozen again, not "already suspended".
                 noticeOutsideThaw(app)
                 apply(.suspend(waiter: id, notice: notice(for: app), grace: grace), to: app)
             }
@@ -476,8 +448,7 @@ extension Daemon {
             let id = waiters.open(client: fd, apps: names)
             for name in fromDisk { restoreRequested(name, waiter: id) }
             for app in targets {
-                // One recorded as active may have been frozen by someone else since: then it
-                // is thawed, not "already active" while it stays frozen.
+                // One frozen by someone else since is thawed, not "already active".
                 noticeOutsideFreeze(app)
                 apply(.resume(waiter: id, waitReady: waitReady), to: app)
             }
@@ -511,8 +482,7 @@ extension Daemon {
         }
     }
 
-    /// The apps a terminate or evict names: those on disk (nothing runs: their images go) and
-    /// the live ones; nil (and the client answered) if one is missing or being restored.
+    /// The apps a terminate or evict names, on disk and live; nil (client answered) if one is not.
     func appsToEnd(_ names: [String], for request: ControlRequest, client fd: Int32) -> (onDisk: [String], live: [LiveApp])? {
         let fromDisk = names.filter(isOnDisk)
         if let busy = fromDisk.first(where: { restores[$0] != nil }) {
@@ -524,8 +494,7 @@ extension Daemon {
         return (fromDisk, live)
     }
 
-    /// The live apps a command names, each checked before anything is done to any of them;
-    /// nil (and the client answered) if one is missing.
+    /// The live apps a command names, all checked first; nil (client answered) if one is missing.
     func liveApps(_ names: [String], for request: ControlRequest, client fd: Int32, allowEmpty: Bool = false) -> [LiveApp]? {
         if names.isEmpty && allowEmpty { return [] }
         if names.isEmpty {

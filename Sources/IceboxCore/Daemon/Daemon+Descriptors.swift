@@ -1,8 +1,7 @@
 import Glibc
 import IceboxSystem
 
-/// Keeping descriptors per app while there are plenty, and shedding them when there are not
-/// (DescriptorBudget): how one daemon runs 10,000 apps under a hard limit of 20,000.
+/// Keeping descriptors per app while there are plenty, shedding them when not (DescriptorBudget).
 extension Daemon {
     /// Whether the next app launched gets a notify socket of its own.
     var nextAppGetsOwnNotifySocket: Bool {
@@ -10,8 +9,7 @@ extension Daemon {
     }
 
     /// Looks at the budget again after the number of apps changed (`app`: the one just added).
-    /// Crossing it, every app between operations lets its cgroup files and memory counter go,
-    /// and the event log says so once; back under it, they are kept again as they are used.
+    /// Crossing it, every app between operations lets its files go; back under, they are kept.
     func rebalanceDescriptors(adding app: LiveApp? = nil) {
         let plenty = descriptors.budget.isPlenty(apps: apps.count, clients: clients.count)
         if plenty == descriptors.keepingAppFiles {
@@ -29,9 +27,8 @@ extension Daemon {
         )
     }
 
-    /// Lets go of what `app` keeps open between operations, unless one is under way (its
-    /// cgroup.events is then polled). A suspended app's cgroup.events is no longer watched:
-    /// a departure from its cgroup is noticed at the next request about it instead.
+    /// Lets go of what `app` keeps open between operations, unless one is under way. A departure
+    /// from its cgroup is then noticed at the next request about it.
     func shedDescriptors(_ app: LiveApp) {
         guard app.freeze == nil, app.removal == nil else { return }
         watchCgroupEvents(app, nil)

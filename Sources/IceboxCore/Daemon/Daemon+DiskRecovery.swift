@@ -1,12 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// Taking over apps a previous daemon left on disk, or in the middle of a checkpoint or a
-/// restore (issue 32, item 5): the criu it started runs on after its death (nothing kills
-/// it: a criu killed halfway could leave its parasite in the app), so this daemon waits for
-/// that criu, then looks. An app is then in memory (adopted as usual), on disk with complete
-/// images, or restored (adopted, images gone): never lost, never twice. This runs once, as
-/// the daemon starts and before it serves anyone, so its waits are bounded, not evented.
+/// Taking over apps a previous daemon left on disk, or mid-checkpoint or mid-restore: its criu
+/// runs on (one killed halfway could leave its parasite in the app), so this daemon waits for
+/// it (bounded, at start), then finds the app in memory, on disk, or restored; never twice.
 extension Daemon {
     /// A registry record on disk or with a disk intent: taken over here.
     func recoverDisk(_ saved: AppRecord) {
@@ -17,8 +14,7 @@ extension Daemon {
         case .checkpoint?:
             record.clearDiskWork()
             if isSameProcess(saved) {
-                // The dump did not finish (criu failed, or never began): the app is still in
-                // memory, and the images, whatever they are, go.
+                // The dump did not finish: the app is still in memory, and the images go.
                 try? images.discard()  // partial: nothing reads them
                 log(
                     .checkpoint, app: saved.name, pid: saved.pid,
@@ -66,8 +62,7 @@ extension Daemon {
         }
     }
 
-    /// The app is on disk (if its images are complete; else it is recorded evicted, its state
-    /// lost, told to restore it at its next launch).
+    /// The app is on disk if its images are complete; else evicted, told to restore at its next launch.
     private func restOnDisk(_ saved: AppRecord, _ images: CheckpointImages, how: String?) {
         var record = saved
         if images.isComplete {
@@ -80,8 +75,7 @@ extension Daemon {
             record.ending = "its images in \(images.directory) are gone or incomplete"
             try? images.discard()  // incomplete: nothing reads them
         }
-        let notifyPath = notifySocketPath(of: record)
-        if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
+        removeOwnNotifySocket(of: record)
         ended[record.name] = record
         saveRegistry(record.name)
         if let how {
@@ -89,9 +83,7 @@ extension Daemon {
         }
     }
 
-    /// Waits for the criu the record names, if it still runs (same start time), until the
-    /// deadline the last daemon gave it: its start (the record's, never later than now) plus
-    /// the policy's `--criu-timeout`. Runs before the policy is loaded, so it reads it here.
+    /// Waits for the criu the record names, if it still runs, until its start plus `--criu-timeout`.
     private func waitForLeftCriu(_ record: AppRecord) {
         guard let pid = record.diskWorker, let ticks = record.diskWorkerStartTicks,
             let stat = ProcFS.stat(pid: pid), stat.startTimeTicks == ticks, stat.state != "Z",

@@ -1,27 +1,20 @@
 import Glibc
 import IceboxSystem
 
-/// How the daemon carries out what an app's lifecycle decides. `apply` feeds one input to
-/// the app's `AppLifecycle` and performs the effects it returns, in order; outcomes that
-/// come later (the kernel confirming a freeze, the app's exit, its cgroups removed) come back
-/// as inputs the same way. Nothing here decides a transition.
+/// Carrying out what an app's lifecycle decides (later outcomes come back as inputs).
 extension Daemon {
     /// Feeds one input to the app's lifecycle and carries out the effects it returns.
     ///
-    /// Intent before action: when a transition changes the record or starts a freeze, the new
-    /// record is written (atomically) before any effect runs, so a daemon killed at any point
-    /// leaves its successor a record at least as far along as the kernel. Not synced: a
-    /// killed daemon leaves the page cache to its successor, and a power loss ends every app
-    /// the record could describe; the fsync of file and directory cost ~1 ms of every suspend. If that write
-    /// fails, a client's suspend (or a resume in the grace) is refused with nothing done (the
-    /// lifecycle is a value: the old one is kept); anything else goes on (the kernel acted
-    /// already, or a thaw or kill, which the next daemon reads back from the kernel), and
-    /// its waiting clients are told the record could not be written (exit 74).
+    /// Intent before action: a transition that changes the record or starts a freeze writes
+    /// it (atomically) before any effect runs. Not synced: a killed daemon leaves the page
+    /// cache to its successor, a power loss ends every app, and the fsync cost ~1 ms of every
+    /// suspend. If that write fails, a client's suspend (or a resume in the grace) is refused
+    /// with nothing done (the old lifecycle value is kept); anything else goes on, and its
+    /// waiting clients are told the record could not be written (exit 74).
     ///
-    /// An input produced while effects are carried out (an `apply` from inside `perform`) is
-    /// queued, and taken once the effects before it are all done (LifecycleInputQueue): this
-    /// never nests. `now`: when the input happened, if not when it is taken. `settlingWatch`:
-    /// the app's watch is settled after its effects, if the app is still there.
+    /// An input produced while effects run is queued (LifecycleInputQueue): this never nests.
+    /// `now`: when the input happened, if not when it is taken. `settlingWatch`: the app's
+    /// watch is settled after its effects, if the app is still there.
     func apply(_ input: LifecycleInput, to app: LiveApp, now: Instant? = nil, settlingWatch: Bool = false) {
         guard inputs.beginDraining() else {
             inputs.enqueue(.init(app: app, input: input, now: now, settlingWatch: settlingWatch))
@@ -42,11 +35,9 @@ extension Daemon {
         }
         var next = app.lifecycle
         var effects = next.handle(input, now: now)
-        // The kernel's confirmation of a freeze changes the record, but the record of intent
-        // written before the freeze began is already as far along as the kernel (a successor
-        // completes a half-done freeze): this one waits for the end of the turn, after the
-        // replies, so a suspend's client is not kept waiting for it. (A thaw writes no record
-        // first: its confirmation's record is the first, and its client hears if it fails.)
+        // A confirmed freeze's record waits for the end of the turn, after the replies: the
+        // record of intent before the freeze is already as far along as the kernel. (A thaw
+        // writes no record first: its confirmation's is the first, and its client hears.)
         if case .freezeConfirmed = input, !effects.contains(where: \.startsFreeze), effects.contains(.persist) {
             effects.removeAll { $0 == .persist }
             registryWriter.markAfterReplies(app.name)
@@ -83,8 +74,7 @@ extension Daemon {
         inputs.endPerforming()
     }
 
-    /// A client's suspend or resume, which is refused (with nothing done) when its record
-    /// cannot be written; nil for any other input, which goes ahead.
+    /// A client's suspend or resume, refused (nothing done) when its record cannot be written.
     static func refusable(_ input: LifecycleInput) -> Refusable? {
         switch input {
         case .suspend(let waiter, _, _), .resume(let waiter, _), .evictToDisk(let waiter): return Refusable(waiter: waiter)
@@ -107,8 +97,7 @@ extension Daemon {
             // ESRCH only: the main process exited meanwhile, and its pidfd's event ends the app.
             _ = try? app.handle.send(sig)
         case .freeze(let deadline):
-            // A main process moved out of the app's cgroup would keep running under a frozen
-            // cgroup: the freeze fails at once instead of being confirmed.
+            // A main process moved out of the app's cgroup would keep running: the freeze fails.
             if let outside = mainProcessOutside(app) {
                 apply(.leftCgroup(to: outside), to: app)
             } else {
@@ -122,8 +111,7 @@ extension Daemon {
         case .thaw(let deadline):
             startOperation(app, .thaw, deadline: deadline)
         case .thawAside(let why):
-            // Only the request matters (the tasks must run to act on SIGTERM); the kill deadline
-            // bounds the rest, so its confirmation is only logged.
+            // Only the request matters (the tasks must run to act on SIGTERM): confirmation only logged.
             startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
         case .killAll:
             killAll(app)
@@ -165,15 +153,12 @@ extension Daemon {
     }
 
     /// The background notice to send, if any. `auto` sends SIGUSR1 only if the app's main
-    /// process has a handler for it (sigcatch in /proc/PID/stat), so a naive program is
-    /// never killed by it.
+    /// process has a handler for it (sigcatch), so a naive program is never killed by it.
     func notice(for app: LiveApp) -> LifecycleInput.Notice? {
         switch app.record.options.backgroundSignal {
         case .none: return nil
         case .auto:
-            // Through the kept descriptor, which stays the process it was opened for (a read
-            // after that process has gone says nothing, whoever has its pid by then); by the
-            // pid only when the file cannot be held open.
+            // Through the kept descriptor (it stays that process); by the pid if it cannot be kept.
             let handles =
                 app.statFile.withDescriptor { ProcFS.catchesSignal(statFD: $0, SIGUSR1) }
                 ?? ProcFS.catchesSignal(pid: app.pid, SIGUSR1)
@@ -184,10 +169,8 @@ extension Daemon {
 
     // MARK: Freeze and thaw: states of the loop
 
-    /// Where the app's main process is, when that is outside the cgroup that freezes the app
-    /// (someone moved it); nil while it is inside (or in a sub-cgroup), once it is gone, and for
-    /// the SIGSTOP backend, which freezes no cgroup (a stopped process stays stopped wherever
-    /// it is moved).
+    /// Where the app's main process is, when someone moved it outside the cgroup that freezes
+    /// the app; nil while it is inside (or in a sub-cgroup), once it is gone, and for SIGSTOP.
     func mainProcessOutside(_ app: LiveApp) -> String? {
         let dir: String?, mount: CgroupMount?, controller: String?
         switch app.record.backend {
@@ -196,36 +179,29 @@ extension Daemon {
         case .signal: return nil
         }
         guard let dir, let mount else { return nil }
-        // The common case in one ioctl: the main process is in the app's v2 cgroup itself.
-        // Asked first, since its answer is nil either way: alive or a zombie, it is inside.
+        // The common case in one ioctl: the main process (alive or a zombie) is in the v2 cgroup.
         if controller == nil, let id = app.cgroups.v2DirectoryID, app.handle.cgroupID() == id { return nil }
-        // An exited process (a zombie until its pidfd is served) left nothing: its end is news
-        // for appExited, not a departure. Anything else (a sub-cgroup, an older kernel, the v1
-        // freezer) reads /proc/PID/cgroup.
+        // An exited process's end is news for appExited, not a departure. Anything else (a
+        // sub-cgroup, an older kernel, the v1 freezer) reads /proc/PID/cgroup.
         guard !app.hasExited() else { return nil }
         guard let now = CgroupMembership.path(of: app.pid, controller: controller, mount: mount) else { return nil }
         return CgroupMembership.isWithin(now, dir) ? nil : now
     }
 
-    /// Tells the lifecycle if a suspended app's main process has left its cgroup, so that
-    /// nothing (ps, a resume, the log) goes on calling a running process suspended. Looked at
-    /// when cgroup.events changes while the app is suspended and before a request about it.
+    /// Tells the lifecycle if a suspended app's main process has left its cgroup (it runs).
     func noticeDeparture(_ app: LiveApp) {
         guard case .suspended = app.lifecycle.phase, app.freeze == nil, let outside = mainProcessOutside(app) else { return }
         apply(.leftCgroup(to: outside), to: app)
     }
 
-    /// A suspended app whose freezer the kernel shows undone, with no operation of ours under
-    /// way, was thawed by someone else: the lifecycle makes it active (it runs). Asked when
-    /// cgroup.events changes (cgroup2: at once) and before a suspend of an app recorded as
-    /// suspended (every backend; the v1 freezer and SIGSTOP have no notification).
+    /// A suspended app whose freezer shows undone, with no operation of ours under way, was
+    /// thawed by someone else: it becomes active. Asked on cgroup.events and before a suspend.
     func noticeOutsideThaw(_ app: LiveApp) {
         guard case .suspended = app.lifecycle.phase, app.freeze == nil, app.removal == nil else { return }
         // The request, not the frozen state: a task moved into a frozen cgroup makes it read
         // "frozen 0" until the kernel has frozen that task too.
         guard !app.freezer.freezeStarted() else { return }
-        // An app whose main process has just ended shows no freeze either: its pidfd says so
-        // on this turn of the loop, and it ends rather than becoming active.
+        // An app whose main process has just ended shows no freeze either: it ends instead.
         guard !app.hasExited() else { return }
         let how: String
         switch app.freezer.kind {
@@ -237,13 +213,10 @@ extension Daemon {
     }
 
     /// An active app whose own freezer the kernel shows asked for and done, with no operation
-    /// of ours under way, was frozen by someone else: the lifecycle makes it suspended. Asked
-    /// before a resume of an app recorded as active, not on every change of cgroup.events: a
-    /// tool that freezes and thaws the app's cgroup itself (the benchmark's bare.c, between
-    /// icebox's own rounds) would have the daemon log, persist and run the policy's
-    /// follow-ups in the middle of its freezes. Not for SIGSTOP: a process stopped by someone
-    /// else (a terminal's ^Z) is theirs to continue, and the signal backend leaves it stopped
-    /// (SignalFreezer).
+    /// of ours under way, was frozen by someone else: it becomes suspended. Asked only before
+    /// a resume, not on every change of cgroup.events: a tool freezing the cgroup itself
+    /// (bare.c) would have the daemon log, persist and run the policy mid-freeze. Not for
+    /// SIGSTOP: a process stopped by someone else (^Z) is theirs to continue (SignalFreezer).
     func noticeOutsideFreeze(_ app: LiveApp) {
         guard case .active = app.lifecycle.phase, app.freeze == nil, app.removal == nil, app.freezer.kind != .signal else { return }
         // Both: the request (not only an ancestor's freeze, which no resume of ours undoes)
@@ -253,10 +226,8 @@ extension Daemon {
         apply(.frozenOutside(how: how), to: app)
     }
 
-    /// Writes the request to the kernel and looks once; what is not confirmed at once is
-    /// looked at again when cgroup.events changes or at the re-check time, on later turns of
-    /// the loop. Nothing here waits, so a freeze stuck on a task in D state holds up no one.
-    /// `aside`: an operation the lifecycle does not wait for (why, for the log).
+    /// Writes the request to the kernel and looks once; later turns look again, so a freeze
+    /// stuck in D state holds up no one. `aside`: one the lifecycle does not wait for (why).
     func startOperation(_ app: LiveApp, _ direction: FreezeDirection, deadline: UInt64, aside: AsideThaw? = nil) {
         app.freeze?.operation.cancel()
         let freezer = app.freezer
@@ -265,17 +236,13 @@ extension Daemon {
             var op =
                 direction == .freeze ? freezer.beginFreeze(now: now, deadline: deadline) : freezer.beginThaw(now: now, deadline: deadline)
             if direction == .freeze, notificationWillBePrompt(app, now: now) { op.expectPromptNotification() }
-            // Stepped before it is returned: `(op, op.step(...))` returned the copy from before
-            // the step, which forgot what the first look learnt (a SIGSTOP freeze read its
-            // members again at the next step).
+            // Stepped before it is returned, so the copy keeps what the first look learnt.
             let progress = op.step(now: Clock.monotonicNanos())
             return (op, progress)
         }
-        // A cgroup thaw is one write the kernel completes before it returns, and one read that
-        // says so (and a count for the report), with no preemption between (PreemptionGuard).
-        // Not a freeze: the tasks on the daemon's CPU must run to freeze. A SIGCONT thaw only
-        // of a few tasks (`guardedSignalTasks`): a signal per process and a read of each task
-        // hold the CPU for ~10 µs a task. Not a thaw that wakes a single task.
+        // A cgroup thaw is one write and one read with no preemption between (PreemptionGuard).
+        // Not a freeze: the tasks on the daemon's CPU must run to freeze. A SIGCONT thaw only of
+        // a few tasks (~10 µs a task on the CPU), and not a thaw that wakes a single task.
         let guarded =
             direction == .thaw && thawGuard.acts && wakesSeveral(app)
             && (freezer.kind != .signal || (app.frozenProcesses ?? .max) <= Self.guardedSignalTasks)
@@ -284,29 +251,21 @@ extension Daemon {
         advance(app, op, progress)
     }
 
-    /// The most tasks a SIGCONT thaw runs at SCHED_FIFO for (its last freeze's count): one
-    /// of 10 busy threads woke one onto the daemon's CPU that preempted it right after the
-    /// SIGCONT, until its sched_yield 50 µs later (perf sched), in most thaws; at 64 tasks
-    /// the guarded reads take well under a millisecond.
+    /// The most tasks a SIGCONT thaw runs at SCHED_FIFO for (its last freeze's count): a woken
+    /// thread preempted the daemon for 50 µs in most thaws of 10; at 64 the reads take < 1 ms.
     static let guardedSignalTasks = 64
 
     /// Whether a thaw of the app will wake more than one task, as far as the daemon knows (its
-    /// last freeze counted its processes; one process, its threads). Waking one task from
-    /// SCHED_FIFO costs more than it saves, bare.c too: its one-shot thaw of one sleeping
-    /// process took 15 µs, 26 µs under `chrt -f 1`; of ten, 50-60 µs and 33 µs. (Not
-    /// traced; likely the kernel places the one task on the other CPU, which this VM's
-    /// hypervisor must wake first.) Through the daemon, one process: its thaw 38 → 12-15 µs
-    /// without the guard, `icebox resume` 25-90 µs faster (scripts/bench/oneshot-tight);
-    /// ten processes: `resume` 71 µs faster with it (scripts/bench/budget).
+    /// last freeze's count; one process, its threads). Waking one task from SCHED_FIFO costs
+    /// more than it saves: one process thawed in 38 µs guarded, 12-15 µs not; ten, `resume`
+    /// 71 µs faster guarded (scripts/bench/oneshot-tight, scripts/bench/budget).
     func wakesSeveral(_ app: LiveApp) -> Bool {
         app.frozenProcesses != 1 || ProcFS.threadCount(pid: app.pid) != 1
     }
 
-    /// Whether the kernel will announce the end of the app's freeze as soon as it happens. For
-    /// cgroup.events: the daemon has watched the file without a change for longer than the
-    /// kernel's rate limit, so no notification is held back. For SIGSTOP: the SIGCHLD of a
-    /// stopped child reaches the daemon's signalfd, which has them all only when the daemon owns
-    /// its process (embedded, another thread of the host program may take them).
+    /// Whether the kernel will announce the end of the app's freeze as soon as it happens:
+    /// cgroup.events unchanged for longer than the kernel's rate limit; for SIGSTOP, a daemon
+    /// owning its process (embedded, another thread may take the SIGCHLDs).
     func notificationWillBePrompt(_ app: LiveApp, now: UInt64) -> Bool {
         if app.freezer.kind == .signal { return config.ownsProcess }
         guard app.watchedEvents != nil, let changed = app.eventsChangedAt else { return false }
@@ -320,8 +279,7 @@ extension Daemon {
         advance(app, op, progress)
     }
 
-    /// What a step of an operation leads to: a wait for the kernel, or its outcome fed to the
-    /// app's lifecycle.
+    /// What a step of an operation leads to: a wait for the kernel, or its outcome fed back.
     func advance(_ app: LiveApp, _ op: FreezeOperation, _ progress: FreezeProgress) {
         switch progress {
         case .waiting(let at, let watch):
@@ -332,8 +290,7 @@ extension Daemon {
             // The kernel announces the change now, or when its rate limit lets it.
             app.eventsChangedAt = Clock.monotonicNanos()
             let aside = app.freeze?.aside
-            // The watch is settled once the lifecycle has taken the confirmation, and only if
-            // the app is still there: the lifecycle may have ended it.
+            // The watch is settled after the lifecycle took the confirmation (it may end the app).
             app.freeze = nil
             guard let aside else {
                 apply(
@@ -367,13 +324,10 @@ extension Daemon {
         }
     }
 
-    /// What an app keeps watched between operations: its cgroup.events. For a suspended app a
-    /// change is the kernel's word that it may have left (populated 0 when its only process
-    /// is moved out: noticeDeparture) or been thawed by someone else (noticeOutsideThaw); for
-    /// any app, the time of the last change says whether the next freeze's notification will
-    /// be prompt (`eventsChangedAt`: a change made by someone else holds the next one back by
-    /// the kernel's rate limit). Short of descriptors, nothing stays open at all
-    /// (Daemon+Descriptors). An operation or a removal under way keeps its own watch.
+    /// What an app keeps watched between operations: its cgroup.events, whose changes say a
+    /// suspended app may have left (noticeDeparture) or been thawed (noticeOutsideThaw), and
+    /// whether the next freeze's notification will be prompt (`eventsChangedAt`). Short of
+    /// descriptors, nothing (Daemon+Descriptors). An operation or removal keeps its own watch.
     func settleWatch(_ app: LiveApp) {
         guard app.freeze == nil, app.removal == nil else { return }
         if descriptors.keepingAppFiles {
@@ -383,8 +337,7 @@ extension Daemon {
         }
     }
 
-    /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI: the kernel's "it
-    /// changed"); the descriptor stays the cgroups' own.
+    /// Registers the app's cgroup.events descriptor with epoll (EPOLLPRI); the cgroups own it.
     func watchCgroupEvents(_ app: LiveApp, _ fd: Int32?) {
         guard app.watchedEvents != fd else { return }
         if let old = app.watchedEvents { unwatch(old) }
@@ -410,14 +363,12 @@ extension Daemon {
             // Read on the watched descriptor: that is what re-arms the kernel's notification.
             _ = app.cgroups.events()
             noticeDeparture(app)
-            // Not when this change ended an operation of ours: the step has just read the
-            // kernel, and a freeze's client would wait for one more read before its reply.
+            // Not when this change ended an operation of ours: the step has just read the kernel.
             if !stepped { noticeOutsideThaw(app) }
         }
     }
 
-    /// Kills every process of the app (its cgroups', else its session's) and the main
-    /// process through its pidfd.
+    /// Kills every process of the app (its cgroups', else its session's) and its main process.
     func killAll(_ app: LiveApp) {
         if !app.cgroups.isEmpty {
             for problem in app.cgroups.killAll() {
@@ -444,9 +395,7 @@ extension Daemon {
                 guard let reaped = try app.handle.reapIfExited() else { return }  // woken early
                 termination = reaped
             } catch {
-                // ECHILD: reaped by someone else (a host process's own SIGCHLD handling, under
-                // Supervisor): it ended, how is unknown, as for an adopted app. This returned
-                // unseen, and the app stayed "running" with its main process gone.
+                // ECHILD: reaped by someone else (a host program, under Supervisor): how is unknown.
                 termination = nil
             }
         }
@@ -454,9 +403,8 @@ extension Daemon {
         apply(.exited(termination), to: app)
     }
 
-    /// The rest of the app goes with its main process (systemd's KillMode=control-group):
-    /// kill what is left and remove its cgroups, bottom-up, as a state of the loop (an
-    /// emptying cgroup is waited for through cgroup.events, never inside the loop).
+    /// The rest of the app goes with its main process (KillMode=control-group): kill what is
+    /// left and remove its cgroups, bottom-up, waiting through cgroup.events, never inline.
     func destroy(_ app: LiveApp) {
         if let fd = app.notify.ownFD { unwatch(fd) }
         app.freeze?.operation.cancel()
@@ -480,8 +428,7 @@ extension Daemon {
         followDestroy(app, end, extra: 0)
     }
 
-    /// After a step of the app's removal: wait on its cgroup.events (and its re-check time,
-    /// `LiveApp.nextDeadline`), or end it.
+    /// After a step of the app's removal: wait on its cgroup.events and re-check time, or end it.
     func followDestroy(_ app: LiveApp, _ end: CgroupRemoval.End?, extra: Int) {
         switch end {
         case nil: watchCgroupEvents(app, app.removal?.watch)
@@ -517,8 +464,7 @@ extension Daemon {
         saveRegistry(app.name)
         victimGone(app)
         if app.lifecycle.restartWhenEnded && !stopping && !app.record.options.attached {
-            // --watchdog-action restart: the same command line and options (an attached
-            // `icebox run` has ended with its app instead: its terminal is not ours to reuse).
+            // --watchdog-action restart, the same options (an attached run ended with its app).
             var options = app.record.options
             options.attached = false
             options.nameIsDefault = false
@@ -526,9 +472,7 @@ extension Daemon {
         }
     }
 
-    /// Reaps orphans that landed on the daemon, leaving every child someone owns (an app's
-    /// main process, a criu, a probe, a leaving stand-in, perhaps a pending launch's app) to
-    /// its owner, which reaps it with its status.
+    /// Reaps orphans, leaving every child someone owns to its owner (`exitedChild`).
     func reapChildrenQuietly() {
         while let pid = Reaper.peekExitedChild() {
             guard case .orphan = exitedChild(pid) else { return }
@@ -544,8 +488,7 @@ extension FreezeOutcome {
 }
 
 extension LifecycleEffect {
-    /// A freeze begins: the record must say so first (a daemon killed mid-freeze leaves a
-    /// record its successor completes, rather than one it would thaw).
+    /// A freeze begins: the record says so first, for a successor to complete, not thaw.
     var startsFreeze: Bool {
         if case .freeze = self { return true }
         return false

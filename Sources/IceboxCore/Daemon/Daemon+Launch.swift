@@ -19,9 +19,8 @@ extension Daemon {
             hint: "choose another \(choose), or terminate it first")
     }
 
-    /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog
-    /// restart, `restarts`: the restart times it carries for its start limit), which then
-    /// logs what a client would have been told.
+    /// Launches an app for a client (`fd`), or for the daemon itself (nil: a watchdog restart,
+    /// with its `restarts` for its start limit), which then logs what a client would be told.
     func launch(_ requested: LaunchOptions, stdio: [Int32], client fd: Int32?, restarts: [UInt64] = []) {
         var options = requested
         var stdioKept = false  // a launch waiting on its stand-in keeps them until it is answered
@@ -36,10 +35,8 @@ extension Daemon {
                     hint: "choose another --name, or wait for that launch")
             }
             if sweeper.contains(options.name) {
-                // Refused rather than waited for: the removal ends within its deadline
-                // (CgroupRemoval.timeoutNanos), and may fail, leaving a cgroup no launch could
-                // use anyway; a launch held meanwhile would keep its client (and an attached
-                // run's terminal) waiting on something it cannot see. Exit 75: try again.
+                // Refused (75), not waited for: the removal may take its whole deadline, and
+                // fail, leaving a cgroup no launch could use; the client would wait unseeing.
                 throw IceboxError(
                     .other(.tryAgain),
                     "the cgroups of an earlier launch of '\(options.name)' that failed are still being removed",
@@ -65,8 +62,7 @@ extension Daemon {
         }
     }
 
-    /// The app is made: it joins the apps, its client is told (an attached one at once, a
-    /// detached one once it is ready), and its readiness is looked for.
+    /// The app is made: it joins the apps, its client is told, and its readiness is looked for.
     func launched(_ app: LiveApp, client fd: Int32?) {
         let options = app.record.options
         apps[app.name] = app
@@ -76,10 +72,8 @@ extension Daemon {
             app.attachedClient = fd
             send(fd, ControlReply(kind: .line, text: app.name))
         }
-        // Logged once the app is registered, so an attached client sees it too. Its record
-        // is on disk already (start).
+        // Logged once the app is registered (an attached client sees it), before what follows.
         if let event = app.spawnEvent { log(event) }
-        // After the spawn's event, stamped at the spawn: these may log one of their own.
         rebalanceDescriptors(adding: app)
         if app.record.backend == .cgroup1 { updateFreezerKeyHold() }
         if let problem = app.cgroups.memoryV1Problem {
@@ -88,7 +82,6 @@ extension Daemon {
             log(.error, app: app.name, pid: app.pid, text)
             if let fd { send(fd, ControlReply(kind: .warning, text: "icebox: warning: \(app.name): \(text)")) }
         }
-        // A detached launch answers once the app is ready (or gone).
         if !options.attached, let fd { app.lifecycle.waitForLaunch(waiters.open(client: fd, apps: [app.name])) }
         switch options.ready {
         case .exec: apply(.ready, to: app)
@@ -97,15 +90,10 @@ extension Daemon {
         }
     }
 
-    /// The launch failed (everything it made undone): its client is told, or for the daemon's
-    /// own launches the event log.
+    /// The launch failed (everything it made undone): its client is told, or the event log.
     func launchFailed(_ name: String, _ error: any Error, client fd: Int32?) {
         let e = error as? IceboxError ?? IceboxError(.failure, "\(error)")
-        if let fd {
-            fail(fd, e)
-        } else {
-            log(.error, app: name, pid: nil, "launch failed: \(e)")
-        }
+        if let fd { fail(fd, e) } else { log(.error, app: name, pid: nil, "launch failed: \(e)") }
     }
 
     // MARK: A spawn through a stand-in, as a state of the loop
@@ -132,9 +120,7 @@ extension Daemon {
         }
     }
 
-    /// Ends a pending launch: with the stand-in's outcome, the rest of the start is done and
-    /// the app launched; without one (nil: past its deadline, or `failure`), or when the rest
-    /// fails, everything the start made is undone, waiting for nothing, and its client told.
+    /// Ends a pending launch: the rest of the start with the stand-in's outcome; else the undo.
     private func completeSpawn(_ pending: PendingLaunch, _ outcome: StandInOutcome?, failure: IceboxError? = nil) {
         let name = pending.options.name
         pendingLaunches.remove(name)
@@ -142,8 +128,7 @@ extension Daemon {
         defer {
             pending.release()
             for fd in pending.stdio { close(fd) }
-            // Children left unreaped while launches were pending (`reapChildren`): the app
-            // is ours now, with its pidfd, or rolled back; the rest are orphans.
+            // Children left unreaped while launches were pending (`reapChildren`) are orphans now.
             if pendingLaunches.isEmpty { reapChildren() }
         }
         do {
@@ -170,20 +155,14 @@ extension Daemon {
     }
 
     /// Records the launch, creates the app's cgroups and notify socket, spawns it and records
-    /// its pid. On any failure everything made so far is undone again, the spawned process
-    /// killed and its record restored to what it was: a launch that fails leaves nothing. The
-    /// undo waits for nothing: the killed child is reaped at its SIGCHLD, the cgroups are the
-    /// sweeper's (CgroupSweeper), the stand-in is let go (StandInDepartures).
+    /// its pid. A launch that fails leaves nothing, and its undo waits for nothing: the killed
+    /// child is reaped at its SIGCHLD, the cgroups are swept, the stand-in is let go. A spawn
+    /// through a stand-in returns `.spawning`; the rest (`finish`) runs when it answers, or the
+    /// undo at the deadline (PendingLaunch, `completeSpawn`). A direct spawn returns the app.
     ///
-    /// A spawn through a stand-in is not waited for: the request sent, it returns `.spawning`,
-    /// and the rest of the start (`finish`) runs when the stand-in answers, or the undo at the
-    /// spawn's deadline (PendingLaunch, `completeSpawn`). A direct spawn returns the app.
-    ///
-    /// Intent before action: the record (state launching, no pid yet, the cgroup paths it is
-    /// about to make) is written durably (synced) before the first cgroup is made, and again
-    /// (atomically) with the pid right after the spawn, before the app is served. A daemon killed in between leaves
-    /// its successor a record to finish the launch from (Daemon+TakeOver
-    /// `finishInterruptedLaunch`); one that cannot be written fails the launch (exit 74).
+    /// Intent before action: the record (launching, no pid yet, the cgroup paths) is written
+    /// synced before the first cgroup is made, and again with the pid right after the spawn,
+    /// for a successor to finish from (`finishInterruptedLaunch`); a failed write fails it (74).
     func start(_ options: LaunchOptions, stdio: [Int32], restarts: [UInt64] = []) throws -> LaunchStart {
         if let runAs = options.runAs {
             let missing = DaemonCapabilities.missingForUser()
@@ -211,12 +190,10 @@ extension Daemon {
             name: options.name, options: options, pid: 0, state: .launching, sinceMonotonicNanos: Clock.monotonicNanos(), sinceWall: wall,
             launchedWall: wall, backend: backend, cgroup: under(facts.cgroup2Usable ? facts.cgroupRoot : nil),
             freezerV1: under(backend == .cgroup1 ? facts.freezerV1Root : nil))
-        // The ready deadline of a launch its successor takes over runs from here (0 would
-        // have made it long past: the adopted launch terminated at once as never ready).
+        // The ready deadline of a launch its successor takes over runs from here.
         record.launchStartNanos = record.sinceMonotonicNanos
-        // An app run as another user gets a socket in a directory of its own under /tmp, named
-        // here so that the intent names it: whoever finds this launch cut short recognises the
-        // app by it (its NOTIFY_SOCKET, AppMarks) or removes it.
+        // An app run as another user gets a socket of its own under /tmp, named here so that
+        // the intent names it: a successor recognises the app by it (AppMarks) or removes it.
         let privateSocket = AppNotifySocket.needsPrivate(options.runAs) ? AppNotifySocket.privatePath() : nil
         record.notifySocket = privateSocket
         record.memoryV1 = under(facts.memoryV1Root)
@@ -226,14 +203,10 @@ extension Daemon {
 
         do {
             cleanup.append { [self] in restoreOrRemoveRecord(options.name, previous: previous) }
-            // Fresh cgroups, made and owned by AppCgroups: a v2 one wherever v2 is usable,
-            // whatever the backend (it is how every process of the app is found, killed and
-            // recognised as a notify sender), the v1 freezer one for backend cgroup1, and a
-            // v1 memory one on hybrid hosts (how its memory is measured there).
-            // On a host with v1 hierarchies a parked stand-in (SpawnPool) gives its directories
-            // and clones the app into them, so no write to cgroup.procs waits on the launch.
-            // Not for --pid-namespace: the clone3 that makes the namespace must be this
-            // process's, the only one that can raise CAP_SYS_ADMIN for it.
+            // Fresh cgroups: v2 wherever usable (how the app's processes are found and killed),
+            // the v1 freezer for cgroup1, v1 memory on hybrid hosts. With v1 hierarchies a parked
+            // stand-in gives its directories and clones the app into them. Not for
+            // --pid-namespace: only this process can raise CAP_SYS_ADMIN for its clone3.
             let standIn = options.pidNamespace ? nil : takeStandIn(for: backend)
             let cgroups: AppCgroups
             do {
@@ -247,21 +220,16 @@ extension Daemon {
             }
             var spawnedPID: pid_t?
             cleanup.append { [self] in
-                // Removed by the sweeper, not waited for here: what will not die in them (or
-                // a stand-in slow to go) must not hold up every other client.
                 sweep(cgroups, of: options.name, what: "a launch rolled back", mainPID: spawnedPID)
             }
             cleanup.append { [self] in
-                // First, before the sweep kills what is in them. Nothing spawned: its
-                // directories get their parked names back and go at its exit. Otherwise they
-                // are the app's, swept with the stand-in in them. Either way it is let go, not
-                // waited for: its pidfd says when it is gone (StandInDepartures).
+                // Before the sweep kills what is in them. Nothing spawned: its directories get
+                // their parked names back; else they are swept with it. Either way it is let go.
                 guard let standIn else { return }
                 if spawnedPID == nil { giveBack(cgroups, to: standIn) }
                 dismissStandIn(standIn)
             }
-            // The app's own state directory survives eviction and relaunch (didEnterBackground
-            // saves here).
+            // The app's own state directory survives eviction and relaunch.
             do { try FileIO.makeDirectories(config.paths.appStateDir(options.name), mode: 0o700) } catch {
                 throw IceboxError("launch \(options.name)", error)
             }
@@ -293,8 +261,7 @@ extension Daemon {
                 request.newPIDNamespace = true
             }
             var opened: [Int32] = []
-            // Ours go once the child has them (or has failed); a stand-in's spawn keeps them
-            // until it answers, as a direct spawn may still need them then.
+            // Ours go once the child has them; a stand-in's spawn keeps them until it answers.
             var keepOpened = false
             defer { if !keepOpened { for fd in opened { close(fd) } } }
             if options.attached {
@@ -311,8 +278,7 @@ extension Daemon {
             descriptors.apply(to: &request)
             let launchStart = Clock.monotonicNanos()
 
-            // The rest of the start, once the spawn's outcome is known: at once for a direct
-            // spawn, or when the stand-in answers (PendingLaunch). It does not undo: its caller does.
+            // The rest of the start, once the spawn's outcome is known. Its caller undoes.
             func finish(_ outcome: Result<SpawnedProcess, SpawnError>) throws -> LiveApp {
                 let spawned: SpawnedProcess
                 switch outcome {
@@ -338,16 +304,12 @@ extension Daemon {
                 }
                 let spawnNanos = spawned.execConfirmedNanos.saturatingSub(launchStart)
                 cleanup.append {
-                    // Killed (cgroup.kill; SIGKILL without cgroups), not waited for: its SIGCHLD
-                    // has the loop reap it (reapChildren: it is no app's), and its pidfd closes
-                    // with the handle, which nothing keeps after the rollback.
+                    // Killed, not waited for: the loop reaps it at its SIGCHLD (it is no app's).
                     if cgroups.isEmpty { _ = try? spawned.handle.send(SIGKILL) } else { cgroups.killAll() }
                 }
                 record.pid = spawned.handle.pid
                 record.sinceMonotonicNanos = launchStart
-                // The ready deadline counts from here: a daemon that takes over after a crash
-                // keeps it (read as 0, it would terminate a launching app as soon as it adopts it).
-                record.launchStartNanos = launchStart
+                record.launchStartNanos = launchStart  // the ready deadline counts from here
                 record.startTicks = ProcFS.stat(pid: spawned.handle.pid)?.startTimeTicks ?? 0
                 record.spawnMethod = spawned.method.rawValue
                 record.cgroup = cgroups.v2Path
@@ -369,10 +331,8 @@ extension Daemon {
                 )
                 app.spawnEvent?.backend = backend
                 ended.removeValue(forKey: app.name)
-                // Last, as nothing can fail after it (a rollback must not find the stand-in handed
-                // over): the stand-in was let go at the exec and has been exiting meanwhile, still
-                // in the app's v1 cgroups. The app stays launching (not counted active, not frozen,
-                // its client not answered) until its pidfd says it is gone; the loop does not wait.
+                // Last, as nothing can fail after it: the stand-in, exiting since the exec, is
+                // in the app's v1 cgroups; the app stays launching until its pidfd says it is gone.
                 if let standIn { dismissStandIn(standIn, holding: app) }
                 return app
             }
@@ -401,12 +361,9 @@ extension Daemon {
         }
     }
 
-    /// After a launch failed with nothing spawned: the stand-in's directories, renamed to the
-    /// app's, get their parked names back, so the app's cgroups can be cleared while the
-    /// stand-in is still leaving them (its departure removes them). False when that cannot be
-    /// done, or when anything but the stand-in is in them (a stand-in that timed out may have
-    /// cloned the app after all: that goes with the app's cgroups): the stand-in is then
-    /// killed with them by their sweep.
+    /// After a launch failed with nothing spawned: the stand-in's directories get their parked
+    /// names back (its departure removes them). False when that cannot be done, or when more
+    /// than the stand-in is in them (a timed-out one may have cloned the app after all).
     @discardableResult
     private func giveBack(_ cgroups: AppCgroups, to standIn: SpawnPool.Entry) -> Bool {
         let pairs = [(cgroups.freezerV1Path, standIn.directories.freezerV1), (cgroups.memoryV1Path, standIn.directories.memoryV1)]
@@ -418,16 +375,14 @@ extension Daemon {
         return true
     }
 
-    /// Spawns the direct way (Spawner: a vfork-based clone that returns once the child has
-    /// run its execve or failed).
+    /// Spawns the direct way (Spawner: returns once the child has run its execve or failed).
     func directSpawn(_ request: SpawnRequest) -> Result<SpawnedProcess, SpawnError> {
         let spawn = { Result { () throws(SpawnError) in try Spawner.spawn(request) } }
         // CAP_SYS_ADMIN is effective only for the clone3 of a --pid-namespace launch.
         return request.newPIDNamespace ? Capabilities.withEffective(DaemonCapabilities.neededForPIDNamespace, spawn) : spawn()
     }
 
-    /// The executable that runs a --pid-namespace app's init, once this daemon is known able
-    /// to make the namespace; a clear refusal (77) rather than a failed clone otherwise.
+    /// The executable of a --pid-namespace app's init; a refusal (77) if it cannot be made.
     private func pidNamespaceInit(for options: LaunchOptions) throws(IceboxError) -> String {
         guard DaemonCapabilities.canMakePIDNamespaces() else {
             throw IceboxError(
@@ -447,8 +402,7 @@ extension Daemon {
     /// The ids the daemon runs as: an app launched without --user gets them.
     static let ownIdentity = RunAs.current
 
-    /// Who an app runs as, for its spawn event: "uid 65534 (nobody), gid 65534 (nogroup),
-    /// groups 65534, no capabilities" for --user.
+    /// Who an app runs as, for its spawn event.
     static func identityText(_ record: AppRecord) -> String {
         guard let runsAs = record.runsAs else { return "the daemon's user" }
         return runsAs.description + (record.options.runAs == nil ? "" : ", no capabilities, no_new_privs")
@@ -471,8 +425,7 @@ extension Daemon {
             ("ICEBOX_APP_NAME", options.name), ("ICEBOX_STATE_DIR", config.paths.appStateDir(options.name)),
             ("ICEBOX_LAUNCH_REASON", launchReason(for: options.name)),
         ]
-        // sd_watchdog_enabled(3) reads WATCHDOG_USEC (WATCHDOG_PID is optional there, and the
-        // pid is not known before the spawn).
+        // sd_watchdog_enabled(3) reads WATCHDOG_USEC (WATCHDOG_PID is optional, and unknown yet).
         if let watchdog = options.watchdogNanos { given.append(("WATCHDOG_USEC", String(max(watchdog / 1000, 1)))) }
         for (key, value) in given {
             values[key] = value
@@ -481,8 +434,7 @@ extension Daemon {
         return order.compactMap { key in values[key].map { "\(key)=\($0)" } }
     }
 
-    /// `restore` when the last instance of this name was evicted or killed while suspended
-    /// (its saved state should be restored), else `fresh`.
+    /// `restore` when the last instance of this name was evicted or killed while suspended, else `fresh`.
     func launchReason(for name: String) -> String {
         guard let last = ended[name] else { return "fresh" }
         return last.state == .evicted || last.killedWhileSuspended ? "restore" : "fresh"
@@ -490,8 +442,7 @@ extension Daemon {
 
     // MARK: Readiness
 
-    /// Starts the next probe attempt. While an attempt is in flight, `probeAt` holds its
-    /// deadline instead, so arriving here then means it passed: abandon it and retry.
+    /// Starts the next probe attempt; one in flight has passed its deadline: abandoned, retried.
     func startProbe(_ app: LiveApp) {
         if app.probe == nil { app.probe = ReadinessProbe(mode: app.record.options.ready) }
         guard let probe = app.probe else { return }
@@ -501,9 +452,8 @@ extension Daemon {
             probeFailedAttempt(app)
             return
         }
-        // A probe goes into the app's cgroups, and one cloned into a frozen cgroup stops
-        // before its execve, which the spawn waits for: while the app is frozen or freezing
-        // (a suspend, or a freeze from outside), the attempt waits for the next back-off.
+        // A probe cloned into a frozen cgroup stops before the execve the spawn waits for:
+        // while the app is frozen or freezing, the attempt waits for the next back-off.
         if case .command = probe.mode, app.freezer.freezeStarted() || app.freezer.isFrozen() || app.cgroups.events()?.frozen == true {
             probeFailedAttempt(app)
             return

@@ -1,11 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// The apps' output logs, rotated at the configured size (`AppLogRotator`); the event log
-/// rotates itself as it is written (`EventLog`).
+/// The apps' output logs, rotated at the configured size (`AppLogRotator`; `EventLog` rotates itself).
 extension Daemon {
-    /// Starts watching the output log directory; nothing when rotation is off. A failure is
-    /// logged, and the daemon runs on with logs that grow.
+    /// Starts watching the output log directory, if rotation is on; a failure is logged.
     func startAppLogRotation() {
         guard config.logRotation.maxBytes > 0 else { return }
         do {
@@ -20,8 +18,7 @@ extension Daemon {
         }
     }
 
-    /// An app wrote to its log: the descriptor leaves the epoll set until the check (at
-    /// most once a second), so further writes wake nobody.
+    /// An app wrote to its log: unwatched until the check (at most once a second).
     func appLogsChanged() {
         guard let appLogs, let fd = appLogs.fd else { return }
         unwatch(fd)
@@ -30,9 +27,7 @@ extension Daemon {
 
     func stepAppLogs(now: UInt64) {
         guard let appLogs else { return }
-        for failure in appLogs.step(now: now) {
-            log(.error, app: failure.app, pid: nil, failure.text)
-        }
+        for failure in appLogs.step(now: now) { log(.error, app: failure.app, pid: nil, failure.text) }
         if appLogs.armed, let fd = appLogs.fd, watches.token(of: fd) == nil {
             do { try watch(fd, .appLogs) } catch {
                 log(.error, app: "-", pid: getpid(), "the apps' output logs will not be rotated: \(error)")

@@ -1,12 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// Metrics: the counts `DaemonMetrics` keeps from the logged events, the figures read when
-/// they are asked for (`icebox metrics`), and the metrics file kept fresh for node_exporter's
-/// textfile collector (`--metrics-file`).
+/// Metrics: the counts kept from the logged events, the figures read when asked for
+/// (`icebox metrics`), and the textfile-collector file kept fresh (`--metrics-file`).
 extension Daemon {
-    /// The metrics now, as text. Reads every app's memory and the daemon's /proc entries: a
-    /// few file reads per app, done only when asked (a request, a due refresh of the file).
+    /// The metrics now, as text: a few file reads per app, done only when asked.
     func metricsText(_ format: MetricsFormat) -> String {
         let memory = memoryReader()
         // An app on disk is supervised too: it holds no memory, only its images.
@@ -16,10 +14,8 @@ extension Daemon {
         return MetricsExposition.render(metricsFile.counts.families(apps: snapshots, process: ProcessUsage.read()), format: format)
     }
 
-    /// Writes the metrics file the way the textfile collector requires: a temporary file in
-    /// the same directory, renamed over the old one, so a scrape never reads half a file.
-    /// Readable by all (0644): node_exporter runs as a user of its own. A failure is logged
-    /// once, not on every retry, and the next change tries again.
+    /// Writes the metrics file atomically (a scrape never reads half a file), readable by all
+    /// (node_exporter runs as its own user). A failure is logged once; the next change retries.
     func writeMetricsFile(now: UInt64) {
         guard let path = metricsFile.path else { return }
         metricsFile.wrote(now: now)

@@ -1,12 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// The sd_notify protocol on each app's NOTIFY_SOCKET: its own socket, or the one apps share
-/// once the daemon is short of descriptors (NotifyChannel).
+/// The sd_notify protocol on each app's NOTIFY_SOCKET, its own or the shared one (NotifyChannel).
 extension Daemon {
-    /// At most this many datagrams are read from one app's socket per turn of the loop: the
-    /// socket stays readable (epoll is level-triggered), so the rest wait for the next turn
-    /// and one flooded socket cannot starve every other app and client.
+    /// At most this many datagrams are read from one app's socket per turn (the rest wait,
+    /// level-triggered), so one flooded socket cannot starve every other app and client.
     static let notifyDatagramsPerTurn = 64
     /// The shared socket serves many apps: more per turn, still bounded.
     static let sharedNotifyDatagramsPerTurn = 256
@@ -19,9 +17,7 @@ extension Daemon {
             // BARRIER=1 (systemd-notify waits for it) learns the message was processed.
             defer { for fd in datagram.fds { close(fd) } }
             guard datagram.senderPID > 0, app.owns(senderPID: datagram.senderPID, unifiedMount: facts.mounts.unifiedMount) else {
-                // A message from a process that is not the app's: dropped, and logged at most once a
-                // second per app with the count since the last line. What a second holds back is
-                // logged when it ends (a loop deadline).
+                // Not the app's: dropped, and logged at most once a second per app, with a count.
                 let now = Clock.monotonicNanos()
                 if app.notifyDrops.drop(from: datagram.senderPID, now: now) { logDroppedNotify(app, now: now) }
                 continue
@@ -30,9 +26,8 @@ extension Daemon {
         }
     }
 
-    /// Datagrams on the shared socket: each goes to the app its sender belongs to (found by
-    /// the sender's cgroup, or its session where apps have no v2 cgroup), if that app was
-    /// given the shared socket; any other is dropped and counted.
+    /// Datagrams on the shared socket: each goes to its sender's app (by cgroup, or session
+    /// without v2) if that app was given the shared socket; any other is dropped and counted.
     func receiveSharedNotify() {
         for _ in 0..<Self.sharedNotifyDatagramsPerTurn {
             guard descriptors.sharedNotifyFD >= 0, let datagram = UnixSocket.receive(descriptors.sharedNotifyFD) else { return }
@@ -80,8 +75,7 @@ extension Daemon {
         return path
     }
 
-    /// At the daemon's end: the socket closes; its path stays while apps left running use it
-    /// (the next daemon binds it again when it re-adopts them).
+    /// At the daemon's end: the socket closes; its path stays while apps left running use it.
     func closeSharedNotify() {
         guard descriptors.sharedNotifyFD >= 0 else { return }
         unwatch(descriptors.sharedNotifyFD)

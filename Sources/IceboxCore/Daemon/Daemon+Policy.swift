@@ -1,23 +1,20 @@
 import Glibc
 import IceboxSystem
 
-/// The memory policy: when to evict, whom, and the work done on frozen apps (compaction, the
-/// file-lock check). See EvictionPolicy for the settings and EvictionOrder for the order.
+/// The memory policy: when to evict, whom (EvictionOrder), and compaction and lock checks.
 extension Daemon {
     /// The app being evicted by the policy right now: one victim at a time.
     struct Victim {
         var name: String
         var reason: EvictionReason
-        /// The apps' memory when the victim was chosen; nil when no trigger needed it measured
-        /// (--max-suspended alone): then no total is reported, rather than an unmeasured 0.
+        /// The apps' memory when the victim was chosen; nil when no trigger needed it (no total).
         var memoryBefore: UInt64?
         var victimMemory: AppMemoryReading
         var decisionNanos: UInt64
         var start: UInt64
     }
 
-    /// The policy this daemon starts with: its own flags when it was given them, else the last
-    /// one (policy.json), with what was wrong when that file gives no policy.
+    /// The starting policy: the daemon's own flags, else policy.json's (with what was wrong).
     func startingPolicy() -> (policy: EvictionPolicy, problem: String?) {
         if let given = config.policy { return (given, nil) }
         return EvictionPolicy.loadReporting(from: config.paths.policyFile)
@@ -27,16 +24,12 @@ extension Daemon {
     func loadPolicy() {
         let (policy, problem) = startingPolicy()
         policyEngine.policy = policy
-        // Once dropped unseen: a policy.json that gives no policy ran the defaults silently.
-        if let problem {
-            log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used")
-        }
+        if let problem { log(.error, app: "-", pid: getpid(), "policy: \(problem); defaults used") }
         do { try applyPolicy() } catch {
             log(.error, app: "-", pid: getpid(), "policy: \(error); pressure trigger off")
             policyEngine.policy.pressure = nil
         }
-        // A failed write fails loudly, but must not stop a daemon whose policy is in memory:
-        // said in the event log (it was dropped unseen, and the next start read the old file).
+        // A failed write is logged, but must not stop a daemon whose policy is in memory.
         do { try FileIO.writeAtomically(config.paths.policyFile, JSONLines.encode(policyEngine.policy)) } catch {
             log(.error, app: "-", pid: getpid(), "policy: cannot save it: \(error)")
         }
@@ -81,17 +74,15 @@ extension Daemon {
         policyEngine.checkAt = min(policyEngine.checkAt ?? due, due)
     }
 
-    /// The PSI trigger's descriptor woke the loop. The kernel hands out each crossing once, to
-    /// whichever poll sees it first, and epoll has just seen it: its events are the answer
-    /// (polling again here would find nothing).
+    /// The PSI trigger's descriptor woke the loop. The kernel hands out each crossing once, and
+    /// epoll has just seen it: its events are the answer (polling again would find nothing).
     func pressureFired(events: UInt32) {
         guard let trigger = policyEngine.pressureTrigger else { return }
         let state: PressureTrigger.State =
             events & EpollEvents.error != 0 ? .gone : events & EpollEvents.priority != 0 ? .crossed : .quiet
         switch state {
         case .crossed:
-            // Only adds figures to the line: the trigger fired either way, and the eviction goes
-            // on.
+            // Only adds figures to the line: the trigger fired either way.
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
             log(.pressure, app: "-", pid: getpid(), "PSI trigger \(trigger.spec) crossed\(stats)")
             enforcePolicy(pressure: true)
@@ -109,26 +100,21 @@ extension Daemon {
         return apps.values.reduce(0) { $0 + memory($1).bytes }
     }
 
-    /// Reads an app's memory the daemon's way: its counter kept open while descriptors are
-    /// plenty, else opened below a kept cgroup root. Made once per pass over the apps.
+    /// Reads an app's memory (its counter kept open while plenty, else opened below a kept root).
     func memoryReader() -> (LiveApp) -> AppMemoryReading {
-        // The roots `counterRootHandles` keeps, opened at the first call after they exist.
         let wanted = [facts.memoryV1Root, facts.cgroupRoot].compactMap { $0 }
         if counterRootHandles.count < wanted.count { counterRootHandles = wanted.compactMap { DirectoryHandle($0) } }
         let roots = counterRootHandles, keep = descriptors.keepingAppFiles
         return { app in
             let reading = app.memory(roots: roots, keepOpen: keep)
-            // Without a cgroup counter the Pss sum reads the app's members through its
-            // cgroup.procs, which that opened again: short of descriptors, let go once more.
+            // The Pss sum may have opened cgroup.procs again: short of descriptors, let go.
             if !keep { self.shedDescriptors(app) }
             return reading
         }
     }
 
     /// Evicts one victim if a trigger holds. The next one is chosen only after this one is
-    /// gone (appExited calls back), measured afresh: the policy stops as soon as the trigger
-    /// no longer holds. A pressure event evicts one app; the kernel signals again if the
-    /// pressure goes on.
+    /// gone, measured afresh. A pressure event evicts one app; the kernel signals again.
     func enforcePolicy(pressure: Bool = false) {
         let policy = policyEngine.policy
         if policy.memoryBudgetBytes != nil { schedulePolicyCheck() }
@@ -183,10 +169,8 @@ extension Daemon {
         chosen.band = app.record.options.priority
         chosen.memoryBeforeBytes = before
         log(chosen)
-        // Suspended: killed now; not frozen yet: to Suspended first, its notice and grace cut
-        // to --eviction-grace, then killed (AppLifecycle decides which).
-        // --evict-to disk: checkpointed once suspended, when it can be (else killed, the reason said).
-        // The app's own --evict-to, else the policy's.
+        // AppLifecycle suspends (its grace cut to --eviction-grace) and then kills or, with
+        // --evict-to disk (the app's own, else the policy's), checkpoints when it can.
         var toDisk = (app.record.options.evictTo ?? policy.evictTo) == .disk
         if toDisk, case .failure(let refusal) = checkpointCriu(for: app) {
             log(.policy, app: app.name, pid: app.pid, "not checkpointed to disk: \(refusal.why); killed instead")
@@ -195,9 +179,8 @@ extension Daemon {
         apply(.policyVictim(grace: policy.evictionGraceNanos, notice: notice(for: app), toDisk: toDisk), to: app)
     }
 
-    /// A victim resumed during its eviction grace (`icebox resume`) is no longer on its way
-    /// out, and never will be: it must not hold up the policy, which evicts one app at a
-    /// time and would otherwise wait for its end for good. Withdrawn, and measured again.
+    /// A victim resumed during its eviction grace is no longer on its way out: withdrawn, or
+    /// the policy (one victim at a time) would wait for its end for good.
     func withdrawResumedVictim() {
         guard let v = policyEngine.victim, let app = apps[v.name], !app.lifecycle.pendingEviction, !app.lifecycle.isEnding else { return }
         policyEngine.victim = nil
@@ -208,7 +191,8 @@ extension Daemon {
         log(event)
     }
 
-    /// The victim has gone: log the eviction with its figures, then look again.
+    /// The victim has gone: log the eviction with its figures, then look again (not after
+    /// a pressure event: the kernel signals again if the pressure goes on).
     func victimGone(_ app: LiveApp) {
         guard let v = policyEngine.victim, v.name == app.name else { return }
         policyEngine.victim = nil
@@ -228,23 +212,19 @@ extension Daemon {
         event.victimMemoryBytes = v.victimMemory.bytes
         event.evictedFor = v.reason.kind
         log(event)
-        // A pressure event evicts one app: the kernel signals again if the pressure goes on.
         if case .pressure = v.reason {} else { enforcePolicy() }
     }
 
     // MARK: Frozen apps: compaction and the file-lock check
 
-    /// Called once an app is frozen: arms its compaction and its lock check.
+    /// An app is frozen: arms its compaction and its lock check.
     func afterFreeze(_ app: LiveApp) {
         armFrozenAppTimers(app, now: Clock.monotonicNanos())
         enforcePolicy()
     }
 
-    /// A frozen app's lock check and compaction are timers of the daemon that froze it, kept
-    /// in its memory only: a daemon that re-adopts the app suspended arms them again, counted
-    /// from now (once the policy they read is loaded). Without it, a daemon killed in the
-    /// second after a freeze left the app holding a lock others wait on, frozen, for good.
-    /// (A compaction already done before the crash may be done again: harmless, and cheap.)
+    /// A frozen app's timers live in the daemon's memory only: a daemon that re-adopts it
+    /// suspended arms them again, from now, or a lock it holds could be waited on for good.
     func rearmFrozenAppTimers() {
         let now = Clock.monotonicNanos()
         for app in apps.values where app.lifecycle.adopted && app.record.state == .suspended { armFrozenAppTimers(app, now: now) }
@@ -262,8 +242,7 @@ extension Daemon {
     /// another process waits on? Then thaw it (or evict it) before that becomes a deadlock.
     func checkLocks(_ app: LiveApp) {
         app.lockCheckAt = nil
-        // No lock table (no /proc/locks): no contention seen, and the check runs again at its next
-        // deadline.
+        // No lock table (no /proc/locks): no contention seen.
         guard app.record.state == .suspended, let locks = try? FileLocks.read() else { return }
         let contended = FileLocks.contended(heldBy: Set(app.members()), in: locks)
         guard let first = contended.first else { return }

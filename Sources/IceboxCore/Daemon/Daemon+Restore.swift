@@ -2,11 +2,8 @@ import Glibc
 import IceboxSystem
 
 /// Resuming an app that is on disk: CRIU restores its tree, as this daemon's child, into fresh
-/// thawed cgroups at the paths it had (criu puts each process back where the dump found it),
-/// and the restored process becomes the app again (`attach`, as a re-adoption does). A restore
-/// that fails relaunches the app cold, told to restore its own state (ICEBOX_LAUNCH_REASON=
-/// restore), as after a kill eviction. The images go once the app runs again, either way:
-/// never restored twice.
+/// cgroups at the paths it had, and it becomes the app again (`attach`); a failed restore
+/// relaunches it cold (ICEBOX_LAUNCH_REASON=restore). Either way the images go.
 extension Daemon {
     /// Whether `name` is on disk (or being restored): no live app, a record that says so.
     func isOnDisk(_ name: String) -> Bool {
@@ -28,8 +25,7 @@ extension Daemon {
             return restoreFailed(
                 record, images, cgroups: nil, waiters: [id], why: "no criu found (ICEBOX_CRIU, \(CriuBinary.installed), PATH)")
         }
-        // Fresh and thawed, where the dump found it: criu restores each process into the cgroup
-        // it was dumped in (a frozen one would hang the restore).
+        // Fresh and thawed (a frozen one would hang the restore), where the dump found it.
         let cgroups: AppCgroups
         do {
             cgroups = try AppCgroups.create(
@@ -53,8 +49,7 @@ extension Daemon {
         } catch {
             return restoreFailed(record, images, cgroups: cgroups, waiters: [id], why: "\(error)")
         }
-        // Durably, before it goes on: a daemon killed now leaves its successor the criu to
-        // wait for, then the restored app to take over or the images to keep.
+        // Durably, before it goes on: a successor waits for the criu (Daemon+DiskRecovery).
         record.diskIntent = .restore
         record.diskIntentStartNanos = run.started
         record.diskWorker = run.pid
@@ -94,16 +89,13 @@ extension Daemon {
             for effect in effects { perform(effect, for: app) }
             discardImages(job.images, of: job.name)
         case .failure(let why):
-            // It runs, but cannot be an app of ours: not left running unsupervised.
-            // Not waited for: the loop reaps it at its SIGCHLD (reapChildren), and its cgroups'
-            // sweep (restoreFailed) kills it again if it lingers.
+            // Not left running unsupervised; reaped at its SIGCHLD, and swept if it lingers.
             _ = try? handle.send(SIGKILL)  // gone already: nothing to kill
             restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: "restored, but \(why.message)")
         }
     }
 
-    /// The restore's deadline passed: its criu is killed, and the restore fails once it has
-    /// ended (`restoreEnded`), or once the wait for that is given up.
+    /// The restore's deadline passed: its criu is killed, and the restore fails.
     func restoreOverran(_ job: RestoreJob) {
         guard let why = job.run.overran("criu restore", now: Clock.monotonicNanos()) else { return }
         restores[job.name] = nil
@@ -111,9 +103,8 @@ extension Daemon {
         restoreFailed(job.record, job.images, cgroups: job.cgroups, waiters: job.waiters, why: why)
     }
 
-    /// The restore failed: what it left is killed and its cgroups removed, the images
-    /// discarded, the app recorded as evicted (killed while suspended) and launched again
-    /// cold, told to restore its own state, as after a kill eviction.
+    /// The restore failed: what it left is swept, the images discarded, the app recorded as
+    /// evicted and launched again cold, told to restore its own state.
     func restoreFailed(_ saved: AppRecord, _ images: CheckpointImages, cgroups: AppCgroups?, waiters: [Int], why: String) {
         let now = Instant.read()
         let record = retireFromDisk(saved, images, as: .evicted, ending: "its restore from disk failed: \(why)", now: now)
@@ -128,9 +119,7 @@ extension Daemon {
         var options = record.options
         options.attached = false
         options.nameIsDefault = false
-        // What the restore left is killed and its cgroups removed by the sweeper, and the
-        // cold launch made once they are gone (it needs the name's cgroups fresh); without
-        // cgroups, at once. Not while the daemon stops.
+        // The cold launch after the sweep (it needs the name's cgroups fresh); not while stopping.
         if let cgroups {
             sweep(cgroups, of: record.name, what: "a restore that failed", then: stopping ? nil : options)
         } else if !stopping {
@@ -138,8 +127,7 @@ extension Daemon {
         }
     }
 
-    /// `icebox terminate` or `evict` (kill) of an app on disk: there is no process to end,
-    /// only its images, which go; it is recorded as terminated or evicted.
+    /// `icebox terminate` or `evict` (kill) of an app on disk: only its images go.
     func endOnDisk(_ name: String, as state: AppState, waiter id: Int) {
         guard let record = ended[name], record.state == .onDisk else { return }
         let images = CheckpointImages.of(record, stateDir: config.paths.stateDir)

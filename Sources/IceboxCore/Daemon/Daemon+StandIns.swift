@@ -1,21 +1,16 @@
 import Glibc
 import IceboxSystem
 
-/// The loop's side of the spawn pool (SpawnPool): parking stand-ins, hearing from them, and
-/// handing one to a launch.
+/// The loop's side of the spawn pool (SpawnPool): parking stand-ins and handing them out.
 extension Daemon {
-    /// How long the loop waits after the last launch before it parks a stand-in. A stand-in
-    /// joining its cgroups holds the kernel's cgroup_threadgroup_rwsem for writing through an
-    /// RCU grace period, and every fork and clone on the host waits for that: parked between
-    /// two launches of a burst, it would put its grace period into the second one's spawn.
-    /// Within a burst, launches that find no stand-in move their apps themselves, and
-    /// back-to-back writes to cgroup.procs cost little (the kernel stays on its slow path).
+    /// How long the loop waits after the last launch before it parks a stand-in: one joining
+    /// its cgroups holds cgroup_threadgroup_rwsem through an RCU grace period, which every
+    /// fork on the host waits for; parked mid-burst, it would slow the next launch's spawn.
     static let standInQuietNanos: UInt64 = 50_000_000
 
     /// Parks a stand-in for the launches this daemon makes by default.
     func startSpawnPool() {
-        // A host where no backend resolves parks no stand-in: launches then fork as usual and say
-        // what is missing.
+        // A host where no backend resolves parks no stand-in: launches say what is missing.
         guard let backend = try? facts.resolve(.auto), let kind = spawnPool.kind(for: backend) else { return }
         spawnPool.want(kind)
         deferSpawnPoolFill()
@@ -35,9 +30,7 @@ extension Daemon {
         follow(spawnPool.readable(fd))
     }
 
-    /// A ready stand-in for a launch with `backend` (no longer watched: the launch owns it
-    /// and discards it), or nil: none is needed, or none is ready (the launch spawns the
-    /// direct way; the pool parks one for the next).
+    /// A ready stand-in for a launch with `backend` (now the launch's), or nil: none needed or ready.
     func takeStandIn(for backend: BackendKind) -> SpawnPool.Entry? {
         guard let kind = spawnPool.kind(for: backend) else { return nil }
         let entry = spawnPool.take(kind)
@@ -46,34 +39,29 @@ extension Daemon {
         return entry
     }
 
-    /// The daemon stops: every parked stand-in goes, with its directories, and those let go
-    /// are waited for. Both wait (bounded), which only here is fine: the loop has ended.
+    /// The daemon stops: every stand-in goes, waited for (bounded): the loop has ended.
     func drainSpawnPool() {
         for entry in spawnPool.drain() { unwatch(entry.standIn.watchDescriptor) }
         for fd in spawnPool.departures.drain() { watches.forget(fd) }  // closed already: out of the epoll set
     }
 
-    /// Lets a stand-in go without waiting for it: its pidfd is watched, and at its exit it is
-    /// reaped and its parked directories removed (StandInDepartures). `app`: a launch whose
-    /// readiness is held until then (`LiveApp.heldForStandIn`), as the stand-in is in its
-    /// v1 cgroups until it exits.
+    /// Lets a stand-in go without waiting: at its exit it is reaped and its directories
+    /// removed. `app`: a launch held until then, the stand-in being in its v1 cgroups.
     func dismissStandIn(_ entry: SpawnPool.Entry, holding app: LiveApp? = nil) {
         let fd = spawnPool.departures.add(entry, holding: app, now: Clock.monotonicNanos())
         do throws(SystemError) {
             try watch(fd, .standInExit(fd))
         } catch {
-            // Not watchable (no memory for epoll): waited for, bounded, as it used to be.
+            // Not watchable (no memory for epoll): waited for, bounded.
             entry.standIn.dismiss()
             standInExited(fd)
             return
         }
-        // Held only until it exits: already gone (a stand-in that failed exits at once) is
-        // seen on the next turn through its pidfd.
+        // Held only until it exits (if already gone, its pidfd says so on the next turn).
         if let app, app.heldForStandIn == nil { app.heldForStandIn = [] }
     }
 
-    /// A let-go stand-in's pidfd was readable: reaped, its directories removed, and the
-    /// launch it held goes on.
+    /// A let-go stand-in exited: reaped, its directories removed, the launch it held goes on.
     func standInExited(_ fd: Int32) {
         guard let departure = spawnPool.departures.exited(fd) else { return }
         unwatch(fd)

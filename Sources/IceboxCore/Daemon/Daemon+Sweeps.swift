@@ -1,29 +1,24 @@
 import Glibc
 import IceboxSystem
 
-/// The loop's side of the sweeper (CgroupSweeper): cgroups no app owns any more, removed
-/// without the loop waiting for them.
+/// The loop's side of the sweeper (CgroupSweeper): cgroups no app owns, removed without waiting.
 extension Daemon {
-    /// Kills what is in `cgroups` and removes them as a state of the loop; the event log says
-    /// how it ended. `what`: whose they were ("a launch rolled back"); `then`: a launch to make
-    /// once the name is free again; `mainPID`: the process a launch made, killed already and
-    /// not counted a leftover (it is reaped by the loop: `reapChildren`).
+    /// Kills what is in `cgroups` and removes them as a state of the loop. `what`: whose they
+    /// were; `then`: a launch to make once the name is free again; `mainPID`: a launch's
+    /// process, killed already and not counted a leftover.
     func sweep(_ cgroups: AppCgroups, of name: String, what: String, mainPID: pid_t? = nil, then: LaunchOptions? = nil) {
         follow(sweeper.begin(cgroups, of: name, what: what, mainPID: mainPID, then: then, now: Clock.monotonicNanos()))
     }
 
-    /// A swept cgroup's cgroup.events changed (EPOLLPRI).
     func sweepChanged(_ name: String) {
         follow(sweeper.step(name, now: Clock.monotonicNanos()))
     }
 
-    /// The re-check times that have come.
     func fireSweeps(now: UInt64) {
         for step in sweeper.fire(now: now) { follow(step) }
     }
 
-    /// The daemon stops (the loop has ended): what is still being swept is finished here,
-    /// bounded (CgroupSweeper `drain` says why).
+    /// The daemon stops: what is still being swept is finished here, bounded (CgroupSweeper).
     func drainSweeps() {
         for (sweep, end, at) in sweeper.drain() {
             if let fd = sweep.watched { watches.forget(fd) }

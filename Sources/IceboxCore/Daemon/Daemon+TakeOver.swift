@@ -1,11 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// Taking over after a daemon that died (SIGKILL, a crash) or stopped leaving its apps: each
-/// app in the registry is checked to be the very process it was (start time and cgroup, not
-/// just the pid number), held again through a new pidfd, and put back in the state the
-/// kernel says it is in. A freeze or thaw that was half done is completed; a grace period
-/// under way runs to its recorded deadline.
+/// Taking over after a daemon that died or stopped leaving its apps: each recorded app is
+/// checked to be the very process it was (start time and cgroup), held again by a new pidfd,
+/// and put back in the state the kernel says it is in; what was half done is completed.
 extension Daemon {
     func takeOver(_ record: AppRecord) {
         // `icebox adopt` cut short (no move time yet): undone, not taken over half moved.
@@ -29,9 +27,8 @@ extension Daemon {
                 detail: "re-adopted after a daemon restart (pid \(app.pid), was \(record.state.rawValue)): \(outcome)", at: .read()))
     }
 
-    /// Makes a running process an app of this daemon again (re-adopted, or restored from
-    /// disk): its notify socket bound again at the path it was given, its pidfd and socket
-    /// watched, the app added. On failure nothing is left watched or open.
+    /// Makes a running process an app of this daemon again (re-adopted, or restored from disk):
+    /// its notify socket bound again, its pidfd watched. On failure nothing is left open.
     func attach(
         _ record: AppRecord, lifecycle: AppLifecycle, handle: ProcessHandle, cgroups: AppCgroups
     ) -> Result<LiveApp, AttachFailure> {
@@ -67,12 +64,9 @@ extension Daemon {
         return .success(app)
     }
 
-    struct AttachFailure: Error {
-        var message: String
-    }
+    struct AttachFailure: Error { var message: String }
 
-    /// An app that runs but cannot be supervised again: said in the log and kept in the
-    /// record (as left running), never dropped without a word.
+    /// An app that runs but cannot be supervised again: logged and recorded as left running.
     func leaveUnadopted(_ saved: AppRecord, why: String) {
         var record = saved
         log(.error, app: record.name, pid: record.pid, "cannot re-adopt: \(why); left running")
@@ -81,9 +75,7 @@ extension Daemon {
         ended[record.name] = record
     }
 
-    /// Why an app must not be adopted because this daemon is part of it: its main process, or
-    /// a process in one of its cgroups (a freeze of the app would freeze the daemon, which
-    /// could then neither confirm nor roll it back). nil when the daemon is outside it.
+    /// Why an app holding this daemon must not be adopted (its freeze would freeze the daemon).
     func holdsThisDaemon(_ record: AppRecord) -> String? {
         let own = getpid()
         if record.pid == own { return "its main process is this daemon (pid \(own))" }
@@ -93,9 +85,7 @@ extension Daemon {
         return nil
     }
 
-    /// The pid is the app's own process: same start time, and (if it had one) inside its v2
-    /// cgroup, in a sub-cgroup of its own making too (a service manager or container runtime
-    /// inside the app does that), as the freeze path accepts (`mainProcessOutside`).
+    /// The pid is the app's own process: same start time, and inside its v2 cgroup (if any).
     func isSameProcess(_ record: AppRecord) -> Bool {
         guard record.startTicks != 0, let stat = ProcFS.stat(pid: record.pid), stat.startTimeTicks == record.startTicks,
             stat.state != "Z", stat.state != "X"
@@ -106,12 +96,10 @@ extension Daemon {
     }
 
     /// The app ended while no daemon ran: record what can be known and clear its leftovers.
-    /// `ending` replaces the usual "ended while no daemon ran" (an interrupted launch).
     func recordEndedWhileAway(_ saved: AppRecord, ending: String = "ended while no daemon ran (exit status unknown)") {
         var record = saved
         let removed = clearLeftovers(AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1))
-        let notifyPath = notifySocketPath(of: record)
-        if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
+        removeOwnNotifySocket(of: record)
         record.killedWhileSuspended = saved.state == .suspended
         // One told to go (a terminate or eviction under way) is recorded as what it was told.
         record.state = saved.endIntent == .evict ? .evicted : saved.endIntent == .terminate ? .terminated : .exited
@@ -127,10 +115,7 @@ extension Daemon {
                 detail: "found ended after a daemon restart (was \(saved.state.rawValue)): \(ending); \(removed)", at: .read()))
     }
 
-    /// Kills whatever is left in the cgroups and removes them, saying what it did. It waits
-    /// (bounded, `CgroupRemoval.timeoutNanos`), so it runs only where nothing is served: as the
-    /// daemon starts, before it listens. In the loop, cgroups no app owns go to the sweeper
-    /// instead (`sweep`), which steps their removal without waiting.
+    /// Kills what is left in the cgroups and removes them, waiting (bounded): only at start.
     func clearLeftovers(_ cgroups: AppCgroups) -> String {
         let start = Clock.monotonicNanos()
         let first = cgroups.beginDestroy(now: start, deadline: start.saturatingAdd(CgroupRemoval.timeoutNanos))
@@ -140,13 +125,9 @@ extension Daemon {
 
     // MARK: Half-done launches and apps without a record
 
-    /// A launch the last daemon recorded (the record comes before the cgroups and the spawn)
-    /// but did not see through: its record has no pid yet. The app is looked for by its marks
-    /// in its cgroups (the notify socket the record names: an app run as another user has its
-    /// own under /tmp, named before the spawn) and adopted; if none of it runs, its cgroups
-    /// are removed (killing marked processes whose main one is gone) and the launch is
-    /// recorded as interrupted. Processes there without the marks belong to another daemon
-    /// sharing the cgroup root: left alone.
+    /// A launch the last daemon recorded but did not see through (no pid yet): the app is found
+    /// by its marks and adopted, or its cgroups removed and the launch recorded as interrupted.
+    /// Processes without the marks belong to another daemon sharing the root: left alone.
     func finishInterruptedLaunch(_ saved: AppRecord) {
         let marks = appMarks(saved.name, ownSocket: notifySocketPath(of: saved))
         let paths = [saved.cgroup, saved.freezerV1, saved.memoryV1].compactMap { $0 }
@@ -162,10 +143,7 @@ extension Daemon {
             return
         }
         if ours.isEmpty && !inside.isEmpty {
-            // The socket the launch named is this daemon's (a private directory, made only by
-            // the launch that recorded it): no app of ours will use it.
-            let notifyPath = notifySocketPath(of: saved)
-            if notifyPath != config.paths.sharedNotifySocket { AppNotifySocket.remove(notifyPath) }
+            removeOwnNotifySocket(of: saved)  // the launch named it: no app of ours will use it
             var record = saved
             record.state = .exited
             record.ending = "launch interrupted by a daemon restart; never started"
@@ -179,24 +157,20 @@ extension Daemon {
         recordEndedWhileAway(saved, ending: "launch interrupted by a daemon restart" + (ours.isEmpty ? "; never started" : ""))
     }
 
-    /// Every cgroup under icebox's roots that no app claims, after the registry is loaded: one
-    /// holding processes with an app's marks is adopted (rebuilt from the kernel), or killed
-    /// and reported if it has no main process left; an empty one is a leftover of a crash and
-    /// is removed, but only while no other daemon shares the root (`holdCgroupRoot`): an empty
-    /// cgroup of another daemon's launch in flight must not vanish under it.
+    /// Every cgroup under icebox's roots that no app claims: one holding marked processes is
+    /// adopted (rebuilt from the kernel), or killed without a main process; an empty one is
+    /// removed, but only while no other daemon shares the root (`holdCgroupRoot`).
     func adoptUnrecordedCgroups() {
         let ownsRoot = holdCgroupRoot()
         var claimed = Set(apps.values.flatMap { [$0.cgroups.v2Path, $0.cgroups.freezerV1Path, $0.cgroups.memoryV1Path] }.compactMap { $0 })
         let roots = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }
         for root in roots {
-            // A root that cannot be listed holds no leftovers we could name; the app's own cgroups
-            // were handled above.
+            // A root that cannot be listed holds no leftovers we could name.
             for name in (try? FileIO.listDirectories(root)) ?? [] {
                 let path = root + "/" + name
                 if claimed.contains(path) { continue }
                 let inside = CgroupTree.processes(path)
-                // This daemon started inside an app's cgroup (an app that ran icebox): never
-                // adopted, frozen, killed or removed by the daemon it holds.
+                // A cgroup holding this daemon is never adopted, killed or removed by it.
                 if inside.contains(getpid()) { continue }
                 if inside.isEmpty {
                     if ownsRoot && CgroupTree.remove(path).isEmpty {
@@ -207,11 +181,9 @@ extension Daemon {
                 let marks = appMarks(name, ownSocket: config.paths.notifySocket(name))
                 let ours = inside.filter(marks.carried(by:))
                 if ours.isEmpty { continue }  // another daemon's (same root, its own socket)
-                // A directory whose name is not an app name is not one of ours to adopt (the error
-                // is only for a user's input).
+                // A directory whose name is not an app name is not one of ours to adopt.
                 if apps[name] == nil, (try? AppName.validate(name)) != nil, let main = AppMarks.mainProcess(among: ours) {
-                    let record = rebuiltRecord(name: name, main: main)
-                    takeOver(record)
+                    takeOver(rebuiltRecord(name: name, main: main))
                     if let app = apps[name] {
                         claimed.formUnion([app.cgroups.v2Path, app.cgroups.freezerV1Path, app.cgroups.memoryV1Path].compactMap { $0 })
                         log(
@@ -233,11 +205,9 @@ extension Daemon {
         }
     }
 
-    /// A record for an app found by its marks, from what the kernel says: its backend from
-    /// its cgroups (a v1 freezer directory: cgroup1; every process stopped: signal; else
-    /// cgroup2 where usable), its state from its freezer (frozen: suspended; a freeze
-    /// requested but not done: background with the grace over, so it is completed; else
-    /// active), its command and environment from /proc. It is never thawed on a guess.
+    /// A record for an app found by its marks, from what the kernel says: its backend from its
+    /// cgroups, its state from its freezer (a freeze under way: background with the grace
+    /// over, completed), its command and environment from /proc. Never thawed on a guess.
     func rebuiltRecord(name: String, main: pid_t) -> AppRecord {
         let v2 = facts.cgroup2Usable ? facts.cgroupRoot.map { $0 + "/" + name }.flatMap { FileIO.isDirectory($0) ? $0 : nil } : nil
         let freezerV1 = facts.freezerV1Root.map { $0 + "/" + name }.flatMap { FileIO.isDirectory($0) ? $0 : nil }
@@ -270,9 +240,7 @@ extension Daemon {
         return record
     }
 
-    /// Takes a lock on the cgroup root directory for the daemon's life: exclusive for a moment
-    /// (true: no other daemon shares this root, so an empty cgroup there is a leftover), then
-    /// shared, which keeps any later daemon from taking that root for its own alone.
+    /// Locks the cgroup root: exclusive for a moment (true: no other daemon shares it), then shared.
     func holdCgroupRoot() -> Bool {
         guard
             let root = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root].compactMap({ $0 }).first(
@@ -287,10 +255,9 @@ extension Daemon {
         return alone
     }
 
-    /// Puts the app in the state the kernel says it is in and gives it a lifecycle that starts
-    /// there. What was half done is finished through the loop, never waited for here: a
-    /// freeze under way becomes a grace that is over (the first turn of the loop freezes), a
-    /// thaw under way is requested again. A grace under way keeps its recorded deadline.
+    /// Puts the app in the state the kernel says it is in, with a lifecycle that starts there.
+    /// What was half done is finished through the loop: a freeze under way becomes a grace that
+    /// is over, a thaw is requested again; a grace keeps its recorded deadline.
     func reconcile(_ app: LiveApp, saved: AppRecord) -> String {
         let instant = Instant.read()
         let now = instant.monotonicNanos
@@ -311,8 +278,7 @@ extension Daemon {
                 become(.suspended, since: saved.sinceMonotonicNanos)
                 outcome = "frozen (confirmed)"
             } else if started {
-                // A freeze was under way when the last daemon died: complete it now.
-                become(.background)
+                become(.background)  // a freeze was under way: complete it now
                 record.graceStartNanos = saved.graceStartNanos ?? now
                 record.graceDeadlineNanos = now
                 record.graceCapNanos = now
@@ -321,20 +287,16 @@ extension Daemon {
                 last.kind == (saved.state == .suspended ? .thaw : .resume), last.monotonicNanos >= saved.sinceMonotonicNanos
             {
                 // A daemon thawed or resumed it and logged that, then ended before its registry
-                // write (and maybe daemons after it, before theirs): the step is done. Thawing
-                // again would log it twice; going back to the grace would freeze an app its
-                // user had just resumed.
+                // write: the step is done (back to the grace would freeze an app just resumed).
                 become(.active, since: last.monotonicNanos)
                 outcome =
                     "\(saved.state == .suspended ? "thawed" : "resumed") and logged by an earlier daemon that ended before recording it; active"
             } else if saved.state == .suspended {
-                // A thaw was under way: the app runs; finish the job.
-                thaw = true
+                thaw = true  // a thaw was under way: the app runs; finish the job
                 become(.active)
                 outcome = "a thaw under way: completing it; active"
             } else {
-                // In its grace period: it runs to the recorded deadline.
-                let due = saved.graceDeadlineNanos ?? now
+                let due = saved.graceDeadlineNanos ?? now  // in its grace: runs to the recorded deadline
                 become(.background, since: saved.sinceMonotonicNanos)
                 outcome = due > now ? "grace period resumed, \(DurationText.format(due - now)) left" : "grace period over: freezing now"
             }
@@ -357,8 +319,7 @@ extension Daemon {
         app.lifecycle = lifecycle
         saveRegistry(app.name)
         if let how = saved.endIntent {
-            // A terminate or eviction under way is finished, not forgotten: the lifecycle
-            // starts in it (its recorded kill deadline) and says what that takes.
+            // A terminate or eviction under way is finished, with its recorded kill deadline.
             apply(.resumeEnding(frozen: frozen || started), to: app, now: instant)
             let kill = how == .evict ? now : saved.killDeadlineNanos ?? now
             return (how == .evict ? "an eviction" : "a terminate") + " under way: "
@@ -374,13 +335,18 @@ extension Daemon {
     /// The notify socket a recorded app was given: the one its record names, else its own.
     func notifySocketPath(of record: AppRecord) -> String { record.notifySocket ?? config.paths.notifySocket(record.name) }
 
-    /// This daemon's marks for app `name`: its own socket `ownSocket`, or the shared one.
+    /// Removes the notify socket a recorded app was given, unless it is the shared one.
+    func removeOwnNotifySocket(of record: AppRecord) {
+        let path = notifySocketPath(of: record)
+        if path != config.paths.sharedNotifySocket { AppNotifySocket.remove(path) }
+    }
+
+    /// This daemon's marks for app `name`: its socket `ownSocket`, or the shared one.
     func appMarks(_ name: String, ownSocket: String) -> AppMarks {
         AppMarks(name: name, ownSocket: ownSocket, sharedSocket: config.paths.sharedNotifySocket)
     }
 
-    /// Records that `main` was given the shared notify socket when its environment says so:
-    /// a record written before the launch chose a socket, or one rebuilt from the kernel.
+    /// Records that `main` was given the shared notify socket when its environment says so.
     func noteSharedSocket(of main: pid_t, in record: inout AppRecord) {
         if AppMarks.notifySocket(of: main) == config.paths.sharedNotifySocket { record.notifySocket = config.paths.sharedNotifySocket }
     }

@@ -1,41 +1,30 @@
 import Glibc
 import IceboxSystem
 
-/// The supervisor. One thread runs one epoll loop over the control socket, every app's
-/// pidfd and notify socket, readiness probes and a signalfd; deadlines (grace periods,
-/// readiness and kill time-outs) set the loop's time-out. Nothing polls on a timer, so an
-/// idle daemon uses no CPU.
-///
-/// Why a single-threaded loop rather than actors: every transition of every app is ordered
-/// by construction, there are no locks, and a newcomer can follow a request from
-/// `handleRequest` to its reply. A freeze or thaw does not run inline: it is a
-/// `FreezeOperation` the loop steps when the app's cgroup.events changes or at a re-check
-/// time, within its deadline (10 s), so one app slow to freeze delays no other.
+/// The supervisor: one thread runs one epoll loop over the control socket, every app's pidfd
+/// and notify socket, probes and a signalfd; deadlines set its time-out, so an idle daemon
+/// uses no CPU. One thread rather than actors: every transition is ordered, with no locks. A
+/// freeze or thaw is a `FreezeOperation` stepped within its deadline, delaying no other app.
 package final class Daemon {
     package struct Configuration: Sendable {
         package var paths: IceboxPaths
         package var cgroupRootOverride: String?
-        /// Whether the override was asked for by the user (--cgroup-root, ICEBOX_CGROUP_ROOT):
-        /// then one that cannot be used is an error, not a fall back. An embedding that makes
-        /// up its own root (Supervisor) falls back like the default root.
+        /// Whether the user asked for the override (--cgroup-root, ICEBOX_CGROUP_ROOT): then an
+        /// unusable one is an error; an embedding's own root (Supervisor) falls back instead.
         package var cgroupRootIsExplicit = true
         package var readyFD: Int32?  // write "ready" here once listening (autostart)
-        /// The control socket, already listening, from socket activation (systemd owns its
-        /// path); nil: the daemon makes its own at `paths.controlSocket`.
+        /// The listening control socket from socket activation; nil: the daemon makes its own.
         package var listenerFD: Int32?
         /// Where the daemon's own READY=1/STOPPING=1 go (NOTIFY_SOCKET of a Type=notify unit).
         package var serviceNotifier: ServiceNotifier?
         package var freezeTimeoutNanos: UInt64 = 10_000_000_000
-        /// How long the daemon lingers with no app and no client; nil: it runs until stopped
-        /// (an in-process supervisor).
+        /// How long the daemon lingers with no app and no client; nil: until stopped.
         package var idleExitNanos: UInt64? = 1_000_000_000
         /// Whether the engine owns the process: takes SIGTERM/SIGINT/SIGHUP as "stop, leaving
-        /// the apps" and becomes the child subreaper (orphans of apps land on it, not on PID
-        /// 1). An engine embedded in another program (a test) leaves both to that program.
+        /// the apps" and becomes the child subreaper. An embedded engine (a test) leaves both.
         package var ownsProcess = true
         package var policy: EvictionPolicy?  // from the daemon's flags; nil: the last saved one
-        /// A file kept fresh with the metrics for node_exporter's textfile collector (see
-        /// Daemon+Metrics); nil: none.
+        /// The node_exporter textfile kept fresh with the metrics (Daemon+Metrics); nil: none.
         package var metricsFile: String?
         /// When the event log and the apps' output logs rotate (Daemon+Logs).
         package var logRotation = LogRotation()
@@ -60,80 +49,55 @@ package final class Daemon {
         case pressure
         case appLogs
         case standIn(Int32)
-        /// The pidfd of a stand-in let go (StandInDepartures): readable at its exit.
-        case standInExit(Int32)
-        /// The criu (or sync) of an app's checkpoint or restore.
-        case criu(String)
-        /// The cgroup.events of cgroups the sweeper removes (CgroupSweeper), by app name.
-        case sweep(String)
-        /// The socket of a stand-in asked to spawn a pending launch's app (PendingLaunch).
-        case launchSpawn(Int32)
+        case standInExit(Int32)  // a let-go stand-in's pidfd (StandInDepartures)
+        case criu(String)  // the criu (or sync) of an app's checkpoint or restore
+        case sweep(String)  // the cgroup.events of cgroups the sweeper removes, by app name
+        case launchSpawn(Int32)  // a stand-in's socket, spawning a pending launch's app
     }
 
     struct Waiter {
         var client: Int32
         var remaining: Set<String>
-        /// Why the request failed: the first app's failure (its code is the request's).
-        var failure: IceboxError.Reason?
-        /// Lines reported while one of its apps waits on the kernel (Daemon+Control `report`).
-        var held: [ControlReply] = []
+        var failure: IceboxError.Reason?  // the first app's failure (its code is the request's)
+        var held: [ControlReply] = []  // lines held while one of its apps waits on the kernel
     }
 
     let config: Configuration
     let facts: HostFacts
-    /// The epoll set and what each of its tokens is about (LoopWatches).
     var watches: LoopWatches
     let eventLog: EventLog
     var appLogs: AppLogRotator?
     var listener: Int32 = -1
     var signalFD: Int32 = -1
     var lockFD: Int32 = -1
-    /// The control connections, the replies queued this turn, the stop's requesters (ClientTable).
     var clients = ClientTable()
-    /// The cgroup roots (v1 memory, v2) kept open once they exist: apps' memory counters are
-    /// opened relative to them (`DirectoryHandle`).
+    /// The cgroup roots (v1 memory, v2) kept open once they exist: memory counters open below.
     var counterRootHandles: [DirectoryHandle] = []
     var apps: [String: LiveApp] = [:]
-    /// When each app next needs the loop (added and removed with `apps`).
-    let appDeadlines = AppDeadlines()
+    let appDeadlines = AppDeadlines()  // added and removed with `apps`
     /// Apps without a process: ended ones, and those on disk (state on-disk), by name.
     var ended: [String: AppRecord] = [:]
-    /// Restores from disk under way (Daemon+Restore), by app name.
-    var restores: [String: RestoreJob] = [:]
-    /// The clients waiting for apps to finish a transition (WaiterTable).
+    var restores: [String: RestoreJob] = [:]  // by app name (Daemon+Restore)
     var waiters = WaiterTable()
-    /// Lifecycle inputs produced while effects are carried out: `apply` never nests (LifecycleInputQueue).
     var inputs = LifecycleInputQueue()
-    /// Idle exit, asked with whether the daemon is idle at the moment of asking (IdleExit).
     var idleExit: IdleExit
-    /// Why the daemon is stopping; nil while it serves (DaemonStop).
-    var stop: DaemonStop?
+    var stop: DaemonStop?  // nil while it serves
     var stopping: Bool { stop != nil }
-    /// The memory policy, its trigger, its next check and its victim (PolicyEngine).
     var policyEngine = PolicyEngine()
-    /// Which records wait to be written, and which could not be (RegistryWriter).
     var registryWriter = RegistryWriter()
     /// Keeps the apps a thaw wakes from preempting the daemon before it reads the thaw back;
-    /// disabled in an engine embedded in another program (`ownsProcess` false).
+    /// off in an embedded engine (`ownsProcess` false), as is `freezeAside`.
     var thawGuard: PreemptionGuard
-    /// Keeps the daemon's re-reads off the CPU the app's tasks must run on while a freeze
-    /// waits for them (settled before each sleep); disabled as `thawGuard` is.
+    /// Keeps the daemon's re-reads off the CPU the app's tasks must run on while a freeze waits.
     let freezeAside: CPUStepAside
-    /// The descriptor budget, what apps keep open and the shared notify socket (DescriptorShedding).
     var descriptors = DescriptorShedding()
     /// The cgroup root, locked shared for the daemon's life (Daemon+TakeOver `holdCgroupRoot`).
     var cgroupRootLockFD: Int32 = -1
-    /// The counts from the logged events, and the metrics file kept from them (MetricsFile).
     var metricsFile: MetricsFile
-    /// Whether clients are accepted now, and the descriptor held in reserve (AcceptGate).
     var acceptGate = AcceptGate()
-    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs, and when the
-    /// next are parked (`SpawnPool.fillAt`).
+    /// Stand-ins parked in v1 cgroups, so launches need no write to cgroup.procs.
     let spawnPool: SpawnPool
-    /// Cgroups no app owns any more (a launch rolled back, a failed restore), removed without
-    /// the loop waiting (CgroupSweeper).
     let sweeper = CgroupSweeper()
-    /// Launches whose app a stand-in is spawning, until it answers (PendingLaunch).
     let pendingLaunches = PendingLaunches()
     /// Held while an app is on the v1 freezer (FreezerKeyHold says why); nil without one.
     let freezerKeyHold: FreezerKeyHold?
@@ -144,8 +108,7 @@ package final class Daemon {
         idleExit = IdleExit(afterNanos: config.idleExitNanos)
         metricsFile = MetricsFile(path: config.metricsFile)
         eventLog = EventLog(path: config.paths.eventLog, rotation: config.logRotation)
-        // Without stand-ins, the pool has no v1 directory to park one in: it parks none, as
-        // on a pure v2 host, and every launch moves its app itself.
+        // Without stand-ins the pool has no v1 directory: it parks none, as on a pure v2 host.
         let standIns = !config.without.contains(.standIns)
         spawnPool = SpawnPool(
             freezerRoot: standIns ? facts.freezerV1Root : nil, memoryRoot: standIns ? facts.memoryV1Root : nil)
@@ -156,8 +119,7 @@ package final class Daemon {
         do { watches = try LoopWatches() } catch { throw IceboxError("start the daemon", error) }
     }
 
-    /// Runs until the daemon has no apps and no clients left (or is told to stop).
-    /// Returns false if another daemon already serves this runtime directory.
+    /// Runs until idle or stopped; false if another daemon already serves this runtime directory.
     package func run() throws(IceboxError) -> Bool {
         try config.paths.prepare()
         lockFD = try config.paths.openLockFile()
@@ -177,12 +139,9 @@ package final class Daemon {
         do {
             // Orphans of our apps (double-forked daemons) land here instead of on PID 1.
             if config.ownsProcess { try Reaper.becomeSubreaper() }
-            // Every app holds at least its pidfd (DescriptorBudget): with the usual soft limit
-            // of 1024 descriptors the daemon would stop at about 1000 apps.
-            raiseDescriptorLimit()
+            raiseDescriptorLimit()  // every app holds at least its pidfd: 1024 would cap ~1000 apps
             acceptGate.holdReserve()
-            // SIGPIPE is blocked on this thread in any case: a client that goes away must not
-            // kill the engine (sends use MSG_NOSIGNAL too where they can).
+            // SIGPIPE is blocked in any case: a client that goes away must not kill the engine.
             let handled = config.ownsProcess ? [SIGCHLD, SIGTERM, SIGINT, SIGHUP] : [SIGCHLD]
             Signals.block(handled + [SIGPIPE])
             signalFD = try Signals.signalFD(handled)
@@ -204,7 +163,6 @@ package final class Daemon {
         startAppLogRotation()
         startSpawnPool()
         signalReady()
-        // ", without thaw-priority, stand-ins" (in the order they are declared), or nothing.
         let without = SpeedMechanism.allCases.filter(config.without.contains)
         logDaemon(
             "daemon started (pid \(getpid()), cgroup root \(facts.cgroupRoot ?? "none")), auto backend \(facts.autoBackendChoice)"
@@ -226,10 +184,9 @@ package final class Daemon {
         if apps.isEmpty { removeEmptyRoots() }
         logDaemon("daemon stopped")
         writeMetricsFile(now: Clock.monotonicNanos())
-        // Everything is written: the runtime directory and the cgroup root are free before the
-        // stop requesters hear "done". A command run right after `daemon --stop` starts the
-        // next daemon, which must not find them held while this process drains its last
-        // replies (up to a second) and exits; it did, under load, and said "busy".
+        // Everything is written: the locks go before the stop requesters hear "done", or a
+        // command run right after `daemon --stop` starts a daemon that finds them held while
+        // this one drains its last replies (up to a second), and says "busy".
         releaseLocks()
         for fd in clients.stopRequesters { finish(fd, .success) }
         drainClients(until: Clock.monotonicNanos().saturatingAdd(1_000_000_000))
@@ -238,8 +195,7 @@ package final class Daemon {
     }
 
     /// Keeps the daemon's own code and data in memory (ProgramImage.lockInMemory says why),
-    /// once it has said it is ready: a first command does not wait for the faulting in. A
-    /// daemon that may not lock that much runs all the same, and says so once.
+    /// after it said it is ready; a daemon that may not lock that much says so and runs on.
     func lockProgramImage() {
         let start = Clock.monotonicNanos()
         do throws(SystemError) {
@@ -254,18 +210,13 @@ package final class Daemon {
     }
 
     /// How long a starting daemon waits for the lock of one on its way out (its control socket
-    /// already removed). Such a daemon lets go within milliseconds: its last writes, the
-    /// removal of its empty cgroups. One that holds on longer is stuck, and is named.
+    /// already removed), which lets go within milliseconds; one that holds on longer is stuck.
     package static let lockHandOverNanos: UInt64 = 2_000_000_000
 
     /// Takes the runtime directory's lock (flock on `fd`), at once or, when its holder has
-    /// already removed its control socket, as soon as the holder lets go (within `wait`). A
-    /// daemon exiting idle removes its socket a few milliseconds before its lock, and a
-    /// command arriving then started the next daemon, which found the lock held and said
-    /// "busy". A holder whose socket is in place serves, and this daemon is not needed. The
-    /// wait is on inotify: the holder's close of the lock file (or its exit, which closes it)
-    /// is an IN_CLOSE_WRITE, and every close is followed by another try. Without inotify (the
-    /// kernel refused an instance or the watch) the tries are 10 ms apart.
+    /// already removed its control socket (as one exiting idle does just before), once it lets
+    /// go (within `wait`); a holder whose socket is in place serves. The wait is on inotify (the
+    /// holder's close of the lock file), each close followed by a try; without it, 10 ms apart.
     static func takeLock(_ fd: Int32, path: String, socket: String, wait: UInt64 = lockHandOverNanos) -> Bool {
         func tryLock() -> Int32 { flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno }
         let first = tryLock()
@@ -300,8 +251,7 @@ package final class Daemon {
         cgroupRootLockFD = -1
     }
 
-    /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second,
-    /// before the process exits and the kernel would drop them.
+    /// The loop has ended: the last replies (daemon --stop's) go out, for at most a second.
     func drainClients(until deadline: UInt64) {
         flushReplies()
         while clients.connections.contains(where: { $0.pendingOutput > 0 }) {
@@ -316,9 +266,8 @@ package final class Daemon {
         for fd in Array(clients.descriptors) { closeClient(fd) }
     }
 
-    /// Keeps the v1 freezer's static key on while an app uses the v1 freezer, and lets it go
-    /// once none does (FreezerKeyHold). Called when an app on the v1 freezer comes or goes. A
-    /// failure to hold it costs only speed: logged once, and tried again at the next such app.
+    /// Keeps the v1 freezer's static key on while an app uses the v1 freezer (FreezerKeyHold).
+    /// A failure costs only speed: logged once, and tried again at the next such app.
     func updateFreezerKeyHold() {
         guard let hold = freezerKeyHold else { return }
         guard apps.values.contains(where: { $0.lifecycle.record.backend == .cgroup1 }) else { return hold.release() }
@@ -329,9 +278,7 @@ package final class Daemon {
             "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key")
     }
 
-    /// With no app left, the directories this daemon's apps lived under go too, if empty (a
-    /// daemon sharing them keeps them busy; rmdir then fails harmlessly). The per-app v1
-    /// memory cgroups live under the daemon's own memory cgroup, where nothing should linger.
+    /// With no app left, the roots this daemon's apps lived under go too, if empty (else rmdir fails).
     func removeEmptyRoots() {
         for root in [facts.memoryV1Root, facts.freezerV1Root, facts.cgroupRoot].compactMap({ $0 })
         where config.cgroupRootOverride != nil || root != facts.cgroupRoot {
@@ -351,8 +298,7 @@ package final class Daemon {
         if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { descriptors.budget.limit = UInt64(limit.rlim_max) }
     }
 
-    /// Tells the client that started this daemon that it listens ("ready"), or that another
-    /// daemon holds the lock for this runtime directory ("busy").
+    /// Tells the client that started this daemon "ready", or "busy" (another holds the lock).
     func signalReady(busy: Bool = false) {
         if !busy {
             config.serviceNotifier?.notify(
@@ -368,9 +314,8 @@ package final class Daemon {
     // MARK: The loop
 
     func loop() {
-        // The short slice lets the loop's wake-ups preempt an app's busy start (EEVDF runs
-        // a task to its slice otherwise); apps do not get it (the spawn puts it back). The
-        // timer slack stays the kernel's: see SchedulerLatency.
+        // The short slice lets the loop's wake-ups preempt an app's busy start (EEVDF runs a
+        // task to its slice otherwise); apps do not get it (the spawn puts it back).
         SchedulerLatency.makeLatencySensitive(sliceNanos: 1_000_000)
         while true {
             let now = Clock.monotonicNanos()
@@ -378,15 +323,11 @@ package final class Daemon {
             flushRegistry()
             flushReplies()
             flushRecordsAfterReplies()
-            // Last before the sleep: a client whose final reply went out just above has had
-            // its connection closed, and may have left the daemon idle (or a stopping daemon
-            // done). Checked before the flushes, that went unseen and the loop slept without
-            // the idle deadline, until something else woke it.
+            // After the flushes: a client just closed may have left the daemon idle (or done).
             if shouldExit(now: Clock.monotonicNanos()) { return }
-            // Not for a freeze that waits only for its app's SIGCHLD: asleep, the daemon takes no CPU
-            // from the tasks, and the stop wakes it where it is (stepped aside, on a CPU often idle
-            // by then, which the wake-up must rouse first: 1 busy process froze in 104–134 µs
-            // against 53–70 µs, benchmarks/RESULTS.md, session 50).
+            // Not for a freeze that waits only for its app's SIGCHLD: stepped aside, the wake-up
+            // must rouse an idle CPU first (1 busy process froze in 104–134 µs against 53–70 µs,
+            // benchmarks/RESULTS.md, session 50).
             freezeAside.settle(
                 freezeWaits: apps.values.contains { app in
                     app.freeze.map { $0.operation.direction == .freeze && !$0.operation.waitsOnAnnouncement } ?? false
@@ -394,9 +335,7 @@ package final class Daemon {
             let timeout = nextTimeoutNanos(now: Clock.monotonicNanos())
             let ready: [(token: UInt64, events: UInt32)]
             do { ready = try watches.epoll.wait(timeoutNanos: timeout) } catch {
-                // A bug of ours (Epoll.wait): the loop can wait on nothing any more. The daemon
-                // stops as on SIGTERM, leaving the apps as they are for the next one to
-                // re-adopt, and `run` then fails with this.
+                // A bug of ours (Epoll.wait): stop as on SIGTERM, leaving the apps; `run` fails.
                 stop = .loopFailed(IceboxError("wait for the daemon's events", error))
                 log(.error, app: "-", pid: getpid(), "the event loop failed: \(error); stopping, leaving the apps")
                 return
@@ -453,23 +392,18 @@ package final class Daemon {
                 reapChildren()
                 stepFreezesEndedByStop()
             } else {
-                // As `icebox daemon --stop`: the apps stay as they are, running or frozen, and
-                // the next daemon re-adopts them.
+                // As `icebox daemon --stop`: the apps stay, for the next daemon to re-adopt.
                 logDaemon("\(Signals.name(of: sig)) received: stopping; apps left as they are")
                 leaveAppsAndStop()
             }
         }
     }
 
-    /// Reaps every exited child. An app's main process is handled through its own pidfd
-    /// path (to record its status); anything else is an orphan that landed on us.
-    ///
-    /// Except while a launch waits on a stand-in: the stand-in clones the app as our child
-    /// (CLONE_PARENT), and an app that ends at once (`sh -c 'exit 7'`) can end before its
-    /// stand-in's answer is read, or even sent (the stand-in waiting for a CPU on a busy
-    /// machine). Reaped here as an orphan, its status would be lost (`icebox run` exiting 1,
-    /// "exit status unknown", not 7). So answers already in are taken first, and a child no
-    /// one claims is left a zombie until no launch is pending (`completeSpawn` reaps again).
+    /// Reaps every exited child: each owner's through its own path (with its status), orphans
+    /// here. Except while a launch waits on a stand-in: an app it cloned as our child that ends
+    /// at once (`sh -c 'exit 7'`) can end before its answer is read; reaped as an orphan, its
+    /// status would be lost. So answers already in are taken first, and an unclaimed child is
+    /// left a zombie until no launch is pending (`completeSpawn` reaps again).
     func reapChildren() {
         for pending in pendingLaunches.all { standInAnswered(pending.watchDescriptor) }
         while let pid = Reaper.peekExitedChild() {
@@ -484,20 +418,15 @@ package final class Daemon {
         }
     }
 
-    /// A SIGSTOP freeze is done when the last of the app's tasks stops, and the kernel tells
-    /// the parent just then (SIGCHLD, CLD_STOPPED, sent by the group stop's last thread): for
-    /// an app the daemon started, that is the freeze's own event, as cgroup.events is for a
-    /// cgroup freeze. So a waiting one is read again at once, not at its next re-read (up to
-    /// 5 ms away). SIGCHLDs do not queue, so which child stopped is not known: each waiting
-    /// SIGSTOP freeze is read, one read while it is not done. Traced (benchmarks/RESULTS.md,
-    /// session 50): the daemon woke at the stop of 10 busy threads and went back to sleep for
-    /// 85 µs before its re-read confirmed it.
+    /// A SIGSTOP freeze is done when the last of the app's tasks stops, and the kernel tells the
+    /// parent just then (SIGCHLD, CLD_STOPPED): so a waiting one is read again at once, not at
+    /// its next re-read (up to 5 ms away; benchmarks/RESULTS.md, session 50). SIGCHLDs do not
+    /// queue: each waiting SIGSTOP freeze is read.
     func stepFreezesEndedByStop() {
         for app in apps.values where app.freeze?.operation.endsWithChildStop == true { stepOperation(app) }
     }
 
-    /// Whose an exited child of the daemon is: everything but an orphan is reaped by its
-    /// owner, with its status (`reapChildren`, `reapChildrenQuietly`).
+    /// Whose an exited child is: all but an orphan are reaped by their owner, with the status.
     enum ExitedChild {
         case app(LiveApp), criu(String), probe(LiveApp), standIn(Int32)
         /// Unclaimed while a launch waits on a stand-in: it may be that launch's app.
@@ -521,9 +450,8 @@ package final class Daemon {
         for app in Array(apps.values) { apply(.terminate(waiter: nil, timeout: timeoutNanos), to: app) }
     }
 
-    /// Stops without touching the apps: each stays running or frozen, its cgroup and its
-    /// registry entry in place, for the next daemon to re-adopt. A grace period under way
-    /// is recorded with its deadline and finished by that daemon.
+    /// Stops without touching the apps: each stays running or frozen, its cgroup and record in
+    /// place, for the next daemon to re-adopt (a grace under way keeps its deadline).
     func leaveAppsAndStop() {
         stop = .leavingApps
         // A launch whose spawn has not been answered has no app to leave: undone.
@@ -547,8 +475,6 @@ package final class Daemon {
 
     func log(_ event: Event) {
         eventLog.appendOrComplain(JSONLines.encode(event))
-        // Every event the daemon logs: its counts are taken, and the metrics file is due for a
-        // refresh.
         metricsFile.record(event, now: Clock.monotonicNanos())
         if let app = apps[event.app], let fd = app.attachedClient {
             var reply = ControlReply(kind: .event)
@@ -565,24 +491,18 @@ package final class Daemon {
     /// An event of the daemon's own (`daemon`, app "-").
     func logDaemon(_ detail: String) { log(.daemon, app: "-", pid: getpid(), detail) }
 
-    /// Marks an app's record (or, without a name, every record) for writing. The writes
-    /// happen once per turn of the loop (flushRegistry), one small file per changed app, so a
-    /// request that suspends a thousand apps costs a thousand small writes, not a thousand
-    /// rewrites of everything.
+    /// Marks an app's record (nil: every record) for this turn's write (flushRegistry).
     func saveRegistry(_ name: String? = nil) { registryWriter.mark(name) }
 
-    /// A record that cannot be written stays marked and is tried again on the next turn; the
-    /// failure is logged once (and its end once).
+    /// A record that cannot be written stays marked for the next turn; logged once.
     func flushRegistry() {
         writeRecords(registryWriter.takeDirty { Set(apps.keys).union(ended.keys) })
     }
 
-    /// The records no reply waits for (a confirmed freeze's), written once the turn's
-    /// replies are out; a failure leaves the record marked for the next turn's flushRegistry.
+    /// The records no reply waits for (a confirmed freeze's), written after the turn's replies.
     func flushRecordsAfterReplies() { writeRecords(registryWriter.takeAfterReplies()) }
 
-    /// Writes the current record of each app (live or ended) named; one that fails is marked
-    /// dirty, for the next turn.
+    /// Writes the current record of each app named; one that fails is marked for the next turn.
     private func writeRecords(_ names: Set<String>) {
         for name in names {
             guard let record = apps[name]?.lifecycle.persistentRecord ?? ended[name] else { continue }
@@ -590,9 +510,8 @@ package final class Daemon {
         }
     }
 
-    /// Writes one record now (Registry.write; `intent`: before the step it records, so
-    /// synced), and logs a failure (once) or the end of one. `done`: what holds all the same
-    /// when the write fails after the kernel acted.
+    /// Writes one record now (`intent`: before the step it records, so synced), logging a
+    /// failure (once) or its end. `done`: what holds all the same if it fails after the kernel acted.
     func writeRecord(_ record: AppRecord, intent: Bool = false, done: String? = nil) throws(IceboxError) {
         do {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)
@@ -607,33 +526,26 @@ package final class Daemon {
         }
     }
 
-    /// Removes app `name`'s record from the registry, or says in the event log why it could
-    /// not (the error names the file and what to do). The operation the removal closes has
-    /// happened and is not undone for it, but a failed write fails loudly: a record left
-    /// behind shows the app in `icebox ps` and brings it back at the next start. These
-    /// removals were once dropped unseen (`try?`).
+    /// Removes app `name`'s record, or says in the event log why it could not: a record left
+    /// behind shows the app in `icebox ps` and brings it back at the next start.
     func removeRecord(_ name: String) {
         do { try Registry.remove(name, directory: config.paths.registryDir) } catch {
             log(.error, app: name, pid: nil, "registry: \(error)")
         }
     }
 
-    /// Writes `record` back as it was before an operation that is being undone, or says in
-    /// the event log why it could not.
+    /// Writes back the record of before an undone operation, or logs why it could not.
     func restoreRecord(_ record: AppRecord) {
-        do { try writeRecord(record) } catch {
-            log(.error, app: record.name, pid: nil, "registry: \(error)")
-        }
+        do { try writeRecord(record) } catch { log(.error, app: record.name, pid: nil, "registry: \(error)") }
     }
 
-    /// Undoes the record of intent of a launch or adoption of `name` that failed: what the
-    /// registry said before (`previous`, an ended app of that name), or nothing.
+    /// Undoes the record of intent of a failed launch or adoption: back to `previous`, or none.
     func restoreOrRemoveRecord(_ name: String, previous: AppRecord?) {
         if let previous { restoreRecord(previous) } else { removeRecord(name) }
     }
 
     /// Reads the registry a previous daemon left: ended apps are kept for `ps --all` and
-    /// relaunch; apps that were live are re-adopted if they still run (see Daemon+TakeOver).
+    /// relaunch; live ones are re-adopted if they still run (Daemon+TakeOver).
     func loadRegistry() {
         for record in Registry.load(directory: config.paths.registryDir) {
             if record.state.isEnded {

@@ -1,11 +1,9 @@
 import IceboxSystem
 
 /// The capabilities the daemon keeps, each with what it is used for; `icebox daemon` drops
-/// every other one from its permitted and effective sets (and empties its inheritable set)
-/// as it starts, before any other thread exists. The bounding set stays: an app launched
-/// without --user by a root daemon still gets root's capabilities at its execve, as it
-/// always did. What this protects against is a bug in the daemon's own code doing what the
-/// daemon never needs (loading modules, mounting, raw I/O, changing file ownership at will).
+/// every other one (permitted, effective, inheritable) as it starts, before any other thread
+/// exists, against a bug in its own code doing what it never needs. The bounding set stays:
+/// an app launched without --user by a root daemon still gets root's capabilities.
 package enum DaemonCapabilities {
     package struct Kept: Sendable {
         package var name: String
@@ -46,8 +44,7 @@ package enum DaemonCapabilities {
     /// The capability only a speed mechanism needs: left out with it.
     static let neededOnlyBy: [SpeedMechanism: String] = [.imageLock: "cap_ipc_lock"]
 
-    /// Drops every capability not in `kept` from this thread, and those only the mechanisms
-    /// in `without` need. Returns the names dropped (those that were permitted).
+    /// Drops every capability not in `kept`, and those only `without`'s mechanisms need; the names dropped.
     package static func dropUnused(without: Set<SpeedMechanism> = []) throws(SystemError) -> [String] {
         let unneeded = Set(without.compactMap { neededOnlyBy[$0] })
         let keep = kept.filter { !unneeded.contains($0.name) }
@@ -59,8 +56,7 @@ package enum DaemonCapabilities {
         Capabilities.hasPermitted(neededForPIDNamespace) == true
     }
 
-    /// The capabilities `--user` needs that this process lacks (empty: it can launch as
-    /// another user).
+    /// The capabilities `--user` needs that this process lacks.
     package static func missingForUser() -> [String] {
         neededForUser.filter { Capabilities.hasEffective($0) != true }
     }

@@ -1,16 +1,7 @@
-/// How many descriptors the daemon keeps per app, so that it runs apps up to the hard limit
-/// on open descriptors (20,000 here, not raisable without CAP_SYS_RESOURCE) and not to a
-/// fixed fraction of it.
-///
-/// Every app holds its pidfd: that is how its exit is seen, and how it is signalled without
-/// a pid that may have been reused. While descriptors are plenty, an app also keeps its own
-/// notify socket, its cgroup.events, cgroup.freeze (or freezer.state), its v2 cgroup.procs
-/// and cgroup directory, its memory counter and its main process's /proc/PID/stat open
-/// (`keptPerApp` in all): a freeze, a notice or a `ps` then opens nothing. Plenty means
-/// every app keeping that many would still leave half the limit free for clients, probes
-/// and what an operation opens. Past that the daemon sheds: apps
-/// launched from then on share its notify socket (`NotifyChannel.shared`), and every app's
-/// cgroup files are opened for an operation and closed after it.
+/// How many descriptors the daemon keeps per app, so it runs apps up to the hard limit. Every
+/// app holds its pidfd; while plenty (all apps keeping `keptPerApp` would leave half the limit
+/// free) it keeps its files open, so a freeze or a `ps` opens nothing. Past that the daemon
+/// sheds: new apps share its notify socket, and cgroup files are opened per operation.
 struct DescriptorBudget: Equatable {
     /// pidfd, notify socket, cgroup.events, cgroup.freeze or freezer.state, cgroup.procs,
     /// the cgroup's directory, memory counter, /proc/PID/stat.
@@ -19,8 +10,7 @@ struct DescriptorBudget: Equatable {
     /// stand-ins, kept cgroup roots, a pressure trigger.
     static let reserve = 64
 
-    /// The soft limit on open descriptors, once raised to the hard one.
-    var limit: UInt64
+    var limit: UInt64  // the soft limit on open descriptors, once raised to the hard one
 
     /// Whether `apps` apps may each keep `keptPerApp` descriptors with `clients` connected.
     func isPlenty(apps: Int, clients: Int) -> Bool {

@@ -31,13 +31,11 @@ package struct FileLock: Equatable, Sendable, Codable {
     /// Position in /proc/locks; a holder and the requests waiting on it share it.
     package var id: Int
     package var kind: Kind
-    /// ADVISORY for locks (mandatory locking is gone since Linux 5.15); ACTIVE, BREAKING or
-    /// BREAKER for leases; *NOINODE* for a POSIX lock without an inode.
+    /// ADVISORY for locks; ACTIVE, BREAKING or BREAKER for leases; *NOINODE* without an inode.
     package var mode: String
     package var access: Access
-    /// The process that took the lock (for FLOCK, the one that called flock, even after its
-    /// descriptor was inherited); -1 for OFD locks, which belong to no process; 0 for a
-    /// process outside this pid namespace.
+    /// The process that took the lock (for FLOCK, the one that called flock); -1 for OFD
+    /// locks, which belong to no process; 0 for a process outside this pid namespace.
     package var pid: pid_t
     /// The file system's device as major:minor in hex ("fd:01"), "<none>" without an inode.
     package var device: String
@@ -105,11 +103,7 @@ package enum FileLocks {
     }
 
     /// The locks held by one of `pids` that a process outside `pids` is blocked on, each with
-    /// its waiters. This is how a frozen app that holds a lock someone else needs is found
-    /// (Android thaws such an app shortly after freezing it, rather than let the waiter hang).
-    /// Waiters inside the set are left out: they are the app itself, frozen too.
-    ///
-    /// OFD locks show pid -1, so they are never attributed to an app here.
+    /// its waiters. OFD locks show pid -1, so they are never attributed to an app here.
     package static func contended(heldBy pids: Set<pid_t>, in locks: [FileLock]) -> [(holder: FileLock, waiters: [FileLock])] {
         var waitersByID: [Int: [FileLock]] = [:]
         for lock in locks where lock.isWaiter && !pids.contains(lock.pid) {

@@ -1,17 +1,8 @@
-/// When a daemon with nothing to do goes away: once it has had no app and no client (other
-/// than those waiting for its stop) for `afterNanos` in a row.
-///
-/// Every question takes whether the daemon is idle *now*: the count starts at the first
-/// question that finds it idle, and any that finds it busy ends the count.
+/// When a daemon with nothing to do goes away: after `afterNanos` in a row with no app and no
+/// client but stop requesters, counted from the first question that finds it idle *now*.
 struct IdleExit {
-    /// nil: the daemon never leaves on its own (a supervisor's engine).
-    let afterNanos: UInt64?
-    /// Since when the daemon has been idle without a break; nil while busy.
-    private(set) var since: UInt64?
-
-    init(afterNanos: UInt64?) {
-        self.afterNanos = afterNanos
-    }
+    let afterNanos: UInt64?  // nil: the daemon never leaves on its own (a supervisor's engine)
+    private(set) var since: UInt64?  // idle without a break since; nil while busy
 
     /// When the daemon leaves if it stays idle; nil while busy or when it never leaves.
     mutating func deadline(idle: Bool, now: UInt64) -> UInt64? {

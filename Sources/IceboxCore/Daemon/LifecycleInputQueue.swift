@@ -1,36 +1,25 @@
 import Synchronization
 
-/// The lifecycle inputs that carrying out effects produces (a freeze the kernel confirms
-/// within its write, a cleanup that ends an app, a policy victim chosen after a freeze), fed
-/// to their apps in the order they came, once the effects of the input before are all done.
-///
-/// Why a queue rather than a call: `apply` called from inside `perform` ran the second
-/// input's effects in the middle of the first's, so what an effect saw depended on how deep
-/// it was; with the queue, `apply` never nests and each input's effects run whole, in turn
-/// (the lines reported meanwhile are held until the queue is empty: Daemon+Control `report`).
-///
-/// Kept by reference to the app, not by name: an app that ends and is launched again under
-/// its name (--watchdog-action restart) within one drain must not receive the old one's input.
+/// The lifecycle inputs that carrying out effects produces (a freeze confirmed within its
+/// write, a cleanup that ends an app), fed to their apps in order, once the effects of the
+/// input before are all done: `apply` never nests, so what an effect sees does not depend on
+/// how deep it runs. Kept by reference to the app, not by name: an app relaunched under its
+/// name within one drain must not receive the old one's input.
 struct LifecycleInputQueue {
     struct Entry {
         let app: LiveApp
         let input: LifecycleInput
-        /// When the input happened, if its caller knows (an adoption's instant); nil: read
-        /// when it is taken, so that events stay stamped in the order they are logged.
+        /// When the input happened, if known; nil: read when taken (events stamped in log order).
         let now: Instant?
-        /// Whether the app's watch is settled after its effects (a confirmation: Daemon+Effects `advance`).
-        let settlingWatch: Bool
+        let settlingWatch: Bool  // settle the app's watch after its effects (Daemon+Effects `advance`)
     }
 
-    /// Entries not yet taken start at `head`; the storage is kept (no allocation per input
-    /// once it has grown to the deepest chain seen).
+    /// Entries not yet taken start at `head`; the storage is kept (no allocation per input).
     private var entries: [Entry] = []
     private var head = 0
-    /// Whether an `apply` is draining the queue: another `apply` then only enqueues.
-    private(set) var isDraining = false
+    private(set) var isDraining = false  // another `apply` then only enqueues
 
-    /// How many times effects were performed inside other effects: zero unless `apply` nests
-    /// again (LifecycleInputQueueTests counts it across every daemon of the test process).
+    /// How many times effects were performed inside other effects (LifecycleInputQueueTests).
     static let nestedPerforms = Atomic<Int>(0)
     /// How many inputs have waited in a queue (LifecycleInputQueueTests: a path that makes one did).
     static let deferredInputs = Atomic<Int>(0)

@@ -1,24 +1,17 @@
 import Glibc
 import IceboxSystem
 
-/// An app the daemon supervises right now: its lifecycle (the state machine, which decides)
-/// and the live resources the daemon acts with (pidfd, cgroups, freezer, notify socket,
-/// readiness probe), the kernel operation in flight, and the policy's timers. Touched only
-/// by the daemon's loop thread.
+/// An app the daemon supervises right now: its lifecycle (which decides), the live resources
+/// the daemon acts with, and its timers. Touched only by the daemon's loop thread.
 final class LiveApp {
-    /// The state machine: every transition goes through `Daemon.apply(_:to:)`.
-    var lifecycle: AppLifecycle { didSet { deadlineMayHaveChanged() } }
+    var lifecycle: AppLifecycle { didSet { deadlineMayHaveChanged() } }  // changed by `Daemon.apply(_:to:)`
     let handle: ProcessHandle
-    /// The one owner of the app's cgroups (empty on a host without any).
-    let cgroups: AppCgroups
+    let cgroups: AppCgroups  // the one owner of the app's cgroups (empty on a host without any)
     let freezer: any Freezer
-    /// Where its sd_notify datagrams arrive (chosen at launch, kept for its life).
-    let notify: NotifyChannel
-    /// Its main process's /proc/PID/stat, kept open for the background notice's look at
-    /// the signals it catches (`--background-signal auto`); the descriptor stays that process.
-    /// For a `--pid-namespace` app, the app's, not its init's (which forwards every signal
-    /// icebox sends and catches none itself): the init's only child, found on first use
-    /// (not kept while the init has not forked it yet).
+    let notify: NotifyChannel  // chosen at launch, kept for its life
+    /// Its main process's /proc/PID/stat, kept open for `--background-signal auto`'s look at
+    /// the signals it catches. For a `--pid-namespace` app, the app's, not its init's (which
+    /// forwards every signal and catches none): the init's only child, once it has forked.
     var statFile: CgroupFile {
         if let keptStatFile { return keptStatFile }
         guard let target = record.options.pidNamespace ? ProcFS.children(of: pid).first : pid else {
@@ -29,39 +22,27 @@ final class LiveApp {
         return file
     }
     private var keptStatFile: CgroupFile?
-    /// The control connection of `icebox run`, which gets this app's events and its exit.
-    var attachedClient: Int32?
+    var attachedClient: Int32?  // `icebox run`'s connection: this app's events and its exit
     var spawnEvent: Event?
-    /// The spawn stand-in that cloned it is still in its v1 cgroups (it was let go at the
-    /// exec and is exiting): what would make the app ready (`.ready`, and any `.notify`,
-    /// kept in order) waits here, so it is not counted active, frozen or reported launched
-    /// with the stand-in among its processes; nil: nothing held (Daemon+StandIns).
+    /// While the stand-in that cloned it is still in its v1 cgroups, what would make the app
+    /// ready (`.ready`, `.notify`, in order) waits here; nil: nothing held (Daemon+StandIns).
     var heldForStandIn: [LifecycleInput]?
 
-    // The readiness probe and when its next attempt is due (or, while an attempt is in
-    // flight, when that attempt is abandoned).
+    // The readiness probe and when its next attempt is due (or the one in flight abandoned).
     var probe: ReadinessProbe?
     var probeAt: UInt64? { didSet { deadlineMayHaveChanged() } }
 
-    /// A freeze or thaw the kernel is working on (FreezeInFlight); nil: none.
     var freeze: FreezeInFlight? { didSet { deadlineMayHaveChanged() } }
-    /// The app's cgroups being removed (after its main process ended); nil: not.
-    var removal: CgroupRemoval? { didSet { deadlineMayHaveChanged() } }
-    /// How many processes the last freeze confirmed (nil: none yet): a thaw that wakes one
-    /// single-threaded process runs without the thaw guard (`Daemon.wakesSeveral`).
+    var removal: CgroupRemoval? { didSet { deadlineMayHaveChanged() } }  // after its main process ended
+    /// How many processes the last freeze confirmed (nil: none yet; `Daemon.wakesSeveral`).
     var frozenProcesses: Int?
     /// The cgroup.events descriptor registered with epoll (EPOLLPRI) while the daemon keeps
-    /// the app's files open: an operation or a removal waits on it, a change to a suspended
-    /// app may mean its main process was moved out, and every change is timed
-    /// (`eventsChangedAt`); owned by `cgroups`, never closed here.
+    /// the app's files open; owned by `cgroups`, never closed here.
     var watchedEvents: Int32?
-    /// When cgroup.events last changed, as far as the daemon can tell (monotonic ns): a
-    /// notification taken, an operation of its own confirmed, or the watch begun (what came
-    /// before it went unseen). nil: not known. A freeze started well after it can wait on
-    /// the kernel's notification instead of re-reading (`FreezeOperation.expectPromptNotification`).
+    /// When cgroup.events last changed, as far as the daemon knows (nil: not known): a freeze
+    /// well after it can wait on the kernel's notification (`expectPromptNotification`).
     var eventsChangedAt: UInt64?
 
-    /// A checkpoint to disk being carried out (criu's dump, then the sync of its images).
     var checkpoint: CheckpointWork? { didSet { deadlineMayHaveChanged() } }
 
     // The policy's timers for a frozen app (monotonic ns; nil when not armed).
@@ -71,11 +52,9 @@ final class LiveApp {
     /// Datagrams on its own notify socket from processes outside the app.
     var notifyDrops = NotifyDrops() { didSet { deadlineMayHaveChanged() } }
 
-    /// The daemon's schedule of app deadlines, told whenever one of the properties
-    /// `nextDeadline` is made of is set; nil before the app is added and after it ended.
+    /// The schedule, told whenever a property `nextDeadline` is made of is set; nil off it.
     weak var deadlines: AppDeadlines?
-    /// Already waiting in `deadlines` to be looked at again.
-    var deadlineTouched = false
+    var deadlineTouched = false  // already waiting in `deadlines` to be looked at again
 
     private func deadlineMayHaveChanged() { deadlines?.touch(self) }
 
@@ -95,15 +74,13 @@ final class LiveApp {
     /// Whether the process has exited (its pidfd reads as ready), child or not.
     func hasExited() -> Bool { Poll.ready(handle.pidfd, Int16(POLLIN)) }
 
-    /// Every process of the app: its cgroups' (sub-cgroups included) where it has them, else
-    /// its session (the app is a session leader; a process that called setsid() itself
-    /// escapes this fallback).
+    /// Every process of the app: its cgroups' (sub-cgroups included), else its session's (a
+    /// process that called setsid() itself escapes this fallback).
     func members() -> [pid_t] {
         cgroups.members() ?? ProcFS.pids(inSession: pid)
     }
 
-    /// Whether a notify sender belongs to this app: in its cgroup (or a sub-cgroup of it), or
-    /// in its session.
+    /// Whether a notify sender belongs to this app: in its cgroup (or a sub-cgroup), or session.
     func owns(senderPID: pid_t, unifiedMount: CgroupMount?) -> Bool {
         if let path = cgroups.v2Path, let unifiedMount {
             guard let sender = CgroupMembership.path(of: senderPID, mount: unifiedMount) else { return false }
@@ -112,13 +89,10 @@ final class LiveApp {
         return ProcFS.stat(pid: senderPID)?.session == pid
     }
 
-    /// The app's memory, from the best source this host has (memory.current, the v1
-    /// memory cgroup, or the sum of Pss).
-    /// `keepOpen`: the counter's descriptor may be opened and kept (`AppCgroups.memoryReading`).
+    /// The app's memory, from the best source this host has; `keepOpen`: its counter may stay open.
     func memory(roots: [DirectoryHandle], keepOpen: Bool) -> AppMemoryReading {
-        // An adopted app's pages stay charged to the cgroup it came from (neither v1 nor v2
-        // moves charges with a task): its cgroup counter holds only what it allocated since,
-        // so its Pss is the figure the policy can weigh.
+        // An adopted app's pages stay charged to the cgroup it came from (no charge moves with
+        // a task): its Pss is the figure the policy can weigh.
         if record.isAdopted { return AppMemoryReading(bytes: AppMemory.pssSum(pids: members()), source: .pssSum) }
         if let reading = cgroups.memoryReading(keepOpen: keepOpen) { return reading }
         return AppMemory.read(v2Cgroup: cgroups.v2Path, v1MemoryCgroup: cgroups.memoryV1Path, pids: members(), roots: roots)

@@ -1,35 +1,20 @@
-/// The parts of the daemon's loop that keep time: each has a deadline (when it next needs the
-/// loop) and work to do once that has come. `nextTimeoutNanos` (how long the loop may sleep)
-/// and `fireDeadlines` (what is due) both go through this one list, and each through one
-/// exhaustive switch: a part added here cannot be waited for and never fired, or fired and
-/// never waited for, as happened while they were two hand-kept lists.
+/// The parts of the daemon's loop that keep time: each a deadline and work to do then.
+/// `nextTimeoutNanos` and `fireDeadlines` both go through this one list, each through one
+/// exhaustive switch, so no part can be waited for and never fired, or the reverse.
 enum LoopTimer: CaseIterable {
-    /// Connections whose final reply went out, or that stopped reading (ClientTable).
-    case clients
-    /// Parking the spawn stand-ins wanted, after a quiet period (SpawnPool).
-    case spawnPoolFill
-    /// Stand-ins let go that have not exited yet (StandInDepartures).
-    case standInDepartures
-    /// Launches whose stand-in has not answered by their deadline (PendingLaunches).
-    case launches
-    /// Re-checks of cgroups being removed with no app to own them (CgroupSweeper).
-    case sweeps
-    /// Accepting clients again after a shortage of descriptors (AcceptGate).
-    case acceptGate
-    /// The memory policy's next look at the apps (PolicyEngine).
-    case policyCheck
-    /// The metrics file's next rewrite (MetricsFile).
-    case metricsFile
-    /// The report of datagrams dropped on the shared notify socket (DescriptorShedding).
-    case notifyDrops
-    /// The event log's and the apps' output logs' rotation (AppLogRotator).
-    case appLogs
-    /// Restores from disk past their deadline (RestoreJob).
-    case restores
-    /// Every app's own deadlines (AppDeadlines, LiveApp `nextDeadline`).
-    case apps
-    /// A daemon with nothing to do leaves (IdleExit).
-    case idleExit
+    case clients  // connections whose final reply went out, or that stopped reading (ClientTable)
+    case spawnPoolFill  // parking the spawn stand-ins wanted, after a quiet period (SpawnPool)
+    case standInDepartures  // stand-ins let go that have not exited yet (StandInDepartures)
+    case launches  // launches whose stand-in has not answered by their deadline (PendingLaunches)
+    case sweeps  // re-checks of cgroups being removed with no app to own them (CgroupSweeper)
+    case acceptGate  // accepting clients again after a shortage of descriptors (AcceptGate)
+    case policyCheck  // the memory policy's next look at the apps (PolicyEngine)
+    case metricsFile  // the metrics file's next rewrite (MetricsFile)
+    case notifyDrops  // the report of datagrams dropped on the shared notify socket (DescriptorShedding)
+    case appLogs  // the apps' output logs' rotation (AppLogRotator)
+    case restores  // restores from disk past their deadline (RestoreJob)
+    case apps  // every app's own deadlines (AppDeadlines, LiveApp `nextDeadline`)
+    case idleExit  // a daemon with nothing to do leaves (IdleExit)
 }
 
 extension Daemon {
@@ -37,8 +22,7 @@ extension Daemon {
     func deadline(of timer: LoopTimer, now: UInt64) -> UInt64? {
         switch timer {
         case .clients: return clients.nextDeadline
-        // A stopping daemon parks no more stand-ins.
-        case .spawnPoolFill: return stopping ? nil : spawnPool.fillAt
+        case .spawnPoolFill: return stopping ? nil : spawnPool.fillAt  // a stopping daemon parks none
         case .standInDepartures: return spawnPool.departures.nextDeadline
         case .launches: return pendingLaunches.nextDeadline
         case .sweeps: return sweeper.nextDeadline
@@ -69,8 +53,7 @@ extension Daemon {
         case .appLogs: stepAppLogs(now: now)
         case .restores: for job in Array(restores.values) where job.run.deadline <= now { restoreOverran(job) }
         case .apps: fireAppDeadlines(now: now)
-        // The loop asks `shouldExit` before every sleep, and leaves there.
-        case .idleExit: break
+        case .idleExit: break  // the loop asks `shouldExit` before every sleep, and leaves there
         }
     }
 
@@ -81,8 +64,7 @@ extension Daemon {
         }
     }
 
-    /// How long the loop may sleep: until the earliest deadline of any timer (nil: until
-    /// something happens), at most a minute.
+    /// How long the loop may sleep: until the earliest deadline (nil: none), at most a minute.
     func nextTimeoutNanos(now: UInt64) -> UInt64? {
         var next: UInt64?
         for timer in LoopTimer.allCases { next = next.earlier(deadline(of: timer, now: now)) }

@@ -1,8 +1,7 @@
 import IceboxSystem
 
-/// What the daemon's epoll set watches: each descriptor registered under a token of its own,
-/// and the token's source (what to do when it is ready). The one owner of the epoll set and
-/// of the token numbering; the descriptors stay their owners'.
+/// What the daemon's epoll set watches: each descriptor under a token of its own, and the
+/// token's source (what to do when it is ready); the descriptors stay their owners'.
 struct LoopWatches {
     let epoll: Epoll
     private var sources: [UInt64: Daemon.Source] = [:]
@@ -25,16 +24,12 @@ struct LoopWatches {
     }
 
     /// Forgets the watch of a descriptor the caller closes next, without EPOLL_CTL_DEL: the
-    /// close removes it from the epoll set (a client's socket, one per request, is never
-    /// duplicated). Should a copy outlive it, its events carry a token no source has, and the
-    /// loop skips them.
+    /// close removes it. Should a copy outlive it, its events' token has no source: skipped.
     mutating func forget(_ fd: Int32) {
         if let token = tokensByFD.removeValue(forKey: fd) { sources.removeValue(forKey: token) }
     }
 
     /// What a ready token is about; nil for a descriptor forgotten meanwhile.
     func source(_ token: UInt64) -> Daemon.Source? { sources[token] }
-
-    /// The token `fd` is watched under, if it is.
     func token(of fd: Int32) -> UInt64? { tokensByFD[fd] }
 }

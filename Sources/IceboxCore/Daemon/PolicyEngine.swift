@@ -1,12 +1,9 @@
-/// The memory policy's state in the daemon: the settings, the PSI trigger armed from them,
-/// when the budget is next checked, and the one app being evicted (Daemon+Policy decides).
+/// The memory policy's state in the daemon (Daemon+Policy decides).
 struct PolicyEngine {
     var policy = EvictionPolicy()
     var pressureTrigger: PressureTrigger?
-    /// When the memory budget is checked next (monotonic ns); nil: no budget, or no app.
-    var checkAt: UInt64?
-    /// The app being evicted right now: one victim at a time.
-    var victim: Daemon.Victim?
+    var checkAt: UInt64?  // the memory budget's next check; nil: no budget, or no app
+    var victim: Daemon.Victim?  // one at a time
 
     var nextDeadline: UInt64? { checkAt }
 

@@ -1,13 +1,8 @@
-/// Which apps' registry records wait to be written, and which could not be: the daemon
-/// marks records as it goes and writes them once per turn of the loop (Daemon `flushRegistry`),
-/// one small file per changed app, so a request that suspends a thousand apps costs a
-/// thousand small writes, not a thousand rewrites of everything. No deadline of its own:
-/// every turn flushes it.
+/// Which apps' registry records wait to be written, and which could not be: written once per
+/// turn (Daemon `flushRegistry`), one small file per changed app, not a rewrite of all.
 struct RegistryWriter {
-    /// Records to write on this turn (a failed write stays here for the next).
-    private(set) var dirty = Set<String>()
-    /// Every record, live and ended, is to be written.
-    private var allDirty = false
+    private(set) var dirty = Set<String>()  // to write on this turn (a failed write stays for the next)
+    private var allDirty = false  // every record, live and ended
     /// Records written once this turn's replies are out (a confirmed freeze's: Daemon+Effects).
     private var afterReplies = Set<String>()
     /// Apps whose record could not be written (what failed), logged once until a write works.

@@ -1,8 +1,6 @@
 import IceboxSystem
 
-/// A restore from disk under way: the app has no process yet (its record is among the
-/// daemon's `ended`, state on-disk), so this holds what the restore made for it (fresh,
-/// thawed cgroups), the criu restoring it, and the clients waiting for it.
+/// A restore from disk under way (its app still among `ended`): cgroups, criu, waiters.
 struct RestoreJob {
     let record: AppRecord
     let run: CriuRun

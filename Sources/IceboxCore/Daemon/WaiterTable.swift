@@ -1,6 +1,4 @@
-/// The clients waiting for one or more apps to finish a transition, by the id the lifecycle
-/// knows them by (`LifecycleEffect.report`/`.settle`): the one owner of the ids and of what
-/// each waiter holds (its apps left, its failure, its held lines: Daemon+Control).
+/// The clients waiting for apps to finish a transition, by their lifecycle id (`.settle`).
 struct WaiterTable {
     private var byID: [Int: Daemon.Waiter] = [:]
     private var nextID = 1
@@ -18,10 +16,8 @@ struct WaiterTable {
         set { byID[id] = newValue }
     }
 
-    /// The waiter is answered: it goes.
     mutating func close(_ id: Int) { byID.removeValue(forKey: id) }
 
-    /// A client went away: its waiters go with it.
     mutating func closeAll(of client: Int32) {
         byID = byID.filter { $0.value.client != client }
     }
