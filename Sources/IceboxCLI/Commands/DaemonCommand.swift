@@ -42,7 +42,7 @@ enum DaemonCommand: IceboxCommand {
             // Someone else's daemon (or a link where the socket should be) is an error, not "running".
             var probe = DaemonClient(environment: { env[$0] }, autostartFlagOff: true, cgroupRoot: cgroupRoot)
             let running: Bool
-            do { _ = try probe.connect(); running = true } catch  where error.code == .unavailable { running = false }
+            do { _ = try probe.session.connect(); running = true } catch  where error.code == .unavailable { running = false }
             if running {
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
                 // It keeps the metrics file and log settings it was started with.

@@ -53,9 +53,7 @@ enum LaunchArguments {
     static func build(name: String, nameIsDefault: Bool, command: [String], _ args: ParsedArguments, attached: Bool)
         throws(IceboxError) -> LaunchOptions
     {
-        if command.isEmpty {
-            throw IceboxError(.usage, "no command given", hint: "put the command after --, e.g. icebox run -- sleep 60")
-        }
+        if command.isEmpty { throw IceboxError(.usage, "no command given", hint: "put the command after --, e.g. icebox run -- sleep 60") }
         try AppName.validateForLaunch(name)
         var o = LaunchOptions(name: name, command: command)
         o.nameIsDefault = nameIsDefault
@@ -88,9 +86,7 @@ enum LaunchArguments {
         }
         o.readyTimeoutNanos = try args.duration("ready-timeout") ?? o.readyTimeoutNanos
         o.workingDirectory = args.value("cwd") ?? ProcessEnvironment.workingDirectory
-        if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) {
-            throw IceboxError(.usage, "--cwd \(cwd): no such directory")
-        }
+        if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) { throw IceboxError(.usage, "--cwd \(cwd): no such directory") }
         for e in args.all("env") {
             guard let eq = e.firstIndex(of: "="), eq != e.startIndex else {
                 throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
