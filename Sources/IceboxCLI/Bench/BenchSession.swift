@@ -43,9 +43,7 @@ struct BenchSession {
 
     /// The signal that interrupted the benchmark (a class: the waits that notice it do not
     /// mutate the session).
-    final class Interruption {
-        var signal: Int32?
-    }
+    final class Interruption { var signal: Int32? }
 
     var client: DaemonClient
     let options: LaunchOptions

@@ -113,8 +113,7 @@ enum RunCommand: IceboxCommand {
                         guard let appName else { continue }
                         let action: ControlRequest =
                             interrupts == 1 ? .terminate(names: [appName], timeoutNanos: nil) : .evict(names: [appName])
-                        writeLine(
-                            logFD, "icebox: \(Signals.name(of: sig)): \(interrupts == 1 ? "terminating" : "evicting") \(appName)")
+                        writeLine(logFD, "icebox: \(Signals.name(of: sig)): \(interrupts == 1 ? "terminating" : "evicting") \(appName)")
                         var other = client
                         if let control = try? other.session.connect() { try? control.send(action) }
                     }

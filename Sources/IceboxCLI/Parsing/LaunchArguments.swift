@@ -21,8 +21,7 @@ enum LaunchArguments {
         OptionSpec(name: "watchdog-action", value: "log|kill|restart", help: "what a missed WATCHDOG=1 does (default log)"),
         OptionSpec(
             name: "start-limit-burst", value: "N", help: "restart launches the app again at most N times within the interval (default 5)"),
-        OptionSpec(
-            name: "start-limit-interval", value: "DUR", help: "the interval of --start-limit-burst (default 10s; 0: no limit)"),
+        OptionSpec(name: "start-limit-interval", value: "DUR", help: "the interval of --start-limit-burst (default 10s; 0: no limit)"),
         OptionSpec(
             name: "user", value: "USER[:GROUP]",
             help: "run the app as this user and group (names or ids), with no capabilities and no_new_privs"),
@@ -121,8 +120,7 @@ enum LaunchArguments {
         o.pidNamespace = args.flag("pid-namespace")
         if let target: EvictionTarget = try args.choice("evict-to", hint: "use kill or disk (checkpoint with CRIU)") {
             if target == .disk && !o.pidNamespace {
-                throw IceboxError(
-                    .usage, "--evict-to disk needs --pid-namespace", hint: "a checkpoint's pids must be free at its restore")
+                throw IceboxError(.usage, "--evict-to disk needs --pid-namespace", hint: "a checkpoint's pids must be free at its restore")
             }
             o.evictTo = target
         }

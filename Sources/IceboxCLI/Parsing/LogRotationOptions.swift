@@ -9,8 +9,7 @@ enum LogRotationOptions {
         OptionSpec(
             name: "log-max-size", value: "SIZE",
             help: "rotate the event log and each app's output log once it reaches SIZE (default 8M; 0: never) (or ICEBOX_LOG_MAX_SIZE)"),
-        OptionSpec(
-            name: "log-keep", value: "N", help: "keep N older generations of each log (default 4, 1 to 100) (or ICEBOX_LOG_KEEP)"),
+        OptionSpec(name: "log-keep", value: "N", help: "keep N older generations of each log (default 4, 1 to 100) (or ICEBOX_LOG_KEEP)"),
     ]
 
     /// The settings from the options, else the environment, else the defaults; a bad value
