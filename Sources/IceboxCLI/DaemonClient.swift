@@ -1,11 +1,9 @@
 import IceboxCore
 import IceboxSystem
 
-/// A command's client of the daemon: the library's ``IceboxClient`` with the CLI's two
-/// differences, that it starts a daemon when none runs (unless told not to) and prints the
-/// daemon's lines as they come rather than building typed results. The way to the daemon
-/// (connect, trust, ride over a restart, resend, deadlines, errors) is the library's own
-/// `ClientSession`.
+/// A command's client of the daemon: the library's ``IceboxClient`` (its `ClientSession`
+/// connects, checks trust, rides over a restart, resends, keeps deadlines), except that it
+/// starts a daemon when none runs (unless told not to) and prints the daemon's lines as they come.
 struct DaemonClient {
     var session: ClientSession
 
@@ -24,8 +22,6 @@ struct DaemonClient {
     }
 
     var paths: IceboxPaths { session.paths }
-
-    mutating func connect() throws(IceboxError) -> DaemonConnection { try session.connect() }
 
     /// The deadline for the replies to `request`, from now: an hour beyond the time-outs it
     /// carries. Generous (an app's grace can be long), but a hung daemon still ends the wait.

@@ -2,10 +2,9 @@ import CIceboxStart
 
 /// This process's arguments, argv[0] first.
 enum ProcessArguments {
-    /// Decoded from the C strings glibc handed the program, invalid UTF-8 repaired (as
-    /// CommandLine.arguments does). Not through CommandLine: its unsafeArgv is main-actor
-    /// isolated, and CommandLine.arguments goes through the generic String(validating:),
-    /// whose type metadata lookups every one-shot command paid at start-up.
+    /// Decoded from glibc's C strings, invalid UTF-8 repaired as CommandLine.arguments does, but
+    /// not through it: its unsafeArgv is main-actor isolated, and its generic String(validating:)
+    /// cost every one-shot command type metadata lookups at start-up.
     static var current: [String] {
         var count: Int32 = 0
         let argv = icebox_process_arguments(&count)

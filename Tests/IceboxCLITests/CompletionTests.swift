@@ -223,3 +223,11 @@ struct CompletionShellTests {
         #expect(try box.icebox(["completion"]).status == 64)
     }
 }
+
+extension CompletionModel.Command {
+    /// The operand at a 0-based position, if any.
+    func operand(_ index: Int) -> CompletionValues? {
+        if index < operands.count { return operands[index] }
+        return lastOperandRepeats ? operands.last : nil
+    }
+}

@@ -46,9 +46,7 @@ enum BenchCommand: IceboxCommand {
         guard let n = Int(text), n >= minimum else {
             throw IceboxError(.usage, "--\(name) needs a whole number from \(minimum) to \(maximumCount), not '\(text)'")
         }
-        if n > maximumCount {
-            throw IceboxError(.usage, "--\(name) \(text) is too many: at most \(maximumCount)")
-        }
+        if n > maximumCount { throw IceboxError(.usage, "--\(name) \(text) is too many: at most \(maximumCount)") }
         return n
     }
 

@@ -4,9 +4,8 @@ import IceboxCore
 import IceboxSystem
 
 /// How much `icebox bench` shows while it runs, with hyperfine's --style values: auto (full
-/// on a terminal, else basic), basic (no progress line, no colour), full (both, even when
-/// not on a terminal), nocolor (the progress line without colour), color (colour without the
-/// progress line), none (nothing but errors; exports are still written).
+/// on a terminal, else basic), basic (no progress line, no colour), full (both), nocolor
+/// (progress only), color (colour only), none (nothing but errors; exports still written).
 enum BenchStyle: String, CaseIterable, Sendable {
     case auto, basic, full, nocolor, color, none
 
@@ -19,7 +18,7 @@ enum BenchStyle: String, CaseIterable, Sendable {
     }
 
     /// Whether the results are coloured; `auto` takes what `--color` and NO_COLOR decided
-    /// for standard output (`Output.colorOut`: on a terminal, unless NO_COLOR is set).
+    /// for stdout (`Output.colorOut`).
     func usesColour(auto: Bool) -> Bool {
         switch self {
         case .auto: return auto
@@ -40,11 +39,9 @@ struct BenchPhase: Sendable {
     /// The app's CPU time per run in this phase, on average; nil where icebox cannot
     /// attribute it (the daemon's and the kernel's work) or the app had no v2 cgroup.
     var cpu: CPUTime?
-    /// Shown under the line before it on a terminal (grace used, under suspend).
-    var indented = false
+    var indented = false  // shown under the line before it (grace used, under suspend)
 
-    /// "Cold start (launch → ready)": no padding, for exports.
-    var label: String { "\(title) (\(span))" }
+    var label: String { "\(title) (\(span))" }  // "Cold start (launch → ready)", for exports
 }
 
 /// The figures of one `icebox bench`: what it prints and what it exports.
@@ -59,12 +56,12 @@ struct BenchReport {
     var holdNanos: UInt64
     var phases: [BenchPhase]
     var speedupMedian: Double?
-    /// Cold start's median over the restore's from disk (--to-disk): above 1 the restore is
-    /// faster, below 1 slower (a large heap read back can take longer than a fresh start).
+    /// Cold start's median over the restore's from disk (--to-disk): below 1 the restore is
+    /// slower (a large heap read back can take longer than a fresh start).
     var diskSpeedupMedian: Double?
-    /// The checkpoints' images on disk, per run, in bytes (--to-disk; empty without).
+    /// Per run, in bytes (--to-disk; empty without): the checkpoint's images, and the memory
+    /// it freed (the app's, before the dump).
     var imageBytes: [UInt64] = []
-    /// The memory each checkpoint freed (the app's, before the dump), per run, in bytes.
     var memoryFreedBytes: [UInt64] = []
 
     init(
@@ -75,10 +72,7 @@ struct BenchReport {
         backend = options.backend.rawValue
         ready = options.ready.description
         if case .exec = options.ready { readyOnExec = true } else { readyOnExec = false }
-        self.runs = runs
-        self.warmup = warmup
-        self.evictEvery = evictEvery
-        self.holdNanos = holdNanos
+        (self.runs, self.warmup, self.evictEvery, self.holdNanos) = (runs, warmup, evictEvery, holdNanos)
         // The daemon's own figures for the measured runs, from its event log.
         let freezes = events.filter { $0.kind == .freeze }
         let notices = events.filter { $0.kind == .notice }
@@ -127,12 +121,10 @@ struct BenchReport {
         memoryFreedBytes = measured.compactMap(\.disk?.memoryFreedBytes)
     }
 
-    /// The mean of some byte counts; nil for none.
     static func mean(_ values: [UInt64]) -> UInt64? {
         values.isEmpty ? nil : values.reduce(0) { $0.saturatingAdd($1) } / UInt64(values.count)
     }
 
-    /// "Disk restore is 2.1× faster than cold start", or "… 1.6× slower …" below 1.
     static func diskRatio(_ ratio: Double) -> String {
         ratio >= 1
             ? "Disk restore is \(DurationText.formatFixed(ratio, 1))× faster than cold start"
@@ -170,7 +162,6 @@ struct BenchReport {
 
     static func d(_ n: UInt64) -> String { DurationText.format(n) }
 
-    /// The app's command line as a shell would take it.
     var commandLine: String { command.map(\.shellQuoted).joined(separator: " ") }
 
     /// For the terminal: columns aligned, the grace under the suspend; with `colour`, the
@@ -201,8 +192,7 @@ struct BenchReport {
         return out
     }
 
-    /// Everything worth a second look, one line per kind of problem (however many phases
-    /// have it), for one summary at the end.
+    /// Everything worth a second look, one line per kind of problem, for one summary at the end.
     func warnings() -> [String] {
         var out: [String] = []
         if readyOnExec {
@@ -233,7 +223,6 @@ struct BenchReport {
         return out
     }
 
-    /// The warnings as one block for standard error.
     static func warningSummary(_ warnings: [String]) -> [String] {
         switch warnings.count {
         case 0: return []
@@ -275,21 +264,19 @@ struct BenchReport {
         var p95: Double
         var outliers: Int
         var cpuMeasured: Bool
-        /// The disk rows' sizes (checkpoint and disk_restore), means in bytes; absent elsewhere.
+        /// Only on the disk rows (checkpoint and disk_restore): means in bytes.
         var imageBytes: UInt64? = nil
         var memoryFreedBytes: UInt64? = nil
     }
 
-    /// The checkpoints' sizes, every run's and their means, in bytes (--to-disk).
-    struct DiskSizes: Encodable {
+    struct DiskSizes: Encodable {  // --to-disk: every run's and the means, in bytes
         var imageBytes: [UInt64]
         var imageBytesMean: UInt64?
         var memoryFreedBytes: [UInt64]
         var memoryFreedBytesMean: UInt64?
     }
 
-    /// What the benchmark was, under a key of its own.
-    struct Context: Encodable {
+    struct Context: Encodable {  // what the benchmark was, under a key of its own
         var version: String
         var command: [String]
         var backend: String
@@ -299,8 +286,7 @@ struct BenchReport {
         var evictEvery: Int
         var hold: Double
         var speedupMedian: Double?
-        // Only with --to-disk (left out when nil, as the synthesized coding does): the keys of a
-        // plain benchmark stay as they were.
+        // Only with --to-disk (nil is left out), so a plain benchmark's keys do not change.
         var diskSpeedupMedian: Double?
         var disk: DiskSizes?
         var units: String
@@ -310,7 +296,6 @@ struct BenchReport {
     /// an absent optional out.
     struct NullWhenAbsent: Encodable {
         var value: Double?
-        init(_ value: Double?) { self.value = value }
         func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
     }
 
@@ -326,7 +311,7 @@ struct BenchReport {
             let s = p.summary
             var result = HyperfineResult(
                 command: "\(p.label): \(commandLine)", mean: Self.seconds(s.mean),
-                stddev: NullWhenAbsent(s.samples.count > 1 ? Self.seconds(s.stddev) : nil), median: Self.seconds(s.median),
+                stddev: NullWhenAbsent(value: s.samples.count > 1 ? Self.seconds(s.stddev) : nil), median: Self.seconds(s.median),
                 user: Self.seconds(p.cpu?.user ?? 0), system: Self.seconds(p.cpu?.system ?? 0), min: Self.seconds(s.min),
                 max: Self.seconds(s.max), times: s.samples.map(Self.seconds),
                 // A step that fails stops the benchmark (as hyperfine without
@@ -399,13 +384,11 @@ struct BenchReport {
         return rows.map { $0.map(Self.csvField).joined(separator: ",") }.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// A table cell: pipes escaped, no line breaks.
-    static func markdownCell(_ text: String) -> String {
+    static func markdownCell(_ text: String) -> String {  // pipes escaped, no line breaks
         text.replacing("\\", with: "\\\\").replacing("|", with: "\\|").replacing("\n", with: " ")
     }
 
-    /// Inline code that survives backticks in the text.
-    static func markdownCode(_ text: String) -> String {
+    static func markdownCode(_ text: String) -> String {  // inline code that survives backticks in the text
         var longest = 0
         var run = 0
         for ch in text {

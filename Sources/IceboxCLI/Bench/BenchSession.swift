@@ -10,33 +10,24 @@ struct BenchSession {
         var cold: UInt64
         var hot: UInt64
         var relaunch: UInt64?
-        /// With --to-disk: the app suspended again after its hot resume, checkpointed to disk
-        /// and resumed from there (the restore) until ready; nil without --to-disk.
-        var disk: DiskRun?
-        /// The CPU time the app used in each step, from its cgroup's cpu.stat (nil: the app
-        /// has no v2 cgroup). Cold and relaunch: all a fresh instance used until it was
-        /// ready (read right after); hot: from the resume request to ready; suspend: from
-        /// the suspend request until frozen (the app's handling of the notice).
+        var disk: DiskRun?  // --to-disk only
+        /// The app's CPU time in each step, from its cgroup's cpu.stat (nil: no v2 cgroup).
+        /// Cold and relaunch: all a fresh instance used until ready; hot: resume request to
+        /// ready; suspend: suspend request until frozen (the app's handling of the notice).
         var coldCPU: CPUTime?
         var hotCPU: CPUTime?
         var suspendCPU: CPUTime?
         var relaunchCPU: CPUTime?
     }
 
-    /// One run's trip to disk: the daemon's figures for the checkpoint (from its event) and
-    /// the resume from disk until ready, timed here as the hot resume is.
+    /// With --to-disk, after the hot resume: suspended again, checkpointed to disk and
+    /// resumed from there until ready.
     struct DiskRun {
-        /// The daemon's checkpoint, evict request to images on disk (criu dump and sync).
-        var checkpoint: UInt64
-        /// The images' size on disk.
+        var checkpoint: UInt64  // the daemon's figure (its event): evict request to images on disk
         var imageBytes: UInt64
-        /// The app's memory before the dump, all of which the eviction freed (nil: unknown).
-        var memoryFreedBytes: UInt64?
-        /// The resume request until the restored app passed the readiness check.
-        var restore: UInt64
-        /// The CPU time the restored instance's (fresh) cgroup used until ready, criu's
-        /// restorer's included (nil: no v2 cgroup).
-        var restoreCPU: CPUTime?
+        var memoryFreedBytes: UInt64?  // the app's memory before the dump (nil: unknown)
+        var restore: UInt64  // timed here as the hot resume is: resume request until ready
+        var restoreCPU: CPUTime?  // the fresh cgroup's until ready, criu's restorer's included
     }
 
     /// The app's name when --name is not given: "bench", so that a benchmark leaves one
@@ -50,29 +41,23 @@ struct BenchSession {
         return running ? "bench-\(getpid())" : "bench"
     }
 
-    /// The signal that interrupted the benchmark, once one has (a class: the waits that
-    /// notice it do not mutate the session).
-    final class Interruption {
-        var signal: Int32?
-    }
+    /// The signal that interrupted the benchmark (a class: the waits that notice it do not
+    /// mutate the session).
+    final class Interruption { var signal: Int32? }
 
     var client: DaemonClient
     let options: LaunchOptions
     let holdNanos: UInt64
-    /// Each run also goes to disk and back after its hot resume (`--to-disk`).
     var toDisk = false
     let signalFD: Int32
     var appLive = false
     let interruption = Interruption()
-    /// The running instance's v2 cgroup, for its CPU time.
-    var cgroup: String?
+    var cgroup: String?  // the running instance's v2 cgroup, for its CPU time
 
-    /// Sends one request and collects its lines and the events its replies carry (an
-    /// eviction's or a resume's own event), handing every reply to `handle` too; a failure
-    /// becomes an error with its lines. Through the session's `perform`, as every command's
-    /// request: a daemon exiting idle between our connect and its accept (the app ended
-    /// before it was ready, and the liveness check came a second later) resets the
-    /// connection, and the request goes to the next daemon rather than failing the benchmark.
+    /// Sends one request; returns its lines and the events its replies carry, handing every
+    /// reply to `handle` too; a failure becomes an error with its lines. Through `perform`: a
+    /// daemon exiting idle between our connect and its accept (the app ended before it was
+    /// ready) resets the connection, and the request goes to the next daemon.
     mutating func exchange(
         _ request: ControlRequest, _ handle: (ControlReply) -> Void = { _ in }
     ) throws(IceboxError) -> (lines: [String], events: [Event]) {
@@ -84,9 +69,7 @@ struct BenchSession {
             if let event = reply.event { events.append(event) }
             handle(reply)
         }
-        if code != 0 {
-            throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: "))
-        }
+        if code != 0 { throw IceboxError(ExitCode(rawValue: code) ?? .failure, lines.joined(separator: "; ").replacingPrefix("icebox: ")) }
         return (lines, events)
     }
 
@@ -106,14 +89,13 @@ struct BenchSession {
         return elapsed
     }
 
-    /// The live apps, as `ps` lists them (`all`: the ended ones too, as `ps --all`).
+    /// The apps, as `ps` (`all`: as `ps --all`) lists them.
     mutating func records(all: Bool = false) throws(IceboxError) -> [AppRecord] {
         var records: [AppRecord] = []
         _ = try exchange(.ps(all: all)) { reply in if reply.kind == .data { records = reply.apps ?? [] } }
         return records
     }
 
-    /// The CPU time the running instance has used so far, if it has a v2 cgroup.
     func cpu() -> CPUTime? { cgroup.flatMap(CPUTime.ofCgroup) }
 
     mutating func resume() throws(IceboxError) -> UInt64 {
@@ -152,15 +134,13 @@ struct BenchSession {
             hint: "see 'icebox doctor' for criu, and 'icebox log \(options.name)'")
     }
 
-    /// How long the readiness check runs before it first asks the daemon whether the app still
-    /// runs, and how often after that: an app that ended (a bad command, a port already taken)
-    /// fails the benchmark then, not at --ready-timeout. Not sooner: the question is a round
-    /// trip to the daemon that would land inside a cold start's timing.
+    /// How often the readiness check asks the daemon whether the app still runs, so that an
+    /// app that ended fails the benchmark then, not at --ready-timeout. Not sooner: the
+    /// question is a round trip to the daemon that would land inside a cold start's timing.
     static let livenessCheckNanos: UInt64 = 1_000_000_000
 
     /// Polls the app with the readiness check until it answers. A server's port has no event
-    /// to wait on, so failed attempts are retried after a deliberate back-off that starts at
-    /// 50 µs (a thawed server answers at once) and grows to 10 ms.
+    /// to wait on: retried after a back-off from 50 µs (a thawed server answers at once) to 10 ms.
     mutating func waitUntilReady(since start: UInt64, what: String) throws(IceboxError) {
         let deadline = start.saturatingAdd(options.readyTimeoutNanos)
         var backoff: UInt64 = 50_000
@@ -193,7 +173,7 @@ struct BenchSession {
         }
     }
 
-    /// Throws when the app is no longer running (it exited, or was ended), with how it ended.
+    /// Throws when the app has ended, saying how.
     mutating func requireRunning(what: String) throws(IceboxError) {
         guard let record = try records(all: true).last(where: { $0.name == options.name }), record.state.isEnded else { return }
         appLive = false
@@ -215,8 +195,7 @@ struct BenchSession {
     }
 
     /// Waits for the given time, or until Ctrl-C/SIGTERM arrives (then records the signal and
-    /// throws): the hold and the probe back-off are deliberate waits, and an interrupt must
-    /// not be missed.
+    /// throws): an interrupt must not be missed during the hold or the probe back-off.
     func pause(_ nanos: UInt64) throws(IceboxError) {
         if ((try? Poll.wait(signalFD, events: Int16(POLLIN), timeoutNanos: nanos)) ?? 0) > 0 {
             let signal = Signals.drain(signalFD: signalFD).first ?? SIGINT
@@ -228,12 +207,10 @@ struct BenchSession {
     func checkInterrupted() throws(IceboxError) { try pause(0) }
 
     /// Waits until the app is at rest before it is suspended: its cgroup's CPU time grows by
-    /// less than 5% of a 2 ms window, for at most 200 ms. A runtime with background threads
-    /// (node's, the JVM's) is still finishing the cold request's work for a few ms after it
-    /// answered; frozen in the middle, it finishes that after the thaw, and the hot resume
-    /// measured the leftover rather than the resume (node: 5.6–7.3 ms frozen at once, 3.8–4.3
-    /// ms frozen 2–4 ms later). No event says "idle": the CPU time is sampled. Without a v2
-    /// cgroup to read it from, no wait.
+    /// less than 5% of a 2 ms window, for at most 200 ms (without a v2 cgroup, no wait). A
+    /// runtime with background threads (node, the JVM) finishes the cold request's work for a
+    /// few ms after it answered; frozen then, the hot resume would time that leftover (node:
+    /// 5.6–7.3 ms frozen at once, 3.8–4.3 ms 2–4 ms later). No event says "idle".
     func waitUntilAtRest() throws(IceboxError) {
         guard var last = cpu() else { return }
         let limit = Clock.monotonicNanos().saturatingAdd(Self.restLimitNanos)
@@ -294,9 +271,8 @@ struct BenchSession {
             suspendCPU: spent(beforeSuspend, frozen), relaunchCPU: relaunchCPU)
     }
 
-    /// Best effort on the way out: nothing of the benchmark is left running.
-    /// Evicts the app if it still runs, then drops its record: a benchmark leaves no row in
-    /// `icebox ps --all`.
+    /// Best effort on the way out: evicts the app if it still runs, then drops its record,
+    /// so a benchmark leaves nothing running and no row in `icebox ps --all`.
     mutating func cleanUp() {
         if appLive { _ = try? evict() }
         _ = try? exchange(.forget(names: [options.name]))

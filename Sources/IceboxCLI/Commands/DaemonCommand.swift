@@ -32,7 +32,7 @@ enum DaemonCommand: IceboxCommand {
             }
         }
         let cgroupRoot = args.value("cgroup-root") ?? env["ICEBOX_CGROUP_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
-        let settings = try PolicyOptions.settings(args)
+        let settings = try PolicyOptions.settings(args).map(\.setting)
         let metricsFile = try MetricsFileOption.path(args, environment: env)
         let logRotation = try LogRotationOptions.rotation(args, environment: env)
         // Checked here too, so that `icebox daemon` says at once what a started daemon would.
@@ -42,7 +42,7 @@ enum DaemonCommand: IceboxCommand {
             // Someone else's daemon (or a link where the socket should be) is an error, not "running".
             var probe = DaemonClient(environment: { env[$0] }, autostartFlagOff: true, cgroupRoot: cgroupRoot)
             let running: Bool
-            do { _ = try probe.connect(); running = true } catch  where error.code == .unavailable { running = false }
+            do { _ = try probe.session.connect(); running = true } catch  where error.code == .unavailable { running = false }
             if running {
                 Output.out("an icebox daemon is already running for \(client.paths.runtimeDir)")
                 // It keeps the metrics file and log settings it was started with.
@@ -53,7 +53,7 @@ enum DaemonCommand: IceboxCommand {
                 }
                 if settings.isEmpty { return 0 }
                 // Its policy changes as icebox policy set would change it.
-                return try client.perform(.setPolicy(settings: settings.map(\.setting)))
+                return try client.perform(.setPolicy(settings: settings))
             }
             // The daemon started below reads the policy from the state directory.
             try client.paths.prepare()
@@ -92,12 +92,10 @@ enum DaemonCommand: IceboxCommand {
     }
 
     /// Applies the settings on top of the last policy (policy.json), which the daemon loads.
-    static func savePolicy(_ settings: [(key: String, value: String, setting: PolicySetting)], in paths: IceboxPaths)
-        throws(IceboxError)
-    {
+    static func savePolicy(_ settings: [PolicySetting], in paths: IceboxPaths) throws(IceboxError) {
         if settings.isEmpty { return }
         var policy = EvictionPolicy.load(from: paths.policyFile)
-        for s in settings { policy.apply(s.setting) }
+        for s in settings { policy.apply(s) }
         do { try FileIO.writeAtomically(paths.policyFile, JSONLines.encode(policy)) } catch { throw IceboxError("save the policy", error) }
     }
 }

@@ -2,11 +2,9 @@ import Glibc
 import IceboxCore
 import IceboxSystem
 
-/// icebox doctor: what works on this host and why, each finding checked for real, and
-/// nothing on the host changed: no cgroup root is created (one that does not exist yet is
-/// judged by the directory it would be made in), and the test spawn goes into doctor's own
-/// cgroup, so there is nothing to clean up. The one file it may write is the CRIU probe's
-/// cached verdict (criu-probe.json in a state directory that exists: CriuProbeCache).
+/// icebox doctor: what works on this host and why, each finding checked for real and nothing
+/// changed: a missing cgroup root is judged by the directory it would be made in, and the test
+/// spawn goes into doctor's own cgroup. It writes only the cached CRIU verdict (CriuProbeCache).
 enum DoctorCommand: IceboxCommand {
     static let name = "doctor"
     static let spec = CommandSpec(
@@ -29,8 +27,7 @@ enum DoctorCommand: IceboxCommand {
             """,
         operands: .nothing)
 
-    /// What --require can ask for.
-    enum Feature: String, CaseIterable, Codable {
+    enum Feature: String, CaseIterable, Codable {  // what --require can ask for
         case cgroup2  // the cgroup v2 freezer backend (cgroup.freeze, a usable cgroup root)
         case cgroup1  // the v1 freezer backend
         case signal  // the SIGSTOP backend (/proc readable)
@@ -58,7 +55,7 @@ enum DoctorCommand: IceboxCommand {
         var ok: Bool  // usable, and nothing required is missing: exit 0
     }
 
-    /// The features --require names, from "cgroup2,psi" given once or more.
+    /// From "cgroup2,psi" given once or more.
     static func requiredFeatures(_ values: [String]) throws(IceboxError) -> [Feature] {
         var out: [Feature] = []
         for text in values.flatMap({ $0.split(separator: ",").map { String($0).trimmed() } }) where !text.isEmpty {
@@ -172,16 +169,13 @@ enum DoctorCommand: IceboxCommand {
         if uid == 0, namespacedRoot == nil {
             return Finding(check: "delegation", ok: true, detail: "running as root: no delegation needed")
         }
-        if let namespacedRoot {
-            return Finding(
-                check: "delegation", ok: facts.cgroup2Usable,
-                detail: facts.cgroup2Usable
+        let detail =
+            if let namespacedRoot {
+                facts.cgroup2Usable
                     ? "\(namespacedRoot): the cgroup root is writable here (a delegated subtree, or a cgroupfs of its own)"
                     : "\(namespacedRoot): the host's cgroups need delegation (a subtree owned by that uid, "
-                        + "or a runtime that mounts a writable cgroupfs)")
-        }
-        let detail =
-            if facts.cgroup2Usable {
+                        + "or a runtime that mounts a writable cgroupfs)"
+            } else if facts.cgroup2Usable {
                 "the cgroup root is writable by uid \(uid)"
             } else if facts.cgroupRootOutsideSubtree {
                 "a delegated subtree, but this process's cgroup is outside it (see the cgroup root)"
@@ -223,7 +217,6 @@ enum DoctorCommand: IceboxCommand {
         return f
     }
 
-    /// Whether process `pid` (in this PID namespace) has `path` open.
     static func holdsOpen(pid: Int32, path: String) -> Bool {
         let dir = "/proc/\(pid)/fd"
         return ((try? FileIO.list(dir)) ?? []).contains { FileIO.readLink(dir + "/" + $0) == path }

@@ -44,11 +44,10 @@ enum OneShotFreeze {
         }
     }
 
-    /// A cgroup that holds this process (in it or in a sub-cgroup) would freeze icebox with
-    /// it, before the freeze is confirmed or rolled back: in a container, `--cgroup
-    /// /sys/fs/cgroup` is the whole container, and only a thaw from outside recovers it. The
-    /// kernel's own list of the subtree's processes decides (cgroup.procs, in this pid
-    /// namespace), whatever namespace or mount the path was reached through.
+    /// A cgroup that holds this process (in it or below) would freeze icebox with it, before
+    /// the freeze is confirmed or rolled back (in a container, `--cgroup /sys/fs/cgroup` is the
+    /// whole container: only a thaw from outside recovers it). The kernel's list of the
+    /// subtree's processes decides, whatever namespace or mount the path was reached through.
     static func refuseContainingCaller(_ path: String) throws(IceboxError) {
         guard FileIO.exists(path + "/cgroup.procs") else { return }
         let own = getpid()

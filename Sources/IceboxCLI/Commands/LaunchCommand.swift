@@ -10,9 +10,7 @@ enum LaunchCommand: IceboxCommand {
         details: "Returns once the app is launched, or ready with --ready. Durations: 250ms, 5s, 1m30s, 100us.")
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        guard let name = args.positionals.first else {
-            throw ArgumentParser.usage("launch needs a NAME and a command", spec)
-        }
+        guard let name = args.positionals.first else { throw ArgumentParser.usage("launch needs a NAME and a command", spec) }
         let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: args.command, args, attached: false)
         let request = ControlRequest.launch(options: options)
         var client = LaunchArguments.client(args)

@@ -115,14 +115,12 @@ enum LogsCommand: IceboxCommand {
 }
 
 extension FileFollower {
-    /// Prints the log's history, across its older generations (`mapped`: read through a
-    /// mapping, for the event log, which is never truncated): every line `select` turns
-    /// into text, oldest first, or only the last `lines` of them (read from the end
-    /// backwards, newest generation first, stopping once there are enough); calls
-    /// `caughtUp`; and with `follow` keeps printing new lines. A follow ends on SIGINT,
-    /// SIGTERM or SIGHUP (returning 128 + the signal, as a shell reports it) or when whoever
-    /// reads stdout goes away (returning 0, as `tail -f | head` ends), or when the log is
-    /// removed. Without follow it returns 0.
+    /// Prints the log's history across its older generations (`mapped`: through a mapping, for
+    /// the event log, never truncated): every line `select` turns into text, oldest first, or
+    /// the last `lines` (read backwards, newest generation first, until there are enough);
+    /// calls `caughtUp`; with `follow` prints new lines until SIGINT, SIGTERM or SIGHUP (128 +
+    /// the signal, as a shell reports it), stdout's reader going away (0, as `tail -f | head`)
+    /// or the log's removal. Without follow it returns 0.
     static func run(
         path: String, follow: Bool, missingIsEmpty: Bool, mapped: Bool, lines: Int?, select: (UnsafeRawBufferPointer) -> String?,
         caughtUp: () -> Void
@@ -136,8 +134,7 @@ extension FileFollower {
             do { signalFD = try Signals.signalFD(stopSignals) } catch { throw IceboxError("set up signals", error) }
         }
         defer { if signalFD >= 0 { close(signalFD) } }
-        // With -n the current file is read backwards from its end as it is now, and the
-        // follow goes on from there.
+        // With -n the file is read backwards from its end as it is now; the follow goes on from there.
         let follower = try FileFollower(path: path, startAtEnd: lines != nil, follow: follow, missingIsEmpty: missingIsEmpty)
         if let refused = follower.pollingBecause {
             Output.err(

@@ -19,13 +19,12 @@ enum MetricsCommand: IceboxCommand {
         operands: .nothing)
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
-        // Through DaemonClient, for its checks (a socket, not a link; this user's daemon; the
-        // directories this user's), but never starting a daemon: one started to answer would
-        // have counted nothing.
+        // Through DaemonClient for its checks (a socket, not a link; this user's daemon and
+        // directories), but never starting a daemon (see the details above why).
         var client = DaemonClient(environment: ProcessEnvironment.value, autostartFlagOff: true, cgroupRoot: nil)
         client.session.noDaemonHint = "icebox metrics never starts one; start it with 'icebox daemon' or 'icebox launch'"
         let request = ControlRequest.metrics(format: args.flag("openmetrics") ? .openMetrics : .prometheus)
-        let connection = try client.connect()
+        let connection = try client.session.connect()
         try connection.send(request)
         do {
             return try connection.replies(until: DaemonClient.deadline(for: request), what: request.commandName) { reply in

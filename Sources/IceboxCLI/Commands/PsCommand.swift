@@ -33,15 +33,12 @@ enum PsCommand: IceboxCommand {
 
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         let modes = ["json", "quiet"].filter { args.flag($0) } + (args.value("format") == nil ? [] : ["format"])
-        if modes.count > 1 {
-            throw ArgumentParser.usage("--\(modes[0]) and --\(modes[1]) cannot be combined: give one output form", spec)
-        }
+        if modes.count > 1 { throw ArgumentParser.usage("--\(modes[0]) and --\(modes[1]) cannot be combined: give one output form", spec) }
         let source = args.value("format") ?? "table"
         let template = try FormatTemplate<PsField>.parse(source == "table" ? defaultTable : source)
         let patterns = args.positionals
-        // ps starts a daemon only when the registry says apps were left running (after a
-        // daemon crash or --stop): that daemon re-adopts them, so ps shows their true state.
-        // Otherwise the registry alone says what ended.
+        // ps starts a daemon only when the registry says apps were left running (a daemon crash,
+        // --stop): it re-adopts them, so ps shows their true state; else the registry says all.
         let env = ProcessEnvironment.value
         let all = args.flag("all") || !patterns.isEmpty
         // Whole records only where they are printed (--json, {{json .}}); a table or names
@@ -96,9 +93,8 @@ enum PsCommand: IceboxCommand {
             for line in lines { Output.out(line) }
             return status
         }
-        // A table: tab-separated cells aligned in columns, the STATE column coloured.
-        // Split by bytes (a tab is one): Character-wise splitting of 1000 lines was a tenth of
-        // the client's time.
+        // A table: tab-separated cells aligned, the STATE column coloured. Split by bytes (a tab
+        // is one): split by Character, 1000 lines took a tenth of the client's time.
         let rows = ([template.header] + lines).map { line in
             line.utf8.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         }

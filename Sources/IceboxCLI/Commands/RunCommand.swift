@@ -51,14 +51,14 @@ enum RunCommand: IceboxCommand {
         do { sigFD = try Signals.signalFD([SIGINT, SIGTERM, SIGHUP, SIGTSTP]) } catch { throw IceboxError("set up signals", error) }
 
         var client = LaunchArguments.client(args)
-        var connection = try client.connect()
+        var connection = try client.session.connect()
         let request = ControlRequest.launch(options: options)
         // Reset before a word of answer, the request was never read (DaemonConnection.
         // resetUnanswered): it goes once more to the next daemon, at the send or the first
         // read, within the client's reach deadline (ClientSession.mayResend).
         func sendAgainIfUnread() throws(IceboxError) -> Bool {
             guard client.session.mayResend(request, after: connection) else { return false }
-            connection = try client.connect()
+            connection = try client.session.connect()
             try connection.send(request, fds: [0, 1, 2])
             return true
         }
@@ -113,10 +113,9 @@ enum RunCommand: IceboxCommand {
                         guard let appName else { continue }
                         let action: ControlRequest =
                             interrupts == 1 ? .terminate(names: [appName], timeoutNanos: nil) : .evict(names: [appName])
-                        writeLine(
-                            logFD, "icebox: \(Signals.name(of: sig)): \(interrupts == 1 ? "terminating" : "evicting") \(appName)")
+                        writeLine(logFD, "icebox: \(Signals.name(of: sig)): \(interrupts == 1 ? "terminating" : "evicting") \(appName)")
                         var other = client
-                        if let control = try? other.connect() { try? control.send(action) }
+                        if let control = try? other.session.connect() { try? control.send(action) }
                     }
                 }
                 if pfds[0].revents == 0 { continue }
@@ -199,7 +198,7 @@ enum RunCommand: IceboxCommand {
     static func oneRequest(_ client: DaemonClient, _ request: ControlRequest) -> (code: Int32, lines: [String]) {
         var other = client
         let connection: DaemonConnection
-        do { connection = try other.connect() } catch { return (error.code.rawValue, [error.message]) }
+        do { connection = try other.session.connect() } catch { return (error.code.rawValue, [error.message]) }
         do { try connection.send(request) } catch { return (error.code.rawValue, [error.message]) }
         var lines: [String] = []
         // A suspend waits out the app's grace (and a resume its thaw): bounded by the grace cap

@@ -180,7 +180,6 @@ enum BashCompletion {
         return s + "    esac\n}\n"
     }
 
-    /// The values of each command's operands, by position from 0.
     static func operandFunction(_ model: CompletionModel) -> String {
         var s = "_icebox_operand() {\n    case $1 in\n"
         for c in model.commands where c.operands.contains(where: { !$0.isEmpty }) {

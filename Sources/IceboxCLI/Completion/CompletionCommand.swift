@@ -38,12 +38,11 @@ enum CompletionCommand: IceboxCommand {
         return 0
     }
 
-    /// The names of the apps: the running daemon's answer to `ps`, or, with no daemon (or
-    /// one that does not answer within a second), the registry a stopped one left. A
-    /// completion must never start a daemon nor hang the shell.
+    /// The apps' names (see the details above): a completion must never start a daemon nor
+    /// hang the shell, so with none answering within a second, the registry's.
     static func appNames(all: Bool, environment: [String: String]) -> [String] {
         var client = DaemonClient(environment: { environment[$0] }, autostartFlagOff: true, cgroupRoot: nil)
-        if let connection = try? client.connect(), (try? connection.send(ControlRequest.ps(all: all))) != nil {
+        if let connection = try? client.session.connect(), (try? connection.send(ControlRequest.ps(all: all))) != nil {
             var records: [AppRecord] = []
             let code = try? connection.replies(until: Clock.monotonicNanos() + 1_000_000_000, what: "ps") { reply in
                 if reply.kind == .data { records = reply.apps ?? [] }

@@ -7,10 +7,8 @@ struct CompletionValues: Equatable, Hashable, Sendable {
         case none
         case files
         case directories
-        /// The apps a running daemon supervises (`icebox completion --names`).
-        case liveApps = "live-apps"
-        /// The same and the ended ones (`icebox completion --names --all`).
-        case allApps = "all-apps"
+        case liveApps = "live-apps"  // the apps a running daemon supervises (`icebox completion --names`)
+        case allApps = "all-apps"  // and the ended ones (`--names --all`)
     }
 
     var words: [String] = []
@@ -45,26 +43,16 @@ struct CompletionValues: Equatable, Hashable, Sendable {
     }
 }
 
-/// Everything the completion scripts know, derived from the same `CommandSpec`s that
-/// `--help` prints and the parser accepts, so a new command or option completes as soon as
-/// it exists.
+/// Everything the completion scripts know, derived from the `CommandSpec`s that `--help`
+/// prints and the parser accepts, so a new command or option completes as soon as it exists.
 struct CompletionModel: Sendable {
     struct Command: Sendable {
         var name: String
         var summary: String
         var options: [OptionSpec]
-        /// What each operand (NAME, set, bash|zsh|fish) may be, in order.
-        var operands: [CompletionValues]
-        /// Whether the last operand repeats (`NAME...`).
-        var lastOperandRepeats: Bool
-        /// For run, launch and bench: after this many operands comes the app's command line.
-        var commandAfter: Int?
-
-        /// The operand at a 0-based position, if any.
-        func operand(_ index: Int) -> CompletionValues? {
-            if index < operands.count { return operands[index] }
-            return lastOperandRepeats ? operands.last : nil
-        }
+        var operands: [CompletionValues]  // what each (NAME, set, bash|zsh|fish) may be, in order
+        var lastOperandRepeats: Bool  // `NAME...`
+        var commandAfter: Int?  // run, launch and bench: after this many operands, the app's command line
     }
 
     /// Commands whose NAME may be an app that has ended (its record stays for these).

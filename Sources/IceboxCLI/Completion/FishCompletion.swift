@@ -1,8 +1,7 @@
 /// `icebox completion fish`: `complete` lines for every command and option, with
 /// descriptions, guarded by a reading of the command line that follows icebox's parser.
 enum FishCompletion {
-    /// A single-quoted fish string.
-    static func quoted(_ text: String) -> String {
+    static func quoted(_ text: String) -> String {  // a single-quoted fish string
         "'" + text.replacing("\\", with: "\\\\").replacing("'", with: "\\'") + "'"
     }
 
@@ -177,7 +176,6 @@ enum FishCompletion {
         return s
     }
 
-    /// The arguments of `complete` that offer these values.
     static func arguments(_ v: CompletionValues) -> String {
         switch v.source {
         case .files: return "-r -F"

@@ -112,7 +112,6 @@ enum ZshCompletion {
 
     static func choicesFunction(_ index: Int) -> String { "_icebox_choices_\(index + 1)" }
 
-    /// An `_arguments` action for a set of values.
     static func action(_ v: CompletionValues, _ sets: [CompletionValues]) -> String {
         switch v.source {
         case .files: return "_files"
@@ -126,13 +125,11 @@ enum ZshCompletion {
         }
     }
 
-    /// Text inside `[...]` of an option spec.
-    static func bracketed(_ text: String) -> String {
+    static func bracketed(_ text: String) -> String {  // text inside `[...]` of an option spec
         text.replacing("\\", with: "\\\\").replacing("[", with: "\\[").replacing("]", with: "\\]")
     }
 
-    /// A message between colons.
-    static func message(_ text: String) -> String {
+    static func message(_ text: String) -> String {  // between colons
         text.replacing("\\", with: "\\\\").replacing(":", with: "\\:")
     }
 

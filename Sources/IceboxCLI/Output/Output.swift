@@ -28,14 +28,11 @@ enum Output {
         keepAlive(line)
     }
 
-    /// Keeps the first few long lines written alive until the process exits. A one-shot
-    /// command exits right after it prints, and the first String of 64 bytes or more a
-    /// process frees costs it ~35 µs here: that String's storage has room for breadcrumbs,
-    /// and the standard library resolves their type by its mangled name on that first free
-    /// (uprobes on __StringStorage's deinit in `icebox suspend`'s client; later frees take
-    /// ~3 µs). A daemon's reply line that is printed and kept is not freed before the end.
-    /// Bounded, so a command that prints for long (an attached run's events) keeps nothing
-    /// more: past `keptLines` the lines are freed as usual (and the cost is paid once).
+    /// Keeps the first few long lines written alive until the process exits: the first String
+    /// of 64 bytes or more a process frees costs ~35 µs here (its storage has room for
+    /// breadcrumbs, whose type the standard library resolves by mangled name on that first
+    /// free; later frees ~3 µs), and a one-shot command exits right after it prints. Bounded:
+    /// past `keptLines` (an attached run's events) lines are freed as usual, the cost paid once.
     private static func keepAlive(_ line: String) {
         guard line.utf8.count >= 64, keptCount.add(1, ordering: .relaxed).newValue <= keptLines else { return }
         _ = Unmanaged.passRetained(KeptLine(line))
@@ -67,13 +64,10 @@ enum Output {
         }
     }
 
-    /// Columns padded to the widest cell; the last column is not padded. `style` may colour
-    /// a cell (row 0 is the first row given); the padding is computed on the plain text.
-    ///
-    /// One text, a line a row joined by newlines (none after the last), each line's trailing
-    /// spaces trimmed: what `ps` and `doctor` write in one system call. Laid out in bytes:
-    /// building 1000 lines of `ps` as Strings, a padding String per cell, was an eighth of its
-    /// client's time.
+    /// Columns padded to the widest cell (not the last); `style` may colour a cell (row 0 is
+    /// the first row given), padded by its plain text. One text, a line a row (no newline after
+    /// the last, trailing spaces trimmed), for one write. Laid out in bytes: a String per line
+    /// and a padding String per cell were an eighth of `ps`'s client time for 1000 apps.
     static func table(_ rows: [[String]], style: ((_ row: Int, _ column: Int) -> Style?)? = nil, color: Bool = false) -> String {
         guard let first = rows.first else { return "" }
         // Each cell's width counted once, by bytes where it is ASCII (Characters otherwise).

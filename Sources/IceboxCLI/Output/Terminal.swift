@@ -51,8 +51,8 @@ struct Style: Sendable, Equatable {
     }
 
     /// The colour of a lifecycle state: active green, suspended cyan, background yellow,
-    /// launching blue, on disk magenta; an ended app dim, or red when it ended in failure (a non-zero exit
-    /// status, or killed by a signal it did not ask for).
+    /// launching blue, on disk magenta; an ended app dim, or red when it ended in failure (a
+    /// non-zero exit status, or killed by a signal it did not ask for).
     static func of(_ state: AppState, exitStatus: Int32? = nil) -> Style {
         switch state {
         case .active: return .green

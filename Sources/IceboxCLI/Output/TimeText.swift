@@ -130,9 +130,7 @@ enum TimeText {
     /// `now` (10m, 1h30m, 90s); HH:MM or HH:MM:SS is that time today, local; otherwise an
     /// RFC 3339 timestamp (or a date, local midnight).
     static func parseBound(_ text: String, nowWallNanos: Int64, offset: (Int64) -> Int) -> Int64? {
-        if let ago = DurationText.parse(text), ago <= UInt64(Int64.max) {
-            return nowWallNanos - Int64(ago)
-        }
+        if let ago = DurationText.parse(text), ago <= UInt64(Int64.max) { return nowWallNanos - Int64(ago) }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         if parts.count == 2 || parts.count == 3, parts.allSatisfy({ (1...2).contains($0.count) && $0.allSatisfy(\.isASCII) }),
             let h = Int(parts[0]), let m = Int(parts[1]), h < 24, m < 60

@@ -66,29 +66,23 @@ struct CommandSpec: Sendable {
     }
 }
 
-/// What the parser found.
-///
-/// Kept in arrays of String, searched in order (a command has a handful of options): a
-/// dictionary and a set here cost every one-shot command the instantiation of two more
-/// families of generic type metadata at run time, page faults on the runtime's caches
-/// included, where `[String]` is there already for the arguments themselves.
+/// What the parser found, in arrays of String searched in order (a command has a handful of
+/// options): a dictionary and a set would cost every one-shot command two more families of
+/// generic type metadata at run time, where `[String]` is there already for the arguments.
 struct ParsedArguments {
     /// Every option value given, as (name, value) in the order given: `valueNames[i]`'s.
     private(set) var valueNames: [String] = []
     private(set) var valueTexts: [String] = []
-    /// The flags given, each once.
-    private(set) var flags: [String] = []
+    private(set) var flags: [String] = []  // each once
     var positionals: [String] = []
     var command: [String] = []
     var helpRequested = false
 
-    /// The last value given for `name`.
-    func value(_ name: String) -> String? {
+    func value(_ name: String) -> String? {  // the last given
         valueNames.lastIndex(of: name).map { valueTexts[$0] }
     }
 
-    /// Every value given for `name`, in order.
-    func all(_ name: String) -> [String] {
+    func all(_ name: String) -> [String] {  // every value given, in order
         var out: [String] = []
         for (i, n) in valueNames.enumerated() where n == name { out.append(valueTexts[i]) }
         return out
@@ -131,8 +125,7 @@ enum ArgumentParser {
             for o in CommandSpec.globalOptions where matches(o) { return o }
             return nil
         }
-        // For the suggestions of an error only: built on every parse, it was a fifth of the
-        // parse of a one-shot command.
+        // For an error's suggestions only: built on every parse, it was a fifth of a one-shot's parse.
         var longNames: [String] {
             (spec.options + CommandSpec.globalOptions + [CommandSpec.helpOption]).flatMap { [$0.name] + $0.aliases }.map { "--" + $0 }
         }

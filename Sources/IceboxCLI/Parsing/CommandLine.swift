@@ -24,10 +24,8 @@ public enum IceboxMain {
         ]
     }
 
-    /// The command named `name`, found without `commands`: the array of existential
-    /// metatypes costs the runtime a generic metadata instantiation and a page of every
-    /// command's metadata, ~4% of a one-shot suspend's CPU. `IceboxMainTests` holds the
-    /// two to the same commands.
+    /// The command named `name`, found without `commands`: that array of existential metatypes
+    /// costs ~4% of a one-shot suspend's CPU. `IceboxMainTests` holds the two to the same commands.
     static func command(named name: String) -> (any IceboxCommand.Type)? {
         switch name {
         case RunCommand.name: RunCommand.self
@@ -90,8 +88,7 @@ public enum IceboxMain {
         return text
     }
 
-    /// Parses and runs; returns the process exit code.
-    public static func main(_ argv: [String]) -> Int32 {
+    public static func main(_ argv: [String]) -> Int32 {  // parses and runs; returns the exit code
         // A parent may hand us blocked signals (swift-corelibs-foundation's Process does):
         // start from an empty mask so Ctrl-C and SIGTERM work as users expect.
         var empty = sigset_t()

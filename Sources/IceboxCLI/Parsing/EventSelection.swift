@@ -1,11 +1,9 @@
 import Glibc
 import IceboxCore
 
-/// Which events `icebox log` prints, and how. A line is looked at as bytes first: the log
-/// writes `{"app":"NAME",...` (keys sorted), so with a NAME most lines are turned away by a
-/// comparison of their first bytes, and only the rest are read, as every reader of the log
-/// reads an event (JSONLines.decode: JSONReader, else JSONDecoder; a line neither reads is
-/// skipped).
+/// Which events `icebox log` prints, and how. The log writes `{"app":"NAME",...` (keys
+/// sorted), so with a NAME most lines are turned away by their first bytes; only the rest are
+/// decoded (JSONLines.decode, as every reader of the log; a line it cannot read is skipped).
 final class EventSelection {
     let name: String?
     let since: Int64?
@@ -18,11 +16,7 @@ final class EventSelection {
     private(set) var sawApp: Bool
 
     init(name: String?, since: Int64?, until: Int64?, json: Bool, color: Bool) {
-        self.name = name
-        self.since = since
-        self.until = until
-        self.json = json
-        self.color = color
+        (self.name, self.since, self.until, self.json, self.color) = (name, since, until, json, color)
         namePrefix = name.map { Array(#"{"app":""#.utf8) + Array($0.utf8) + [UInt8(ascii: "\"")] }
         sawApp = name == nil
     }

@@ -2,12 +2,10 @@ import IceboxCore
 import IceboxSystem
 
 /// `ps --format`: a Go-template-like line with `{{.Field}}` actions, as `docker ps --format`
-/// takes: `{{.Name}}\t{{.State}}`. `\t`, `\n` and `\\` in the text are a tab, a newline and a
-/// backslash; `{{json .}}` is the whole record as JSON; a leading `table ` prints a header row
-/// (the field names in capitals, LAST_FREEZE for .LastFreeze) and aligns the tab-separated
-/// columns (`table` alone is the usual table). Unknown fields are refused before anything runs;
-/// a known one is its `Field` from then on, so rendering a thousand lines switches on an enum,
-/// not on the field's name.
+/// takes: `{{.Name}}\t{{.State}}`. `\t`, `\n` and `\\` are a tab, a newline and a backslash;
+/// `{{json .}}` is the whole record as JSON; a leading `table ` prints a header row (LAST_FREEZE
+/// for .LastFreeze) and aligns the tab-separated columns (`table` alone: the usual table).
+/// Unknown fields are refused before anything runs; rendering switches on `Field`, not names.
 struct FormatTemplate<Field: TemplateField>: Equatable {
     enum Piece: Equatable {
         case text(String)
@@ -74,7 +72,6 @@ struct FormatTemplate<Field: TemplateField>: Equatable {
         return out
     }
 
-    /// The header row of a `table` template: each field's name in capitals.
     var header: String { render({ Self.headerName($0.rawValue) }, json: { "JSON" }) }
 
     /// LastFreeze → LAST_FREEZE, PID → PID, MemoryBytes → MEMORY_BYTES.

@@ -21,8 +21,7 @@ enum LaunchArguments {
         OptionSpec(name: "watchdog-action", value: "log|kill|restart", help: "what a missed WATCHDOG=1 does (default log)"),
         OptionSpec(
             name: "start-limit-burst", value: "N", help: "restart launches the app again at most N times within the interval (default 5)"),
-        OptionSpec(
-            name: "start-limit-interval", value: "DUR", help: "the interval of --start-limit-burst (default 10s; 0: no limit)"),
+        OptionSpec(name: "start-limit-interval", value: "DUR", help: "the interval of --start-limit-burst (default 10s; 0: no limit)"),
         OptionSpec(
             name: "user", value: "USER[:GROUP]",
             help: "run the app as this user and group (names or ids), with no capabilities and no_new_privs"),
@@ -53,9 +52,7 @@ enum LaunchArguments {
     static func build(name: String, nameIsDefault: Bool, command: [String], _ args: ParsedArguments, attached: Bool)
         throws(IceboxError) -> LaunchOptions
     {
-        if command.isEmpty {
-            throw IceboxError(.usage, "no command given", hint: "put the command after --, e.g. icebox run -- sleep 60")
-        }
+        if command.isEmpty { throw IceboxError(.usage, "no command given", hint: "put the command after --, e.g. icebox run -- sleep 60") }
         try AppName.validateForLaunch(name)
         var o = LaunchOptions(name: name, command: command)
         o.nameIsDefault = nameIsDefault
@@ -88,9 +85,7 @@ enum LaunchArguments {
         }
         o.readyTimeoutNanos = try args.duration("ready-timeout") ?? o.readyTimeoutNanos
         o.workingDirectory = args.value("cwd") ?? ProcessEnvironment.workingDirectory
-        if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) {
-            throw IceboxError(.usage, "--cwd \(cwd): no such directory")
-        }
+        if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) { throw IceboxError(.usage, "--cwd \(cwd): no such directory") }
         for e in args.all("env") {
             guard let eq = e.firstIndex(of: "="), eq != e.startIndex else {
                 throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
@@ -125,8 +120,7 @@ enum LaunchArguments {
         o.pidNamespace = args.flag("pid-namespace")
         if let target: EvictionTarget = try args.choice("evict-to", hint: "use kill or disk (checkpoint with CRIU)") {
             if target == .disk && !o.pidNamespace {
-                throw IceboxError(
-                    .usage, "--evict-to disk needs --pid-namespace", hint: "a checkpoint's pids must be free at its restore")
+                throw IceboxError(.usage, "--evict-to disk needs --pid-namespace", hint: "a checkpoint's pids must be free at its restore")
             }
             o.evictTo = target
         }

@@ -9,24 +9,20 @@ enum LogRotationOptions {
         OptionSpec(
             name: "log-max-size", value: "SIZE",
             help: "rotate the event log and each app's output log once it reaches SIZE (default 8M; 0: never) (or ICEBOX_LOG_MAX_SIZE)"),
-        OptionSpec(
-            name: "log-keep", value: "N", help: "keep N older generations of each log (default 4, 1 to 100) (or ICEBOX_LOG_KEEP)"),
+        OptionSpec(name: "log-keep", value: "N", help: "keep N older generations of each log (default 4, 1 to 100) (or ICEBOX_LOG_KEEP)"),
     ]
 
     /// The settings from the options, else the environment, else the defaults; a bad value
     /// is a usage error naming where it came from.
     static func rotation(_ args: ParsedArguments, environment: [String: String]) throws(IceboxError) -> LogRotation {
+        func given(_ option: String, _ variable: String) -> (text: String, from: String)? {
+            if let text = args.value(option) { return (text, "--" + option) }
+            guard let text = environment[variable], !text.isEmpty else { return nil }
+            return (text, variable)
+        }
         var rotation = LogRotation()
-        if let text = args.value("log-max-size") {
-            rotation.maxBytes = try LogRotation.parseMaxBytes(text, from: "--log-max-size")
-        } else if let text = environment["ICEBOX_LOG_MAX_SIZE"], !text.isEmpty {
-            rotation.maxBytes = try LogRotation.parseMaxBytes(text, from: "ICEBOX_LOG_MAX_SIZE")
-        }
-        if let text = args.value("log-keep") {
-            rotation.keep = try LogRotation.parseKeep(text, from: "--log-keep")
-        } else if let text = environment["ICEBOX_LOG_KEEP"], !text.isEmpty {
-            rotation.keep = try LogRotation.parseKeep(text, from: "ICEBOX_LOG_KEEP")
-        }
+        if let s = given("log-max-size", "ICEBOX_LOG_MAX_SIZE") { rotation.maxBytes = try LogRotation.parseMaxBytes(s.text, from: s.from) }
+        if let k = given("log-keep", "ICEBOX_LOG_KEEP") { rotation.keep = try LogRotation.parseKeep(k.text, from: k.from) }
         return rotation
     }
 

@@ -10,13 +10,12 @@ enum MetricsFileOption {
         help: "keep PATH (*.prom) fresh with the metrics, for node_exporter's textfile collector (or ICEBOX_METRICS_FILE)")
 
     /// The absolute path from the option (relative to the working directory) or the
-    /// environment (which must be absolute: a daemon started on demand works in /). The
-    /// directory must exist, since the file is written there through a temporary file; it is
-    /// resolved now (a link the administrator chose is followed once, here), and the daemon
-    /// then opens it never through a link. One that users other than the daemon's (and root)
-    /// can write is warned about: they can replace or remove the metrics (not make the daemon
-    /// write anywhere else: `FileIO.writeAtomically` creates its temporary file exclusively,
-    /// under a random name, and never follows a link).
+    /// environment (which must be absolute: a daemon started on demand works in /). Its
+    /// directory must exist (the file is written through a temporary file there) and is
+    /// resolved now, following a link the administrator chose once; the daemon then never
+    /// opens it through a link. A directory other users can write is warned about: they can
+    /// replace or remove the metrics, but not make the daemon write elsewhere
+    /// (`FileIO.writeAtomically` creates its temporary file exclusively, never through a link).
     static func path(_ args: ParsedArguments, environment: [String: String]) throws(IceboxError) -> String? {
         var path: String
         if let given = args.value("metrics-file") {

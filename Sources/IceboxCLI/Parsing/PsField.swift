@@ -1,7 +1,6 @@
 import IceboxCore
 
-/// A column of `ps`: what `--format` names as `{{.Name}}`, in the order the man page lists
-/// them.
+/// A column of `ps`: what `--format` names as `{{.Name}}`, in the order the man page lists them.
 enum PsField: String, TemplateField {
     case name = "Name"
     case pid = "PID"

@@ -2,8 +2,7 @@
 enum TopKey: Equatable {
     case up, down, home, end, pageUp, pageDown
     case enter, escape, backspace
-    /// Ctrl-C: in raw mode a byte, not SIGINT.
-    case interrupt
+    case interrupt  // Ctrl-C: in raw mode a byte, not SIGINT
     case char(Character)
 }
 
@@ -82,19 +81,16 @@ enum TopKeys {
             model.prompt = .none
             if key == .char("y") || key == .char("Y") {
                 model.pending += 1
-                model.report("\(action.verb) \(name)…", error: false)
+                model.report("\(action.rawValue) \(name)…", error: false)
                 return [.send(action, name)]
             }
             if key == .interrupt { return [.quit] }
-            model.report("\(action.verb) \(name): not done", error: false)
+            model.report("\(action.rawValue) \(name): not done", error: false)
             return []
         case .filter(let text):
             switch key {
-            case .enter:
-                model.filter = text
-                model.prompt = .none
-            case .escape:
-                model.filter = ""
+            case .enter, .escape:
+                model.filter = key == .enter ? text : ""
                 model.prompt = .none
             case .backspace: model.prompt = .filter(String(text.dropLast()))
             case .char(let c): if text.count < 64 { model.prompt = .filter(text + String(c)) }
@@ -147,14 +143,13 @@ enum TopKeys {
                 return []
             }
             model.pending += 1
-            model.report("\(action.verb) \(row.name)…", error: false)
+            model.report("\(action.rawValue) \(row.name)…", error: false)
             return [.send(action, row.name)]
         default: break
         }
         return []
     }
 
-    /// The keys of the actions on the selected app.
     static let actions: [Character: TopAction] = ["s": .suspend, "r": .resume, "w": .switchTo, "t": .terminate, "e": .evict]
 
     private static func sortBy(_ model: inout TopModel, _ column: TopColumn) {
@@ -162,11 +157,10 @@ enum TopKeys {
         model.descending = false
     }
 
-    /// The help line.
     static let help =
         "↑↓/jk select  s suspend  r resume  w switch to  t terminate  e evict  / filter (Enter applies, Esc clears)  "
         + "1-9 or </> sort (again: reverse, i reverse)  Esc clear  q quit"
 
-    /// The hint shown when nothing else is.
+    /// Shown when nothing else is.
     static let hint = "s suspend  r resume  w switch  t terminate  e evict  / filter  </> sort  ? help  q quit"
 }

@@ -4,7 +4,6 @@ import IceboxCore
 /// the selection, filter, sort and prompt. `TopRender` draws it, `TopKeys` changes it on a
 /// key, `TopSession` feeds it from the daemon, the event log and the cgroups. No I/O here.
 struct TopModel: Equatable {
-    /// One app's row.
     struct Row: Equatable {
         var name: String
         var pid: Int32 = 0
@@ -14,46 +13,36 @@ struct TopModel: Equatable {
         var backend = BackendKind.cgroup2
         var priority = PriorityBand.normal
         var memoryBytes: UInt64?
-        /// The change since the reading before, for the trend.
-        var memoryDelta: Int64 = 0
+        var memoryDelta: Int64 = 0  // since the reading before, for the trend
         var lastFreezeNanos: UInt64?
         var lastThawNanos: UInt64?
-        /// The app's STATUS= (raw: escaped when drawn).
-        var status = ""
-        /// Its v2 cgroup, where its memory may be read.
-        var cgroup: String?
+        var status = ""  // the app's STATUS=, raw: escaped when drawn
+        var cgroup: String?  // its v2 cgroup, where its memory may be read
     }
 
     /// What the prompt line asks for, if anything.
     enum Prompt: Equatable {
         case none
-        /// terminate or evict NAME? (y/n)
-        case confirm(TopAction, String)
-        /// The filter being typed (applied on Enter).
-        case filter(String)
-        /// The help line.
+        case confirm(TopAction, String)  // terminate or evict NAME? (y/n)
+        case filter(String)  // being typed, applied on Enter
         case help
     }
 
     var rows: [Row] = []
-    /// The selected app, by name, so the selection stays on it as rows move.
-    var selected: String?
-    /// Only apps whose name contains this (case-insensitive); empty: all.
-    var filter = ""
+    var selected: String?  // by name, so the selection stays on it as rows move
+    var filter = ""  // only apps whose name contains this (case-insensitive); empty: all
     var sort = TopColumn.name
     var descending = false
     var prompt = Prompt.none
-    /// The outcome of the last action, or an error; cleared by Esc.
+    /// The outcome of the last action, or an error (`messageIsError`: drawn in the error
+    /// colour); cleared by Esc.
     var message: String?
-    /// Whether `message` reports a failure (drawn in the error colour).
     var messageIsError = false
-    /// The latest events, oldest first, as `icebox log` prints them (escaped already).
-    var events: [String] = []
+    var events: [String] = []  // the latest, oldest first, as `icebox log` prints them (escaped)
     var policy: EvictionPolicy?
     /// Memory pressure as the host reports it: "some 0.12% full 0.00%" (10 s averages); nil if unknown.
     var pressure: String?
-    /// Actions sent and not answered yet.
-    var pending = 0
+    var pending = 0  // actions sent and not answered yet
 
     static let eventsKept = 50
 
@@ -67,8 +56,7 @@ struct TopModel: Equatable {
         }
     }
 
-    /// The selected row if it is shown, else the first shown.
-    var selectedRow: Row? {
+    var selectedRow: Row? {  // the selected one if it is shown, else the first shown
         let shown = visibleRows
         return shown.first { $0.name == selected } ?? shown.first
     }
@@ -122,7 +110,6 @@ struct TopModel: Equatable {
         return true
     }
 
-    /// A new memory reading for `name`.
     mutating func setMemory(_ name: String, bytes: UInt64) {
         guard let i = rows.firstIndex(where: { $0.name == name }) else { return }
         if let before = rows[i].memoryBytes { rows[i].memoryDelta = Int64(bitPattern: bytes &- before) }
@@ -133,17 +120,10 @@ struct TopModel: Equatable {
 // In an extension, so that the memberwise initializer (with the defaults above) stays.
 extension TopModel.Row {
     init(_ s: AppSummary) {
-        name = s.name
-        pid = s.pid
-        state = s.state
-        sinceMonotonicNanos = s.sinceMonotonicNanos
-        backend = s.backend
-        priority = s.priority
-        memoryBytes = s.memoryBytes
-        lastFreezeNanos = s.lastFreezeNanos
-        lastThawNanos = s.lastThawNanos
-        status = (s.state.isEnded ? s.ending : s.statusText) ?? ""
-        cgroup = s.cgroup
+        self.init(
+            name: s.name, pid: s.pid, state: s.state, sinceMonotonicNanos: s.sinceMonotonicNanos, backend: s.backend,
+            priority: s.priority, memoryBytes: s.memoryBytes, lastFreezeNanos: s.lastFreezeNanos, lastThawNanos: s.lastThawNanos,
+            status: (s.state.isEnded ? s.ending : s.statusText) ?? "", cgroup: s.cgroup)
     }
 }
 
@@ -190,8 +170,6 @@ enum TopColumn: Int, CaseIterable, Equatable {
 /// What a key asks the daemon to do to the selected app: the same requests as the commands.
 enum TopAction: String, Equatable {
     case suspend, resume, switchTo = "switch to", terminate, evict
-
-    var verb: String { rawValue }
 
     /// The request `icebox suspend NAME` (and the others) sends: the app's own grace, the
     /// default terminate timeout.

@@ -1,20 +1,15 @@
 import IceboxCore
 
-/// Draws `icebox top`: model and size → the screen's lines, each exactly `width` columns
-/// (padded with spaces, so a frame overwrites the last one without clearing the screen),
-/// exactly `height` of them. A pure function: tests call it without a terminal. Text that
-/// is not icebox's own (app names, STATUS=, event details) is escaped (`TerminalText`), so
-/// a hostile app cannot move the cursor or rewrite the screen; without colour the lines
-/// hold no escape sequence at all.
+/// Draws `icebox top`, a pure function: model and size → exactly `height` lines of exactly
+/// `width` columns (padded, so a frame overwrites the last without clearing the screen).
+/// Text not icebox's own (app names, STATUS=, event details) is escaped (`TerminalText`), so
+/// a hostile app cannot move the cursor; without colour the lines hold no escape sequence.
 enum TopRender {
     /// A piece of a line with its style (nil: the line's).
     struct Span {
         var text: String
         var style: Style?
-        init(_ text: String, _ style: Style? = nil) {
-            self.text = text
-            self.style = style
-        }
+        init(_ text: String, _ style: Style? = nil) { (self.text, self.style) = (text, style) }
     }
 
     /// The columns each field takes (the name's and the status's depend on the screen).
@@ -131,7 +126,7 @@ enum TopRender {
 
     static func bottomLine(_ model: TopModel) -> [Span] {
         switch model.prompt {
-        case .confirm(let action, let name): return [Span("\(action.verb) \(TerminalText.escaped(name))? (y/n)", .warning)]
+        case .confirm(let action, let name): return [Span("\(action.rawValue) \(TerminalText.escaped(name))? (y/n)", .warning)]
         case .filter(let text): return [Span("filter: " + TerminalText.escaped(text) + "▏  (Enter applies, Esc clears)", .bold)]
         case .help: return [Span(TopKeys.help)]
         case .none: break

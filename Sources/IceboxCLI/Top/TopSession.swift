@@ -2,17 +2,14 @@ import Glibc
 import IceboxCore
 import IceboxSystem
 
-/// The loop of `icebox top`. It waits in one poll(2) on the keyboard, the event log's
-/// inotify descriptor, a signalfd (SIGWINCH, and SIGINT/SIGTERM/SIGHUP to leave), the
-/// daemon connections of requests in flight, and a deadline for the next tick; nothing
-/// sleeps. The daemon is asked for a `ps --brief` snapshot at start and again only when an
-/// event names an app the table lacks, and for the policy at start and on policy events;
-/// everything else comes from the event log (states, their times, freeze and thaw times)
-/// or is read here (each app's memory from its cgroup, the host's PSI), so watching costs
-/// the daemon next to nothing.
+/// The loop of `icebox top`: one poll(2) on the keyboard, the event log's inotify descriptor,
+/// a signalfd (SIGWINCH; SIGINT/SIGTERM/SIGHUP to leave), the connections of requests in
+/// flight and the next tick's deadline; nothing sleeps. The daemon is asked for a `ps --brief`
+/// snapshot at start and when an event names an app the table lacks, and for the policy at
+/// start and on policy events; the rest comes from the event log or is read here (memory from
+/// the cgroups, PSI), so watching costs the daemon next to nothing.
 final class TopSession {
-    /// A request sent and not fully answered.
-    final class InFlight {
+    final class InFlight {  // a request sent and not fully answered
         enum Purpose {
             case snapshot, policy
             case action(TopAction, String)
@@ -24,9 +21,7 @@ final class TopSession {
         var warnings: [String] = []
 
         init(connection: DaemonConnection, purpose: Purpose, deadline: UInt64) {
-            self.connection = connection
-            self.purpose = purpose
-            self.deadline = deadline
+            (self.connection, self.purpose, self.deadline) = (connection, purpose, deadline)
         }
     }
 
@@ -47,8 +42,7 @@ final class TopSession {
     private var snapshotWanted = true
     /// Asked for once a snapshot came (no daemon, no policy to ask for), and on policy events.
     private var policyWanted = false
-    /// The memory counter file of each app, found once per main process.
-    private var memoryCounters: [String: (pid: Int32, path: String?)] = [:]
+    private var memoryCounters: [String: (pid: Int32, path: String?)] = [:]  // found once per main process
     private var pendingInput: [UInt8] = []
 
     init(terminal: TopTerminal, color: Bool, environment: (String) -> String?) throws(IceboxError) {
@@ -175,7 +169,7 @@ final class TopSession {
     private func start(_ purpose: InFlight.Purpose, _ request: ControlRequest) {
         let line = DaemonConnection.Line(request)
         do {
-            let connection = try client.connect()
+            let connection = try client.session.connect()
             try connection.send(line)
             let deadline = DaemonConnection.deadline(for: request, base: Self.requestBudgetNanos)
             inFlight.append(InFlight(connection: connection, purpose: purpose, deadline: deadline))
@@ -235,10 +229,10 @@ final class TopSession {
         }
         model.pending -= 1
         if code == 0 {
-            model.report(request.lines.last.map(Self.oneLine) ?? "\(action.verb) \(name): done", error: false)
+            model.report(request.lines.last.map(Self.oneLine) ?? "\(action.rawValue) \(name): done", error: false)
         } else {
             let why = request.warnings.last.map(Self.oneLine) ?? "failed (exit \(code))"
-            model.report("\(action.verb) \(name): \(why.replacingPrefix("icebox: "))", error: true)
+            model.report("\(action.rawValue) \(name): \(why.replacingPrefix("icebox: "))", error: true)
         }
     }
 
@@ -248,7 +242,7 @@ final class TopSession {
         case .policy: model.report(Self.policyFailure + why, error: true)
         case .action(let action, let name):
             model.pending -= 1
-            model.report("\(action.verb) \(name): \(why)", error: true)
+            model.report("\(action.rawValue) \(name): \(why)", error: true)
         }
     }
 
@@ -267,8 +261,7 @@ final class TopSession {
 
     // MARK: memory and pressure
 
-    /// Reads each app's memory from its cgroup and the host's pressure.
-    private func sample() {
+    private func sample() {  // each app's memory from its cgroup, and the host's pressure
         for row in model.rows {
             let known = memoryCounters[row.name]
             let path = known?.pid == row.pid ? known?.path : counterPath(for: row)

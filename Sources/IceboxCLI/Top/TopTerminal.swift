@@ -14,17 +14,12 @@ final class TopTerminal {
     let input: Int32 = 0
     let output: Int32 = 1
     private var entered = false
-    /// The last frame written, so an unchanged one is not written again.
-    private var lastFrame: [UInt8] = []
+    private var lastFrame: [UInt8] = []  // so an unchanged frame is not written again
 
     /// Why `icebox top` cannot run on these descriptors and this TERM, or nil if it can.
     static func refusal(stdinIsTerminal: Bool, stdoutIsTerminal: Bool, term: String?) -> String? {
-        if !stdoutIsTerminal {
-            return "top draws a live screen, and stdout is not a terminal"
-        }
-        if !stdinIsTerminal {
-            return "top reads keys from stdin, and stdin is not a terminal"
-        }
+        if !stdoutIsTerminal { return "top draws a live screen, and stdout is not a terminal" }
+        if !stdinIsTerminal { return "top reads keys from stdin, and stdin is not a terminal" }
         guard let term, !term.isEmpty, term != "dumb" else {
             return
                 "top needs a terminal that can move the cursor, and TERM is \(term.map { $0.isEmpty ? "empty" : "'\($0)'" } ?? "not set")"
@@ -32,7 +27,6 @@ final class TopTerminal {
         return nil
     }
 
-    /// Raw mode, the alternate screen, the cursor hidden.
     func enter() throws(IceboxError) {
         do { try TerminalMode.enterRaw(fd: input, leave: Self.leaveSequence) } catch { throw IceboxError("top", error) }
         entered = true
@@ -46,8 +40,7 @@ final class TopTerminal {
         TerminalMode.restore()
     }
 
-    /// (rows, columns); 24×80 if the terminal does not say.
-    var size: (rows: Int, columns: Int) { TerminalMode.size(fd: output) ?? (24, 80) }
+    var size: (rows: Int, columns: Int) { TerminalMode.size(fd: output) ?? (24, 80) }  // if the terminal does not say
 
     /// Draws `lines` (each exactly the screen's width) from the top left, in one write:
     /// each line addressed by its row and overwritten, nothing cleared, so the screen never
