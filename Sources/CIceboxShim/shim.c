@@ -63,11 +63,12 @@ static void child_fail(int err_fd, int step, int err) {
 struct icebox_cap_header { uint32_t version; int pid; };
 struct icebox_cap_data { uint32_t effective, permitted, inheritable; };
 
-// Runs in the child only: becomes req's uid, gid and groups with no capability left and no_new_privs set, or reports
-// the step that failed (the program then never runs). Raw syscalls: glibc's set*id wrappers signal every thread they
-// believe exists (the parent's, here) and take locks, and credentials are per thread in the kernel anyway; the child
-// has one thread. The order matters: the bounding set can only be emptied while the child still has CAP_SETPCAP, that
-// is before setresuid to a non-root uid clears it.
+// Runs in the child only: becomes req's uid, gid and groups with no capability left and
+// no_new_privs set, or reports the step that failed (the program then never runs). Raw syscalls:
+// glibc's set*id wrappers signal every thread they believe exists (the parent's, here) and take
+// locks, and credentials are per thread in the kernel anyway; the child has one thread. The order
+// matters: the bounding set can only be emptied while the child still has CAP_SETPCAP, that is
+// before setresuid to a non-root uid clears it.
 static void child_become(const struct icebox_spawn_request *req, int err_fd) {
     if (syscall(SYS_setgroups, req->ngroups, req->groups) < 0) child_fail(err_fd, ICEBOX_STEP_SETGROUPS, errno);
     if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0) child_fail(err_fd, ICEBOX_STEP_SETGID, errno);
@@ -107,10 +108,13 @@ static void child_become(const struct icebox_spawn_request *req, int err_fd) {
 // The daemon's slice (icebox_set_latency_sensitive) is its own: fork and exec keep a custom
 // slice, so the child puts back the default the daemon had before.
 #define ICEBOX_SCHED_FLAG_RESET_ON_FORK 0x01
-static int original_slice_default; // set once, before any spawn; read by children only
+// Whether the daemon had no custom slice before icebox_set_latency_sensitive changed it: set
+// once, before any spawn; read by children only.
+static int original_slice_default;
 
-// The thread's attributes when its policy is SCHED_OTHER or SCHED_BATCH, the ones with a slice and the only ones icebox
-// changes: anything a user chose with chrt (real-time, deadline, idle) is left alone (-1, EINVAL).
+// The thread's attributes when its policy is SCHED_OTHER or SCHED_BATCH, the ones with a slice and
+// the only ones icebox changes: anything a user chose with chrt (real-time, deadline, idle) is left
+// alone (-1, EINVAL).
 static int sched_attr_get_fair(struct icebox_scheduling *attr) {
     memset(attr, 0, sizeof *attr);
     if (syscall(SYS_sched_getattr, 0, attr, sizeof *attr, 0) < 0) return -1;
@@ -184,9 +188,10 @@ int icebox_preemption_on(const struct icebox_scheduling *saved) {
     return sched_setscheduler(0, SCHED_OTHER, &normal);
 }
 
-// The CPUs a child pinned for its clone (see clone3_vfork) gets back just before its execve: `pinned` is the one-CPU
-// set the clone gave it, `restore` the spawner's own set. Only a child still holding exactly `pinned` is changed: a
-// clone into a cpuset cgroup gets that cgroup's CPUs from the kernel, which are the app's and stay as they are.
+// The CPUs a child pinned for its clone (see clone3_vfork) gets back just before its execve:
+// `pinned` is the one-CPU set the clone gave it, `restore` the spawner's own set. Only a child
+// still holding exactly `pinned` is changed: a clone into a cpuset cgroup gets that cgroup's CPUs
+// from the kernel, which are the app's and stay as they are.
 struct affinity_restore {
     cpu_set_t pinned, restore;
 };
@@ -279,16 +284,19 @@ pid_t icebox_clone3_pidfd(uint64_t extra_flags, int cgroup_fd, int *pidfd) {
 }
 
 #if defined(__x86_64__)
-// clone3 with CLONE_VM | CLONE_VFORK, as posix_spawn does with clone: no copy of this process's page tables, which for
-// a daemon of tens of MiB cost milliseconds per spawn (and as much again to tear down at the child's execve). The child
-// runs fn(arg) on a stack of its own in this address space; this thread sleeps until the child has run execve or
-// exited. Every signal is blocked across the call (the raw syscall: glibc's wrapper keeps its own signals unblocked),
-// so no handler of this process ever runs on the child's stack; child_main sets every disposition to the default before
-// it unblocks. The child also shares this thread's errno: the parent's is set from the result here, after.
+// clone3 with CLONE_VM | CLONE_VFORK, as posix_spawn does with clone: no copy of this process's
+// page tables, which for a daemon of tens of MiB cost milliseconds per spawn (and as much again to
+// tear down at the child's execve). The child runs fn(arg) on a stack of its own in this address
+// space; this thread sleeps until the child has run execve or exited. Every signal is blocked
+// across the call (the raw syscall: glibc's wrapper keeps its own signals unblocked), so no handler
+// of this process ever runs on the child's stack; child_main sets every disposition to the default
+// before it unblocks. The child also shares this thread's errno: the parent's is set from the
+// result here, after.
 //
-// The caller is pinned to the CPU it runs on for the clone, and the child starts there (`affinity` says what the child
-// gives back before its execve; NULL: no pin). Unpinned, the kernel's fork balancing puts a new task on the idlest CPU,
-// asleep on an idle machine, and on a VM woken through the hypervisor: 1.6 ms a clone3 unpinned, 0.4–0.5 ms pinned.
+// The caller is pinned to the CPU it runs on for the clone, and the child starts there (`affinity`
+// says what the child gives back before its execve; NULL: no pin). Unpinned, the kernel's fork
+// balancing puts a new task on the idlest CPU, asleep on an idle machine, and on a VM woken through
+// the hypervisor: 1.6 ms a clone3 unpinned, 0.4–0.5 ms pinned.
 #define ICEBOX_HAVE_CLONE3_VFORK 1
 static int pin_to_this_cpu(struct affinity_restore *affinity) {
     if (sched_getaffinity(0, sizeof affinity->restore, &affinity->restore) < 0) return 0;

@@ -1,6 +1,7 @@
-// Spawn stand-ins (see icebox_stand_in.h). The stand-in is a fork of a multithreaded process: everything it runs is
-// async-signal-safe (raw syscalls, no malloc, no locks). The request travels in a sealed-off memfd, so its size has no
-// socket-buffer limit, and the stand-in turns the offsets in it into pointers in its private mapping.
+// Spawn stand-ins (see icebox_stand_in.h). The stand-in is a fork of a multithreaded process:
+// everything it runs is async-signal-safe (raw syscalls, no malloc, no locks). The request travels
+// in a sealed-off memfd, so its size has no socket-buffer limit, and the stand-in turns the offsets
+// in it into pointers in its private mapping.
 #include "icebox_stand_in.h"
 #include "spawn_internal.h"
 
@@ -163,9 +164,10 @@ int icebox_stand_in_result(int sock, struct icebox_spawn_result *result) {
         errno = status;
         return -1;
     }
-    // The app is our child (CLONE_PARENT): its execve is waited for here, as a direct spawn would, rather than by the
-    // stand-in, which saves a wake-up on the way back. After a vfork (the usual clone) there is nothing left to wait
-    // for: the clone returned in the stand-in once the child had run its execve or failed.
+    // The app is our child (CLONE_PARENT): its execve is waited for here, as a direct spawn would,
+    // rather than by the stand-in, which saves a wake-up on the way back. After a vfork (the usual
+    // clone) there is nothing left to wait for: the clone returned in the stand-in once the child
+    // had run its execve or failed.
     *result = reply.result; // its pidfd is replaced below, on every path
     icebox_spawn_await_exec(got[1], got[0], 0, result);
     return 1;
@@ -189,7 +191,8 @@ static int resolve_array(char *base, uint32_t size, uint32_t off, uint32_t count
     return 1;
 }
 
-// Maps the request and fills req from it (its descriptors 0: the caller sets them); 0 with errno when malformed.
+// Maps the request and fills req from it (its descriptors 0: the caller sets them); 0 with errno
+// when malformed.
 static int read_spec(int memfd, struct icebox_spawn_request *req) {
     struct stat st;
     if (fstat(memfd, &st) < 0) return 0;
@@ -250,9 +253,10 @@ static void close_all_but(const int *keep, int n) {
     }
 }
 
-// Moves this stand-in off the CPU its app has just started on (see clone3_vfork), to any other it may use, so its last
-// steps (a wake-up by the daemon, its exit) run beside the app: on the app's CPU it waited behind the app's start-up
-// (~0.8 ms for /bin/sleep) while the daemon, which reaps it first, waited on it. Nothing to do with one CPU.
+// Moves this stand-in off the CPU its app has just started on (see clone3_vfork), to any other it
+// may use, so its last steps (a wake-up by the daemon, its exit) run beside the app: on the app's
+// CPU it waited behind the app's start-up (~0.8 ms for /bin/sleep) while the daemon, which reaps it
+// first, waited on it. Nothing to do with one CPU.
 static void leave_the_app_alone(void) {
     cpu_set_t allowed;
     int cpu = sched_getcpu();
@@ -319,10 +323,11 @@ __attribute__((noreturn)) static void stand_in_main(int sock, const int *procs_f
     if (rc == 0 && result.child_errno) rc = -1, errno = result.child_errno;
     if (rc == 0) leave_the_app_alone();
     send_reply(sock, rc < 0 ? (errno ? errno : EIO) : 0, &result, err_read);
-    // Exiting tears down this copy of the daemon's address space, ~150 µs here. Right now that would run ahead of the
-    // app, on the CPU the app shares with us (the vfork woke us at the start of its execve, and a woken task preempts),
-    // and delay the rest of its execve. So wait for the daemon, which shuts the socket down once it has seen the exec
-    // (SpawnStandIn.outcome); bounded, and a daemon that dies kills us (PR_SET_PDEATHSIG).
+    // Exiting tears down this copy of the daemon's address space, ~150 µs here. Right now that
+    // would run ahead of the app, on the CPU the app shares with us (the vfork woke us at the start
+    // of its execve, and a woken task preempts), and delay the rest of its execve. So wait for the
+    // daemon, which shuts the socket down once it has seen the exec (SpawnStandIn.outcome);
+    // bounded, and a daemon that dies kills us (PR_SET_PDEATHSIG).
     if (rc == 0) (void)icebox_poll_ns(sock, POLLIN, 5000000000ULL);
     _exit(0);
 }

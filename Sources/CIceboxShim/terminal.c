@@ -1,6 +1,7 @@
-// The terminal's raw mode for `icebox top`, and its undo from anywhere: a full-screen view that dies with the terminal
-// raw and on the alternate screen leaves the user's shell unusable. The undo runs in a signal handler, so it is C with
-// async-signal-safe calls only (write, tcsetattr, sigaction, raise) on memory set up beforehand.
+// The terminal's raw mode for `icebox top`, and its undo from anywhere: a full-screen view that
+// dies with the terminal raw and on the alternate screen leaves the user's shell unusable. The undo
+// runs in a signal handler, so it is C with async-signal-safe calls only (write, tcsetattr,
+// sigaction, raise) on memory set up beforehand.
 #include "icebox_shim.h"
 
 #include <errno.h>

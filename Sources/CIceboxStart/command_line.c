@@ -1,14 +1,15 @@
-// The process's arguments for Swift's CommandLine, without the Swift runtime's search for them. In a static executable
-// the runtime's CommandLine.cpp.o finds argv at start-up, in a C++ constructor, by reading /proc/self/maps through
-// stdio and sscanf to locate the stack, then walking back from environ: about 50 µs before main, a tenth of
-// `icebox --version`. glibc hands every .init_array function argc, argv and envp, so the two functions that object file
-// defines are defined here instead: the linker then takes ours and never pulls it out of libswiftCore.a, and its
-// constructor does not run. Should a toolchain put anything else in that object file, the link fails with duplicate
-// symbols rather than quietly changing behaviour. In a build against the shared runtime the library keeps its own (or
-// uses these, which answer the same).
+// The process's arguments for Swift's CommandLine, without the Swift runtime's search for them. In
+// a static executable the runtime's CommandLine.cpp.o finds argv at start-up, in a C++ constructor,
+// by reading /proc/self/maps through stdio and sscanf to locate the stack, then walking back from
+// environ: about 50 µs before main, a tenth of `icebox --version`. glibc hands every .init_array
+// function argc, argv and envp, so the two functions that object file defines are defined here
+// instead: the linker then takes ours and never pulls it out of libswiftCore.a, and its constructor
+// does not run. Should a toolchain put anything else in that object file, the link fails with
+// duplicate symbols rather than quietly changing behaviour. In a build against the shared runtime
+// the library keeps its own (or uses these, which answer the same).
 //
-// The signatures are the runtime's (stdlib/public/stubs/CommandLine.cpp): a pointer in, a pointer out, the C registers
-// on every platform Swift runs on Linux.
+// The signatures are the runtime's (stdlib/public/stubs/CommandLine.cpp): a pointer in, a pointer
+// out, the C registers on every platform Swift runs on Linux.
 
 #include <stddef.h>
 

@@ -1,24 +1,29 @@
-// The program's code asked for in 2 MiB page-cache folios (MADV_HUGEPAGE on its executable segment), before any of it
-// runs. Which folios the page cache holds a file in is decided by whoever reads it first: `scripts/install` writes the
-// binary in one write, so the cache holds it in 2 MiB folios and every command maps each 2 MiB of code with one
-// page-table entry. Once those pages were dropped (memory pressure, a reboot), the first process to run reads them back
-// through the page faults of its start, and the kernel's read-around fills the cache with 4 KiB pages. Every later
-// `icebox` command then maps its code 16 pages per fault: `icebox suspend` took 35 page faults in its code against 7 as
-// installed, and 1.8x the C one-shot against 1.4x (benchmarks/budget.md, "The readahead state"). With VM_HUGEPAGE on
-// the mapping, a fault that finds nothing in the page cache reads a 2 MiB folio instead (filemap.c,
-// do_sync_mmap_readahead; it needs no CONFIG_READ_ONLY_THP_FOR_FS, which MADV_COLLAPSE of a file would), so the first
+// The program's code asked for in 2 MiB page-cache folios (MADV_HUGEPAGE on its executable
+// segment), before any of it runs. Which folios the page cache holds a file in is decided by
+// whoever reads it first: `scripts/install` writes the binary in one write, so the cache holds it
+// in 2 MiB folios and every command maps each 2 MiB of code with one page-table entry. Once those
+// pages were dropped (memory pressure, a reboot), the first process to run reads them back through
+// the page faults of its start, and the kernel's read-around fills the cache with 4 KiB pages.
+// Every later `icebox` command then maps its code 16 pages per fault: `icebox suspend` took 35 page
+// faults in its code against 7 as installed, and 1.8x the C one-shot against 1.4x
+// (benchmarks/budget.md, "The readahead state"). With VM_HUGEPAGE on the mapping, a fault that
+// finds nothing in the page cache reads a 2 MiB folio instead (filemap.c, do_sync_mmap_readahead;
+// it needs no CONFIG_READ_ONLY_THP_FOR_FS, which MADV_COLLAPSE of a file would), so the first
 // command after a reboot puts the code back as an install left it, for itself and everyone after.
 //
-// It must come before the first fault in the code: the first instruction run. The release build (scripts/lib/setup.sh)
-// makes icebox_entry the ELF entry point; it advises and jumps to glibc's _start with the registers the kernel set. It
-// sits in a section of its own, which lld places after .text, in the last 2 MiB of the code: that stretch is shorter
-// than 2 MiB (never mapped by one entry anyway), so the 4 KiB pages its own first fault reads cost nothing the rest of
-// the code would have had. No libc here: nothing is set up yet (no TLS, no IRELATIVE relocations), so a raw system
-// call, no stack protector, and the program headers read from the ELF header the kernel mapped.
+// It must come before the first fault in the code: the first instruction run. The release build
+// (scripts/lib/setup.sh) makes icebox_entry the ELF entry point; it advises and jumps to glibc's
+// _start with the registers the kernel set. It sits in a section of its own, which lld places after
+// .text, in the last 2 MiB of the code: that stretch is shorter than 2 MiB (never mapped by one
+// entry anyway), so the 4 KiB pages its own first fault reads cost nothing the rest of the code
+// would have had. No libc here: nothing is set up yet (no TLS, no IRELATIVE relocations), so a raw
+// system call, no stack protector, and the program headers read from the ELF header the kernel
+// mapped.
 //
-// A build with another entry point (the debug build, linked dynamically) advises from .preinit_array instead: the first
-// code of the executable that the dynamic linker runs. The advice changes the folios of icebox's own file only, and
-// only when nothing holds those pages yet; a failure (no file THP readahead: an old kernel) changes nothing.
+// A build with another entry point (the debug build, linked dynamically) advises from
+// .preinit_array instead: the first code of the executable that the dynamic linker runs. The advice
+// changes the folios of icebox's own file only, and only when nothing holds those pages yet; a
+// failure (no file THP readahead: an old kernel) changes nothing.
 
 #include <elf.h>
 #include <link.h>
@@ -69,9 +74,10 @@ ICEBOX_EARLY void icebox_advise_image_folios(void) {
     uintptr_t bias = icebox_load_bias(ehdr);
     const uintptr_t page = 4096;  // the smallest page; madvise rounds the length up itself
     for (int i = 0; i < ehdr->e_phnum; i++) {
-        // The code only. The read-only data and .data gained nothing: the kernel reads the ELF header and clears the
-        // end of .data in exec, before this runs, so the first 2 MiB of each is in 4 KiB pages already (and a 2 MiB
-        // read-ahead that starts in such a stretch fills the next one with 4 KiB pages too).
+        // The code only. The read-only data and .data gained nothing: the kernel reads the ELF
+        // header and clears the end of .data in exec, before this runs, so the first 2 MiB of each
+        // is in 4 KiB pages already (and a 2 MiB read-ahead that starts in such a stretch fills the
+        // next one with 4 KiB pages too).
         if (phdr[i].p_type != PT_LOAD || !(phdr[i].p_flags & PF_X) || phdr[i].p_filesz == 0) continue;
         uintptr_t start = (bias + phdr[i].p_vaddr) & ~(page - 1);
         uintptr_t end = bias + phdr[i].p_vaddr + phdr[i].p_filesz;

@@ -1,25 +1,27 @@
-// glibc's start-up of a static executable, without its survey of the CPU. Before main, glibc 2.36's __libc_start_main
-// (csu/libc-start.c, static case) runs init_cpu_features: it asks the CPU for its features and then, for each cache
-// level and property sysconf can report, walks CPUID leaves 2 and 4 again (handle_intel, intel_check_word,
-// get_common_cache_info): about 80 CPUID instructions, ~10 µs on bare metal. In a virtual machine every CPUID traps to
-// the hypervisor (~10-12 µs each on this nested one): over half of an `icebox suspend` (benchmarks/budget.md,
-// "glibc's start-up").
+// glibc's start-up of a static executable, without its survey of the CPU. Before main, glibc 2.36's
+// __libc_start_main (csu/libc-start.c, static case) runs init_cpu_features: it asks the CPU for its
+// features and then, for each cache level and property sysconf can report, walks CPUID leaves 2 and
+// 4 again (handle_intel, intel_check_word, get_common_cache_info): about 80 CPUID instructions, ~10
+// µs on bare metal. In a virtual machine every CPUID traps to the hypervisor (~10-12 µs each on
+// this nested one): over half of an `icebox suspend` (benchmarks/budget.md, "glibc's start-up").
 //
-// icebox needs none of it: the features choose among glibc's string functions (IFUNC resolvers, which fall back to
-// their SSE2 versions, part of the x86-64 baseline), and the cache sizes tune memcpy of large blocks and answer
-// sysconf(_SC_LEVEL1_DCACHE_SIZE...), which nothing in icebox asks. So the release build links with
-// --wrap=__libc_start_main (scripts/lib/setup.sh), and _start calls this instead: glibc 2.36's sequence, step for step
-// (the same calls, in the same order, with the same arguments), less init_cpu_features and the copy of its cache sizes.
-// memcpy's one threshold that has no usable default is set as glibc sets it from a 1 MiB shared cache, its default
-// size. ICEBOX_LIBC_START=glibc in the environment hands the start to glibc's own (to rule this out on a host where
-// something goes wrong, and to time one binary both ways). LibcStartTests checks under gdb that glibc's survey is never
-// reached, but is with ICEBOX_LIBC_START=glibc.
+// icebox needs none of it: the features choose among glibc's string functions (IFUNC resolvers,
+// which fall back to their SSE2 versions, part of the x86-64 baseline), and the cache sizes tune
+// memcpy of large blocks and answer sysconf(_SC_LEVEL1_DCACHE_SIZE...), which nothing in icebox
+// asks. So the release build links with --wrap=__libc_start_main (scripts/lib/setup.sh), and _start
+// calls this instead: glibc 2.36's sequence, step for step (the same calls, in the same order, with
+// the same arguments), less init_cpu_features and the copy of its cache sizes. memcpy's one
+// threshold that has no usable default is set as glibc sets it from a 1 MiB shared cache, its
+// default size. ICEBOX_LIBC_START=glibc in the environment hands the start to glibc's own (to rule
+// this out on a host where something goes wrong, and to time one binary both ways). LibcStartTests
+// checks under gdb that glibc's survey is never reached, but is with ICEBOX_LIBC_START=glibc.
 //
-// It is tied to glibc 2.36 on x86_64, whose internals it calls (hidden symbols, linkable in a static link) and whose
-// thread-control-block layout it writes: the stack guard at %fs:0x28 (where compilers read it) and the pointer guard at
-// %fs:0x30 (tcbhead_t), and the main thread's cancellation buffer at %fs:0x300 and %fs:0x2f8 (struct pthread's
-// cleanup_jmp_buf and cleanup in 2.36). setup.sh adds the flag only where getconf says glibc 2.36 and the machine is
-// x86_64, and this file compiles only then. The debug build (dynamic, started by ld.so) never uses it.
+// It is tied to glibc 2.36 on x86_64, whose internals it calls (hidden symbols, linkable in a
+// static link) and whose thread-control-block layout it writes: the stack guard at %fs:0x28 (where
+// compilers read it) and the pointer guard at %fs:0x30 (tcbhead_t), and the main thread's
+// cancellation buffer at %fs:0x300 and %fs:0x2f8 (struct pthread's cleanup_jmp_buf and cleanup in
+// 2.36). setup.sh adds the flag only where getconf says glibc 2.36 and the machine is x86_64, and
+// this file compiles only then. The debug build (dynamic, started by ld.so) never uses it.
 
 #include <features.h>  // __GLIBC__, __GLIBC_MINOR__
 
@@ -62,7 +64,8 @@ extern const ElfW(Rela) __rela_iplt_start[] __attribute__((weak)), __rela_iplt_e
 extern long __x86_shared_cache_size, __x86_shared_non_temporal_threshold, __x86_rep_movsb_stop_threshold;
 extern int __real___libc_start_main(icebox_main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
 
-// The program's destructors, as glibc's call_fini (static in libc-start.o): .fini_array from last to first, then _fini.
+// The program's destructors, as glibc's call_fini (static in libc-start.o): .fini_array from last
+// to first, then _fini.
 static void icebox_call_fini(void *unused) {
     (void)unused;
     size_t i = (size_t)(__fini_array_end - __fini_array_start);
@@ -70,7 +73,8 @@ static void icebox_call_fini(void *unused) {
     _fini();
 }
 
-// struct pthread_unwind_buf (nptl/descr.h): where pthread_exit or a cancellation of the main thread unwinds to.
+// struct pthread_unwind_buf (nptl/descr.h): where pthread_exit or a cancellation of the main thread
+// unwinds to.
 struct icebox_unwind_buf {
     struct {
         long jmp_buf[8];
@@ -86,8 +90,9 @@ struct icebox_unwind_buf {
     } priv;
 };
 
-// main, as glibc's __libc_start_call_main (sysdeps/nptl/libc_start_call_main.h): its exit status to exit(); a main
-// thread that ends by pthread_exit comes back here, and the process exits with the last thread.
+// main, as glibc's __libc_start_call_main (sysdeps/nptl/libc_start_call_main.h): its exit status to
+// exit(); a main thread that ends by pthread_exit comes back here, and the process exits with the
+// last thread.
 __attribute__((noreturn, noinline)) static void icebox_call_main(icebox_main_fn main, int argc, char **argv) {
     struct icebox_unwind_buf buf;
     int result;

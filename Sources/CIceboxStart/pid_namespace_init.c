@@ -1,19 +1,22 @@
-// The init of an app launched with --pid-namespace: pid 1 of the app's own PID namespace, with the app its only child.
-// The daemon's spawn child execs this executable as
-//   icebox --pid-namespace-init PROGRAM ARGV0 ARGS...
-// and a constructor runs it before the Swift runtime starts (Swift is never entered: no runtime, no copy of the
-// daemon's memory, a few pages of RSS), so every other command pays only the one argv comparison below.
+// The init of an app launched with --pid-namespace: pid 1 of the app's own PID namespace, with the
+// app its only child. The daemon's spawn child execs this executable as icebox --pid-namespace-init
+// PROGRAM ARGV0 ARGS... and a constructor runs it before the Swift runtime starts (Swift is never
+// entered: no runtime, no copy of the daemon's memory, a few pages of RSS), so every other command
+// pays only the one argv comparison below.
 //
-// Why an init at all: pid 1 of a PID namespace gets from outside only the signals it has a handler for (or blocks: they
-// stay pending), so the notice (SIGUSR1) or a terminate's SIGTERM sent to an app that is pid 1 and has no handler would
-// be lost. This init blocks the signals icebox sends and forwards each to the app with sigwaitinfo (no handlers, so its
-// /proc/PID/stat shows it catching nothing), reaps every process that ends in the namespace (orphans are re-parented to
-// it), and exits with the app's status: its exit code, or 128+N when a signal N ended it (pid 1 of a namespace cannot
-// be ended by a signal from inside, its own included, so the shell convention is the closest it can say; tini does the
-// same). When it exits, the kernel kills whatever is left in the namespace.
+// Why an init at all: pid 1 of a PID namespace gets from outside only the signals it has a handler
+// for (or blocks: they stay pending), so the notice (SIGUSR1) or a terminate's SIGTERM sent to an
+// app that is pid 1 and has no handler would be lost. This init blocks the signals icebox sends and
+// forwards each to the app with sigwaitinfo (no handlers, so its /proc/PID/stat shows it catching
+// nothing), reaps every process that ends in the namespace (orphans are re-parented to it), and
+// exits with the app's status: its exit code, or 128+N when a signal N ended it (pid 1 of a
+// namespace cannot be ended by a signal from inside, its own included, so the shell convention is
+// the closest it can say; tini does the same). When it exits, the kernel kills whatever is left in
+// the namespace.
 //
-// Session: the spawn made it the leader of a new session inside the namespace (criu dumps a tree only if its session
-// leader is inside it); the app stays in that session and process group (criu restores both).
+// Session: the spawn made it the leader of a new session inside the namespace (criu dumps a tree
+// only if its session leader is inside it); the app stays in that session and process group (criu
+// restores both).
 
 #include <errno.h>
 #include <signal.h>

@@ -21,11 +21,12 @@ package enum Capabilities {
         return flag == CAP_SET
     }
 
-    /// Runs `body` with the named capability raised into the calling thread's effective set (from its permitted set),
-    /// and lowers it again after, unless it was effective already. The daemon keeps CAP_SYS_ADMIN permitted but not
-    /// effective, and raises it only around the clone3 of a --pid-namespace launch (CLONE_NEWPID needs it), so the rest
-    /// of the daemon runs without it. A capability that cannot be raised (not permitted) is left alone: the body's
-    /// system call then fails as it would have.
+    /// Runs `body` with the named capability raised into the calling thread's effective set (from
+    /// its permitted set), and lowers it again after, unless it was effective already. The daemon
+    /// keeps CAP_SYS_ADMIN permitted but not effective, and raises it only around the clone3 of a
+    /// --pid-namespace launch (CLONE_NEWPID needs it), so the rest of the daemon runs without it. A
+    /// capability that cannot be raised (not permitted) is left alone: the body's system call then
+    /// fails as it would have.
     package static func withEffective<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
         let raised = setEffective(name, true)
         defer { if raised { _ = setEffective(name, false) } }
@@ -53,8 +54,9 @@ package enum Capabilities {
         return String(cString: text)
     }
 
-    /// The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap; else what libcap found by asking
-    /// the kernel). A spawn as another user drops each one, up to this, from the bounding set.
+    /// The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap; else what
+    /// libcap found by asking the kernel). A spawn as another user drops each one, up to this, from
+    /// the bounding set.
     package static let lastCap: Int32 = {
         if let text = try? FileIO.read("/proc/sys/kernel/cap_last_cap"), let n = Int32(text.trimmed()), n >= 0 { return n }
         return Int32(cap_max_bits()) - 1
@@ -69,10 +71,11 @@ package enum Capabilities {
         }
     }
 
-    /// Takes every capability not in `names` out of the calling thread's permitted and effective sets, and empties its
-    /// inheritable set; the bounding set is left alone (an app launched as root gets root's capabilities back at its
-    /// execve). Returns the names that were permitted and are now gone. Throws if libcap or the kernel refuses. Those
-    /// in `permittedOnly` (a subset of `names`) stay permitted but leave the effective set (`withEffective` raises them).
+    /// Takes every capability not in `names` out of the calling thread's permitted and effective
+    /// sets, and empties its inheritable set; the bounding set is left alone (an app launched as
+    /// root gets root's capabilities back at its execve). Returns the names that were permitted and
+    /// are now gone. Throws if libcap or the kernel refuses. Those in `permittedOnly` (a subset of
+    /// `names`) stay permitted but leave the effective set (`withEffective` raises them).
     package static func keepOnly(_ names: Set<String>, permittedOnly: Set<String> = []) throws(SystemError) -> [String] {
         guard let caps = cap_get_proc() else { throw SystemError("read this process's capabilities (cap_get_proc)") }
         defer { cap_free(UnsafeMutableRawPointer(caps)) }

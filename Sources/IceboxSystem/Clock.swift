@@ -16,8 +16,9 @@ package enum Clock {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
-    /// RFC 3339 in UTC with microseconds: 2026-11-30T08:09:23.123456Z. Before 1970 it says 1970-01-01T00:00:00.000000Z
-    /// (a wall clock set that far back is wrong anyway); Int64 nanoseconds end in 2262, so the year has four digits.
+    /// RFC 3339 in UTC with microseconds: 2026-11-30T08:09:23.123456Z. Before 1970 it says
+    /// 1970-01-01T00:00:00.000000Z (a wall clock set that far back is wrong anyway); Int64
+    /// nanoseconds end in 2262, so the year has four digits.
     package static func rfc3339(wallNanos: Int64) -> String {
         let wall = max(0, wallNanos)
         var seconds = time_t(wall / 1_000_000_000)

@@ -1,8 +1,9 @@
 import Glibc
 
-/// A directory kept open so that files under it are opened relative to it: each open walks only the path below it. In
-/// cgroupfs every component of a path is a lookup with a revalidation, and a daemon reading a counter of each of 1000
-/// apps spent most of that time walking /sys/fs/cgroup/... again and again.
+/// A directory kept open so that files under it are opened relative to it: each open walks only the
+/// path below it. In cgroupfs every component of a path is a lookup with a revalidation, and a
+/// daemon reading a counter of each of 1000 apps spent most of that time walking /sys/fs/cgroup/...
+/// again and again.
 package final class DirectoryHandle {
     package let path: String
     package let fd: Int32

@@ -22,11 +22,12 @@ package final class Epoll {
 
     package func remove(_ target: Int32) { _ = epoll_ctl(fd, EPOLL_CTL_DEL, target, nil) }
 
-    /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the nanosecond (epoll_pwait2) where
-    /// the kernel has it: the daemon re-reads a freeze in progress tens of µs apart, which whole milliseconds would
-    /// round to 1 ms. A signal (EINTR) is an empty wait, not retried: the caller's deadlines may have moved. Any other
-    /// failure (EBADF, EFAULT, EINVAL: only a bug of ours causes one) is thrown (`systemCallError`), never taken for
-    /// "nothing ready", which would have the caller spin or sleep through it.
+    /// Waits until something is ready or `timeoutNanos` passes (nil: forever), to the nanosecond
+    /// (epoll_pwait2) where the kernel has it: the daemon re-reads a freeze in progress tens of µs
+    /// apart, which whole milliseconds would round to 1 ms. A signal (EINTR) is an empty wait, not
+    /// retried: the caller's deadlines may have moved. Any other failure (EBADF, EFAULT, EINVAL:
+    /// only a bug of ours causes one) is thrown (`systemCallError`), never taken for "nothing
+    /// ready", which would have the caller spin or sleep through it.
     package func wait(timeoutNanos: UInt64?, max: Int = 64) throws(SystemError) -> [(token: UInt64, events: UInt32)] {
         var events = [epoll_event](repeating: epoll_event(), count: max)
         let timeout = timeoutNanos.map { Int64(min($0, 60_000_000_000)) } ?? -1

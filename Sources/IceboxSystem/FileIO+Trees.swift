@@ -2,7 +2,8 @@ import Glibc
 
 /// Whole directories: a fresh private one (mkdtemp) and removal of a tree.
 extension FileIO {
-    /// Creates a new directory (mkdtemp), mode 0700, named `prefix` plus six random characters, under `$TMPDIR` (else /tmp).
+    /// Creates a new directory (mkdtemp), mode 0700, named `prefix` plus six random characters,
+    /// under `$TMPDIR` (else /tmp).
     package static func makeTemporaryDirectory(prefix: String) throws(SystemError) -> String {
         let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(base)/\(prefix)XXXXXX".utf8CString)
@@ -11,8 +12,8 @@ extension FileIO {
         return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Removes `path` and everything under it, as `rm -rf` does, without following symbolic links. A path that does not
-    /// exist is not an error; the first entry that cannot be removed is.
+    /// Removes `path` and everything under it, as `rm -rf` does, without following symbolic links.
+    /// A path that does not exist is not an error; the first entry that cannot be removed is.
     package static func removeTree(_ path: String) throws(SystemError) {
         var st = stat()
         if lstat(path, &st) < 0 {

@@ -112,16 +112,18 @@ package enum FileIO {
         try pwrite(fd: fd, path: path, value)
     }
 
-    /// Writes a file atomically: a temporary file beside it, then rename. Readers and a process that crashes see the
-    /// old file or the new one, never half of one. `durable` adds fsync of the file before the rename and of its
-    /// directory after it, so the new file survives a power loss too, and a full or failing disk is reported here
-    /// rather than at writeback (the registry's records; other files skip the cost).
+    /// Writes a file atomically: a temporary file beside it, then rename. Readers and a process
+    /// that crashes see the old file or the new one, never half of one. `durable` adds fsync of the
+    /// file before the rename and of its directory after it, so the new file survives a power loss
+    /// too, and a full or failing disk is reported here rather than at writeback (the registry's
+    /// records; other files skip the cost).
     ///
-    /// Safe in a directory others can write (a metrics file in node_exporter's textfile directory): the directory is
-    /// opened once (never through a link at its last component) and everything after is relative to that descriptor;
-    /// the temporary file has an unpredictable name (`createExclusive`) and is created exclusively, never through a
-    /// link, so a link or file planted beside `path` is never opened, let alone truncated, and the rename replaces a
-    /// link at `path` itself rather than writing through it.
+    /// Safe in a directory others can write (a metrics file in node_exporter's textfile directory):
+    /// the directory is opened once (never through a link at its last component) and everything
+    /// after is relative to that descriptor; the temporary file has an unpredictable name
+    /// (`createExclusive`) and is created exclusively, never through a link, so a link or file
+    /// planted beside `path` is never opened, let alone truncated, and the rename replaces a link
+    /// at `path` itself rather than writing through it.
     package static func writeAtomically(
         _ path: String, _ contents: String, mode: mode_t = 0o600, durable: Bool = false
     ) throws(SystemError) {
@@ -201,20 +203,23 @@ package enum FileIO {
     /// state change and never changes it (a spawned child sets its ids after the clone).
     private static let effectiveUID = geteuid()
 
-    /// How much of a file's start `replaceHead` may rewrite: its first page, which a write puts in whole or not at all.
+    /// How much of a file's start `replaceHead` may rewrite: its first page, which a write puts in
+    /// whole or not at all.
     package static let headLimit = 4096
 
-    /// Rewrites the start of a file whose end stays as it is, in place, when that keeps `writeAtomically`'s promise to
-    /// a writer that is killed (a reader sees the old contents or the new, whole): `path` is a regular file of this
-    /// user's with one name (not a link, not shared) that ends with exactly `tail`, and what comes before the tail fits
-    /// in its first page (`headLimit`) and has room for `head`. Then one pwrite at offset 0 puts `head` in, padded with
-    /// spaces up to the tail, and the kernel does such a write whole or not at all when the writer is killed (it checks
-    /// for a fatal signal before each page it copies, not within one). Past the first page the tail is read back and
-    /// compared, so a file changed by anyone else is never patched; a file all in the first page is written whole.
+    /// Rewrites the start of a file whose end stays as it is, in place, when that keeps
+    /// `writeAtomically`'s promise to a writer that is killed (a reader sees the old contents or
+    /// the new, whole): `path` is a regular file of this user's with one name (not a link, not
+    /// shared) that ends with exactly `tail`, and what comes before the tail fits in its first page
+    /// (`headLimit`) and has room for `head`. Then one pwrite at offset 0 puts `head` in, padded
+    /// with spaces up to the tail, and the kernel does such a write whole or not at all when the
+    /// writer is killed (it checks for a fatal signal before each page it copies, not within one).
+    /// Past the first page the tail is read back and compared, so a file changed by anyone else is
+    /// never patched; a file all in the first page is written whole.
     ///
-    /// Returns false, having changed nothing, when any of that does not hold or the write comes up short; the caller
-    /// then writes a new file and exchanges it (~50 µs on ext4, twice per suspend, against ~1 µs for the pwrite). Not
-    /// durable: for what a power loss may lose.
+    /// Returns false, having changed nothing, when any of that does not hold or the write comes up
+    /// short; the caller then writes a new file and exchanges it (~50 µs on ext4, twice per
+    /// suspend, against ~1 µs for the pwrite). Not durable: for what a power loss may lose.
     package static func replaceHead(_ path: String, head: [UInt8], tail: [UInt8]) -> Bool {
         let fd = retryingOnInterrupt { open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
         if fd < 0 { return false }
@@ -327,7 +332,8 @@ package enum FileIO {
         }
     }
 
-    /// The path's own status (lstat), never following a symbolic link at the end; nil if nothing is there.
+    /// The path's own status (lstat), never following a symbolic link at the end; nil if nothing is
+    /// there.
     package static func linkStatus(_ path: String) throws(SystemError) -> Status? {
         var st = stat()
         if lstat(path, &st) < 0 {
@@ -344,13 +350,15 @@ package enum FileIO {
         return Status(st)
     }
 
-    /// Opens a directory for `openAt`, refusing a symbolic link in its place (ELOOP) or a non-directory (ENOTDIR).
+    /// Opens a directory for `openAt`, refusing a symbolic link in its place (ELOOP) or a
+    /// non-directory (ENOTDIR).
     package static func openDirectory(_ path: String) throws(SystemError) -> Int32 {
         try systemCall("open directory", path: path) { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
     }
 
-    /// Opens `name` inside an open directory, close-on-exec and never through a symbolic link (ELOOP): what a
-    /// directory's owner made there is what is opened, whatever happens to the path above it meanwhile.
+    /// Opens `name` inside an open directory, close-on-exec and never through a symbolic link
+    /// (ELOOP): what a directory's owner made there is what is opened, whatever happens to the path
+    /// above it meanwhile.
     package static func openAt(
         _ directory: Int32, _ name: String, flags: Int32, mode: mode_t = 0o600, path: String
     ) throws(SystemError) -> Int32 {

@@ -1,8 +1,8 @@
 import Glibc
 
-/// getent(1), a dynamically linked program with the system's whole NSS, for a user or group a static build does not
-/// find in the files database (`UserAccounts`). Bounded: an answer that takes more than 5 s (a network directory that
-/// hangs) counts as none, and getent is killed and reaped.
+/// getent(1), a dynamically linked program with the system's whole NSS, for a user or group a
+/// static build does not find in the files database (`UserAccounts`). Bounded: an answer that takes
+/// more than 5 s (a network directory that hangs) counts as none, and getent is killed and reaped.
 enum Getent {
     static let deadlineNanos: UInt64 = 5_000_000_000
     static let paths = ["/usr/bin/getent", "/bin/getent"]

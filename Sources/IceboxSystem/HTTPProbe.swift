@@ -1,11 +1,12 @@
 import Glibc
 
-/// One HTTP readiness check as a non-blocking state machine, driven by the caller's poll or epoll loop: connect → send
-/// `GET path HTTP/1.1` → read the status line. Nothing here blocks or sleeps, so the daemon runs checks inside its
-/// single event loop for every app at once, and `ReadinessCheck.http` drives the same machine with poll for
-/// `icebox probe`. Every read is bounded (`HTTPStatusLine.maxLength`); how long a check may take is the caller's
-/// deadline. The socket is closed when the check finishes, on `cancel()`, or in deinit. One owner drives it, on one
-/// thread.
+/// One HTTP readiness check as a non-blocking state machine, driven by the caller's poll or epoll
+/// loop: connect → send `GET path HTTP/1.1` → read the status line. Nothing here blocks or sleeps,
+/// so the daemon runs checks inside its single event loop for every app at once, and
+/// `ReadinessCheck.http` drives the same machine with poll for `icebox probe`. Every read is
+/// bounded (`HTTPStatusLine.maxLength`); how long a check may take is the caller's deadline. The
+/// socket is closed when the check finishes, on `cancel()`, or in deinit. One owner drives it, on
+/// one thread.
 package final class HTTPProbe {
     package enum Outcome: Equatable, Sendable, CustomStringConvertible {
         /// The server sent a status line (ready if it is 2xx).

@@ -19,10 +19,11 @@ package final class Inotify {
 
     deinit { close(fd) }
 
-    /// Whether `error` (from `init` or `addWatch`) says the kernel is out of what inotify needs rather than that the
-    /// path or the call was wrong: instances past `fs.inotify.max_user_instances` (EMFILE; counted for all of the
-    /// user's processes), watches past `max_user_watches` (ENOSPC), descriptors or memory. A caller can then look on a
-    /// timer instead, as tail(1) does.
+    /// Whether `error` (from `init` or `addWatch`) says the kernel is out of what inotify needs
+    /// rather than that the path or the call was wrong: instances past
+    /// `fs.inotify.max_user_instances` (EMFILE; counted for all of the user's processes), watches
+    /// past `max_user_watches` (ENOSPC), descriptors or memory. A caller can then look on a timer
+    /// instead, as tail(1) does.
     package static func isExhausted(_ error: SystemError) -> Bool { [EMFILE, ENFILE, ENOSPC, ENOMEM].contains(error.errno) }
 
     /// Watches `path` for the events in `mask`; returns the watch descriptor.

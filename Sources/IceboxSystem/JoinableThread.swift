@@ -1,12 +1,13 @@
 import Glibc
 import Synchronization
 
-/// A POSIX thread that runs one closure and can be joined with a deadline. For work that blocks by design (an event
-/// loop in epoll_wait, a follower in poll), which must never sit on Swift's cooperative thread pool.
+/// A POSIX thread that runs one closure and can be joined with a deadline. For work that blocks by
+/// design (an event loop in epoll_wait, a follower in poll), which must never sit on Swift's
+/// cooperative thread pool.
 ///
-/// The thread closes the write end of a pipe as its last act; `join(until:)` polls the read end, so a join that would
-/// wait past its deadline gives up instead of blocking forever (pthread_join has no time-out). A thread never joined is
-/// detached when this object goes.
+/// The thread closes the write end of a pipe as its last act; `join(until:)` polls the read end, so
+/// a join that would wait past its deadline gives up instead of blocking forever (pthread_join has
+/// no time-out). A thread never joined is detached when this object goes.
 package final class JoinableThread: Sendable {
     private let thread: pthread_t
     private let finished: Int32  // the read end: hangs up when the thread has run its closure

@@ -1,7 +1,8 @@
 import CIceboxShim
 
-/// The init of an app launched with `--pid-namespace` (CIceboxStart/pid_namespace_init.c says what it does): the
-/// `icebox` executable run with a hidden first argument, whose C constructor takes over before Swift starts.
+/// The init of an app launched with `--pid-namespace` (CIceboxStart/pid_namespace_init.c says what
+/// it does): the `icebox` executable run with a hidden first argument, whose C constructor takes
+/// over before Swift starts.
 package enum PIDNamespaceInit {
     package static let flag = "--pid-namespace-init"
 

@@ -1,8 +1,9 @@
 import CIceboxShim
 import Glibc
 
-/// The two ends of a pipe, both close-on-exec. Used to learn that something happened on another thread (a thread ended,
-/// a wait was cancelled) through a descriptor that poll can wait on together with others.
+/// The two ends of a pipe, both close-on-exec. Used to learn that something happened on another
+/// thread (a thread ended, a wait was cancelled) through a descriptor that poll can wait on
+/// together with others.
 package struct PipePair: Sendable {
     package let readEnd: Int32
     package let writeEnd: Int32

@@ -1,16 +1,20 @@
 import CIceboxShim
 
-/// A stretch of the daemon's work that no task it wakes may preempt: a thaw's write, the read that confirms it and the
-/// count of processes for its report (a read of cgroup.procs). The write wakes the app's tasks, and those on the
-/// daemon's CPU took it before the read (the scheduler favours a task waking from a long sleep): thaws of 10 tasks took
-/// 1.3-2.8x bare's time. For that stretch the daemon's thread runs at SCHED_FIFO 1 (reset on fork), and its policy is
-/// put back at once. Skipped for a thaw that wakes one task (`Daemon.wakesSeveral`), which it made slower, not faster.
+/// A stretch of the daemon's work that no task it wakes may preempt: a thaw's write, the read that
+/// confirms it and the count of processes for its report (a read of cgroup.procs). The write wakes
+/// the app's tasks, and those on the daemon's CPU took it before the read (the scheduler favours a
+/// task waking from a long sleep): thaws of 10 tasks took 1.3-2.8x bare's time. For that stretch
+/// the daemon's thread runs at SCHED_FIFO 1 (reset on fork), and its policy is put back at once.
+/// Skipped for a thaw that wakes one task (`Daemon.wakesSeveral`), which it made slower, not
+/// faster.
 ///
-/// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or under a policy someone chose
-/// with chrt, the stretch runs as it is: the first refusal is remembered, so a daemon that may not pays one failed call.
+/// Without the privilege (no CAP_SYS_NICE, RLIMIT_RTPRIO 0, an RT-throttled cgroup) or under a
+/// policy someone chose with chrt, the stretch runs as it is: the first refusal is remembered, so a
+/// daemon that may not pays one failed call.
 ///
-/// Only a daemon that owns its process uses it (`enabled`): an engine embedded in another program (a `Supervisor` in a
-/// test process) must not make a thread of that program real-time, even for microseconds; its thaws run as they are.
+/// Only a daemon that owns its process uses it (`enabled`): an engine embedded in another program
+/// (a `Supervisor` in a test process) must not make a thread of that program real-time, even for
+/// microseconds; its thaws run as they are.
 package struct PreemptionGuard: Sendable {
     /// Whether the kernel refused the policy once; the guard no longer asks.
     package private(set) var refused = false

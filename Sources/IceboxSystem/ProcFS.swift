@@ -12,8 +12,9 @@ package enum ProcFS {
         return nil
     }
 
-    /// The same search over bytes, for the text /proc gives (ASCII, no CR), where bytes and Characters agree (cheaper
-    /// than splitting by Character). `.some(nil)` is "not there"; nil leaves other text to the search above.
+    /// The same search over bytes, for the text /proc gives (ASCII, no CR), where bytes and
+    /// Characters agree (cheaper than splitting by Character). `.some(nil)` is "not there"; nil
+    /// leaves other text to the search above.
     private static func asciiStatusField(_ name: String, in text: String) -> String?? {
         let key = Array(name.utf8) + [UInt8(ascii: ":")]
         var text = text
@@ -42,9 +43,10 @@ package enum ProcFS {
         return mask & (UInt64(1) << UInt64(signal - 1)) != 0
     }
 
-    /// Whether the process has a handler installed (caught) for the signal: field 34 of /proc/PID/stat (sigcatch, the
-    /// mask in decimal, one bit per signal from 1 to 64 on the 64-bit targets icebox builds for). /proc/PID/status says
-    /// the same in SigCgt, but the kernel formats all of status (~1.4 KB) to answer: 19 µs against 11 µs for stat.
+    /// Whether the process has a handler installed (caught) for the signal: field 34 of
+    /// /proc/PID/stat (sigcatch, the mask in decimal, one bit per signal from 1 to 64 on the 64-bit
+    /// targets icebox builds for). /proc/PID/status says the same in SigCgt, but the kernel formats
+    /// all of status (~1.4 KB) to answer: 19 µs against 11 µs for stat.
     package static func catchesSignal(pid: pid_t, _ signal: Int32, procRoot: String = "/proc") -> Bool {
         withStatLine("\(procRoot)/\(pid)/stat", sigcatch).map { maskHasSignal($0, signal) } ?? false
     }
@@ -162,7 +164,8 @@ package enum ProcFS {
         package let stopQueued: Bool
     }
 
-    /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")"), in the kernel's units.
+    /// The fields of /proc/PID/stat after the command name (which may contain spaces and ")"), in
+    /// the kernel's units.
     package struct Stat: Equatable, Sendable {
         package var state: Character
         package var ppid: pid_t
@@ -174,8 +177,9 @@ package enum ProcFS {
         package var residentPages: UInt64
     }
 
-    /// The fields of a /proc/PID/stat line from field 3 (state) on: counted after the last ")", since the command name
-    /// before it may hold spaces and parentheses. Field N is element N - 3. Every parser of stat lines starts here.
+    /// The fields of a /proc/PID/stat line from field 3 (state) on: counted after the last ")",
+    /// since the command name before it may hold spaces and parentheses. Field N is element N - 3.
+    /// Every parser of stat lines starts here.
     package static func statFieldsAfterName(_ text: String) -> [Substring]? {
         guard let close = text.lastIndex(of: ")") else { return nil }
         return text[text.index(after: close)...].split(separator: " ")

@@ -71,8 +71,9 @@ package final class ProcessHandle {
         }
     }
 
-    /// The id of the cgroup v2 the process is in (PIDFD_GET_INFO, Linux 6.13: one ioctl, where /proc/PID/cgroup is an
-    /// open, a read of every hierarchy's line and a close); nil on an older kernel or once the process is gone.
+    /// The id of the cgroup v2 the process is in (PIDFD_GET_INFO, Linux 6.13: one ioctl, where
+    /// /proc/PID/cgroup is an open, a read of every hierarchy's line and a close); nil on an older
+    /// kernel or once the process is gone.
     package func cgroupID() -> UInt64? {
         var id: UInt64 = 0
         return icebox_pidfd_cgroup_id(pidfd, &id) == 0 ? id : nil

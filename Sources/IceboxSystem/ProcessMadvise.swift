@@ -1,9 +1,10 @@
 import CIceboxShim
 import Glibc
 
-/// process_madvise(2): memory advice applied to another process, through its pidfd (Linux 5.10; needs ptrace read
-/// access and CAP_SYS_NICE over the target). Only non-destructive advice is allowed on another process, which is
-/// exactly what compaction wants: the pages stay valid, and the app faults them back in when it runs again.
+/// process_madvise(2): memory advice applied to another process, through its pidfd (Linux 5.10;
+/// needs ptrace read access and CAP_SYS_NICE over the target). Only non-destructive advice is
+/// allowed on another process, which is exactly what compaction wants: the pages stay valid, and
+/// the app faults them back in when it runs again.
 package enum ProcessMadvise {
     /// The values of <linux/mman.h>, spelled out: glibc's headers only have them from 2.31.
     package enum Advice: Int32, Sendable {
@@ -38,11 +39,12 @@ package enum ProcessMadvise {
         package var processExited = false
     }
 
-    /// Advises every range, IOV_MAX at a time. The kernel works through the ranges in order and stops at the first it
-    /// refuses, returning the bytes done so far (or -1 when the very first range failed); it may also stop inside a
-    /// range (it caps one call at about 2 GiB). So each call resumes right after what was done, and a refused range is
-    /// skipped. EPERM before anything was advised means the call itself is not allowed (no CAP_SYS_NICE or ptrace
-    /// access) and is thrown rather than counted range by range.
+    /// Advises every range, IOV_MAX at a time. The kernel works through the ranges in order and
+    /// stops at the first it refuses, returning the bytes done so far (or -1 when the very first
+    /// range failed); it may also stop inside a range (it caps one call at about 2 GiB). So each
+    /// call resumes right after what was done, and a refused range is skipped. EPERM before
+    /// anything was advised means the call itself is not allowed (no CAP_SYS_NICE or ptrace access)
+    /// and is thrown rather than counted range by range.
     package static func advise(pidfd: Int32, pid: pid_t, ranges: [Range], advice: Advice) throws(SystemError) -> Outcome {
         let ranges = ranges.filter { $0.length > 0 }
         var outcome = Outcome()

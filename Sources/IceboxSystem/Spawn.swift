@@ -16,15 +16,17 @@ package struct SpawnRequest: Sendable {
     package var v1ProcsFD: Int32 = -1  // a v1 cgroup.procs to join before execve
     package var v1MemoryProcsFD: Int32 = -1  // a second one (the v1 memory cgroup)
     package var newSession = true
-    /// The program starts as pid 1 of a PID namespace of its own (CLONE_NEWPID; needs CAP_SYS_ADMIN): its processes'
-    /// pids inside are its own, free again when CRIU restores it. With `newSession`, it leads its session inside the
-    /// namespace, as a dump requires. As pid 1 there it gets only the signals it handles (and SIGKILL, SIGSTOP) from
-    /// outside, and its end kills every process left in the namespace.
+    /// The program starts as pid 1 of a PID namespace of its own (CLONE_NEWPID; needs
+    /// CAP_SYS_ADMIN): its processes' pids inside are its own, free again when CRIU restores it.
+    /// With `newSession`, it leads its session inside the namespace, as a dump requires. As pid 1
+    /// there it gets only the signals it handles (and SIGKILL, SIGSTOP) from outside, and its end
+    /// kills every process left in the namespace.
     package var newPIDNamespace = false
     /// The soft limit on open descriptors the program starts with (0: this process's own).
     /// The daemon raises its own limit and gives apps back the one they would have had.
     package var descriptorSoftLimit: UInt64 = 0
-    /// Who the program runs as, with no capability at all (nil: as this process, with what execve gives that user).
+    /// Who the program runs as, with no capability at all (nil: as this process, with what execve
+    /// gives that user).
     package var identity: SpawnIdentity?
 
     package init(executable: String, arguments: [String], environment: [String]) {

@@ -26,8 +26,8 @@ package final class SpawnStandIn {
     /// Its socket: readable once it has joined its cgroups (`checkReady`), or when it is gone.
     package var watchDescriptor: Int32 { socket }
 
-    /// Reads its ready message without blocking: true once it sits in every cgroup; false while it has not said yet;
-    /// throws when it could not join one (the errno of that write) or is gone.
+    /// Reads its ready message without blocking: true once it sits in every cgroup; false while it
+    /// has not said yet; throws when it could not join one (the errno of that write) or is gone.
     package func checkReady() throws(SystemError) -> Bool {
         if isReady { return true }
         var attachErrno: Int32 = 0
@@ -54,13 +54,15 @@ package final class SpawnStandIn {
         }
     }
 
-    /// The outcome of the request `send` sent, read without waiting for the stand-in: nil while it has not answered.
-    /// `.unusable` when the stand-in could not spawn at all (gone, no clone3 here): the caller spawns directly instead.
+    /// The outcome of the request `send` sent, read without waiting for the stand-in: nil while it
+    /// has not answered. `.unusable` when the stand-in could not spawn at all (gone, no clone3
+    /// here): the caller spawns directly instead.
     ///
-    /// Whatever the outcome the stand-in has been let go but may still be exiting, still in the app's v1 cgroups: the
-    /// caller reaps it (its pidfd, or `dismiss`) before anything counts, freezes or reports the app. After `.spawned`
-    /// it waited for the let-go, so that its exit comes after the app's execve (icebox_stand_in.h). A stand-in that
-    /// never answers (stopped, say) is the caller's to give up on, at a deadline of its own.
+    /// Whatever the outcome the stand-in has been let go but may still be exiting, still in the
+    /// app's v1 cgroups: the caller reaps it (its pidfd, or `dismiss`) before anything counts,
+    /// freezes or reports the app. After `.spawned` it waited for the let-go, so that its exit
+    /// comes after the app's execve (icebox_stand_in.h). A stand-in that never answers (stopped,
+    /// say) is the caller's to give up on, at a deadline of its own.
     package func outcome(of request: SpawnRequest) -> StandInOutcome? {
         var result = icebox_spawn_result()
         let rc = icebox_stand_in_result(socket, &result)
@@ -77,7 +79,8 @@ package final class SpawnStandIn {
         }
     }
 
-    /// Tells it to go without waiting: its socket shuts down, and a parked stand-in, or one that has spawned, exits.
+    /// Tells it to go without waiting: its socket shuts down, and a parked stand-in, or one that
+    /// has spawned, exits.
     package func letGo() { shutdown(socket, Int32(SHUT_RDWR)) }
 
     /// Lets it go and reaps it: it is killed when it has not exited within `deadline`

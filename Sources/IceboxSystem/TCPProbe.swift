@@ -82,8 +82,9 @@ package enum TCPProbe {
         return fd
     }
 
-    /// Once the descriptor polled writable (or reported an error): whether the connect is done. Writability alone is
-    /// not proof, so the peer's address is asked for too. Reading SO_ERROR clears it: call this once per wake-up.
+    /// Once the descriptor polled writable (or reported an error): whether the connect is done.
+    /// Writability alone is not proof, so the peer's address is asked for too. Reading SO_ERROR
+    /// clears it: call this once per wake-up.
     package static func state(_ fd: Int32) -> ConnectState {
         var err: Int32 = 0
         var len = socklen_t(MemoryLayout<Int32>.size)

@@ -1,11 +1,13 @@
 import Glibc
 
-/// The /proc/PID/task directory of one process, kept open while a SIGSTOP freeze or thaw reads its threads. Each
-/// thread's stat is opened from it ("TID/stat"): a walk of two path components where the full path is five (7.77
-/// against 8.38 µs a thread, benchmarks/RESULTS.md, session 49). A kept directory also stays the process it was opened
-/// for: once that one exits, it lists nothing and reads nothing, whoever has the pid by then.
+/// The /proc/PID/task directory of one process, kept open while a SIGSTOP freeze or thaw reads its
+/// threads. Each thread's stat is opened from it ("TID/stat"): a walk of two path components where
+/// the full path is five (7.77 against 8.38 µs a thread, benchmarks/RESULTS.md, session 49). A kept
+/// directory also stays the process it was opened for: once that one exits, it lists nothing and
+/// reads nothing, whoever has the pid by then.
 ///
-/// Immutable (each listing opens a descriptor of its own, with its own offset), so Sendable; closed with its last reference.
+/// Immutable (each listing opens a descriptor of its own, with its own offset), so Sendable; closed
+/// with its last reference.
 package final class TaskDirectory: Sendable {
     let pid: pid_t
     let procRoot: String
@@ -43,7 +45,8 @@ package final class TaskDirectory: Sendable {
         fd >= 0 ? ProcFS.state(tid: tid, taskDirectory: fd) : ProcFS.state(pid: pid, tid: tid, procRoot: procRoot)
     }
 
-    /// How many threads the process has now, from the directory's link count (one fstat), as `ProcFS.threadCount`.
+    /// How many threads the process has now, from the directory's link count (one fstat), as
+    /// `ProcFS.threadCount`.
     package func count() -> Int? {
         guard fd >= 0 else { return ProcFS.threadCount(pid: pid, procRoot: procRoot) }
         var st = Glibc.stat()

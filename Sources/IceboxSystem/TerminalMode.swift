@@ -1,9 +1,10 @@
 import CIceboxShim
 import Glibc
 
-/// A terminal in raw mode for a full-screen view, and its way back. The settings before and the bytes that leave the
-/// view are kept by the C shim where a crash handler can reach them, so even a crash gives the user their terminal back
-/// (see `icebox_terminal_raw`). One at a time in a process.
+/// A terminal in raw mode for a full-screen view, and its way back. The settings before and the
+/// bytes that leave the view are kept by the C shim where a crash handler can reach them, so even a
+/// crash gives the user their terminal back (see `icebox_terminal_raw`). One at a time in a
+/// process.
 package enum TerminalMode {
     /// Saves the settings of the terminal on `fd`, switches it to raw mode (keys arrive one
     /// by one, unechoed; Ctrl-C is a byte, not SIGINT), and keeps `leave` to write on the way back.

@@ -108,7 +108,8 @@ package enum UnixSocket {
         try receive(fd, capacity: 65536).map { ($0.bytes, $0.fds) }
     }
 
-    /// One receive of at most `capacity` bytes, with any descriptors and the sender's pid. nil: would block.
+    /// One receive of at most `capacity` bytes, with any descriptors and the sender's pid. nil:
+    /// would block.
     private static func receive(_ fd: Int32, capacity: Int) throws(SystemError) -> (bytes: [UInt8], fds: [Int32], pid: pid_t)? {
         var fds = [Int32](repeating: -1, count: 16)
         var nfds: Int32 = 0, pid: pid_t = -1, uid: uid_t = 0

@@ -1,14 +1,16 @@
 import Glibc
 
-/// The host's unix sockets as the kernel's sock_diag reports them (NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY for AF_UNIX
-/// with UDIAG_SHOW_PEER): each socket's inode, type and the inode of the socket it is connected to. /proc/net/unix has
-/// no peer; this is how `ss -x` pairs the two ends. Only the calling process's network namespace is seen.
+/// The host's unix sockets as the kernel's sock_diag reports them (NETLINK_SOCK_DIAG,
+/// SOCK_DIAG_BY_FAMILY for AF_UNIX with UDIAG_SHOW_PEER): each socket's inode, type and the inode
+/// of the socket it is connected to. /proc/net/unix has no peer; this is how `ss -x` pairs the two
+/// ends. Only the calling process's network namespace is seen.
 package enum UnixSocketDiag {
     package struct Socket: Equatable, Sendable {
         package var inode: UInt32
         /// SOCK_STREAM (1), SOCK_DGRAM (2), SOCK_SEQPACKET (5).
         package var type: UInt8
-        /// The connected peer's inode; 0: none (listening, unconnected, or a datagram socket that never connected).
+        /// The connected peer's inode; 0: none (listening, unconnected, or a datagram socket that
+        /// never connected).
         package var peer: UInt32
     }
 

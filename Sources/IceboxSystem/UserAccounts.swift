@@ -1,15 +1,18 @@
 import CIceboxShim
 import Glibc
 
-/// The user and group database (passwd, group through NSS): every name lookup icebox makes is here, so that a static
-/// build, where NSS may find nothing, has one place to look at. Numeric ids never come here.
+/// The user and group database (passwd, group through NSS): every name lookup icebox makes is here,
+/// so that a static build, where NSS may find nothing, has one place to look at. Numeric ids never
+/// come here.
 ///
 /// A static build (the release binary) looks in the files database only, built into libc
-/// (`icebox_static_nss_files_only`: loading the NSS modules nsswitch.conf names crashed it), and asks getent(1) for
-/// what the files do not have (`Getent`): the same answers as NSS, one process more for a user or group from elsewhere.
+/// (`icebox_static_nss_files_only`: loading the NSS modules nsswitch.conf names crashed it), and
+/// asks getent(1) for what the files do not have (`Getent`): the same answers as NSS, one process
+/// more for a user or group from elsewhere.
 package enum UserAccounts {
-    /// Whether this is a static executable, which asks getent for what the files lack. Its first use sets a static
-    /// build up (files only): `lookUp` and `groupList`, through which every lookup goes, use it before they call NSS.
+    /// Whether this is a static executable, which asks getent for what the files lack. Its first
+    /// use sets a static build up (files only): `lookUp` and `groupList`, through which every
+    /// lookup goes, use it before they call NSS.
     static let isStatic: Bool = icebox_static_nss_files_only() != 0
 
     package struct User: Sendable, Equatable {
@@ -69,8 +72,9 @@ package enum UserAccounts {
         return [gid]
     }
 
-    /// Runs a *_r lookup (`call` gets the entry, the buffer, its size and the result pointer) with a buffer that grows
-    /// while the call says ERANGE, and converts what it found while the buffer lives.
+    /// Runs a *_r lookup (`call` gets the entry, the buffer, its size and the result pointer) with
+    /// a buffer that grows while the call says ERANGE, and converts what it found while the buffer
+    /// lives.
     private static func lookUp<Entry, T>(
         _ empty: Entry,
         _ call: (UnsafeMutablePointer<Entry>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<Entry>?>) ->

@@ -39,17 +39,17 @@ struct icebox_spawn_request {
     int v1_memory_procs_fd;             // a second v1 cgroup.procs (the v1 memory cgroup) likewise (-1: none)
     int new_session;                    // 1: setsid() in the child
     uint64_t nofile_soft;               // >0: the child's soft RLIMIT_NOFILE (the daemon raised its own)
-    // Another identity (--user): when set_identity is 1 the child, before execve, takes these groups, gid and uid and
-    // gives up every capability (bounding, ambient, permitted, effective, inheritable) and sets no_new_privs. Prepared
-    // by the parent: the child may not allocate.
+    // Another identity (--user): when set_identity is 1 the child, before execve, takes these
+    // groups, gid and uid and gives up every capability (bounding, ambient, permitted, effective,
+    // inheritable) and sets no_new_privs. Prepared by the parent: the child may not allocate.
     int set_identity;
     uid_t uid;
     gid_t gid;
     const gid_t *_Nullable groups;      // supplementary groups (ngroups of them; none: NULL, 0)
     size_t ngroups;
     int cap_last_cap;                   // /proc/sys/kernel/cap_last_cap, read by the parent
-    // 1: the child is pid 1 of a new PID namespace (CLONE_NEWPID; SpawnRequest.newPIDNamespace says why). Only by
-    // clone3: without it the spawn fails (ENOSYS) rather than fall back to fork.
+    // 1: the child is pid 1 of a new PID namespace (CLONE_NEWPID; SpawnRequest.newPIDNamespace says
+    // why). Only by clone3: without it the spawn fails (ENOSYS) rather than fall back to fork.
     int new_pid_namespace;
 };
 
@@ -80,12 +80,14 @@ struct icebox_spawn_result {
     int vforked;     // 1: the spawner was a vfork parent (icebox_spawn_await_exec reads the pipe at once)
 };
 
-/// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which case the child has been reaped
-/// already and pidfd is -1), or -1 with errno set when the spawn itself failed.
+/// Spawns a child. Returns 0 (result filled; child_errno may say exec failed, in which case the
+/// child has been reaped already and pidfd is -1), or -1 with errno set when the spawn itself
+/// failed.
 int icebox_spawn(const struct icebox_spawn_request *req, struct icebox_spawn_result *result);
 
-/// The id of the cgroup v2 the pidfd's process is in (the cgroup directory's inode number), through PIDFD_GET_INFO
-/// (Linux 6.13). -1 with errno (ENOTTY, EINVAL: an older kernel; ESRCH: the process is gone).
+/// The id of the cgroup v2 the pidfd's process is in (the cgroup directory's inode number), through
+/// PIDFD_GET_INFO (Linux 6.13). -1 with errno (ENOTTY, EINVAL: an older kernel; ESRCH: the process
+/// is gone).
 int icebox_pidfd_cgroup_id(int pidfd, uint64_t *_Nonnull id);
 int icebox_pidfd_open(pid_t pid, unsigned int flags);
 int icebox_pidfd_send_signal(int pidfd, int sig);
@@ -96,8 +98,9 @@ int icebox_waitid_pidfd(int pidfd, int options, int *_Nonnull code, int *_Nonnul
 /// waitid(P_ALL, ...): fills pid 0 when no child is waitable.
 int icebox_waitid_all(int options, int *_Nonnull code, int *_Nonnull status, pid_t *_Nonnull pid);
 int icebox_set_child_subreaper(void);
-/// For the daemon (SchedulerLatency): a scheduler slice of slice_ns (EEVDF, Linux 6.12+; ignored before). Every child
-/// spawned afterwards puts the default back before its execve. 0, or -1 with errno (a policy without a slice: left alone).
+/// For the daemon (SchedulerLatency): a scheduler slice of slice_ns (EEVDF, Linux 6.12+; ignored
+/// before). Every child spawned afterwards puts the default back before its execve. 0, or -1 with
+/// errno (a policy without a slice: left alone).
 int icebox_set_latency_sensitive(uint64_t slice_ns);
 /// A thread's scheduling attributes (the kernel's struct sched_attr, SCHED_ATTR_SIZE_VER0).
 struct icebox_scheduling {
@@ -107,25 +110,28 @@ struct icebox_scheduling {
     uint32_t priority;
     uint64_t runtime, deadline, period;
 };
-/// For the daemon (PreemptionGuard): the calling thread at SCHED_FIFO 1 (reset on fork); what it ran before goes in
-/// *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO; EINVAL under a policy other than
-/// SCHED_OTHER or SCHED_BATCH, left alone). icebox_preemption_on puts back the policy, nice and slice in *saved (or,
-/// should the kernel refuse them, plain SCHED_OTHER): only after an _off that returned 0.
+/// For the daemon (PreemptionGuard): the calling thread at SCHED_FIFO 1 (reset on fork); what it
+/// ran before goes in *saved. 0, or -1 with errno (EPERM without CAP_SYS_NICE or an RLIMIT_RTPRIO;
+/// EINVAL under a policy other than SCHED_OTHER or SCHED_BATCH, left alone). icebox_preemption_on
+/// puts back the policy, nice and slice in *saved (or, should the kernel refuse them, plain
+/// SCHED_OTHER): only after an _off that returned 0.
 int icebox_preemption_off(struct icebox_scheduling *_Nonnull saved);
 int icebox_preemption_on(const struct icebox_scheduling *_Nonnull saved);
-/// For the daemon while a freeze waits (CPUStepAside): the calling thread may no longer run on the CPU it is on (1; 0
-/// with one CPU allowed, -1 with errno). icebox_cpu_step_back gives back the set it had (unless someone changed it
-/// meanwhile); icebox_spawn and icebox_stand_in_start do so first, so no child inherits the narrowed set. Per thread.
+/// For the daemon while a freeze waits (CPUStepAside): the calling thread may no longer run on the
+/// CPU it is on (1; 0 with one CPU allowed, -1 with errno). icebox_cpu_step_back gives back the set
+/// it had (unless someone changed it meanwhile); icebox_spawn and icebox_stand_in_start do so
+/// first, so no child inherits the narrowed set. Per thread.
 int icebox_cpu_step_aside(void);
 void icebox_cpu_step_back(void);
 int icebox_cpu_is_aside(void);
 /// renameat2(RENAME_EXCHANGE) of two names in one open directory: swaps them atomically.
 int icebox_rename_exchange_at(int dirfd, const char *_Nonnull a, const char *_Nonnull b);
-/// epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole milliseconds, rounded up, on a
-/// kernel without it (before 5.11).
+/// epoll_pwait2: a timeout in nanoseconds (< 0: none); falls back to epoll_wait in whole
+/// milliseconds, rounded up, on a kernel without it (before 5.11).
 int icebox_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
 /// 1 when this executable carries the init of a --pid-namespace app (the `icebox` executable:
-/// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links the libraries.
+/// `/proc/self/exe --pid-namespace-init PROGRAM ARGV...` runs it), 0 in a program that only links
+/// the libraries.
 int icebox_executable_has_pid_namespace_init(void);
 
 /// Sends a message with descriptors attached (SCM_RIGHTS). Returns bytes sent or -1.
@@ -147,10 +153,10 @@ int icebox_poll_ns(int fd, short events, uint64_t timeout_ns);
 /// pipe2(O_CLOEXEC) (declared only with _GNU_SOURCE).
 int icebox_pipe_cloexec(int *_Nonnull fds);
 
-// In a static executable (no program interpreter), points the passwd, group and initgroups lookups at the files
-// database built into libc and returns 1; elsewhere does nothing and returns 0. A static glibc would otherwise dlopen
-// the NSS modules nsswitch.conf names, with a second libc beside the static one: libnss_systemd crashed in it (SIGSEGV)
-// for any name /etc/passwd lacks.
+// In a static executable (no program interpreter), points the passwd, group and initgroups lookups
+// at the files database built into libc and returns 1; elsewhere does nothing and returns 0. A
+// static glibc would otherwise dlopen the NSS modules nsswitch.conf names, with a second libc
+// beside the static one: libnss_systemd crashed in it (SIGSEGV) for any name /etc/passwd lacks.
 int icebox_static_nss_files_only(void);
 
 /// Number of signals (NSIG).
@@ -168,10 +174,11 @@ ssize_t icebox_process_madvise(int pidfd, const struct iovec *iov, size_t n, int
 /// ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK; nothing stays locked then).
 long long icebox_lock_program_image(void);
 
-/// Puts the terminal on `fd` in raw mode (no echo, no line editing, no signals from keys, output processing kept) after
-/// saving its settings, and keeps, where a signal handler can reach them, those settings and `leave` (the bytes that
-/// leave the view; copied, at most 256). Until icebox_terminal_restore, a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-/// SIGABRT, SIGTRAP) restores the terminal first, async-signal-safe, then goes on to the handler that was there before
+/// Puts the terminal on `fd` in raw mode (no echo, no line editing, no signals from keys, output
+/// processing kept) after saving its settings, and keeps, where a signal handler can reach them,
+/// those settings and `leave` (the bytes that leave the view; copied, at most 256). Until
+/// icebox_terminal_restore, a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP) restores
+/// the terminal first, async-signal-safe, then goes on to the handler that was there before
 /// (Swift's backtracer, or the default). 0, or -1 with errno (ENOTTY: not a terminal).
 int icebox_terminal_raw(int fd, const char *leave, size_t leave_len);
 

@@ -134,7 +134,8 @@ extension FileFollower {
             do { signalFD = try Signals.signalFD(stopSignals) } catch { throw IceboxError("set up signals", error) }
         }
         defer { if signalFD >= 0 { close(signalFD) } }
-        // With -n the file is read backwards from its end as it is now; the follow goes on from there.
+        // With -n the file is read backwards from its end as it is now; the follow goes on from
+        // there.
         let follower = try FileFollower(path: path, startAtEnd: lines != nil, follow: follow, missingIsEmpty: missingIsEmpty)
         if let refused = follower.pollingBecause {
             Output.err(

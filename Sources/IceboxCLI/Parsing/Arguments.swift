@@ -125,7 +125,8 @@ enum ArgumentParser {
             for o in CommandSpec.globalOptions where matches(o) { return o }
             return nil
         }
-        // For an error's suggestions only: built on every parse, it was a fifth of a one-shot's parse.
+        // For an error's suggestions only: built on every parse, it was a fifth of a one-shot's
+        // parse.
         var longNames: [String] {
             (spec.options + CommandSpec.globalOptions + [CommandSpec.helpOption]).flatMap { [$0.name] + $0.aliases }.map { "--" + $0 }
         }

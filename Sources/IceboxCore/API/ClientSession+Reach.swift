@@ -1,26 +1,28 @@
 import Glibc
 import IceboxSystem
 
-/// The slow path of `ClientSession.connect`: its first try found no daemon listening. A command can arrive
-/// while a daemon restarts (after a crash, or one exiting idle as the next is needed) and find:
+/// The slow path of `ClientSession.connect`: its first try found no daemon listening. A command can
+/// arrive while a daemon restarts (after a crash, or one exiting idle as the next is needed) and
+/// find:
 ///
-/// - no socket: no daemon ran, or one exited and removed it, or the next one is between
-///   removing a dead one's socket and binding its own;
-/// - a socket file, but ECONNREFUSED: its daemon was killed and left it, and no successor
-///   has bound yet (or one has bound and not yet listened);
-/// - the lock held and no one listening: a daemon on its way out (its socket removed), or
-///   the next one starting (it takes the lock before it listens, and adopts after);
-/// - the daemon it started answering "busy": another command's daemon took the lock first
-///   and serves, or is about to;
+/// - no socket: no daemon ran, or one exited and removed it, or the next one is between removing a
+///   dead one's socket and binding its own;
+/// - a socket file, but ECONNREFUSED: its daemon was killed and left it, and no successor has bound
+///   yet (or one has bound and not yet listened);
+/// - the lock held and no one listening: a daemon on its way out (its socket removed), or the next
+///   one starting (it takes the lock before it listens, and adopts after);
+/// - the daemon it started answering "busy": another command's daemon took the lock first and
+///   serves, or is about to;
 /// - the daemon that said "ready" killed before the connect.
 ///
-/// Each is a moment of a restart, not a failure: the command connects again whenever something may have
-/// changed, until `reachBudgetNanos` after it first found no daemon, and only then fails (69), saying what it
-/// tried. The waits are on events: the runtime directory (inotify: a socket created), the pipe and pidfd of a
-/// daemon this command started, the pidfd of the lock's holder. A backoff (1 ms, doubling to 100 ms) covers
-/// what has none: a socket bound but not listening, a holder out of sight. A command starts a daemon only
-/// while none of its own is starting or exiting, and not while the holder is a daemon starting (a socket file
-/// is in place): hundreds of commands waiting out one restart start about one each, not one per wake-up.
+/// Each is a moment of a restart, not a failure: the command connects again whenever something may
+/// have changed, until `reachBudgetNanos` after it first found no daemon, and only then fails (69),
+/// saying what it tried. The waits are on events: the runtime directory (inotify: a socket
+/// created), the pipe and pidfd of a daemon this command started, the pidfd of the lock's holder. A
+/// backoff (1 ms, doubling to 100 ms) covers what has none: a socket bound but not listening, a
+/// holder out of sight. A command starts a daemon only while none of its own is starting or
+/// exiting, and not while the holder is a daemon starting (a socket file is in place): hundreds of
+/// commands waiting out one restart start about one each, not one per wake-up.
 ///
 /// A request lost with a connection is `ClientSession.mayResend`'s matter.
 extension ClientSession {
@@ -166,7 +168,8 @@ extension ClientSession {
         return connection
     }
 
-    /// The word a starting daemon wrote on its pipe ("ready", "busy"), nil if it closed the pipe without one.
+    /// The word a starting daemon wrote on its pipe ("ready", "busy"), nil if it closed the pipe
+    /// without one.
     static func readWord(_ fd: Int32) -> String? {
         var buffer = [UInt8](repeating: 0, count: 16)
         let n = retryingOnInterrupt { read(fd, &buffer, 16) }
@@ -175,11 +178,12 @@ extension ClientSession {
         return word.isEmpty ? nil : word
     }
 
-    /// The process holding the daemon lock (flock on `path`), from /proc/locks (the kernel's word; the pid in
-    /// the file is the last holder's, dead or alive); nil when none does (or the file or /proc/locks cannot
-    /// be read); 0 for a process outside this pid namespace. Where /proc/locks names another device and inode
-    /// than stat(2) (overlayfs names its upper layer's), no holder is found: daemons started in vain, spaced
-    /// by `nextStart`, say "busy": more processes, the same outcome.
+    /// The process holding the daemon lock (flock on `path`), from /proc/locks (the kernel's word;
+    /// the pid in the file is the last holder's, dead or alive); nil when none does (or the file or
+    /// /proc/locks cannot be read); 0 for a process outside this pid namespace. Where /proc/locks
+    /// names another device and inode than stat(2) (overlayfs names its upper layer's), no holder
+    /// is found: daemons started in vain, spaced by `nextStart`, say "busy": more processes, the
+    /// same outcome.
     package static func lockHolder(_ path: String) -> pid_t? {
         var status = stat()
         // The lock table unreadable (no /proc/locks): no holder known, so the caller starts a

@@ -1,8 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// How the CLI's commands start a daemon when none runs: `icebox daemon --foreground`. A library client never
-/// starts one behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when asked).
+/// How the CLI's commands start a daemon when none runs: `icebox daemon --foreground`. A library
+/// client never starts one behind a test's back (``IceboxDaemon`` and ``Supervisor`` do, when
+/// asked).
 package struct DaemonAutostart: Sendable {
     /// The daemon's `--cgroup-root`, if one was given.
     package var cgroupRoot: String?
@@ -24,9 +25,10 @@ package struct ClientSession {
     package let readsLineEvents: Bool
     /// The daemon this session started, if it did, so it can be reaped if it ends first.
     package var startedDaemon: ProcessHandle?
-    /// Until when (monotonic ns) this session keeps trying to reach a daemon, set when it first finds none:
-    /// every retry (a connect, a resend) of one request shares it. Each `perform` starts without one: a
-    /// session that outlives a request must not find a later restart past a deadline an earlier one set.
+    /// Until when (monotonic ns) this session keeps trying to reach a daemon, set when it first
+    /// finds none: every retry (a connect, a resend) of one request shares it. Each `perform`
+    /// starts without one: a session that outlives a request must not find a later restart past a
+    /// deadline an earlier one set.
     package var reachDeadline: UInt64?
     /// What to suggest when no daemon runs and none may be started.
     package var noDaemonHint: String
@@ -143,13 +145,14 @@ package struct ClientSession {
         }
     }
 
-    /// Whether `request`, whose connection ended before its final reply, goes once more to the next daemon:
-    /// when no daemon read it (DaemonConnection.resetUnanswered: one on its way out, or killed, closed its
-    /// listener between our connect and its accept), and, for a request that changes nothing
-    /// (ControlRequest.isReadOnly), whenever the daemon went away before a byte of answer
-    /// (DaemonConnection.endedBeforeAnyReply). A request that changes something and was read may have been
-    /// carried out: it is not sent again (a second suspend could undo a resume made since), and fails saying
-    /// so. Every resend is within the reach deadline (ClientSession+Reach), set here if no connect set it.
+    /// Whether `request`, whose connection ended before its final reply, goes once more to the next
+    /// daemon: when no daemon read it (DaemonConnection.resetUnanswered: one on its way out, or
+    /// killed, closed its listener between our connect and its accept), and, for a request that
+    /// changes nothing (ControlRequest.isReadOnly), whenever the daemon went away before a byte of
+    /// answer (DaemonConnection.endedBeforeAnyReply). A request that changes something and was read
+    /// may have been carried out: it is not sent again (a second suspend could undo a resume made
+    /// since), and fails saying so. Every resend is within the reach deadline
+    /// (ClientSession+Reach), set here if no connect set it.
     package mutating func mayResend(_ request: ControlRequest, after connection: DaemonConnection) -> Bool {
         guard connection.resetUnanswered || request.isReadOnly && connection.endedBeforeAnyReply else { return false }
         let now = Clock.monotonicNanos()

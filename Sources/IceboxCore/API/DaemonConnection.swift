@@ -20,10 +20,11 @@ package final class DaemonConnection {
     /// The daemon closed the connection (an end of file) or reset it.
     package private(set) var ended = false
 
-    /// The request never reached a daemon that read it: the connection was reset (or found closed at the
-    /// send) before a byte of answer. A daemon does that only to a connection it never accepted, closing its
-    /// listener on its way out (idle, or killed); one that read the whole request leaves nothing unread, and
-    /// its close reads as an end of file. Sending it again, to the next daemon, cannot make it happen twice.
+    /// The request never reached a daemon that read it: the connection was reset (or found closed
+    /// at the send) before a byte of answer. A daemon does that only to a connection it never
+    /// accepted, closing its listener on its way out (idle, or killed); one that read the whole
+    /// request leaves nothing unread, and its close reads as an end of file. Sending it again, to
+    /// the next daemon, cannot make it happen twice.
     package var resetUnanswered: Bool { reset && !received }
 
     /// The daemon went away (closed or reset the connection) before a byte of answer: nothing
@@ -55,8 +56,9 @@ package final class DaemonConnection {
             hint: "remove it, or set ICEBOX_RUNTIME_DIR to a directory of your own")
     }
 
-    /// Whether a daemon running as `daemon` may be told anything by a client running as `client`: the same
-    /// user, or root for root (only root can be trusted with another user's environment and descriptors).
+    /// Whether a daemon running as `daemon` may be told anything by a client running as `client`:
+    /// the same user, or root for root (only root can be trusted with another user's environment
+    /// and descriptors).
     package static func trusts(daemon: uid_t, client: uid_t) -> Bool {
         daemon == client || daemon == 0 && client == 0
     }
@@ -96,8 +98,9 @@ package final class DaemonConnection {
         }
     }
 
-    /// Sends one request, with descriptors attached (`icebox run` passes its stdio). If the daemon closed the
-    /// connection first (EPIPE), what it said before closing (a refusal) is the error, not the broken pipe.
+    /// Sends one request, with descriptors attached (`icebox run` passes its stdio). If the daemon
+    /// closed the connection first (EPIPE), what it said before closing (a refusal) is the error,
+    /// not the broken pipe.
     package func send(_ request: ControlRequest, fds: [Int32] = []) throws(IceboxError) {
         try send(Line(request), fds: fds)
     }
@@ -283,8 +286,8 @@ package final class DaemonConnection {
         return try readAvailable()
     }
 
-    /// Reads replies until `done` or `exit`, handing every other one to `handle`; returns the
-    /// final reply's code (1 if none). Throws if the connection closes first or the deadline passes.
+    /// Reads replies until `done` or `exit`, handing every other one to `handle`; returns the final
+    /// reply's code (1 if none). Throws if the connection closes first or the deadline passes.
     package func replies(until deadline: UInt64, what: String, _ handle: (ControlReply) -> Void) throws(IceboxError) -> Int32 {
         var reason: IceboxError.Reason.Wire?
         return try replies(until: deadline, what: what, reason: &reason, handle)

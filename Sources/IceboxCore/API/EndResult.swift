@@ -1,7 +1,8 @@
-/// How a terminate or an eviction ended an app, from the event of its end: SIGTERM or
-/// SIGKILL, its exit status and how long it took; or, for an eviction to disk, that it rests
-/// there (its images' size, the memory it freed) or why the checkpoint failed and it was killed.
-/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:toDisk:)-2anup`` return one.
+/// How a terminate or an eviction ended an app, from the event of its end: SIGTERM or SIGKILL, its
+/// exit status and how long it took; or, for an eviction to disk, that it rests there (its images'
+/// size, the memory it freed) or why the checkpoint failed and it was killed.
+/// ``IceboxClient/terminate(_:timeout:)-91jpu`` and ``IceboxClient/evict(_:toDisk:)-2anup`` return
+/// one.
 ///
 /// ```swift
 /// let result = try supervisor.terminate("web", timeout: .seconds(5))

@@ -1,13 +1,14 @@
 /// The `async` forms of ``IceboxClient``'s calls: the same names, arguments and results.
 ///
-/// Swift chooses these in an `async` context (`try await client.suspend("web")`; without `await` it is a
-/// compile error), the blocking forms elsewhere. Each runs the blocking exchange on a thread of its own
-/// (never the cooperative pool's) and awaits it, so a suspend that waits out a grace holds up no other task.
+/// Swift chooses these in an `async` context (`try await client.suspend("web")`; without `await` it
+/// is a compile error), the blocking forms elsewhere. Each runs the blocking exchange on a thread
+/// of its own (never the cooperative pool's) and awaits it, so a suspend that waits out a grace
+/// holds up no other task.
 ///
 /// Cancelling the task ends the wait at once: the connection is shut down and the call throws an
-/// ``IceboxError`` that says so. The daemon goes on with what it had begun (a suspend still freezes the app):
-/// the request may or may not have been done, as with an `icebox` command interrupted by Ctrl-C; ask
-/// ``state(of:)``.
+/// ``IceboxError`` that says so. The daemon goes on with what it had begun (a suspend still freezes
+/// the app): the request may or may not have been done, as with an `icebox` command interrupted by
+/// Ctrl-C; ask ``state(of:)``.
 extension IceboxClient {
     /// Runs a blocking call of this client on a thread of its own, cancellable.
     func detached<T: Sendable>(_ call: @escaping @Sendable (IceboxClient) throws(IceboxError) -> T) async throws(IceboxError) -> T {
@@ -41,7 +42,8 @@ extension IceboxClient {
         try await detached { (c) throws(IceboxError) in try c.release(name) }
     }
 
-    /// Suspends an app without blocking a thread through its grace; see ``suspend(_:grace:)-4fsnk``.
+    /// Suspends an app without blocking a thread through its grace; see
+    /// ``suspend(_:grace:)-4fsnk``.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) async throws(IceboxError) -> SuspendResult {
         try await detached { (c) throws(IceboxError) in try c.suspend(name, grace: grace) }

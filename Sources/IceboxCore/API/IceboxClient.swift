@@ -1,15 +1,16 @@
 import Glibc
 import IceboxSystem
 
-/// A client for a running icebox daemon: the lifecycle as typed Swift calls, where the CLI has commands.
+/// A client for a running icebox daemon: the lifecycle as typed Swift calls, where the CLI has
+/// commands.
 ///
-/// Each call connects to the daemon's control socket (``IceboxPaths/controlSocket``), sends one request line
-/// and reads the reply lines until it is done (`docs/protocol.md` in the icebox repository). Every wait has a
-/// deadline (``timeout`` plus the time-outs the request carries), so a hung daemon fails the call rather than
-/// blocking it. A failed request throws an ``IceboxError`` with the daemon's message, exit code and typed
-/// reason. The client never starts a daemon: a ``Supervisor`` (the engine in this process) or an
-/// ``IceboxDaemon`` (an `icebox daemon` process for a test) does, and its `client` is one; see
-/// <doc:TestingAgainstADaemon>.
+/// Each call connects to the daemon's control socket (``IceboxPaths/controlSocket``), sends one
+/// request line and reads the reply lines until it is done (`docs/protocol.md` in the icebox
+/// repository). Every wait has a deadline (``timeout`` plus the time-outs the request carries), so
+/// a hung daemon fails the call rather than blocking it. A failed request throws an ``IceboxError``
+/// with the daemon's message, exit code and typed reason. The client never starts a daemon: a
+/// ``Supervisor`` (the engine in this process) or an ``IceboxDaemon`` (an `icebox daemon` process
+/// for a test) does, and its `client` is one; see <doc:TestingAgainstADaemon>.
 ///
 /// ```swift
 /// let daemon = try IceboxDaemon.start()   // its own directories and cgroup root
@@ -19,17 +20,18 @@ import IceboxSystem
 /// try client.suspend("web")
 /// ```
 ///
-/// Another daemon is reached through its directories (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`), the user's
-/// own through `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)`.
+/// Another daemon is reached through its directories (`ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`),
+/// the user's own through `IceboxPaths.fromEnvironment(ProcessInfo.processInfo.environment)`.
 ///
-/// Each call has two forms of the same name. The synchronous one blocks the calling thread (milliseconds, or
-/// up to an app's grace for a suspend); the `async` one, which Swift picks in an `async` context, runs the
-/// exchange on a thread of its own (none of the cooperative pool's), and a cancelled task ends its wait (the
-/// request may or may not have been done). ``events(for:replay:)`` streams the event log. The lifecycle calls
-/// return what they did, from the daemon's data: ``SuspendResult``, ``ResumeResult``, ``EndResult``,
-/// ``LaunchedApp``.
+/// Each call has two forms of the same name. The synchronous one blocks the calling thread
+/// (milliseconds, or up to an app's grace for a suspend); the `async` one, which Swift picks in an
+/// `async` context, runs the exchange on a thread of its own (none of the cooperative pool's), and
+/// a cancelled task ends its wait (the request may or may not have been done).
+/// ``events(for:replay:)`` streams the event log. The lifecycle calls return what they did, from
+/// the daemon's data: ``SuspendResult``, ``ResumeResult``, ``EndResult``, ``LaunchedApp``.
 public struct IceboxClient: Sendable {
-    /// The daemon's runtime directory (its control socket) and state directory (its event log and registry).
+    /// The daemon's runtime directory (its control socket) and state directory (its event log and
+    /// registry).
     public let paths: IceboxPaths
     /// How long any one call may take beyond the time-outs its request carries (a launch's
     /// readiness time-out, a terminate's SIGKILL time-out). The default, 60 s, covers a
@@ -102,10 +104,11 @@ public struct IceboxClient: Sendable {
         return AdoptedApp(record: try listed(options.name, all: false, after: "adopted"), output: output)
     }
 
-    /// Hands an app back, still running but no longer supervised: thawed if suspended, its processes moved to
-    /// the cgroup they came from (an adopted app's, if it still exists) or to the daemon's own, its cgroups
-    /// removed and its record dropped. Refused (``ExitCode/tryAgain``) while it launches, is in its grace, or
-    /// is being frozen, thawed or ended. Corresponds to `icebox release NAME`.
+    /// Hands an app back, still running but no longer supervised: thawed if suspended, its
+    /// processes moved to the cgroup they came from (an adopted app's, if it still exists) or to
+    /// the daemon's own, its cgroups removed and its record dropped. Refused
+    /// (``ExitCode/tryAgain``) while it launches, is in its grace, or is being frozen, thawed or
+    /// ended. Corresponds to `icebox release NAME`.
     public func release(_ name: String) throws(IceboxError) -> ReleasedApp {
         guard let record = try apps().last(where: { $0.name == name }) else {
             throw IceboxError(.noSuchApp(name: name), "no app named '\(name)'", hint: "icebox ps lists the apps")
@@ -228,14 +231,15 @@ public struct IceboxClient: Sendable {
 
     // MARK: Events
 
-    /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze, thaw, exit, eviction…
-    /// for the app `name`, or for every app (and the daemon) if nil.
+    /// The daemon's events as they happen, oldest first: spawn, ready, notice, freeze, thaw, exit,
+    /// eviction… for the app `name`, or for every app (and the daemon) if nil.
     ///
-    /// The stream follows `$STATE_DIR/events.jsonl` across its rotations through inotify (a look every 0.5 s
-    /// if the kernel refuses another instance), from its current end (with `replay`, from its oldest
-    /// generation's start): open it before the calls whose events you want. A thread of its own serves it; it
-    /// ends when the consumer stops iterating (or its task is cancelled), or when the state directory goes (a
-    /// ``Supervisor`` that stops). Corresponds to `icebox log [NAME] --follow`.
+    /// The stream follows `$STATE_DIR/events.jsonl` across its rotations through inotify (a look
+    /// every 0.5 s if the kernel refuses another instance), from its current end (with `replay`,
+    /// from its oldest generation's start): open it before the calls whose events you want. A
+    /// thread of its own serves it; it ends when the consumer stops iterating (or its task is
+    /// cancelled), or when the state directory goes (a ``Supervisor`` that stops). Corresponds to
+    /// `icebox log [NAME] --follow`.
     ///
     /// ```swift
     /// let events = try client.events(for: "web")

@@ -2,12 +2,13 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// A real `icebox daemon` process started for a test: its own runtime directory, state directory and cgroup
-/// root, an ``IceboxClient`` for it, and a stop that terminates its apps and removes everything it made.
+/// A real `icebox daemon` process started for a test: its own runtime directory, state directory
+/// and cgroup root, an ``IceboxClient`` for it, and a stop that terminates its apps and removes
+/// everything it made.
 ///
-/// Where a ``Supervisor`` runs the engine on a thread of the test process, this runs the `icebox` executable,
-/// for a test of the daemon as a process (its signals, its restart, its re-adoption of apps, a client in
-/// another language).
+/// Where a ``Supervisor`` runs the engine on a thread of the test process, this runs the `icebox`
+/// executable, for a test of the daemon as a process (its signals, its restart, its re-adoption of
+/// apps, a client in another language).
 ///
 /// ```swift
 /// try IceboxDaemon.with { daemon in
@@ -17,16 +18,17 @@ import Synchronization
 /// }   // the daemon is stopped, its apps terminated, its directories and cgroups removed
 /// ```
 ///
-/// It runs `icebox daemon --foreground` with `ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`, `--cgroup-root` and a
-/// `NOTIFY_SOCKET` of its own: ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)``
-/// returns once the daemon says `READY=1` (it listens), and throws, with what it wrote on its standard error,
-/// if it ends first. A connection stays open until ``stop(terminateApps:timeout:)``: a daemon with a client
-/// does not exit for want of apps.
+/// It runs `icebox daemon --foreground` with `ICEBOX_RUNTIME_DIR`, `ICEBOX_STATE_DIR`,
+/// `--cgroup-root` and a `NOTIFY_SOCKET` of its own:
+/// ``start(executable:runtimeDirectory:stateDirectory:cgroupRoot:readyTimeout:)`` returns once the
+/// daemon says `READY=1` (it listens), and throws, with what it wrote on its standard error, if it
+/// ends first. A connection stays open until ``stop(terminateApps:timeout:)``: a daemon with a
+/// client does not exit for want of apps.
 ///
-/// If the test process dies without ``stop(terminateApps:timeout:)`` (a test runner's SIGKILL, a crash,
-/// Ctrl-C), nothing is left behind: a ``Supervisor``'s `/bin/sh` sweeper, started before the daemon, kills
-/// the daemon, then its apps (frozen ones too), and removes the cgroups and directories made for it, within
-/// about a second.
+/// If the test process dies without ``stop(terminateApps:timeout:)`` (a test runner's SIGKILL, a
+/// crash, Ctrl-C), nothing is left behind: a ``Supervisor``'s `/bin/sh` sweeper, started before the
+/// daemon, kills the daemon, then its apps (frozen ones too), and removes the cgroups and
+/// directories made for it, within about a second.
 public final class IceboxDaemon: Sendable {
     /// A client for this daemon.
     public let client: IceboxClient
@@ -142,19 +144,20 @@ public final class IceboxDaemon: Sendable {
         }
     }
 
-    /// Stops the daemon and removes what was made for it: its apps are terminated the graceful way (SIGTERM,
-    /// SIGKILL after `timeout`) and reaped, the daemon exits (waited for through its pidfd), and the
-    /// directories and cgroup roots made for it are removed. Calling it again does nothing. Corresponds to
-    /// `icebox daemon --stop [--terminate-apps]`, plus the removal of the directories and cgroups.
+    /// Stops the daemon and removes what was made for it: its apps are terminated the graceful way
+    /// (SIGTERM, SIGKILL after `timeout`) and reaped, the daemon exits (waited for through its
+    /// pidfd), and the directories and cgroup roots made for it are removed. Calling it again does
+    /// nothing. Corresponds to `icebox daemon --stop [--terminate-apps]`, plus the removal of the
+    /// directories and cgroups.
     ///
     /// - Parameters:
-    ///   - terminateApps: false: the daemon stops and leaves its apps running, as
-    ///     `icebox daemon --stop` does; they are then killed (SIGKILL, frozen ones too) with
-    ///     the removal of their cgroups, and not reported as left behind.
+    ///   - terminateApps: false: the daemon stops and leaves its apps running, as `icebox daemon
+    ///     --stop` does; they are then killed (SIGKILL, frozen ones too) with the removal of their
+    ///     cgroups, and not reported as left behind.
     ///   - timeout: how long each app may take to end after its SIGTERM.
-    /// - Throws: ``IceboxError`` if something was left behind: a process or cgroup the
-    ///   daemon did not remove (removed now, as well as can be), a directory that cannot be
-    ///   removed, a daemon that did not exit (killed), or one that exited with a failure.
+    /// - Throws: ``IceboxError`` if something was left behind: a process or cgroup the daemon did
+    ///   not remove (removed now, as well as can be), a directory that cannot be removed, a daemon
+    ///   that did not exit (killed), or one that exited with a failure.
     public func stop(terminateApps: Bool = true, timeout: Duration = .seconds(10)) throws(IceboxError) {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // A daemon waits for every client before it exits: this one's goes first.
@@ -308,7 +311,8 @@ private final class DaemonProcess: @unchecked Sendable {
     var hasExited: Bool {
         if status.withLock({ $0 }) != nil { return true }
         var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
-        // A poll on our own pidfd fails only on a bug; "not exited" lets wait() and kill() settle it.
+        // A poll on our own pidfd fails only on a bug; "not exited" lets wait() and kill() settle
+        // it.
         return ((try? Poll.wait(&pfd, until: 0)) ?? 0) > 0
     }
 

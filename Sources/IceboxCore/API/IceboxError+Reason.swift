@@ -16,11 +16,13 @@ extension IceboxError {
     public enum Reason: Sendable, Hashable {
         /// No app of that name, running or ended. Exit code 1.
         case noSuchApp(name: String)
-        /// The app is in a state the request cannot apply to, and waiting will not change that: a suspend,
-        /// resume, terminate or evict of an ended app, a relaunch or forget of one that runs. Exit code 1.
+        /// The app is in a state the request cannot apply to, and waiting will not change that: a
+        /// suspend, resume, terminate or evict of an ended app, a relaunch or forget of one that
+        /// runs. Exit code 1.
         case wrongState(name: String, state: AppState)
-        /// The app is in a state the request cannot apply to yet (launching, in its grace, or a freeze, thaw
-        /// or end under way): it may succeed later. Exit code 75 (``ExitCode/tryAgain``).
+        /// The app is in a state the request cannot apply to yet (launching, in its grace, or a
+        /// freeze, thaw or end under way): it may succeed later. Exit code 75
+        /// (``ExitCode/tryAgain``).
         case busy(name: String, state: AppState)
         /// An app of that name is already running. Exit code 1.
         case nameTaken(name: String)
@@ -38,8 +40,9 @@ extension IceboxError {
         case commandNotExecutable(command: String)
         /// No daemon answers on the control socket, or not in time. Exit code 69.
         case daemonUnavailable
-        /// The daemon closed the connection before it finished the request (it stopped or died): the request
-        /// may or may not have been done, so look (``IceboxClient/apps(all:)-5ebi5``). Exit code 1.
+        /// The daemon closed the connection before it finished the request (it stopped or died):
+        /// the request may or may not have been done, so look (``IceboxClient/apps(all:)-5ebi5``).
+        /// Exit code 1.
         case daemonWentAway
         /// The daemon could not write the app's record (its registry, a state file): nothing
         /// was done. Exit code 74.

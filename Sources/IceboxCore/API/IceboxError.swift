@@ -51,8 +51,9 @@ public struct IceboxError: Error, CustomStringConvertible, Sendable {
     }
 
     /// An error known only by its exit code: the reason is the one that code always means
-    /// (``ExitCode/permission``: ``Reason/permissionDenied``, ``ExitCode/usage``: ``Reason/badRequest``,
-    /// ``ExitCode/ioError``: ``Reason/recordNotWritten``), else ``Reason/other(_:)``.
+    /// (``ExitCode/permission``: ``Reason/permissionDenied``, ``ExitCode/usage``:
+    /// ``Reason/badRequest``, ``ExitCode/ioError``: ``Reason/recordNotWritten``), else
+    /// ``Reason/other(_:)``.
     public init(_ code: ExitCode, _ message: String, hint: String? = nil) {
         self.init(Reason(code: code), message, hint: hint)
     }

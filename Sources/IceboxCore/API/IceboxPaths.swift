@@ -17,7 +17,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
 
     /// $ICEBOX_RUNTIME_DIR, else /run/icebox for root, else $XDG_RUNTIME_DIR/icebox, else
     /// /tmp/icebox-UID/icebox (which `prepare` and `verify` refuse if someone else made it);
-    /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox (~/.local/state/icebox).
+    /// $ICEBOX_STATE_DIR, else /var/lib/icebox for root, else $XDG_STATE_HOME/icebox
+    /// (~/.local/state/icebox).
     public static func fromEnvironment(_ env: [String: String]) -> IceboxPaths { fromEnvironment { env[$0] } }
 
     /// The same, with each variable looked up by `variable` (this process's: getenv).

@@ -1,6 +1,6 @@
-/// The times of ``LaunchOptions`` and ``AdoptOptions`` as `Duration`s. The wire (`grace_ns`) and the engine
-/// keep whole nanoseconds in the `…Nanos` fields these read and write; a `Duration` set here is converted
-/// saturating (a negative one is 0, too large a one the maximum), never trapping.
+/// The times of ``LaunchOptions`` and ``AdoptOptions`` as `Duration`s. The wire (`grace_ns`) and
+/// the engine keep whole nanoseconds in the `…Nanos` fields these read and write; a `Duration` set
+/// here is converted saturating (a negative one is 0, too large a one the maximum), never trapping.
 extension LaunchOptions {
     /// The time the app gets between its background notice and its freeze (`--grace`,
     /// default 5 s). READY=1 on its NOTIFY_SOCKET ends it early; `.zero` freezes at once.

@@ -1,6 +1,7 @@
-/// What a resume did to one app, from the events of its steps: the kernel's thaw time (or that it was resumed
-/// during its grace, with nothing to thaw), the backend and tasks, and with `waitReady` how long the app took
-/// to say READY=1 again. ``IceboxClient/resume(_:waitReady:)-8uzw0`` returns one.
+/// What a resume did to one app, from the events of its steps: the kernel's thaw time (or that it
+/// was resumed during its grace, with nothing to thaw), the backend and tasks, and with `waitReady`
+/// how long the app took to say READY=1 again. ``IceboxClient/resume(_:waitReady:)-8uzw0`` returns
+/// one.
 ///
 /// ```swift
 /// let result = try supervisor.resume("web")
@@ -31,7 +32,8 @@ public struct ResumeResult: Sendable, Equatable, CustomStringConvertible {
     public var restoreTime: Duration?
     /// The freezer that thawed it; nil if nothing was thawed.
     public var backend: BackendKind?
-    /// The processes (threads, for the signal backend) the thaw confirmed; nil if nothing was thawed.
+    /// The processes (threads, for the signal backend) the thaw confirmed; nil if nothing was
+    /// thawed.
     public var tasks: Int?
     /// With `waitReady` (an app launched with `ready: .notify`): the time from the resume to
     /// the app's READY=1 (the hot start). nil otherwise.

@@ -13,7 +13,8 @@ extension Supervisor {
     @discardableResult
     public func release(_ name: String) async throws(IceboxError) -> ReleasedApp { try await client.release(name) }
 
-    /// Suspends an app without blocking a thread through its grace; see ``IceboxClient/suspend(_:grace:)-4fsnk``.
+    /// Suspends an app without blocking a thread through its grace; see
+    /// ``IceboxClient/suspend(_:grace:)-4fsnk``.
     @discardableResult
     public func suspend(_ name: String, grace: Duration? = nil) async throws(IceboxError) -> SuspendResult {
         try await client.suspend(name, grace: grace)
@@ -31,7 +32,8 @@ extension Supervisor {
         try await client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app, or checkpoints it to disk with `toDisk`; see ``IceboxClient/evict(_:toDisk:)-2anup``.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
+    /// ``IceboxClient/evict(_:toDisk:)-2anup``.
     @discardableResult
     public func evict(_ name: String, toDisk: Bool = false) async throws(IceboxError) -> EndResult {
         try await client.evict(name, toDisk: toDisk)

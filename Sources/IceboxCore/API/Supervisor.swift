@@ -2,9 +2,10 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// An icebox supervisor inside this process: the daemon's engine on a thread of its own, with its own runtime
-/// directory, state directory and cgroup root, driven through the same typed calls as ``IceboxClient``. For
-/// integration tests: no icebox executable, no daemon process, nothing shared with another supervisor.
+/// An icebox supervisor inside this process: the daemon's engine on a thread of its own, with its
+/// own runtime directory, state directory and cgroup root, driven through the same typed calls as
+/// ``IceboxClient``. For integration tests: no icebox executable, no daemon process, nothing shared
+/// with another supervisor.
 ///
 /// ```swift
 /// let supervisor = try Supervisor.start()
@@ -16,15 +17,15 @@ import Synchronization
 /// try supervisor.stop()              // throws if anything was left behind
 /// ```
 ///
-/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone, does not become the
-/// child subreaper, and never exits on its own for want of apps. The apps it launches are children of this
-/// process.
+/// The engine does not take over the process: it leaves SIGTERM, SIGINT and SIGHUP alone, does not
+/// become the child subreaper, and never exits on its own for want of apps. The apps it launches
+/// are children of this process.
 ///
-/// If this process dies without ``stop(timeout:)`` (a test runner's SIGKILL, a crash, Ctrl-C), nothing is
-/// left behind: a small `/bin/sh` sweeper, in a session of its own, sees the end of a pipe only this process
-/// writes to, then kills the apps (frozen ones too) and removes the cgroups it made, in every hierarchy, and
-/// its directories, within about a second. It finds apps by their cgroups: an app frozen with SIGSTOP on a
-/// host with no cgroups is not found.
+/// If this process dies without ``stop(timeout:)`` (a test runner's SIGKILL, a crash, Ctrl-C),
+/// nothing is left behind: a small `/bin/sh` sweeper, in a session of its own, sees the end of a
+/// pipe only this process writes to, then kills the apps (frozen ones too) and removes the cgroups
+/// it made, in every hierarchy, and its directories, within about a second. It finds apps by their
+/// cgroups: an app frozen with SIGSTOP on a host with no cgroups is not found.
 public final class Supervisor: Sendable {
     /// A client for this supervisor's engine; the methods below forward to it.
     public let client: IceboxClient
@@ -113,8 +114,9 @@ public final class Supervisor: Sendable {
                         outcome.set(.success(try daemon.run()))
                     } catch {
                         outcome.set(.failure(error))
-                        // The engine closes the ready descriptor once it listens; it failed before, so it is
-                        // still ours to close (checked: a number reused since is never closed by mistake).
+                        // The engine closes the ready descriptor once it listens; it failed before,
+                        // so it is still ours to close (checked: a number reused since is never
+                        // closed by mistake).
                         if let readyIdentity, FileIdentity(fd: ready.writeEnd) == readyIdentity { close(ready.writeEnd) }
                     }
                 }
@@ -241,7 +243,8 @@ public final class Supervisor: Sendable {
         try client.terminate(name, timeout: timeout)
     }
 
-    /// Evicts an app, or checkpoints it to disk with `toDisk`; see ``IceboxClient/evict(_:toDisk:)-2anup``.
+    /// Evicts an app, or checkpoints it to disk with `toDisk`; see
+    /// ``IceboxClient/evict(_:toDisk:)-2anup``.
     @discardableResult
     public func evict(_ name: String, toDisk: Bool = false) throws(IceboxError) -> EndResult {
         try client.evict(name, toDisk: toDisk)
@@ -256,7 +259,8 @@ public final class Supervisor: Sendable {
     /// The apps; see ``IceboxClient/apps(all:)-5ebi5``. Corresponds to `icebox ps --json`.
     public func apps(all: Bool = false) throws(IceboxError) -> [AppRecord] { try client.apps(all: all) }
 
-    /// The events as they happen, until the supervisor stops; see ``IceboxClient/events(for:replay:)``.
+    /// The events as they happen, until the supervisor stops; see
+    /// ``IceboxClient/events(for:replay:)``.
     public func events(for name: String? = nil, replay: Bool = false) throws(IceboxError) -> AsyncStream<Event> {
         try client.events(for: name, replay: replay)
     }

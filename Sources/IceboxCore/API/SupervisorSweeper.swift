@@ -1,13 +1,14 @@
 import Glibc
 import IceboxSystem
 
-/// Cleans up after a ``Supervisor`` whose process died without `stop()` (a test runner's SIGKILL, a crash,
-/// Ctrl-C), when none of its code runs any more: a `/bin/sh` started with it, in a session of its own (out of
-/// the terminal's SIGINT), reading a pipe whose only writer is the supervisor. `stop()` writes `q` and the
-/// sweeper exits; when the process dies, however, the kernel closes the pipe and the sweeper kills every
-/// process in the supervisor's cgroups (frozen ones too), removes the cgroups in every hierarchy and the
-/// directories (as Testcontainers' Ryuk does for containers). It knows only cgroups: an app frozen with
-/// SIGSTOP on a host with no cgroup hierarchy is left.
+/// Cleans up after a ``Supervisor`` whose process died without `stop()` (a test runner's SIGKILL, a
+/// crash, Ctrl-C), when none of its code runs any more: a `/bin/sh` started with it, in a session
+/// of its own (out of the terminal's SIGINT), reading a pipe whose only writer is the supervisor.
+/// `stop()` writes `q` and the sweeper exits; when the process dies, however, the kernel closes the
+/// pipe and the sweeper kills every process in the supervisor's cgroups (frozen ones too), removes
+/// the cgroups in every hierarchy and the directories (as Testcontainers' Ryuk does for
+/// containers). It knows only cgroups: an app frozen with SIGSTOP on a host with no cgroup
+/// hierarchy is left.
 // Unchecked: its handle is used once, by the one `stop()` that gets past the supervisor's
 // `stopped` flag, or by a `start()` that failed before any other thread saw it.
 struct SupervisorSweeper: @unchecked Sendable {
@@ -131,7 +132,8 @@ struct SupervisorSweeper: @unchecked Sendable {
         if (try? handle.wait(until: deadline)) == nil {
             // ESRCH only: the sweeper exited meanwhile, and the wait below reaps it.
             _ = try? handle.send(SIGKILL)
-            // One still unreaped a second after SIGKILL is the kernel's to finish; a cleanup must not throw.
+            // One still unreaped a second after SIGKILL is the kernel's to finish; a cleanup must
+            // not throw.
             _ = try? handle.wait(until: deadline.saturatingAdd(1_000_000_000))
         }
     }

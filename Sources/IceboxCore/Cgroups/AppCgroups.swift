@@ -10,20 +10,24 @@ package enum DestroyProgress: Sendable, Equatable {
     /// Killed, not yet empty (or a directory still busy): step again at `recheckAt` (monotonic
     /// ns) or when `watch` (cgroup.events, for EPOLLPRI; owned here, never close it) fires.
     case waiting(recheckAt: UInt64, watch: Int32?)
-    /// Past the deadline (or at once, when rmdir fails for a reason waiting will not fix, such as EACCES): what stays, each naming
-    /// the path and the errno or the stuck tasks. The descriptors are closed all the same.
+    /// Past the deadline (or at once, when rmdir fails for a reason waiting will not fix, such as
+    /// EACCES): what stays, each naming the path and the errno or the stuck tasks. The descriptors
+    /// are closed all the same.
     case failed([String])
 }
 
-/// The one owner of an app's cgroups: its v2 directory (whatever the backend, it is how the app's processes are found and killed),
-/// its v1 freezer directory (backend cgroup1) and its v1 memory directory (hybrid hosts, for memory accounting). It makes them
-/// fresh, hands out the spawn descriptors and the freezer, lists and kills the members, and removes everything bottom-up without
-/// blocking. Nothing else writes cgroup files for an app.
+/// The one owner of an app's cgroups: its v2 directory (whatever the backend, it is how the app's
+/// processes are found and killed), its v1 freezer directory (backend cgroup1) and its v1 memory
+/// directory (hybrid hosts, for memory accounting). It makes them fresh, hands out the spawn
+/// descriptors and the freezer, lists and kills the members, and removes everything bottom-up
+/// without blocking. Nothing else writes cgroup files for an app.
 ///
-/// The descriptors it keeps (cgroup.events, cgroup.freeze, cgroup.procs, freezer.state) are shared with the freezer it hands out
-/// and stay open until the destroy finishes or `close()`, or until `release()` (they open again at their next use).
+/// The descriptors it keeps (cgroup.events, cgroup.freeze, cgroup.procs, freezer.state) are shared
+/// with the freezer it hands out and stay open until the destroy finishes or `close()`, or until
+/// `release()` (they open again at their next use).
 ///
-/// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy state in a Mutex of its own.
+/// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy
+/// state in a Mutex of its own.
 package final class AppCgroups: Sendable {
     package let name: String
     package let v2: Cgroup2?
@@ -39,8 +43,9 @@ package final class AppCgroups: Sendable {
     private let procsFile: CgroupFile?
     /// The v2 cgroup's directory, for its link count (sub-cgroups or none).
     private let directoryFile: CgroupFile?
-    /// The app's memory counter: memory.usage_in_bytes of its v1 memory cgroup, else memory.current of its v2 one. Kept open only
-    /// while the daemon has descriptors to spare (`memoryReading(keepOpen:)`).
+    /// The app's memory counter: memory.usage_in_bytes of its v1 memory cgroup, else memory.current
+    /// of its v2 one. Kept open only while the daemon has descriptors to spare
+    /// (`memoryReading(keepOpen:)`).
     private let memoryFile: (file: CgroupFile, source: MemorySource)?
     private let destroyState = Mutex<Destroy?>(nil)
     private let v2IDCache = Mutex<UInt64?>(nil)
@@ -76,9 +81,10 @@ package final class AppCgroups: Sendable {
         }
     }
 
-    /// The app's memory from its counter's kept descriptor (one pread); `keepOpen`: open it now if it is not open yet. nil when it
-    /// is not open (and may not be), or cannot be read: the caller then reads by path (`AppMemory.read`). `ps` reads this for every
-    /// app (1000 apps: ~13 ms of the daemon's ~17 went to opening and closing each counter).
+    /// The app's memory from its counter's kept descriptor (one pread); `keepOpen`: open it now if
+    /// it is not open yet. nil when it is not open (and may not be), or cannot be read: the caller
+    /// then reads by path (`AppMemory.read`). `ps` reads this for every app (1000 apps: ~13 ms of
+    /// the daemon's ~17 went to opening and closing each counter).
     package func memoryReading(keepOpen: Bool) -> AppMemoryReading? {
         guard let memoryFile, let bytes = memoryFile.file.readCounter(opening: keepOpen) else { return nil }
         return AppMemoryReading(bytes: bytes, source: memoryFile.source)
@@ -86,16 +92,18 @@ package final class AppCgroups: Sendable {
 
     // MARK: Making and adopting
 
-    /// Makes the roots if missing and the app's directories under them, each one fresh: `<v2Root>/<name>` (when there is a v2 root,
-    /// whatever the backend), `<freezerV1Root>/<name>` (backend cgroup1), `<memoryV1Root>/<name>` (best effort: without it only
-    /// memory precision is lost). A leftover directory of that name with processes anywhere in its subtree is an error (another
-    /// daemon with the same root runs that app); an empty one is removed, sub-cgroups first, and made afresh, never reused: a
-    /// cgroup that has seen cgroup.kill kills every task later cloned into it, and a v1 freezer left FROZEN would freeze the new
-    /// app at once. On any failure, everything made so far is removed again.
+    /// Makes the roots if missing and the app's directories under them, each one fresh:
+    /// `<v2Root>/<name>` (when there is a v2 root, whatever the backend), `<freezerV1Root>/<name>`
+    /// (backend cgroup1), `<memoryV1Root>/<name>` (best effort: without it only memory precision is
+    /// lost). A leftover directory of that name with processes anywhere in its subtree is an error
+    /// (another daemon with the same root runs that app); an empty one is removed, sub-cgroups
+    /// first, and made afresh, never reused: a cgroup that has seen cgroup.kill kills every task
+    /// later cloned into it, and a v1 freezer left FROZEN would freeze the new app at once. On any
+    /// failure, everything made so far is removed again.
     ///
-    /// `standIn`: the v1 directories a spawn stand-in sits in (SpawnPool), renamed to the
-    /// app's instead of made (a v1 directory keeps its members across a rename, so the app
-    /// the stand-in clones lands in them). On a failure they get their parked names back.
+    /// `standIn`: the v1 directories a spawn stand-in sits in (SpawnPool), renamed to the app's
+    /// instead of made (a v1 directory keeps its members across a rename, so the app the stand-in
+    /// clones lands in them). On a failure they get their parked names back.
     package static func create(
         name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind,
         standIn: StandInDirectories? = nil
@@ -139,7 +147,8 @@ package final class AppCgroups: Sendable {
                     // Best effort (the app runs; only memory precision is lost), but said: the
                     // daemon reports it to the launching client and in the event log.
                     memoryV1Problem = error.description
-                    // The stand-in's directory stays the app's under its parked name rather than an untracked home for the app.
+                    // The stand-in's directory stays the app's under its parked name rather than an
+                    // untracked home for the app.
                     if let parked { memoryV1 = parked }
                 }
             }
@@ -240,8 +249,9 @@ package final class AppCgroups: Sendable {
 
     // MARK: Members, events, freezer
 
-    /// Every process of the app, in sub-cgroups too: from the v2 subtree, else the v1 freezer subtree, else the v1 memory subtree.
-    /// nil when the app has none of them (the caller falls back to the session).
+    /// Every process of the app, in sub-cgroups too: from the v2 subtree, else the v1 freezer
+    /// subtree, else the v1 memory subtree. nil when the app has none of them (the caller falls
+    /// back to the session).
     package func members() -> [pid_t]? {
         if let v2 { return CgroupTree.processes(v2.path, rootProcs: procsFile, rootDirectory: directoryFile) }
         if let freezerV1 { return freezerV1.subtreeProcs() }
@@ -268,10 +278,11 @@ package final class AppCgroups: Sendable {
     /// suspended; owned here, never close it. nil without a v2 cgroup.
     package var eventsWatchDescriptor: Int32? { eventsFile?.watchDescriptor }
 
-    /// The freezer for the app, sharing the descriptors kept here: cgroup2 freezes the v2 directory, cgroup1 the v1 freezer
-    /// directory, signal SIGSTOPs the members (found through the cgroups, else through `fallbackMembers`, e.g. the app's session).
-    /// A backend whose directory this app lacks falls back to signal (create makes the directory its backend needs, so only an
-    /// inconsistent registry record gets there).
+    /// The freezer for the app, sharing the descriptors kept here: cgroup2 freezes the v2
+    /// directory, cgroup1 the v1 freezer directory, signal SIGSTOPs the members (found through the
+    /// cgroups, else through `fallbackMembers`, e.g. the app's session). A backend whose directory
+    /// this app lacks falls back to signal (create makes the directory its backend needs, so only
+    /// an inconsistent registry record gets there).
     package func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
         switch backend {
         case .cgroup2:
@@ -289,9 +300,10 @@ package final class AppCgroups: Sendable {
 
     // MARK: Killing and removing
 
-    /// Kills every process of the app at once: cgroup.kill where the kernel has it (Linux 5.14; frozen tasks die too, and the whole
-    /// subtree), else SIGKILL to each member. A v1-frozen task acts on SIGKILL only once thawed, so the v1 freezer is thawed after
-    /// the kill is queued. Returns what failed (each naming the syscall and path); what could be done was done.
+    /// Kills every process of the app at once: cgroup.kill where the kernel has it (Linux 5.14;
+    /// frozen tasks die too, and the whole subtree), else SIGKILL to each member. A v1-frozen task
+    /// acts on SIGKILL only once thawed, so the v1 freezer is thawed after the kill is queued.
+    /// Returns what failed (each naming the syscall and path); what could be done was done.
     @discardableResult
     package func killAll() -> [SystemError] {
         var problems: [SystemError] = []
@@ -322,9 +334,10 @@ package final class AppCgroups: Sendable {
         return problems
     }
 
-    /// Kills what is still inside, then (without blocking) waits until every cgroup is empty and removes every directory bottom-up,
-    /// sub-cgroups first, and closes every descriptor. Step with `stepDestroy(now:)` while it says `.waiting`. `mainPID`: the app's
-    /// main process, not counted among the leftovers. Calling it again (after a failure) starts over.
+    /// Kills what is still inside, then (without blocking) waits until every cgroup is empty and
+    /// removes every directory bottom-up, sub-cgroups first, and closes every descriptor. Step with
+    /// `stepDestroy(now:)` while it says `.waiting`. `mainPID`: the app's main process, not counted
+    /// among the leftovers. Calling it again (after a failure) starts over.
     package func beginDestroy(now: UInt64, deadline: UInt64, mainPID: pid_t? = nil) -> DestroyProgress {
         let inside = members() ?? []
         if !inside.isEmpty { killAll() }
@@ -436,9 +449,9 @@ package final class AppCgroups: Sendable {
 }
 
 extension AppCgroups {
-    /// Reclaims the app's memory without killing it (meant for a frozen app): one write to its v2 cgroup's memory.reclaim where the
-    /// v2 memory controller is, else process_madvise on each of its processes (`Compactor`). Here so that the app's cgroup files
-    /// keep one writer.
+    /// Reclaims the app's memory without killing it (meant for a frozen app): one write to its v2
+    /// cgroup's memory.reclaim where the v2 memory controller is, else process_madvise on each of
+    /// its processes (`Compactor`). Here so that the app's cgroup files keep one writer.
     package func compact(mode: CompactionMode, fallbackMembers: [pid_t]) throws(SystemError) -> CompactionReport {
         try Compactor.compact(pids: members() ?? fallbackMembers, mode: mode, cgroup: v2)
     }

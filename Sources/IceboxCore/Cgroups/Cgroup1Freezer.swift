@@ -1,16 +1,18 @@
 import Glibc
 import IceboxSystem
 
-/// Freezing through the cgroup v1 freezer: write FROZEN to `freezer.state` and read it back until it says FROZEN. v1 has no change
-/// notification, so the read-back is a deliberate back-off (20 µs growing to 10 ms). A cgroup can stay in FREEZING while new tasks
-/// keep appearing; the kernel documentation's remedy is to thaw and retry, which this does once every 100 ms. A freeze that misses
-/// its deadline is thawed back. The v1 freezer is hierarchical: sub-cgroups freeze with their parent, and the report counts their
-/// processes.
+/// Freezing through the cgroup v1 freezer: write FROZEN to `freezer.state` and read it back until
+/// it says FROZEN. v1 has no change notification, so the read-back is a deliberate back-off (20 µs
+/// growing to 10 ms). A cgroup can stay in FREEZING while new tasks keep appearing; the kernel
+/// documentation's remedy is to thaw and retry, which this does once every 100 ms. A freeze that
+/// misses its deadline is thawed back. The v1 freezer is hierarchical: sub-cgroups freeze with
+/// their parent, and the report counts their processes.
 ///
-/// `freezer.state` stays open for the freezer's life (shared with the app's `AppCgroups` when it comes from there), read and
-/// written with pread/pwrite. Its cgroup.procs is opened for each read: v1 caches the pid list of an open file (pidlist_array_load)
-/// and hands the cached list to a pread from 0 within a second of the last read, so a kept descriptor would count processes that
-/// are gone.
+/// `freezer.state` stays open for the freezer's life (shared with the app's `AppCgroups` when it
+/// comes from there), read and written with pread/pwrite. Its cgroup.procs is opened for each read:
+/// v1 caches the pid list of an open file (pidlist_array_load) and hands the cached list to a pread
+/// from 0 within a second of the last read, so a kept descriptor would count processes that are
+/// gone.
 package struct Cgroup1Freezer: Freezer, CgroupDirectory {
     package let path: String
     package static let what = "v1 freezer cgroup"

@@ -6,8 +6,9 @@ package struct CgroupEvents: Equatable, Sendable {
     package var populated: Bool
     package var frozen: Bool
 
-    /// "populated 1\nfrozen 0\n": a key and a value per line; other keys and malformed lines are skipped. Walked as bytes: it is
-    /// read at every look of every freeze, and splitting it into substrings took ~8 µs of each `icebox suspend`.
+    /// "populated 1\nfrozen 0\n": a key and a value per line; other keys and malformed lines are
+    /// skipped. Walked as bytes: it is read at every look of every freeze, and splitting it into
+    /// substrings took ~8 µs of each `icebox suspend`.
     package static func parse(_ text: String) -> CgroupEvents {
         var e = CgroupEvents(populated: false, frozen: false)
         var text = text
@@ -28,7 +29,8 @@ package struct CgroupEvents: Equatable, Sendable {
     }
 }
 
-/// One cgroup v2 directory. A small value type: the path, its files' paths, and helpers that name the path in every error.
+/// One cgroup v2 directory. A small value type: the path, its files' paths, and helpers that name
+/// the path in every error.
 package struct Cgroup2: CgroupDirectory, Equatable {
     package let path: String
     package static let what = "cgroup"
@@ -60,10 +62,11 @@ package struct Cgroup2: CgroupDirectory, Equatable {
         return fd
     }
 
-    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes, driven by `Stepping.run`: woken by
-    /// the kernel's POLLPRI on the open file, and re-read on the `Backoff` schedule as well, since the kernel sends at most one
-    /// notification per 10 ms and one right after another event (a spawn, say) comes late. Returns the last state read and whether
-    /// it held.
+    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes,
+    /// driven by `Stepping.run`: woken by the kernel's POLLPRI on the open file, and re-read on the
+    /// `Backoff` schedule as well, since the kernel sends at most one notification per 10 ms and
+    /// one right after another event (a spawn, say) comes late. Returns the last state read and
+    /// whether it held.
     package func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
         throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
     {

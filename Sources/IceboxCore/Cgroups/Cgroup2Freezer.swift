@@ -1,13 +1,15 @@
 import Glibc
 import IceboxSystem
 
-/// Freezing through cgroup v2: write `cgroup.freeze`, then read `cgroup.events` until it says `frozen 1` (or `populated 0`: nothing
-/// left to freeze). The freeze covers the sub-cgroups too, so the report counts their processes. A freeze that misses its deadline,
-/// or fails half-way, is rolled back: `cgroup.freeze` goes back to 0 (runc#5325 is what happens when it does not: an app left
-/// frozen after the freeze was reported as failed).
+/// Freezing through cgroup v2: write `cgroup.freeze`, then read `cgroup.events` until it says
+/// `frozen 1` (or `populated 0`: nothing left to freeze). The freeze covers the sub-cgroups too, so
+/// the report counts their processes. A freeze that misses its deadline, or fails half-way, is
+/// rolled back: `cgroup.freeze` goes back to 0 (runc#5325 is what happens when it does not: an app
+/// left frozen after the freeze was reported as failed).
 ///
-/// The files stay open for the freezer's life (shared with the app's `AppCgroups` when it comes from there), read and written with
-/// pread/pwrite; `cgroup.events` is the descriptor an event loop polls for POLLPRI, `cgroup.procs` what a confirmed freeze counts.
+/// The files stay open for the freezer's life (shared with the app's `AppCgroups` when it comes
+/// from there), read and written with pread/pwrite; `cgroup.events` is the descriptor an event loop
+/// polls for POLLPRI, `cgroup.procs` what a confirmed freeze counts.
 package struct Cgroup2Freezer: Freezer {
     package let cgroup: Cgroup2
     let freezeFile: CgroupFile
@@ -84,7 +86,8 @@ package struct Cgroup2Freezer: Freezer {
                 let seen = lookStart.saturatingAdd(lookCost).saturatingSub(startedAt)
                 return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: seen, tasks: freezer.subtreeProcs().count))
             }
-            // A frozen ancestor keeps this cgroup frozen however long we wait: say so now rather than wait out the deadline.
+            // A frozen ancestor keeps this cgroup frozen however long we wait: say so now rather
+            // than wait out the deadline.
             if direction == .thaw, let ancestor = Self.frozenAncestor(of: freezer.cgroup.path) {
                 return .failed(.frozenByAncestor(ancestor))
             }
@@ -109,7 +112,8 @@ package struct Cgroup2Freezer: Freezer {
 
         mutating func expectPromptNotification() { backoff.raiseFloor(to: Backoff.safetyNet) }
 
-        /// The nearest ancestor whose cgroup.freeze reads 1, walking up while there is one (the root cgroup has no cgroup.freeze).
+        /// The nearest ancestor whose cgroup.freeze reads 1, walking up while there is one (the
+        /// root cgroup has no cgroup.freeze).
         static func frozenAncestor(of path: String) -> String? {
             var dir = path
             while let slash = dir.lastIndex(of: "/"), slash > dir.startIndex {

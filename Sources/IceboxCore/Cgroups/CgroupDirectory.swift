@@ -1,8 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// One cgroup directory of any hierarchy (a v2 cgroup, a v1 freezer or memory cgroup): its path and what every kind does alike,
-/// each helper naming the path, and the kind (`what`), in its errors.
+/// One cgroup directory of any hierarchy (a v2 cgroup, a v1 freezer or memory cgroup): its path and
+/// what every kind does alike, each helper naming the path, and the kind (`what`), in its errors.
 package protocol CgroupDirectory: Sendable {
     var path: String { get }
     /// How errors name this kind: "cgroup", "v1 memory cgroup".
@@ -30,7 +30,8 @@ extension CgroupDirectory {
         ((try? FileIO.read(file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
-    /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this cgroup freezes and what cgroup.kill kills.
+    /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this cgroup
+    /// freezes and what cgroup.kill kills.
     package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
     package func addProcess(_ pid: pid_t) throws(SystemError) { try FileIO.write(file("cgroup.procs"), String(pid)) }

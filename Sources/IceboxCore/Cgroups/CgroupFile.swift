@@ -2,13 +2,15 @@ import Glibc
 import IceboxSystem
 import Synchronization
 
-/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs), a cgroup's directory (for its link count)
-/// or an app's /proc/PID/stat, held open for the life of its owner and read and written at offset 0 with pread/pwrite: a freeze
-/// that re-reads the state a few hundred times costs no open/close, and the descriptor read is the one the loop polls for POLLPRI
+/// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs), a cgroup's
+/// directory (for its link count) or an app's /proc/PID/stat, held open for the life of its owner
+/// and read and written at offset 0 with pread/pwrite: a freeze that re-reads the state a few
+/// hundred times costs no open/close, and the descriptor read is the one the loop polls for POLLPRI
 /// (reading it is also what re-arms the kernel's notification).
 ///
-/// Opened on first use. `close()` is final: later uses open the file for each call, so a descriptor number that was closed (and
-/// maybe reused by now) is never touched. `release()` closes it until the next use, which opens it again.
+/// Opened on first use. `close()` is final: later uses open the file for each call, so a descriptor
+/// number that was closed (and maybe reused by now) is never touched. `release()` closes it until
+/// the next use, which opens it again.
 ///
 /// Sendable: the descriptor lives in a Mutex, held across each pread/pwrite so that a close on
 /// another thread cannot slip in between.
@@ -46,7 +48,8 @@ package final class CgroupFile: Sendable {
         }
     }
 
-    /// The whole file, however long (cgroup.procs), read from offset 0 of the kept descriptor until pread says 0.
+    /// The whole file, however long (cgroup.procs), read from offset 0 of the kept descriptor until
+    /// pread says 0.
     package func readAll() throws(SystemError) -> String {
         try state.withLock { (s: inout State) throws(SystemError) -> String in
             guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
@@ -54,8 +57,9 @@ package final class CgroupFile: Sendable {
         }
     }
 
-    /// The decimal number the file holds (a counter such as memory.current), read with one pread of the kept descriptor. `opening`:
-    /// open the file now if it is not open yet (and keep it); without, nil when it is not open. nil also when it cannot be read.
+    /// The decimal number the file holds (a counter such as memory.current), read with one pread of
+    /// the kept descriptor. `opening`: open the file now if it is not open yet (and keep it);
+    /// without, nil when it is not open. nil also when it cannot be read.
     package func readCounter(opening: Bool) -> UInt64? {
         state.withLock { s -> UInt64? in
             if case .unopened = s, !opening { return nil }
@@ -82,8 +86,9 @@ package final class CgroupFile: Sendable {
         state.withLock { s in try? Self.descriptor(&s, path, writable) }
     }
 
-    /// The file's status from the kept descriptor (fstat; opened on first use), or from its path (lstat) once closed; nil when
-    /// neither works. For a cgroup's directory, whose link count says whether it has sub-cgroups.
+    /// The file's status from the kept descriptor (fstat; opened on first use), or from its path
+    /// (lstat) once closed; nil when neither works. For a cgroup's directory, whose link count says
+    /// whether it has sub-cgroups.
     package func status() -> stat? {
         state.withLock { s -> stat? in
             var st = stat()
@@ -116,8 +121,9 @@ package final class CgroupFile: Sendable {
         if case .open(let fd) = old { Glibc.close(fd) }
     }
 
-    /// Closes the descriptor but not for good: the next use opens the file again. For a daemon short of descriptors, between
-    /// operations. The caller must not be polling the descriptor (`watchDescriptor`): its number may be reused once closed.
+    /// Closes the descriptor but not for good: the next use opens the file again. For a daemon
+    /// short of descriptors, between operations. The caller must not be polling the descriptor
+    /// (`watchDescriptor`): its number may be reused once closed.
     package func release() {
         let old = state.withLock { s in
             defer { if case .open = s { s = .unopened } }

@@ -1,9 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// A cgroup directory together with its sub-cgroups, in any hierarchy (v2, the v1 freezer, v1 memory). An app may make sub-cgroups
-/// of its own (systemd-style services, container runtimes); its processes there are still the app's, and its directory can only be
-/// removed once every sub-cgroup is gone (rmdir of a cgroup with children is EBUSY).
+/// A cgroup directory together with its sub-cgroups, in any hierarchy (v2, the v1 freezer, v1
+/// memory). An app may make sub-cgroups of its own (systemd-style services, container runtimes);
+/// its processes there are still the app's, and its directory can only be removed once every
+/// sub-cgroup is gone (rmdir of a cgroup with children is EBUSY).
 package enum CgroupTree {
     /// Every directory of the subtree, children before their parent, the root last; empty when
     /// the root does not exist. A directory that vanishes during the walk is skipped.
@@ -12,11 +13,13 @@ package enum CgroupTree {
         return walk(root)
     }
 
-    /// The same without the check that the root exists: the root comes last whatever it is. A directory whose link count is 2 has
-    /// no subdirectory (cgroupfs keeps a directory's count at 2 + its subdirectories, as ext4 and tmpfs do) and is not listed: one
-    /// lstat instead of open, fstat, two getdents and close, at every confirmed freeze and thaw of an app without sub-cgroups. Any
-    /// other count (btrfs says 1) is listed. `rootStatus`: the root's lstat, from a descriptor its owner keeps (an fstat, without
-    /// the walk of its path: 13 µs of each confirmed freeze and thaw here, traced).
+    /// The same without the check that the root exists: the root comes last whatever it is. A
+    /// directory whose link count is 2 has no subdirectory (cgroupfs keeps a directory's count at 2
+    /// + its subdirectories, as ext4 and tmpfs do) and is not listed: one lstat instead of open,
+    /// fstat, two getdents and close, at every confirmed freeze and thaw of an app without
+    /// sub-cgroups. Any other count (btrfs says 1) is listed. `rootStatus`: the root's lstat, from
+    /// a descriptor its owner keeps (an fstat, without the walk of its path: 13 µs of each
+    /// confirmed freeze and thaw here, traced).
     private static func walk(_ root: String, rootStatus: stat? = nil) -> [String] {
         var out: [String] = []
         func status(_ dir: String) -> stat? {
@@ -37,10 +40,12 @@ package enum CgroupTree {
         return out
     }
 
-    /// The processes of every cgroup in the subtree (each `cgroup.procs`, read once). Called at every confirmed freeze (for its
-    /// count): no separate check that `root` is a directory (listing it fails if not, and so does reading its cgroup.procs), and
-    /// the pids read as bytes. `rootProcs`: the root's cgroup.procs held open by its owner, read with pread (two calls for a small
-    /// file, against open, two reads and close). `rootDirectory`: the root directory held open by its owner, for its link count.
+    /// The processes of every cgroup in the subtree (each `cgroup.procs`, read once). Called at
+    /// every confirmed freeze (for its count): no separate check that `root` is a directory
+    /// (listing it fails if not, and so does reading its cgroup.procs), and the pids read as bytes.
+    /// `rootProcs`: the root's cgroup.procs held open by its owner, read with pread (two calls for
+    /// a small file, against open, two reads and close). `rootDirectory`: the root directory held
+    /// open by its owner, for its link count.
     package static func processes(_ root: String, rootProcs: CgroupFile? = nil, rootDirectory: CgroupFile? = nil) -> [pid_t] {
         walk(root, rootStatus: rootDirectory?.status()).reversed().flatMap { dir in
             // A cgroup removed meanwhile holds no processes.

@@ -27,8 +27,9 @@ package struct HostFacts: Sendable {
     /// an error for `auto`, never a silent fall back to `signal`.
     package var explicitCgroupRoot: String?
 
-    /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`. The daemon creates the roots (`createRoots`); `icebox
-    /// doctor` must change nothing, and judges a root that does not exist yet by the nearest directory above it.
+    /// --cgroup-root or ICEBOX_CGROUP_ROOT, else `<cgroup2 mount>/icebox`. The daemon creates the
+    /// roots (`createRoots`); `icebox doctor` must change nothing, and judges a root that does not
+    /// exist yet by the nearest directory above it.
     package static func discover(
         cgroupRootOverride: String?, explicit: Bool = true, mountinfo: String = "/proc/self/mountinfo", createRoots: Bool = true
     ) -> HostFacts {
@@ -107,10 +108,11 @@ package struct HostFacts: Sendable {
         } else {
             facts.freezerV1Problem = "no cgroup v1 freezer hierarchy is mounted"
         }
-        // Per-app v1 memory cgroups wherever the v2 tree has no memory controller (hybrid and v1-only hosts), if the daemon may
-        // make them. The daemon's own memory cgroup is found through the mount's root: a mount that shows only a subtree (a host
-        // cgroup namespace) has the daemon's cgroup at its point, or does not show it at all, and then there is no place under it:
-        // no v1 memory cgroups.
+        // Per-app v1 memory cgroups wherever the v2 tree has no memory controller (hybrid and
+        // v1-only hosts), if the daemon may make them. The daemon's own memory cgroup is found
+        // through the mount's root: a mount that shows only a subtree (a host cgroup namespace) has
+        // the daemon's cgroup at its point, or does not show it at all, and then there is no place
+        // under it: no v1 memory cgroups.
         if let memory = mounts.memoryV1Mount, facts.cgroupRoot.map({ !FileIO.exists($0 + "/memory.current") }) ?? true,
             let own = CgroupMembership.path(of: getpid(), controller: "memory", mount: memory)
         {
@@ -129,9 +131,10 @@ package struct HostFacts: Sendable {
         return errno == EROFS ? (readOnly(mount), true) : ("no write permission on \(probe)", false)
     }
 
-    /// Delegation containment (the kernel's cgroup-v2.rst): moving a process into a cgroup, or spawning it there with
-    /// CLONE_INTO_CGROUP, needs write access to the cgroup.procs of the common ancestor of the cgroup it leaves and the one it
-    /// enters. A user whose own cgroup (which the daemon it starts inherits) is outside the delegated subtree may make cgroups
+    /// Delegation containment (the kernel's cgroup-v2.rst): moving a process into a cgroup, or
+    /// spawning it there with CLONE_INTO_CGROUP, needs write access to the cgroup.procs of the
+    /// common ancestor of the cgroup it leaves and the one it enters. A user whose own cgroup
+    /// (which the daemon it starts inherits) is outside the delegated subtree may make cgroups
     /// there but can put no process in them.
     static func containmentProblem(root: String, mount cgroupMount: CgroupMount) -> String? {
         let mount = cgroupMount.point
@@ -215,8 +218,9 @@ package struct HostFacts: Sendable {
         return dir
     }
 
-    /// Whether this kernel's v2 cgroups have an interface file (cgroup.freeze, cgroup.kill). Every cgroup but the root has them, so
-    /// a root that does not exist yet is judged by an existing non-root cgroup: the one above it, or one beside it under the mount.
+    /// Whether this kernel's v2 cgroups have an interface file (cgroup.freeze, cgroup.kill). Every
+    /// cgroup but the root has them, so a root that does not exist yet is judged by an existing
+    /// non-root cgroup: the one above it, or one beside it under the mount.
     static func kernelHasFile(_ name: String, root: String, exists: Bool, mount: String) -> Bool {
         if exists { return FileIO.exists(root + "/" + name) }
         let above = nearestExisting(root)

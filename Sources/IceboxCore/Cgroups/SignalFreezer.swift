@@ -13,13 +13,15 @@ package final class StoppedByOthers: Sendable {
     var current: Set<pid_t> { pids.withLock { $0 } }
 }
 
-/// Freezing with SIGSTOP, for hosts without a usable freezer cgroup. Every process of the app gets SIGSTOP, and the freeze is
-/// confirmed when every thread reads state `T` in /proc. There is no event for that, so the read-back is a deliberate back-off (20
-/// µs growing to 5 ms); processes that appear meanwhile are stopped too. A thaw sends SIGCONT and is confirmed when no thread is
+/// Freezing with SIGSTOP, for hosts without a usable freezer cgroup. Every process of the app gets
+/// SIGSTOP, and the freeze is confirmed when every thread reads state `T` in /proc. There is no
+/// event for that, so the read-back is a deliberate back-off (20 µs growing to 5 ms); processes
+/// that appear meanwhile are stopped too. A thaw sends SIGCONT and is confirmed when no thread is
 /// stopped any more.
 ///
-/// What it cannot do: a process that left the app's process group and has no cgroup to find it by escapes; a parent or a tracer
-/// sees the stop (waitpid WUNTRACED, SIGCHLD), and a program that handles SIGCONT notices the resume.
+/// What it cannot do: a process that left the app's process group and has no cgroup to find it by
+/// escapes; a parent or a tracer sees the stop (waitpid WUNTRACED, SIGCHLD), and a program that
+/// handles SIGCONT notices the resume.
 package struct SignalFreezer: Freezer {
     /// Lists the app's processes now (its cgroup's procs, its session, or a process tree).
     package let members: @Sendable () -> [pid_t]
@@ -33,11 +35,13 @@ package struct SignalFreezer: Freezer {
     /// A task that has exited: a zombie (Z) or one being reaped (X), nothing left to stop.
     static func exited(_ c: Character) -> Bool { c == "Z" || c == "X" }
 
-    /// Whether a thread of ours is held: stopped, or a vfork parent (glibc's posix_spawn, dash) waiting in the kernel for its
-    /// child's exec (state D in kernel_clone) with the SIGSTOP we sent still pending. The child, stopped before its exec, never
-    /// execs, so the parent never returns to its program, and the pending stop takes it first if it does; waiting for its T timed
-    /// every such freeze out. The cgroup freezers count it frozen too. Any other wait in D (an OOM wait, I/O) is not held: like
-    /// cgroup v2, the freeze waits for it and names it if it does not end.
+    /// Whether a thread of ours is held: stopped, or a vfork parent (glibc's posix_spawn, dash)
+    /// waiting in the kernel for its child's exec (state D in kernel_clone) with the SIGSTOP we
+    /// sent still pending. The child, stopped before its exec, never execs, so the parent never
+    /// returns to its program, and the pending stop takes it first if it does; waiting for its T
+    /// timed every such freeze out. The cgroup freezers count it frozen too. Any other wait in D
+    /// (an OOM wait, I/O) is not held: like cgroup v2, the freeze waits for it and names it if it
+    /// does not end.
     static func held(pid: pid_t, tid: pid_t, state: Character) -> Bool {
         if stoppedState(state) { return true }
         guard state == "D", ProcFS.stopPending(pid: pid, tid: tid) else { return false }
@@ -46,18 +50,21 @@ package struct SignalFreezer: Freezer {
         return wchan == "kernel_clone" || wchan == "wait_for_vfork_done"
     }
 
-    /// SIGCONT to the processes a freeze stopped: all but those someone else had stopped. One held in a tracer's stop (state t)
-    /// gets it all the same: the freeze's SIGSTOP waits queued behind the trace stop and would stop the app once the tracer
-    /// detaches, long after the resume; SIGCONT discards it and leaves the trace stop alone (the kernel's freezer selftest
-    /// `ptraced` detaches after the thaw).
+    /// SIGCONT to the processes a freeze stopped: all but those someone else had stopped. One held
+    /// in a tracer's stop (state t) gets it all the same: the freeze's SIGSTOP waits queued behind
+    /// the trace stop and would stop the app once the tracer detaches, long after the resume;
+    /// SIGCONT discards it and leaves the trace stop alone (the kernel's freezer selftest `ptraced`
+    /// detaches after the thaw).
     static func continueOurs(_ pids: some Sequence<pid_t>, keeping keep: Set<pid_t>) {
         for pid in pids where !keep.contains(pid) || ProcFS.state(pid: pid) == "t" { kill(pid, SIGCONT) }
     }
 
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation {
-        // The SIGSTOPs go first, each to a process's leader alone (tgkill): one stopped already by someone else keeps it queued
-        // there, which the look that finds it stopped reads (`SignalFreezeSteps.keepStopped`), so nothing is read before them (1000
-        // busy processes froze in 0.87-0.93x bare, 1.18-1.33x with reads first: benchmarks/RESULTS.md, session 50).
+        // The SIGSTOPs go first, each to a process's leader alone (tgkill): one stopped already by
+        // someone else keeps it queued there, which the look that finds it stopped reads
+        // (`SignalFreezeSteps.keepStopped`), so nothing is read before them (1000 busy processes
+        // froze in 0.87-0.93x bare, 1.18-1.33x with reads first: benchmarks/RESULTS.md, session
+        // 50).
         let pids = members()
         stoppedByOthers.set([])
         var steps = SignalFreezeSteps(members: members, stoppedByOthers: stoppedByOthers)
@@ -96,10 +103,11 @@ package struct SignalFreezer: Freezer {
     }
 }
 
-/// A SIGSTOP round in steps. A process whose every thread was seen stopped stays that way (a stopped thread cannot start another),
-/// so it is not read again, and a step ends at the first process still running: each step costs only what is left to confirm, and
-/// little while nothing has stopped yet. The members are read again only once every process read before is stopped: a process
-/// forked before its parent stopped shows up then (and none can later).
+/// A SIGSTOP round in steps. A process whose every thread was seen stopped stays that way (a
+/// stopped thread cannot start another), so it is not read again, and a step ends at the first
+/// process still running: each step costs only what is left to confirm, and little while nothing
+/// has stopped yet. The members are read again only once every process read before is stopped: a
+/// process forked before its parent stopped shows up then (and none can later).
 package struct SignalFreezeSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Found stopped by someone else (a SIGSTOP of ours still queued on its leader at the look
@@ -112,14 +120,17 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// sent to the exited leader alone is never taken.
     var signaledWhole = Set<pid_t>()
     var done: [pid_t: Int] = [:]  // pid → its thread count, once seen fully stopped
-    /// The members at the last read, and those of them not yet seen stopped, in that order: the ones before `next` have been since.
+    /// The members at the last read, and those of them not yet seen stopped, in that order: the
+    /// ones before `next` have been since.
     var lastMembers: [pid_t] = []
     var queue: [pid_t] = []
     var next = 0
-    /// The threads of `queue[next]` as listed, and how many of them have been seen stopped (or gone): a thread seen stopped is not
-    /// read again, as in bare.c, so confirming a process of 10,000 spinning threads reads each stopped one once, not at every step.
+    /// The threads of `queue[next]` as listed, and how many of them have been seen stopped (or
+    /// gone): a thread seen stopped is not read again, as in bare.c, so confirming a process of
+    /// 10,000 spinning threads reads each stopped one once, not at every step.
     var threads: [pid_t] = []
-    /// The /proc/PID/task of `queue[next]`, open while its threads are read (nil between processes).
+    /// The /proc/PID/task of `queue[next]`, open while its threads are read (nil between
+    /// processes).
     var taskDirectory: TaskDirectory?
     var threadsSeen = 0
     var threadsAlive = 0
@@ -132,11 +143,13 @@ package struct SignalFreezeSteps: FreezeSteps {
     var children = Set<pid_t>()
     /// Whether those SIGCHLDs reach the loop that steps this freeze (`expectPromptNotification`).
     var hearsStops = false
-    /// This process, the parent its children name (read once: getpid is a system call, and a freeze looks at every member).
+    /// This process, the parent its children name (read once: getpid is a system call, and a freeze
+    /// looks at every member).
     private let ownPID = getpid()
 
-    /// Whether every member not yet seen stopped is a child whose stop the loop will hear of: the freeze then waits for that, and
-    /// its re-reads only guard against a SIGCHLD that does not come (a child stopped under a tracer notifies the tracer instead).
+    /// Whether every member not yet seen stopped is a child whose stop the loop will hear of: the
+    /// freeze then waits for that, and its re-reads only guard against a SIGCHLD that does not come
+    /// (a child stopped under a tracer notifies the tracer instead).
     var waitsOnAnnouncement: Bool { hearsStops && next < queue.count && queue[next...].allSatisfy { children.contains($0) } }
 
     package init(members: @escaping @Sendable () -> [pid_t], stoppedByOthers: StoppedByOthers = StoppedByOthers()) {
@@ -151,7 +164,8 @@ package struct SignalFreezeSteps: FreezeSteps {
         return ProcFS.stopStat(pid: pid)
     }
 
-    /// SIGSTOP to those of `pids` not signalled yet, each to its leader (see `SignalFreezer.beginFreeze`); `pids`.
+    /// SIGSTOP to those of `pids` not signalled yet, each to its leader (see
+    /// `SignalFreezer.beginFreeze`); `pids`.
     private mutating func stop(_ pids: [pid_t]) -> [pid_t] {
         for pid in pids where !signaled.contains(pid) {
             if icebox_tgkill(pid, pid, SIGSTOP) == 0 { signaled.insert(pid) }
@@ -197,7 +211,8 @@ package struct SignalFreezeSteps: FreezeSteps {
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
-        // Each re-read would take the CPU from a task that must run to stop, as for a cgroup freeze whose notification is due.
+        // Each re-read would take the CPU from a task that must run to stop, as for a cgroup freeze
+        // whose notification is due.
         if waitsOnAnnouncement { backoff.raiseFloor(to: Backoff.safetyNet) }
         return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
     }
@@ -218,8 +233,9 @@ package struct SignalFreezeSteps: FreezeSteps {
         return !lastMembers.isEmpty
     }
 
-    /// Reads the queued processes in order up to the first one still running, as bare.c's pass does: reading the rest now would
-    /// only tell what the next step reads anyway, and the reads take the CPU from the tasks that must run to stop.
+    /// Reads the queued processes in order up to the first one still running, as bare.c's pass
+    /// does: reading the rest now would only tell what the next step reads anyway, and the reads
+    /// take the CPU from the tasks that must run to stop.
     private mutating func confirmQueued() {
         while next < queue.count {
             let pid = queue[next]
@@ -268,8 +284,9 @@ package struct SignalFreezeSteps: FreezeSteps {
                     }
                     threadsSeen += 1
                 }
-                // Every thread listed is stopped: any made since (by one not yet stopped then)? The link count of /proc/PID/task
-                // counts the threads in one call (a zombie leader among them); the listing is read again only when it shows more.
+                // Every thread listed is stopped: any made since (by one not yet stopped then)? The
+                // link count of /proc/PID/task counts the threads in one call (a zombie leader
+                // among them); the listing is read again only when it shows more.
                 if (directory.count() ?? 0) <= threadsAlive { break }
                 let listed = Set(threads)
                 let made = directory.threads().filter { !listed.contains($0) }
@@ -282,14 +299,16 @@ package struct SignalFreezeSteps: FreezeSteps {
         }
     }
 
-    /// The last look before a confirmation: every member seen stopped, one after another, is still stopped now. One seen stopped
-    /// early can have been continued since by one stopped later (processes that SIGCONT each other): the pass finds it running. It
-    /// is stopped again and confirmed anew (the loop then goes on until the deadline, as for any process that will not stay
-    /// stopped). A pass that finds every one stopped, with no signal sent during it, is a snapshot: a member continued during it
-    /// would have had to be continued by one running, which the pass would have seen, unless it was stopped again meanwhile, which
-    /// only this freezer does. True when all are stopped. One member alone has no other to continue it (a SIGCONT from outside the
-    /// app is out of reach, as for the cgroup freezers): the pass is skipped, which for one process of 10,000 threads is 10,000
-    /// reads.
+    /// The last look before a confirmation: every member seen stopped, one after another, is still
+    /// stopped now. One seen stopped early can have been continued since by one stopped later
+    /// (processes that SIGCONT each other): the pass finds it running. It is stopped again and
+    /// confirmed anew (the loop then goes on until the deadline, as for any process that will not
+    /// stay stopped). A pass that finds every one stopped, with no signal sent during it, is a
+    /// snapshot: a member continued during it would have had to be continued by one running, which
+    /// the pass would have seen, unless it was stopped again meanwhile, which only this freezer
+    /// does. True when all are stopped. One member alone has no other to continue it (a SIGCONT
+    /// from outside the app is out of reach, as for the cgroup freezers): the pass is skipped,
+    /// which for one process of 10,000 threads is 10,000 reads.
     private mutating func rejectContinued() -> Bool {
         guard lastMembers.count > 1 else { return true }
         let continued = lastMembers.filter { !Self.stillHeld($0, leader: stopStat(of: $0)?.state) }
@@ -300,9 +319,10 @@ package struct SignalFreezeSteps: FreezeSteps {
         return continued.isEmpty
     }
 
-    /// Whether `pid` is still stopped, told by one live thread: a SIGCONT ends the stop of every thread of the process at once
-    /// (inside kill(), and flushes a SIGSTOP still pending), so one thread speaks for all, and a process of 10,000 threads costs
-    /// one read, not 10,000. The leader (its state as read, `leader`), unless it has exited (Z) and left the others.
+    /// Whether `pid` is still stopped, told by one live thread: a SIGCONT ends the stop of every
+    /// thread of the process at once (inside kill(), and flushes a SIGSTOP still pending), so one
+    /// thread speaks for all, and a process of 10,000 threads costs one read, not 10,000. The
+    /// leader (its state as read, `leader`), unless it has exited (Z) and left the others.
     static func stillHeld(_ pid: pid_t, leader: Character?) -> Bool {
         func live(_ state: Character?) -> Character? { state.flatMap { SignalFreezer.exited($0) ? nil : $0 } }
         if let state = live(leader) { return SignalFreezer.held(pid: pid, tid: pid, state: state) }
@@ -327,7 +347,8 @@ package struct SignalFreezeSteps: FreezeSteps {
     }
 }
 
-/// A SIGCONT round in steps: SIGCONT again to whatever still shows a stopped thread, until none does.
+/// A SIGCONT round in steps: SIGCONT again to whatever still shows a stopped thread, until none
+/// does.
 struct SignalThawSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Stopped by someone else before the freeze: left stopped, and not waited for.

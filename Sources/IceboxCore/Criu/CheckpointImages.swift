@@ -1,10 +1,11 @@
 import Glibc
 import IceboxSystem
 
-/// One app's checkpoint images: a directory of its own under `$STATE_DIR/images` (both 0700, the daemon's user's, never reached
-/// through a link: the images hold the app's whole heap, secrets included; an app run as another user cannot read its own), with
-/// criu's logs and a `complete` mark written only once the images are durable. A daemon that finds the mark may restore; one that
-/// does not, may not.
+/// One app's checkpoint images: a directory of its own under `$STATE_DIR/images` (both 0700, the
+/// daemon's user's, never reached through a link: the images hold the app's whole heap, secrets
+/// included; an app run as another user cannot read its own), with criu's logs and a `complete`
+/// mark written only once the images are durable. A daemon that finds the mark may restore; one
+/// that does not, may not.
 package struct CheckpointImages: Sendable, Equatable {
     package let directory: String
 

@@ -1,12 +1,14 @@
 import Glibc
 import IceboxSystem
 
-/// Why CRIU cannot checkpoint an app (issue 32): what its processes hold that a dump of their tree cannot take. Found before an
-/// eviction to disk (`CheckpointObstacle.find`), so the app is killed as today rather than failing a dump halfway.
+/// Why CRIU cannot checkpoint an app (issue 32): what its processes hold that a dump of their tree
+/// cannot take. Found before an eviction to disk (`CheckpointObstacle.find`), so the app is killed
+/// as today rather than failing a dump halfway.
 package enum CheckpointObstacle: Equatable, Sendable, CustomStringConvertible {
-    /// A connected stream (or seqpacket) unix socket whose other end is held by no process of the app: criu's "Can't dump half of
-    /// stream unix connection" (X11, Wayland, D-Bus, PipeWire clients, a journald stdout stream). `peerHolder`: a process outside
-    /// holding the other end (nil: none found, e.g. a socket of the kernel's or already closed).
+    /// A connected stream (or seqpacket) unix socket whose other end is held by no process of the
+    /// app: criu's "Can't dump half of stream unix connection" (X11, Wayland, D-Bus, PipeWire
+    /// clients, a journald stdout stream). `peerHolder`: a process outside holding the other end
+    /// (nil: none found, e.g. a socket of the kernel's or already closed).
     case streamSocketToOutside(pid: pid_t, fd: Int32, inode: UInt32, peerInode: UInt32, peerHolder: pid_t?)
     /// An io_uring instance (criu has no support for io_uring).
     case ioUring(pid: pid_t, fd: Int32)
@@ -52,10 +54,11 @@ package enum CheckpointObstacle: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The obstacles of an app whose processes are `pids` (its cgroup's members, the init of a --pid-namespace app included):
-    /// io_uring, perf and userfaultfd descriptors, and each connected stream or seqpacket unix socket whose peer no process in
-    /// `pids` holds (the peers from sock_diag; the holder outside found by a scan of /proc, only when there is such a socket).
-    /// Throws only if sock_diag cannot be read while the app has sockets.
+    /// The obstacles of an app whose processes are `pids` (its cgroup's members, the init of a
+    /// --pid-namespace app included): io_uring, perf and userfaultfd descriptors, and each
+    /// connected stream or seqpacket unix socket whose peer no process in `pids` holds (the peers
+    /// from sock_diag; the holder outside found by a scan of /proc, only when there is such a
+    /// socket). Throws only if sock_diag cannot be read while the app has sockets.
     package static func find(pids: [pid_t]) throws(SystemError) -> [CheckpointObstacle] {
         var found: [CheckpointObstacle] = []
         var sockets: [(pid: pid_t, fd: Int32, inode: UInt32)] = []

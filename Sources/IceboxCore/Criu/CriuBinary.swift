@@ -1,9 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// Which `criu` icebox runs, and its identity for the probe's cache. In order: the path in $ICEBOX_CRIU (used as it is, even if it
-/// is not there: what was asked for is what is probed), then /usr/local/libexec/icebox/criu (where scripts/criu installs the one it
-/// builds), then `criu` on PATH (Debian's package puts it in /usr/sbin).
+/// Which `criu` icebox runs, and its identity for the probe's cache. In order: the path in
+/// $ICEBOX_CRIU (used as it is, even if it is not there: what was asked for is what is probed),
+/// then /usr/local/libexec/icebox/criu (where scripts/criu installs the one it builds), then `criu`
+/// on PATH (Debian's package puts it in /usr/sbin).
 package struct CriuBinary: Sendable, Equatable {
     /// Where scripts/criu installs the criu it builds (scripts/lib/criu.sh says the same).
     package static let installed = "/usr/local/libexec/icebox/criu"
@@ -24,8 +25,8 @@ package struct CriuBinary: Sendable, Equatable {
         return CriuBinary(path: found, source: "PATH")
     }
 
-    /// What identifies the file now (stat, following a link to the program): a verdict is reused only for the same path, inode,
-    /// size and modification time. Nil when it is not there.
+    /// What identifies the file now (stat, following a link to the program): a verdict is reused
+    /// only for the same path, inode, size and modification time. Nil when it is not there.
     package func identity() -> String? {
         var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }

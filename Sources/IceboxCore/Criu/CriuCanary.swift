@@ -1,11 +1,12 @@
 import Glibc
 import IceboxSystem
 
-/// The canary of the CRIU probe: a throwaway child (`sleep`, in a session of its own, its standard streams on /dev/null, holding a
-/// TCP socket listening on 127.0.0.1 as its descriptor 3) dumped to a fresh 0700 directory and restored as this process's child
-/// again (`--restore-sibling --restore-detached`), listening again, then killed and reaped, and the directory removed. `criu check`
-/// passes on kernels that break dump or restore, and criu 4.1.1's passes on Linux 6.16 where it cannot dump any TCP socket; this
-/// does not. Nothing is left behind, whatever fails.
+/// The canary of the CRIU probe: a throwaway child (`sleep`, in a session of its own, its standard
+/// streams on /dev/null, holding a TCP socket listening on 127.0.0.1 as its descriptor 3) dumped to
+/// a fresh 0700 directory and restored as this process's child again (`--restore-sibling
+/// --restore-detached`), listening again, then killed and reaped, and the directory removed. `criu
+/// check` passes on kernels that break dump or restore, and criu 4.1.1's passes on Linux 6.16 where
+/// it cannot dump any TCP socket; this does not. Nothing is left behind, whatever fails.
 package enum CriuCanary {
     /// Each criu run's deadline: a canary takes ~150 ms.
     static let timeoutNanos: UInt64 = 30_000_000_000
@@ -52,8 +53,9 @@ package enum CriuCanary {
         guard dump.succeeded else {
             return .failure(CriuCanaryFailure("dump: " + reason(dump, log: dir + "/dump.log")))
         }
-        // criu killed the dumped canary; its pid is free only once reaped, and a restore before that fails (`Can't fork for PID:
-        // File exists`). A failed wait is handled as a wrong ending: the failure below says how the dump went instead.
+        // criu killed the dumped canary; its pid is free only once reaped, and a restore before
+        // that fails (`Can't fork for PID: File exists`). A failed wait is handled as a wrong
+        // ending: the failure below says how the dump went instead.
         guard case .signaled(SIGKILL)? = (try? canary.wait(until: Clock.monotonicNanos() + 5_000_000_000)) ?? nil else {
             return .failure(CriuCanaryFailure("criu dump exited 0 but the canary was not killed by it"))
         }
@@ -70,8 +72,8 @@ package enum CriuCanary {
         guard let restored else {
             return .failure(CriuCanaryFailure("criu restore exited 0 but wrote no live pid to \(dir)/restored.pid"))
         }
-        // From the kernel: the canary runs again, with its pid, as this process's child. A stat that cannot be read is a restored
-        // canary gone already: the check fails and says so below.
+        // From the kernel: the canary runs again, with its pid, as this process's child. A stat
+        // that cannot be read is a restored canary gone already: the check fails and says so below.
         guard restored.pid == canary.pid, let stat = try? FileIO.read("/proc/\(restored.pid)/stat"),
             let parent = parentPid(inStat: stat), parent == getpid()
         else {
@@ -119,8 +121,9 @@ package enum CriuCanary {
         guard let target = CheckpointObstacle.descriptors(of: pid).first(where: { $0.fd == fd })?.target,
             let inode = CheckpointObstacle.socketInode(target)
         else { return false }
-        // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ..." A table that cannot be
-        // read has no such socket: the check then says the socket was not restored.
+        // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+        // ..." A table that cannot be read has no such socket: the check then says the socket was
+        // not restored.
         return ((try? FileIO.read(table)) ?? "").split(separator: "\n").dropFirst().contains { line in
             let fields = line.split(separator: " ")
             return fields.count > 9 && fields[3] == "0A" && UInt32(fields[9]) == inode
@@ -135,11 +138,13 @@ package enum CriuCanary {
     }
 
     static func killAndReap(_ process: ProcessHandle) {
-        // An error (not our child any more) is treated as still running: SIGKILL and a bounded wait follow.
+        // An error (not our child any more) is treated as still running: SIGKILL and a bounded wait
+        // follow.
         guard (try? process.reapIfExited()) == nil else { return }
         // ESRCH only: it exited meanwhile, and the wait below reaps it.
         _ = try? process.send(SIGKILL)
-        // Bounded cleanup that must not throw: a process still unreaped after SIGKILL and 5 s is the kernel's to finish.
+        // Bounded cleanup that must not throw: a process still unreaped after SIGKILL and 5 s is
+        // the kernel's to finish.
         _ = try? process.wait(until: Clock.monotonicNanos() + 5_000_000_000)
     }
 }

@@ -1,8 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// One run of the `criu` program: its output (stdout and stderr together, the first 64 KiB) and how it ended, within a deadline. A
-/// criu still running at the deadline is killed and reaped: no run outlives its call.
+/// One run of the `criu` program: its output (stdout and stderr together, the first 64 KiB) and how
+/// it ended, within a deadline. A criu still running at the deadline is killed and reaped: no run
+/// outlives its call.
 package struct CriuCommand: Sendable {
     /// How it ended; nil when it ran past the deadline (then killed).
     package var termination: Termination?
@@ -15,13 +16,15 @@ package struct CriuCommand: Sendable {
     /// The most output kept: criu's messages are lines; a log goes to a file (`-o`).
     static let outputLimit = 64 << 10
 
-    /// Runs `criu ARGUMENTS` from `path` and waits for it, at most `timeoutNanos`. Its standard input is /dev/null; its environment
-    /// only PATH and LC_ALL=C (criu runs no other program for what the probe asks).
+    /// Runs `criu ARGUMENTS` from `path` and waits for it, at most `timeoutNanos`. Its standard
+    /// input is /dev/null; its environment only PATH and LC_ALL=C (criu runs no other program for
+    /// what the probe asks).
     package static func run(_ path: String, _ arguments: [String], timeoutNanos: UInt64) throws(SystemError) -> CriuCommand {
         let pipe = try PipePair()
         let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
         defer { close(readEnd) }
-        // Non-blocking: the read loop stops at criu's exit even if something it started (a restored task) still held the pipe.
+        // Non-blocking: the read loop stops at criu's exit even if something it started (a restored
+        // task) still held the pipe.
         _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
         var request = spawnRequest(path, arguments)
         request.stdout = writeEnd
@@ -51,7 +54,8 @@ package struct CriuCommand: Sendable {
                 if n == 0 { open = false }
                 if n < 0 && errno != EAGAIN && errno != EINTR { open = false }
             }
-            // An error (ECHILD: it is our child, so only a bug) reads as still running: the deadline ends the wait and kills it.
+            // An error (ECHILD: it is our child, so only a bug) reads as still running: the
+            // deadline ends the wait and kills it.
             if let ended = try? handle.reapIfExited() {
                 termination = ended
                 break
@@ -105,9 +109,10 @@ package struct CriuCommand: Sendable {
         return nil
     }
 
-    /// The arguments of every restore: the tree is the caller's child (`--restore-sibling --restore-detached`), its root's pid in
-    /// `restored.pid`, criu's log in `restore.log` at level 3 (its "Restore finished successfully" is what a daemon that did not
-    /// see criu's exit goes by).
+    /// The arguments of every restore: the tree is the caller's child (`--restore-sibling
+    /// --restore-detached`), its root's pid in `restored.pid`, criu's log in `restore.log` at level
+    /// 3 (its "Restore finished successfully" is what a daemon that did not see criu's exit goes
+    /// by).
     package static func restoreArguments(images: String) -> [String] {
         [
             "restore", "--images-dir", images, "--log-file", "restore.log", "-v3", "--restore-sibling", "--restore-detached",
@@ -116,16 +121,19 @@ package struct CriuCommand: Sendable {
         ]
     }
 
-    /// A tree restored from `images` as this process's child (`--restore-sibling --restore-detached`, its root's pid written to
-    /// `restored.pid` there, criu's log to `restore.log`), and the handle of that root when one runs, whatever criu said: the
-    /// caller owns it (ends or adopts it). One way to restore, for the probe's canary and every test that restores.
+    /// A tree restored from `images` as this process's child (`--restore-sibling
+    /// --restore-detached`, its root's pid written to `restored.pid` there, criu's log to
+    /// `restore.log`), and the handle of that root when one runs, whatever criu said: the caller
+    /// owns it (ends or adopts it). One way to restore, for the probe's canary and every test that
+    /// restores.
     package static func restore(
         _ criu: String, images: String, timeoutNanos: UInt64
     ) throws(SystemError) -> (result: CriuCommand, restored: ProcessHandle?) {
         let pidFile = images + "/restored.pid"
         let result = try run(criu, restoreArguments(images: images), timeoutNanos: timeoutNanos)
         let pid = pid_t(((try? FileIO.read(pidFile)) ?? "").trimmed())  // none written: none restored
-        // A restored pid gone already is no restored process: the caller reports the restore as failed.
+        // A restored pid gone already is no restored process: the caller reports the restore as
+        // failed.
         return (result, pid.flatMap { try? ProcessHandle(adopting: $0) })
     }
 }

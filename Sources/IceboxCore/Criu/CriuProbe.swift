@@ -1,25 +1,29 @@
 import Glibc
 import IceboxSystem
 
-/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), reads its version (4.1 or newer where the kernel maps
-/// `[vvar_vclock]`: older ones fail every command there; 4.2 or newer where the kernel allows SO_PASSCRED only on unix sockets:
-/// older ones cannot dump a process holding a TCP or UDP socket there), runs `criu check` (not `--all`: it fails here for autofs
-/// and soft-dirty, which icebox does not use), then dumps and restores a canary (``CriuCanary``). The verdict is cached in the
-/// state directory per kernel release and binary (``CriuProbeCache``). Every criu run has a deadline and is reaped.
+/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), reads its version (4.1 or
+/// newer where the kernel maps `[vvar_vclock]`: older ones fail every command there; 4.2 or newer
+/// where the kernel allows SO_PASSCRED only on unix sockets: older ones cannot dump a process
+/// holding a TCP or UDP socket there), runs `criu check` (not `--all`: it fails here for autofs and
+/// soft-dirty, which icebox does not use), then dumps and restores a canary (``CriuCanary``). The
+/// verdict is cached in the state directory per kernel release and binary (``CriuProbeCache``).
+/// Every criu run has a deadline and is reaped.
 package enum CriuProbe {
     static let versionTimeoutNanos: UInt64 = 10_000_000_000
     static let checkTimeoutNanos: UInt64 = 30_000_000_000
     /// The version the vDSO fix came in (CRIU 4.1: x86 kernels from 6.13 split the vDSO data
     /// into `[vvar]` and `[vvar_vclock]`, and 3.x fails with "Unexpected rt vDSO area bounds").
     package static let minimumForSplitVvar = [4, 1]
-    /// The version the SO_PASSCRED fix came in (CRIU 4.2, checkpoint-restore/criu #2719): Linux 6.16 (commit 7d8d93fdde50b) allows
-    /// SO_PASSCRED, SO_PASSPIDFD and SO_PASSSEC only on unix, netlink and bluetooth sockets, and criu 4.1.x reads them from every
-    /// socket it dumps, failing with "sockets: Can't get 1:16 opt: Operation not supported" on any process holding an AF_INET or
-    /// AF_INET6 socket (every server).
+    /// The version the SO_PASSCRED fix came in (CRIU 4.2, checkpoint-restore/criu #2719): Linux
+    /// 6.16 (commit 7d8d93fdde50b) allows SO_PASSCRED, SO_PASSPIDFD and SO_PASSSEC only on unix,
+    /// netlink and bluetooth sockets, and criu 4.1.x reads them from every socket it dumps, failing
+    /// with "sockets: Can't get 1:16 opt: Operation not supported" on any process holding an
+    /// AF_INET or AF_INET6 socket (every server).
     package static let minimumForPassCredRestriction = [4, 2]
 
-    /// Probes (or reads the cached verdict) for the criu this environment selects. `stateDir`: where the verdict is cached (nil:
-    /// not cached); `useCache` false probes anew (and caches the new verdict).
+    /// Probes (or reads the cached verdict) for the criu this environment selects. `stateDir`:
+    /// where the verdict is cached (nil: not cached); `useCache` false probes anew (and caches the
+    /// new verdict).
     package static func run(
         environment: [String: String], stateDir: String?, useCache: Bool = true, installedPath: String = CriuBinary.installed
     ) -> CriuVerdict {
@@ -49,12 +53,14 @@ package enum CriuProbe {
         return verdict
     }
 
-    /// What a cached verdict must match besides the kernel: the binary (path, inode, size, modification time) and this process's
-    /// effective and bounding capabilities, which criu inherits (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict
-    /// as root). Nil when the binary is not a file.
+    /// What a cached verdict must match besides the kernel: the binary (path, inode, size,
+    /// modification time) and this process's effective and bounding capabilities, which criu
+    /// inherits (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root). Nil
+    /// when the binary is not a file.
     package static func cacheIdentity(_ binary: CriuBinary) -> String? {
         guard let file = binary.identity() else { return nil }
-        // Unreadable (no /proc): the capabilities read "?", an identity no cached verdict matches, so criu is probed again.
+        // Unreadable (no /proc): the capabilities read "?", an identity no cached verdict matches,
+        // so criu is probed again.
         let status = (try? FileIO.read("/proc/self/status")) ?? ""
         let effective = ProcFS.statusField("CapEff", in: status) ?? "?"
         let bounding = ProcFS.statusField("CapBnd", in: status) ?? "?"
@@ -143,9 +149,10 @@ package enum CriuProbe {
         ((try? FileIO.read(maps)) ?? "").contains("[vvar_vclock]")
     }
 
-    /// Whether this kernel refuses SO_PASSCRED on an AF_INET socket (Linux >= 6.16, or a kernel with that change backported): asked
-    /// of the kernel through a real getsockopt on a fresh TCP socket, not inferred from its release. False when no AF_INET socket
-    /// can be made (then nothing icebox dumps holds one either).
+    /// Whether this kernel refuses SO_PASSCRED on an AF_INET socket (Linux >= 6.16, or a kernel
+    /// with that change backported): asked of the kernel through a real getsockopt on a fresh TCP
+    /// socket, not inferred from its release. False when no AF_INET socket can be made (then
+    /// nothing icebox dumps holds one either).
     package static func kernelRestrictsPassCred() -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
@@ -157,7 +164,8 @@ package enum CriuProbe {
 
     /// uname -r.
     package static func kernelRelease() -> String {
-        // Only a label of the cache entry: "unknown" matches no real release, so nothing stale is reused.
+        // Only a label of the cache entry: "unknown" matches no real release, so nothing stale is
+        // reused.
         ((try? FileIO.read("/proc/sys/kernel/osrelease")) ?? "unknown").trimmed()
     }
 

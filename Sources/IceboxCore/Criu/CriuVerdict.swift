@@ -6,8 +6,9 @@ package struct CriuVerdict: Codable, Sendable, Equatable {
         case works
         /// No `criu` at $ICEBOX_CRIU, /usr/local/libexec/icebox/criu or on PATH.
         case notFound = "not-found"
-        /// Older than this kernel needs (4.1 where /proc/self/maps shows `[vvar_vclock]`, 4.2 where an AF_INET socket refuses
-        /// SO_PASSCRED: Linux >= 6.16), or `criu --version` printed no version.
+        /// Older than this kernel needs (4.1 where /proc/self/maps shows `[vvar_vclock]`, 4.2 where
+        /// an AF_INET socket refuses SO_PASSCRED: Linux >= 6.16), or `criu --version` printed no
+        /// version.
         case tooOld = "too-old"
         /// `criu check` failed (not root, a kernel without CONFIG_CHECKPOINT_RESTORE, ...).
         case checkFailed = "check-failed"

@@ -18,7 +18,8 @@ final class CgroupSweeper {
     enum Step {
         case watch(name: String, fd: Int32)  // still waiting: watch `fd` (EPOLLPRI)
         case waiting
-        /// It ended; the destroy closed its descriptors: a watched one is forgotten (number reused).
+        /// It ended; the destroy closed its descriptors: a watched one is forgotten (number
+        /// reused).
         case ended(Sweep, CgroupRemoval.End, at: UInt64)
     }
 

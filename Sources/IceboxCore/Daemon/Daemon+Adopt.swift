@@ -32,7 +32,8 @@ extension Daemon {
         let origin = place(of: main)
         // What relaunch needs, read before the move (the process may exit at any time).
         var command = AppMarks.commandLine(of: main)
-        // Only a label for a relaunch: a process gone meanwhile gets "pid-N" (the move finds it gone).
+        // Only a label for a relaunch: a process gone meanwhile gets "pid-N" (the move finds it
+        // gone).
         if command.isEmpty { command = [(try? FileIO.read("/proc/\(main)/comm"))?.trimmed() ?? "pid-\(main)"] }
         let launchOptions = options.launchOptions(
             command: command, workingDirectory: FileIO.readLink("/proc/\(main)/cwd"),

@@ -312,7 +312,8 @@ extension Daemon {
             for app in Array(apps.values) { noticeDeparture(app) }
             var reply = ControlReply(kind: .data)
             let readMemory = memoryReader()
-            // Sorted as small rows, not as records, which are large (a quarter of `ps` with 1000 apps).
+            // Sorted as small rows, not as records, which are large (a quarter of `ps` with 1000
+            // apps).
             var rows: [(wall: String, name: String, app: LiveApp?)] = apps.values.map { ($0.lifecycle.record.launchedWall, $0.name, $0) }
             // An app on disk is not ended: it shows without --all.
             rows += ended.values.filter { apps[$0.name] == nil && (all || $0.state == .onDisk) }.map { ($0.launchedWall, $0.name, nil) }
@@ -337,7 +338,8 @@ extension Daemon {
             }
             finish(fd, .success, data: reply)
         case .stop(let terminateApps, let timeout):
-            // The reply comes last, after every write: a caller may then remove the state directory.
+            // The reply comes last, after every write: a caller may then remove the state
+            // directory.
             clients.addStopRequester(fd)
             if terminateApps {
                 if apps.isEmpty { send(fd, ControlReply(kind: .line, text: "daemon stopping (no apps)")) }

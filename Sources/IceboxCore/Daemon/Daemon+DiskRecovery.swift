@@ -62,7 +62,8 @@ extension Daemon {
         }
     }
 
-    /// The app is on disk if its images are complete; else evicted, told to restore at its next launch.
+    /// The app is on disk if its images are complete; else evicted, told to restore at its next
+    /// launch.
     private func restOnDisk(_ saved: AppRecord, _ images: CheckpointImages, how: String?) {
         var record = saved
         if images.isComplete {
@@ -83,7 +84,8 @@ extension Daemon {
         }
     }
 
-    /// Waits for the criu the record names, if it still runs, until its start plus `--criu-timeout`.
+    /// Waits for the criu the record names, if it still runs, until its start plus
+    /// `--criu-timeout`.
     private func waitForLeftCriu(_ record: AppRecord) {
         guard let pid = record.diskWorker, let ticks = record.diskWorkerStartTicks,
             let stat = ProcFS.stat(pid: pid), stat.startTimeTicks == ticks, stat.state != "Z",

@@ -6,11 +6,14 @@ extension Daemon {
     /// Feeds one input to the app's lifecycle and carries out the effects it returns.
     ///
     /// Intent before action: a transition that changes the record or starts a freeze writes
-    /// it (atomically) before any effect runs. Not synced: a killed daemon leaves the page
-    /// cache to its successor, a power loss ends every app, and the fsync cost ~1 ms of every
-    /// suspend. If that write fails, a client's suspend (or a resume in the grace) is refused
-    /// with nothing done (the old lifecycle value is kept); anything else goes on, and its
-    /// waiting clients are told the record could not be written (exit 74).
+    /// it (atomically) before any effect runs, so a daemon killed at any point leaves its
+    /// successor a record at least as far along as the kernel. Not synced: a killed daemon
+    /// leaves the page cache to its successor, a power loss ends every app, and the fsync cost
+    /// ~1 ms of every suspend. If that write fails, a client's suspend (or a resume in the
+    /// grace) is refused with nothing done (the old lifecycle value is kept); anything else
+    /// goes on (the kernel acted already, or a thaw or kill, which the next daemon reads back
+    /// from the kernel), and its waiting clients are told the record could not be written
+    /// (exit 74).
     ///
     /// An input produced while effects run is queued (LifecycleInputQueue): this never nests.
     /// `now`: when the input happened, if not when it is taken. `settlingWatch`: the app's
@@ -111,7 +114,8 @@ extension Daemon {
         case .thaw(let deadline):
             startOperation(app, .thaw, deadline: deadline)
         case .thawAside(let why):
-            // Only the request matters (the tasks must run to act on SIGTERM): confirmation only logged.
+            // Only the request matters (the tasks must run to act on SIGTERM): confirmation only
+            // logged.
             startOperation(app, .thaw, deadline: Clock.monotonicNanos().saturatingAdd(config.freezeTimeoutNanos), aside: why)
         case .killAll:
             killAll(app)
@@ -214,8 +218,9 @@ extension Daemon {
 
     /// An active app whose own freezer the kernel shows asked for and done, with no operation
     /// of ours under way, was frozen by someone else: it becomes suspended. Asked only before
-    /// a resume, not on every change of cgroup.events: a tool freezing the cgroup itself
-    /// (bare.c) would have the daemon log, persist and run the policy mid-freeze. Not for
+    /// a resume, not on every change of cgroup.events: a tool freezing the cgroup itself (the
+    /// benchmark's bare.c, between icebox's rounds) would have the daemon log, persist and run
+    /// the policy mid-freeze. Not for
     /// SIGSTOP: a process stopped by someone else (^Z) is theirs to continue (SignalFreezer).
     func noticeOutsideFreeze(_ app: LiveApp) {
         guard case .active = app.lifecycle.phase, app.freeze == nil, app.removal == nil, app.freezer.kind != .signal else { return }
@@ -395,7 +400,8 @@ extension Daemon {
                 guard let reaped = try app.handle.reapIfExited() else { return }  // woken early
                 termination = reaped
             } catch {
-                // ECHILD: reaped by someone else (a host program, under Supervisor): how is unknown.
+                // ECHILD: reaped by someone else (a host program, under Supervisor): how is
+                // unknown.
                 termination = nil
             }
         }

@@ -434,7 +434,8 @@ extension Daemon {
         return order.compactMap { key in values[key].map { "\(key)=\($0)" } }
     }
 
-    /// `restore` when the last instance of this name was evicted or killed while suspended, else `fresh`.
+    /// `restore` when the last instance of this name was evicted or killed while suspended, else
+    /// `fresh`.
     func launchReason(for name: String) -> String {
         guard let last = ended[name] else { return "fresh" }
         return last.state == .evicted || last.killedWhileSuspended ? "restore" : "fresh"

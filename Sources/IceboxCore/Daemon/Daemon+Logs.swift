@@ -1,7 +1,8 @@
 import Glibc
 import IceboxSystem
 
-/// The apps' output logs, rotated at the configured size (`AppLogRotator`; `EventLog` rotates itself).
+/// The apps' output logs, rotated at the configured size (`AppLogRotator`; `EventLog` rotates
+/// itself).
 extension Daemon {
     /// Starts watching the output log directory, if rotation is on; a failure is logged.
     func startAppLogRotation() {

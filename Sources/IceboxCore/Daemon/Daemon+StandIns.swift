@@ -30,7 +30,8 @@ extension Daemon {
         follow(spawnPool.readable(fd))
     }
 
-    /// A ready stand-in for a launch with `backend` (now the launch's), or nil: none needed or ready.
+    /// A ready stand-in for a launch with `backend` (now the launch's), or nil: none needed or
+    /// ready.
     func takeStandIn(for backend: BackendKind) -> SpawnPool.Entry? {
         guard let kind = spawnPool.kind(for: backend) else { return nil }
         let entry = spawnPool.take(kind)

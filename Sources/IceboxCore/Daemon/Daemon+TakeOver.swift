@@ -240,7 +240,8 @@ extension Daemon {
         return record
     }
 
-    /// Locks the cgroup root: exclusive for a moment (true: no other daemon shares it), then shared.
+    /// Locks the cgroup root: exclusive for a moment (true: no other daemon shares it), then
+    /// shared.
     func holdCgroupRoot() -> Bool {
         guard
             let root = [facts.cgroup2Usable ? facts.cgroupRoot : nil, facts.freezerV1Root].compactMap({ $0 }).first(

@@ -278,7 +278,8 @@ package final class Daemon {
             "cannot keep an empty v1 freezer cgroup frozen (\(error)): each freeze and thaw flips the kernel's freezer key")
     }
 
-    /// With no app left, the roots this daemon's apps lived under go too, if empty (else rmdir fails).
+    /// With no app left, the roots this daemon's apps lived under go too, if empty (else rmdir
+    /// fails).
     func removeEmptyRoots() {
         for root in [facts.memoryV1Root, facts.freezerV1Root, facts.cgroupRoot].compactMap({ $0 })
         where config.cgroupRootOverride != nil || root != facts.cgroupRoot {
@@ -510,8 +511,8 @@ package final class Daemon {
         }
     }
 
-    /// Writes one record now (`intent`: before the step it records, so synced), logging a
-    /// failure (once) or its end. `done`: what holds all the same if it fails after the kernel acted.
+    /// Writes one record now (`intent`: before the step it records, so synced), logging a failure
+    /// (once) or its end. `done`: what holds all the same if it fails after the kernel acted.
     func writeRecord(_ record: AppRecord, intent: Bool = false, done: String? = nil) throws(IceboxError) {
         do {
             try Registry.write(record, directory: config.paths.registryDir, durable: intent, done: done)

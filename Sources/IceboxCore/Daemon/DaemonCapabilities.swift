@@ -44,7 +44,8 @@ package enum DaemonCapabilities {
     /// The capability only a speed mechanism needs: left out with it.
     static let neededOnlyBy: [SpeedMechanism: String] = [.imageLock: "cap_ipc_lock"]
 
-    /// Drops every capability not in `kept`, and those only `without`'s mechanisms need; the names dropped.
+    /// Drops every capability not in `kept`, and those only `without`'s mechanisms need; the names
+    /// dropped.
     package static func dropUnused(without: Set<SpeedMechanism> = []) throws(SystemError) -> [String] {
         let unneeded = Set(without.compactMap { neededOnlyBy[$0] })
         let keep = kept.filter { !unneeded.contains($0.name) }

@@ -1,8 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// What `icebox adopt` reads from /proc and the cgroup tree to find a process tree and to decide whether it may be taken over. Pure
-/// parsers, the /proc root a parameter, so that each is tested without root against files a test writes (`AdoptionCheckTests`).
+/// What `icebox adopt` reads from /proc and the cgroup tree to find a process tree and to decide
+/// whether it may be taken over. Pure parsers, the /proc root a parameter, so that each is tested
+/// without root against files a test writes (`AdoptionCheckTests`).
 enum AdoptionCheck {
     /// PF_KTHREAD in the flags of /proc/PID/stat (include/linux/sched.h).
     static let kernelThreadFlag: UInt32 = 0x0020_0000
@@ -13,8 +14,8 @@ enum AdoptionCheck {
         return UInt32(rest[6])
     }
 
-    /// A kernel thread: PF_KTHREAD set, or (a kernel that hid the flag) a child of kthreadd (ppid 2) with no executable. Moving one
-    /// into a cgroup fails or, worse, freezes a kernel worker.
+    /// A kernel thread: PF_KTHREAD set, or (a kernel that hid the flag) a child of kthreadd (ppid
+    /// 2) with no executable. Moving one into a cgroup fails or, worse, freezes a kernel worker.
     static func isKernelThread(statLine: String, hasExecutable: Bool) -> Bool {
         if let flags = flags(inStatLine: statLine), flags & kernelThreadFlag != 0 { return true }
         return ProcFS.parseStat(statLine)?.ppid == 2 && !hasExecutable
@@ -32,9 +33,10 @@ enum AdoptionCheck {
         }
     }
 
-    /// `root` and all its descendants, found through each thread's children list (a child is listed under the thread that forked
-    /// it). Where that file is missing (a kernel without CONFIG_PROC_CHILDREN) a scan of every process's parent does the same.
-    /// Bounded: at most `limit` processes (a tree that keeps growing past that is refused by the caller).
+    /// `root` and all its descendants, found through each thread's children list (a child is listed
+    /// under the thread that forked it). Where that file is missing (a kernel without
+    /// CONFIG_PROC_CHILDREN) a scan of every process's parent does the same. Bounded: at most
+    /// `limit` processes (a tree that keeps growing past that is refused by the caller).
     static func tree(root: pid_t, procRoot: String = "/proc", limit: Int = 100_000) -> [pid_t] {
         guard FileIO.exists("\(procRoot)/\(root)/task") else { return [] }
         if !FileIO.exists("\(procRoot)/\(root)/task/\(root)/children") { return treeByParent(root: root, procRoot: procRoot, limit: limit) }
@@ -82,10 +84,12 @@ enum AdoptionCheck {
         let path: String
     }
 
-    /// The innermost unit or container that a cgroup path (relative to its mount: "/a/b.service/c") lies in, or nil. systemd names
-    /// its cgroups after units (`.service`, `.scope`, `.slice`); container runtimes after the container (`docker-ID.scope`,
-    /// `/docker/ID`, `libpod-`, `crio-`, `cri-containerd-`, `kubepods`). Such a manager moves, kills and accounts its processes by
-    /// that cgroup: taking them out of it breaks the manager's bookkeeping, unless it delegated the subtree.
+    /// The innermost unit or container that a cgroup path (relative to its mount: "/a/b.service/c")
+    /// lies in, or nil. systemd names its cgroups after units (`.service`, `.scope`, `.slice`);
+    /// container runtimes after the container (`docker-ID.scope`, `/docker/ID`, `libpod-`, `crio-`,
+    /// `cri-containerd-`, `kubepods`). Such a manager moves, kills and accounts its processes by
+    /// that cgroup: taking them out of it breaks the manager's bookkeeping, unless it delegated the
+    /// subtree.
     static func foreignOwner(ofCgroup relative: String) -> ForeignOwner? {
         let parts = relative.split(separator: "/").map(String.init)
         let runtimePrefixes = ["docker-", "libpod-", "crio-", "cri-containerd-", "containerd-", "lxc.payload."]

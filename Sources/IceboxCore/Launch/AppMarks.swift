@@ -1,11 +1,13 @@
 import Glibc
 import IceboxSystem
 
-/// How a daemon recognises its own app's processes without a record (a record lost, or a daemon killed between the spawn and
-/// writing the pid): the app's cgroup is named after it under icebox's root, and its processes carry ICEBOX_APP_NAME=NAME and the
-/// NOTIFY_SOCKET this daemon gave it (under this daemon's runtime directory, or for an app run as another user the private one
-/// under /tmp that its record names) in their initial environment (/proc/PID/environ, which a later setenv does not change). Both
-/// marks are needed: another daemon sharing the cgroup root can run an app of the same name, with its own socket.
+/// How a daemon recognises its own app's processes without a record (a record lost, or a daemon
+/// killed between the spawn and writing the pid): the app's cgroup is named after it under icebox's
+/// root, and its processes carry ICEBOX_APP_NAME=NAME and the NOTIFY_SOCKET this daemon gave it
+/// (under this daemon's runtime directory, or for an app run as another user the private one under
+/// /tmp that its record names) in their initial environment (/proc/PID/environ, which a later
+/// setenv does not change). Both marks are needed: another daemon sharing the cgroup root can run
+/// an app of the same name, with its own socket.
 struct AppMarks {
     let name: String
     /// The NOTIFY_SOCKET values this daemon may have given the app: its own socket's path (in
@@ -28,15 +30,17 @@ struct AppMarks {
         environment(of: pid)?.first { $0.hasPrefix("NOTIFY_SOCKET=") }.map { String($0.dropFirst("NOTIFY_SOCKET=".count)) }
     }
 
-    /// The app's main process among its marked processes: one whose parent is not among them (the first spawned; its children and
-    /// theirs have a marked parent), the oldest if more than one. nil when none is alive.
+    /// The app's main process among its marked processes: one whose parent is not among them (the
+    /// first spawned; its children and theirs have a marked parent), the oldest if more than one.
+    /// nil when none is alive.
     static func mainProcess(among pids: [pid_t]) -> pid_t? {
         let stats = pids.compactMap { pid in ProcFS.stat(pid: pid).map { (pid, $0) } }.filter { $0.1.state != "Z" && $0.1.state != "X" }
         let marked = Set(stats.map(\.0))
         return stats.filter { !marked.contains($0.1.ppid) }.min { $0.1.startTimeTicks < $1.1.startTimeTicks }?.0
     }
 
-    /// The initial environment of `pid`, KEY=VALUE entries; nil when it cannot be read (gone, or someone else's).
+    /// The initial environment of `pid`, KEY=VALUE entries; nil when it cannot be read (gone, or
+    /// someone else's).
     static func environment(of pid: pid_t) -> [String]? {
         // nil is documented above for a process gone or someone else's.
         guard let text = try? FileIO.read("/proc/\(pid)/environ") else { return nil }

@@ -23,8 +23,9 @@ public enum WatchdogAction: String, Codable, Sendable, CaseIterable {
     case restart
 }
 
-/// `--background-signal`: the notice an app gets when it goes to the background (didEnterBackground). `auto` sends SIGUSR1 only if
-/// the app's main process handles it (sigcatch in /proc/PID/stat), so a program that does not listen is never killed by the notice.
+/// `--background-signal`: the notice an app gets when it goes to the background
+/// (didEnterBackground). `auto` sends SIGUSR1 only if the app's main process handles it (sigcatch
+/// in /proc/PID/stat), so a program that does not listen is never killed by the notice.
 public enum NoticeSignal: Codable, Sendable, Equatable, CustomStringConvertible {
     /// SIGUSR1 if the app's main process handles it, else none.
     case auto

@@ -6,10 +6,11 @@ enum LaunchStart {
     case spawning(PendingLaunch)
 }
 
-/// A launch whose app a spawn stand-in has been asked to clone, until it answers: a state of the loop, not a wait in it (a stopped
-/// stand-in used to hold up every client for the whole spawn time-out). Its stand-in's socket is watched; at its deadline it fails
-/// and is rolled back. Everything the start made (record, cgroups, notify socket) is held here, with the rest of the start
-/// (`finish`) and its undo (`rollBack`).
+/// A launch whose app a spawn stand-in has been asked to clone, until it answers: a state of the
+/// loop, not a wait in it (a stopped stand-in used to hold up every client for the whole spawn
+/// time-out). Its stand-in's socket is watched; at its deadline it fails and is rolled back.
+/// Everything the start made (record, cgroups, notify socket) is held here, with the rest of the
+/// start (`finish`) and its undo (`rollBack`).
 final class PendingLaunch {
     let options: LaunchOptions
     let standIn: SpawnPool.Entry

@@ -12,12 +12,13 @@ enum ProbeStep: Equatable {
     case wait(fd: Int32, events: UInt32)
 }
 
-/// The readiness probe of a launching app: `--ready tcp:PORT`, `http:URL` or `cmd:PROBE`. Every attempt is non-blocking and runs in
-/// this process, driven by the daemon's epoll loop: tcp is a non-blocking connect, http an `HTTPProbe` (connect, send, read the
-/// status line), cmd a `/bin/sh -c` child in its own session watched through its pidfd. Nothing here waits, sleeps or runs the
-/// icebox executable. Neither a listening port nor a probe's success has an event to wait on, so a failed attempt is retried after
-/// a deliberate back-off (1 ms doubling to 50 ms for tcp, 10 ms doubling to 200 ms for http and cmd). Touched only by the daemon's
-/// loop thread.
+/// The readiness probe of a launching app: `--ready tcp:PORT`, `http:URL` or `cmd:PROBE`. Every
+/// attempt is non-blocking and runs in this process, driven by the daemon's epoll loop: tcp is a
+/// non-blocking connect, http an `HTTPProbe` (connect, send, read the status line), cmd a `/bin/sh
+/// -c` child in its own session watched through its pidfd. Nothing here waits, sleeps or runs the
+/// icebox executable. Neither a listening port nor a probe's success has an event to wait on, so a
+/// failed attempt is retried after a deliberate back-off (1 ms doubling to 50 ms for tcp, 10 ms
+/// doubling to 200 ms for http and cmd). Touched only by the daemon's loop thread.
 final class ReadinessProbe {
     private enum Attempt {
         case idle
@@ -42,8 +43,9 @@ final class ReadinessProbe {
 
     init(mode: ReadyMode, attemptTimeout: UInt64? = nil) {
         self.mode = mode
-        // tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow to answer its first request), cmd
-        // 30 s (the probe is the user's script, and the ready timeout, 30 s by default, bounds the whole wait anyway).
+        // tcp 1 s (a listening loopback port accepts at once), http 5 s (a cold app may be slow to
+        // answer its first request), cmd 30 s (the probe is the user's script, and the ready
+        // timeout, 30 s by default, bounds the whole wait anyway).
         switch mode {
         case .tcp: (self.attemptTimeout, backoff, backoffCap) = (attemptTimeout ?? 1_000_000_000, 1_000_000, 50_000_000)
         case .http: (self.attemptTimeout, backoff, backoffCap) = (attemptTimeout ?? 5_000_000_000, 10_000_000, 200_000_000)
@@ -53,10 +55,12 @@ final class ReadinessProbe {
 
     deinit { cancel() }
 
-    /// Starts one attempt (abandoning one in flight). A `cmd:` probe runs as `identity` (the app's --user), so the caller's command
-    /// never gets more than the app has, and inside `cgroups` (the app's, cloned straight into them as the app was): whatever it
-    /// leaves behind is the app's, frozen, counted and killed with it. A probe that cannot be put there is not run outside: the
-    /// attempt fails. `descriptorSoftLimit`: the one the app got (0: this process's own, which the daemon raises).
+    /// Starts one attempt (abandoning one in flight). A `cmd:` probe runs as `identity` (the app's
+    /// --user), so the caller's command never gets more than the app has, and inside `cgroups` (the
+    /// app's, cloned straight into them as the app was): whatever it leaves behind is the app's,
+    /// frozen, counted and killed with it. A probe that cannot be put there is not run outside: the
+    /// attempt fails. `descriptorSoftLimit`: the one the app got (0: this process's own, which the
+    /// daemon raises).
     func start(
         environment: [String], cwd: String?, identity: SpawnIdentity? = nil, cgroups: AppCgroups? = nil,
         descriptorSoftLimit: UInt64 = 0
@@ -135,9 +139,10 @@ final class ReadinessProbe {
         }
     }
 
-    /// Abandons the attempt in flight (the app ended, became ready otherwise, timed out, or the attempt passed its deadline). Never
-    /// waits: a probe command is sent SIGKILL, with everything in its process group, and its pidfd is closed; the exited child is
-    /// left for the daemon's SIGCHLD handling to reap. The caller stops watching `watchedFD` first.
+    /// Abandons the attempt in flight (the app ended, became ready otherwise, timed out, or the
+    /// attempt passed its deadline). Never waits: a probe command is sent SIGKILL, with everything
+    /// in its process group, and its pidfd is closed; the exited child is left for the daemon's
+    /// SIGCHLD handling to reap. The caller stops watching `watchedFD` first.
     func cancel() {
         switch attempt {
         case .idle:
@@ -180,9 +185,9 @@ final class ReadinessProbe {
         }
     }
 
-    /// An attempt that could not even start (no socket, no spawn): a failed attempt, retried
-    /// after the back-off, and its reason kept for the daemon to say once
-    /// (`takeStartProblem`), so that a ready timeout says the probe never ran, not only "not ready".
+    /// An attempt that could not even start (no socket, no spawn): a failed attempt, retried after
+    /// the back-off, and its reason kept for the daemon to say once (`takeStartProblem`), so that a
+    /// ready timeout says the probe never ran, not only "not ready".
     private func couldNotStart(_ error: any Error) -> ProbeStep {
         let text = "\(error)"
         if text != lastStartProblem {
@@ -192,7 +197,8 @@ final class ReadinessProbe {
         return settle(.notReady)
     }
 
-    /// Why attempts could not start, once per new reason since the last call; nil when there is nothing new to say.
+    /// Why attempts could not start, once per new reason since the last call; nil when there is
+    /// nothing new to say.
     func takeStartProblem() -> String? {
         defer { unsaidStartProblem = nil }
         return unsaidStartProblem

@@ -1,8 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// Who an app runs as: a uid, a gid and supplementary groups, with the names where they are known. Asked for with `--user
-/// USER[:GROUP]` (the app then has no capability at all and no_new_privs); every app's record says who it runs as, `--user` or not.
+/// Who an app runs as: a uid, a gid and supplementary groups, with the names where they are known.
+/// Asked for with `--user USER[:GROUP]` (the app then has no capability at all and no_new_privs);
+/// every app's record says who it runs as, `--user` or not.
 public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
     /// The user id.
     public var uid: UInt32
@@ -38,7 +39,8 @@ public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
     /// What the spawn needs.
     package var identity: SpawnIdentity { SpawnIdentity(uid: uid, gid: gid, groups: groups) }
 
-    /// The ids this process has (the user a daemon's apps run as without --user), with the names the user database gives for them.
+    /// The ids this process has (the user a daemon's apps run as without --user), with the names
+    /// the user database gives for them.
     package static var current: RunAs {
         let count = getgroups(0, nil)
         var list = [gid_t](repeating: 0, count: Int(max(count, 0)))
@@ -49,10 +51,11 @@ public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
             group: UserAccounts.groupName(id: gid))
     }
 
-    /// Resolves `USER[:GROUP]` as `--user` takes it. USER is a name or a uid, GROUP a name or a gid. Numbers given for both are
-    /// taken as they are, with no lookup and no supplementary groups (so they work where there is no user database); a name is
-    /// looked up, and a user found in the database gets its primary group (unless GROUP says another) and the supplementary groups
-    /// it is listed in.
+    /// Resolves `USER[:GROUP]` as `--user` takes it. USER is a name or a uid, GROUP a name or a
+    /// gid. Numbers given for both are taken as they are, with no lookup and no supplementary
+    /// groups (so they work where there is no user database); a name is looked up, and a user found
+    /// in the database gets its primary group (unless GROUP says another) and the supplementary
+    /// groups it is listed in.
     package static func resolve(_ text: String) throws(IceboxError) -> RunAs {
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let userText = parts[0]

@@ -1,10 +1,11 @@
 import Glibc
 import IceboxSystem
 
-/// The descriptors the spawner needs to start an app inside its cgroups, from `AppCgroups.spawnDescriptors()`: the v2 directory for
-/// clone3(CLONE_INTO_CGROUP), its cgroup.procs for the fallback (move before execve), and the v1 cgroup.procs files to join before
-/// execve. -1 where there is none. Noncopyable, so exactly one owner closes them: when the value ends (after the spawn, or on any
-/// error path), or at `close()`.
+/// The descriptors the spawner needs to start an app inside its cgroups, from
+/// `AppCgroups.spawnDescriptors()`: the v2 directory for clone3(CLONE_INTO_CGROUP), its
+/// cgroup.procs for the fallback (move before execve), and the v1 cgroup.procs files to join before
+/// execve. -1 where there is none. Noncopyable, so exactly one owner closes them: when the value
+/// ends (after the spawn, or on any error path), or at `close()`.
 package struct SpawnDescriptors: ~Copyable {
     package let cgroupDirFD: Int32
     package let cgroupProcsFD: Int32

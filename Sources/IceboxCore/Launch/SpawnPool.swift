@@ -1,14 +1,15 @@
 import Glibc
 import IceboxSystem
 
-/// Spawn stand-ins parked in v1 cgroups of their own, one per kind of launch, so that a launch on a hybrid or v1 host never waits
-/// on a write to cgroup.procs (SpawnStandIn says why that write is slow). A launch takes a ready one (`take`); AppCgroups renames
-/// its directories to the app's name (a v1 directory keeps its members across a rename) and the stand-in clones the app into them;
+/// Spawn stand-ins parked in v1 cgroups of their own, one per kind of launch, so that a launch on a
+/// hybrid or v1 host never waits on a write to cgroup.procs (SpawnStandIn says why that write is
+/// slow). A launch takes a ready one (`take`); AppCgroups renames its directories to the app's name
+/// (a v1 directory keeps its members across a rename) and the stand-in clones the app into them;
 /// the next turn of the loop parks a new one (`fill`).
 ///
-/// The owner of the parked directories (`<v1 root>/.stand-in-<daemon pid>-<n>`) until a launch takes them; the stand-in writes only
-/// its own membership. Without a v1 hierarchy to join (a pure v2 host) there is nothing to park: clone3(CLONE_INTO_CGROUP) places
-/// an app without any write.
+/// The owner of the parked directories (`<v1 root>/.stand-in-<daemon pid>-<n>`) until a launch
+/// takes them; the stand-in writes only its own membership. Without a v1 hierarchy to join (a pure
+/// v2 host) there is nothing to park: clone3(CLONE_INTO_CGROUP) places an app without any write.
 final class SpawnPool {
     /// The v1 directories a launch must place its app in: the v1 freezer's (backend
     /// cgroup1) and the v1 memory hierarchy's (hybrid hosts, for memory accounting).
@@ -47,8 +48,9 @@ final class SpawnPool {
         case none
         /// A stand-in was started: watch its socket (ready, or gone).
         case started(Entry)
-        /// A stand-in could not be started, failed or died: stop watching its socket (nil: never watched; it closes when the entry
-        /// goes), let it go without waiting (StandInDepartures) and log `reason`.
+        /// A stand-in could not be started, failed or died: stop watching its socket (nil: never
+        /// watched; it closes when the entry goes), let it go without waiting (StandInDepartures)
+        /// and log `reason`.
         case lost(Entry?, reason: String)
     }
 
@@ -83,7 +85,8 @@ final class SpawnPool {
     }
 
     var wantsFill: Bool { !wanted.isEmpty }
-    /// When the daemon's loop parks the stand-ins wanted (Daemon+StandIns, after a quiet period); nil: none wanted.
+    /// When the daemon's loop parks the stand-ins wanted (Daemon+StandIns, after a quiet period);
+    /// nil: none wanted.
     var fillAt: UInt64?
 
     /// A ready stand-in of this kind, now the caller's (it lets it go through `StandInDepartures`

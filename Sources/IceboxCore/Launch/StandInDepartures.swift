@@ -1,9 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// Spawn stand-ins let go and not yet gone: the loop watches each one's pidfd rather than waiting for its exit (up to a second,
-/// then a SIGKILL and more, which used to stop every other client). At its exit it is reaped and its parked directories are
-/// removed; past its deadline it is killed, and reaped when that lands. The owner of the entries it holds.
+/// Spawn stand-ins let go and not yet gone: the loop watches each one's pidfd rather than waiting
+/// for its exit (up to a second, then a SIGKILL and more, which used to stop every other client).
+/// At its exit it is reaped and its parked directories are removed; past its deadline it is killed,
+/// and reaped when that lands. The owner of the entries it holds.
 final class StandInDepartures {
     /// One stand-in on its way out.
     final class Departure {
@@ -21,8 +22,9 @@ final class StandInDepartures {
         }
     }
 
-    /// How long a let-go stand-in has to exit before it is killed: it only has its copy of the daemon's address space to tear down
-    /// (~150 µs), so a stand-in still there after this is stuck (stopped, traced) and will not go by itself.
+    /// How long a let-go stand-in has to exit before it is killed: it only has its copy of the
+    /// daemon's address space to tear down (~150 µs), so a stand-in still there after this is stuck
+    /// (stopped, traced) and will not go by itself.
     static let exitNanos: UInt64 = 1_000_000_000
 
     private var byPidfd: [Int32: Departure] = [:]
@@ -30,7 +32,8 @@ final class StandInDepartures {
     /// The earliest kill deadline, for the loop's sleep.
     var nextDeadline: UInt64? { byPidfd.values.compactMap(\.killAt).min() }
 
-    /// Lets the stand-in go and keeps it until it is gone; returns its pidfd, for the loop to watch (readable at its exit).
+    /// Lets the stand-in go and keeps it until it is gone; returns its pidfd, for the loop to watch
+    /// (readable at its exit).
     func add(_ entry: SpawnPool.Entry, holding app: LiveApp?, now: UInt64) -> Int32 {
         entry.standIn.letGo()
         let fd = entry.standIn.handle.pidfd
@@ -43,7 +46,8 @@ final class StandInDepartures {
         byPidfd.first { $0.value.entry.standIn.handle.pid == pid }?.key
     }
 
-    /// Its pidfd was readable: reaped and its directories removed, and it is no longer kept (nil while it still runs).
+    /// Its pidfd was readable: reaped and its directories removed, and it is no longer kept (nil
+    /// while it still runs).
     func exited(_ fd: Int32) -> Departure? {
         guard let departure = byPidfd[fd] else { return nil }
         // ECHILD: reaped by someone else already (gone all the same); anything else is a bug

@@ -1,10 +1,12 @@
-/// When each app next needs the loop (its earliest deadline: grace, readiness, a freeze's re-check, a kill, a probe, the policy's
-/// timers), kept in a min-heap so that a turn of the loop looks only at the apps whose time has come. With 10,000 apps, scanning
-/// them all on every turn (and copying the list) was most of the daemon's CPU during a launch.
+/// When each app next needs the loop (its earliest deadline: grace, readiness, a freeze's re-check,
+/// a kill, a probe, the policy's timers), kept in a min-heap so that a turn of the loop looks only
+/// at the apps whose time has come. With 10,000 apps, scanning them all on every turn (and copying
+/// the list) was most of the daemon's CPU during a launch.
 ///
-/// An app says that its deadline may have changed by `touch` (LiveApp does, from the setters of every property a deadline is made
-/// of), and the heap is brought up to date before it is read. Entries are never removed from the middle: one whose time no longer
-/// matches what is scheduled for its app is stale and skipped when it reaches the top.
+/// An app says that its deadline may have changed by `touch` (LiveApp does, from the setters of
+/// every property a deadline is made of), and the heap is brought up to date before it is read.
+/// Entries are never removed from the middle: one whose time no longer matches what is scheduled
+/// for its app is stale and skipped when it reaches the top.
 final class AppDeadlines {
     private struct Entry {
         var at: UInt64

@@ -1,9 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// One app's lifecycle as a value: the state machine of lifecycle.md (Not Running → Inactive → Active → Background → Suspended and
-/// back, and the ways out), with the grace, the deadlines and the clients waiting on a transition. It takes an input and `now` and
-/// returns effects; it never touches the kernel, so every transition is unit-tested without root (LifecycleTests in
+/// One app's lifecycle as a value: the state machine of lifecycle.md (Not Running → Inactive →
+/// Active → Background → Suspended and back, and the ways out), with the grace, the deadlines and
+/// the clients waiting on a transition. It takes an input and `now` and returns effects; it never
+/// touches the kernel, so every transition is unit-tested without root (LifecycleTests in
 /// IceboxCoreTests), and the supervisor only carries effects out.
 package struct AppLifecycle: Sendable {
     /// Where the app is. Finer than `AppState` (which is what users see): a freeze or thaw
@@ -14,7 +15,8 @@ package struct AppLifecycle: Sendable {
         /// Running; `resumedAt`: when the thaw that made it active began, until the app says
         /// READY=1 again (its hot start, resume → ready).
         case active(resumedAt: UInt64?)
-        /// Notice sent (or not), the grace running; `victim`: chosen by the policy, evicted once frozen.
+        /// Notice sent (or not), the grace running; `victim`: chosen by the policy, evicted once
+        /// frozen.
         case background(Grace, victim: Victim?)
         /// The grace is over (how: `ended`); the kernel is freezing the app (a `victim` is
         /// evicted once frozen, or at once if the freeze fails).
@@ -25,9 +27,11 @@ package struct AppLifecycle: Sendable {
         case checkpointing(Checkpointing)
         /// The kernel is thawing the app (`compacted`: as it was suspended, kept if the thaw fails).
         case thawing(start: UInt64, waiters: [ThawWaiter], compacted: Bool)
-        /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed without notice.
+        /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed
+        /// without notice.
         case ending(Ending, since: UInt64, killDeadline: UInt64?)
-        /// The main process is gone (why: the payload); what is left is being killed and the cgroups removed.
+        /// The main process is gone (why: the payload); what is left is being killed and the
+        /// cgroups removed.
         case cleaningUp(AppEnd)
         case ended(AppEnd)
     }
@@ -37,7 +41,8 @@ package struct AppLifecycle: Sendable {
         case terminate, evict
     }
 
-    /// The policy's victim in its grace: its EXTEND_TIMEOUT_USEC messages are refused (the first is logged).
+    /// The policy's victim in its grace: its EXTEND_TIMEOUT_USEC messages are refused (the first is
+    /// logged).
     package struct Victim: Sendable, Equatable {
         package var extensionsRefused = 0
         /// Checkpointed to disk once frozen, rather than killed (`--evict-to disk`).
@@ -261,9 +266,10 @@ package struct AppLifecycle: Sendable {
         }
         // A record change the app made that waited for its write goes with this one.
         if fx.contains(.persist) { repeats.recordWritten() }
-        // This transition's events first, in their order: each is stamped now, and an effect may log an event of its own when it is
-        // carried out, stamped then (a thaw the kernel confirms within its write, as for a terminate of a suspended app; a kill
-        // that fails; a cleanup that ends the app), so the log is appended in time order.
+        // This transition's events first, in their order: each is stamped now, and an effect may
+        // log an event of its own when it is carried out, stamped then (a thaw the kernel confirms
+        // within its write, as for a terminate of a suspended app; a kill that fails; a cleanup
+        // that ends the app), so the log is appended in time order.
         return fx.filter(\.isLog) + fx.filter { !$0.isLog }
     }
 
@@ -333,8 +339,9 @@ package struct AppLifecycle: Sendable {
         if message.watchdogPing, case .active = phase { armWatchdog(now) }
         if message.watchdogTrigger, case .active = phase { watchdogFired(now, &fx, triggered: true) }
         if message.extendNanos != nil, case .background(let grace, var victim?) = phase {
-            // The policy's victim: its grace is --eviction-grace and no more (the cut also lowered its cap), or it could hold off
-            // its own eviction, and every other one behind it, up to --max-grace. Said once.
+            // The policy's victim: its grace is --eviction-grace and no more (the cut also lowered
+            // its cap), or it could hold off its own eviction, and every other one behind it, up to
+            // --max-grace. Said once.
             victim.extensionsRefused += 1
             phase = .background(grace, victim: victim)
             if victim.extensionsRefused == 1 {
@@ -389,16 +396,18 @@ package struct AppLifecycle: Sendable {
         case .thawing:
             fail([waiter], .beingThawed, &fx)
         case .launching(let ready):
-            // Refused, nothing done: an app not yet ready has no state to save on a notice, and frozen it could never become ready,
-            // its launch client waiting on a deadline it would outlive (or, resumed, it would be active unready).
+            // Refused, nothing done: an app not yet ready has no state to save on a notice, and
+            // frozen it could never become ready, its launch client waiting on a deadline it would
+            // outlive (or, resumed, it would be active unready).
             if let waiter { fx.append(.refuse(waiter: waiter, line: "icebox: " + stillLaunching(ready, now), code: .tryAgain)) }
         case .active:
             let from = record.state
             if let waiter { suspendWaiters.append(waiter) }
             watchdogDeadline = nil  // paused: the app is told it is going away, then frozen
             setState(.background, now)
-            // The grace is the app's whether or not it can be told (iOS gives every app its background time; Android freezes a
-            // cached app after a fixed delay, unannounced): only its length decides, and --grace 0 freezes at once.
+            // The grace is the app's whether or not it can be told (iOS gives every app its
+            // background time; Android freezes a cached app after a fixed delay, unannounced): only
+            // its length decides, and --grace 0 freezes at once.
             let length = min(cap ?? .max, asked ?? record.options.graceNanos)
             // A grace cut by the policy (`cap`) is not extended past its cut.
             let grace = Grace(now: now.monotonicNanos, length: length, maxLength: cap == nil ? record.options.maxGraceNanos : length)
@@ -497,11 +506,12 @@ package struct AppLifecycle: Sendable {
         if victim != nil { evict(nil, now, &fx) }
     }
 
-    /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it where it went, so the app runs and is
-    /// shown as active (never "suspended" for a process that runs); the rest of the app is thawed too, so that the state is true of
-    /// all of it and a later suspend starts from a running app. Freezing: the freeze could not hold the main process, so it fails
-    /// and is rolled back. Other phases: nothing is claimed that this changes (a running app runs; an ending one is killed through
-    /// its pidfd wherever it is).
+    /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it where
+    /// it went, so the app runs and is shown as active (never "suspended" for a process that runs);
+    /// the rest of the app is thawed too, so that the state is true of all of it and a later
+    /// suspend starts from a running app. Freezing: the freeze could not hold the main process, so
+    /// it fails and is rolled back. Other phases: nothing is claimed that this changes (a running
+    /// app runs; an ending one is killed through its pidfd wherever it is).
     private mutating func leftCgroup(_ to: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         let moved = "pid \(record.pid) left the app's cgroup for \(to)"
         switch phase {
@@ -519,9 +529,10 @@ package struct AppLifecycle: Sendable {
         }
     }
 
-    /// Thawed by someone else (a write to cgroup.freeze or freezer.state, SIGCONT): the app runs, so it is active, and told so as a
-    /// resume would (its foreground signal); only a suspended app can be, since an operation under way reads the kernel itself.
-    /// Left as "suspended", a later suspend would answer "nothing to do" while it ran.
+    /// Thawed by someone else (a write to cgroup.freeze or freezer.state, SIGCONT): the app runs,
+    /// so it is active, and told so as a resume would (its foreground signal); only a suspended app
+    /// can be, since an operation under way reads the kernel itself. Left as "suspended", a later
+    /// suspend would answer "nothing to do" while it ran.
     private mutating func thawedOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .suspended = phase else { return }
         setActive(now)
@@ -531,9 +542,10 @@ package struct AppLifecycle: Sendable {
         fx.append(.persist)
     }
 
-    /// Frozen by someone else (a write to the app's own cgroup.freeze or freezer.state): an active app no longer runs, so it is
-    /// suspended, as if icebox had frozen it with no notice, and the policy's follow-ups apply; `icebox resume` thaws it. Left as
-    /// "active", a resume would answer "nothing to do" while it stayed frozen.
+    /// Frozen by someone else (a write to the app's own cgroup.freeze or freezer.state): an active
+    /// app no longer runs, so it is suspended, as if icebox had frozen it with no notice, and the
+    /// policy's follow-ups apply; `icebox resume` thaws it. Left as "active", a resume would answer
+    /// "nothing to do" while it stayed frozen.
     private mutating func frozenOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .active = phase else { return }
         phase = .suspended(compacted: false)
@@ -630,8 +642,8 @@ package struct AppLifecycle: Sendable {
         watchdogDeadline = watchdogInterval.map { now.plus($0) }
     }
 
-    /// An active app missed its WATCHDOG=1 (or asked to be treated as hung): logged, and acted on as `--watchdog-action` says. With
-    /// `log` it is not logged again until the app pings again.
+    /// An active app missed its WATCHDOG=1 (or asked to be treated as hung): logged, and acted on
+    /// as `--watchdog-action` says. With `log` it is not logged again until the app pings again.
     private mutating func watchdogFired(_ now: Instant, _ fx: inout [LifecycleEffect], triggered: Bool) {
         watchdogDeadline = nil
         let action = record.options.watchdogAction ?? .log
@@ -665,7 +677,8 @@ package struct AppLifecycle: Sendable {
         fx.append(.killAll)
     }
 
-    /// The summary lines of what the app's repeated messages held back, for each kind whose second has ended by `upTo`.
+    /// The summary lines of what the app's repeated messages held back, for each kind whose second
+    /// has ended by `upTo`.
     private mutating func summariseRepeats(upTo: UInt64, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         for (kind, count) in repeats.take(now: upTo) {
             let logged: EventKind
@@ -724,8 +737,9 @@ package struct AppLifecycle: Sendable {
         fx.append(.killAll)
     }
 
-    /// `icebox evict --to-disk`: a suspended app is checkpointed (a running one must be suspended first: its notice and grace are
-    /// the app's to have, and an app in a transition is refused until it settles).
+    /// `icebox evict --to-disk`: a suspended app is checkpointed (a running one must be suspended
+    /// first: its notice and grace are the app's to have, and an app in a transition is refused
+    /// until it settles).
     private mutating func evictToDisk(_ waiter: Int?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .suspended:
@@ -803,10 +817,12 @@ package struct AppLifecycle: Sendable {
         fx.append(.destroy)
     }
 
-    /// Re-adopted with a terminate or eviction the last daemon began (`init(adopting:)` put it in `.ending`): finished rather than
-    /// forgotten. A terminate before its kill deadline has SIGTERM sent again (the intent was recorded before the signal; the last
-    /// daemon may have died in between, and a missing one would have the app SIGKILLed unwarned; an app already ending gets asked
-    /// twice) and a frozen one thawed to act on it; past its deadline, or an eviction, it is killed now.
+    /// Re-adopted with a terminate or eviction the last daemon began (`init(adopting:)` put it in
+    /// `.ending`): finished rather than forgotten. A terminate before its kill deadline has SIGTERM
+    /// sent again (the intent was recorded before the signal; the last daemon may have died in
+    /// between, and a missing one would have the app SIGKILLed unwarned; an app already ending gets
+    /// asked twice) and a frozen one thawed to act on it; past its deadline, or an eviction, it is
+    /// killed now.
     private mutating func resumeEnding(_ frozen: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .ending(let how, let endStart, let kill) = phase else { return }
         let began =
@@ -889,7 +905,8 @@ package struct AppLifecycle: Sendable {
             let why = "was not ready (\(record.options.ready)) within \(DurationText.format(waited)); terminating it"
             fx.append(.stopProbe)
             fx.append(.log(event(.error, duration: waited, "\(name) \(why)", now)))
-            // The launch fails, but its reply waits until the app is gone: nothing is left behind when the command returns.
+            // The launch fails, but its reply waits until the app is gone: nothing is left behind
+            // when the command returns.
             abandonLaunch(why, now, &fx)
             terminate(nil, 10_000_000_000, now, &fx)
         case .background(let grace, _) where grace.deadline <= now.monotonicNanos:
@@ -903,13 +920,15 @@ package struct AppLifecycle: Sendable {
         }
     }
 
-    /// The main process ended: whatever the phase, the rest of the app goes with it (systemd's KillMode=control-group).
+    /// The main process ended: whatever the phase, the rest of the app goes with it (systemd's
+    /// KillMode=control-group).
     private mutating func exited(_ termination: Termination?, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         switch phase {
         case .cleaningUp, .ended: return
         case .checkpointing(var c):
-            // CRIU kills the tree once its images are written: expected, and done once CRIU has said so too (before or after).
-            // Without a written dump the app ended while being dumped (a failed dump kills it; or it died): it is gone either way.
+            // CRIU kills the tree once its images are written: expected, and done once CRIU has
+            // said so too (before or after). Without a written dump the app ended while being
+            // dumped (a failed dump kills it; or it died): it is gone either way.
             c.mainEnded = true
             c.termination = termination
             phase = .checkpointing(c)

@@ -1,7 +1,8 @@
 /// The lifecycle states. launching is iOS's Inactive (until ready); exited, terminated and
 /// evicted are Not Running, kept apart so a user sees why.
 public enum AppState: String, Codable, Sendable, CaseIterable {
-    /// Started, not ready yet (iOS's Inactive): ready at once for `ReadyMode.exec`, else when the readiness check passes.
+    /// Started, not ready yet (iOS's Inactive): ready at once for `ReadyMode.exec`, else when the
+    /// readiness check passes.
     case launching
     /// Running in the foreground.
     case active
@@ -14,10 +15,12 @@ public enum AppState: String, Codable, Sendable, CaseIterable {
     case exited
     /// Ended by a terminate (SIGTERM, SIGKILL after the time-out).
     case terminated
-    /// Killed without notice to free memory (an eviction); relaunched, it is told to restore its state.
+    /// Killed without notice to free memory (an eviction); relaunched, it is told to restore its
+    /// state.
     case evicted
-    /// Checkpointed to disk by CRIU (`icebox evict --to-disk`, or the policy with `--evict-to disk`): no process and no memory, its
-    /// whole state in image files; a resume restores it where it stopped (a failed restore relaunches it cold, told to restore).
+    /// Checkpointed to disk by CRIU (`icebox evict --to-disk`, or the policy with `--evict-to
+    /// disk`): no process and no memory, its whole state in image files; a resume restores it where
+    /// it stopped (a failed restore relaunches it cold, told to restore).
     case onDisk = "on-disk"
 
     /// Whether the app has ended (exited, terminated or evicted).

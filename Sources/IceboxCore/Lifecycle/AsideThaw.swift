@@ -5,7 +5,8 @@ package enum AsideThaw: Sendable, Equatable {
     case forTermination
     /// The app's main process left its cgroup: the rest of the app runs again.
     case remainder
-    /// A daemon that took over found a thaw half done (or the app frozen without a suspend) and completes it.
+    /// A daemon that took over found a thaw half done (or the app frozen without a suspend) and
+    /// completes it.
     case afterRestart
 
     /// Said after "thawed in …".
@@ -17,8 +18,9 @@ package enum AsideThaw: Sendable, Equatable {
         }
     }
 
-    /// Whether its line is the app's step from suspended to active. The one a restarted daemon completes is: a daemon killed after
-    /// logging it, before its registry write, leaves the next one the line that says the step is done (EventLog.lastStep), not a
-    /// thaw to complete and log again. The others thaw an app on its way out.
+    /// Whether its line is the app's step from suspended to active. The one a restarted daemon
+    /// completes is: a daemon killed after logging it, before its registry write, leaves the next
+    /// one the line that says the step is done (EventLog.lastStep), not a thaw to complete and log
+    /// again. The others thaw an app on its way out.
     var isResumeStep: Bool { self == .afterRestart }
 }

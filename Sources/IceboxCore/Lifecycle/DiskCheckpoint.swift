@@ -23,8 +23,9 @@ package enum CheckpointOutcome: Sendable, Equatable {
     case failed(String)
 }
 
-/// A checkpoint under way (the `.checkpointing` phase's payload). Two things must both come before it is done, in either order:
-/// CRIU's end (`written`) and the main process's (`mainEnded`), which CRIU kills once its images are written.
+/// A checkpoint under way (the `.checkpointing` phase's payload). Two things must both come before
+/// it is done, in either order: CRIU's end (`written`) and the main process's (`mainEnded`), which
+/// CRIU kills once its images are written.
 package struct Checkpointing: Sendable, Equatable {
     /// When the dump began (monotonic ns).
     package var since: UInt64

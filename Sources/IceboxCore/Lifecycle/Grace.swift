@@ -1,6 +1,7 @@
-/// The background time an app gets between its notice (didEnterBackground) and its freeze, as iOS gives an app about 5 s, or up to
-/// about 30 s with a background task. The app cuts it short with READY=1 and extends it with EXTEND_TIMEOUT_USEC
-/// (beginBackgroundTask), never past the cap (`--max-grace`). All times are monotonic nanoseconds and saturate.
+/// The background time an app gets between its notice (didEnterBackground) and its freeze, as iOS
+/// gives an app about 5 s, or up to about 30 s with a background task. The app cuts it short with
+/// READY=1 and extends it with EXTEND_TIMEOUT_USEC (beginBackgroundTask), never past the cap
+/// (`--max-grace`). All times are monotonic nanoseconds and saturate.
 package struct Grace: Sendable, Equatable, Codable {
     package let start: UInt64
     package private(set) var deadline: UInt64
@@ -32,8 +33,9 @@ package struct Grace: Sendable, Equatable, Codable {
         return wanted > cap
     }
 
-    /// Cuts the grace to end by `latest` at most, for good: the cap comes down to the new deadline, so no EXTEND_TIMEOUT_USEC takes
-    /// it back (the policy does this to a victim, whose extensions would hold off every eviction behind its own).
+    /// Cuts the grace to end by `latest` at most, for good: the cap comes down to the new deadline,
+    /// so no EXTEND_TIMEOUT_USEC takes it back (the policy does this to a victim, whose extensions
+    /// would hold off every eviction behind its own).
     package mutating func cut(to latest: UInt64) {
         deadline = min(deadline, latest)
         cap = deadline

@@ -1,9 +1,10 @@
 import IceboxSystem
 
-/// A moment as the daemon's loop saw it: CLOCK_MONOTONIC (orders and times the steps of one boot) and CLOCK_REALTIME (what a user
-/// reads) taken together, once per input. The lifecycle and the events it makes are stamped with the instant they are handed and
-/// never read a clock themselves, so a transition is a function of its input and its instant (unit-tested with any instant, however
-/// far in the past).
+/// A moment as the daemon's loop saw it: CLOCK_MONOTONIC (orders and times the steps of one boot)
+/// and CLOCK_REALTIME (what a user reads) taken together, once per input. The lifecycle and the
+/// events it makes are stamped with the instant they are handed and never read a clock themselves,
+/// so a transition is a function of its input and its instant (unit-tested with any instant,
+/// however far in the past).
 package struct Instant: Sendable, Equatable {
     /// CLOCK_MONOTONIC, nanoseconds.
     package var monotonicNanos: UInt64

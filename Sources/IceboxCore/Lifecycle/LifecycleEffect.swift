@@ -3,12 +3,14 @@ import IceboxSystem
 /// What happens to an app: a request, a message from the app, the kernel's answer, or time.
 /// `AppLifecycle.handle(_:now:)` takes one and returns the effects.
 package enum LifecycleInput: Sendable, Equatable {
-    /// The app counts as ready: exec succeeded, the probe answered, or (notify) READY=1 came through `.notify`.
+    /// The app counts as ready: exec succeeded, the probe answered, or (notify) READY=1 came
+    /// through `.notify`.
     case ready
     /// A message on the app's NOTIFY_SOCKET.
     case notify(NotifyMessage)
-    /// `icebox suspend`: notice, grace, freeze. `notice` is the signal to send, decided by the caller (it reads the app's signal
-    /// mask in /proc); `grace`, when given, is this suspend's grace instead of the app's `--grace` (`icebox suspend --grace`).
+    /// `icebox suspend`: notice, grace, freeze. `notice` is the signal to send, decided by the
+    /// caller (it reads the app's signal mask in /proc); `grace`, when given, is this suspend's
+    /// grace instead of the app's `--grace` (`icebox suspend --grace`).
     case suspend(waiter: Int?, notice: Notice?, grace: UInt64? = nil)
     case resume(waiter: Int?, waitReady: Bool = false)
     /// SIGTERM, then SIGKILL after `timeout`.
@@ -36,8 +38,9 @@ package enum LifecycleInput: Sendable, Equatable {
     case cleanedUp(leftovers: Int, problems: [String])
     /// The app's memory was compacted while suspended (the next resume says so).
     case compacted
-    /// The main process is no longer in the cgroup that freezes the app: someone moved it to `to`. The kernel thaws a task moved to
-    /// a cgroup that is not frozen, so a suspended app runs again; and freezing the app's cgroup would not freeze it.
+    /// The main process is no longer in the cgroup that freezes the app: someone moved it to `to`.
+    /// The kernel thaws a task moved to a cgroup that is not frozen, so a suspended app runs again;
+    /// and freezing the app's cgroup would not freeze it.
     case leftCgroup(to: String)
     /// The kernel says a suspended app is no longer frozen, and icebox did not thaw it:
     /// someone wrote its freezer (`how`: what the kernel shows, for the log). It runs.
@@ -76,14 +79,16 @@ package enum LifecycleEffect: Sendable, Equatable {
     case cancelFreeze
     /// Start a thaw; its outcome comes back as `.thawConfirmed` or `.thawFailed`.
     case thaw(deadline: UInt64)
-    /// Thaw without waiting for confirmation. `.forTermination`: a frozen app must run to act on SIGTERM, and the kill deadline
-    /// bounds the rest. `.remainder`: what is left in the app's cgroups; the app is active already (its main process left the
-    /// frozen cgroup and runs), and the rest of it must not stay frozen under an app shown as running.
+    /// Thaw without waiting for confirmation. `.forTermination`: a frozen app must run to act on
+    /// SIGTERM, and the kill deadline bounds the rest. `.remainder`: what is left in the app's
+    /// cgroups; the app is active already (its main process left the frozen cgroup and runs), and
+    /// the rest of it must not stay frozen under an app shown as running.
     case thawAside(AsideThaw)
     /// Kill every process of the app now.
     case killAll
-    /// Start a checkpoint to disk of the frozen app (CRIU's dump, then a sync of its images); its outcome comes back as
-    /// `.checkpointEnded`, by the policy's `--criu-timeout` at the latest (the daemon keeps that deadline: it owns the run).
+    /// Start a checkpoint to disk of the frozen app (CRIU's dump, then a sync of its images); its
+    /// outcome comes back as `.checkpointEnded`, by the policy's `--criu-timeout` at the latest
+    /// (the daemon keeps that deadline: it owns the run).
     case checkpoint
     /// Remove a checkpoint's images (the app was terminated or evicted while on its way to
     /// disk: nothing will restore them, and they hold its whole heap).
@@ -91,10 +96,12 @@ package enum LifecycleEffect: Sendable, Equatable {
     /// Stop the readiness probe (ready, or given up).
     case stopProbe
     case log(Event)
-    /// A line to a waiting client, without ending its wait. `event`: the step the line tells of, as logged in the same transition
-    /// (the client builds its typed result from it, not from the line's text); nil for a line that tells of no step.
+    /// A line to a waiting client, without ending its wait. `event`: the step the line tells of, as
+    /// logged in the same transition (the client builds its typed result from it, not from the
+    /// line's text); nil for a line that tells of no step.
     case report(waiter: Int, line: String, failed: Bool, event: Event? = nil)
-    /// This app's part of a client's wait is over (with a last line, maybe, and the step's event, as for `.report`).
+    /// This app's part of a client's wait is over (with a last line, maybe, and the step's event,
+    /// as for `.report`).
     case settle(waiter: Int, line: String?, failed: Bool, event: Event? = nil)
     /// This app's part of a client's request is refused, nothing done; `code` says why (75:
     /// not now, the same request may succeed later).
@@ -105,9 +112,11 @@ package enum LifecycleEffect: Sendable, Equatable {
     case launched
     /// The app is suspended: the policy's follow-ups (the lock check, compaction) are due.
     case frozen
-    /// The main process is gone: kill what is left, remove the cgroups and the notify socket, then feed `.cleanedUp` back.
+    /// The main process is gone: kill what is left, remove the cgroups and the notify socket, then
+    /// feed `.cleanedUp` back.
     case destroy
-    /// The app has ended; `line` is its last word for whoever listens (an attached client, `daemon --stop`).
+    /// The app has ended; `line` is its last word for whoever listens (an attached client, `daemon
+    /// --stop`).
     case ended(line: String)
 
     /// An event for the log (`handle` puts these before the effects that act).

@@ -1,9 +1,10 @@
 import IceboxSystem
 
-/// The words of the lifecycle, in one place: the lines a client reads (what `icebox suspend` prints, and what the library's results
-/// carry as `lines` and say in their `description`) and the details of the events, each rendered from the typed outcome it tells
-/// of. The lifecycle decides with the types (`GraceEnding`, `AppEnd`, `NoticeSent`, `LifecycleFailure`) and calls these only to say
-/// what it decided; nothing reads this text back.
+/// The words of the lifecycle, in one place: the lines a client reads (what `icebox suspend`
+/// prints, and what the library's results carry as `lines` and say in their `description`) and the
+/// details of the events, each rendered from the typed outcome it tells of. The lifecycle decides
+/// with the types (`GraceEnding`, `AppEnd`, `NoticeSent`, `LifecycleFailure`) and calls these only
+/// to say what it decided; nothing reads this text back.
 package enum LifecycleText {
     // MARK: Lines
 
@@ -145,7 +146,8 @@ package enum LifecycleText {
     }
 }
 
-/// Why the lifecycle tells a client no (or that its wait ends in failure), as data: rendered by `LifecycleText.failure(_:_:)`.
+/// Why the lifecycle tells a client no (or that its wait ends in failure), as data: rendered by
+/// `LifecycleText.failure(_:_:)`.
 package enum LifecycleFailure: Sendable, Equatable {
     case beingThawed
     case beingStopped(suspending: Bool)

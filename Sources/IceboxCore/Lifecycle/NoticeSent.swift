@@ -1,7 +1,8 @@
 import IceboxSystem
 
-/// The background notice a suspend gave the app, as the lifecycle decides it. `reason` is what the notice event's `reason` says on
-/// the wire (docs/protocol.md): the signal's name, "none" or "no-handler"; ``SuspendResult/Notice`` is read back from it.
+/// The background notice a suspend gave the app, as the lifecycle decides it. `reason` is what the
+/// notice event's `reason` says on the wire (docs/protocol.md): the signal's name, "none" or
+/// "no-handler"; ``SuspendResult/Notice`` is read back from it.
 package enum NoticeSent: Sendable, Equatable {
     /// This signal was sent; `why` that one (for the line).
     case signal(Int32, why: String)

@@ -1,6 +1,7 @@
-/// systemd's start limit (StartLimitBurst=, StartLimitIntervalSec=) for `--watchdog-action restart`: an app killed by its watchdog
-/// is launched again at most `burst` times within `interval`, then left ended. Without it an app that set WATCHDOG_USEC=1 was
-/// relaunched 108–114 times in 6 s, each launch a cgroup, a spawn and lines in the event log.
+/// systemd's start limit (StartLimitBurst=, StartLimitIntervalSec=) for `--watchdog-action
+/// restart`: an app killed by its watchdog is launched again at most `burst` times within
+/// `interval`, then left ended. Without it an app that set WATCHDOG_USEC=1 was relaunched 108–114
+/// times in 6 s, each launch a cgroup, a spawn and lines in the event log.
 enum StartLimit {
     enum Decision: Equatable {
         /// Launch it again; the restart times to carry into the new launch (this one last).

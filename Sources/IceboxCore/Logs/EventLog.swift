@@ -1,25 +1,28 @@
 import Glibc
 import IceboxSystem
 
-/// The daemon's event log, `events.jsonl`: whole lines appended in one write(2) each, and rotated by renaming once the file has
-/// reached `rotation.maxBytes` (to `events.jsonl.1`, the older ones moving up; see `LogGenerations`). Only the daemon writes it, so
-/// the size is tracked here rather than asked of the kernel at every line: one fstat when the file is opened, then a sum. Readers
+/// The daemon's event log, `events.jsonl`: whole lines appended in one write(2) each, and rotated
+/// by renaming once the file has reached `rotation.maxBytes` (to `events.jsonl.1`, the older ones
+/// moving up; see `LogGenerations`). Only the daemon writes it, so the size is tracked here rather
+/// than asked of the kernel at every line: one fstat when the file is opened, then a sum. Readers
 /// (`icebox log`, `IceboxClient.events`) read across the generations and follow a rotation.
 ///
-/// The file stays open between lines (a suspend writes two; opening and closing it for each was two of its three system calls). It
-/// is opened again after a rotation, and when the path no longer names it (removed or renamed by someone else), which is looked at
-/// no more than once a second.
+/// The file stays open between lines (a suspend writes two; opening and closing it for each was two
+/// of its three system calls). It is opened again after a rotation, and when the path no longer
+/// names it (removed or renamed by someone else), which is looked at no more than once a second.
 final class EventLog {
     let generations: LogGenerations
     let rotation: LogRotation
     /// The current file's size as far as this daemon knows; nil until its first append.
     private var size: UInt64?
-    /// The open file (-1: opened at the next append), and its identity, to notice when the path names another file.
+    /// The open file (-1: opened at the next append), and its identity, to notice when the path
+    /// names another file.
     private var fd: Int32 = -1
     private var identity: (device: UInt64, inode: UInt64) = (0, 0)
     /// When the path is next compared with the open file (monotonic ns).
     private var checkPathAt: UInt64 = 0
-    /// Whether the failing append now has been said (`appendOrComplain`); cleared by one that works.
+    /// Whether the failing append now has been said (`appendOrComplain`); cleared by one that
+    /// works.
     private var complained = false
     static let pathCheckIntervalNanos: UInt64 = 1_000_000_000
 
@@ -30,8 +33,9 @@ final class EventLog {
 
     var path: String { generations.path }
 
-    /// Appends one line; a failure is said once on `complaints` (the daemon's stderr, which is daemon.log), until an append works
-    /// again. Losing an event line must not stop the daemon, nor go unseen (`icebox log` empty with nothing to say why).
+    /// Appends one line; a failure is said once on `complaints` (the daemon's stderr, which is
+    /// daemon.log), until an append works again. Losing an event line must not stop the daemon, nor
+    /// go unseen (`icebox log` empty with nothing to say why).
     func appendOrComplain(_ line: String, complaints: Int32 = STDERR_FILENO) {
         do {
             try append(line)
@@ -74,12 +78,14 @@ final class EventLog {
         if rotation.maxBytes > 0, let size, size >= rotation.maxBytes { rotate() }
     }
 
-    /// The newest step of app `name` in the current file: its newest event that moved it to a state, other than a re-adoption
-    /// (which restates what a daemon concluded at its start, and is logged before that daemon's registry write, so a chain of
-    /// daemons killed early leaves several over one step). Looked for among the file's last `scanBytes` bytes; nil if there is none
-    /// there. A daemon that takes over asks it whether one before logged a step it did not live to record in the registry: a thaw
-    /// is logged, then its reply and the registry write follow, and a SIGKILL between them must not make the next daemon thaw and
-    /// log it a second time.
+    /// The newest step of app `name` in the current file: its newest event that moved it to a
+    /// state, other than a re-adoption (which restates what a daemon concluded at its start, and is
+    /// logged before that daemon's registry write, so a chain of daemons killed early leaves
+    /// several over one step). Looked for among the file's last `scanBytes` bytes; nil if there is
+    /// none there. A daemon that takes over asks it whether one before logged a step it did not
+    /// live to record in the registry: a thaw is logged, then its reply and the registry write
+    /// follow, and a SIGKILL between them must not make the next daemon thaw and log it a second
+    /// time.
     func lastStep(of name: String, scanBytes: Int64 = 1 << 20) -> Event? {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { return nil }
@@ -111,11 +117,13 @@ final class EventLog {
 
     deinit { closeFile() }
 
-    /// events.jsonl → events.jsonl.1 (after the older ones moved up). The next append creates a new file. A crash before the rename
-    /// leaves the file as it was, to be rotated at the next append; after it, the next append starts the new file.
+    /// events.jsonl → events.jsonl.1 (after the older ones moved up). The next append creates a new
+    /// file. A crash before the rename leaves the file as it was, to be rotated at the next append;
+    /// after it, the next append starts the new file.
     func rotate() {
         generations.shift(keep: rotation.keep)
-        // Whatever happens, start counting again: a rename that keeps failing is retried after another maxBytes, not at every line.
+        // Whatever happens, start counting again: a rename that keeps failing is retried after
+        // another maxBytes, not at every line.
         size = 0
         _ = rename(path, generations.generation(1))
         closeFile()

@@ -1,15 +1,18 @@
 import Glibc
 import IceboxSystem
 
-/// Reads a log line by line and, when following, waits for more through inotify on its directory (so a file that does not exist yet
-/// is picked up when it appears): no polling on a timer. It follows a rotation: when the file is renamed away (to PATH.1, see
-/// `LogGenerations`) the rest of it is read, then any newer generation it missed, then the new file; when the file is truncated in
-/// place (an app log's copy-truncate) reading starts again from its beginning. `icebox log --follow`, `icebox logs --follow` and
-/// `IceboxClient.events(for:)` share it. Used by one thread at a time.
+/// Reads a log line by line and, when following, waits for more through inotify on its directory
+/// (so a file that does not exist yet is picked up when it appears): no polling on a timer. It
+/// follows a rotation: when the file is renamed away (to PATH.1, see `LogGenerations`) the rest of
+/// it is read, then any newer generation it missed, then the new file; when the file is truncated
+/// in place (an app log's copy-truncate) reading starts again from its beginning. `icebox log
+/// --follow`, `icebox logs --follow` and `IceboxClient.events(for:)` share it. Used by one thread
+/// at a time.
 ///
-/// When the kernel refuses inotify for want of resources (`Inotify.isExhausted`: the user's instances are shared by all of their
-/// processes), it looks at the file every `pollIntervalNanos` instead, as tail(1) reverts to polling: a follow that failed whenever
-/// other programs hold the instances would be worse than a slower one. `pollingBecause` says so, for the caller to tell.
+/// When the kernel refuses inotify for want of resources (`Inotify.isExhausted`: the user's
+/// instances are shared by all of their processes), it looks at the file every `pollIntervalNanos`
+/// instead, as tail(1) reverts to polling: a follow that failed whenever other programs hold the
+/// instances would be worse than a slower one. `pollingBecause` says so, for the caller to tell.
 package final class FileFollower {
     package let path: String
     private let generations: LogGenerations
@@ -39,8 +42,9 @@ package final class FileFollower {
         generations = LogGenerations(path: path)
         fileName = generations.fileName
         let directory = generations.directory
-        // The state directory may not exist before the first daemon ran: make it, as the daemon would. Only a convenience for the
-        // first run: if it cannot be made, the watch below fails and throws with the path.
+        // The state directory may not exist before the first daemon ran: make it, as the daemon
+        // would. Only a convenience for the first run: if it cannot be made, the watch below fails
+        // and throws with the path.
         if follow { try? FileIO.makeDirectories(directory, mode: 0o700) }
         var polls = follow && poll
         do {
@@ -63,8 +67,9 @@ package final class FileFollower {
         if !openCurrent() && !(missingIsEmpty && errno == ENOENT) {
             throw IceboxError("read", SystemError("open", path: path))
         }
-        // From the end of the last whole line: an app's output may end mid-line, and that line is read whole once its newline comes
-        // (the event log's writers append whole lines, so for it this is the end).
+        // From the end of the last whole line: an app's output may end mid-line, and that line is
+        // read whole once its newline comes (the event log's writers append whole lines, so for it
+        // this is the end).
         if startAtEnd && fd >= 0 { offset = LogLines.lastLineEnd(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) }
         startOffset = offset
         if follow && fd < 0 { lastRead = generations.inode(of: 1) }
@@ -72,7 +77,8 @@ package final class FileFollower {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// The file being read, for a caller that reads it backwards from `startOffset`; -1 if it did not exist when opened.
+    /// The file being read, for a caller that reads it backwards from `startOffset`; -1 if it did
+    /// not exist when opened.
     package var descriptor: Int32 { fd }
 
     /// The older generations, oldest first, opened now and each file once (not the one this
@@ -81,13 +87,15 @@ package final class FileFollower {
         generations.openOlder(seen: inode.map { [$0] } ?? [])
     }
 
-    /// Hands every complete line the file holds now (past what was read before) to `emit`, as bytes valid during the call.
-    /// `mapped`: through a mapping, for a log that is never truncated (see `LogLines.forwardMapped`).
+    /// Hands every complete line the file holds now (past what was read before) to `emit`, as bytes
+    /// valid during the call. `mapped`: through a mapping, for a log that is never truncated (see
+    /// `LogLines.forwardMapped`).
     package func readLineBytes(mapped: Bool = false, _ emit: (UnsafeRawBufferPointer) -> Void) {
         if fd < 0 && !openCurrent() { return }
         offset = (mapped ? LogLines.forwardMapped(fd: fd, from: offset, emit) : nil) ?? LogLines.forward(fd: fd, from: offset, emit)
-        // Shorter than what was read: truncated in place (copy-truncate). The copy, PATH.1, holds the old bytes at the same
-        // offsets: what was appended after this follower's last read is read from there, then the new file from its start.
+        // Shorter than what was read: truncated in place (copy-truncate). The copy, PATH.1, holds
+        // the old bytes at the same offsets: what was appended after this follower's last read is
+        // read from there, then the new file from its start.
         var st = stat()
         if fstat(fd, &st) == 0, Int64(st.st_size) < offset {
             let copy = open(generations.generation(1), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -107,9 +115,9 @@ package final class FileFollower {
         readLineBytes { emit(String(decoding: $0, as: UTF8.self)) }
     }
 
-    /// Emits the lines there are, then every line appended later, until one of `stops` reports an event (a client's stop `Wakeup`;
-    /// for the CLI: a signalfd, or stdout's reader going away): its index is returned; nil when the file or its directory went
-    /// away. Needs `follow` at init.
+    /// Emits the lines there are, then every line appended later, until one of `stops` reports an
+    /// event (a client's stop `Wakeup`; for the CLI: a signalfd, or stdout's reader going away):
+    /// its index is returned; nil when the file or its directory went away. Needs `follow` at init.
     package func follow(stopOn stops: [pollfd], _ emit: (String) -> Void) throws(IceboxError) -> Int? {
         guard inotify != nil || polls else {
             readLines(emit)
@@ -130,13 +138,15 @@ package final class FileFollower {
         }
     }
 
-    /// The descriptor that becomes readable when the log (or its directory) changes, for a caller that waits on it among others
-    /// (`icebox top`) and then calls `takeNotifications`; nil without `follow`.
+    /// The descriptor that becomes readable when the log (or its directory) changes, for a caller
+    /// that waits on it among others (`icebox top`) and then calls `takeNotifications`; nil without
+    /// `follow`.
     package var notificationDescriptor: Int32? { inotify?.fd }
 
-    /// Reads what inotify reported (call it once `notificationDescriptor` is readable; when polling, every `pollIntervalNanos`) and
-    /// hands `emit` the lines that came with it, across a rotation or a replaced file. Returns false when the file or its directory
-    /// went away (the follow is over).
+    /// Reads what inotify reported (call it once `notificationDescriptor` is readable; when
+    /// polling, every `pollIntervalNanos`) and hands `emit` the lines that came with it, across a
+    /// rotation or a replaced file. Returns false when the file or its directory went away (the
+    /// follow is over).
     package func takeNotifications(_ emit: (String) -> Void) throws(IceboxError) -> Bool {
         guard let inotify else { return polls && look(emit) }
         // The file's own removal counts: while this follower holds it open, the
@@ -158,17 +168,20 @@ package final class FileFollower {
                 closeCurrent()
             }
         }
-        // None open: the generations made since the last file read come first. Events read in one batch may tell of a file made and
-        // rotated while none was open, which no event handled above (they need one open).
+        // None open: the generations made since the last file read come first. Events read in one
+        // batch may tell of a file made and rotated while none was open, which no event handled
+        // above (they need one open).
         if fd < 0 { readWhole(generationsNewer(than: lastRead, ifNotFound: false), emit) }
         readLines(emit)
         return true
     }
 
-    /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it, then the generations newer than it (more
-    /// than one rotation may have happened since the last look), then let the next read open the new file. Polling, it is found at
-    /// a look rather than told at once, and ours may be a generation since dropped (more rotations than are kept): not found among
-    /// them, every one is newer. Told at once (inotify), ours not found was moved elsewhere, and none is.
+    /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it, then the
+    /// generations newer than it (more than one rotation may have happened since the last look),
+    /// then let the next read open the new file. Polling, it is found at a look rather than told at
+    /// once, and ours may be a generation since dropped (more rotations than are kept): not found
+    /// among them, every one is newer. Told at once (inotify), ours not found was moved elsewhere,
+    /// and none is.
     private func rotated(_ emit: (String) -> Void) {
         guard fd >= 0 else { return }
         readLines(emit)
@@ -178,8 +191,8 @@ package final class FileFollower {
         readWhole(newer, emit)
     }
 
-    /// The numbers of the generations newer than the file `known` (by inode), newest first: all of them for nil (none had been read
-    /// or existed); `known` not among them, all of them or none.
+    /// The numbers of the generations newer than the file `known` (by inode), newest first: all of
+    /// them for nil (none had been read or existed); `known` not among them, all of them or none.
     private func generationsNewer(than known: UInt64?, ifNotFound all: Bool) -> [Int] {
         let numbers = generations.olderNumbers()
         guard let known else { return numbers }

@@ -1,9 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// A log file and its older generations, logrotate style: PATH is the one being written, PATH.1 the newest older one, PATH.N the
-/// oldest. The numbers only ever grow as a file ages, so sorting by number is reading in order, even with gaps (a rotation cut
-/// short by a crash leaves a gap, never a lost or misplaced file).
+/// A log file and its older generations, logrotate style: PATH is the one being written, PATH.1 the
+/// newest older one, PATH.N the oldest. The numbers only ever grow as a file ages, so sorting by
+/// number is reading in order, even with gaps (a rotation cut short by a crash leaves a gap, never
+/// a lost or misplaced file).
 package struct LogGenerations: Sendable {
     package let path: String
     package let directory: String
@@ -20,7 +21,8 @@ package struct LogGenerations: Sendable {
     /// PATH for 0, else PATH.n.
     package func generation(_ n: Int) -> String { n == 0 ? path : path + ".\(n)" }
 
-    /// The numbers of the older generations on disk, ascending (newest first), from one listing of the directory.
+    /// The numbers of the older generations on disk, ascending (newest first), from one listing of
+    /// the directory.
     package func olderNumbers() -> [Int] {
         let prefix = fileName + "."
         // A directory that cannot be listed has no older generations: only the current log is read.
@@ -33,9 +35,10 @@ package struct LogGenerations: Sendable {
         }.sorted()
     }
 
-    /// Frees PATH.1 for the file about to be rotated: the older generations move up by one (gaps closing), and what would pass
-    /// `keep` is removed. Renames only ever move a file to a number that keeps the order, so a crash at any point leaves the
-    /// generations in order. Returns the errors met (a generation that cannot move stays where it is).
+    /// Frees PATH.1 for the file about to be rotated: the older generations move up by one (gaps
+    /// closing), and what would pass `keep` is removed. Renames only ever move a file to a number
+    /// that keeps the order, so a crash at any point leaves the generations in order. Returns the
+    /// errors met (a generation that cannot move stays where it is).
     @discardableResult
     package func shift(keep: Int) -> [SystemError] {
         var errors: [SystemError] = []
@@ -51,17 +54,19 @@ package struct LogGenerations: Sendable {
             errors.append(SystemError("remove", path: generation(n)))
         }
         existing = Array(existing.prefix(max(keep - 1, 0)))
-        // Generation i (0-based) becomes PATH.(i+2). Those before the first gap move up (oldest first, so each lands on a free
-        // number); those after it move down or stay (newest first, for the same reason).
+        // Generation i (0-based) becomes PATH.(i+2). Those before the first gap move up (oldest
+        // first, so each lands on a free number); those after it move down or stay (newest first,
+        // for the same reason).
         let firstGap = existing.indices.first { existing[$0] != $0 + 1 } ?? existing.count
         for i in existing.indices where i >= firstGap { move(existing[i], i + 2) }
         for i in existing.indices.prefix(firstGap).reversed() { move(existing[i], i + 2) }
         return errors
     }
 
-    /// Opens the older generations for reading, newest first, skipping any file whose inode is in `seen` (one already open under
-    /// another name: a rotation happened meanwhile), and returns them oldest first. Open the current file before calling this: a
-    /// rotation in between then shows up as a file seen twice, not as a file missed.
+    /// Opens the older generations for reading, newest first, skipping any file whose inode is in
+    /// `seen` (one already open under another name: a rotation happened meanwhile), and returns
+    /// them oldest first. Open the current file before calling this: a rotation in between then
+    /// shows up as a file seen twice, not as a file missed.
     package func openOlder(seen: Set<UInt64>) -> [Int32] {
         var seen = seen
         var fds: [Int32] = []

@@ -1,16 +1,18 @@
 import Glibc
 import IceboxSystem
 
-/// Reading a log of lines fast, from either end: large reads at explicit offsets (pread, so a caller's file position is left
-/// alone), lines found with memchr, and nothing decoded here: callers look at a line's bytes before they pay for decoding it. A
-/// line is handed over without its newline, as a buffer valid only during the call.
+/// Reading a log of lines fast, from either end: large reads at explicit offsets (pread, so a
+/// caller's file position is left alone), lines found with memchr, and nothing decoded here:
+/// callers look at a line's bytes before they pay for decoding it. A line is handed over without
+/// its newline, as a buffer valid only during the call.
 package enum LogLines {
     /// What the bytes after a file's last newline are.
     package enum FileEnd {
         /// A line still being written (the file being appended to): left for a later read.
         case growing
-        /// A line cut short for good (a rotated generation, which nobody writes again: an app's output copied mid-line, or a crash
-        /// mid-write): handed over as it is, as the backward read does, so both directions read the same lines.
+        /// A line cut short for good (a rotated generation, which nobody writes again: an app's
+        /// output copied mid-line, or a crash mid-write): handed over as it is, as the backward
+        /// read does, so both directions read the same lines.
         case final
     }
 
@@ -18,8 +20,9 @@ package enum LogLines {
     /// corrupt file must not make a reader hold it whole).
     package static let maxLineBytes = 16 << 20
 
-    /// Reads `fd` from `offset` to its end, handing over each complete line (and with `.final`, the last bytes without a newline
-    /// too). Returns the offset after the last line handed over (where a line still being written begins).
+    /// Reads `fd` from `offset` to its end, handing over each complete line (and with `.final`, the
+    /// last bytes without a newline too). Returns the offset after the last line handed over (where
+    /// a line still being written begins).
     package static func forward(
         fd: Int32, from offset: Int64, end fileEnd: FileEnd = .growing, _ line: (UnsafeRawBufferPointer) -> Void
     ) -> Int64 {
@@ -74,9 +77,10 @@ package enum LogLines {
         }
     }
 
-    /// As `forward`, through a read-only mapping of the file instead of reads into a buffer: the copy of every page is most of the
-    /// cost of scanning a large log. Only for a file that is appended to and renamed, never truncated (the event log): a page past
-    /// a new, shorter end would raise SIGBUS. nil if the file cannot be mapped (read it with `forward`).
+    /// As `forward`, through a read-only mapping of the file instead of reads into a buffer: the
+    /// copy of every page is most of the cost of scanning a large log. Only for a file that is
+    /// appended to and renamed, never truncated (the event log): a page past a new, shorter end
+    /// would raise SIGBUS. nil if the file cannot be mapped (read it with `forward`).
     package static func forwardMapped(
         fd: Int32, from offset: Int64, end fileEnd: FileEnd = .growing, _ line: (UnsafeRawBufferPointer) -> Void
     ) -> Int64? {
@@ -101,9 +105,10 @@ package enum LogLines {
         return Int64(start)
     }
 
-    /// Where the last complete line of `fd` ends, at or before `end`: `end` itself when the file ends with a newline, else just
-    /// after the last newline, so that a line still being written is read whole once it is (0 if there is no newline; `end` if none
-    /// is found within `maxLineBytes`, an overlong line being dropped anyway).
+    /// Where the last complete line of `fd` ends, at or before `end`: `end` itself when the file
+    /// ends with a newline, else just after the last newline, so that a line still being written is
+    /// read whole once it is (0 if there is no newline; `end` if none is found within
+    /// `maxLineBytes`, an overlong line being dropped anyway).
     package static func lastLineEnd(fd: Int32, end: Int64) -> Int64 {
         let blockSize = 64 * 1024
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 1)
@@ -123,8 +128,9 @@ package enum LogLines {
         return blockEnd == 0 ? 0 : end
     }
 
-    /// Reads `fd` backwards from `end` (a line boundary: the end of a file, or where a forward read stopped), handing over complete
-    /// lines newest first until `line` returns false (then this returns false) or the start of the file is reached (true).
+    /// Reads `fd` backwards from `end` (a line boundary: the end of a file, or where a forward read
+    /// stopped), handing over complete lines newest first until `line` returns false (then this
+    /// returns false) or the start of the file is reached (true).
     @discardableResult
     package static func backward(fd: Int32, end: Int64, _ line: (UnsafeRawBufferPointer) -> Bool) -> Bool {
         var blockSize = 256 * 1024

@@ -1,6 +1,7 @@
-/// When a log is rotated and how many older generations are kept: the event log (`events.jsonl`) and every app's output log
-/// (`logs/NAME.log`) follow the same setting. `icebox daemon --log-max-size SIZE --log-keep N`, or ICEBOX_LOG_MAX_SIZE and
-/// ICEBOX_LOG_KEEP for a daemon started on demand.
+/// When a log is rotated and how many older generations are kept: the event log (`events.jsonl`)
+/// and every app's output log (`logs/NAME.log`) follow the same setting. `icebox daemon
+/// --log-max-size SIZE --log-keep N`, or ICEBOX_LOG_MAX_SIZE and ICEBOX_LOG_KEEP for a daemon
+/// started on demand.
 package struct LogRotation: Sendable, Equatable {
     /// A log is rotated once it has reached this size; 0: never (the log grows without bound).
     package var maxBytes: UInt64
@@ -9,7 +10,8 @@ package struct LogRotation: Sendable, Equatable {
 
     package static let defaultMaxBytes: UInt64 = 8 << 20
     package static let defaultKeep = 4
-    /// Below a kilobyte a log would rotate at every second line; above 100 generations a reader opens too many files.
+    /// Below a kilobyte a log would rotate at every second line; above 100 generations a reader
+    /// opens too many files.
     package static let minBytes: UInt64 = 1024
     package static let keepRange = 1...100
 

@@ -1,6 +1,8 @@
-/// When a file rewritten on change is next due. After a quiet spell a change is written at once; within `intervalNanos` of the last
-/// write it waits for the interval's end. So a burst of changes costs one write per interval, and the last change of a burst always
-/// lands (the write it waits for comes after it). The daemon's loop sleeps until `due`: a deadline like the others, never a sleep.
+/// When a file rewritten on change is next due. After a quiet spell a change is written at once;
+/// within `intervalNanos` of the last write it waits for the interval's end. So a burst of changes
+/// costs one write per interval, and the last change of a burst always lands (the write it waits
+/// for comes after it). The daemon's loop sleeps until `due`: a deadline like the others, never a
+/// sleep.
 struct RefreshSchedule: Sendable, Equatable {
     let intervalNanos: UInt64
     private(set) var lastWrite: UInt64?

@@ -8,9 +8,10 @@ package struct AppMetricsSnapshot: Sendable, Equatable {
     package var memory: AppMemoryReading?
 }
 
-/// What the daemon counts for `icebox metrics` and the metrics file: latency histograms and counters fed from the events it logs
-/// (`record(_:)`, called from `Daemon.log`), plus the figures read on demand (apps, memory, the daemon's own process) when the
-/// metrics are written. Counts start at zero with each daemon, as Prometheus counters may: a restart shows in
+/// What the daemon counts for `icebox metrics` and the metrics file: latency histograms and
+/// counters fed from the events it logs (`record(_:)`, called from `Daemon.log`), plus the figures
+/// read on demand (apps, memory, the daemon's own process) when the metrics are written. Counts
+/// start at zero with each daemon, as Prometheus counters may: a restart shows in
 /// `icebox_daemon_start_time_seconds`, and `rate()` handles the reset.
 package struct DaemonMetrics: Sendable, Equatable {
     package private(set) var freeze: [BackendKind: LatencyHistogram] = [:]

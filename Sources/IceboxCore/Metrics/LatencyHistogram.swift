@@ -1,5 +1,6 @@
-/// A Prometheus histogram of durations with fixed buckets. Observations are whole nanoseconds and the sum is kept in nanoseconds
-/// too, so nothing is lost to floating point until the text is written (in seconds, the base unit Prometheus expects).
+/// A Prometheus histogram of durations with fixed buckets. Observations are whole nanoseconds and
+/// the sum is kept in nanoseconds too, so nothing is lost to floating point until the text is
+/// written (in seconds, the base unit Prometheus expects).
 package struct LatencyHistogram: Sendable, Equatable {
     /// 50 µs to 60 s: a cgroup freeze takes tens of microseconds, a SIGSTOP freeze of a big
     /// app or a cold start seconds, a grace up to its length (5 s by default).

@@ -1,5 +1,6 @@
-/// One metric family as the Prometheus data model has it: a name, a type, a help text, an optional unit and its samples. Built by
-/// `DaemonMetrics`, written out by `MetricsExposition` in either text format.
+/// One metric family as the Prometheus data model has it: a name, a type, a help text, an optional
+/// unit and its samples. Built by `DaemonMetrics`, written out by `MetricsExposition` in either
+/// text format.
 package struct MetricFamily: Sendable, Equatable {
     package enum Kind: String, Sendable {
         case gauge, counter, histogram
@@ -70,7 +71,8 @@ package struct MetricSample: Sendable, Equatable {
     package var value: MetricValue
 }
 
-/// A label: a fixed name (an identifier of ours) and a value from anywhere (an app's name), escaped when written.
+/// A label: a fixed name (an identifier of ours) and a value from anywhere (an app's name), escaped
+/// when written.
 package struct MetricLabel: Sendable, Equatable {
     package var name: String
     package var value: String

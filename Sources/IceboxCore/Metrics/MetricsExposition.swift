@@ -1,8 +1,10 @@
 /// The two text formats Prometheus scrapes.
 package enum MetricsFormat: String, Codable, Sendable, CaseIterable {
-    /// The Prometheus text format, version 0.0.4: what Prometheus, node_exporter's textfile collector and every scraper read.
+    /// The Prometheus text format, version 0.0.4: what Prometheus, node_exporter's textfile
+    /// collector and every scraper read.
     case prometheus
-    /// OpenMetrics 1.0 text: UNIT lines, counters typed by their name without `_total`, and `# EOF` at the end.
+    /// OpenMetrics 1.0 text: UNIT lines, counters typed by their name without `_total`, and `# EOF`
+    /// at the end.
     case openMetrics = "openmetrics"
 }
 

@@ -2,10 +2,11 @@ import Glibc
 
 /// Where an app's sd_notify datagrams (its NOTIFY_SOCKET) arrive.
 ///
-/// An app gets a socket of its own while the daemon has descriptors to spare (`DescriptorBudget`): a flood on it is that app's
-/// alone, read at most `Daemon.notifyDatagramsPerTurn` per turn. Past that, apps launched from then on share the daemon's one
-/// socket (systemd's way: one socket, the sender's cgroup says which unit), so that a daemon of 10,000 apps holds one descriptor
-/// per app, not two. The choice is made at launch and kept: the path is in the app's environment.
+/// An app gets a socket of its own while the daemon has descriptors to spare (`DescriptorBudget`):
+/// a flood on it is that app's alone, read at most `Daemon.notifyDatagramsPerTurn` per turn. Past
+/// that, apps launched from then on share the daemon's one socket (systemd's way: one socket, the
+/// sender's cgroup says which unit), so that a daemon of 10,000 apps holds one descriptor per app,
+/// not two. The choice is made at launch and kept: the path is in the app's environment.
 enum NotifyChannel: Equatable {
     /// A socket of the app's own, bound at `path`; the daemon holds `fd`.
     case own(fd: Int32, path: String)

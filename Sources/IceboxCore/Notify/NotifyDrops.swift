@@ -1,8 +1,9 @@
 import Glibc
 
-/// Notify datagrams dropped since the last line logged about them, the last sender, and when the next such line may be written
-/// (monotonic ns): a flood of datagrams from processes that are not the app's (or, on the shared socket, no app's) must not grow
-/// the event log without bound. A flood wrote a line each before: 29 MB of log in 10 s.
+/// Notify datagrams dropped since the last line logged about them, the last sender, and when the
+/// next such line may be written (monotonic ns): a flood of datagrams from processes that are not
+/// the app's (or, on the shared socket, no app's) must not grow the event log without bound. A
+/// flood wrote a line each before: 29 MB of log in 10 s.
 struct NotifyDrops {
     static let logIntervalNanos: UInt64 = 1_000_000_000
 

@@ -24,7 +24,8 @@ package struct NotifyMessage: Equatable, Sendable {
     /// EXTEND_TIMEOUT_USEC=N: the app asks for N more microseconds (beginBackgroundTask).
     package var extendNanos: UInt64? { nanos(micros: "EXTEND_TIMEOUT_USEC") }
 
-    /// A field of microseconds, in ns. Saturating: a huge request means "as long as allowed" (--max-grace caps it), never a wrap.
+    /// A field of microseconds, in ns. Saturating: a huge request means "as long as allowed"
+    /// (--max-grace caps it), never a wrap.
     private func nanos(micros key: String) -> UInt64? {
         fields[key].flatMap { UInt64($0) }.map { $0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000 }
     }

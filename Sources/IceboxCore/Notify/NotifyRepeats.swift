@@ -1,14 +1,15 @@
-/// What an app's own notify messages may cost the event log and the registry. A message is the app's to send as often as it likes
-/// (a loop of sendto), and each used to write an event line (STOPPING=1, WATCHDOG=trigger, EXTEND_TIMEOUT_USEC) or its whole
-/// registry record (STATUS=): an app running as nobody wrote 106k event lines in 10 s, pushing every other app's history out of the
-/// rotated log, and 126 MB of records in 5 s. So, per app:
+/// What an app's own notify messages may cost the event log and the registry. A message is the
+/// app's to send as often as it likes (a loop of sendto), and each used to write an event line
+/// (STOPPING=1, WATCHDOG=trigger, EXTEND_TIMEOUT_USEC) or its whole registry record (STATUS=): an
+/// app running as nobody wrote 106k event lines in 10 s, pushing every other app's history out of
+/// the rotated log, and 126 MB of records in 5 s. So, per app:
 ///
-/// - a line of each kind is written at most once a second; what the second holds back is
-///   counted and said in one line when it ends (a loop deadline), as `NotifyDrops` does for
-///   strangers' messages;
-/// - a change to the record that the app makes (STATUS=, a grace it extends) is kept at once
-///   (`ps` shows it) and written at most every `recordIntervalNanos`: the first at once, the
-///   latest of a burst when the interval ends, so the last one always lands.
+/// - a line of each kind is written at most once a second; what the second holds back is counted
+///   and said in one line when it ends (a loop deadline), as `NotifyDrops` does for strangers'
+///   messages;
+/// - a change to the record that the app makes (STATUS=, a grace it extends) is kept at once (`ps`
+///   shows it) and written at most every `recordIntervalNanos`: the first at once, the latest of a
+///   burst when the interval ends, so the last one always lands.
 ///
 /// A value the lifecycle keeps: every decision takes `now`, so it is tested without a clock.
 struct NotifyRepeats: Sendable, Equatable {
@@ -43,7 +44,8 @@ struct NotifyRepeats: Sendable, Equatable {
     /// When `take` or `recordDue` next has something to do; nil when nothing waits.
     var dueAt: UInt64? {
         var due = recordDue
-        // STATUS= changes are counted in silence until they make a flood: a few a second never wake the loop.
+        // STATUS= changes are counted in silence until they make a flood: a few a second never wake
+        // the loop.
         for kind in Kind.allCases where held[kind.rawValue] > (kind == .status ? Self.statusFloodCount - 1 : 0) {
             due = due.earlier(lineAt[kind.rawValue])
         }
@@ -71,9 +73,10 @@ struct NotifyRepeats: Sendable, Equatable {
         }
         recordDue = max(recordAt, now)
         if status {
-            // Folded into a later write: counted within a second, for the line that says a flood came; a second that ended short of
-            // one starts again. One that made a flood is left for `take` to say: under a flood the socket is read before the loop's
-            // deadline work, so a reset here would lose every summary.
+            // Folded into a later write: counted within a second, for the line that says a flood
+            // came; a second that ended short of one starts again. One that made a flood is left
+            // for `take` to say: under a flood the socket is read before the loop's deadline work,
+            // so a reset here would lose every summary.
             let k = Kind.status.rawValue
             if now >= lineAt[k] && held[k] < Self.statusFloodCount {
                 held[k] = 0

@@ -21,12 +21,14 @@ package struct AppMemoryReading: Codable, Sendable, Equatable {
 
 /// The memory of one app, from the best source the host has.
 package enum AppMemory {
-    /// memory.usage_in_bytes of the app's v1 memory cgroup when it has one: a controller belongs to one hierarchy only, so with the
-    /// memory controller on v1 the v2 cgroup has no memory.current (looking there first cost every app of `ps` a failed open on
-    /// hybrid hosts). Else memory.current of the v2 cgroup when that file exists (the v2 memory controller is enabled for it); else
-    /// the Pss sum over `pids`. A source that cannot be read falls through to the next. `pids` is only listed when it comes to
-    /// that: listing an app's members walks its cgroup tree, and `ps` asks this of every app. `roots`: directories kept open that
-    /// the cgroups may lie under; a counter below one is opened relative to it (see `DirectoryHandle`).
+    /// memory.usage_in_bytes of the app's v1 memory cgroup when it has one: a controller belongs to
+    /// one hierarchy only, so with the memory controller on v1 the v2 cgroup has no memory.current
+    /// (looking there first cost every app of `ps` a failed open on hybrid hosts). Else
+    /// memory.current of the v2 cgroup when that file exists (the v2 memory controller is enabled
+    /// for it); else the Pss sum over `pids`. A source that cannot be read falls through to the
+    /// next. `pids` is only listed when it comes to that: listing an app's members walks its cgroup
+    /// tree, and `ps` asks this of every app. `roots`: directories kept open that the cgroups may
+    /// lie under; a counter below one is opened relative to it (see `DirectoryHandle`).
     package static func read(
         v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc",
         roots: [DirectoryHandle] = []
@@ -69,9 +71,11 @@ package enum SystemMemory {
         ProcFS.statusField(name, in: text).flatMap(ProcFS.parseKiloBytes)
     }
 
-    /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out anonymous memory.
+    /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out
+    /// anonymous memory.
     package static func hasSwap(path: String = "/proc/meminfo") -> Bool {
-        // No meminfo read: taken as no swap, the side on which compaction does nothing it cannot undo.
+        // No meminfo read: taken as no swap, the side on which compaction does nothing it cannot
+        // undo.
         ((try? FileIO.read(path)).flatMap { field("SwapTotal", meminfo: $0) } ?? 0) > 0
     }
 }

@@ -1,11 +1,13 @@
 import Glibc
 import IceboxSystem
 
-/// Compaction: reclaiming a frozen app's memory without killing it, as Android does right after it freezes a cached app. A frozen
-/// app touches no memory, so its pages are the best candidates there are; it faults back what it needs after the thaw.
+/// Compaction: reclaiming a frozen app's memory without killing it, as Android does right after it
+/// freezes a cached app. A frozen app touches no memory, so its pages are the best candidates there
+/// are; it faults back what it needs after the thaw.
 ///
-/// Two ways in. With the cgroup v2 memory controller, `memory.reclaim` asks the kernel to reclaim from the app's cgroup as a whole.
-/// Without it (hybrid hosts, where the v2 tree has no controllers), process_madvise(2) advises each process's private mappings.
+/// Two ways in. With the cgroup v2 memory controller, `memory.reclaim` asks the kernel to reclaim
+/// from the app's cgroup as a whole. Without it (hybrid hosts, where the v2 tree has no
+/// controllers), process_madvise(2) advises each process's private mappings.
 package enum CompactionMode: String, Codable, Sendable {
     /// Reclaim now (MADV_PAGEOUT, or memory.reclaim).
     case pageout
@@ -34,15 +36,17 @@ package struct MemoryMapping: Equatable, Sendable {
     package var length: UInt64 { end - start }
     package var isPrivate: Bool { permissions.hasSuffix("p") }
 
-    /// Mappings the kernel itself provides: madvise refuses some (VM_PFNMAP) and nothing in them belongs to the app.
+    /// Mappings the kernel itself provides: madvise refuses some (VM_PFNMAP) and nothing in them
+    /// belongs to the app.
     static let kernelMappings: Set<String> = [
         "[vsyscall]", "[vvar]", "[vvar_vclock]", "[vdso]", "[uprobes]", "[vectors]", "[sigpage]",
     ]
     package var isKernelMapping: Bool { Self.kernelMappings.contains(path) }
 
-    /// Whether compaction advises this mapping: private (anonymous or file-backed), not the kernel's, and not PROT_NONE. Shared
-    /// mappings are left alone: their pages belong to other processes too. PROT_NONE regions are guard pages and address-space
-    /// reservations (runtimes reserve gigabytes), with nothing resident worth a page-table walk.
+    /// Whether compaction advises this mapping: private (anonymous or file-backed), not the
+    /// kernel's, and not PROT_NONE. Shared mappings are left alone: their pages belong to other
+    /// processes too. PROT_NONE regions are guard pages and address-space reservations (runtimes
+    /// reserve gigabytes), with nothing resident worth a page-table walk.
     package var isCompactable: Bool { isPrivate && !isKernelMapping && !permissions.hasPrefix("---") }
 
     /// Parses one line; nil for a malformed one.
@@ -119,7 +123,8 @@ package struct CompactionReport: Codable, Sendable, Equatable {
     /// Processes that exited before or while they were advised.
     package var processesExited: Int
     package var vmasAdvised: Int
-    /// process_madvise: bytes the kernel went through (advised, not necessarily freed). memory.reclaim: the amount asked for.
+    /// process_madvise: bytes the kernel went through (advised, not necessarily freed).
+    /// memory.reclaim: the amount asked for.
     package var bytesAdvised: UInt64
     /// Ranges the kernel refused and that were skipped (process_madvise only).
     package var rangesSkipped: Int
@@ -186,8 +191,9 @@ package enum Compactor {
         return report
     }
 
-    /// Writes a byte count to the cgroup's memory.reclaim: its whole memory.current, i.e. "as much as you can". The kernel answers
-    /// EAGAIN when it reclaimed less than asked, which is the normal outcome here and is reported, not thrown.
+    /// Writes a byte count to the cgroup's memory.reclaim: its whole memory.current, i.e. "as much
+    /// as you can". The kernel answers EAGAIN when it reclaimed less than asked, which is the
+    /// normal outcome here and is reported, not thrown.
     package static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], procRoot: String = "/proc") throws(SystemError) -> CompactionReport {
         let before = ResidentMemory.read(pids: pids, procRoot: procRoot)
         let start = Clock.monotonicNanos()

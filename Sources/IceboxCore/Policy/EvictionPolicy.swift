@@ -12,8 +12,8 @@ package enum LockContentionAction: String, Codable, Sendable, CaseIterable {
     case thaw, evict
 }
 
-/// One change to the policy, typed: what `icebox daemon` and `icebox policy set` send. Parsed from the command line's text in one
-/// place (`parse`), so a mistake exits 64 before anything is sent.
+/// One change to the policy, typed: what `icebox daemon` and `icebox policy set` send. Parsed from
+/// the command line's text in one place (`parse`), so a mistake exits 64 before anything is sent.
 package enum PolicySetting: Codable, Sendable, Equatable {
     case memoryBudget(UInt64?)
     case pressure(String?)  // a PSI trigger already checked by PressureSpec.parse
@@ -153,8 +153,9 @@ extension PolicySetting {
     }
 }
 
-/// When the daemon evicts apps, and how. Every trigger is optional; they combine. Set on `icebox daemon`, changed on a running one
-/// with `icebox policy set`, kept in the state directory (policy.json) so a daemon started on demand applies the last one.
+/// When the daemon evicts apps, and how. Every trigger is optional; they combine. Set on `icebox
+/// daemon`, changed on a running one with `icebox policy set`, kept in the state directory
+/// (policy.json) so a daemon started on demand applies the last one.
 package struct EvictionPolicy: Codable, Sendable, Equatable {
     package var memoryBudgetBytes: UInt64?  // the apps together may use at most this
     package var pressure: String?  // a PSI trigger, "some 150ms/2s"

@@ -8,7 +8,8 @@ package enum PressureKind: String, Codable, Sendable {
     case full
 }
 
-/// A PSI trigger as people write it: `some 150ms/2s` fires when tasks were stalled for 150 ms in total within any 2 s window.
+/// A PSI trigger as people write it: `some 150ms/2s` fires when tasks were stalled for 150 ms in
+/// total within any 2 s window.
 package struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
     package var kind: PressureKind
     package var stallNanos: UInt64
@@ -25,9 +26,10 @@ package struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
     /// kernel's 2 s averaging work instead of getting a real-time polling thread of their own.
     package static let unprivilegedWindowStepNanos: UInt64 = 2_000_000_000
 
-    /// Parses and validates `<some|full> <stall>/<window>` (durations as DurationText reads them: 150ms, 2s, 500us). `privileged`
-    /// is whether the trigger will be created with CAP_SYS_RESOURCE (the kernel checks the opener's capabilities); windows are
-    /// checked here so the error can say why and what would work, where the kernel only says EINVAL.
+    /// Parses and validates `<some|full> <stall>/<window>` (durations as DurationText reads them:
+    /// 150ms, 2s, 500us). `privileged` is whether the trigger will be created with CAP_SYS_RESOURCE
+    /// (the kernel checks the opener's capabilities); windows are checked here so the error can say
+    /// why and what would work, where the kernel only says EINVAL.
     package static func parse(_ text: String, privileged: Bool = Capabilities.hasEffective("cap_sys_resource") ?? false)
         throws(IceboxError) -> PressureSpec
     {
@@ -104,9 +106,10 @@ package struct PressureStats: Equatable, Sendable, Codable {
     package var full: Line?
 }
 
-/// A PSI trigger: an open pressure file with a threshold written to it. The kernel then signals POLLPRI on the descriptor whenever
-/// the stall crosses the threshold within the window (at most once per window), so the daemon can watch it in its epoll loop
-/// (EPOLLPRI) instead of polling pressure. Closing the descriptor removes the trigger.
+/// A PSI trigger: an open pressure file with a threshold written to it. The kernel then signals
+/// POLLPRI on the descriptor whenever the stall crosses the threshold within the window (at most
+/// once per window), so the daemon can watch it in its epoll loop (EPOLLPRI) instead of polling
+/// pressure. Closing the descriptor removes the trigger.
 package final class PressureTrigger: Sendable {
     package let fd: Int32
     package let path: String
@@ -117,8 +120,9 @@ package final class PressureTrigger: Sendable {
     /// pressure file goes away (its cgroup was removed).
     package static let epollEvents = EpollEvents.priority
 
-    /// Opens `path` (the system file, or a cgroup's memory.pressure) and writes the trigger. EINVAL from the kernel means a spec it
-    /// does not accept (see PressureSpec.parse); EBUSY cannot happen, as every trigger gets a descriptor of its own.
+    /// Opens `path` (the system file, or a cgroup's memory.pressure) and writes the trigger. EINVAL
+    /// from the kernel means a spec it does not accept (see PressureSpec.parse); EBUSY cannot
+    /// happen, as every trigger gets a descriptor of its own.
     package init(spec: PressureSpec = .default, path: String = PressureTrigger.systemMemory) throws(SystemError) {
         let fd = try systemCall("open", path: path) { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
         // The kernel overwrites the last byte written with a NUL before parsing, so the
@@ -140,7 +144,8 @@ package final class PressureTrigger: Sendable {
     package enum State: Equatable, Sendable {
         /// The threshold was not crossed (within the timeout).
         case quiet
-        /// The threshold was crossed. Polling consumed the event: the next one comes with the next crossing.
+        /// The threshold was crossed. Polling consumed the event: the next one comes with the next
+        /// crossing.
         case crossed
         /// The pressure file is gone (its cgroup was removed): the trigger is dead.
         case gone
@@ -154,7 +159,8 @@ package final class PressureTrigger: Sendable {
         return stats
     }
 
-    /// Parses `some avg10=0.00 avg60=0.00 avg300=0.00 total=123` and the `full` line. nil without a well-formed `some` line.
+    /// Parses `some avg10=0.00 avg60=0.00 avg300=0.00 total=123` and the `full` line. nil without a
+    /// well-formed `some` line.
     package static func read(text: String) -> PressureStats? {
         var some: PressureStats.Line?
         var full: PressureStats.Line?

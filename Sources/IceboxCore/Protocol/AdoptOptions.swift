@@ -14,7 +14,8 @@ public enum AdoptSource: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// `{"pid":1234}` or `{"cgroup":"/sys/fs/cgroup/build"}`: one member, its value plain (docs/protocol.md).
+/// `{"pid":1234}` or `{"cgroup":"/sys/fs/cgroup/build"}`: one member, its value plain
+/// (docs/protocol.md).
 extension AdoptSource {
     enum CodingKeys: String, CodingKey { case pid, cgroup }
 
@@ -69,7 +70,8 @@ public struct AdoptOptions: Codable, Sendable, Equatable {
         self.source = source
     }
 
-    /// Only `name` and `source` are required; the rest takes its default when absent (docs/protocol.md).
+    /// Only `name` and `source` are required; the rest takes its default when absent
+    /// (docs/protocol.md).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(name: try c.decode(String.self, forKey: .name), source: try c.decode(AdoptSource.self, forKey: .source))

@@ -117,8 +117,8 @@ package enum ControlRequest: Codable, Sendable, Equatable {
         }
     }
 
-    /// Whether the request only reads: sent twice, it has no effect the first had not, so it
-    /// goes again to the next daemon when the first died before answering (ClientSession.mayResend).
+    /// Whether the request only reads: sent twice, it has no effect the first had not, so it goes
+    /// again to the next daemon when the first died before answering (ClientSession.mayResend).
     package var isReadOnly: Bool {
         switch self {
         case .ping, .version, .ps, .policy, .metrics: return true

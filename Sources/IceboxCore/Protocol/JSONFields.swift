@@ -1,17 +1,17 @@
 import Glibc
 
-/// One definition of a record type's JSON (a registry record with its launch options and identity, an event,
-/// `ps`'s summary): `visitFields` lists its fields (the JSON key, the value, how to set it), and from that
-/// one list come the hand-written form the daemon writes and reads on its hot paths (`JSONWriter`,
-/// `JSONReader`) and the type's `Codable` conformance (a line not in the plain form, a user's own decoder).
-/// `JSONFieldsTests` checks that the list names every stored property.
+/// One definition of a record type's JSON (a registry record with its launch options and identity,
+/// an event, `ps`'s summary): `visitFields` lists its fields (the JSON key, the value, how to set
+/// it), and from that one list come the hand-written form the daemon writes and reads on its hot
+/// paths (`JSONWriter`, `JSONReader`) and the type's `Codable` conformance (a line not in the plain
+/// form, a user's own decoder). `JSONFieldsTests` checks that the list names every stored property.
 ///
-/// A visitor, not a table of closures: each form is the list specialized for its visitor, straight-line code
-/// (closures cost a fifth more writing `ps --json`, in reference counting).
+/// A visitor, not a table of closures: each form is the list specialized for its visitor,
+/// straight-line code (closures cost a fifth more writing `ps --json`, in reference counting).
 ///
-/// Codable keys are the Swift names, as synthesized: the JSON key converted back (`JSONKeyStyle.camel`), so
-/// `JSONLines`' key strategy turns them into the JSON keys again and a plain JSONDecoder reads the camelCase
-/// form.
+/// Codable keys are the Swift names, as synthesized: the JSON key converted back
+/// (`JSONKeyStyle.camel`), so `JSONLines`' key strategy turns them into the JSON keys again and a
+/// plain JSONDecoder reads the camelCase form.
 package protocol JSONRecord: JSONWritable, JSONReadable {
     /// Hands each field to `visitor`, in the byte order of the keys (JSONEncoder's `.sortedKeys`).
     func visitFields<V: JSONFieldVisitor>(_ visitor: inout V) where V.Root == Self
@@ -59,9 +59,9 @@ extension JSONRecord {
         swap(&writer.w, &w)
     }
 
-    /// Reads the members in the list's order, in as many passes as the line needs: one for a
-    /// line JSONWriter wrote whole, two for the registry's (launch-time members at the end). A
-    /// line the passes cannot finish (an unknown key, a key twice, members shuffled) is JSONDecoder's.
+    /// Reads the members in the list's order, in as many passes as the line needs: one for a line
+    /// JSONWriter wrote whole, two for the registry's (launch-time members at the end). A line the
+    /// passes cannot finish (an unknown key, a key twice, members shuffled) is JSONDecoder's.
     package init?(json r: inout JSONReader) {
         guard r.openObject() else { return nil }
         var reader = FieldReader(r: r, record: Self.jsonBlank)

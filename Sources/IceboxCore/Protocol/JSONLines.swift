@@ -1,9 +1,10 @@
 import FoundationEssentials
 import Synchronization
 
-/// JSON for the control protocol, the event log, the registry and every `--json` output: compact, one object
-/// a line, keys sorted so files diff cleanly, and one key style everywhere: snake_case, with durations in
-/// nanoseconds ending in `_ns` (`graceNanos` → `grace_ns`, `memoryBytes` → `memory_bytes`).
+/// JSON for the control protocol, the event log, the registry and every `--json` output: compact,
+/// one object a line, keys sorted so files diff cleanly, and one key style everywhere: snake_case,
+/// with durations in nanoseconds ending in `_ns` (`graceNanos` → `grace_ns`, `memoryBytes` →
+/// `memory_bytes`).
 package enum JSONLines {
     /// The value as one line of JSON, by JSONEncoder. A type with a hand-written form takes
     /// the overload below instead: chosen by the compiler, not by a cast at run time, since
@@ -58,7 +59,8 @@ package enum JSONLines {
         return try decodeWithFoundation(type, line)
     }
 
-    /// What JSONDecoder reads from the line under these settings: the definition JSONReader is held to.
+    /// What JSONDecoder reads from the line under these settings: the definition JSONReader is held
+    /// to.
     package static func decodeWithFoundation<T: Decodable>(_ type: T.Type, _ line: String) throws -> T {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .custom { path in JSONKey(JSONKeyStyle.converted(path.last!.stringValue, by: .camel)) }

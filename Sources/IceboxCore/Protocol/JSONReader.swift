@@ -1,18 +1,20 @@
 import Glibc
 
-/// Reads the JSON the daemon writes (`ps` of a thousand apps) without JSONDecoder, which spent about 40 µs an
-/// app on keyed containers and coding paths. Only the plain form JSONWriter writes, strictly: keys the type
-/// knows, each once, integers as bare digits, strings with JSON's escapes. Anything else (an unknown or
-/// camelCase key, `1.0`, a lone surrogate, a duplicate key) returns nil, and `JSONLines.decode` hands the
-/// line to JSONDecoder, which decides: the fast path never accepts what it would refuse or read differently
-/// (`JSONReaderTests` holds the two to the same results over mangled lines).
+/// Reads the JSON the daemon writes (`ps` of a thousand apps) without JSONDecoder, which spent
+/// about 40 µs an app on keyed containers and coding paths. Only the plain form JSONWriter writes,
+/// strictly: keys the type knows, each once, integers as bare digits, strings with JSON's escapes.
+/// Anything else (an unknown or camelCase key, `1.0`, a lone surrogate, a duplicate key) returns
+/// nil, and `JSONLines.decode` hands the line to JSONDecoder, which decides: the fast path never
+/// accepts what it would refuse or read differently (`JSONReaderTests` holds the two to the same
+/// results over mangled lines).
 package struct JSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var i = 0
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    /// Runs `read` over the whole of `text`, which must hold one value and nothing but white space after it.
+    /// Runs `read` over the whole of `text`, which must hold one value and nothing but white space
+    /// after it.
     static func read<T>(_ text: String, _ read: (inout JSONReader) -> T?) -> T? {
         var text = text
         return text.withUTF8 { Self.read(UnsafeRawBufferPointer($0), read) }

@@ -1,7 +1,7 @@
-/// The hand-written JSON forms of the control replies and requests and of two single values (records, events
-/// and summaries have `visitFields` instead). Each writes its members in the byte order of their JSON keys
-/// (`.sortedKeys`), nil optionals left out, so the bytes are JSONEncoder's (`JSONWriterTests`, whose
-/// every-field values catch a field added to a type and not here).
+/// The hand-written JSON forms of the control replies and requests and of two single values
+/// (records, events and summaries have `visitFields` instead). Each writes its members in the byte
+/// order of their JSON keys (`.sortedKeys`), nil optionals left out, so the bytes are JSONEncoder's
+/// (`JSONWriterTests`, whose every-field values catch a field added to a type and not here).
 
 extension ReadyMode: JSONWritable {
     package func writeJSON(to w: inout JSONWriter) { w.string(description) }

@@ -1,7 +1,8 @@
-/// Writes JSON bytes as `JSONLines.encode`'s JSONEncoder does (compact, slashes not escaped), for what the
-/// daemon writes on every operation (a record a suspend, an event a step, a thousand summaries a `ps`),
-/// without JSONEncoder's keyed containers, coding paths and key conversion: each type writes its converted
-/// keys in sorted order. `JSONWriterTests` holds the two encoders to the same bytes.
+/// Writes JSON bytes as `JSONLines.encode`'s JSONEncoder does (compact, slashes not escaped), for
+/// what the daemon writes on every operation (a record a suspend, an event a step, a thousand
+/// summaries a `ps`), without JSONEncoder's keyed containers, coding paths and key conversion: each
+/// type writes its converted keys in sorted order. `JSONWriterTests` holds the two encoders to the
+/// same bytes.
 package struct JSONWriter {
     package private(set) var bytes: [UInt8] = []
     /// Whether the container just opened has no member yet (no comma before the next one).

@@ -1,4 +1,5 @@
-/// Durations as people type them: 250ms, 5s, 1.5s, 2m, 1m30s, 100us, 1h; a plain number is seconds. Values are nanoseconds.
+/// Durations as people type them: 250ms, 5s, 1.5s, 2m, 1m30s, 100us, 1h; a plain number is seconds.
+/// Values are nanoseconds.
 package enum DurationText {
     static let units: [(String, Double)] = [
         ("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3600e9),

@@ -1,5 +1,6 @@
-/// Deadline arithmetic on monotonic nanoseconds. Durations come from users and from apps (`--grace`, EXTEND_TIMEOUT_USEC, a
-/// request's time-out): a huge one means "as long as allowed", never a trap and never a wrap to a tiny value.
+/// Deadline arithmetic on monotonic nanoseconds. Durations come from users and from apps
+/// (`--grace`, EXTEND_TIMEOUT_USEC, a request's time-out): a huge one means "as long as allowed",
+/// never a trap and never a wrap to a tiny value.
 extension UInt64 {
     /// self + other, or UInt64.max when that overflows.
     package func saturatingAdd(_ other: UInt64) -> UInt64 {
@@ -12,8 +13,9 @@ extension UInt64 {
 }
 
 extension Optional where Wrapped == UInt64 {
-    /// The earlier of two deadlines, either of which may be unarmed (nil). The loop asks every app for its next deadline on every
-    /// turn: `[a, b, …].compactMap { $0 }.min()` built two arrays an app a turn, a few milliseconds a turn with a thousand apps.
+    /// The earlier of two deadlines, either of which may be unarmed (nil). The loop asks every app
+    /// for its next deadline on every turn: `[a, b, …].compactMap { $0 }.min()` built two arrays an
+    /// app a turn, a few milliseconds a turn with a thousand apps.
     package func earlier(_ other: UInt64?) -> UInt64? {
         guard let self else { return other }
         guard let other else { return self }
