@@ -1,18 +1,16 @@
 import Glibc
 import IceboxSystem
 
-/// Freezing through the cgroup v1 freezer: write FROZEN to `freezer.state` and read it back until
-/// it says FROZEN. v1 has no change notification, so the read-back is a deliberate back-off (20 µs
-/// growing to 10 ms). A cgroup can stay in FREEZING while new tasks keep appearing; the kernel
-/// documentation's remedy is to thaw and retry, which this does once every 100 ms. A freeze that
-/// misses its deadline is thawed back. The v1 freezer is hierarchical: sub-cgroups freeze with
-/// their parent, and the report counts their processes.
+/// Freezing through the cgroup v1 freezer: write FROZEN to `freezer.state`, then read it back (no
+/// change notification: a back-off from 20 µs to 10 ms) until it says FROZEN. A cgroup can stay
+/// FREEZING while new tasks appear; the kernel documentation's remedy, thaw and retry, is done
+/// every 100 ms. A freeze that misses its deadline is thawed back. Sub-cgroups freeze with their
+/// parent, and the report counts their processes.
 ///
-/// `freezer.state` stays open for the freezer's life (shared with the app's `AppCgroups` when it
-/// comes from there), read and written with pread/pwrite. Its cgroup.procs is opened for each read:
-/// v1 caches the pid list of an open file (pidlist_array_load) and hands the cached list to a pread
-/// from 0 within a second of the last read, so a kept descriptor would count processes that are
-/// gone.
+/// `freezer.state` stays open for the freezer's life (shared with the app's `AppCgroups`), used
+/// with pread/pwrite. cgroup.procs is opened for each read: v1 caches an open file's pid list
+/// (pidlist_array_load) and hands it to a pread from 0 within a second of the last, so a kept
+/// descriptor would count processes that are gone.
 package struct Cgroup1Freezer: Freezer, CgroupDirectory {
     package let path: String
     package static let what = "v1 freezer cgroup"
@@ -35,8 +33,7 @@ package struct Cgroup1Freezer: Freezer, CgroupDirectory {
     /// THAWED, FREEZING or FROZEN, read from the kept descriptor.
     package func state() throws(SystemError) -> String { try stateControl.read().trimmed() }
 
-    /// Writes THAWED. It takes effect within the write (the state reads THAWED at once), and
-    /// is what lets a v1-frozen task act on a SIGKILL already queued.
+    /// Writes THAWED, in effect at once: lets a v1-frozen task act on a SIGKILL already queued.
     package func setThawed() throws(SystemError) { try stateControl.write("THAWED") }
 
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation { begin(.freeze, now: now, deadline: deadline) }
@@ -45,8 +42,7 @@ package struct Cgroup1Freezer: Freezer, CgroupDirectory {
     private func begin(_ direction: FreezeDirection, now: UInt64, deadline: UInt64) -> FreezeOperation {
         var steps = Steps(freezer: self, direction: direction, lastRetry: now, failedAtStart: nil)
         do { try stateControl.write(direction == .freeze ? "FROZEN" : "THAWED") } catch {
-            // The write's error is what is reported. A freeze is rolled back: FROZEN never took, so
-            // a THAWED refused too (the cgroup removed) leaves nothing frozen.
+            // The write's error is reported; a freeze is still rolled back (safe: see `cancel`).
             steps.cancel()
             steps.failedAtStart = .system(error)
         }
@@ -68,8 +64,7 @@ package struct Cgroup1Freezer: Freezer, CgroupDirectory {
         mutating func step(now: UInt64, startedAt: UInt64, deadline: UInt64) -> FreezeProgress {
             let took = now.saturatingSub(startedAt)
             let state: String
-            // The look alone, for the back-off: what the loop did before it (a turn with other
-            // work, or time given to the app's busy tasks) is not what a re-read costs.
+            // The look alone, for the back-off (as in Cgroup2Freezer.Steps.step).
             let lookStart = Clock.monotonicNanos()
             do { state = try freezer.state() } catch {
                 cancel()
@@ -106,8 +101,7 @@ package struct Cgroup1Freezer: Freezer, CgroupDirectory {
         }
 
         func cancel() {
-            // The operation has already failed with its own error, which is what is reported; THAWED is
-            // refused only for a cgroup removed meanwhile, which holds nothing frozen.
+            // The failure's error stands; only a removed cgroup (nothing frozen) refuses THAWED.
             if direction == .freeze { try? freezer.setThawed() }
         }
     }

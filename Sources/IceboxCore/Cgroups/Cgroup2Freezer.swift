@@ -2,14 +2,12 @@ import Glibc
 import IceboxSystem
 
 /// Freezing through cgroup v2: write `cgroup.freeze`, then read `cgroup.events` until it says
-/// `frozen 1` (or `populated 0`: nothing left to freeze). The freeze covers the sub-cgroups too, so
-/// the report counts their processes. A freeze that misses its deadline, or fails half-way, is
-/// rolled back: `cgroup.freeze` goes back to 0 (runc#5325 is what happens when it does not: an app
-/// left frozen after the freeze was reported as failed).
+/// `frozen 1` (or `populated 0`: nothing left to freeze). Sub-cgroups freeze too, and the report
+/// counts their processes. A freeze that misses its deadline or fails half-way is rolled back to
+/// `cgroup.freeze` 0 (else runc#5325: an app left frozen after its freeze was reported failed).
 ///
-/// The files stay open for the freezer's life (shared with the app's `AppCgroups` when it comes
-/// from there), read and written with pread/pwrite; `cgroup.events` is the descriptor an event loop
-/// polls for POLLPRI, `cgroup.procs` what a confirmed freeze counts.
+/// The files stay open for the freezer's life (shared with the app's `AppCgroups`, if made there),
+/// used with pread/pwrite; an event loop polls `cgroup.events` for POLLPRI.
 package struct Cgroup2Freezer: Freezer {
     package let cgroup: Cgroup2
     let freezeFile: CgroupFile
@@ -35,8 +33,7 @@ package struct Cgroup2Freezer: Freezer {
         self.directory = directory
     }
 
-    /// The processes of the cgroup and its sub-cgroups, the cgroup's own read on the kept
-    /// descriptor, and whether it has sub-cgroups told by the kept directory's link count.
+    /// The subtree's processes, read through the kept cgroup.procs and directory.
     func subtreeProcs() -> [pid_t] { CgroupTree.processes(cgroup.path, rootProcs: procsFile, rootDirectory: directory) }
 
     package func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation { begin(.freeze, now: now, deadline: deadline) }
@@ -45,8 +42,7 @@ package struct Cgroup2Freezer: Freezer {
     private func begin(_ direction: FreezeDirection, now: UInt64, deadline: UInt64) -> FreezeOperation {
         var steps = Steps(freezer: self, direction: direction, failedAtStart: nil)
         do { try freezeFile.write(direction == .freeze ? "1" : "0") } catch {
-            // The write's error is what is reported. A freeze is rolled back: the 1 never took, so a
-            // 0 refused too (the cgroup removed) leaves nothing frozen.
+            // The write's error is reported; a freeze is still rolled back (safe: see `cancel`).
             steps.cancel()
             steps.failedAtStart = .system(error)
         }
@@ -86,8 +82,7 @@ package struct Cgroup2Freezer: Freezer {
                 let seen = lookStart.saturatingAdd(lookCost).saturatingSub(startedAt)
                 return .confirmed(FreezeReport(backend: .cgroup2, durationNanos: seen, tasks: freezer.subtreeProcs().count))
             }
-            // A frozen ancestor keeps this cgroup frozen however long we wait: say so now rather
-            // than wait out the deadline.
+            // A frozen ancestor keeps it frozen for good: fail now rather than at the deadline.
             if direction == .thaw, let ancestor = Self.frozenAncestor(of: freezer.cgroup.path) {
                 return .failed(.frozenByAncestor(ancestor))
             }
@@ -105,21 +100,18 @@ package struct Cgroup2Freezer: Freezer {
         }
 
         func cancel() {
-            // The operation has already failed with its own error, which is what is reported; the 0 is
-            // refused only for a cgroup removed meanwhile, which holds nothing frozen.
+            // The failure's error stands; only a removed cgroup (nothing frozen) refuses the 0.
             if direction == .freeze { try? freezer.freezeFile.write("0") }
         }
 
         mutating func expectPromptNotification() { backoff.raiseFloor(to: Backoff.safetyNet) }
 
-        /// The nearest ancestor whose cgroup.freeze reads 1, walking up while there is one (the
-        /// root cgroup has no cgroup.freeze).
+        /// The nearest ancestor whose cgroup.freeze reads 1, walking up.
         static func frozenAncestor(of path: String) -> String? {
             var dir = path
             while let slash = dir.lastIndex(of: "/"), slash > dir.startIndex {
                 dir = String(dir[..<slash])
-                // The root cgroup has no cgroup.freeze, and an ancestor we may not read is one we cannot
-                // name: the walk ends with none found.
+                // The root cgroup has none, and one we may not read cannot be named: none found.
                 guard let value = try? FileIO.read(dir + "/cgroup.freeze") else { return nil }
                 if value.trimmed() == "1" { return dir }
             }

@@ -10,23 +10,18 @@ package enum FreezeDirection: String, Sendable, Codable {
 package enum FreezeProgress: Sendable {
     /// Done, confirmed by the kernel.
     case confirmed(FreezeReport)
-    /// Not yet: step again at `recheckAt` (monotonic ns) or when `watch` (a descriptor to add to
-    /// epoll with EPOLLPRI: cgroup.events) fires, whichever comes first. The descriptor belongs to
-    /// the freezer: never close it. The re-check time is needed even with a watch: the kernel sends
-    /// at most about one notification per 10 ms per file, so a change right after another is seen
-    /// by re-reading, not by waiting for the wake-up.
+    /// Not yet: step again at `recheckAt` (monotonic ns) or when `watch` (cgroup.events, for
+    /// EPOLLPRI; the freezer's: never close it) fires, whichever is first. Re-check even with a
+    /// watch: the kernel notifies a file at most once per 10 ms (`notificationQuietNanos`).
     case waiting(recheckAt: UInt64, watch: Int32?)
     /// For a freeze: already rolled back (the app runs; on a time-out the stuck tasks are named).
     case failed(FreezeFailure)
 }
 
-/// A freeze or thaw in steps that never sleep, for an event loop that serves many apps: one app
-/// whose task sits in D state must not stall the others. Made by
-/// `Freezer.beginFreeze(now:deadline:)` or `beginThaw(now:deadline:)`, which write the request to
-/// the kernel at once; each `step(now:)` reads the kernel's answer once. A request that could not
-/// be written shows up as `.failed` at the first step.
-///
-/// Once confirmed or failed, `step` returns the same outcome again without touching the kernel.
+/// A freeze or thaw in steps that never sleep, for a loop serving many apps: one app's task in D
+/// state must not stall the others. `Freezer.beginFreeze`/`beginThaw` write the request at once;
+/// each `step(now:)` reads the kernel's answer once. An unwritable request is `.failed` at the
+/// first step. Once confirmed or failed, `step` repeats the outcome without touching the kernel.
 package struct FreezeOperation: Sendable {
     package let backend: BackendKind
     package let direction: FreezeDirection
@@ -66,9 +61,8 @@ package struct FreezeOperation: Sendable {
         outcome = .failed(.cancelled)
     }
 
-    /// Whether the operation ends when a stop is reported to the app's parent: a SIGSTOP freeze
-    /// (the group stop's last thread sends SIGCHLD, CLD_STOPPED). Its loop steps it at a SIGCHLD,
-    /// when it is the parent.
+    /// Whether a SIGCHLD to the app's parent ends it: a SIGSTOP freeze (the group stop's last
+    /// thread sends CLD_STOPPED), stepped at a SIGCHLD by a loop that is the parent.
     package var endsWithChildStop: Bool { backend == .signal && direction == .freeze }
 
     /// Whether the operation, in flight, waits only for an event the kernel will send the loop: a
@@ -76,12 +70,11 @@ package struct FreezeOperation: Sendable {
     /// hears (`expectPromptNotification`). Its re-reads are then a safety net, 1 ms apart.
     package var waitsOnAnnouncement: Bool { outcome == nil && steps.waitsOnAnnouncement }
 
-    /// Tells a backend that waits on a change notification that the kernel will send it as soon as
-    /// the operation completes: for cgroup2's cgroup.events, nothing changed the file in the last
-    /// `FreezeOperation.notificationQuietNanos`; for SIGSTOP, the loop hears its children's
-    /// SIGCHLDs (CLD_STOPPED), and does so for the members that are its children. Its re-reads then
-    /// only guard against a lost notification (`Backoff.safetyNet`). Call before the first step;
-    /// the v1 freezer has no notification and keeps its schedule.
+    /// Tells the backend its notification will come as soon as the operation completes: for
+    /// cgroup2, nothing changed cgroup.events within `notificationQuietNanos`; for SIGSTOP, the
+    /// loop hears the SIGCHLDs (CLD_STOPPED) of the members that are its children. Re-reads then
+    /// only guard against a lost notification (`Backoff.safetyNet`). Call before the first step; v1
+    /// has no notification and keeps its schedule.
     package mutating func expectPromptNotification() { steps.expectPromptNotification() }
 
     /// How long cgroup.events must have been unchanged for its next notification to come at once:
@@ -100,8 +93,7 @@ package struct FreezeOperation: Sendable {
     }
 }
 
-/// One backend's half of a FreezeOperation: the request has been written; each `step` looks at the
-/// kernel once.
+/// One backend's half of a FreezeOperation: the request written, each `step` looks once.
 protocol FreezeSteps: Sendable {
     /// A failure of the initial write (already rolled back), reported by the first step.
     var failedAtStart: FreezeFailure? { get }
@@ -121,21 +113,18 @@ extension FreezeSteps {
     mutating func expectPromptNotification() {}
 }
 
-/// When to re-read while the kernel has not confirmed yet: `floor` (20 µs) after the last look, or
-/// 5% of the time elapsed since the first, or four times what the last look cost, whichever is
-/// longest (bare.c's schedule), up to a cap. A doubling interval would confirm late: the kernel
-/// signals cgroup.events at most once per 10 ms, so a freeze finishing at 440 µs was seen at the
-/// 620 µs step; this finds it by ~462 µs at a cost of about 20·ln(T/20 µs) reads for a wait of T (≈
-/// 90 reads for a 1 s wait).
+/// When to re-read until the kernel confirms: the longest of `floor` (20 µs) after the last look,
+/// 5% of the time since the first, and four times the last look's cost (bare.c's schedule), up to a
+/// cap. A doubling interval confirms late (cgroup.events is signalled at most once per 10 ms): a
+/// freeze done at 440 µs was seen at the 620 µs step; this sees it by ~462 µs, for about 20·ln(T/20
+/// µs) reads in a wait of T (≈ 90 for 1 s).
 package struct Backoff: Sendable {
     /// The shortest wait: 20 µs, or `Backoff.safetyNet` where a notification is due anyway.
     package static let reread: UInt64 = 20_000
-    /// The floor where the kernel's notification will come as soon as it is done (nothing changed
-    /// the file within its rate limit, `FreezeOperation.notificationQuietNanos`): a re-read only
-    /// guards against a notification lost, and each one taken from a busy CPU delays the tasks that
-    /// must run to freeze. 100 busy processes froze in 0.65 ms with it against 0.79-0.82 ms with 20
-    /// µs (bare.c: 0.66-0.75 ms), blocks of 25 freezes alternating (benchmarks/RESULTS.md, session
-    /// 24).
+    /// The floor where a re-read only guards against a lost notification, due as soon as the
+    /// operation completes (`expectPromptNotification`); each re-read, taken from a busy CPU,
+    /// delays the tasks that must run to freeze. 100 busy processes froze in 0.65 ms with it,
+    /// 0.79-0.82 ms with 20 µs (benchmarks/RESULTS.md, session 24).
     package static let safetyNet: UInt64 = 1_000_000
     package let cap: UInt64
     package private(set) var floor: UInt64
@@ -149,10 +138,9 @@ package struct Backoff: Sendable {
     /// The wait's floor from now on (the schedule's other terms stay).
     package mutating func raiseFloor(to floor: UInt64) { self.floor = max(self.floor, floor) }
 
-    /// When to look again (never after the deadline). `lookCost`: what the look just made took (the
-    /// clock now, less `now`). The wait is at least four times that: a look that reads many /proc
-    /// files (the signal backend) would otherwise take the CPU from the very tasks that must run to
-    /// stop, on a machine whose every CPU is busy.
+    /// When to look again (never after the deadline). `lookCost`: what the look just made took; the
+    /// wait is at least four times that, or a look reading many /proc files (the signal backend)
+    /// would take a busy machine's CPU from the very tasks that must run to stop.
     package mutating func next(now: UInt64, deadline: UInt64, lookCost: UInt64 = 0) -> UInt64 {
         let first = firstLook ?? now
         firstLook = first

@@ -23,10 +23,9 @@ package struct StuckTask: Sendable, CustomStringConvertible {
     /// Where a task frozen by cgroup v2 sleeps (its wchan), in state S.
     static let frozenWaits: Set<String> = ["do_freezer_trap", "get_signal"]
 
-    /// Every thread of the processes with its state and wait channel, the likely culprits first:
-    /// uninterruptible sleep (D), then running (R), then the rest. `skippingFrozen`: for a freeze
-    /// that timed out, leave out the tasks already frozen (they did not hold it up); for a removal,
-    /// a frozen task is exactly what is stuck.
+    /// Every thread of the processes with its state and wait channel, likely culprits first: D,
+    /// then R, then the rest. `skippingFrozen`: for a timed-out freeze, leave out the tasks already
+    /// frozen (they did not hold it up); for a removal, a frozen task is what is stuck.
     static func describe(pids: [pid_t], skippingStopped: Bool, skippingFrozen: Bool = false) -> [StuckTask] {
         var out: [StuckTask] = []
         for pid in pids {
@@ -34,10 +33,9 @@ package struct StuckTask: Sendable, CustomStringConvertible {
                 guard let state = ProcFS.state(pid: pid, tid: tid) else { continue }
                 if skippingStopped && (state == "T" || state == "t") { continue }
                 let wchan = ProcFS.wchan(pid: pid, tid: tid)
-                // Already frozen: asleep in the cgroup v2 freezer's trap (reached from get_signal,
-                // state S), or an older kernel's v1 refrigerator. Not what held the freeze up. (A
-                // v1-frozen task on Linux 6.1+ reads as D where it slept before: it cannot be told
-                // apart, so v1's list may name frozen tasks too.)
+                // Already frozen, so not what held it up: in the v2 freezer's trap (from
+                // get_signal, state S) or an old kernel's v1 refrigerator. (Linux 6.1+ shows a
+                // v1-frozen task as D where it slept, so v1's list may name frozen tasks too.)
                 if skippingFrozen && (Self.frozenWaits.contains(wchan) && state != "D" || wchan.hasSuffix("refrigerator")) { continue }
                 out.append(StuckTask(pid: pid, tid: tid, state: state, wchan: wchan))
             }
@@ -47,8 +45,7 @@ package struct StuckTask: Sendable, CustomStringConvertible {
     }
 }
 
-/// A freeze (or thaw) that did not complete by its deadline. A freeze has been rolled back: the app
-/// runs.
+/// A freeze or thaw not done by its deadline; a freeze has been rolled back: the app runs.
 package struct FreezeTimeout: Error, CustomStringConvertible, Sendable {
     package var backend: BackendKind
     package var waitedNanos: UInt64
@@ -89,8 +86,7 @@ package enum FreezeFailure: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// A way to freeze and thaw one set of processes, confirmed from the kernel, never left
-/// half-frozen.
+/// Freezes and thaws one set of processes, confirmed by the kernel, never left half-frozen.
 package protocol Freezer: Sendable {
     var kind: BackendKind { get }
     /// Writes the freeze request now and returns the operation to step until the kernel
@@ -98,9 +94,8 @@ package protocol Freezer: Sendable {
     func beginFreeze(now: UInt64, deadline: UInt64) -> FreezeOperation
     /// Writes the thaw request now; likewise.
     func beginThaw(now: UInt64, deadline: UInt64) -> FreezeOperation
-    /// Freezes and waits for the kernel to confirm, up to the deadline (monotonic ns). On time-out
-    /// the freeze is rolled back before throwing: never left half-frozen. Blocks: for one-shot
-    /// commands, not for an event loop.
+    /// Freezes and waits for the kernel's confirmation up to the deadline (monotonic ns); on
+    /// time-out, rolled back before throwing. Blocks: for one-shot commands, not an event loop.
     func freeze(deadline: UInt64) throws(FreezeFailure) -> FreezeReport
     func thaw(deadline: UInt64) throws(FreezeFailure) -> FreezeReport
     /// Whether the processes are frozen now (read from the kernel, not remembered).

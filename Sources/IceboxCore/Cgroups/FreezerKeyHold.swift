@@ -4,19 +4,17 @@ import IceboxSystem
 /// An empty v1 freezer cgroup kept FROZEN while the daemon has apps on the v1 freezer, so that
 /// their freezes and thaws never flip the kernel's `freezer_active` static key.
 ///
-/// The v1 freezer turns that key on when a first cgroup starts to freeze and off when the last one
-/// thaws; each flip rewrites kernel code and interrupts every CPU to do it
-/// (`static_key_slow_inc/dec` → `text_poke`, with IPIs, seen with perf under the write to
-/// freezer.state). Measured on a 2-vCPU VM with no other cgroup frozen: the flip was 150–200 µs of
-/// each write; a freeze of one process asleep in nanosleep took ~170–400 µs and its thaw ~130–170
-/// µs, against ~10 µs and ~5 µs with one cgroup held frozen (benchmarks/RESULTS.md has the suite's
-/// rows), for any v1 freezer user on the host. Keeping the key on costs the kernel a cgroup lookup
-/// in its `freezing()` checks, which it pays anyway while any app is suspended.
+/// The v1 freezer turns that key on when a first cgroup starts to freeze and off when the last
+/// thaws; each flip rewrites kernel code with IPIs to every CPU (`static_key_slow_inc/dec` →
+/// `text_poke`, seen with perf). On a 2-vCPU VM a flip was 150–200 µs of each write: a one-process
+/// freeze took ~170–400 µs and its thaw ~130–170 µs, against ~10 and ~5 µs with a cgroup held
+/// frozen (benchmarks/RESULTS.md), for any v1 freezer user on the host. Keeping the key on costs a
+/// cgroup lookup in `freezing()`, paid anyway while any app is suspended.
 ///
-/// The only writer of `<v1 freezer root>/.freezer-hold-<daemon pid>`. No task is ever put in it
-/// (only whoever may write the root's cgroup.procs could); an empty cgroup is FROZEN as soon as it
-/// is asked. A daemon that dies leaves it behind, empty: the next daemon alone on the root removes
-/// it with the other empty leftovers (adoptUnrecordedCgroups).
+/// The only writer of `<v1 freezer root>/.freezer-hold-<daemon pid>`. No task is put in it (only
+/// whoever may write the root's cgroup.procs could); an empty cgroup is FROZEN at once. A daemon
+/// that dies leaves it, empty, for the next alone on the root to remove with the other empty
+/// leftovers (adoptUnrecordedCgroups).
 final class FreezerKeyHold {
     let path: String
     private var held = false
@@ -48,9 +46,8 @@ final class FreezerKeyHold {
     func release() {
         guard held else { return }
         held = false
-        // Best effort: nothing of ours runs in it, so a thaw that fails stops nothing; the rmdir
-        // follows either way, and a hold left behind is removed by the next daemon with the other
-        // empty leftovers (adoptUnrecordedCgroups).
+        // Best effort: nothing of ours runs in it, so a failed thaw stops nothing; one left behind
+        // goes with the next daemon's empty leftovers.
         try? FileIO.write(path + "/freezer.state", "THAWED")
         rmdir(path)
     }

@@ -2,17 +2,15 @@ import Glibc
 import IceboxSystem
 
 /// The /proc/PID/stat of each process a SIGSTOP freeze began with, opened once (after the SIGSTOPs)
-/// and read with pread for the freeze's looks at it: the confirmation (which also tells someone
-/// else's stop, to be left alone), and the re-check for a peer's SIGCONT. A look through the path
-/// walks /proc/PID/stat and opens and closes the file each time; on 1000 processes of one thread
-/// that was two thirds of the freeze's syscalls (benchmarks/RESULTS.md, session 48). A kept
-/// descriptor also stays the process it was opened for: once that one exits, reads fail, whoever
-/// has the pid by then.
+/// and read with pread at the freeze's looks: the confirmation (which also tells someone else's
+/// stop) and the re-check for a peer's SIGCONT. Through the path, each look walks it and opens and
+/// closes the file: two thirds of the syscalls freezing 1000 one-thread processes
+/// (benchmarks/RESULTS.md, session 48). A kept descriptor also stays its process: once it exits,
+/// reads fail, whoever has the pid by then.
 ///
-/// Held only while the freeze is under way (`SignalFreezeSteps` drops it when it ends), and for at
-/// most an eighth of the soft RLIMIT_NOFILE (4096 at most): the rest, and any process found later,
-/// are read through their path. Immutable, so Sendable; the descriptors are closed when the last
-/// reference goes.
+/// Held only while the freeze is under way, for at most an eighth of the soft RLIMIT_NOFILE (4096
+/// at most, `room`): the rest, and processes found later, are read by path. Immutable, so Sendable;
+/// the descriptors close with the last reference.
 package final class ProcessStatFiles: Sendable {
     private let files: [pid_t: Int32]
 

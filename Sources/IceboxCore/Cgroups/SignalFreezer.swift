@@ -13,11 +13,10 @@ package final class StoppedByOthers: Sendable {
     var current: Set<pid_t> { pids.withLock { $0 } }
 }
 
-/// Freezing with SIGSTOP, for hosts without a usable freezer cgroup. Every process of the app gets
-/// SIGSTOP, and the freeze is confirmed when every thread reads state `T` in /proc. There is no
-/// event for that, so the read-back is a deliberate back-off (20 µs growing to 5 ms); processes
-/// that appear meanwhile are stopped too. A thaw sends SIGCONT and is confirmed when no thread is
-/// stopped any more.
+/// Freezing with SIGSTOP, where no freezer cgroup is usable: every process of the app gets SIGSTOP,
+/// and the freeze is confirmed when every thread reads `T` in /proc (no event tells it: a back-off,
+/// 20 µs to 5 ms); processes appearing meanwhile are stopped too. A thaw sends SIGCONT, confirmed
+/// when no thread is stopped.
 ///
 /// What it cannot do: a process that left the app's process group and has no cgroup to find it by
 /// escapes; a parent or a tracer sees the stop (waitpid WUNTRACED, SIGCHLD), and a program that
@@ -35,13 +34,12 @@ package struct SignalFreezer: Freezer {
     /// A task that has exited: a zombie (Z) or one being reaped (X), nothing left to stop.
     static func exited(_ c: Character) -> Bool { c == "Z" || c == "X" }
 
-    /// Whether a thread of ours is held: stopped, or a vfork parent (glibc's posix_spawn, dash)
-    /// waiting in the kernel for its child's exec (state D in kernel_clone) with the SIGSTOP we
-    /// sent still pending. The child, stopped before its exec, never execs, so the parent never
-    /// returns to its program, and the pending stop takes it first if it does; waiting for its T
-    /// timed every such freeze out. The cgroup freezers count it frozen too. Any other wait in D
-    /// (an OOM wait, I/O) is not held: like cgroup v2, the freeze waits for it and names it if it
-    /// does not end.
+    /// Whether a thread of ours is held: stopped, or a vfork parent (glibc's posix_spawn, dash) in
+    /// D in kernel_clone, waiting for its child's exec, with our SIGSTOP pending. The child,
+    /// stopped before its exec, never execs, so the parent never returns to its program (and the
+    /// pending stop takes it first if it does); waiting for its T timed every such freeze out. The
+    /// cgroup freezers count it frozen too. Any other D wait (OOM, I/O) is not held: as with cgroup
+    /// v2, the freeze waits for it and names it if it does not end.
     static func held(pid: pid_t, tid: pid_t, state: Character) -> Bool {
         if stoppedState(state) { return true }
         guard state == "D", ProcFS.stopPending(pid: pid, tid: tid) else { return false }
@@ -50,11 +48,10 @@ package struct SignalFreezer: Freezer {
         return wchan == "kernel_clone" || wchan == "wait_for_vfork_done"
     }
 
-    /// SIGCONT to the processes a freeze stopped: all but those someone else had stopped. One held
-    /// in a tracer's stop (state t) gets it all the same: the freeze's SIGSTOP waits queued behind
-    /// the trace stop and would stop the app once the tracer detaches, long after the resume;
-    /// SIGCONT discards it and leaves the trace stop alone (the kernel's freezer selftest `ptraced`
-    /// detaches after the thaw).
+    /// SIGCONT to the processes a freeze stopped: all but those someone else had. One in a tracer's
+    /// stop (t) gets it anyway: the freeze's SIGSTOP, queued behind the trace stop, would stop the
+    /// app once the tracer detaches, long after the resume; SIGCONT discards it and leaves the
+    /// trace stop (the kernel's freezer selftest `ptraced` detaches after the thaw).
     static func continueOurs(_ pids: some Sequence<pid_t>, keeping keep: Set<pid_t>) {
         for pid in pids where !keep.contains(pid) || ProcFS.state(pid: pid) == "t" { kill(pid, SIGCONT) }
     }
@@ -103,11 +100,10 @@ package struct SignalFreezer: Freezer {
     }
 }
 
-/// A SIGSTOP round in steps. A process whose every thread was seen stopped stays that way (a
-/// stopped thread cannot start another), so it is not read again, and a step ends at the first
-/// process still running: each step costs only what is left to confirm, and little while nothing
-/// has stopped yet. The members are read again only once every process read before is stopped: a
-/// process forked before its parent stopped shows up then (and none can later).
+/// A SIGSTOP round in steps. A process seen with every thread stopped stays so (a stopped thread
+/// starts none) and is not read again; a step ends at the first process still running, so it costs
+/// only what is left to confirm. The members are read again once every process read before is
+/// stopped: one forked before its parent stopped shows up then (and none later).
 package struct SignalFreezeSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Found stopped by someone else (a SIGSTOP of ours still queued on its leader at the look
@@ -129,8 +125,7 @@ package struct SignalFreezeSteps: FreezeSteps {
     /// gone): a thread seen stopped is not read again, as in bare.c, so confirming a process of
     /// 10,000 spinning threads reads each stopped one once, not at every step.
     var threads: [pid_t] = []
-    /// The /proc/PID/task of `queue[next]`, open while its threads are read (nil between
-    /// processes).
+    /// The /proc/PID/task of `queue[next]`, open while its threads are read (nil in between).
     var taskDirectory: TaskDirectory?
     var threadsSeen = 0
     var threadsAlive = 0
@@ -164,8 +159,7 @@ package struct SignalFreezeSteps: FreezeSteps {
         return ProcFS.stopStat(pid: pid)
     }
 
-    /// SIGSTOP to those of `pids` not signalled yet, each to its leader (see
-    /// `SignalFreezer.beginFreeze`); `pids`.
+    /// SIGSTOP at the leader of each of `pids` not yet signalled (`beginFreeze`); returns `pids`.
     private mutating func stop(_ pids: [pid_t]) -> [pid_t] {
         for pid in pids where !signaled.contains(pid) {
             if icebox_tgkill(pid, pid, SIGSTOP) == 0 { signaled.insert(pid) }
@@ -211,8 +205,7 @@ package struct SignalFreezeSteps: FreezeSteps {
             cancel()
             return .failed(.timeout(FreezeTimeout(backend: .signal, waitedNanos: took, stuck: stuck)))
         }
-        // Each re-read would take the CPU from a task that must run to stop, as for a cgroup freeze
-        // whose notification is due.
+        // Re-reads would take the CPU from tasks that must run to stop (`Backoff.safetyNet`).
         if waitsOnAnnouncement { backoff.raiseFloor(to: Backoff.safetyNet) }
         return .waiting(recheckAt: backoff.next(afterLookAt: now, deadline: deadline), watch: nil)
     }
@@ -233,9 +226,8 @@ package struct SignalFreezeSteps: FreezeSteps {
         return !lastMembers.isEmpty
     }
 
-    /// Reads the queued processes in order up to the first one still running, as bare.c's pass
-    /// does: reading the rest now would only tell what the next step reads anyway, and the reads
-    /// take the CPU from the tasks that must run to stop.
+    /// Reads the queue up to the first process still running, as bare.c does: reading on would tell
+    /// nothing the next step does not, and take CPU from tasks that must run to stop.
     private mutating func confirmQueued() {
         while next < queue.count {
             let pid = queue[next]
@@ -299,16 +291,14 @@ package struct SignalFreezeSteps: FreezeSteps {
         }
     }
 
-    /// The last look before a confirmation: every member seen stopped, one after another, is still
-    /// stopped now. One seen stopped early can have been continued since by one stopped later
-    /// (processes that SIGCONT each other): the pass finds it running. It is stopped again and
-    /// confirmed anew (the loop then goes on until the deadline, as for any process that will not
-    /// stay stopped). A pass that finds every one stopped, with no signal sent during it, is a
-    /// snapshot: a member continued during it would have had to be continued by one running, which
-    /// the pass would have seen, unless it was stopped again meanwhile, which only this freezer
-    /// does. True when all are stopped. One member alone has no other to continue it (a SIGCONT
-    /// from outside the app is out of reach, as for the cgroup freezers): the pass is skipped,
-    /// which for one process of 10,000 threads is 10,000 reads.
+    /// The last look before a confirmation: is every member seen stopped still stopped? One seen
+    /// early may since have been continued by one stopped later (processes that SIGCONT each
+    /// other); found running, it is stopped and confirmed anew (to the deadline, if it will not
+    /// stay). A pass finding all stopped, with no signal sent during it, is a snapshot: a member
+    /// continued during it was continued by one running, which the pass would have seen, unless
+    /// stopped again meanwhile, which only this freezer does. True when all are. A lone member has
+    /// no other to continue it (a SIGCONT from outside the app is out of reach, as for the cgroup
+    /// freezers): the pass, 10,000 reads for one process of 10,000 threads, is skipped.
     private mutating func rejectContinued() -> Bool {
         guard lastMembers.count > 1 else { return true }
         let continued = lastMembers.filter { !Self.stillHeld($0, leader: stopStat(of: $0)?.state) }
@@ -319,10 +309,9 @@ package struct SignalFreezeSteps: FreezeSteps {
         return continued.isEmpty
     }
 
-    /// Whether `pid` is still stopped, told by one live thread: a SIGCONT ends the stop of every
-    /// thread of the process at once (inside kill(), and flushes a SIGSTOP still pending), so one
-    /// thread speaks for all, and a process of 10,000 threads costs one read, not 10,000. The
-    /// leader (its state as read, `leader`), unless it has exited (Z) and left the others.
+    /// Whether `pid` is still stopped, told by one live thread: a SIGCONT ends every thread's stop
+    /// at once (inside kill(), flushing a pending SIGSTOP), so 10,000 threads cost one read. The
+    /// leader (`leader`: its state as read), unless it exited (Z) leaving the others.
     static func stillHeld(_ pid: pid_t, leader: Character?) -> Bool {
         func live(_ state: Character?) -> Character? { state.flatMap { SignalFreezer.exited($0) ? nil : $0 } }
         if let state = live(leader) { return SignalFreezer.held(pid: pid, tid: pid, state: state) }
@@ -347,8 +336,7 @@ package struct SignalFreezeSteps: FreezeSteps {
     }
 }
 
-/// A SIGCONT round in steps: SIGCONT again to whatever still shows a stopped thread, until none
-/// does.
+/// A SIGCONT round in steps: SIGCONT again to whatever shows a stopped thread, until none does.
 struct SignalThawSteps: FreezeSteps {
     let members: @Sendable () -> [pid_t]
     /// Stopped by someone else before the freeze: left stopped, and not waited for.
@@ -384,8 +372,7 @@ struct SignalThawSteps: FreezeSteps {
 
     func cancel() {}
 
-    /// How many threads the process has once none is stopped; nil while one is. One of one
-    /// thread is told by its stat line alone, as in the freeze; a gone one has none.
+    /// How many threads the process has once none is stopped; nil while one is; 0 once gone.
     static func runningThreads(of pid: pid_t) -> Int? {
         // The stat line is the leader's: its state (no further read while it is stopped) and
         // the thread count; the other threads are read through the task directory.

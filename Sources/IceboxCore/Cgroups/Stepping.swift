@@ -1,21 +1,18 @@
 import Glibc
 import IceboxSystem
 
-/// What a driver needs to know of an operation in steps after one look at the kernel: it has
-/// finished (either way), or it waits for `recheckAt` (monotonic ns) or for `watch` (a descriptor
-/// for POLLPRI/EPOLLPRI, cgroup.events, owned by the operation) to fire, whichever comes first. A
-/// freeze or thaw (`FreezeProgress`) and a cgroup's removal (`DestroyProgress`) both answer so, and
-/// are driven alike.
+/// What a driver needs of an operation in steps after one look: finished (either way), or waiting
+/// for `recheckAt` (monotonic ns) or `watch` (POLLPRI/EPOLLPRI on cgroup.events, owned by the
+/// operation), whichever is first. `FreezeProgress` and `DestroyProgress` answer so, driven alike.
 package protocol StepProgress {
     /// nil once the operation has finished; until then, when to step it again.
     var pending: (recheckAt: UInt64, watch: Int32?)? { get }
 }
 
 /// The one way a thread that may block drives an operation in steps to its end: a one-shot command
-/// (`Freezer.freeze`), a daemon clearing what a dead one left before it serves anyone
-/// (`Daemon.clearLeftovers`) or finishing its sweeps once it has stopped serving
+/// (`Freezer.freeze`), a daemon not serving yet (`Daemon.clearLeftovers`) or any more
 /// (`CgroupSweeper.drain`), a test. The daemon's loop never blocks: it steps the same operations
-/// from epoll and its deadlines, with the same progress values (`CgroupRemoval`).
+/// from epoll and its deadlines (`CgroupRemoval`).
 package enum Stepping {
     /// Steps until the operation has finished, sleeping in between in poll(2) on its watch until
     /// the re-check time (never past it: a notification lost or rate-limited by the kernel costs
