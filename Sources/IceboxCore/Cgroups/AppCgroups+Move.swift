@@ -12,12 +12,11 @@ struct CgroupPlace: Equatable, Sendable {
 /// Moving running processes in and out of an app's cgroups (`icebox adopt`, `icebox
 /// release`). Here, with the rest of AppCgroups, so that an app's cgroup files keep one writer.
 extension AppCgroups {
-    /// Freezes the app's still empty cgroup before anything is moved in. A task written into a
-    /// frozen cgroup freezes on arrival (v2: the kernel freezes a task that joins a frozen cgroup;
-    /// v1: freezer_attach makes it match the cgroup's state), and whatever it forks afterwards is
-    /// born inside, frozen too: no child of a moved task can be born outside and escape the move.
-    /// The v2 cgroup holds the move whatever the backend; the v1 freezer only where there is no v2
-    /// one. Throws when there is neither (nothing could hold the tasks).
+    /// Freezes the app's still empty cgroup before anything is moved in: a task written into a
+    /// frozen cgroup freezes on arrival (v2 freezes a joining task; v1's freezer_attach matches the
+    /// cgroup's state), and its children are born inside, frozen: none is born outside to escape
+    /// the move. The v2 cgroup holds the move whatever the backend, the v1 freezer only without
+    /// one. Throws when there is neither.
     func holdForMove() throws(SystemError) {
         if let v2 {
             try v2.setFrozen(true)
@@ -48,9 +47,8 @@ extension AppCgroups {
             if error.errno == ESRCH { return false }
             throw error
         }
-        // Best effort, as at launch: the process is in the v2 or freezer cgroup that holds and
-        // freezes it; without the v1 memory one only memory precision is lost (and ESRCH here is a
-        // process that exited meanwhile).
+        // Best effort, as at launch: the v2 or freezer cgroup holds it; without the memory one only
+        // memory precision is lost (ESRCH: it exited meanwhile).
         if let memoryV1 { try? memoryV1.addProcess(pid) }
         return true
     }
@@ -60,16 +58,14 @@ extension AppCgroups {
     static let moveOutRounds = 16
 
     /// A release: every process out to `place`, none left behind by a fork. The app's cgroup is
-    /// frozen first (asked: a task that was mid-fork finishes its fork, and the child is born
-    /// inside, found by the next round), then each round moves what is inside until it is empty. A
-    /// task moved from a frozen cgroup into one that is not frozen thaws on the move (v2, and
-    /// freezer_attach on v1), so a suspended app comes out thawed; SIGCONT undoes the signal
-    /// backend's SIGSTOP. What failed, or that tasks stayed (then what is inside is thawed again
-    /// unless `keepFrozen`: a suspended app stays frozen).
+    /// frozen first (a task mid-fork finishes it, its child born inside for the next round), then
+    /// each round moves what is inside until it is empty. A task moved out of a frozen cgroup into
+    /// one that is not thaws (v2; freezer_attach on v1), so a suspended app comes out thawed;
+    /// SIGCONT undoes the signal backend's SIGSTOP. Returns what failed, or that tasks stayed (then
+    /// what is inside is thawed again unless `keepFrozen`: a suspended app stays frozen).
     func moveAllOut(to place: CgroupPlace, backend: BackendKind, keepFrozen: Bool) -> [String] {
-        // Without the hold (the signal backend has none: ENOTSUP; a cgroup gone) the rounds below
-        // still move every member found, a child forked meanwhile is found by the next round, and
-        // what stays is reported below.
+        // Without the hold (signal backend: ENOTSUP; a cgroup gone) the rounds still move every
+        // member, a child forked meanwhile is found by the next, and what stays is reported.
         try? holdForMove()
         var problems: [String] = []
         for _ in 0..<Self.moveOutRounds {
@@ -85,18 +81,16 @@ extension AppCgroups {
                 "\(left.count) process\(left.count == 1 ? "" : "es") still in \(v2Path ?? freezerV1Path ?? name) after \(Self.moveOutRounds) rounds"
             )
         }
-        // Failed: it stays the app, frozen only if it was suspended. A thaw refused here is said
-        // with the rest (it was dropped unseen: the app then stayed frozen, reported only as a
-        // failed move).
+        // Failed: it stays the app, frozen only if it was suspended. A refused thaw is said with
+        // the rest: else the app stays frozen, reported only as a failed move.
         if !problems.isEmpty && !keepFrozen {
             do { try endMoveHold() } catch { problems.append("cannot thaw what stayed: \(error)") }
         }
         return problems
     }
 
-    /// Moves every process of the app out, each to `placeOf(pid)` if it says, else to `place`,
-    /// hierarchy by hierarchy. Returns what failed (a process that exited meanwhile is not a
-    /// failure); what could be moved was.
+    /// Moves every process out, each to `placeOf(pid)` if given, else `place`, hierarchy by
+    /// hierarchy; returns what failed (an exit meanwhile is no failure), the rest moved.
     func moveOut(to place: CgroupPlace, placeOf: (pid_t) -> CgroupPlace? = { _ in nil }) -> [String] {
         var problems: [String] = []
         func write(_ dir: String?, _ pid: pid_t) {

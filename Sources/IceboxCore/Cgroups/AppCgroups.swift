@@ -10,24 +10,21 @@ package enum DestroyProgress: Sendable, Equatable {
     /// Killed, not yet empty (or a directory still busy): step again at `recheckAt` (monotonic
     /// ns) or when `watch` (cgroup.events, for EPOLLPRI; owned here, never close it) fires.
     case waiting(recheckAt: UInt64, watch: Int32?)
-    /// Past the deadline (or at once, when rmdir fails for a reason waiting will not fix, such as
-    /// EACCES): what stays, each naming the path and the errno or the stuck tasks. The descriptors
-    /// are closed all the same.
+    /// Past the deadline, or at once for an rmdir failure waiting will not fix (EACCES): what
+    /// stays, each naming path and errno, or the stuck tasks; the descriptors are closed anyway.
     case failed([String])
 }
 
-/// The one owner of an app's cgroups: its v2 directory (whatever the backend, it is how the app's
-/// processes are found and killed), its v1 freezer directory (backend cgroup1) and its v1 memory
-/// directory (hybrid hosts, for memory accounting). It makes them fresh, hands out the spawn
-/// descriptors and the freezer, lists and kills the members, and removes everything bottom-up
-/// without blocking. Nothing else writes cgroup files for an app.
+/// The one owner of an app's cgroups: v2 (how the app's processes are found and killed, whatever
+/// the backend), the v1 freezer (backend cgroup1) and v1 memory (hybrid hosts, for memory
+/// accounting). It makes them fresh, hands out the spawn descriptors and the freezer, lists and
+/// kills the members, and removes everything bottom-up without blocking. Nothing else writes an
+/// app's cgroup files.
 ///
-/// The descriptors it keeps (cgroup.events, cgroup.freeze, cgroup.procs, freezer.state) are shared
-/// with the freezer it hands out and stay open until the destroy finishes or `close()`, or until
-/// `release()` (they open again at their next use).
+/// The descriptors it keeps are shared with the freezer it hands out and stay open until the
+/// destroy finishes, `close()`, or `release()` (then they open again at their next use).
 ///
-/// Sendable: the paths are constants, the descriptors sit in CgroupFile's Mutex and the destroy
-/// state in a Mutex of its own.
+/// Sendable: constant paths, the descriptors in CgroupFile's Mutex, the destroy state in its own.
 package final class AppCgroups: Sendable {
     package let name: String
     package let v2: Cgroup2?
@@ -43,9 +40,8 @@ package final class AppCgroups: Sendable {
     private let procsFile: CgroupFile?
     /// The v2 cgroup's directory, for its link count (sub-cgroups or none).
     private let directoryFile: CgroupFile?
-    /// The app's memory counter: memory.usage_in_bytes of its v1 memory cgroup, else memory.current
-    /// of its v2 one. Kept open only while the daemon has descriptors to spare
-    /// (`memoryReading(keepOpen:)`).
+    /// The memory counter: its v1 cgroup's memory.usage_in_bytes, else its v2 memory.current; kept
+    /// open only while the daemon has descriptors to spare (`memoryReading(keepOpen:)`).
     private let memoryFile: (file: CgroupFile, source: MemorySource)?
     private let destroyState = Mutex<Destroy?>(nil)
     private let v2IDCache = Mutex<UInt64?>(nil)
@@ -81,10 +77,9 @@ package final class AppCgroups: Sendable {
         }
     }
 
-    /// The app's memory from its counter's kept descriptor (one pread); `keepOpen`: open it now if
-    /// it is not open yet. nil when it is not open (and may not be), or cannot be read: the caller
-    /// then reads by path (`AppMemory.read`). `ps` reads this for every app (1000 apps: ~13 ms of
-    /// the daemon's ~17 went to opening and closing each counter).
+    /// The app's memory by one pread of the kept counter (`keepOpen`: open it if need be); nil if
+    /// not open (and may not be) or unreadable: the caller reads by path (`AppMemory.read`). `ps`
+    /// reads every app's (1000 apps: ~13 ms of the daemon's ~17 went to opening and closing each).
     package func memoryReading(keepOpen: Bool) -> AppMemoryReading? {
         guard let memoryFile, let bytes = memoryFile.file.readCounter(opening: keepOpen) else { return nil }
         return AppMemoryReading(bytes: bytes, source: memoryFile.source)
@@ -92,18 +87,17 @@ package final class AppCgroups: Sendable {
 
     // MARK: Making and adopting
 
-    /// Makes the roots if missing and the app's directories under them, each one fresh:
-    /// `<v2Root>/<name>` (when there is a v2 root, whatever the backend), `<freezerV1Root>/<name>`
-    /// (backend cgroup1), `<memoryV1Root>/<name>` (best effort: without it only memory precision is
-    /// lost). A leftover directory of that name with processes anywhere in its subtree is an error
-    /// (another daemon with the same root runs that app); an empty one is removed, sub-cgroups
-    /// first, and made afresh, never reused: a cgroup that has seen cgroup.kill kills every task
-    /// later cloned into it, and a v1 freezer left FROZEN would freeze the new app at once. On any
-    /// failure, everything made so far is removed again.
+    /// Makes the roots if missing and the app's directories under them, each fresh:
+    /// `<v2Root>/<name>` (any backend, if there is a v2 root), `<freezerV1Root>/<name>` (cgroup1),
+    /// `<memoryV1Root>/<name>` (best effort: without it only memory precision is lost). A leftover
+    /// of that name with processes in its subtree is an error (another daemon with the same root
+    /// runs that app); an empty one is removed, sub-cgroups first, never reused: a cgroup that has
+    /// seen cgroup.kill kills every task later cloned into it, and a v1 freezer left FROZEN would
+    /// freeze the new app at once. On any failure, all made so far is removed.
     ///
-    /// `standIn`: the v1 directories a spawn stand-in sits in (SpawnPool), renamed to the app's
-    /// instead of made (a v1 directory keeps its members across a rename, so the app the stand-in
-    /// clones lands in them). On a failure they get their parked names back.
+    /// `standIn`: a spawn stand-in's v1 directories (SpawnPool), renamed to the app's instead of
+    /// made (a v1 directory keeps its members across a rename, so the app the stand-in clones lands
+    /// in them); on a failure they get their parked names back.
     package static func create(
         name: String, v2Root: String?, freezerV1Root: String?, memoryV1Root: String?, backend: BackendKind,
         standIn: StandInDirectories? = nil
@@ -147,8 +141,7 @@ package final class AppCgroups: Sendable {
                     // Best effort (the app runs; only memory precision is lost), but said: the
                     // daemon reports it to the launching client and in the event log.
                     memoryV1Problem = error.description
-                    // The stand-in's directory stays the app's under its parked name rather than an
-                    // untracked home for the app.
+                    // The stand-in's directory stays tracked as the app's, under its parked name.
                     if let parked { memoryV1 = parked }
                 }
             }
@@ -221,8 +214,7 @@ package final class AppCgroups: Sendable {
 
     // MARK: Spawning
 
-    /// The descriptors the spawner needs to start the app inside these cgroups. The v1 memory
-    /// one is best effort, like the directory.
+    /// The descriptors the spawner needs to start the app inside these cgroups.
     package func spawnDescriptors() throws(SystemError) -> SpawnDescriptors {
         var opened: [Int32] = []
         do throws(SystemError) {
@@ -237,8 +229,8 @@ package final class AppCgroups: Sendable {
                 v1 = try freezerV1.openProcsForWriting()
                 opened.append(v1)
             }
-            // Best effort, as the v1 memory cgroup itself is (memoryV1Problem): without this descriptor the
-            // child runs outside it and only memory precision is lost; the spawn must not fail for it.
+            // Best effort, as the cgroup is (memoryV1Problem): without it the child runs outside
+            // it, and only memory precision is lost; the spawn must not fail for it.
             if let memoryV1, let fd = try? memoryV1.openProcsForWriting() { memory = fd }
             return SpawnDescriptors(cgroupDirFD: dir, cgroupProcsFD: procs, v1ProcsFD: v1, v1MemoryProcsFD: memory)
         } catch {
@@ -249,9 +241,8 @@ package final class AppCgroups: Sendable {
 
     // MARK: Members, events, freezer
 
-    /// Every process of the app, in sub-cgroups too: from the v2 subtree, else the v1 freezer
-    /// subtree, else the v1 memory subtree. nil when the app has none of them (the caller falls
-    /// back to the session).
+    /// Every process of the app, sub-cgroups included: from the v2 subtree, else v1 freezer, else
+    /// v1 memory; nil without any (the caller falls back to the session).
     package func members() -> [pid_t]? {
         if let v2 { return CgroupTree.processes(v2.path, rootProcs: procsFile, rootDirectory: directoryFile) }
         if let freezerV1 { return freezerV1.subtreeProcs() }
@@ -268,8 +259,7 @@ package final class AppCgroups: Sendable {
     /// The v2 cgroup.events (populated, frozen), read with pread on the kept descriptor; nil
     /// without a v2 cgroup or when it cannot be read (removed).
     package func events() -> CgroupEvents? {
-        // An events file that cannot be read belongs to a cgroup removed meanwhile: nil is this function's
-        // answer for that, and its callers take it as "no events" (the app is ending).
+        // Unreadable: removed meanwhile; its callers take nil as "no events" (the app is ending).
         guard let eventsFile, let text = try? eventsFile.read() else { return nil }
         return CgroupEvents.parse(text)
     }
@@ -278,11 +268,10 @@ package final class AppCgroups: Sendable {
     /// suspended; owned here, never close it. nil without a v2 cgroup.
     package var eventsWatchDescriptor: Int32? { eventsFile?.watchDescriptor }
 
-    /// The freezer for the app, sharing the descriptors kept here: cgroup2 freezes the v2
-    /// directory, cgroup1 the v1 freezer directory, signal SIGSTOPs the members (found through the
-    /// cgroups, else through `fallbackMembers`, e.g. the app's session). A backend whose directory
-    /// this app lacks falls back to signal (create makes the directory its backend needs, so only
-    /// an inconsistent registry record gets there).
+    /// The app's freezer, sharing the descriptors kept here: cgroup2 freezes the v2 directory,
+    /// cgroup1 the v1 freezer one, signal SIGSTOPs the members (through the cgroups, else
+    /// `fallbackMembers`, e.g. the session). A backend whose directory the app lacks falls back to
+    /// signal (`create` makes it, so only an inconsistent registry record gets there).
     package func freezer(backend: BackendKind, fallbackMembers: @escaping @Sendable () -> [pid_t]) -> any Freezer {
         switch backend {
         case .cgroup2:
@@ -441,8 +430,7 @@ package final class AppCgroups: Sendable {
     private static func thawV1Subtree(_ root: String) {
         for dir in CgroupTree.directoriesBottomUp(root).reversed() {
             let state = dir + "/freezer.state"
-            // Cleanup keeps going: a state that cannot be read or written is a sub-cgroup removed meanwhile,
-            // and the removal below reports any directory that stays.
+            // Either fails only for a sub-cgroup removed meanwhile; the removal reports what stays.
             if ((try? FileIO.read(state)) ?? "THAWED").trimmed() != "THAWED" { try? FileIO.write(state, "THAWED") }
         }
     }

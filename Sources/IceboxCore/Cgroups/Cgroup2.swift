@@ -29,8 +29,7 @@ package struct CgroupEvents: Equatable, Sendable {
     }
 }
 
-/// One cgroup v2 directory. A small value type: the path, its files' paths, and helpers that name
-/// the path in every error.
+/// One cgroup v2 directory: its path, its files' paths, and helpers that name the path in errors.
 package struct Cgroup2: CgroupDirectory, Equatable {
     package let path: String
     package static let what = "cgroup"
@@ -62,11 +61,10 @@ package struct Cgroup2: CgroupDirectory, Equatable {
         return fd
     }
 
-    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes,
-    /// driven by `Stepping.run`: woken by the kernel's POLLPRI on the open file, and re-read on the
-    /// `Backoff` schedule as well, since the kernel sends at most one notification per 10 ms and
-    /// one right after another event (a spawn, say) comes late. Returns the last state read and
-    /// whether it held.
+    /// Waits until cgroup.events satisfies `condition` or the deadline (monotonic ns) passes
+    /// (`Stepping.run`): woken by POLLPRI, and re-read on the `Backoff` schedule too, as a
+    /// notification right after another event (a spawn, say) comes up to 10 ms late. Returns the
+    /// last state read and whether it held.
     package func waitForEvents(until deadline: UInt64, _ condition: (CgroupEvents) -> Bool)
         throws(SystemError) -> (events: CgroupEvents, satisfied: Bool)
     {

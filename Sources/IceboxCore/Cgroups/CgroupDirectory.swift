@@ -25,13 +25,11 @@ extension CgroupDirectory {
 
     /// The processes directly in this cgroup (not in its sub-cgroups).
     package func procs() -> [pid_t] {
-        // A cgroup removed meanwhile has no processes: the empty list is the answer, and a caller that must
-        // know it exists checks the directory.
+        // Removed meanwhile: none; a caller that must know it exists checks the directory.
         ((try? FileIO.read(file("cgroup.procs"))) ?? "").split(separator: "\n").compactMap { pid_t($0) }
     }
 
-    /// The processes in this cgroup and every sub-cgroup below it: what a freeze of this cgroup
-    /// freezes and what cgroup.kill kills.
+    /// Its processes and its sub-cgroups': what a freeze or cgroup.kill of this cgroup reaches.
     package func subtreeProcs() -> [pid_t] { CgroupTree.processes(path) }
 
     package func addProcess(_ pid: pid_t) throws(SystemError) { try FileIO.write(file("cgroup.procs"), String(pid)) }

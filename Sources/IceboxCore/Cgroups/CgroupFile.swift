@@ -3,17 +3,14 @@ import IceboxSystem
 import Synchronization
 
 /// One cgroup control file (cgroup.events, cgroup.freeze, freezer.state, cgroup.procs), a cgroup's
-/// directory (for its link count) or an app's /proc/PID/stat, held open for the life of its owner
-/// and read and written at offset 0 with pread/pwrite: a freeze that re-reads the state a few
-/// hundred times costs no open/close, and the descriptor read is the one the loop polls for POLLPRI
-/// (reading it is also what re-arms the kernel's notification).
+/// directory (link count) or an app's /proc/PID/stat, held open for its owner's life and used at
+/// offset 0 with pread/pwrite: a freeze's hundreds of re-reads cost no open/close, and the
+/// descriptor read is the one the loop polls for POLLPRI (the read re-arms the notification).
 ///
-/// Opened on first use. `close()` is final: later uses open the file for each call, so a descriptor
-/// number that was closed (and maybe reused by now) is never touched. `release()` closes it until
-/// the next use, which opens it again.
+/// Opened on first use. `close()` is final: later uses open the file per call, so a closed (maybe
+/// reused) descriptor number is never touched. `release()` closes it until the next use.
 ///
-/// Sendable: the descriptor lives in a Mutex, held across each pread/pwrite so that a close on
-/// another thread cannot slip in between.
+/// Sendable: the descriptor lives in a Mutex, held across each pread/pwrite so no close slips in.
 package final class CgroupFile: Sendable {
     package let path: String
     private let writable: Bool
@@ -48,8 +45,7 @@ package final class CgroupFile: Sendable {
         }
     }
 
-    /// The whole file, however long (cgroup.procs), read from offset 0 of the kept descriptor until
-    /// pread says 0.
+    /// The whole file, however long (cgroup.procs): preads from offset 0 until one returns 0.
     package func readAll() throws(SystemError) -> String {
         try state.withLock { (s: inout State) throws(SystemError) -> String in
             guard let fd = try Self.descriptor(&s, path, writable) else { return try FileIO.read(path) }
@@ -63,8 +59,7 @@ package final class CgroupFile: Sendable {
     package func readCounter(opening: Bool) -> UInt64? {
         state.withLock { s -> UInt64? in
             if case .unopened = s, !opening { return nil }
-            // nil is this function's documented answer for a file that cannot be opened (a cgroup removed
-            // meanwhile): a counter is then unknown, never 0.
+            // Unopenable (a cgroup removed meanwhile): the counter is unknown, never 0.
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
             return FileIO.preadCounter(fd: fd)
         }
@@ -81,8 +76,7 @@ package final class CgroupFile: Sendable {
     /// The descriptor to poll (EPOLLPRI for cgroup.events), opened if needed; nil once closed
     /// or when the file cannot be opened. It belongs to this object: never close it yourself.
     package var watchDescriptor: Int32? {
-        // nil is documented: without a descriptor the caller rechecks on its back-off deadline instead of a
-        // notification, and the read it then makes throws the error.
+        // nil: the caller re-checks on its back-off deadline, and that read throws the error.
         state.withLock { s in try? Self.descriptor(&s, path, writable) }
     }
 
@@ -104,8 +98,7 @@ package final class CgroupFile: Sendable {
     /// cannot slip in; nil when the file is closed for good or cannot be opened.
     package func withDescriptor<T>(_ body: (Int32) -> T?) -> T? {
         state.withLock { s -> T? in
-            // nil is documented for a file that cannot be opened; the caller then falls back to
-            // the path (as the notice's SIGUSR1 check does).
+            // nil: the caller falls back to the path (as the notice's SIGUSR1 check does).
             guard let fd = try? Self.descriptor(&s, path, writable) else { return nil }
             return body(fd)
         }
@@ -121,9 +114,8 @@ package final class CgroupFile: Sendable {
         if case .open(let fd) = old { Glibc.close(fd) }
     }
 
-    /// Closes the descriptor but not for good: the next use opens the file again. For a daemon
-    /// short of descriptors, between operations. The caller must not be polling the descriptor
-    /// (`watchDescriptor`): its number may be reused once closed.
+    /// Closes the descriptor until the next use (a daemon short of descriptors, between
+    /// operations); the caller must not be polling it: its number may be reused.
     package func release() {
         let old = state.withLock { s in
             defer { if case .open = s { s = .unopened } }

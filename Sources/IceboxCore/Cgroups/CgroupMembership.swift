@@ -1,15 +1,14 @@
 import Glibc
 import IceboxSystem
 
-/// Which cgroup a process is in, from /proc/PID/cgroup, as the directory that shows it under
-/// the hierarchy's mount (mapped through the mount's root, `CgroupMount`): to tell whether an app's process is still inside the cgroup that
-/// freezes it, or whether a notify sender belongs to the app.
+/// A process's cgroup (/proc/PID/cgroup) as a directory under the mount (`CgroupMount`): whether an
+/// app's process is still in the cgroup that freezes it, or a notify sender is the app's.
 package enum CgroupMembership {
     /// The cgroup of `pid` in the hierarchy mounted at `mount`: the v2 one when `controller` is
     /// nil, else the v1 hierarchy with that controller (`freezer`). nil when the process is gone,
     /// not in that hierarchy, or in a cgroup the mount does not show.
     package static func path(of pid: pid_t, controller: String? = nil, mount: CgroupMount, procRoot: String = "/proc") -> String? {
-        // Documented: nil for a process gone (no /proc/PID/cgroup) as for one outside this hierarchy.
+        // Documented: nil for a process gone (no /proc/PID/cgroup), as for one outside.
         guard let text = try? FileIO.read("\(procRoot)/\(pid)/cgroup") else { return nil }
         return path(in: text, controller: controller, mount: mount)
     }

@@ -1,11 +1,10 @@
-/// One mounted cgroup hierarchy: where it is mounted, and which of its cgroups the mount shows
-/// there. A path in /proc/PID/cgroup is relative to the reader's cgroup namespace root, but a mount
-/// may show only a subtree of the hierarchy: the one that starts at mountinfo's field 4 ("root").
-/// It is `/` in a private cgroup namespace or on a plain host, and a cgroup's own path where the
-/// mount shows less than the namespace sees: runc's v1 layout, Docker's `--cgroupns=host` and
-/// Kubernetes on v1 nodes bind the container's cgroup (`/kubepods/…/ctr`) at
-/// /sys/fs/cgroup/<controller>. So a cgroup path P is at `point + (P minus root)` when P is `root`
-/// or below it, and not visible at all otherwise.
+/// One mounted cgroup hierarchy: where, and which of its cgroups the mount shows there. A
+/// /proc/PID/cgroup path is relative to the reader's cgroup namespace root, but a mount may show
+/// only the subtree at mountinfo's field 4 ("root"): `/` in a private cgroup namespace or on a
+/// plain host, a cgroup's own path where the mount shows less than the namespace sees (runc's v1
+/// layout, Docker's `--cgroupns=host` and Kubernetes on v1 nodes bind the container's cgroup,
+/// `/kubepods/…/ctr`, at /sys/fs/cgroup/<controller>). So a cgroup path P is at `point + (P minus
+/// root)` when P is `root` or below it, and invisible otherwise.
 package struct CgroupMount: Equatable, Sendable {
     /// Where the hierarchy is mounted (mountinfo field 5).
     package var point: String

@@ -1,10 +1,9 @@
 import Glibc
 import IceboxSystem
 
-/// A cgroup directory together with its sub-cgroups, in any hierarchy (v2, the v1 freezer, v1
-/// memory). An app may make sub-cgroups of its own (systemd-style services, container runtimes);
-/// its processes there are still the app's, and its directory can only be removed once every
-/// sub-cgroup is gone (rmdir of a cgroup with children is EBUSY).
+/// A cgroup directory and its sub-cgroups, in any hierarchy. An app may make sub-cgroups
+/// (systemd-style services, container runtimes); its processes there are still the app's, and its
+/// directory goes only after them (rmdir of a cgroup with children is EBUSY).
 package enum CgroupTree {
     /// Every directory of the subtree, children before their parent, the root last; empty when
     /// the root does not exist. A directory that vanishes during the walk is skipped.
@@ -13,13 +12,12 @@ package enum CgroupTree {
         return walk(root)
     }
 
-    /// The same without the check that the root exists: the root comes last whatever it is. A
-    /// directory whose link count is 2 has no subdirectory (cgroupfs keeps a directory's count at 2
-    /// + its subdirectories, as ext4 and tmpfs do) and is not listed: one lstat instead of open,
-    /// fstat, two getdents and close, at every confirmed freeze and thaw of an app without
-    /// sub-cgroups. Any other count (btrfs says 1) is listed. `rootStatus`: the root's lstat, from
-    /// a descriptor its owner keeps (an fstat, without the walk of its path: 13 µs of each
-    /// confirmed freeze and thaw here, traced).
+    /// `directoriesBottomUp` without the check that the root exists. A directory whose link count
+    /// is 2 has no subdirectory (cgroupfs counts 2 + its subdirectories, as ext4 and tmpfs do) and
+    /// is not listed: one lstat instead of open, fstat, two getdents and close at every confirmed
+    /// freeze and thaw of an app without sub-cgroups. Any other count (btrfs says 1) is listed.
+    /// `rootStatus`: the root's fstat from a descriptor its owner keeps (no walk of its path: 13 µs
+    /// of each confirmed freeze and thaw, traced).
     private static func walk(_ root: String, rootStatus: stat? = nil) -> [String] {
         var out: [String] = []
         func status(_ dir: String) -> stat? {
@@ -30,8 +28,7 @@ package enum CgroupTree {
         func visit(_ dir: String) {
             let leaf = status(dir).map { $0.st_mode & S_IFMT == S_IFDIR && $0.st_nlink == 2 } ?? false
             if !leaf {
-                // A directory that cannot be listed is a sub-cgroup removed meanwhile: no children to visit,
-                // and a caller removing the tree reports any directory that stays.
+                // Unlistable: removed meanwhile (no children); a remover reports any that stays.
                 for name in (try? FileIO.listDirectories(dir)) ?? [] { visit(dir + "/" + name) }
             }
             out.append(dir)
@@ -41,11 +38,10 @@ package enum CgroupTree {
     }
 
     /// The processes of every cgroup in the subtree (each `cgroup.procs`, read once). Called at
-    /// every confirmed freeze (for its count): no separate check that `root` is a directory
-    /// (listing it fails if not, and so does reading its cgroup.procs), and the pids read as bytes.
-    /// `rootProcs`: the root's cgroup.procs held open by its owner, read with pread (two calls for
-    /// a small file, against open, two reads and close). `rootDirectory`: the root directory held
-    /// open by its owner, for its link count.
+    /// every confirmed freeze (for its count), so no check that `root` is a directory (listing it
+    /// or reading its cgroup.procs fails if not), and the pids are parsed as bytes. `rootProcs`,
+    /// `rootDirectory`: the root's cgroup.procs (read with pread: two calls, against open, two
+    /// reads and close) and directory (for its link count), held open by their owner.
     package static func processes(_ root: String, rootProcs: CgroupFile? = nil, rootDirectory: CgroupFile? = nil) -> [pid_t] {
         walk(root, rootStatus: rootDirectory?.status()).reversed().flatMap { dir in
             // A cgroup removed meanwhile holds no processes.
@@ -76,9 +72,8 @@ package enum CgroupTree {
         return out
     }
 
-    /// Removes the subtree bottom-up (sub-cgroups first). Returns what could not be removed,
-    /// each naming rmdir, the path and the errno; an already-removed directory is no problem.
-    /// The parents of a directory that stays are not tried (they would only say EBUSY).
+    /// Removes the subtree, sub-cgroups first, skipping the parents of one that stays (only EBUSY);
+    /// returns what stays, each naming rmdir, path and errno (one already removed is fine).
     package static func remove(_ root: String, what: String = "cgroup") -> [SystemError] {
         var problems: [SystemError] = []
         for dir in directoriesBottomUp(root) {

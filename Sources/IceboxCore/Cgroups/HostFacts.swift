@@ -109,10 +109,9 @@ package struct HostFacts: Sendable {
             facts.freezerV1Problem = "no cgroup v1 freezer hierarchy is mounted"
         }
         // Per-app v1 memory cgroups wherever the v2 tree has no memory controller (hybrid and
-        // v1-only hosts), if the daemon may make them. The daemon's own memory cgroup is found
-        // through the mount's root: a mount that shows only a subtree (a host cgroup namespace) has
-        // the daemon's cgroup at its point, or does not show it at all, and then there is no place
-        // under it: no v1 memory cgroups.
+        // v1-only hosts), if the daemon may make them, under its own memory cgroup, found through
+        // the mount's root: a mount that shows a subtree (a host cgroup namespace) may not show it,
+        // and then there is no place for them.
         if let memory = mounts.memoryV1Mount, facts.cgroupRoot.map({ !FileIO.exists($0 + "/memory.current") }) ?? true,
             let own = CgroupMembership.path(of: getpid(), controller: "memory", mount: memory)
         {
@@ -131,14 +130,13 @@ package struct HostFacts: Sendable {
         return errno == EROFS ? (readOnly(mount), true) : ("no write permission on \(probe)", false)
     }
 
-    /// Delegation containment (the kernel's cgroup-v2.rst): moving a process into a cgroup, or
-    /// spawning it there with CLONE_INTO_CGROUP, needs write access to the cgroup.procs of the
-    /// common ancestor of the cgroup it leaves and the one it enters. A user whose own cgroup
-    /// (which the daemon it starts inherits) is outside the delegated subtree may make cgroups
-    /// there but can put no process in them.
+    /// Delegation containment (cgroup-v2.rst): moving a process into a cgroup, or spawning it there
+    /// with CLONE_INTO_CGROUP, needs write access to the cgroup.procs of the common ancestor of its
+    /// old and new cgroups. A user whose cgroup (which its daemon inherits) is outside the
+    /// delegated subtree may make cgroups there but put no process in them.
     static func containmentProblem(root: String, mount cgroupMount: CgroupMount) -> String? {
         let mount = cgroupMount.point
-        // Not shown by the mount (outside its root), or another cgroup namespace's view: nothing to judge.
+        // Not shown by the mount (outside its root, another namespace's view): nothing to judge.
         guard let own = CgroupMembership.path(of: getpid(), mount: cgroupMount), FileIO.isDirectory(own) else { return nil }
         var ancestor = own
         while !CgroupMounts.covers(ancestor, root), let slash = ancestor.lastIndex(of: "/"), ancestor != mount {
@@ -230,8 +228,7 @@ package struct HostFacts: Sendable {
         if !children.isEmpty { return children.contains { FileIO.exists($0 + "/" + name) } }
         // No cgroup to look at without making one: go by the kernel release that added the file.
         let added: [String: (Int, Int)] = ["cgroup.freeze": (5, 2), "cgroup.kill": (5, 14)]
-        // An unreadable release (a /proc without it) is taken as "not known to have the file": the caller
-        // then does without it, as on an older kernel.
+        // An unreadable release (no /proc): the file is taken as missing, as on an older kernel.
         guard let needed = added[name], let release = try? FileIO.read("/proc/sys/kernel/osrelease") else { return false }
         let parts = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
         return parts.count == 2 && (parts[0], parts[1]) >= needed

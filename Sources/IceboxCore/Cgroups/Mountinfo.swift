@@ -43,10 +43,9 @@ package struct CgroupMounts: Equatable, Sendable {
         }
     }
 
-    /// Parses mountinfo text. Fields: id parent major:minor root mountpoint options [optional
-    /// fields...] - fstype source superoptions. Octal escapes (\040) are decoded. A mount hidden by
-    /// another one mounted over it (or over a directory above it) is still listed, but cannot be
-    /// reached: it is not counted.
+    /// Parses mountinfo: id parent major:minor root mountpoint options [optional...] - fstype
+    /// source superoptions, octal escapes (\040) decoded. A mount hidden by one over it (or over a
+    /// directory above it) is listed but cannot be reached: not counted.
     package static func parse(_ text: String) -> CgroupMounts {
         let entries = text.split(separator: "\n").compactMap(Entry.init)
         var result = CgroupMounts()
@@ -76,8 +75,7 @@ package struct CgroupMounts: Equatable, Sendable {
     struct Entry {
         var id: Substring
         var parent: Substring
-        /// The directory of the filesystem shown at the mount point (field 4): for a cgroup mount,
-        /// the cgroup it starts at.
+        /// Field 4: the directory shown at the mount point (for cgroups, the cgroup it starts at).
         var root: String
         var mountPoint: String
         var fsType: Substring
@@ -94,10 +92,9 @@ package struct CgroupMounts: Equatable, Sendable {
             superOptions = fields.count > dash + 3 ? fields[dash + 3].split(separator: ",") : []
         }
 
-        /// Whether a later mount covers this one: one stacked on it at the same point, or one
-        /// mounted on a mount this one hangs from (its parent, or further up) at this point or
-        /// above it. Judged only from the parents the text lists, so a partial mountinfo (a test's,
-        /// a chroot's) hides nothing it cannot show.
+        /// Whether a later mount covers this one: stacked on it, or mounted on one it hangs from
+        /// (parent or further up) at or above its point. Judged only from the parents listed, so a
+        /// partial mountinfo (a test's, a chroot's) hides nothing it cannot show.
         func isHidden(among entries: [Entry]) -> Bool {
             let byID = Dictionary(entries.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             // This mount and the mounts it hangs from, nearest first, each with the child
@@ -120,15 +117,13 @@ package struct CgroupMounts: Equatable, Sendable {
         }
     }
 
-    /// Whether `path` is `inner` or a directory above it (whole components: /a covers /a/b, not
-    /// /ab).
+    /// Whether `path` is `inner` or above it (whole components: /a covers /a/b, not /ab).
     static func covers(_ path: String, _ inner: String) -> Bool {
         path == inner || path == "/" || inner.hasPrefix(path + "/")
     }
 
     package static func read(path: String = "/proc/self/mountinfo") -> CgroupMounts {
-        // No mountinfo (no /proc) shows no cgroup mounts: HostFacts then says no cgroup hierarchy
-        // is usable and why.
+        // No mountinfo (no /proc): no cgroup mounts, and HostFacts says why none is usable.
         (try? FileIO.read(path)).map(parse) ?? CgroupMounts()
     }
 

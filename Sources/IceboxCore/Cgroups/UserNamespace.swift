@@ -1,9 +1,8 @@
 import IceboxSystem
 
-/// Whether this process runs in the host's user namespace, read from /proc/self/uid_map. Root in a
-/// user namespace (`unshare -U -r`, a rootless container) is uid 0 with every capability there, but
-/// the host's cgroups are not its to write: they need a subtree delegated to the uid it maps to. So
-/// "run as root" is no advice to it.
+/// Whether this process is in the host's user namespace (/proc/self/uid_map). Root in another
+/// (`unshare -U -r`, a rootless container) has every capability there, but writes host cgroups only
+/// where delegated to the uid it maps to: "run as root" is no advice to it.
 package struct UserNamespace: Equatable, Sendable {
     /// The uid_map lines, as the kernel writes them: "inside outside count".
     package var uidMap: [(inside: UInt32, outside: UInt32, count: UInt32)]
