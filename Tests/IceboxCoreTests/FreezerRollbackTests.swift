@@ -56,3 +56,8 @@ struct FreezerRollbackTests {
         }
     }
 }
+
+extension Cgroup2 {
+    /// cgroup.events, read by path (the freezer reads its kept descriptor).
+    fileprivate func events() throws(SystemError) -> CgroupEvents { CgroupEvents.parse(try FileIO.read(file("cgroup.events"))) }
+}

@@ -42,10 +42,6 @@ package struct Cgroup2: CgroupDirectory, Equatable {
     var eventsPath: String { file("cgroup.events") }
     var freezePath: String { file("cgroup.freeze") }
 
-    package func events() throws(SystemError) -> CgroupEvents {
-        CgroupEvents.parse(try FileIO.read(eventsPath))
-    }
-
     package func setFrozen(_ frozen: Bool) throws(SystemError) {
         try FileIO.write(freezePath, frozen ? "1" : "0")
     }
