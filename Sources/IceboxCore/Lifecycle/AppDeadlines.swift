@@ -3,10 +3,9 @@
 /// at the apps whose time has come. With 10,000 apps, scanning them all on every turn (and copying
 /// the list) was most of the daemon's CPU during a launch.
 ///
-/// An app says that its deadline may have changed by `touch` (LiveApp does, from the setters of
-/// every property a deadline is made of), and the heap is brought up to date before it is read.
-/// Entries are never removed from the middle: one whose time no longer matches what is scheduled
-/// for its app is stale and skipped when it reaches the top.
+/// An app says its deadline may have changed by `touch` (LiveApp's setters of every property a
+/// deadline is made of do); the heap is updated before it is read. Entries are never removed from
+/// the middle: one whose time no longer matches its app's schedule is stale, skipped at the top.
 final class AppDeadlines {
     private struct Entry {
         var at: UInt64

@@ -1,9 +1,8 @@
 import IceboxSystem
 
-/// Why an app ended, as the lifecycle decides it once its main process is gone: on its own,
-/// terminated or evicted, with what the kernel said of the main process (nil: not known, the app
-/// was re-adopted or adopted, so icebox is not its parent). Decisions read this, never the text
-/// made from it (`LifecycleText`).
+/// Why an app ended, decided once its main process is gone: on its own, terminated or evicted, with
+/// what the kernel said of the main process (nil: unknown, as icebox is not the parent of an
+/// adopted or re-adopted app). Decisions read this, never its text (`LifecycleText`).
 package enum AppEnd: Sendable, Equatable {
     /// It ended on its own.
     case exited(Termination?)

@@ -4,8 +4,8 @@ import IceboxSystem
 /// One app's lifecycle as a value: the state machine of lifecycle.md (Not Running → Inactive →
 /// Active → Background → Suspended and back, and the ways out), with the grace, the deadlines and
 /// the clients waiting on a transition. It takes an input and `now` and returns effects; it never
-/// touches the kernel, so every transition is unit-tested without root (LifecycleTests in
-/// IceboxCoreTests), and the supervisor only carries effects out.
+/// touches the kernel, so every transition is unit-tested without root (AppLifecycleTests), and
+/// the supervisor only carries effects out.
 package struct AppLifecycle: Sendable {
     /// Where the app is. Finer than `AppState` (which is what users see): a freeze or thaw
     /// in flight, and an ending under way, are phases of their own so the loop never waits.
@@ -15,8 +15,7 @@ package struct AppLifecycle: Sendable {
         /// Running; `resumedAt`: when the thaw that made it active began, until the app says
         /// READY=1 again (its hot start, resume → ready).
         case active(resumedAt: UInt64?)
-        /// Notice sent (or not), the grace running; `victim`: chosen by the policy, evicted once
-        /// frozen.
+        /// Notice sent (or not), the grace running; `victim`: chosen by the policy.
         case background(Grace, victim: Victim?)
         /// The grace is over (how: `ended`); the kernel is freezing the app (a `victim` is
         /// evicted once frozen, or at once if the freeze fails).
@@ -25,13 +24,11 @@ package struct AppLifecycle: Sendable {
         case suspended(compacted: Bool)
         /// Frozen, and being checkpointed to disk (CRIU's dump, then a sync of the images).
         case checkpointing(Checkpointing)
-        /// The kernel is thawing the app (`compacted`: as it was suspended, kept if the thaw fails).
+        /// The kernel is thawing it (`compacted`: as it was suspended, kept if the thaw fails).
         case thawing(start: UInt64, waiters: [ThawWaiter], compacted: Bool)
-        /// Begun at `since`: SIGTERM sent, SIGKILL at `killDeadline` (nil once sent); or killed
-        /// without notice.
+        /// From `since`: SIGTERM, SIGKILL at `killDeadline` (nil once sent); or killed at once.
         case ending(Ending, since: UInt64, killDeadline: UInt64?)
-        /// The main process is gone (why: the payload); what is left is being killed and the
-        /// cgroups removed.
+        /// Main process gone (why: the payload); the rest is being killed, the cgroups removed.
         case cleaningUp(AppEnd)
         case ended(AppEnd)
     }
@@ -41,8 +38,7 @@ package struct AppLifecycle: Sendable {
         case terminate, evict
     }
 
-    /// The policy's victim in its grace: its EXTEND_TIMEOUT_USEC messages are refused (the first is
-    /// logged).
+    /// The policy's victim in its grace: its EXTEND_TIMEOUT_USEC refused (the first logged).
     package struct Victim: Sendable, Equatable {
         package var extensionsRefused = 0
         /// Checkpointed to disk once frozen, rather than killed (`--evict-to disk`).
@@ -266,10 +262,9 @@ package struct AppLifecycle: Sendable {
         }
         // A record change the app made that waited for its write goes with this one.
         if fx.contains(.persist) { repeats.recordWritten() }
-        // This transition's events first, in their order: each is stamped now, and an effect may
-        // log an event of its own when it is carried out, stamped then (a thaw the kernel confirms
-        // within its write, as for a terminate of a suspended app; a kill that fails; a cleanup
-        // that ends the app), so the log is appended in time order.
+        // This transition's events first, in order: each is stamped now, and an effect may log its
+        // own when carried out, stamped then (a thaw confirmed in its write; a failed kill; a
+        // cleanup ending the app): the log stays in time order.
         return fx.filter(\.isLog) + fx.filter { !$0.isLog }
     }
 
@@ -339,9 +334,7 @@ package struct AppLifecycle: Sendable {
         if message.watchdogPing, case .active = phase { armWatchdog(now) }
         if message.watchdogTrigger, case .active = phase { watchdogFired(now, &fx, triggered: true) }
         if message.extendNanos != nil, case .background(let grace, var victim?) = phase {
-            // The policy's victim: its grace is --eviction-grace and no more (the cut also lowered
-            // its cap), or it could hold off its own eviction, and every other one behind it, up to
-            // --max-grace. Said once.
+            // The policy's victim: grace --eviction-grace and no more (see `Grace.cut`), said once.
             victim.extensionsRefused += 1
             phase = .background(grace, victim: victim)
             if victim.extensionsRefused == 1 {
@@ -421,7 +414,7 @@ package struct AppLifecycle: Sendable {
                 sent = record.options.backgroundSignal == NoticeSignal.none ? .disabled : .noHandler
             }
             let text = LifecycleText.notice(sent, graceNanos: length)
-            // Which notice, as data (SuspendResult.Notice): the signal's name, or why none was sent.
+            // Which notice, as data (SuspendResult.Notice): the signal, or why none was sent.
             let e = event(.notice, from: from, to: .background, reason: sent.reason, grace: grace.length, text, now)
             fx.append(.log(e))
             for id in suspendWaiters {
@@ -506,12 +499,11 @@ package struct AppLifecycle: Sendable {
         if victim != nil { evict(nil, now, &fx) }
     }
 
-    /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it where
-    /// it went, so the app runs and is shown as active (never "suspended" for a process that runs);
-    /// the rest of the app is thawed too, so that the state is true of all of it and a later
-    /// suspend starts from a running app. Freezing: the freeze could not hold the main process, so
-    /// it fails and is rolled back. Other phases: nothing is claimed that this changes (a running
-    /// app runs; an ending one is killed through its pidfd wherever it is).
+    /// The main process left the cgroup that freezes the app. Suspended: the kernel thawed it
+    /// there, so the app is shown active (never "suspended" while it runs), and the rest is thawed
+    /// too, so the state is true of all of it and a later suspend starts from a running app.
+    /// Freezing: the freeze cannot hold it, so it fails and is rolled back. Other phases: no claim
+    /// changes (a running app runs; an ending one is killed by pidfd wherever it is).
     private mutating func leftCgroup(_ to: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         let moved = "pid \(record.pid) left the app's cgroup for \(to)"
         switch phase {
@@ -529,10 +521,9 @@ package struct AppLifecycle: Sendable {
         }
     }
 
-    /// Thawed by someone else (a write to cgroup.freeze or freezer.state, SIGCONT): the app runs,
-    /// so it is active, and told so as a resume would (its foreground signal); only a suspended app
-    /// can be, since an operation under way reads the kernel itself. Left as "suspended", a later
-    /// suspend would answer "nothing to do" while it ran.
+    /// Thawed by someone else (cgroup.freeze, freezer.state, SIGCONT): the app runs, hence active,
+    /// told as by a resume (foreground signal); only a suspended app can be (an operation under way
+    /// reads the kernel). Left "suspended", a suspend would say "nothing to do" while it ran.
     private mutating func thawedOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .suspended = phase else { return }
         setActive(now)
@@ -542,10 +533,9 @@ package struct AppLifecycle: Sendable {
         fx.append(.persist)
     }
 
-    /// Frozen by someone else (a write to the app's own cgroup.freeze or freezer.state): an active
-    /// app no longer runs, so it is suspended, as if icebox had frozen it with no notice, and the
-    /// policy's follow-ups apply; `icebox resume` thaws it. Left as "active", a resume would answer
-    /// "nothing to do" while it stayed frozen.
+    /// Frozen by someone else (a write to the app's cgroup.freeze or freezer.state): an active app
+    /// stops, so it is suspended, as if icebox froze it unannounced; the policy's follow-ups apply,
+    /// `icebox resume` thaws it. Left "active", a resume would say "nothing to do" to a frozen app.
     private mutating func frozenOutside(_ how: String, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .active = phase else { return }
         phase = .suspended(compacted: false)
@@ -785,7 +775,7 @@ package struct AppLifecycle: Sendable {
             let e = event(
                 .checkpoint, duration: now.since(c.since), reason: "failed", LifecycleText.checkpointFailed(why, then: c.then), now)
             fx.append(.log(e))
-            // Its clients hear why before they hear the kill (the event: `EndResult.checkpointFailure`).
+            // Its clients hear why before the kill (the event: `EndResult.checkpointFailure`).
             for id in c.waiters { fx.append(.report(waiter: id, line: LifecycleText.step(name, e.detail), failed: false, event: e)) }
             endWaiters += c.waiters
             phase = .suspended(compacted: false)
@@ -817,12 +807,11 @@ package struct AppLifecycle: Sendable {
         fx.append(.destroy)
     }
 
-    /// Re-adopted with a terminate or eviction the last daemon began (`init(adopting:)` put it in
-    /// `.ending`): finished rather than forgotten. A terminate before its kill deadline has SIGTERM
-    /// sent again (the intent was recorded before the signal; the last daemon may have died in
-    /// between, and a missing one would have the app SIGKILLed unwarned; an app already ending gets
-    /// asked twice) and a frozen one thawed to act on it; past its deadline, or an eviction, it is
-    /// killed now.
+    /// Re-adopted with a terminate or eviction the last daemon began (`init(adopting:)`): finished,
+    /// not forgotten. Before its kill deadline a terminate sends SIGTERM again (the intent is
+    /// recorded before the signal, so the last daemon may have died in between; without it the app
+    /// would be SIGKILLed unwarned, and one already ending is asked twice) and thaws a frozen app
+    /// to act on it; past the deadline, or an eviction: killed now.
     private mutating func resumeEnding(_ frozen: Bool, _ now: Instant, _ fx: inout [LifecycleEffect]) {
         guard case .ending(let how, let endStart, let kill) = phase else { return }
         let began =
@@ -939,7 +928,7 @@ package struct AppLifecycle: Sendable {
         _ = leaveForEnding(thawWaiters: .endedDuringThaw, &fx)
         switch phase {
         case .ending(.evict, let since, _):
-            // Killed by icebox: the main process's end is SIGKILL, whether or not it is ours to reap.
+            // Killed by icebox: its end is SIGKILL, whether or not it is ours to reap.
             phase = .cleaningUp(.evicted(termination ?? .signaled(SIGKILL), since: since))
         case .ending(.terminate, let since, let kill):
             // SIGKILL once its kill deadline has been cleared: the time-out passed (or the
@@ -964,7 +953,7 @@ package struct AppLifecycle: Sendable {
         setState(final, now)
         record.exitStatus = termination?.shellStatus
         record.ending = startLimitHit.map { "\(how); \($0), not restarted" } ?? how
-        // The record's state is left as it was through the ending: it is the state the app was killed in.
+        // The record's state stayed through the ending: the state the app was killed in.
         record.killedWhileSuspended = from == .suspended && termination == .signaled(SIGKILL)
         record.clearDiskWork()
         let detail = LifecycleText.ended(

@@ -6,8 +6,7 @@ public enum AppState: String, Codable, Sendable, CaseIterable {
     case launching
     /// Running in the foreground.
     case active
-    /// Told it is going to the background (the notice signal), in its grace period: it
-    /// still runs, and is frozen when the grace ends.
+    /// Notified of going to the background, in its grace: still running, frozen when it ends.
     case background
     /// Frozen by the kernel: no CPU at all, memory kept.
     case suspended
@@ -15,8 +14,7 @@ public enum AppState: String, Codable, Sendable, CaseIterable {
     case exited
     /// Ended by a terminate (SIGTERM, SIGKILL after the time-out).
     case terminated
-    /// Killed without notice to free memory (an eviction); relaunched, it is told to restore its
-    /// state.
+    /// Killed without notice to free memory; relaunched, it is told to restore its state.
     case evicted
     /// Checkpointed to disk by CRIU (`icebox evict --to-disk`, or the policy with `--evict-to
     /// disk`): no process and no memory, its whole state in image files; a resume restores it where

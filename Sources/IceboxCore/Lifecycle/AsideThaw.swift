@@ -5,8 +5,7 @@ package enum AsideThaw: Sendable, Equatable {
     case forTermination
     /// The app's main process left its cgroup: the rest of the app runs again.
     case remainder
-    /// A daemon that took over found a thaw half done (or the app frozen without a suspend) and
-    /// completes it.
+    /// A daemon that took over completes a thaw half done (or the app frozen without a suspend).
     case afterRestart
 
     /// Said after "thawed in …".

@@ -1,6 +1,5 @@
-/// How an app's grace ended and its freeze began, as the lifecycle decides it. The raw value is
-/// what the freeze event's `reason` says on the wire and in `events.jsonl` (docs/protocol.md),
-/// unchanged since the field was added; ``SuspendResult/GraceEnd`` is read back from it.
+/// How the grace ended and the freeze began. The raw value is the freeze event's `reason`
+/// (docs/protocol.md, `events.jsonl`); ``SuspendResult/GraceEnd`` is read back from it.
 package enum GraceEnding: String, Sendable, Equatable, CaseIterable {
     /// The app sent READY=1: it cut its grace short.
     case ready = "READY=1"

@@ -1,10 +1,9 @@
 import IceboxSystem
 
-/// A moment as the daemon's loop saw it: CLOCK_MONOTONIC (orders and times the steps of one boot)
-/// and CLOCK_REALTIME (what a user reads) taken together, once per input. The lifecycle and the
-/// events it makes are stamped with the instant they are handed and never read a clock themselves,
-/// so a transition is a function of its input and its instant (unit-tested with any instant,
-/// however far in the past).
+/// A moment as the daemon's loop saw it, once per input: CLOCK_MONOTONIC (orders and times the
+/// steps of one boot) and CLOCK_REALTIME (what a user reads). The lifecycle never reads a clock: it
+/// and its events are stamped with the instant handed, so a transition is a function of its input
+/// and instant (unit-tested with any instant, however far in the past).
 package struct Instant: Sendable, Equatable {
     /// CLOCK_MONOTONIC, nanoseconds.
     package var monotonicNanos: UInt64
@@ -16,8 +15,7 @@ package struct Instant: Sendable, Equatable {
         self.wallNanos = wallNanos
     }
 
-    /// Both clocks, now: what the daemon calls once per input it feeds the lifecycle (and for
-    /// its own events). Nothing in the lifecycle calls it.
+    /// Both clocks now, read by the daemon per input and for its events; never by the lifecycle.
     package static func read() -> Instant {
         Instant(monotonicNanos: Clock.monotonicNanos(), wallNanos: Clock.wallNanos())
     }

@@ -3,8 +3,7 @@ import IceboxSystem
 /// What happens to an app: a request, a message from the app, the kernel's answer, or time.
 /// `AppLifecycle.handle(_:now:)` takes one and returns the effects.
 package enum LifecycleInput: Sendable, Equatable {
-    /// The app counts as ready: exec succeeded, the probe answered, or (notify) READY=1 came
-    /// through `.notify`.
+    /// The app counts as ready: exec succeeded, the probe answered, or READY=1 came (`.notify`).
     case ready
     /// A message on the app's NOTIFY_SOCKET.
     case notify(NotifyMessage)
@@ -38,9 +37,8 @@ package enum LifecycleInput: Sendable, Equatable {
     case cleanedUp(leftovers: Int, problems: [String])
     /// The app's memory was compacted while suspended (the next resume says so).
     case compacted
-    /// The main process is no longer in the cgroup that freezes the app: someone moved it to `to`.
-    /// The kernel thaws a task moved to a cgroup that is not frozen, so a suspended app runs again;
-    /// and freezing the app's cgroup would not freeze it.
+    /// Someone moved the main process out of the cgroup that freezes the app, to `to`
+    /// (`AppLifecycle.leftCgroup` says what follows).
     case leftCgroup(to: String)
     /// The kernel says a suspended app is no longer frozen, and icebox did not thaw it:
     /// someone wrote its freezer (`how`: what the kernel shows, for the log). It runs.
@@ -79,10 +77,8 @@ package enum LifecycleEffect: Sendable, Equatable {
     case cancelFreeze
     /// Start a thaw; its outcome comes back as `.thawConfirmed` or `.thawFailed`.
     case thaw(deadline: UInt64)
-    /// Thaw without waiting for confirmation. `.forTermination`: a frozen app must run to act on
-    /// SIGTERM, and the kill deadline bounds the rest. `.remainder`: what is left in the app's
-    /// cgroups; the app is active already (its main process left the frozen cgroup and runs), and
-    /// the rest of it must not stay frozen under an app shown as running.
+    /// Thaw without waiting for confirmation (`AsideThaw` says why): for a termination the kill
+    /// deadline bounds it; the rest of an app shown as running must not stay frozen.
     case thawAside(AsideThaw)
     /// Kill every process of the app now.
     case killAll
@@ -115,8 +111,7 @@ package enum LifecycleEffect: Sendable, Equatable {
     /// The main process is gone: kill what is left, remove the cgroups and the notify socket, then
     /// feed `.cleanedUp` back.
     case destroy
-    /// The app has ended; `line` is its last word for whoever listens (an attached client, `daemon
-    /// --stop`).
+    /// The app has ended; `line`: its last word to listeners (an attached client, `daemon --stop`).
     case ended(line: String)
 
     /// An event for the log (`handle` puts these before the effects that act).

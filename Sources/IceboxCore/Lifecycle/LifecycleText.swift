@@ -1,10 +1,9 @@
 import IceboxSystem
 
-/// The words of the lifecycle, in one place: the lines a client reads (what `icebox suspend`
-/// prints, and what the library's results carry as `lines` and say in their `description`) and the
-/// details of the events, each rendered from the typed outcome it tells of. The lifecycle decides
-/// with the types (`GraceEnding`, `AppEnd`, `NoticeSent`, `LifecycleFailure`) and calls these only
-/// to say what it decided; nothing reads this text back.
+/// The lifecycle's words in one place: the lines a client reads (what `icebox suspend` prints, the
+/// library results' `lines` and `description`) and the events' details, each rendered from a typed
+/// outcome. The lifecycle decides with the types (`GraceEnding`, `AppEnd`, `NoticeSent`,
+/// `LifecycleFailure`) and calls these only to say so; nothing reads this text back.
 package enum LifecycleText {
     // MARK: Lines
 
