@@ -1,13 +1,11 @@
 import Glibc
 import IceboxSystem
 
-/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), reads its version (4.1 or
-/// newer where the kernel maps `[vvar_vclock]`: older ones fail every command there; 4.2 or newer
-/// where the kernel allows SO_PASSCRED only on unix sockets: older ones cannot dump a process
-/// holding a TCP or UDP socket there), runs `criu check` (not `--all`: it fails here for autofs and
-/// soft-dirty, which icebox does not use), then dumps and restores a canary (``CriuCanary``). The
-/// verdict is cached in the state directory per kernel release and binary (``CriuProbeCache``).
-/// Every criu run has a deadline and is reaped.
+/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), checks its version
+/// against what the kernel needs (`minimumForSplitVvar`, `minimumForPassCredRestriction`), runs
+/// `criu check` (not `--all`: it fails here for autofs and soft-dirty, which icebox does not use),
+/// then dumps and restores a canary (``CriuCanary``). The verdict is cached per kernel release and
+/// binary (``CriuProbeCache``). Every criu run has a deadline and is reaped.
 package enum CriuProbe {
     static let versionTimeoutNanos: UInt64 = 10_000_000_000
     static let checkTimeoutNanos: UInt64 = 30_000_000_000
@@ -164,8 +162,7 @@ package enum CriuProbe {
 
     /// uname -r.
     package static func kernelRelease() -> String {
-        // Only a label of the cache entry: "unknown" matches no real release, so nothing stale is
-        // reused.
+        // A cache entry's label only: "unknown" matches no release, so nothing stale is used.
         ((try? FileIO.read("/proc/sys/kernel/osrelease")) ?? "unknown").trimmed()
     }
 
