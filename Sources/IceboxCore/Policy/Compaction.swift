@@ -5,9 +5,8 @@ import IceboxSystem
 /// freezes a cached app. A frozen app touches no memory, so its pages are the best candidates there
 /// are; it faults back what it needs after the thaw.
 ///
-/// Two ways in. With the cgroup v2 memory controller, `memory.reclaim` asks the kernel to reclaim
-/// from the app's cgroup as a whole. Without it (hybrid hosts, where the v2 tree has no
-/// controllers), process_madvise(2) advises each process's private mappings.
+/// Two ways in (`Compactor.compact` chooses): the v2 memory controller's `memory.reclaim` on the
+/// app's cgroup, else (hybrid hosts: no v2 controllers) process_madvise(2) on each process.
 package enum CompactionMode: String, Codable, Sendable {
     /// Reclaim now (MADV_PAGEOUT, or memory.reclaim).
     case pageout
