@@ -51,10 +51,9 @@ package enum CriuProbe {
         return verdict
     }
 
-    /// What a cached verdict must match besides the kernel: the binary (path, inode, size,
-    /// modification time) and this process's effective and bounding capabilities, which criu
-    /// inherits (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root). Nil
-    /// when the binary is not a file.
+    /// What a cached verdict must match besides the kernel: the binary (`CriuBinary.identity`; nil
+    /// if not a file) and this process's effective and bounding capabilities, which criu inherits
+    /// (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root).
     package static func cacheIdentity(_ binary: CriuBinary) -> String? {
         guard let file = binary.identity() else { return nil }
         // Unreadable (no /proc): the capabilities read "?", an identity no cached verdict matches,

@@ -35,8 +35,7 @@ package struct MemoryMapping: Equatable, Sendable {
     package var length: UInt64 { end - start }
     package var isPrivate: Bool { permissions.hasSuffix("p") }
 
-    /// Mappings the kernel itself provides: madvise refuses some (VM_PFNMAP) and nothing in them
-    /// belongs to the app.
+    /// Mappings the kernel provides: madvise refuses some (VM_PFNMAP), and none is the app's.
     static let kernelMappings: Set<String> = [
         "[vsyscall]", "[vvar]", "[vvar_vclock]", "[vdso]", "[uprobes]", "[vectors]", "[sigpage]",
     ]
@@ -190,9 +189,8 @@ package enum Compactor {
         return report
     }
 
-    /// Writes a byte count to the cgroup's memory.reclaim: its whole memory.current, i.e. "as much
-    /// as you can". The kernel answers EAGAIN when it reclaimed less than asked, which is the
-    /// normal outcome here and is reported, not thrown.
+    /// Writes the cgroup's memory.current to its memory.reclaim ("as much as you can"); EAGAIN, the
+    /// normal outcome here, is reported (`reclaimShort`), not thrown.
     package static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], procRoot: String = "/proc") throws(SystemError) -> CompactionReport {
         let before = ResidentMemory.read(pids: pids, procRoot: procRoot)
         let start = Clock.monotonicNanos()
