@@ -103,8 +103,7 @@ final class ReadinessProbe {
         }
     }
 
-    /// The watched descriptor fired with `events`. An HTTP check may move on to its next
-    /// phase and ask to be watched again, for other events.
+    /// The watched descriptor fired (an HTTP check may then ask to be watched for other events).
     func resume(events: UInt32) -> ProbeStep {
         switch attempt {
         case .idle:

@@ -81,8 +81,7 @@ enum AppNotifySocket {
     static func checkPrivate(_ dir: String, existing: String) throws(IceboxError) {
         let base = dir.split(separator: "/").last.map(String.init) ?? ""
         guard dir == privateParent + "/" + base, base.hasPrefix(privatePrefix),
-            // A directory that cannot be lstat'ed is not one we can vouch for: refused below with
-            // the reason.
+            // A directory we cannot lstat is not one we can vouch for: refused below, saying why.
             let status = try? FileIO.linkStatus(dir), status.kind == .directory, status.owner == geteuid(),
             status.permissions & 0o7777 == 0o711
         else {
