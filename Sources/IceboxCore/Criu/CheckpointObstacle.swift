@@ -55,10 +55,8 @@ package enum CheckpointObstacle: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The obstacles of an app whose processes are `pids` (its cgroup's members, the init of a
-    /// --pid-namespace app included): io_uring, perf and userfaultfd descriptors, and each
-    /// connected stream or seqpacket unix socket whose peer no process in `pids` holds (the peers
-    /// from sock_diag; the holder outside found by a scan of /proc, only when there is such a
-    /// socket). Throws only if sock_diag cannot be read while the app has sockets.
+    /// --pid-namespace app included): socket peers from sock_diag, a holder outside by a scan of
+    /// /proc only when needed. Throws only if sock_diag cannot be read while the app has sockets.
     package static func find(pids: [pid_t]) throws(SystemError) -> [CheckpointObstacle] {
         var found: [CheckpointObstacle] = []
         var sockets: [(pid: pid_t, fd: Int32, inode: UInt32)] = []

@@ -121,9 +121,8 @@ package enum CriuCanary {
         guard let target = CheckpointObstacle.descriptors(of: pid).first(where: { $0.fd == fd })?.target,
             let inode = CheckpointObstacle.socketInode(target)
         else { return false }
-        // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-        // ..." A table that cannot be read has no such socket: the check then says the socket was
-        // not restored.
+        // Fields: sl, local, remote, st (3), queues, timers, retrnsmt, uid, timeout, inode (9). An
+        // unreadable table has no such socket: the check then says the socket was not restored.
         return ((try? FileIO.read(table)) ?? "").split(separator: "\n").dropFirst().contains { line in
             let fields = line.split(separator: " ")
             return fields.count > 9 && fields[3] == "0A" && UInt32(fields[9]) == inode
@@ -138,13 +137,11 @@ package enum CriuCanary {
     }
 
     static func killAndReap(_ process: ProcessHandle) {
-        // An error (not our child any more) is treated as still running: SIGKILL and a bounded wait
-        // follow.
+        // An error (not our child any more) counts as running: SIGKILL and a bounded wait follow.
         guard (try? process.reapIfExited()) == nil else { return }
         // ESRCH only: it exited meanwhile, and the wait below reaps it.
         _ = try? process.send(SIGKILL)
-        // Bounded cleanup that must not throw: a process still unreaped after SIGKILL and 5 s is
-        // the kernel's to finish.
+        // Bounded, must not throw: a process unreaped 5 s after SIGKILL is the kernel's to finish.
         _ = try? process.wait(until: Clock.monotonicNanos() + 5_000_000_000)
     }
 }

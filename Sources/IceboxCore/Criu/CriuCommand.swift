@@ -16,9 +16,7 @@ package struct CriuCommand: Sendable {
     /// The most output kept: criu's messages are lines; a log goes to a file (`-o`).
     static let outputLimit = 64 << 10
 
-    /// Runs `criu ARGUMENTS` from `path` and waits for it, at most `timeoutNanos`. Its standard
-    /// input is /dev/null; its environment only PATH and LC_ALL=C (criu runs no other program for
-    /// what the probe asks).
+    /// Runs `criu ARGUMENTS` from `path` (`spawnRequest`) and waits for it, at most `timeoutNanos`.
     package static func run(_ path: String, _ arguments: [String], timeoutNanos: UInt64) throws(SystemError) -> CriuCommand {
         let pipe = try PipePair()
         let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
@@ -80,8 +78,8 @@ package struct CriuCommand: Sendable {
             termination: termination, output: String(decoding: output, as: UTF8.self), nanos: Clock.monotonicNanos() - started)
     }
 
-    /// How icebox starts criu (and the `sync` of its images): argv[0] the program's name, only
-    /// PATH and LC_ALL=C in its environment (criu runs no program of the app's).
+    /// How icebox starts criu (and the `sync` of its images): argv[0] the program's name, stdin
+    /// /dev/null, only PATH and LC_ALL=C in its environment (criu runs no program of the app's).
     static func spawnRequest(_ executable: String, _ arguments: [String]) -> SpawnRequest {
         SpawnRequest(
             executable: executable, arguments: [FileIO.split(executable).name] + arguments,
@@ -121,19 +119,16 @@ package struct CriuCommand: Sendable {
         ]
     }
 
-    /// A tree restored from `images` as this process's child (`--restore-sibling
-    /// --restore-detached`, its root's pid written to `restored.pid` there, criu's log to
-    /// `restore.log`), and the handle of that root when one runs, whatever criu said: the caller
-    /// owns it (ends or adopts it). One way to restore, for the probe's canary and every test that
-    /// restores.
+    /// Restores the tree in `images` (`restoreArguments`): criu's run, and the handle of the tree's
+    /// root when one runs, whatever criu said: the caller owns it (ends or adopts it). The one way
+    /// to restore, for the probe's canary and every test that restores.
     package static func restore(
         _ criu: String, images: String, timeoutNanos: UInt64
     ) throws(SystemError) -> (result: CriuCommand, restored: ProcessHandle?) {
         let pidFile = images + "/restored.pid"
         let result = try run(criu, restoreArguments(images: images), timeoutNanos: timeoutNanos)
         let pid = pid_t(((try? FileIO.read(pidFile)) ?? "").trimmed())  // none written: none restored
-        // A restored pid gone already is no restored process: the caller reports the restore as
-        // failed.
+        // A restored pid gone already: no restored process (the caller reports a failed restore).
         return (result, pid.flatMap { try? ProcessHandle(adopting: $0) })
     }
 }

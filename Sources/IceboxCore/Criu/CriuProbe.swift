@@ -1,13 +1,11 @@
 import Glibc
 import IceboxSystem
 
-/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), reads its version (4.1 or
-/// newer where the kernel maps `[vvar_vclock]`: older ones fail every command there; 4.2 or newer
-/// where the kernel allows SO_PASSCRED only on unix sockets: older ones cannot dump a process
-/// holding a TCP or UDP socket there), runs `criu check` (not `--all`: it fails here for autofs and
-/// soft-dirty, which icebox does not use), then dumps and restores a canary (``CriuCanary``). The
-/// verdict is cached in the state directory per kernel release and binary (``CriuProbeCache``).
-/// Every criu run has a deadline and is reaped.
+/// Whether evicting to disk can work here: finds `criu` (``CriuBinary``), checks its version
+/// against what the kernel needs (`minimumForSplitVvar`, `minimumForPassCredRestriction`), runs
+/// `criu check` (not `--all`: it fails here for autofs and soft-dirty, which icebox does not use),
+/// then dumps and restores a canary (``CriuCanary``). The verdict is cached per kernel release and
+/// binary (``CriuProbeCache``). Every criu run has a deadline and is reaped.
 package enum CriuProbe {
     static let versionTimeoutNanos: UInt64 = 10_000_000_000
     static let checkTimeoutNanos: UInt64 = 30_000_000_000
@@ -53,10 +51,9 @@ package enum CriuProbe {
         return verdict
     }
 
-    /// What a cached verdict must match besides the kernel: the binary (path, inode, size,
-    /// modification time) and this process's effective and bounding capabilities, which criu
-    /// inherits (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root). Nil
-    /// when the binary is not a file.
+    /// What a cached verdict must match besides the kernel: the binary (`CriuBinary.identity`; nil
+    /// if not a file) and this process's effective and bounding capabilities, which criu inherits
+    /// (a daemon that dropped CAP_SYS_ADMIN does not get doctor's verdict as root).
     package static func cacheIdentity(_ binary: CriuBinary) -> String? {
         guard let file = binary.identity() else { return nil }
         // Unreadable (no /proc): the capabilities read "?", an identity no cached verdict matches,
@@ -164,8 +161,7 @@ package enum CriuProbe {
 
     /// uname -r.
     package static func kernelRelease() -> String {
-        // Only a label of the cache entry: "unknown" matches no real release, so nothing stale is
-        // reused.
+        // A cache entry's label only: "unknown" matches no release, so nothing stale is used.
         ((try? FileIO.read("/proc/sys/kernel/osrelease")) ?? "unknown").trimmed()
     }
 

@@ -2,10 +2,9 @@ import Glibc
 import IceboxSystem
 
 /// The CRIU probe's last verdict, in the state directory (criu-probe.json, 0600), for one kernel
-/// release, one criu binary (path, inode, size, modification time) and one set of capabilities
-/// (`CriuProbe.cacheIdentity`): the whole probe costs ~0.25 s here, the cached verdict ~1 ms. The
-/// file is read and written only if it and the directory are ours (never through a symbolic link),
-/// as the registry's.
+/// release, criu binary and set of capabilities (`CriuProbe.cacheIdentity`): the whole probe costs
+/// ~0.25 s here, the cached verdict ~1 ms. The file is read and written only if it and the
+/// directory are ours (never through a symbolic link), as the registry's.
 package enum CriuProbeCache {
     package static let fileName = "criu-probe.json"
 

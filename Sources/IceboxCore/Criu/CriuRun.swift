@@ -22,11 +22,10 @@ final class CriuRun {
         self.timeoutNanos = timeoutNanos
     }
 
-    /// Starts `executable ARGUMENTS` with stdin /dev/null, stdout and stderr to `output`, and only
-    /// PATH and LC_ALL=C in its environment (criu runs no program of the app's). `cgroups`: where
-    /// it starts (a restore's criu starts in the app's fresh cgroups, so the tree it forks is there
-    /// from its first page, its memory charged to the app). `countedFrom`: when its `timeoutNanos`
-    /// began, if before now (a dump's sync shares the dump's deadline).
+    /// Starts `executable ARGUMENTS` as `CriuCommand.spawnRequest` does, stdout and stderr to
+    /// `output`. `cgroups`: where it starts (a restore's criu, in the app's fresh cgroups, so the
+    /// tree it forks is there from its first page, its memory charged to the app). `countedFrom`:
+    /// when `timeoutNanos` began, if before now (a dump's sync shares the dump's deadline).
     static func start(
         _ executable: String, _ arguments: [String], output: String, timeoutNanos: UInt64, countedFrom: UInt64? = nil,
         cgroups: AppCgroups? = nil
@@ -56,20 +55,18 @@ final class CriuRun {
     /// How it ended, once it has (reaped); nil while it runs.
     func ended() -> Termination? { (try? handle.reapIfExited()) ?? nil }  // an error: not ours to reap, so not ended
 
-    /// Its deadline passed. The first time it is killed (`kill`) and this returns nil: its end
-    /// comes through its pidfd. The second time (the kill's own deadline passed, the kernel has not
-    /// ended it) the wait is given up, and this returns why its checkpoint or restore failed; the
-    /// loop reaps it when it ends. `what`: "criu dump", for the reason.
+    /// Its deadline passed: the first time it is killed (`kill`) and this returns nil; the second
+    /// (the kill's deadline passed too) the wait is given up, and this returns why its checkpoint
+    /// or restore failed (the loop still reaps it). `what`: "criu dump", for the reason.
     func overran(_ what: String, now: UInt64) -> String? {
         if let killed = killedBecause { return killed + "; not ended \(DurationText.format(Self.killWaitNanos)) after SIGKILL" }
         kill(because: "\(what) ran past its deadline (\(DurationText.format(timeoutNanos)), --criu-timeout): killed", now: now)
         return nil
     }
 
-    /// Kills it and returns: the loop goes on watching its pidfd, and its end finishes its
-    /// checkpoint or restore as failed for `why`; if the kernel has not ended it by the new
-    /// deadline (`killWaitNanos` on: a task in D state, or in a frozen v1 freezer, dies only
-    /// later), `overran` gives up the wait.
+    /// Kills it: its end, through its pidfd, fails its checkpoint or restore for `why`; one not
+    /// ended `killWaitNanos` later (a task in D state, or in a frozen v1 freezer, dies only later)
+    /// is given up by `overran`.
     func kill(because why: String, now: UInt64) {
         _ = try? handle.send(SIGKILL)  // gone already: its pidfd says so
         killedBecause = why

@@ -6,9 +6,7 @@ package struct CriuVerdict: Codable, Sendable, Equatable {
         case works
         /// No `criu` at $ICEBOX_CRIU, /usr/local/libexec/icebox/criu or on PATH.
         case notFound = "not-found"
-        /// Older than this kernel needs (4.1 where /proc/self/maps shows `[vvar_vclock]`, 4.2 where
-        /// an AF_INET socket refuses SO_PASSCRED: Linux >= 6.16), or `criu --version` printed no
-        /// version.
+        /// Older than this kernel needs (`CriuProbe`'s minimums), or `criu --version` printed none.
         case tooOld = "too-old"
         /// `criu check` failed (not root, a kernel without CONFIG_CHECKPOINT_RESTORE, ...).
         case checkFailed = "check-failed"
@@ -23,8 +21,7 @@ package struct CriuVerdict: Codable, Sendable, Equatable {
     package var source: String?
     /// Its version, "4.1.1".
     package var version: String?
-    /// Why it does not work: the first `Error (` line of criu's output or log (the harmless
-    /// RLIMIT_NOFILE one every 4.x run logs left out), else how criu ended. Nil when it works.
+    /// Why it does not work (`CriuCommand.firstError`, else how criu ended); nil when it works.
     package var reason: String?
     /// The kernel release the verdict is for (uname -r).
     package var kernel: String

@@ -85,11 +85,9 @@ enum AdoptionCheck {
     }
 
     /// The innermost unit or container that a cgroup path (relative to its mount: "/a/b.service/c")
-    /// lies in, or nil. systemd names its cgroups after units (`.service`, `.scope`, `.slice`);
-    /// container runtimes after the container (`docker-ID.scope`, `/docker/ID`, `libpod-`, `crio-`,
-    /// `cri-containerd-`, `kubepods`). Such a manager moves, kills and accounts its processes by
-    /// that cgroup: taking them out of it breaks the manager's bookkeeping, unless it delegated the
-    /// subtree.
+    /// lies in, or nil: systemd names its cgroups after units, container runtimes after the
+    /// container. Such a manager moves, kills and accounts its processes by that cgroup: taking
+    /// them out of it breaks its bookkeeping, unless it delegated the subtree.
     static func foreignOwner(ofCgroup relative: String) -> ForeignOwner? {
         let parts = relative.split(separator: "/").map(String.init)
         let runtimePrefixes = ["docker-", "libpod-", "crio-", "cri-containerd-", "containerd-", "lxc.payload."]

@@ -3,15 +3,14 @@ import IceboxSystem
 
 /// How a daemon recognises its own app's processes without a record (a record lost, or a daemon
 /// killed between the spawn and writing the pid): the app's cgroup is named after it under icebox's
-/// root, and its processes carry ICEBOX_APP_NAME=NAME and the NOTIFY_SOCKET this daemon gave it
-/// (under this daemon's runtime directory, or for an app run as another user the private one under
-/// /tmp that its record names) in their initial environment (/proc/PID/environ, which a later
-/// setenv does not change). Both marks are needed: another daemon sharing the cgroup root can run
-/// an app of the same name, with its own socket.
+/// root, and its processes carry ICEBOX_APP_NAME=NAME and the NOTIFY_SOCKET this daemon gave it in
+/// their initial environment (/proc/PID/environ, which a later setenv does not change). Both marks
+/// are needed: another daemon sharing the cgroup root can run an app of the same name, with its
+/// own socket.
 struct AppMarks {
     let name: String
-    /// The NOTIFY_SOCKET values this daemon may have given the app: its own socket's path (in
-    /// the runtime directory, or recorded), or the one apps share (NotifyChannel).
+    /// The NOTIFY_SOCKET values this daemon may have given the app: its own socket's path (in the
+    /// runtime directory, or the recorded one under /tmp), or the one apps share (NotifyChannel).
     let notifySockets: [String]
 
     init(name: String, ownSocket: String, sharedSocket: String) {
@@ -39,10 +38,9 @@ struct AppMarks {
         return stats.filter { !marked.contains($0.1.ppid) }.min { $0.1.startTimeTicks < $1.1.startTimeTicks }?.0
     }
 
-    /// The initial environment of `pid`, KEY=VALUE entries; nil when it cannot be read (gone, or
-    /// someone else's).
+    /// The initial environment of `pid`, KEY=VALUE entries; nil when it cannot be read.
     static func environment(of pid: pid_t) -> [String]? {
-        // nil is documented above for a process gone or someone else's.
+        // nil: a process gone, or someone else's.
         guard let text = try? FileIO.read("/proc/\(pid)/environ") else { return nil }
         return text.split(separator: "\0").map(String.init)
     }

@@ -7,10 +7,9 @@ enum LaunchStart {
 }
 
 /// A launch whose app a spawn stand-in has been asked to clone, until it answers: a state of the
-/// loop, not a wait in it (a stopped stand-in used to hold up every client for the whole spawn
-/// time-out). Its stand-in's socket is watched; at its deadline it fails and is rolled back.
-/// Everything the start made (record, cgroups, notify socket) is held here, with the rest of the
-/// start (`finish`) and its undo (`rollBack`).
+/// loop, not a wait in it (a stopped stand-in would hold up every client for the spawn time-out).
+/// At its deadline it fails and is rolled back. It holds what the start made (record, cgroups,
+/// notify socket), the rest of the start (`finish`) and its undo (`rollBack`).
 final class PendingLaunch {
     let options: LaunchOptions
     let standIn: SpawnPool.Entry

@@ -3,7 +3,6 @@ import IceboxSystem
 
 /// What a readiness probe needs next from the loop that drives it.
 enum ProbeStep: Equatable {
-    /// The app is ready.
     case ready
     /// This attempt failed: start another after `nextDelay()`.
     case notReady
@@ -12,13 +11,12 @@ enum ProbeStep: Equatable {
     case wait(fd: Int32, events: UInt32)
 }
 
-/// The readiness probe of a launching app: `--ready tcp:PORT`, `http:URL` or `cmd:PROBE`. Every
-/// attempt is non-blocking and runs in this process, driven by the daemon's epoll loop: tcp is a
-/// non-blocking connect, http an `HTTPProbe` (connect, send, read the status line), cmd a `/bin/sh
-/// -c` child in its own session watched through its pidfd. Nothing here waits, sleeps or runs the
-/// icebox executable. Neither a listening port nor a probe's success has an event to wait on, so a
-/// failed attempt is retried after a deliberate back-off (1 ms doubling to 50 ms for tcp, 10 ms
-/// doubling to 200 ms for http and cmd). Touched only by the daemon's loop thread.
+/// The readiness probe of a launching app (`--ready tcp:PORT`, `http:URL` or `cmd:PROBE`), driven
+/// by the daemon's epoll loop and touched only by its thread: tcp is a non-blocking connect, http
+/// an `HTTPProbe` (connect, send, read the status line), cmd a `/bin/sh -c` child in its own
+/// session watched through its pidfd. Nothing here waits or sleeps. Neither a listening port nor a
+/// probe's success has an event to wait on, so a failed attempt is retried after a back-off (1 ms
+/// doubling to 50 ms for tcp, 10 ms doubling to 200 ms for http and cmd).
 final class ReadinessProbe {
     private enum Attempt {
         case idle
@@ -56,11 +54,9 @@ final class ReadinessProbe {
     deinit { cancel() }
 
     /// Starts one attempt (abandoning one in flight). A `cmd:` probe runs as `identity` (the app's
-    /// --user), so the caller's command never gets more than the app has, and inside `cgroups` (the
-    /// app's, cloned straight into them as the app was): whatever it leaves behind is the app's,
-    /// frozen, counted and killed with it. A probe that cannot be put there is not run outside: the
-    /// attempt fails. `descriptorSoftLimit`: the one the app got (0: this process's own, which the
-    /// daemon raises).
+    /// --user), never with more than the app has, cloned into `cgroups` (the app's), so what it
+    /// leaves behind is frozen, counted and killed with the app; one that cannot be put there fails
+    /// the attempt rather than run outside. `descriptorSoftLimit`: the app's (0: the daemon's).
     func start(
         environment: [String], cwd: String?, identity: SpawnIdentity? = nil, cgroups: AppCgroups? = nil,
         descriptorSoftLimit: UInt64 = 0
@@ -89,7 +85,6 @@ final class ReadinessProbe {
             request.newSession = true
             let spawned: SpawnedProcess
             if let cgroups {
-                // Said above: a probe that cannot be put in the app's cgroups is not run outside.
                 let descriptors: SpawnDescriptors
                 do { descriptors = try cgroups.spawnDescriptors() } catch { return couldNotStart(error) }
                 descriptors.apply(to: &request)
@@ -108,8 +103,7 @@ final class ReadinessProbe {
         }
     }
 
-    /// The watched descriptor fired with `events`. An HTTP check may move on to its next
-    /// phase and ask to be watched again, for other events.
+    /// The watched descriptor fired (an HTTP check may then ask to be watched for other events).
     func resume(events: UInt32) -> ProbeStep {
         switch attempt {
         case .idle:
@@ -139,10 +133,9 @@ final class ReadinessProbe {
         }
     }
 
-    /// Abandons the attempt in flight (the app ended, became ready otherwise, timed out, or the
-    /// attempt passed its deadline). Never waits: a probe command is sent SIGKILL, with everything
-    /// in its process group, and its pidfd is closed; the exited child is left for the daemon's
-    /// SIGCHLD handling to reap. The caller stops watching `watchedFD` first.
+    /// Abandons the attempt in flight. Never waits: a probe command and its process group are sent
+    /// SIGKILL and its pidfd closed, the child left for the daemon's SIGCHLD handling to reap. The
+    /// caller stops watching `watchedFD` first.
     func cancel() {
         switch attempt {
         case .idle:
@@ -197,8 +190,7 @@ final class ReadinessProbe {
         return settle(.notReady)
     }
 
-    /// Why attempts could not start, once per new reason since the last call; nil when there is
-    /// nothing new to say.
+    /// Why attempts could not start, once per new reason; nil when there is nothing new to say.
     func takeStartProblem() -> String? {
         defer { unsaidStartProblem = nil }
         return unsaidStartProblem

@@ -51,11 +51,9 @@ public struct RunAs: Codable, Sendable, Equatable, CustomStringConvertible {
             group: UserAccounts.groupName(id: gid))
     }
 
-    /// Resolves `USER[:GROUP]` as `--user` takes it. USER is a name or a uid, GROUP a name or a
-    /// gid. Numbers given for both are taken as they are, with no lookup and no supplementary
-    /// groups (so they work where there is no user database); a name is looked up, and a user found
-    /// in the database gets its primary group (unless GROUP says another) and the supplementary
-    /// groups it is listed in.
+    /// Resolves `--user USER[:GROUP]`, each a name or a number. Two numbers are taken as they are,
+    /// with no lookup and no supplementary groups (so they work without a user database); else the
+    /// user found gets its primary group (unless GROUP says another) and the groups that list it.
     package static func resolve(_ text: String) throws(IceboxError) -> RunAs {
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let userText = parts[0]

@@ -85,8 +85,7 @@ final class SpawnPool {
     }
 
     var wantsFill: Bool { !wanted.isEmpty }
-    /// When the daemon's loop parks the stand-ins wanted (Daemon+StandIns, after a quiet period);
-    /// nil: none wanted.
+    /// When the loop parks the stand-ins wanted (Daemon+StandIns, after a quiet period); nil: none.
     var fillAt: UInt64?
 
     /// A ready stand-in of this kind, now the caller's (it lets it go through `StandInDepartures`

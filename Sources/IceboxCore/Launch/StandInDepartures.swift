@@ -1,12 +1,10 @@
 import Glibc
 import IceboxSystem
 
-/// Spawn stand-ins let go and not yet gone: the loop watches each one's pidfd rather than waiting
-/// for its exit (up to a second, then a SIGKILL and more, which used to stop every other client).
-/// At its exit it is reaped and its parked directories are removed; past its deadline it is killed,
-/// and reaped when that lands. The owner of the entries it holds.
+/// Spawn stand-ins let go and not yet gone, their pidfds watched by the loop rather than waited for
+/// (a second, then a SIGKILL and more, with every other client stopped): reaped at their exit,
+/// their parked directories removed; killed past their deadline. The owner of its entries.
 final class StandInDepartures {
-    /// One stand-in on its way out.
     final class Departure {
         let entry: SpawnPool.Entry
         /// When it is killed if it has not exited by then (monotonic ns); nil once killed.
@@ -32,8 +30,7 @@ final class StandInDepartures {
     /// The earliest kill deadline, for the loop's sleep.
     var nextDeadline: UInt64? { byPidfd.values.compactMap(\.killAt).min() }
 
-    /// Lets the stand-in go and keeps it until it is gone; returns its pidfd, for the loop to watch
-    /// (readable at its exit).
+    /// Lets the stand-in go and keeps it until it is gone; returns its pidfd for the loop to watch.
     func add(_ entry: SpawnPool.Entry, holding app: LiveApp?, now: UInt64) -> Int32 {
         entry.standIn.letGo()
         let fd = entry.standIn.handle.pidfd

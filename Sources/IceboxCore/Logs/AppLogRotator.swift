@@ -1,28 +1,23 @@
 import Glibc
 import IceboxSystem
 
-/// Rotates the apps' output logs (`logs/NAME.log`) copy-truncate style, as logrotate's
-/// `copytruncate`: the file is copied to NAME.log.1 (the older ones moving up) and then truncated
-/// to nothing. Why not rename it, as the event log is: the app writes its own stdout and stderr
-/// straight into the file through a descriptor the daemon cannot swap, and a pipe through the
-/// daemon instead would make every app's output depend on the daemon being there (a stopped or
-/// restarting daemon would block apps on a full pipe). The app opened the file O_APPEND, so after
-/// the truncation its writes land at the new end. The price: lines written between the end of the
-/// copy and the truncation (the time of one rename and one ftruncate, microseconds) are lost.
+/// Rotates the apps' output logs (`logs/NAME.log`) as logrotate's `copytruncate`: copied to
+/// NAME.log.1 (the older ones moving up), then truncated. Not renamed as the event log is: the app
+/// writes its stdout and stderr straight into the file through a descriptor the daemon cannot swap,
+/// and a pipe through the daemon would block apps on a full pipe while it is stopped or restarting.
+/// The app opened the file O_APPEND, so its writes land at the new end. Lost: lines written between
+/// the copy's end and the truncation (one rename and one ftruncate, microseconds).
 ///
 /// The daemon never sees those writes, so it watches the directory with inotify (IN_MODIFY), at
 /// most once a second: after a change the descriptor leaves the loop's epoll set until the check
 /// (`armed`), so a chatty app costs one wake-up and one stat a second, a quiet one nothing. Without
-/// inotify (`Inotify.isExhausted`: the user's instances are shared by all of their processes) the
-/// check runs every second on the sizes alone, rather than logs growing unbounded. A copy runs in
-/// steps of at most `stepBytes` a turn of the loop, so a large log never holds the loop for long.
+/// inotify (`Inotify.isExhausted`) the sizes are checked every second, rather than logs growing
+/// unbounded. A copy moves at most `stepBytes` a turn, so a large log never holds the loop.
 ///
-/// A generation holds at most `maxBytes` plus the larger of `maxBytes` and 4 MiB
-/// (`floodAllowance`), the newest: an app that writes faster than its log is rotated (once a
-/// second) grows the file far past the size, and a copy of all of it chases a writer it may not
-/// catch (`yes` wrote 940 MB in 2 s under the 8 MiB default, and a generation of 940 MB was kept).
-/// Past that, the copy starts `maxBytes` from the end and stops at the bound; what it leaves out is
-/// dropped with the truncation and said in the event log.
+/// A generation holds at most `bound(maxBytes)`, the newest bytes: an app writing faster than the
+/// once-a-second rotation grows the file far past the size, and a copy of all of it chases a writer
+/// it may not catch (`yes`: 940 MB in 2 s). Past the bound, the copy starts `maxBytes` from the end
+/// and stops at the bound; the rest goes with the truncation, said in the event log.
 final class AppLogRotator {
     private struct Copy {
         var name: String
@@ -42,8 +37,7 @@ final class AppLogRotator {
     private(set) var pollingBecause: SystemError?
     private var schedule = RefreshSchedule(intervalNanos: 1_000_000_000)
     private var copies: [Copy] = []
-    /// Whether the inotify descriptor belongs in the loop's epoll set: not between a change
-    /// and the check that follows, so the writes in between wake nobody.
+    /// Whether the inotify descriptor is in the loop's epoll set: not from a change to its check.
     private(set) var armed = true
     static let stepBytes = 1 << 20
 
@@ -73,8 +67,7 @@ final class AppLogRotator {
         schedule.changed(now: now)
     }
 
-    /// Runs the check if due, then copies up to `stepBytes`. Returns what failed, by app, for the
-    /// event log.
+    /// Runs the check if due, then copies up to `stepBytes`; returns what failed, by app.
     func step(now: UInt64) -> [(app: String, text: String)] {
         var failures: [(app: String, text: String)] = []
         if let due = schedule.due, due <= now {
@@ -119,8 +112,7 @@ final class AppLogRotator {
         let events = inotify.map { (try? $0.read()) ?? [] }
         var names = Set((events ?? []).filter { $0.mask & UInt32(IN_MODIFY) != 0 }.map(\.name))
         if events?.contains(where: { $0.mask & UInt32(IN_Q_OVERFLOW) != 0 }) ?? true {
-            // A directory that cannot be listed has no logs to check: the next overflow or event
-            // lists it again.
+            // An unlistable directory has no logs to check; the next overflow or event lists it.
             names = Set((try? FileIO.list(directory)) ?? [])
         }
         return names.filter { $0.hasSuffix(".log") && !$0.hasPrefix(".") }
@@ -161,8 +153,7 @@ final class AppLogRotator {
     static let floodAllowance: UInt64 = 4 << 20
     static func bound(_ maxBytes: UInt64) -> UInt64 { maxBytes.saturatingAdd(max(maxBytes, floodAllowance)) }
 
-    /// Copies up to `budget` bytes; true once the copy has reached the end of the file, or its
-    /// limit.
+    /// Copies up to `budget` bytes; true once the copy reached the file's end or its limit.
     private func advance(_ copy: inout Copy, budget: inout Int) throws(SystemError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: min(budget, 256 * 1024))
         while budget > 0 {
@@ -187,9 +178,8 @@ final class AppLogRotator {
         return false
     }
 
-    /// The copy holds everything written so far (or all the bound keeps): it becomes NAME.log.1 and
-    /// the log is emptied. A crash between the two leaves the lines in both (nothing lost). Returns
-    /// what the bound dropped, for the event log; nil: nothing.
+    /// The copy becomes NAME.log.1, then the log is emptied (a crash between the two leaves the
+    /// lines in both). Returns what the bound dropped, for the event log; nil: nothing.
     private func finish(_ copy: Copy) throws(SystemError) -> String? {
         defer { close(copy.source) }
         close(copy.target)

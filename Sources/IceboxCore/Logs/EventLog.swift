@@ -1,15 +1,13 @@
 import Glibc
 import IceboxSystem
 
-/// The daemon's event log, `events.jsonl`: whole lines appended in one write(2) each, and rotated
-/// by renaming once the file has reached `rotation.maxBytes` (to `events.jsonl.1`, the older ones
-/// moving up; see `LogGenerations`). Only the daemon writes it, so the size is tracked here rather
-/// than asked of the kernel at every line: one fstat when the file is opened, then a sum. Readers
+/// The daemon's event log, `events.jsonl`: whole lines appended in one write(2) each, renamed to
+/// `events.jsonl.1` once it reaches `rotation.maxBytes` (`LogGenerations`). Only the daemon writes
+/// it, so the size is summed here (one fstat at open) rather than asked at every line. Readers
 /// (`icebox log`, `IceboxClient.events`) read across the generations and follow a rotation.
 ///
-/// The file stays open between lines (a suspend writes two; opening and closing it for each was two
-/// of its three system calls). It is opened again after a rotation, and when the path no longer
-/// names it (removed or renamed by someone else), which is looked at no more than once a second.
+/// The file stays open between lines (open and close were two of a line's three system calls),
+/// reopened after a rotation or when the path names another file (checked at most once a second).
 final class EventLog {
     let generations: LogGenerations
     let rotation: LogRotation
@@ -21,8 +19,7 @@ final class EventLog {
     private var identity: (device: UInt64, inode: UInt64) = (0, 0)
     /// When the path is next compared with the open file (monotonic ns).
     private var checkPathAt: UInt64 = 0
-    /// Whether the failing append now has been said (`appendOrComplain`); cleared by one that
-    /// works.
+    /// Whether the current append failure has been said (`appendOrComplain`).
     private var complained = false
     static let pathCheckIntervalNanos: UInt64 = 1_000_000_000
 
@@ -78,14 +75,11 @@ final class EventLog {
         if rotation.maxBytes > 0, let size, size >= rotation.maxBytes { rotate() }
     }
 
-    /// The newest step of app `name` in the current file: its newest event that moved it to a
-    /// state, other than a re-adoption (which restates what a daemon concluded at its start, and is
-    /// logged before that daemon's registry write, so a chain of daemons killed early leaves
-    /// several over one step). Looked for among the file's last `scanBytes` bytes; nil if there is
-    /// none there. A daemon that takes over asks it whether one before logged a step it did not
-    /// live to record in the registry: a thaw is logged, then its reply and the registry write
-    /// follow, and a SIGKILL between them must not make the next daemon thaw and log it a second
-    /// time.
+    /// App `name`'s newest event in the file's last `scanBytes` that moved it to a state, other
+    /// than a re-adoption (which restates a daemon's start before its registry write, so daemons
+    /// killed early leave several over one step); nil if none. A daemon taking over asks whether
+    /// one before logged a step it did not live to record: a thaw is logged before its reply and
+    /// registry write, and a SIGKILL between must not make the next daemon thaw and log it twice.
     func lastStep(of name: String, scanBytes: Int64 = 1 << 20) -> Event? {
         let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         if fd < 0 { return nil }
@@ -117,9 +111,8 @@ final class EventLog {
 
     deinit { closeFile() }
 
-    /// events.jsonl → events.jsonl.1 (after the older ones moved up). The next append creates a new
-    /// file. A crash before the rename leaves the file as it was, to be rotated at the next append;
-    /// after it, the next append starts the new file.
+    /// events.jsonl → events.jsonl.1 (the older ones moved up first); the next append creates a new
+    /// file. A crash before the rename leaves the file to be rotated at the next append.
     func rotate() {
         generations.shift(keep: rotation.keep)
         // Whatever happens, start counting again: a rename that keeps failing is retried after

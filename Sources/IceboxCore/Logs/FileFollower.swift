@@ -2,16 +2,14 @@ import Glibc
 import IceboxSystem
 
 /// Reads a log line by line and, when following, waits for more through inotify on its directory
-/// (so a file that does not exist yet is picked up when it appears): no polling on a timer. It
-/// follows a rotation: when the file is renamed away (to PATH.1, see `LogGenerations`) the rest of
-/// it is read, then any newer generation it missed, then the new file; when the file is truncated
-/// in place (an app log's copy-truncate) reading starts again from its beginning. `icebox log
-/// --follow`, `icebox logs --follow` and `IceboxClient.events(for:)` share it. Used by one thread
-/// at a time.
+/// (so a file not there yet is picked up when it appears). It follows a rotation: a file renamed
+/// away (to PATH.1, `LogGenerations`) is read to its end, then any newer generation it missed, then
+/// the new file; a file truncated in place (an app log's copy-truncate) is read again from its
+/// start. Shared by `icebox log --follow`, `icebox logs --follow` and `IceboxClient.events(for:)`;
+/// used by one thread at a time.
 ///
-/// When the kernel refuses inotify for want of resources (`Inotify.isExhausted`: the user's
-/// instances are shared by all of their processes), it looks at the file every `pollIntervalNanos`
-/// instead, as tail(1) reverts to polling: a follow that failed whenever other programs hold the
+/// When the kernel refuses inotify for want of resources (`Inotify.isExhausted`), it looks at the
+/// file every `pollIntervalNanos` instead: a follow that failed whenever other programs hold the
 /// instances would be worse than a slower one. `pollingBecause` says so, for the caller to tell.
 package final class FileFollower {
     package let path: String
@@ -42,9 +40,8 @@ package final class FileFollower {
         generations = LogGenerations(path: path)
         fileName = generations.fileName
         let directory = generations.directory
-        // The state directory may not exist before the first daemon ran: make it, as the daemon
-        // would. Only a convenience for the first run: if it cannot be made, the watch below fails
-        // and throws with the path.
+        // No state directory before the first daemon: made here as the daemon would; if it cannot
+        // be, the watch below fails and throws with the path.
         if follow { try? FileIO.makeDirectories(directory, mode: 0o700) }
         var polls = follow && poll
         do {
@@ -68,8 +65,7 @@ package final class FileFollower {
             throw IceboxError("read", SystemError("open", path: path))
         }
         // From the end of the last whole line: an app's output may end mid-line, and that line is
-        // read whole once its newline comes (the event log's writers append whole lines, so for it
-        // this is the end).
+        // read whole once its newline comes.
         if startAtEnd && fd >= 0 { offset = LogLines.lastLineEnd(fd: fd, end: Int64(lseek(fd, 0, SEEK_END))) }
         startOffset = offset
         if follow && fd < 0 { lastRead = generations.inode(of: 1) }
@@ -87,9 +83,8 @@ package final class FileFollower {
         generations.openOlder(seen: inode.map { [$0] } ?? [])
     }
 
-    /// Hands every complete line the file holds now (past what was read before) to `emit`, as bytes
-    /// valid during the call. `mapped`: through a mapping, for a log that is never truncated (see
-    /// `LogLines.forwardMapped`).
+    /// Hands every complete line the file holds now (past what was read) to `emit`, as bytes valid
+    /// during the call; `mapped`: through a mapping (`LogLines.forwardMapped` says for which logs).
     package func readLineBytes(mapped: Bool = false, _ emit: (UnsafeRawBufferPointer) -> Void) {
         if fd < 0 && !openCurrent() { return }
         offset = (mapped ? LogLines.forwardMapped(fd: fd, from: offset, emit) : nil) ?? LogLines.forward(fd: fd, from: offset, emit)
@@ -138,15 +133,13 @@ package final class FileFollower {
         }
     }
 
-    /// The descriptor that becomes readable when the log (or its directory) changes, for a caller
-    /// that waits on it among others (`icebox top`) and then calls `takeNotifications`; nil without
-    /// `follow`.
+    /// Readable when the log or its directory changes, for a caller that waits on it among others
+    /// (`icebox top`) and then calls `takeNotifications`; nil without `follow`.
     package var notificationDescriptor: Int32? { inotify?.fd }
 
-    /// Reads what inotify reported (call it once `notificationDescriptor` is readable; when
-    /// polling, every `pollIntervalNanos`) and hands `emit` the lines that came with it, across a
-    /// rotation or a replaced file. Returns false when the file or its directory went away (the
-    /// follow is over).
+    /// Reads what inotify reported (or, polling, looks) and hands `emit` the lines that came with
+    /// it, across a rotation or a replaced file; false when the file or its directory went away
+    /// (the follow is over).
     package func takeNotifications(_ emit: (String) -> Void) throws(IceboxError) -> Bool {
         guard let inotify else { return polls && look(emit) }
         // The file's own removal counts: while this follower holds it open, the
@@ -176,12 +169,10 @@ package final class FileFollower {
         return true
     }
 
-    /// The file was renamed away, normally to PATH.1 by a rotation: read the rest of it, then the
-    /// generations newer than it (more than one rotation may have happened since the last look),
-    /// then let the next read open the new file. Polling, it is found at a look rather than told at
-    /// once, and ours may be a generation since dropped (more rotations than are kept): not found
-    /// among them, every one is newer. Told at once (inotify), ours not found was moved elsewhere,
-    /// and none is.
+    /// The file was renamed away (normally to PATH.1): read its rest, then the generations newer
+    /// than it (several rotations may have passed), then let the next read open the new file. Ours
+    /// not among the generations: polling, it was dropped since (more rotations than are kept) and
+    /// every one is newer; with inotify, told at once, it was moved elsewhere and none is.
     private func rotated(_ emit: (String) -> Void) {
         guard fd >= 0 else { return }
         readLines(emit)
@@ -218,8 +209,7 @@ package final class FileFollower {
         var st = stat()
         if stat(path, &st) == 0 {
             if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit) }
-            // None open (none there at the start, or since a rotation): the generations made
-            // since the last file read come before the current one.
+            // None open: the newer generations come first, as in `takeNotifications`.
             if fd < 0 { readWhole(generationsNewer(than: lastRead, ifNotFound: true), emit) }
         } else if fd >= 0 {
             // Rotated, and the next file not made yet: the old one is kept until it is, so that

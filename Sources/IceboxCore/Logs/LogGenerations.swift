@@ -21,8 +21,7 @@ package struct LogGenerations: Sendable {
     /// PATH for 0, else PATH.n.
     package func generation(_ n: Int) -> String { n == 0 ? path : path + ".\(n)" }
 
-    /// The numbers of the older generations on disk, ascending (newest first), from one listing of
-    /// the directory.
+    /// The numbers of the older generations on disk, ascending (newest first).
     package func olderNumbers() -> [Int] {
         let prefix = fileName + "."
         // A directory that cannot be listed has no older generations: only the current log is read.

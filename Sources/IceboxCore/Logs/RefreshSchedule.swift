@@ -1,8 +1,6 @@
-/// When a file rewritten on change is next due. After a quiet spell a change is written at once;
-/// within `intervalNanos` of the last write it waits for the interval's end. So a burst of changes
-/// costs one write per interval, and the last change of a burst always lands (the write it waits
-/// for comes after it). The daemon's loop sleeps until `due`: a deadline like the others, never a
-/// sleep.
+/// When a file rewritten on change is next due: at once after a quiet spell, else `intervalNanos`
+/// after the last write. A burst costs one write per interval, and its last change always lands.
+/// The daemon's loop sleeps until `due`, a deadline like the others.
 struct RefreshSchedule: Sendable, Equatable {
     let intervalNanos: UInt64
     private(set) var lastWrite: UInt64?

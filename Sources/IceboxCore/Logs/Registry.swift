@@ -2,34 +2,26 @@ import Glibc
 import IceboxSystem
 
 /// The registry: every app the daemon knows, one file per app ($STATE_DIR/registry/NAME.json), each
-/// written atomically (a temporary file put in its place) before the daemon answers for the change,
-/// and records of intent before the step they describe (a launch before its cgroups, a suspend
-/// before its notice or freeze), so a daemon killed at any point leaves its successor a record at
-/// least as far along as the kernel (see Daemon+TakeOver and the crash-safety section of
-/// docs/architecture.md). Only a launch's first record is also durable (fsync of the file and of
-/// the directory): it is what tells a later daemon, after a power loss too, that the launch never
-/// finished. The rest are not synced: a daemon's death keeps the page cache, a power loss ends the
-/// apps they describe, and each fsync costs a millisecond or more (benchmarks/soak.md).
-///
-/// A record's file is laid out so that a state change rewrites only its head in place (`layout`,
-/// `FileIO.replaceHead`): one write within the first page, whole or not at all for a killed daemon
-/// too, instead of creating a file and exchanging it.
+/// written atomically before the daemon answers for the change, and records of intent before the
+/// step they describe (a launch before its cgroups, a suspend before its notice or freeze), so a
+/// daemon killed at any point leaves its successor a record at least as far along as the kernel
+/// (Daemon+TakeOver; docs/architecture.md, crash safety). Only a launch's first record is durable
+/// too (file and directory fsynced): it tells a later daemon, even after a power loss, that the
+/// launch never finished. The rest are not: a daemon's death keeps the page cache, a power loss
+/// ends the apps they describe, and an fsync costs a millisecond or more (benchmarks/soak.md).
 package enum Registry {
     /// Every record in the directory, oldest launch first; unreadable files are skipped.
     package static func load(directory: String) -> [AppRecord] {
-        // Documented above: no directory (no daemon ran yet) is no records, and unreadable files
-        // are skipped.
+        // No directory (no daemon ran yet): no records.
         let names = ((try? FileIO.list(directory)) ?? []).filter { $0.hasSuffix(".json") }
-        // Documented above: a record gone meanwhile or unreadable is skipped, never the whole
-        // registry.
+        // A record gone meanwhile or unreadable is skipped, never the whole registry.
         return names.compactMap { (try? FileIO.read(directory + "/" + $0)).flatMap { JSONLines.decode(AppRecord.self, $0) } }
             .sorted { $0.launchedWall < $1.launchedWall }
     }
 
-    /// Writes one record (`durable`: synced, for a record of intent). The error names what was
-    /// being recorded, the file and the errno's text, and what to do; `done` says what state the
-    /// app is in all the same (for a write that failed after the kernel already acted), nil when
-    /// nothing was done.
+    /// Writes one record (`durable`: synced, for a record of intent). `done`: what state the app is
+    /// in all the same, for the error of a write that failed after the kernel acted; nil: nothing
+    /// was done.
     package static func write(_ record: AppRecord, directory: String, durable: Bool, done: String? = nil) throws(IceboxError) {
         let path = directory + "/" + record.name + ".json"
         do {
@@ -47,11 +39,11 @@ package enum Registry {
 
     /// A record's file in two parts: `{` and the members its lifecycle changes (state, times, pid…)
     /// ending in a comma, then the members it keeps from launch to end (`"options":…,
-    /// "runs_as":…}`). Written whole, spaces go between them (`headRoom`), JSON all the same
-    /// (readers skip them; only the key order differs from JSONEncoder's). Why: a state change then
-    /// finds the file's tail already right and rewrites only the head, in place
-    /// (`FileIO.replaceHead`), however large the app's environment (Debian's LS_COLORS alone is 1.5
-    /// KB; a new file and an exchange made a suspend 250 µs longer with a 3 KB one).
+    /// "runs_as":…}`), spaces between them when written whole (`headRoom`; still JSON, only the key
+    /// order differs from JSONEncoder's). A state change then rewrites only the head, in place
+    /// (`FileIO.replaceHead`): one write within the first page, whole or not at all for a killed
+    /// daemon too, however large the app's environment (Debian's LS_COLORS alone is 1.5 KB; a new
+    /// file and an exchange made a suspend 250 µs longer with a 3 KB one).
     static func layout(_ record: AppRecord) -> (head: [UInt8], tail: [UInt8]) {
         var head = JSONWriter(capacity: 1024)
         head.object { record.writeFields(to: &$0, except: AppRecord.launchTime) }

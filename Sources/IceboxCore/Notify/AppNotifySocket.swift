@@ -4,18 +4,16 @@ import IceboxSystem
 /// Where an app's NOTIFY_SOCKET is bound, and who may send to it.
 ///
 /// An app that runs as the daemon's user gets its socket in the notify directory, inside the
-/// runtime directory (0700). An app run as another user (--user) cannot pass that directory, and
-/// the runtime directory stays 0700: its socket goes into a directory of its own under /tmp, made
-/// by mkdtemp (a name no one can guess or take first), owned by the daemon and mode 0711 (others
-/// may pass through it, not list or write it), and the socket in it belongs to the app's user with
-/// mode 0600: only that user, and the daemon, can send to it. The directory's name is chosen
-/// (`privatePath`) before the launch's first registry record, which names it, and only then made
-/// (mkdir, exclusive): a daemon killed at any point of the launch leaves its successor the path to
-/// recognise the app by (AppMarks) or to remove. A path, not an inherited descriptor, because
-/// sd_notify clients (libsystemd, systemd-notify, a two-line script) take NOTIFY_SOCKET as a path;
-/// not an abstract socket, which anyone could reach and which plain sendto() clients cannot
-/// address. As for every app, a message counts only when its sender is a process in the app's
-/// cgroup.
+/// runtime directory (0700). An app run as another user (--user) cannot pass that directory, which
+/// stays 0700: its socket goes into a directory of its own under /tmp, unguessably named
+/// (`privatePath`), the daemon's and 0711 (others may pass through, not list or write), the socket
+/// in it the app's user's, 0600: only that user and the daemon can send to it. The name is chosen
+/// before the launch's first registry record, which names it, and the directory made (exclusively)
+/// only then: a daemon killed at any point of the launch leaves its successor the path to recognise
+/// the app by (AppMarks) or to remove. A path, not an inherited descriptor: sd_notify clients
+/// (libsystemd, systemd-notify, a two-line script) take NOTIFY_SOCKET as a path; not an abstract
+/// socket, which anyone could reach and plain sendto() clients cannot address. As for every app, a
+/// message counts only when its sender is a process in the app's cgroup.
 enum AppNotifySocket {
     static let privateParent = "/tmp"
     static let privatePrefix = "icebox-notify-"
@@ -73,8 +71,7 @@ enum AppNotifySocket {
         return (fd, path)
     }
 
-    /// Makes `dir`, exclusively as mkdtemp does (EEXIST, a link included, fails), the daemon's and
-    /// 0711.
+    /// Makes `dir` exclusively (EEXIST, a link included, fails), the daemon's and 0711.
     static func makePrivate(_ dir: String, app: String) throws(IceboxError) {
         if mkdir(dir, 0o700) != 0 { throw IceboxError("launch \(app)", SystemError("make the notify directory", path: dir)) }
         chmod(dir, 0o711)
@@ -84,8 +81,7 @@ enum AppNotifySocket {
     static func checkPrivate(_ dir: String, existing: String) throws(IceboxError) {
         let base = dir.split(separator: "/").last.map(String.init) ?? ""
         guard dir == privateParent + "/" + base, base.hasPrefix(privatePrefix),
-            // A directory that cannot be lstat'ed is not one we can vouch for: refused below with
-            // the reason.
+            // A directory we cannot lstat is not one we can vouch for: refused below, saying why.
             let status = try? FileIO.linkStatus(dir), status.kind == .directory, status.owner == geteuid(),
             status.permissions & 0o7777 == 0o711
         else {
@@ -103,8 +99,7 @@ enum AppNotifySocket {
             return
         }
         let dir = String(path.dropLast(privateName.count + 1))
-        // Documented above: a directory we cannot check is left alone; removing less is the safe
-        // side.
+        // A directory we cannot check is left alone: removing less is the safe side.
         guard !dir.dropFirst(privateParent.count + 1).contains("/"), let status = try? FileIO.linkStatus(dir),
             status.kind == .directory, status.owner == geteuid(), status.permissions & 0o022 == 0
         else { return }

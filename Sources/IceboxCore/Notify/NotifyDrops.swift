@@ -1,9 +1,8 @@
 import Glibc
 
 /// Notify datagrams dropped since the last line logged about them, the last sender, and when the
-/// next such line may be written (monotonic ns): a flood of datagrams from processes that are not
-/// the app's (or, on the shared socket, no app's) must not grow the event log without bound. A
-/// flood wrote a line each before: 29 MB of log in 10 s.
+/// next such line may be written (monotonic ns): a flood from strangers (not the app's processes,
+/// or no app's on the shared socket) must not grow the event log (a line each: 29 MB in 10 s).
 struct NotifyDrops {
     static let logIntervalNanos: UInt64 = 1_000_000_000
 

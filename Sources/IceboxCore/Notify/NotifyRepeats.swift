@@ -1,15 +1,12 @@
-/// What an app's own notify messages may cost the event log and the registry. A message is the
-/// app's to send as often as it likes (a loop of sendto), and each used to write an event line
-/// (STOPPING=1, WATCHDOG=trigger, EXTEND_TIMEOUT_USEC) or its whole registry record (STATUS=): an
-/// app running as nobody wrote 106k event lines in 10 s, pushing every other app's history out of
-/// the rotated log, and 126 MB of records in 5 s. So, per app:
+/// What an app's own notify messages may cost the event log and the registry. An app may send as
+/// often as it likes, and an event line (STOPPING=1, WATCHDOG=trigger, EXTEND_TIMEOUT_USEC) or a
+/// record write (STATUS=) per message made 106k lines in 10 s, pushing every other app's history
+/// out of the rotated log, or 126 MB of records in 5 s. So, per app:
 ///
 /// - a line of each kind is written at most once a second; what the second holds back is counted
-///   and said in one line when it ends (a loop deadline), as `NotifyDrops` does for strangers'
-///   messages;
+///   and said in one line when it ends (a loop deadline), as `NotifyDrops` does;
 /// - a change to the record that the app makes (STATUS=, a grace it extends) is kept at once (`ps`
-///   shows it) and written at most every `recordIntervalNanos`: the first at once, the latest of a
-///   burst when the interval ends, so the last one always lands.
+///   shows it) and written at most every `recordIntervalNanos`, the latest of a burst at its end.
 ///
 /// A value the lifecycle keeps: every decision takes `now`, so it is tested without a clock.
 struct NotifyRepeats: Sendable, Equatable {

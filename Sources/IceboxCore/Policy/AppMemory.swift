@@ -21,14 +21,12 @@ package struct AppMemoryReading: Codable, Sendable, Equatable {
 
 /// The memory of one app, from the best source the host has.
 package enum AppMemory {
-    /// memory.usage_in_bytes of the app's v1 memory cgroup when it has one: a controller belongs to
-    /// one hierarchy only, so with the memory controller on v1 the v2 cgroup has no memory.current
-    /// (looking there first cost every app of `ps` a failed open on hybrid hosts). Else
-    /// memory.current of the v2 cgroup when that file exists (the v2 memory controller is enabled
-    /// for it); else the Pss sum over `pids`. A source that cannot be read falls through to the
-    /// next. `pids` is only listed when it comes to that: listing an app's members walks its cgroup
-    /// tree, and `ps` asks this of every app. `roots`: directories kept open that the cgroups may
-    /// lie under; a counter below one is opened relative to it (see `DirectoryHandle`).
+    /// memory.usage_in_bytes of the app's v1 memory cgroup when it has one (a controller is on one
+    /// hierarchy only, so then the v2 cgroup has no memory.current: looking there first is a failed
+    /// open per app of `ps` on hybrid hosts); else the v2 cgroup's memory.current if there (the v2
+    /// controller is enabled for it); else the Pss sum over `pids`, listed only then (it walks the
+    /// cgroup tree, and `ps` asks this of every app). An unreadable source falls through to the
+    /// next. `roots`: open directories a counter below one is opened from (`DirectoryHandle`).
     package static func read(
         v2Cgroup: String?, v1MemoryCgroup: String?, pids: @autoclosure () -> [pid_t], procRoot: String = "/proc",
         roots: [DirectoryHandle] = []
@@ -74,8 +72,7 @@ package enum SystemMemory {
     /// Whether the host has swap (SwapTotal above 0): without it, compaction cannot page out
     /// anonymous memory.
     package static func hasSwap(path: String = "/proc/meminfo") -> Bool {
-        // No meminfo read: taken as no swap, the side on which compaction does nothing it cannot
-        // undo.
+        // No meminfo: taken as no swap, the side on which compaction does nothing it cannot undo.
         ((try? FileIO.read(path)).flatMap { field("SwapTotal", meminfo: $0) } ?? 0) > 0
     }
 }

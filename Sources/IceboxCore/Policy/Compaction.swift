@@ -5,9 +5,8 @@ import IceboxSystem
 /// freezes a cached app. A frozen app touches no memory, so its pages are the best candidates there
 /// are; it faults back what it needs after the thaw.
 ///
-/// Two ways in. With the cgroup v2 memory controller, `memory.reclaim` asks the kernel to reclaim
-/// from the app's cgroup as a whole. Without it (hybrid hosts, where the v2 tree has no
-/// controllers), process_madvise(2) advises each process's private mappings.
+/// Two ways in (`Compactor.compact` chooses): the v2 memory controller's `memory.reclaim` on the
+/// app's cgroup, else (hybrid hosts: no v2 controllers) process_madvise(2) on each process.
 package enum CompactionMode: String, Codable, Sendable {
     /// Reclaim now (MADV_PAGEOUT, or memory.reclaim).
     case pageout
@@ -36,8 +35,7 @@ package struct MemoryMapping: Equatable, Sendable {
     package var length: UInt64 { end - start }
     package var isPrivate: Bool { permissions.hasSuffix("p") }
 
-    /// Mappings the kernel itself provides: madvise refuses some (VM_PFNMAP) and nothing in them
-    /// belongs to the app.
+    /// Mappings the kernel provides: madvise refuses some (VM_PFNMAP), and none is the app's.
     static let kernelMappings: Set<String> = [
         "[vsyscall]", "[vvar]", "[vvar_vclock]", "[vdso]", "[uprobes]", "[vectors]", "[sigpage]",
     ]
@@ -191,9 +189,8 @@ package enum Compactor {
         return report
     }
 
-    /// Writes a byte count to the cgroup's memory.reclaim: its whole memory.current, i.e. "as much
-    /// as you can". The kernel answers EAGAIN when it reclaimed less than asked, which is the
-    /// normal outcome here and is reported, not thrown.
+    /// Writes the cgroup's memory.current to its memory.reclaim ("as much as you can"); EAGAIN, the
+    /// normal outcome here, is reported (`reclaimShort`), not thrown.
     package static func memoryReclaim(cgroup: Cgroup2, pids: [pid_t], procRoot: String = "/proc") throws(SystemError) -> CompactionReport {
         let before = ResidentMemory.read(pids: pids, procRoot: procRoot)
         let start = Clock.monotonicNanos()

@@ -221,9 +221,8 @@ package struct EvictionPolicy: Codable, Sendable, Equatable {
     }
 }
 
-/// The policy's JSONDecoder reading (policy.json, a `policy` reply): as the synthesized one,
-/// but `evict_to` and `criu_timeout_ns` may be missing, as in a file saved or a reply sent
-/// before they existed: that policy kills its victims (`kill`) and gives criu 2 minutes, as it did.
+/// Decoding as synthesized, but `evict_to` and `criu_timeout_ns` may be missing (a policy.json or
+/// reply from before they existed): such a policy kills its victims and gives criu 2 minutes.
 extension EvictionPolicy {
     package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)

@@ -26,10 +26,9 @@ package struct PressureSpec: Equatable, Sendable, CustomStringConvertible {
     /// kernel's 2 s averaging work instead of getting a real-time polling thread of their own.
     package static let unprivilegedWindowStepNanos: UInt64 = 2_000_000_000
 
-    /// Parses and validates `<some|full> <stall>/<window>` (durations as DurationText reads them:
-    /// 150ms, 2s, 500us). `privileged` is whether the trigger will be created with CAP_SYS_RESOURCE
-    /// (the kernel checks the opener's capabilities); windows are checked here so the error can say
-    /// why and what would work, where the kernel only says EINVAL.
+    /// Parses and validates `<some|full> <stall>/<window>` (150ms, 2s, 500us: `DurationText`).
+    /// `privileged`: whether the opener will have CAP_SYS_RESOURCE (the kernel checks); windows are
+    /// checked here so the error can say why and what works, where the kernel only says EINVAL.
     package static func parse(_ text: String, privileged: Bool = Capabilities.hasEffective("cap_sys_resource") ?? false)
         throws(IceboxError) -> PressureSpec
     {
@@ -106,10 +105,9 @@ package struct PressureStats: Equatable, Sendable, Codable {
     package var full: Line?
 }
 
-/// A PSI trigger: an open pressure file with a threshold written to it. The kernel then signals
-/// POLLPRI on the descriptor whenever the stall crosses the threshold within the window (at most
-/// once per window), so the daemon can watch it in its epoll loop (EPOLLPRI) instead of polling
-/// pressure. Closing the descriptor removes the trigger.
+/// A PSI trigger: an open pressure file with a threshold written to it. The kernel signals POLLPRI
+/// (at most once per window) when the stall crosses it, so the daemon's epoll loop watches it
+/// (EPOLLPRI) instead of polling pressure. Closing the descriptor removes the trigger.
 package final class PressureTrigger: Sendable {
     package let fd: Int32
     package let path: String

@@ -14,12 +14,11 @@ package enum AppName {
         }
     }
 
-    /// Checks a name for a new app: valid (`validate`), and not the name of a cgroup control file.
-    /// The app's cgroups are directories named after it, beside such files in the cgroup root:
-    /// `mkdir <root>/tasks` fails with EEXIST in every v1 hierarchy (the file `tasks` is there),
-    /// and an app called `memory.high` or `cgroup.procs` would be a file in v2. Names that only
-    /// refer to an app (suspend, ps, log) keep `validate`, so an app launched under such a name by
-    /// an older icebox can still be named.
+    /// Checks a name for a new app: valid, and not a cgroup control file's name. The app's cgroups
+    /// are directories named after it beside such files: `mkdir <root>/tasks` fails with EEXIST in
+    /// every v1 hierarchy, and an app called `memory.high` or `cgroup.procs` would be a file in v2.
+    /// Names that only refer to an app (suspend, ps, log) keep `validate`, so an app an older
+    /// icebox launched under such a name can still be named.
     package static func validateForLaunch(_ name: String) throws(IceboxError) {
         try validate(name)
         if let file = cgroupFileCollision(name) {

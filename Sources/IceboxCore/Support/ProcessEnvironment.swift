@@ -14,9 +14,8 @@ package enum ProcessEnvironment {
         return out
     }
 
-    /// The entries by name (a name given twice: the last one). Built from the C strings:
-    /// every command builds it at start-up, and splitting Strings at a Character (grapheme
-    /// breaking) with a growing table cost a one-shot `icebox suspend` ~8% of its CPU time.
+    /// The entries by name (a name given twice: the last one), built from the C strings: every
+    /// command builds it, and splitting Strings by Character cost `icebox suspend` ~8% of its CPU.
     package static var dictionary: [String: String] {
         var count = 0
         while environ[count] != nil { count += 1 }

@@ -13,9 +13,8 @@ extension UInt64 {
 }
 
 extension Optional where Wrapped == UInt64 {
-    /// The earlier of two deadlines, either of which may be unarmed (nil). The loop asks every app
-    /// for its next deadline on every turn: `[a, b, …].compactMap { $0 }.min()` built two arrays an
-    /// app a turn, a few milliseconds a turn with a thousand apps.
+    /// The earlier of two deadlines, either maybe unarmed (nil), without the two arrays that
+    /// `[a, b].compactMap { $0 }.min()` builds (asked of every app every turn: ms with 1,000 apps).
     package func earlier(_ other: UInt64?) -> UInt64? {
         guard let self else { return other }
         guard let other else { return self }

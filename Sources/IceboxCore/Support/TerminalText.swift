@@ -3,23 +3,21 @@
 /// in it can move the cursor, clear the screen, set the window title, write the clipboard (OSC 52),
 /// ring the bell or reorder what follows it.
 ///
-/// Escaped, as `\xNN` (two hex digits, upper case): every C0 control (U+0000–U+001F: ESC, CR, BS,
-/// BEL, …; tab and newline too, unless kept, since one cell of a table must stay one cell) and DEL
-/// (U+007F). As `\uNNNN`: the C1 controls (U+0080–U+009F, which some terminals take as CSI and OSC)
-/// and the bidirectional formatting characters (U+061C, U+200E–U+200F, U+202A–U+202E,
-/// U+2066–U+2069, which reorder the text around them), and the line and paragraph separators
-/// (U+2028, U+2029). Everything else is left as it is, a backslash too: the escapes mark what was
-/// not printable, they are not meant to be decoded. JSON output (`-j`, `{{json .}}`) does not go
-/// through here: it is exact, its own escapes cover the C0 controls.
+/// Escaped as `\xNN` (upper-case hex): every C0 control (ESC, CR, BS, BEL, …; tab and newline too,
+/// unless kept, since one cell of a table must stay one cell) and DEL. As `\uNNNN`: the C1 controls
+/// (which some terminals take as CSI and OSC), the bidirectional formatting characters (which
+/// reorder the text around them) and the line and paragraph separators (`needsUnicodeEscape`).
+/// Everything else is left as it is, a backslash too: the escapes mark what was not printable,
+/// they are not meant to be decoded. JSON output (`-j`, `{{json .}}`) does not go through here: it
+/// is exact, its own escapes cover the C0 controls.
 package enum TerminalText {
     /// `text` with the characters above escaped; `keepingLayout`: tab and newline stay (a whole
     /// reply line or message whose layout they are); `keepingTab`: tab stays (the last field of a
     /// line, as an event's detail, where it moves nothing that follows, while a newline would start
     /// what looks like another event).
     package static func escaped(_ text: String, keepingLayout: Bool = false, keepingTab: Bool = false) -> String {
-        // Nothing to escape (nearly every field and reply line, "→" and "µs" included): the same
-        // String back after one pass over its bytes, nothing allocated; the scalar walk below built
-        // a new String for every line with a non-ASCII character.
+        // Nothing to escape (nearly every line, "→" and "µs" included): the same String back after
+        // one pass over its bytes, where the scalar walk below would build a new one.
         if !needsEscaping(text.utf8, keepingTab: keepingLayout || keepingTab, keepingNewline: keepingLayout) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
@@ -39,9 +37,7 @@ package enum TerminalText {
     }
 
     /// Whether `bytes` (UTF-8) hold anything `escaped` would change: a C0 control (but for those
-    /// kept), DEL, or the UTF-8 form of a C1 control (C2 80–9F), U+061C (D8 9C), or a character of
-    /// E2 80 8E–8F, E2 80 A8–AE, E2 81 A6–A9 (the marks, separators and embeddings/isolates
-    /// `needsUnicodeEscape` names).
+    /// kept), DEL, or the UTF-8 form of a code point `needsUnicodeEscape` names.
     static func needsEscaping(_ bytes: String.UTF8View, keepingTab: Bool, keepingNewline: Bool) -> Bool {
         var previous: UInt8 = 0, beforePrevious: UInt8 = 0
         for b in bytes {
