@@ -6,7 +6,8 @@ import IceboxSystem
 /// directory goes only after them (rmdir of a cgroup with children is EBUSY).
 package enum CgroupTree {
     /// Every directory of the subtree, children before their parent, the root last; empty when
-    /// the root does not exist. A directory that vanishes during the walk is skipped.
+    /// the root does not exist. A directory that vanishes during the walk is still listed, without
+    /// its children: both callers expect a listed directory may be gone.
     package static func directoriesBottomUp(_ root: String) -> [String] {
         guard FileIO.isDirectory(root) else { return [] }
         return walk(root)
