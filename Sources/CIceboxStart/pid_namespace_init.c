@@ -1,8 +1,9 @@
 // The init of an app launched with --pid-namespace: pid 1 of the app's own PID namespace, with the
-// app its only child. The daemon's spawn child execs this executable as icebox --pid-namespace-init
-// PROGRAM ARGV0 ARGS... and a constructor runs it before the Swift runtime starts (Swift is never
-// entered: no runtime, no copy of the daemon's memory, a few pages of RSS), so every other command
-// pays only the one argv comparison below.
+// app its only child. The daemon's spawn child execs this executable as
+//   icebox --pid-namespace-init PROGRAM ARGV0 ARGS...
+// and a constructor runs it before the Swift runtime starts (Swift is never entered: no runtime, no
+// copy of the daemon's memory, a few pages of RSS), so every other command pays only the one argv
+// comparison below.
 //
 // Why an init at all: pid 1 of a PID namespace gets from outside only the signals it has a handler
 // for (or blocks: they stay pending), so the notice (SIGUSR1) or a terminate's SIGTERM sent to an

@@ -181,15 +181,17 @@ extension MemoryCgroupV1 {
         try Self.parseCounter(FileIO.read(file(Self.usageFile)), path: file(Self.usageFile))
     }
 
+    private static let limitFile = "memory.limit_in_bytes"
+
     /// The hard limit; nil when unlimited (the kernel shows a page-rounded LONG_MAX).
     func limit() throws(SystemError) -> UInt64? {
-        let value = try Self.parseCounter(FileIO.read(file("memory.limit_in_bytes")), path: file("memory.limit_in_bytes"))
+        let value = try Self.parseCounter(FileIO.read(file(Self.limitFile)), path: file(Self.limitFile))
         return value >= UInt64(Int64.max) & ~0xfff ? nil : value
     }
 
     /// Sets the hard limit (the kernel rounds it down to a page); nil removes it.
     func setLimit(bytes: UInt64?) throws(SystemError) {
-        try FileIO.write(file("memory.limit_in_bytes"), bytes.map { String($0) } ?? "-1")
+        try FileIO.write(file(Self.limitFile), bytes.map { String($0) } ?? "-1")
     }
 
     static func parseCounter(_ text: String, path: String) throws(SystemError) -> UInt64 {
