@@ -5,7 +5,7 @@ import Testing
 
 @testable import IceboxCore
 
-@Suite("AppMemory and MemoryCgroupV1 parsing")
+@Suite("AppMemory parsing")
 struct AppMemoryParsingTests {
     @Test func pssFromSmapsRollup() {
         let text = """
@@ -21,18 +21,6 @@ struct AppMemoryParsingTests {
             """
         #expect(AppMemory.pss(smapsRollup: text) == 61234 * 1024)
         #expect(AppMemory.pss(smapsRollup: "") == nil)
-    }
-
-    @Test func theV1CgroupMirrorsTheV2Path() {
-        let mirror = MemoryCgroupV1(
-            mirroring: "/sys/fs/cgroup/unified/icebox/web", unifiedRoot: "/sys/fs/cgroup/unified", memoryV1Root: "/sys/fs/cgroup/memory")
-        #expect(mirror?.path == "/sys/fs/cgroup/memory/icebox/web")
-        #expect(
-            MemoryCgroupV1(mirroring: "/sys/fs/cgroup/unified/x", unifiedRoot: "/sys/fs/cgroup/unified/", memoryV1Root: "/m")?.path
-                == "/m/x")
-        // Not under the v2 root (nor a sibling that merely shares its prefix).
-        #expect(MemoryCgroupV1(mirroring: "/elsewhere/web", unifiedRoot: "/sys/fs/cgroup/unified", memoryV1Root: "/m") == nil)
-        #expect(MemoryCgroupV1(mirroring: "/sys/fs/cgroup/unified2/web", unifiedRoot: "/sys/fs/cgroup/unified", memoryV1Root: "/m") == nil)
     }
 
     @Test("the source is memory.current, else memory.usage_in_bytes, else the Pss sum")
@@ -67,23 +55,6 @@ struct AppMemoryParsingTests {
         #expect(JSONLines.decode(AppMemoryReading.self, json) == AppMemoryReading(bytes: 7, source: .pssSum))
         #expect(MemorySource.memoryCurrent.rawValue == "memory.current")
         #expect(MemorySource.v1Usage.rawValue == "memory.usage_in_bytes")
-    }
-
-    @Test func v1LimitReadsUnlimitedAsNil() throws {
-        let dir = makeTemporaryDirectory("v1limit")
-        defer { removeTree(dir) }
-        let cg = MemoryCgroupV1(path: dir)
-        writeFile(cg.file("memory.limit_in_bytes"), "9223372036854771712\n")
-        #expect(try cg.limit() == nil)
-        writeFile(cg.file("memory.limit_in_bytes"), "1073741824\n")
-        #expect(try cg.limit() == 1 << 30)
-        // What gets written (a stand-in file is not truncated by a write, so start empty each time).
-        writeFile(cg.file("memory.limit_in_bytes"), "")
-        try cg.setLimit(bytes: 1 << 30)
-        #expect(readFile(cg.file("memory.limit_in_bytes")) == "1073741824")
-        writeFile(cg.file("memory.limit_in_bytes"), "")
-        try cg.setLimit(bytes: nil)
-        #expect(readFile(cg.file("memory.limit_in_bytes")) == "-1")
     }
 }
 
@@ -130,11 +101,6 @@ struct MemoryCgroupV1Tests {
         #expect(reading.source == .v1Usage)
         #expect(reading.bytes >= 40 * ScriptChild.mebibyte)
 
-        try cg.setLimit(bytes: 1 << 30)
-        #expect(try cg.limit() == 1 << 30)
-        try cg.setLimit(bytes: nil)
-        #expect(try cg.limit() == nil)
-
         child.kill()
         #expect(eventually { cg.procs().isEmpty })
         try cg.remove()
@@ -167,35 +133,9 @@ struct MemoryCgroupV1Tests {
     }
 }
 
-// What only these tests use of a v1 memory cgroup.
+// The cgroup's usage counter, read the way AppMemory reads it.
 extension MemoryCgroupV1 {
-    /// The app's v1 memory cgroup mirrors its v2 cgroup: the same path relative to the hierarchy root, e.g.
-    /// /sys/fs/cgroup/unified/icebox/web → /sys/fs/cgroup/memory/icebox/web. nil when the v2 cgroup is not under the v2 root.
-    init?(mirroring v2Cgroup: String, unifiedRoot: String, memoryV1Root: String) {
-        let root = unifiedRoot.hasSuffix("/") ? String(unifiedRoot.dropLast()) : unifiedRoot
-        guard v2Cgroup.hasPrefix(root + "/") else { return nil }
-        self.init(path: memoryV1Root + v2Cgroup.dropFirst(root.count))
-    }
-
-    func usage() throws(SystemError) -> UInt64 {
-        try Self.parseCounter(FileIO.read(file(Self.usageFile)), path: file(Self.usageFile))
-    }
-
-    private static let limitFile = "memory.limit_in_bytes"
-
-    /// The hard limit; nil when unlimited (the kernel shows a page-rounded LONG_MAX).
-    func limit() throws(SystemError) -> UInt64? {
-        let value = try Self.parseCounter(FileIO.read(file(Self.limitFile)), path: file(Self.limitFile))
-        return value >= UInt64(Int64.max) & ~0xfff ? nil : value
-    }
-
-    /// Sets the hard limit (the kernel rounds it down to a page); nil removes it.
-    func setLimit(bytes: UInt64?) throws(SystemError) {
-        try FileIO.write(file(Self.limitFile), bytes.map { String($0) } ?? "-1")
-    }
-
-    static func parseCounter(_ text: String, path: String) throws(SystemError) -> UInt64 {
-        guard let value = UInt64(text.trimmed()) else { throw SystemError("parse", path: path, errno: EINVAL) }
-        return value
+    func usage() throws -> UInt64 {
+        try #require(FileIO.readCounter(file(Self.usageFile)), "\(file(Self.usageFile)) holds no counter")
     }
 }
