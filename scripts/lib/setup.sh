@@ -48,6 +48,20 @@ icebox_has() {
     esac
 }
 
+# icebox_help_if_asked "$@": a script's header comment (its usage) and exit 0 when it is asked
+# for -h or --help, before it installs, builds or measures anything.
+icebox_help_if_asked() {
+    local arg
+    for arg in "$@"; do
+        case $arg in
+        -h | --help)
+            awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+            exit 0
+            ;;
+        esac
+    done
+}
+
 # icebox_install_dependencies [--tests]: installs the packages icebox needs that are missing
 # (with --tests, the tests' too), saying on stderr what it installs and why, and how long
 # that took: on a fresh machine apt takes a minute or more, which would otherwise pass in
