@@ -46,6 +46,9 @@ extension KernelScenarios {
             defer { box.close() }
             let mark = box.dir + "/term"
             let app = try ScenarioApp(box, "polite", backend: backend, ["term", mark])
+            // Launched is exec'd, not yet past signal(): a SIGTERM before it kills by default.
+            try #require(
+                Scenario.eventually { ProcFS.catchesSignal(pid: app.pid, SIGTERM) }, "the app never set its SIGTERM handler")
             try app.suspend()
             #expect(app.kernelFrozen)
             let handle = try ProcessHandle(adopting: app.pid)
