@@ -57,12 +57,10 @@ enum BenchCommand: IceboxCommand {
         let warmup = try count(args, "warmup", default: 1, minimum: 0)
         let evictEvery = try count(args, "evict-every", default: 5, minimum: 0)
         let hold = try args.duration("hold") ?? 1_000_000_000
-        var style = BenchStyle.auto
-        if let text = args.value("style") {
-            guard let chosen = BenchStyle(rawValue: text) else {
-                throw IceboxError(.usage, "unknown --style '\(text)'", hint: "use auto, basic, full, nocolor, color or none")
-            }
-            style = chosen
+        let styleText = args.value("style") ?? BenchStyle.auto.rawValue
+        guard let style = BenchStyle(rawValue: styleText) else {
+            throw IceboxError(
+                .usage, "unknown --style '\(styleText)'", hint: "use auto, basic, full, nocolor, color or none")
         }
         let quiet = args.flag("quiet")
         // Built before a daemon is asked for a name, so usage errors come first.

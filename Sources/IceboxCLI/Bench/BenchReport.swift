@@ -9,23 +9,11 @@ import IceboxSystem
 enum BenchStyle: String, CaseIterable, Sendable {
     case auto, basic, full, nocolor, color, none
 
-    func showsProgress(terminal: Bool) -> Bool {
-        switch self {
-        case .auto: return terminal
-        case .full, .nocolor: return true
-        case .basic, .color, .none: return false
-        }
-    }
+    func showsProgress(terminal: Bool) -> Bool { self == .auto ? terminal : self == .full || self == .nocolor }
 
     /// Whether the results are coloured; `auto` takes what `--color` and NO_COLOR decided
     /// for stdout (`Output.colorOut`).
-    func usesColour(auto: Bool) -> Bool {
-        switch self {
-        case .auto: return auto
-        case .full, .color: return true
-        case .basic, .nocolor, .none: return false
-        }
-    }
+    func usesColour(auto: Bool) -> Bool { self == .auto ? auto : self == .full || self == .color }
 
     var printsResults: Bool { self != .none }
 }
@@ -389,12 +377,7 @@ struct BenchReport {
     }
 
     static func markdownCode(_ text: String) -> String {  // inline code that survives backticks in the text
-        var longest = 0
-        var run = 0
-        for ch in text {
-            run = ch == "`" ? run + 1 : 0
-            longest = Swift.max(longest, run)
-        }
+        let longest = text.split(whereSeparator: { $0 != "`" }).map(\.count).max() ?? 0  // backticks in a row
         let fence = String(repeating: "`", count: longest + 1)
         let pad = text.first == "`" || text.last == "`" ? " " : ""
         return fence + pad + text + pad + fence

@@ -1,3 +1,4 @@
+import IceboxCore
 import IceboxSystem
 
 /// CPU time, user and system, in nanoseconds: what `icebox bench` reports as hyperfine's
@@ -28,6 +29,6 @@ struct CPUTime: Equatable, Sendable {
 
     /// The time used since `earlier` (0 if a counter went backwards: a new cgroup).
     func since(_ earlier: CPUTime) -> CPUTime {
-        CPUTime(user: user >= earlier.user ? user - earlier.user : 0, system: system >= earlier.system ? system - earlier.system : 0)
+        CPUTime(user: user.saturatingSub(earlier.user), system: system.saturatingSub(earlier.system))
     }
 }

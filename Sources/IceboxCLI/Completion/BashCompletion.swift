@@ -186,11 +186,9 @@ enum BashCompletion {
             s += "    \(c.name))\n"
             for (i, v) in c.operands.enumerated() where !v.isEmpty {
                 let repeats = c.lastOperandRepeats && i == c.operands.count - 1
-                if repeats && i == 0 {
-                    s += "        \(assignments(v))\n"
-                } else {
-                    s += "        (($2 \(repeats ? ">=" : "==") \(i))) && \(assignments(v))\n"
-                }
+                // A first operand that repeats is every operand: no test.
+                let test = repeats && i == 0 ? "" : "(($2 \(repeats ? ">=" : "==") \(i))) && "
+                s += "        \(test)\(assignments(v))\n"
             }
             s += "        ;;\n"
         }

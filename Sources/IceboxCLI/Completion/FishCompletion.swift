@@ -154,10 +154,8 @@ enum FishCompletion {
             s += "\n# icebox \(c.name)\n"
             let guardText = quoted("__icebox_using \(c.name)")
             for o in c.options {
-                var line = "complete -c icebox -n \(guardText) -l \(o.name)"
-                if let v = o.values { line += " " + arguments(v) }
-                line += " -d \(quoted(o.help))"
-                s += line + "\n"
+                let values = o.values.map { " " + arguments($0) } ?? ""
+                s += "complete -c icebox -n \(guardText) -l \(o.name)\(values) -d \(quoted(o.help))\n"
             }
             for (i, v) in c.operands.enumerated() where !v.isEmpty {
                 let repeats = c.lastOperandRepeats && i == c.operands.count - 1

@@ -40,9 +40,7 @@ enum ZshCompletion {
                 local -a commands=(
 
             """
-        for c in model.commands {
-            s += "        \("\(c.name):\(c.summary)".shellQuoted)\n"
-        }
+        s += model.commands.map { "        \("\($0.name):\($0.summary)".shellQuoted)\n" }.joined()
         s += """
                 )
                 _describe -t commands 'icebox command' commands
@@ -56,9 +54,7 @@ enum ZshCompletion {
             s += "    compadd \"$@\" -- \(v.words.map(\.shellQuoted).joined(separator: " "))\n"
             s += "    compadd \"$@\" -S '' -- \(v.prefixes.map(\.shellQuoted).joined(separator: " "))\n}\n\n"
         }
-        for c in model.commands {
-            s += commandFunction(c, sets) + "\n"
-        }
+        s += model.commands.map { commandFunction($0, sets) + "\n" }.joined()
         s += """
             _icebox() {
                 local _icebox_exe=${words[1]}
@@ -74,9 +70,7 @@ enum ZshCompletion {
                     case $words[1] in
 
             """
-        for c in model.commands {
-            s += "        \(c.name)) \(functionName(c)) && ret=0 ;;\n"
-        }
+        s += model.commands.map { "        \($0.name)) \(functionName($0)) && ret=0 ;;\n" }.joined()
         s += """
                     *) _message "unknown icebox command: $words[1]" ;;
                     esac
@@ -157,8 +151,7 @@ enum ZshCompletion {
             specs.append("\(after + 1):command:_command_names -e")
             specs.append("*:: :{_icebox_app_command \(after)}")
         }
-        var s = "\(functionName(c))() {\n    _arguments \(flags) : \\\n"
-        s += specs.map { "        " + $0.shellQuoted }.joined(separator: " \\\n") + "\n}\n"
-        return s
+        return "\(functionName(c))() {\n    _arguments \(flags) : \\\n"
+            + specs.map { "        " + $0.shellQuoted }.joined(separator: " \\\n") + "\n}\n"
     }
 }

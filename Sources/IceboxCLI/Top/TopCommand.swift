@@ -24,7 +24,6 @@ enum TopCommand: IceboxCommand {
         if let why = TopTerminal.refusal(stdinIsTerminal: isatty(0) == 1, stdoutIsTerminal: isatty(1) == 1, term: env("TERM")) {
             throw IceboxError(.usage, why, hint: "for a snapshot use icebox ps, for the events as they come icebox log -f")
         }
-        let session = try TopSession(terminal: TopTerminal(), color: Output.colorOut, environment: env)
-        return try session.run()
+        return try TopSession(terminal: TopTerminal(), color: Output.colorOut, environment: env).run()
     }
 }

@@ -102,11 +102,8 @@ struct TopModel: Equatable {
             }
         }
         if let pid = event.pid, event.kind == .spawn { rows[i].pid = pid }
-        switch event.kind {
-        case .freeze: if let d = event.durationNanos { rows[i].lastFreezeNanos = d }
-        case .thaw: if let d = event.durationNanos { rows[i].lastThawNanos = d }
-        default: break
-        }
+        if event.kind == .freeze, let d = event.durationNanos { rows[i].lastFreezeNanos = d }
+        if event.kind == .thaw, let d = event.durationNanos { rows[i].lastThawNanos = d }
         return true
     }
 

@@ -53,24 +53,20 @@ enum TopRender {
         }
         out.append(bottomLine(model))
         return out.prefix(height).enumerated().map { i, spans in
-            let selected = rowLines[i] ?? false
-            let lineStyle: Style? = selected ? Style(code: "7") : (i == 2 ? Style.bold : nil)
+            let lineStyle: Style? = rowLines[i] == true ? Style(code: "7") : (i == 2 ? Style.bold : nil)
             return fit(spans, width: width, color: color, lineStyle: lineStyle)
         }
     }
 
     static func headerLine(_ model: TopModel) -> [Span] {
-        var counts: [AppState: Int] = [:]
-        for row in model.rows { counts[row.state, default: 0] += 1 }
+        let counts = Dictionary(model.rows.map { ($0.state, 1) }, uniquingKeysWith: +)
         let states = AppState.allCases.compactMap { s in counts[s].map { "\($0) \(s.rawValue)" } }
         var text = "icebox top  " + Plural.count(model.rows.count, "app")
         if !states.isEmpty { text += ": " + states.joined(separator: ", ") }
-        var spans = [Span(text, .bold)]
         let total = model.rows.compactMap(\.memoryBytes).reduce(0, &+)
         var memory = "   memory \(SizeText.format(total))"
         if let budget = model.policy?.memoryBudgetBytes { memory += " of \(SizeText.format(budget)) budget" }
-        spans.append(Span(memory))
-        return spans
+        return [Span(text, .bold), Span(memory)]
     }
 
     static func policyLine(_ model: TopModel) -> [Span] {
@@ -107,7 +103,7 @@ enum TopRender {
             let threshold = max(trendThreshold, Int64(bytes / 100))
             memory += row.memoryDelta > threshold ? " ↑" : row.memoryDelta < -threshold ? " ↓" : "  "
         }
-        let age = TimeText.age(now > row.sinceMonotonicNanos ? now - row.sinceMonotonicNanos : 0)
+        let age = TimeText.age(now.saturatingSub(row.sinceMonotonicNanos))
         return [
             // The selection is marked without colour too (NO_COLOR, a capture of the screen).
             Span(selected ? "> " : "  "),
@@ -131,14 +127,9 @@ enum TopRender {
         case .help: return [Span(TopKeys.help)]
         case .none: break
         }
-        var spans: [Span] = []
-        if !model.filter.isEmpty { spans.append(Span("[filter: \(TerminalText.escaped(model.filter))] ", .yellow)) }
-        if let message = model.message {
-            spans.append(Span(TerminalText.escaped(message), model.messageIsError ? .error : nil))
-        } else {
-            spans.append(Span(TopKeys.hint, .dim))
-        }
-        return spans
+        let filter = model.filter.isEmpty ? [] : [Span("[filter: \(TerminalText.escaped(model.filter))] ", .yellow)]
+        guard let message = model.message else { return filter + [Span(TopKeys.hint, .dim)] }
+        return filter + [Span(TerminalText.escaped(message), model.messageIsError ? .error : nil)]
     }
 
     /// `text` in a column of `width` (its last space the gap to the next): cut with "…" if longer.
@@ -153,13 +144,8 @@ enum TopRender {
         var out = ""
         var left = width
         for span in spans where left > 0 {
-            var text = span.text
-            var count = columns(text)
-            if count > left {
-                text = cut(text, to: left)
-                count = columns(text)
-            }
-            left -= count
+            let text = cut(span.text, to: left)
+            left -= columns(text)
             out += paint(text, span.style, lineStyle, color)
         }
         out += paint(String(repeating: " ", count: left), nil, lineStyle, color)

@@ -10,7 +10,7 @@ import IceboxSystem
 /// the cgroups, PSI), so watching costs the daemon next to nothing.
 final class TopSession {
     final class InFlight {  // a request sent and not fully answered
-        enum Purpose {
+        enum Purpose: Equatable {
             case snapshot, policy
             case action(TopAction, String)
         }
@@ -93,12 +93,9 @@ final class TopSession {
 
             if fds[1].revents != 0 {
                 for signal in Signals.drain(signalFD: signalFD) {
-                    if signal == SIGWINCH {
-                        size = terminal.size
-                        force = true
-                    } else {
-                        return 128 + signal
-                    }
+                    guard signal == SIGWINCH else { return 128 + signal }
+                    size = terminal.size
+                    force = true
                 }
             }
             if fds[0].revents != 0 {
@@ -155,11 +152,11 @@ final class TopSession {
 
     private func startWantedRequests() {
         let busy = inFlight.map(\.purpose)
-        if snapshotWanted, !busy.contains(where: { if case .snapshot = $0 { true } else { false } }) {
+        if snapshotWanted, !busy.contains(.snapshot) {
             snapshotWanted = false
             start(.snapshot, .ps(all: false, brief: true))
         }
-        if policyWanted, !busy.contains(where: { if case .policy = $0 { true } else { false } }) {
+        if policyWanted, !busy.contains(.policy) {
             policyWanted = false
             start(.policy, .policy)
         }
@@ -291,11 +288,10 @@ final class TopSession {
 
     /// "some avg10=0.12 …\nfull avg10=0.00 …" → "some 0.12% full 0.00% (10 s)".
     static func pressureText(_ text: String) -> String? {
-        var parts: [String] = []
-        for line in text.split(separator: "\n") {
+        let parts = text.split(separator: "\n").compactMap { line -> String? in
             let fields = line.split(separator: " ")
-            guard let kind = fields.first, let avg = fields.first(where: { $0.hasPrefix("avg10=") }) else { continue }
-            parts.append("\(kind) \(avg.dropFirst(6))%")
+            guard let kind = fields.first, let avg = fields.first(where: { $0.hasPrefix("avg10=") }) else { return nil }
+            return "\(kind) \(avg.dropFirst(6))%"
         }
         return parts.isEmpty ? nil : parts.joined(separator: " ") + " (10 s)"
     }

@@ -62,7 +62,6 @@ final class TopTerminal {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = retryingOnInterrupt { read(input, &buffer, buffer.count) }
         if n < 0 { return errno == EAGAIN ? [] : nil }
-        if n == 0 { return nil }
-        return Array(buffer[0..<n])
+        return n == 0 ? nil : Array(buffer[0..<n])
     }
 }
