@@ -9,11 +9,23 @@ import IceboxSystem
 enum BenchStyle: String, CaseIterable, Sendable {
     case auto, basic, full, nocolor, color, none
 
-    func showsProgress(terminal: Bool) -> Bool { self == .auto ? terminal : self == .full || self == .nocolor }
+    func showsProgress(terminal: Bool) -> Bool {
+        switch self {
+        case .auto: return terminal
+        case .full, .nocolor: return true
+        case .basic, .color, .none: return false
+        }
+    }
 
     /// Whether the results are coloured; `auto` takes what `--color` and NO_COLOR decided
     /// for stdout (`Output.colorOut`).
-    func usesColour(auto: Bool) -> Bool { self == .auto ? auto : self == .full || self == .color }
+    func usesColour(auto: Bool) -> Bool {
+        switch self {
+        case .auto: return auto
+        case .full, .color: return true
+        case .basic, .nocolor, .none: return false
+        }
+    }
 
     var printsResults: Bool { self != .none }
 }

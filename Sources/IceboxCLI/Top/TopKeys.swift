@@ -89,8 +89,11 @@ enum TopKeys {
             return []
         case .filter(let text):
             switch key {
-            case .enter, .escape:
-                model.filter = key == .enter ? text : ""
+            case .enter:
+                model.filter = text
+                model.prompt = .none
+            case .escape:
+                model.filter = ""
                 model.prompt = .none
             case .backspace: model.prompt = .filter(String(text.dropLast()))
             case .char(let c): if text.count < 64 { model.prompt = .filter(text + String(c)) }
