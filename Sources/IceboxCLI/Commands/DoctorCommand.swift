@@ -109,8 +109,7 @@ enum DoctorCommand: IceboxCommand {
         add("capabilities", true, Capabilities.effectiveText() ?? "unreadable")
         let paths = IceboxPaths.fromEnvironment(env)
         f += capabilityFindings(paths)
-        let policy = EvictionPolicy.load(from: paths.policyFile)
-        for line in policy.lines {
+        for line in EvictionPolicy.load(from: paths.policyFile).lines {
             add("policy: " + String(line.prefix(19)).trimmed(), true, String(line.dropFirst(19)))
         }
         let criu = CriuProbe.run(environment: env, stateDir: paths.stateDir)

@@ -12,8 +12,7 @@ enum LaunchCommand: IceboxCommand {
     static func run(_ args: ParsedArguments) throws(IceboxError) -> Int32 {
         guard let name = args.positionals.first else { throw ArgumentParser.usage("launch needs a NAME and a command", spec) }
         let options = try LaunchArguments.build(name: name, nameIsDefault: false, command: args.command, args, attached: false)
-        let request = ControlRequest.launch(options: options)
         var client = LaunchArguments.client(args)
-        return try client.perform(request)
+        return try client.perform(.launch(options: options))
     }
 }

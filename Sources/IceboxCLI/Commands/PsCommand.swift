@@ -54,19 +54,17 @@ enum PsCommand: IceboxCommand {
             try client.perform(request, onData: { records = $0 }, onSummaries: { summaries = $0 }, rawApps: passThrough)
         }
         var client = DaemonClient(environment: env, autostartFlagOff: true, cgroupRoot: args.value("cgroup-root"))
-        do {
-            let code = try take(&client)
-            if code != 0 { return code }
-        } catch  where error.code == .unavailable {
+        var code: Int32 = 0
+        do { code = try take(&client) } catch  where error.code == .unavailable {
             let saved = Registry.load(directory: client.paths.registryDir)
             if saved.contains(where: { !$0.state.isEnded }) && !args.flag("no-autostart") {
                 var starting = DaemonClient(environment: env, autostartFlagOff: false, cgroupRoot: args.value("cgroup-root"))
-                let code = try take(&starting)
-                if code != 0 { return code }
+                code = try take(&starting)
             } else if all {
                 records = saved
             }
         }
+        if code != 0 { return code }
         if summaries.isEmpty { summaries = records.map(\.summary) }
         var unmatched: [String] = []
         if !patterns.isEmpty {

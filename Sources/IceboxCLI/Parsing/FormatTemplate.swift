@@ -21,11 +21,8 @@ struct FormatTemplate<Field: TemplateField>: Equatable {
     static func parse(_ source: String) throws(IceboxError) -> FormatTemplate {
         let fields = Field.allCases.map(\.rawValue)
         var text = Substring(source)
-        var table = false
-        if text == "table" || text.hasPrefix("table ") {
-            table = true
-            text = text.dropFirst(5).drop { $0 == " " }
-        }
+        let table = text == "table" || text.hasPrefix("table ")
+        if table { text = text.dropFirst(5).drop { $0 == " " } }
         var pieces: [Piece] = []
         var literal = ""
         while !text.isEmpty {
@@ -61,15 +58,13 @@ struct FormatTemplate<Field: TemplateField>: Equatable {
     }
 
     func render(_ value: (Field) -> String, json: () -> String) -> String {
-        var out = ""
-        for piece in pieces {
-            switch piece {
-            case .text(let t): out += t
-            case .field(let f): out += value(f)
-            case .json: out += json()
+        pieces.map {
+            switch $0 {
+            case .text(let t): t
+            case .field(let f): value(f)
+            case .json: json()
             }
-        }
-        return out
+        }.joined()
     }
 
     var header: String { render({ Self.headerName($0.rawValue) }, json: { "JSON" }) }

@@ -86,10 +86,8 @@ enum LaunchArguments {
         o.readyTimeoutNanos = try args.duration("ready-timeout") ?? o.readyTimeoutNanos
         o.workingDirectory = args.value("cwd") ?? ProcessEnvironment.workingDirectory
         if let cwd = args.value("cwd"), !FileIO.isDirectory(cwd) { throw IceboxError(.usage, "--cwd \(cwd): no such directory") }
-        for e in args.all("env") {
-            guard let eq = e.firstIndex(of: "="), eq != e.startIndex else {
-                throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
-            }
+        if let e = args.all("env").first(where: { $0.firstIndex(of: "=") == nil || $0.first == "=" }) {
+            throw IceboxError(.usage, "invalid --env '\(e)'", hint: "write it as KEY=VALUE")
         }
         if let band: PriorityBand = try args.choice("priority", hint: "use low, normal, high or critical") { o.priority = band }
         if let c = try args.duration("compact-after") { o.compactAfterNanos = c }

@@ -50,9 +50,8 @@ enum MetricsFileOption {
         var st = stat()
         guard stat(directory, &st) == 0 else { return nil }
         let mode = st.st_mode & 0o7777
-        let me = geteuid()
         let octal = "0" + String(mode, radix: 8)
-        if st.st_uid != me && st.st_uid != 0 {
+        if st.st_uid != geteuid() && st.st_uid != 0 {
             return "belongs to uid \(st.st_uid) (mode \(octal)): that user can replace or remove the metrics; "
                 + "icebox still never writes through a link there (give a directory of the daemon's user or root to avoid this warning)"
         }

@@ -23,28 +23,26 @@ enum PsField: String, TemplateField {
     /// app's STATUS= (and anything else not ours) has its control characters escaped
     /// (`TerminalText`), so it cannot rewrite the table or the reader's terminal.
     func text(of r: AppSummary, now: UInt64, wall: Int64) -> String {
-        TerminalText.escaped(raw(of: r, now: now, wall: wall))
-    }
-
-    private func raw(of r: AppSummary, now: UInt64, wall: Int64) -> String {
-        switch self {
-        case .name: return r.name
-        case .pid: return String(r.pid)
-        case .state: return r.state.rawValue
-        case .since: return Self.since(r, now: now, wall: wall)
-        case .backend: return r.backend.rawValue
-        case .memory: return r.memoryBytes.map(SizeText.format) ?? "–"
-        case .memoryBytes: return r.memoryBytes.map { String($0) } ?? "–"
-        case .lastFreeze: return r.lastFreezeNanos.map(DurationText.format) ?? "–"
-        case .lastThaw: return r.lastThawNanos.map(DurationText.format) ?? "–"
-        case .status: return (r.state.isEnded ? r.ending : r.statusText) ?? (r.adopted == true ? "adopted" : "")
-        case .command: return r.command.joined(separator: " ")
-        case .priority: return r.priority.rawValue
-        case .exitStatus: return r.exitStatus.map { String($0) } ?? "–"
-        case .cgroup: return r.cgroup ?? "–"
-        case .user: return r.runsAs?.short ?? "–"
-        case .pidNamespace: return r.pidNamespace == true ? "yes" : "no"
-        }
+        let raw: String =
+            switch self {
+            case .name: r.name
+            case .pid: String(r.pid)
+            case .state: r.state.rawValue
+            case .since: Self.since(r, now: now, wall: wall)
+            case .backend: r.backend.rawValue
+            case .memory: r.memoryBytes.map(SizeText.format) ?? "–"
+            case .memoryBytes: r.memoryBytes.map { String($0) } ?? "–"
+            case .lastFreeze: r.lastFreezeNanos.map(DurationText.format) ?? "–"
+            case .lastThaw: r.lastThawNanos.map(DurationText.format) ?? "–"
+            case .status: (r.state.isEnded ? r.ending : r.statusText) ?? (r.adopted == true ? "adopted" : "")
+            case .command: r.command.joined(separator: " ")
+            case .priority: r.priority.rawValue
+            case .exitStatus: r.exitStatus.map { String($0) } ?? "–"
+            case .cgroup: r.cgroup ?? "–"
+            case .user: r.runsAs?.short ?? "–"
+            case .pidNamespace: r.pidNamespace == true ? "yes" : "no"
+            }
+        return TerminalText.escaped(raw)
     }
 
     /// How long the app has been in its state, as an age: from the daemon's monotonic clock
