@@ -58,13 +58,15 @@ struct FormatTemplate<Field: TemplateField>: Equatable {
     }
 
     func render(_ value: (Field) -> String, json: () -> String) -> String {
-        pieces.map {
-            switch $0 {
-            case .text(let t): t
-            case .field(let f): value(f)
-            case .json: json()
+        var out = ""
+        for piece in pieces {
+            switch piece {
+            case .text(let t): out += t
+            case .field(let f): out += value(f)
+            case .json: out += json()
             }
-        }.joined()
+        }
+        return out
     }
 
     var header: String { render({ Self.headerName($0.rawValue) }, json: { "JSON" }) }
