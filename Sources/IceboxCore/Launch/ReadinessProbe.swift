@@ -120,11 +120,8 @@ final class ReadinessProbe {
             return follow(check.resume(events: events))
         case .running(let handle):
             let ended: Termination?
-            do {
-                ended = try handle.reapIfExited()  // through its pidfd
-            } catch {
-                ended = .signaled(SIGKILL)  // ECHILD: someone else reaped it; it did not say ready
-            }
+            // Reaped through its pidfd. ECHILD: someone else reaped it; it did not say ready.
+            do { ended = try handle.reapIfExited() } catch { ended = .signaled(SIGKILL) }
             guard let ended else { return .wait(fd: handle.pidfd, events: EpollEvents.readable) }  // woken early
             // Reaped: its pid may be reused from now on, so cancel() must not signal its group.
             attempt = .idle
@@ -157,9 +154,8 @@ final class ReadinessProbe {
 
     /// The delay before the next attempt, growing each time.
     func nextDelay() -> UInt64 {
-        let d = backoff
-        backoff = min(backoff * 2, backoffCap)
-        return d
+        defer { backoff = min(backoff * 2, backoffCap) }
+        return backoff
     }
 
     /// The pid of a probe command running now (for the daemon's SIGCHLD handling).
