@@ -207,8 +207,7 @@ public final class Supervisor: Sendable {
     deinit {
         // A supervisor dropped without stop() must not leave apps and cgroups behind.
         do { try stop() } catch {
-            let line = "icebox: Supervisor dropped without stop(): \(error)\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
+            _ = "icebox: Supervisor dropped without stop(): \(error)\n".withCString { write(2, $0, strlen($0)) }
         }
     }
 
