@@ -307,10 +307,9 @@ private final class DaemonProcess: @unchecked Sendable {
 
     var hasExited: Bool {
         if status.withLock({ $0 }) != nil { return true }
-        var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
         // A poll on our own pidfd fails only on a bug; "not exited" lets wait() and kill() settle
         // it.
-        return ((try? Poll.wait(&pfd, until: 0)) ?? 0) > 0
+        return ((try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: 0)) ?? 0) != 0
     }
 
     /// Reaps the daemon, waiting until `deadline`; its exit status (128 + a signal's number

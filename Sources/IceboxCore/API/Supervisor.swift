@@ -316,8 +316,7 @@ public final class Supervisor: Sendable {
             _ = try? v2.waitForEvents(until: deadline) { !$0.populated }
         }
         for handle in handles {
-            var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
-            _ = try? Poll.wait(&pfd, until: deadline)  // bounded likewise
+            _ = try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)  // bounded likewise
             // The engine's apps are our children: no zombie stays. One that is not (an adopted
             // one) is reaped by its own parent.
             _ = try? handle.reapIfExited()
