@@ -189,9 +189,7 @@ public final class Supervisor: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var problems: [String] = []
         if !engine.hasFinished {
-            do {
-                try client.send(.stop(terminateApps: true, timeoutNanos: timeout.saturatingNanoseconds))
-            } catch {
+            do { try client.send(.stop(terminateApps: true, timeoutNanos: timeout.saturatingNanoseconds)) } catch {
                 problems.append("the stop request failed: \(error)")
             }
         }

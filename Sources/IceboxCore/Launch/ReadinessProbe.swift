@@ -96,18 +96,15 @@ final class ReadinessProbe {
             }
             attempt = .running(spawned.handle)
             return .wait(fd: spawned.handle.pidfd, events: EpollEvents.readable)
-        case .exec:
-            return settle(.ready)  // execve succeeded before any probe could run
-        case .notify:
-            return settle(.notReady)  // READY=1 decides, never a probe
+        case .exec: return settle(.ready)  // execve succeeded before any probe could run
+        case .notify: return settle(.notReady)  // READY=1 decides, never a probe
         }
     }
 
     /// The watched descriptor fired (an HTTP check may then ask to be watched for other events).
     func resume(events: UInt32) -> ProbeStep {
         switch attempt {
-        case .idle:
-            return .notReady
+        case .idle: return .notReady
         case .connecting(let fd):
             switch TCPProbe.state(fd) {
             case .connected: return settle(.ready)
@@ -116,8 +113,7 @@ final class ReadinessProbe {
                 if events & (EpollEvents.error | EpollEvents.hangup) != 0 { return settle(.notReady) }
                 return .wait(fd: fd, events: EpollEvents.writable)
             }
-        case .http(let check):
-            return follow(check.resume(events: events))
+        case .http(let check): return follow(check.resume(events: events))
         case .running(let handle):
             let ended: Termination?
             // Reaped through its pidfd. ECHILD: someone else reaped it; it did not say ready.
@@ -135,12 +131,9 @@ final class ReadinessProbe {
     /// caller stops watching `watchedFD` first.
     func cancel() {
         switch attempt {
-        case .idle:
-            break
-        case .connecting(let fd):
-            close(fd)
-        case .http(let check):
-            check.cancel()
+        case .idle: break
+        case .connecting(let fd): close(fd)
+        case .http(let check): check.cancel()
         case .running(let handle):
             // ESRCH only: it exited meanwhile; its group is killed below all the same.
             _ = try? handle.send(SIGKILL)
