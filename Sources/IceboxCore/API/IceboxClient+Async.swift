@@ -12,9 +12,8 @@
 extension IceboxClient {
     /// Runs a blocking call of this client on a thread of its own, cancellable.
     func detached<T: Sendable>(_ call: @escaping @Sendable (IceboxClient) throws(IceboxError) -> T) async throws(IceboxError) -> T {
-        let client = self
-        return try await CallCancellation.run { (cancellation) throws(IceboxError) -> T in
-            var cancellable = client
+        try await CallCancellation.run { (cancellation) throws(IceboxError) -> T in
+            var cancellable = self
             cancellable.cancellation = cancellation
             return try call(cancellable)
         }

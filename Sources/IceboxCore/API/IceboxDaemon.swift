@@ -188,8 +188,7 @@ public final class IceboxDaemon: Sendable {
     deinit {
         // A daemon dropped without stop() must not outlive its test.
         do { try stop() } catch {
-            let line = "icebox: IceboxDaemon dropped without stop(): \(error)\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
+            _ = "icebox: IceboxDaemon dropped without stop(): \(error)\n".withCString { write(2, $0, strlen($0)) }
         }
     }
 }
@@ -235,10 +234,8 @@ private final class DaemonProcess: @unchecked Sendable {
         _ program: String, paths: IceboxPaths, cgroupRoot: String?, notifySocket: String, output: String
     ) throws(IceboxError) -> DaemonProcess {
         // This process's environment, less what would point the daemon elsewhere.
-        let inherited = ProcessEnvironment.current.filter { entry in
-            !entry.hasPrefix("ICEBOX_")
-                && !["NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES="].contains { entry.hasPrefix($0) }
-        }
+        let dropped = ["ICEBOX_", "NOTIFY_SOCKET=", "LISTEN_FDS=", "LISTEN_PID=", "LISTEN_FDNAMES="]
+        let inherited = ProcessEnvironment.current.filter { entry in !dropped.contains { entry.hasPrefix($0) } }
         var arguments = [program, "daemon", "--foreground"]
         if let cgroupRoot { arguments += ["--cgroup-root", cgroupRoot] }
         var request = SpawnRequest(
@@ -310,10 +307,9 @@ private final class DaemonProcess: @unchecked Sendable {
 
     var hasExited: Bool {
         if status.withLock({ $0 }) != nil { return true }
-        var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
         // A poll on our own pidfd fails only on a bug; "not exited" lets wait() and kill() settle
         // it.
-        return ((try? Poll.wait(&pfd, until: 0)) ?? 0) > 0
+        return ((try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: 0)) ?? 0) != 0
     }
 
     /// Reaps the daemon, waiting until `deadline`; its exit status (128 + a signal's number

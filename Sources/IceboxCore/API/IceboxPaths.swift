@@ -64,18 +64,12 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// The directories icebox makes and uses, each with what it is called in an error and
     /// the variable that moves it.
     var directories: [(path: String, role: String, variable: String)] {
-        var dirs: [(String, String, String)] = []
-        let runtimeVariable = "XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR"
-        if runtimeDir == Self.fallbackRuntimeParent + "/icebox" {
-            dirs.append((Self.fallbackRuntimeParent, "runtime directory", runtimeVariable))
-        }
-        dirs.append((runtimeDir, "runtime directory", runtimeVariable))
-        dirs.append((notifyDir, "notify directory", runtimeVariable))
-        let stateVariable = "XDG_STATE_HOME or ICEBOX_STATE_DIR"
-        for dir in [stateDir, registryDir, appLogDir, stateDir + "/apps"] {
-            dirs.append((dir, dir == stateDir ? "state directory" : "directory", stateVariable))
-        }
-        return dirs
+        let runtime = "XDG_RUNTIME_DIR or ICEBOX_RUNTIME_DIR", state = "XDG_STATE_HOME or ICEBOX_STATE_DIR"
+        let parent = Self.fallbackRuntimeParent
+        let runtimeDirs = runtimeDir == parent + "/icebox" ? [parent, runtimeDir] : [runtimeDir]
+        return runtimeDirs.map { ($0, "runtime directory", runtime) } + [(notifyDir, "notify directory", runtime)]
+            + [(stateDir, "state directory", state)]
+            + [registryDir, appLogDir, stateDir + "/apps"].map { ($0, "directory", state) }
     }
 
     /// The files icebox makes in those directories, with the kind each must be.
@@ -117,12 +111,8 @@ public struct IceboxPaths: Sendable, Codable, Equatable {
     /// throws a permission error (exit 77) that names the path, what is wrong and what to do.
     package func verify() throws(IceboxError) {
         let user = geteuid()
-        for dir in directories {
-            try Self.check(dir.path, .directory, role: dir.role, variable: dir.variable, user: user)
-        }
-        for file in files {
-            try Self.check(file.path, file.kind, role: "file", variable: nil, user: user)
-        }
+        for d in directories { try Self.check(d.path, .directory, role: d.role, variable: d.variable, user: user) }
+        for file in files { try Self.check(file.path, file.kind, role: "file", variable: nil, user: user) }
     }
 
     static func check(_ path: String, _ kind: FileIO.Status.Kind, role: String, variable: String?, user: uid_t)

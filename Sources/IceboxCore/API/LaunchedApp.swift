@@ -25,7 +25,7 @@ public struct LaunchedApp: Sendable {
     public init(record: AppRecord, output: CommandOutput) {
         self.record = record
         self.output = output
-        readyAfter = record.coldStartNanos.map { .nanoseconds($0) }
+        readyAfter = record.coldStart
     }
 
     /// A launched app from its record, the daemon's lines and its ready event (whose

@@ -50,18 +50,17 @@ public struct ResumeResult: Sendable, Equatable, CustomStringConvertible {
         self.name = name
         lines = steps.map(\.line)
         events = steps.compactMap(\.event)
-        let thaw = events.last { $0.kind == .thaw }
-        if let thaw {
+        if let thaw = events.last(where: { $0.kind == .thaw }) {
             how = .thawed
-            thawTime = thaw.durationNanos.map { .nanoseconds($0) }
+            thawTime = thaw.duration
             backend = thaw.backend
             tasks = thaw.tasks
         } else if let restore = events.last(where: { $0.kind == .restore && $0.to == .active }) {
             how = .restored
-            restoreTime = restore.durationNanos.map { .nanoseconds($0) }
+            restoreTime = restore.duration
         } else {
             how = events.contains { $0.kind == .resume } ? .resumedDuringGrace : .alreadyActive
         }
-        readyAfter = events.last { $0.kind == .ready }?.durationNanos.map { .nanoseconds($0) }
+        readyAfter = events.last { $0.kind == .ready }?.duration
     }
 }

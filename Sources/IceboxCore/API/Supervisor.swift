@@ -189,9 +189,7 @@ public final class Supervisor: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var problems: [String] = []
         if !engine.hasFinished {
-            do {
-                try client.send(.stop(terminateApps: true, timeoutNanos: timeout.saturatingNanoseconds))
-            } catch {
+            do { try client.send(.stop(terminateApps: true, timeoutNanos: timeout.saturatingNanoseconds)) } catch {
                 problems.append("the stop request failed: \(error)")
             }
         }
@@ -207,8 +205,7 @@ public final class Supervisor: Sendable {
     deinit {
         // A supervisor dropped without stop() must not leave apps and cgroups behind.
         do { try stop() } catch {
-            let line = "icebox: Supervisor dropped without stop(): \(error)\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
+            _ = "icebox: Supervisor dropped without stop(): \(error)\n".withCString { write(2, $0, strlen($0)) }
         }
     }
 
@@ -317,8 +314,7 @@ public final class Supervisor: Sendable {
             _ = try? v2.waitForEvents(until: deadline) { !$0.populated }
         }
         for handle in handles {
-            var pfd = [pollfd(fd: handle.pidfd, events: Int16(POLLIN), revents: 0)]
-            _ = try? Poll.wait(&pfd, until: deadline)  // bounded likewise
+            _ = try? Poll.wait(handle.pidfd, events: Int16(POLLIN), until: deadline)  // bounded likewise
             // The engine's apps are our children: no zombie stays. One that is not (an adopted
             // one) is reaped by its own parent.
             _ = try? handle.reapIfExited()

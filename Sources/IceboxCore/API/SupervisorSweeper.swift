@@ -86,25 +86,14 @@ struct SupervisorSweeper: @unchecked Sendable {
         for a in "$@"; do case $a in dir:*) rm -rf -- "${a#dir:}" ;; esac; done
         """#
 
-    /// What one sweep removes: cgroup trees made for the supervisor (whole), the trees below
-    /// cgroups it was given (not those), and directories made for it.
-    struct Targets {
-        var cgroupTrees: [String] = []
-        var cgroupParents: [String] = []
-        var directories: [String] = []
-
-        var arguments: [String] {
-            cgroupTrees.map { "cgroup:" + $0 } + cgroupParents.map { "under:" + $0 } + directories.map { "dir:" + $0 }
-        }
-    }
-
-    /// Starts the sweeper for `targets`.
-    static func start(_ targets: Targets) throws(IceboxError) -> SupervisorSweeper {
+    /// Starts the sweeper for `targets`, the script's arguments (`cgroup:PATH`, `under:PATH`,
+    /// `dir:PATH`).
+    static func start(_ targets: [String]) throws(IceboxError) -> SupervisorSweeper {
         let pipe: PipePair
         do { pipe = try PipePair() } catch { throw IceboxError("start the supervisor's sweeper", error) }
         defer { close(pipe.readEnd) }
         var request = SpawnRequest(
-            executable: "/bin/sh", arguments: ["/bin/sh", "-c", script, "icebox-sweeper"] + targets.arguments,
+            executable: "/bin/sh", arguments: ["/bin/sh", "-c", script, "icebox-sweeper"] + targets,
             environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
         request.stdin = pipe.readEnd
         request.newSession = true
@@ -120,8 +109,7 @@ struct SupervisorSweeper: @unchecked Sendable {
     /// Has the sweep kill `pid` (SIGKILL) before anything else, if it still is the process
     /// that started at `startTicks` (/proc/PID/stat's field 22).
     func killFirst(pid: pid_t, startTicks: UInt64) {
-        let line = "proc:\(pid):\(startTicks)\n"
-        _ = line.withCString { text in retryingOnInterrupt { write(writeEnd, text, strlen(text)) } }
+        _ = "proc:\(pid):\(startTicks)\n".withCString { s in retryingOnInterrupt { write(writeEnd, s, strlen(s)) } }
     }
 
     /// After a clean stop: tells the sweeper there is nothing to sweep and reaps it.

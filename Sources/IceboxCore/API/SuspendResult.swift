@@ -67,27 +67,22 @@ public struct SuspendResult: Sendable, Equatable, CustomStringConvertible {
         lines = steps.map(\.line)
         events = steps.compactMap(\.event)
         let noticeEvent = events.last { $0.kind == .notice }
-        notice = noticeEvent.flatMap { e in
-            switch e.reason {
-            case NoticeSent.disabled.reason: return .disabled
-            case NoticeSent.noHandler.reason: return .noHandler
-            case let name?: return Signals.number(of: name).map(Notice.signal)
-            case nil: return nil
-            }
+        switch noticeEvent?.reason {
+        case NoticeSent.disabled.reason: notice = .disabled
+        case NoticeSent.noHandler.reason: notice = .noHandler
+        case let name?: notice = Signals.number(of: name).map(Notice.signal)
+        case nil: notice = nil
         }
-        graceGranted = noticeEvent?.graceNanos.map { .nanoseconds($0) }
+        graceGranted = noticeEvent?.grace
         let freeze = events.last { $0.kind == .freeze }
         graceUsed = .nanoseconds(freeze?.graceNanos ?? 0)
         // The wire's reason, read back through the lifecycle's own type (one spelling of each).
-        switch freeze?.reason {
-        case nil: graceEnd = .alreadySuspended
-        case let reason?:
-            switch GraceEnding(rawValue: reason) {
-            case .ready?: graceEnd = .ready
-            case .expired?: graceEnd = .expired
-            case .zero?: graceEnd = .zero
-            case nil: graceEnd = .other(reason)
-            }
+        switch (freeze?.reason, freeze?.reason.flatMap(GraceEnding.init(rawValue:))) {
+        case (nil, _): graceEnd = .alreadySuspended
+        case (_, .ready?): graceEnd = .ready
+        case (_, .expired?): graceEnd = .expired
+        case (_, .zero?): graceEnd = .zero
+        case (let reason?, nil): graceEnd = .other(reason)
         }
         freezeTime = .nanoseconds(freeze?.durationNanos ?? 0)
         backend = freeze?.backend

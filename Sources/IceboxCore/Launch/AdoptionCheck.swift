@@ -28,9 +28,8 @@ enum AdoptionCheck {
 
     /// The real uid of a process, the first number of the `Uid:` line of /proc/PID/status.
     static func realUID(inStatus text: String) -> uid_t? {
-        ProcFS.statusField("Uid", in: text).flatMap { $0.split(whereSeparator: { $0 == "\t" || $0 == " " }).first }.flatMap {
-            uid_t($0)
-        }
+        let fields = ProcFS.statusField("Uid", in: text)?.split(whereSeparator: { $0 == "\t" || $0 == " " })
+        return fields?.first.flatMap { uid_t($0) }
     }
 
     /// `root` and all its descendants, found through each thread's children list (a child is listed

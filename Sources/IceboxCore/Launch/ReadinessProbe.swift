@@ -96,18 +96,15 @@ final class ReadinessProbe {
             }
             attempt = .running(spawned.handle)
             return .wait(fd: spawned.handle.pidfd, events: EpollEvents.readable)
-        case .exec:
-            return settle(.ready)  // execve succeeded before any probe could run
-        case .notify:
-            return settle(.notReady)  // READY=1 decides, never a probe
+        case .exec: return settle(.ready)  // execve succeeded before any probe could run
+        case .notify: return settle(.notReady)  // READY=1 decides, never a probe
         }
     }
 
     /// The watched descriptor fired (an HTTP check may then ask to be watched for other events).
     func resume(events: UInt32) -> ProbeStep {
         switch attempt {
-        case .idle:
-            return .notReady
+        case .idle: return .notReady
         case .connecting(let fd):
             switch TCPProbe.state(fd) {
             case .connected: return settle(.ready)
@@ -116,15 +113,11 @@ final class ReadinessProbe {
                 if events & (EpollEvents.error | EpollEvents.hangup) != 0 { return settle(.notReady) }
                 return .wait(fd: fd, events: EpollEvents.writable)
             }
-        case .http(let check):
-            return follow(check.resume(events: events))
+        case .http(let check): return follow(check.resume(events: events))
         case .running(let handle):
             let ended: Termination?
-            do {
-                ended = try handle.reapIfExited()  // through its pidfd
-            } catch {
-                ended = .signaled(SIGKILL)  // ECHILD: someone else reaped it; it did not say ready
-            }
+            // Reaped through its pidfd. ECHILD: someone else reaped it; it did not say ready.
+            do { ended = try handle.reapIfExited() } catch { ended = .signaled(SIGKILL) }
             guard let ended else { return .wait(fd: handle.pidfd, events: EpollEvents.readable) }  // woken early
             // Reaped: its pid may be reused from now on, so cancel() must not signal its group.
             attempt = .idle
@@ -138,12 +131,9 @@ final class ReadinessProbe {
     /// caller stops watching `watchedFD` first.
     func cancel() {
         switch attempt {
-        case .idle:
-            break
-        case .connecting(let fd):
-            close(fd)
-        case .http(let check):
-            check.cancel()
+        case .idle: break
+        case .connecting(let fd): close(fd)
+        case .http(let check): check.cancel()
         case .running(let handle):
             // ESRCH only: it exited meanwhile; its group is killed below all the same.
             _ = try? handle.send(SIGKILL)
@@ -157,9 +147,8 @@ final class ReadinessProbe {
 
     /// The delay before the next attempt, growing each time.
     func nextDelay() -> UInt64 {
-        let d = backoff
-        backoff = min(backoff * 2, backoffCap)
-        return d
+        defer { backoff = min(backoff * 2, backoffCap) }
+        return backoff
     }
 
     /// The pid of a probe command running now (for the daemon's SIGCHLD handling).

@@ -206,9 +206,8 @@ package final class FileFollower {
     /// (read on), another (the old one rotated or replaced: as IN_MOVED_FROM), none (rotated
     /// and not yet made again: read on, or removed: the follow is over, as with IN_DELETE).
     private func look(_ emit: (String) -> Void) -> Bool {
-        var st = stat()
-        if stat(path, &st) == 0 {
-            if fd >= 0, UInt64(st.st_ino) != inode { rotated(emit) }
+        if let onDisk = onDiskInode() {
+            if fd >= 0, onDisk != inode { rotated(emit) }
             // None open: the newer generations come first, as in `takeNotifications`.
             if fd < 0 { readWhole(generationsNewer(than: lastRead, ifNotFound: true), emit) }
         } else if fd >= 0 {

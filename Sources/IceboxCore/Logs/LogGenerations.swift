@@ -12,10 +12,7 @@ package struct LogGenerations: Sendable {
 
     package init(path: String) {
         self.path = path
-        let slash = path.lastIndex(of: "/")
-        let dir = slash.map { String(path[..<$0]) } ?? "."
-        directory = dir.isEmpty ? "/" : dir
-        fileName = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        (directory, fileName) = FileIO.split(path)
     }
 
     /// PATH for 0, else PATH.n.
@@ -68,17 +65,13 @@ package struct LogGenerations: Sendable {
     /// shows up as a file seen twice, not as a file missed.
     package func openOlder(seen: Set<UInt64>) -> [Int32] {
         var seen = seen
-        var fds: [Int32] = []
-        for n in olderNumbers() {
+        return olderNumbers().compactMap { n -> Int32? in
             let fd = retryingOnInterrupt { open(generation(n), O_RDONLY | O_CLOEXEC) }
-            if fd < 0 { continue }
-            guard let inode = Self.inode(fd), seen.insert(inode).inserted else {
-                close(fd)
-                continue
-            }
-            fds.append(fd)
-        }
-        return fds.reversed()
+            if fd < 0 { return nil }
+            if let inode = Self.inode(fd), seen.insert(inode).inserted { return fd }
+            close(fd)
+            return nil
+        }.reversed()
     }
 
     /// Hands over the lines of the whole log, newest first (the current file from its end,
