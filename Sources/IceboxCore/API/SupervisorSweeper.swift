@@ -86,14 +86,25 @@ struct SupervisorSweeper: @unchecked Sendable {
         for a in "$@"; do case $a in dir:*) rm -rf -- "${a#dir:}" ;; esac; done
         """#
 
-    /// Starts the sweeper for `targets`, the script's arguments (`cgroup:PATH`, `under:PATH`,
-    /// `dir:PATH`).
-    static func start(_ targets: [String]) throws(IceboxError) -> SupervisorSweeper {
+    /// What one sweep removes: cgroup trees made for the supervisor (whole), the trees below
+    /// cgroups it was given (not those), and directories made for it.
+    struct Targets {
+        var cgroupTrees: [String] = []
+        var cgroupParents: [String] = []
+        var directories: [String] = []
+
+        var arguments: [String] {
+            cgroupTrees.map { "cgroup:" + $0 } + cgroupParents.map { "under:" + $0 } + directories.map { "dir:" + $0 }
+        }
+    }
+
+    /// Starts the sweeper for `targets`.
+    static func start(_ targets: Targets) throws(IceboxError) -> SupervisorSweeper {
         let pipe: PipePair
         do { pipe = try PipePair() } catch { throw IceboxError("start the supervisor's sweeper", error) }
         defer { close(pipe.readEnd) }
         var request = SpawnRequest(
-            executable: "/bin/sh", arguments: ["/bin/sh", "-c", script, "icebox-sweeper"] + targets,
+            executable: "/bin/sh", arguments: ["/bin/sh", "-c", script, "icebox-sweeper"] + targets.arguments,
             environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"])
         request.stdin = pipe.readEnd
         request.newSession = true

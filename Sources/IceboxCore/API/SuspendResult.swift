@@ -77,12 +77,15 @@ public struct SuspendResult: Sendable, Equatable, CustomStringConvertible {
         let freeze = events.last { $0.kind == .freeze }
         graceUsed = .nanoseconds(freeze?.graceNanos ?? 0)
         // The wire's reason, read back through the lifecycle's own type (one spelling of each).
-        switch (freeze?.reason, freeze?.reason.flatMap(GraceEnding.init(rawValue:))) {
-        case (nil, _): graceEnd = .alreadySuspended
-        case (_, .ready?): graceEnd = .ready
-        case (_, .expired?): graceEnd = .expired
-        case (_, .zero?): graceEnd = .zero
-        case (let reason?, nil): graceEnd = .other(reason)
+        switch freeze?.reason {
+        case nil: graceEnd = .alreadySuspended
+        case let reason?:
+            switch GraceEnding(rawValue: reason) {
+            case .ready?: graceEnd = .ready
+            case .expired?: graceEnd = .expired
+            case .zero?: graceEnd = .zero
+            case nil: graceEnd = .other(reason)
+            }
         }
         freezeTime = .nanoseconds(freeze?.durationNanos ?? 0)
         backend = freeze?.backend

@@ -41,11 +41,11 @@ enum TestCgroups {
         return facts.cgroup1Usable ? facts.freezerV1Root : nil
     }
 
-    /// What the sweeper removes if the test process dies, as its arguments: the roots made for
-    /// the engine whole, the trees below the ones it was given, and `directories`.
-    static func sweep(_ facts: HostFacts, ownedRoots: [String], directories: [String]) -> [String] {
+    /// What the sweeper removes if the test process dies: the roots made for the engine
+    /// whole, the trees below the ones it was given, and `directories`.
+    static func sweep(_ facts: HostFacts, ownedRoots: [String], directories: [String]) -> SupervisorSweeper.Targets {
         let given = [facts.cgroupRoot, facts.freezerV1Root, facts.memoryV1Root].compactMap { $0 }.filter { !ownedRoots.contains($0) }
-        return ownedRoots.map { "cgroup:" + $0 } + given.map { "under:" + $0 } + directories.map { "dir:" + $0 }
+        return SupervisorSweeper.Targets(cgroupTrees: ownedRoots, cgroupParents: given, directories: directories)
     }
 
     private static let next = Atomic<Int>(0)
