@@ -144,8 +144,7 @@ extension Daemon {
                 app: "-", pid: getpid(), kind: .policy, detail: "\(reason), but no app may be evicted (critical, or active and protected)",
                 at: .read())
             event.reason = reason.description
-            log(event)
-            return
+            return log(event)
         }
         let decision = Clock.monotonicNanos() - start
         policyEngine.victim = Victim(
