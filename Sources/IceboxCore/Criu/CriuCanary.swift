@@ -18,15 +18,16 @@ package enum CriuCanary {
 
     /// Dumps and restores a canary with the criu at `criu`; the timing, or why it failed.
     package static func run(criu: String) -> Result<Timing, CriuCanaryFailure> {
+        func fail(_ why: String) -> Result<Timing, CriuCanaryFailure> { .failure(CriuCanaryFailure(why)) }
         let dir: String
         do { dir = try FileIO.makeTemporaryDirectory(prefix: "icebox-criu-canary.") } catch {
-            return .failure(CriuCanaryFailure("cannot make the canary's image directory: \(error)"))
+            return fail("cannot make the canary's image directory: \(error)")
         }
         // The canary's verdict is the result; a temporary directory that stays under /tmp must not
         // turn a working criu into a failed one.
         defer { try? FileIO.removeTree(dir) }
         guard let sleep = ["/usr/bin/sleep", "/bin/sleep"].first(where: { (path: String) in access(path, X_OK) == 0 }) else {
-            return .failure(CriuCanaryFailure("no /usr/bin/sleep to use as the canary"))
+            return fail("no /usr/bin/sleep to use as the canary")
         }
         // Every server evicted to disk holds one; the canary's is the only copy once it runs
         // (ours is closed), so the port is free again when criu's dump kills it.
@@ -40,7 +41,7 @@ package enum CriuCanary {
             defer { close(listener) }
             canary = try Spawner.spawn(request).handle
         } catch {
-            return .failure(CriuCanaryFailure("cannot start the canary: \(error)"))
+            return fail("cannot start the canary: \(error)")
         }
         defer { killAndReap(canary) }
 
@@ -49,40 +50,33 @@ package enum CriuCanary {
             dump = try CriuCommand.run(
                 criu, ["dump", "--tree", String(canary.pid), "--images-dir", dir, "--log-file", "dump.log"],
                 timeoutNanos: timeoutNanos)
-        } catch { return .failure(CriuCanaryFailure("cannot run criu dump: \(error)")) }
-        guard dump.succeeded else {
-            return .failure(CriuCanaryFailure("dump: " + reason(dump, log: dir + "/dump.log")))
-        }
+        } catch { return fail("cannot run criu dump: \(error)") }
+        guard dump.succeeded else { return fail("dump: " + reason(dump, log: dir + "/dump.log")) }
         // criu killed the dumped canary; its pid is free only once reaped, and a restore before
         // that fails (`Can't fork for PID: File exists`). A failed wait is handled as a wrong
         // ending: the failure below says how the dump went instead.
         guard case .signaled(SIGKILL)? = (try? canary.wait(until: Clock.monotonicNanos() + 5_000_000_000)) ?? nil else {
-            return .failure(CriuCanaryFailure("criu dump exited 0 but the canary was not killed by it"))
+            return fail("criu dump exited 0 but the canary was not killed by it")
         }
 
         let restore: CriuCommand, restored: ProcessHandle?
         do { (restore, restored) = try CriuCommand.restore(criu, images: dir, timeoutNanos: timeoutNanos) } catch {
-            return .failure(CriuCanaryFailure("cannot run criu restore: \(error)"))
+            return fail("cannot run criu restore: \(error)")
         }
         // A restored canary is this process's child whatever criu said: it is ended.
         defer { if let restored { killAndReap(restored) } }
-        guard restore.succeeded else {
-            return .failure(CriuCanaryFailure("restore: " + reason(restore, log: dir + "/restore.log")))
-        }
-        guard let restored else {
-            return .failure(CriuCanaryFailure("criu restore exited 0 but wrote no live pid to \(dir)/restored.pid"))
-        }
+        guard restore.succeeded else { return fail("restore: " + reason(restore, log: dir + "/restore.log")) }
+        guard let restored else { return fail("criu restore exited 0 but wrote no live pid to \(dir)/restored.pid") }
         // From the kernel: the canary runs again, with its pid, as this process's child. A stat
         // that cannot be read is a restored canary gone already: the check fails and says so below.
         guard restored.pid == canary.pid, let stat = try? FileIO.read("/proc/\(restored.pid)/stat"),
             let parent = parentPid(inStat: stat), parent == getpid()
         else {
-            return .failure(
-                CriuCanaryFailure("the restored canary (pid \(restored.pid), dumped as \(canary.pid)) is not this process's child"))
+            return fail(
+                "the restored canary (pid \(restored.pid), dumped as \(canary.pid)) is not this process's child")
         }
         guard listensOnTCP(pid: restored.pid, fd: 3) else {
-            return .failure(
-                CriuCanaryFailure("the restored canary (pid \(restored.pid)) holds no listening TCP socket as descriptor 3"))
+            return fail("the restored canary (pid \(restored.pid)) holds no listening TCP socket as descriptor 3")
         }
         return .success(Timing(dumpNanos: dump.nanos, restoreNanos: restore.nanos))
     }
@@ -131,9 +125,7 @@ package enum CriuCanary {
 
     /// The fourth field of /proc/PID/stat (after the command name in parentheses).
     static func parentPid(inStat text: String) -> pid_t? {
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        return fields.count > 1 ? pid_t(fields[1]) : nil
+        ProcFS.statFieldsAfterName(text).flatMap { $0.count > 1 ? pid_t($0[1]) : nil }
     }
 
     static func killAndReap(_ process: ProcessHandle) {

@@ -28,7 +28,7 @@ package struct CriuCommand: Sendable {
         request.stdout = writeEnd
         request.stderr = writeEnd
         let started = Clock.monotonicNanos()
-        let deadline = started > .max - timeoutNanos ? .max : started + timeoutNanos
+        let deadline = started.saturatingAdd(timeoutNanos)
         let spawned: SpawnedProcess
         do { spawned = try Spawner.spawn(request) } catch {
             close(writeEnd)
@@ -125,9 +125,8 @@ package struct CriuCommand: Sendable {
     package static func restore(
         _ criu: String, images: String, timeoutNanos: UInt64
     ) throws(SystemError) -> (result: CriuCommand, restored: ProcessHandle?) {
-        let pidFile = images + "/restored.pid"
         let result = try run(criu, restoreArguments(images: images), timeoutNanos: timeoutNanos)
-        let pid = pid_t(((try? FileIO.read(pidFile)) ?? "").trimmed())  // none written: none restored
+        let pid = pid_t(((try? FileIO.read(images + "/restored.pid")) ?? "").trimmed())  // none written: none restored
         // A restored pid gone already: no restored process (the caller reports a failed restore).
         return (result, pid.flatMap { try? ProcessHandle(adopting: $0) })
     }

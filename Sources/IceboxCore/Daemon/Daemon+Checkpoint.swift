@@ -116,8 +116,7 @@ extension Daemon {
 
     /// Which app's criu (or sync) `pid` is, if it is one.
     func criuRunning(pid: pid_t) -> String? {
-        if let app = apps.values.first(where: { $0.checkpoint?.run.pid == pid }) { return app.name }
-        return restores.values.first { $0.run.pid == pid }?.name
+        apps.values.first { $0.checkpoint?.run.pid == pid }?.name ?? restores.values.first { $0.run.pid == pid }?.name
     }
 
     private func checkpointStepEnded(_ app: LiveApp, _ work: CheckpointWork, _ termination: Termination) {

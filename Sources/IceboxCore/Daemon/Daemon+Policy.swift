@@ -16,8 +16,7 @@ extension Daemon {
 
     /// The starting policy: the daemon's own flags, else policy.json's (with what was wrong).
     func startingPolicy() -> (policy: EvictionPolicy, problem: String?) {
-        if let given = config.policy { return (given, nil) }
-        return EvictionPolicy.loadReporting(from: config.paths.policyFile)
+        config.policy.map { ($0, nil) } ?? EvictionPolicy.loadReporting(from: config.paths.policyFile)
     }
 
     /// The last policy (policy.json), with the daemon's own flags on top.
@@ -43,14 +42,12 @@ extension Daemon {
         }
         if let text = policyEngine.policy.pressure {
             let spec = try PressureSpec.parse(text)
-            let path: String
+            var path = PressureTrigger.systemMemory
             if policyEngine.policy.pressureScope == .apps {
                 guard let root = facts.cgroupRoot else {
                     throw IceboxError(.unavailable, "--pressure-scope apps needs a cgroup v2 root", hint: "use --pressure-scope system")
                 }
                 path = root + "/memory.pressure"
-            } else {
-                path = PressureTrigger.systemMemory
             }
             do {
                 let trigger = try PressureTrigger(spec: spec, path: path)
@@ -78,20 +75,15 @@ extension Daemon {
     /// epoll has just seen it: its events are the answer (polling again would find nothing).
     func pressureFired(events: UInt32) {
         guard let trigger = policyEngine.pressureTrigger else { return }
-        let state: PressureTrigger.State =
-            events & EpollEvents.error != 0 ? .gone : events & EpollEvents.priority != 0 ? .crossed : .quiet
-        switch state {
-        case .crossed:
+        if events & EpollEvents.error != 0 {
+            unwatch(trigger.fd)
+            policyEngine.pressureTrigger = nil
+            log(.error, app: "-", pid: getpid(), "the PSI trigger's file \(trigger.path) is gone; pressure trigger off")
+        } else if events & EpollEvents.priority != 0 {
             // Only adds figures to the line: the trigger fired either way.
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
             log(.pressure, app: "-", pid: getpid(), "PSI trigger \(trigger.spec) crossed\(stats)")
             enforcePolicy(pressure: true)
-        case .gone:
-            unwatch(trigger.fd)
-            policyEngine.pressureTrigger = nil
-            log(.error, app: "-", pid: getpid(), "the PSI trigger's file \(trigger.path) is gone; pressure trigger off")
-        case .quiet:
-            break
         }
     }
 
@@ -152,8 +144,7 @@ extension Daemon {
                 app: "-", pid: getpid(), kind: .policy, detail: "\(reason), but no app may be evicted (critical, or active and protected)",
                 at: .read())
             event.reason = reason.description
-            log(event)
-            return
+            return log(event)
         }
         let decision = Clock.monotonicNanos() - start
         policyEngine.victim = Victim(

@@ -10,8 +10,7 @@ extension Daemon {
         if record.isAdopted && record.adoptMoveNanos == nil { return undoInterruptedAdoption(record) }
         // A pidfd refused is a process gone since the record: recorded as ended while away.
         guard isSameProcess(record), let handle = try? ProcessHandle(adopting: record.pid) else {
-            recordEndedWhileAway(record)
-            return
+            return recordEndedWhileAway(record)
         }
         if let why = holdsThisDaemon(record) { return leaveUnadopted(record, why: why) }
         let cgroups = AppCgroups.adopt(v2: record.cgroup, freezerV1: record.freezerV1, memoryV1: record.memoryV1)
@@ -139,8 +138,7 @@ extension Daemon {
             record.startTicks = ProcFS.stat(pid: main)?.startTimeTicks ?? 0
             // The record was written before the launch chose the app's notify socket.
             noteSharedSocket(of: main, in: &record)
-            takeOver(record)
-            return
+            return takeOver(record)
         }
         if ours.isEmpty && !inside.isEmpty {
             removeOwnNotifySocket(of: saved)  // the launch named it: no app of ours will use it
