@@ -75,15 +75,20 @@ extension Daemon {
     /// epoll has just seen it: its events are the answer (polling again would find nothing).
     func pressureFired(events: UInt32) {
         guard let trigger = policyEngine.pressureTrigger else { return }
-        if events & EpollEvents.error != 0 {
-            unwatch(trigger.fd)
-            policyEngine.pressureTrigger = nil
-            log(.error, app: "-", pid: getpid(), "the PSI trigger's file \(trigger.path) is gone; pressure trigger off")
-        } else if events & EpollEvents.priority != 0 {
+        let state: PressureTrigger.State =
+            events & EpollEvents.error != 0 ? .gone : events & EpollEvents.priority != 0 ? .crossed : .quiet
+        switch state {
+        case .crossed:
             // Only adds figures to the line: the trigger fired either way.
             let stats = (try? trigger.stats()).map { " (some avg10 \($0.some.avg10)%)" } ?? ""
             log(.pressure, app: "-", pid: getpid(), "PSI trigger \(trigger.spec) crossed\(stats)")
             enforcePolicy(pressure: true)
+        case .gone:
+            unwatch(trigger.fd)
+            policyEngine.pressureTrigger = nil
+            log(.error, app: "-", pid: getpid(), "the PSI trigger's file \(trigger.path) is gone; pressure trigger off")
+        case .quiet:
+            break
         }
     }
 
