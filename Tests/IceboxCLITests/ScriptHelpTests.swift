@@ -16,7 +16,7 @@ struct ScriptHelpTests {
         "--help prints the script's usage and exits 0, before it installs, builds or measures anything",
         arguments: [
             "scripts/test", "scripts/bench/run", "scripts/bench/oneshot-tight", "scripts/bench/startup-faults",
-            "scripts/link-order", "scripts/fuzz", "scripts/faults", "scripts/soak",
+            "scripts/link-order", "scripts/fuzz", "scripts/faults", "scripts/soak", "scripts/docs-check", "scripts/demo",
         ] + Self.pythonBenchmarks.map { "scripts/bench/" + $0 })
     func helpDoesNothingElse(script: String) throws {
         // Stand-ins for what the script would run first: each says it was run, and fails.
