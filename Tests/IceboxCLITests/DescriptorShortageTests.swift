@@ -114,4 +114,59 @@ struct DescriptorShortageTests {
         while (try box.apps()["py"]?.statusText) != "again" && Date() < again { usleep(20_000) }
         #expect(try box.apps()["py"]?.statusText == "again")
     }
+
+    @Test(
+        "on the shared socket, a READY=1 that comes before the stand-in's answer is held, not lost: the launch is ready",
+        .enabled(if: Sandbox.cgroupMissing == nil, "\(Sandbox.cgroupMissing ?? "")"),
+        .enabled(if: Sandbox.writableMounts.unified != nil, "the sender is found by its cgroup v2"),
+        .enabled(
+            if: Sandbox.writableMounts.memoryV1 != nil || Sandbox.writableMounts.freezerV1 != nil,
+            "stand-ins are for hosts with a v1 memory or freezer hierarchy; this one has neither"),
+        .enabled(if: ShellHarness.which("python3") != nil, "the early sender is a Python program"))
+    func readyBeforeTheStandInAnswers() throws {
+        let box = Sandbox("fdheld")
+        defer { box.close() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        p.arguments = ["--nofile=256:256", Sandbox.binary, "launch", "--grace", "0", "a0", "--", "sleep", "1000"]
+        p.environment = box.environment
+        try #require(try Sandbox.runToEnd(p, timeout: 30, what: "prlimit icebox launch").status == 0)
+        for i in 1..<12 { try #require(try box.icebox(["launch", "--grace", "0", "a\(i)", "--", "sleep", "1000"]).status == 0) }
+        try #require(box.events().contains { $0.detail.contains("share the notify socket") })
+        // The next launch goes through a parked stand-in: stopped, it does not answer.
+        try #require(Scenario.eventually { !box.standIns().isEmpty }, "no stand-in parked")
+        let standIns = box.standIns()
+        for s in standIns { kill(s, SIGSTOP) }
+        defer { for s in standIns { kill(s, SIGCONT) } }
+
+        // The launch waits for its stopped stand-in; its cgroup is made already.
+        let launch = Sandbox.Background(box, ["launch", "--ready", "notify", "--ready-timeout", "5s", "held", "--", "sleep", "1000"])
+        let cgroup = try #require(box.cgroupRoot) + "/held"
+        try #require(Scenario.eventually { FileManager.default.fileExists(atPath: cgroup + "/cgroup.procs") })
+        // A process of the app (in its cgroup) says READY=1 on the shared socket before the
+        // daemon knows the app, as a fast app does when the stand-in's answer comes late.
+        let sender = Process()
+        sender.executableURL = URL(fileURLWithPath: try #require(ShellHarness.which("python3")))
+        sender.arguments = [
+            "-c",
+            """
+            import os, socket, sys, time
+            with open(sys.argv[1] + "/cgroup.procs", "w") as f: f.write(str(os.getpid()))
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"READY=1", sys.argv[2])
+            time.sleep(60)
+            """,
+            cgroup, box.runtimeDir + "/notify.sock",
+        ]
+        try sender.run()
+        defer { sender.terminate() }
+        try #require(Scenario.eventually { Sandbox.pids(in: cgroup).contains(sender.processIdentifier) })
+        // Time for the daemon to read the datagram while the launch still waits (without the
+        // hold it is dropped now, and the launch waits out its 5 s).
+        usleep(300_000)
+        for s in standIns { kill(s, SIGCONT) }
+        let result = try #require(launch.result(within: 20), "the launch never ended")
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("(notify)"), "\(result.output)")
+        #expect(try box.apps()["held"]?.state == .active)
+    }
 }

@@ -130,6 +130,7 @@ extension Daemon {
             for fd in pending.stdio { close(fd) }
             // Children left unreaped while launches were pending (`reapChildren`) are orphans now.
             if pendingLaunches.isEmpty { reapChildren() }
+            replayHeldSharedNotify()
         }
         do {
             if let failure { throw failure }

@@ -26,6 +26,9 @@ extension Daemon {
         }
     }
 
+    /// Held datagrams of the shared socket at most (`heldSharedNotify`); past it they are dropped.
+    static let heldSharedNotifyLimit = 64
+
     /// Datagrams on the shared socket: each goes to its sender's app (by cgroup, or session
     /// without v2) if that app was given the shared socket; any other is dropped and counted.
     func receiveSharedNotify() {
@@ -33,12 +36,39 @@ extension Daemon {
             guard descriptors.sharedNotifyFD >= 0, let datagram = UnixSocket.receive(descriptors.sharedNotifyFD) else { return }
             defer { for fd in datagram.fds { close(fd) } }
             guard datagram.senderPID > 0, let app = sharedNotifySender(datagram.senderPID) else {
-                let now = Clock.monotonicNanos()
-                if descriptors.sharedNotifyDrops.drop(from: datagram.senderPID, now: now) { logSharedNotifyDrops(now: now) }
+                // A launch through a stand-in has no app until the stand-in answers, and its
+                // READY=1 may come first (the two in one turn, or the stand-in not yet run): held
+                // while launches wait, not lost (the launch would wait out its ready timeout).
+                if datagram.senderPID > 0, !pendingLaunches.isEmpty, descriptors.heldSharedNotify.count < Self.heldSharedNotifyLimit {
+                    descriptors.heldSharedNotify.append((datagram.senderPID, datagram.text))
+                } else {
+                    dropSharedNotify(from: datagram.senderPID)
+                }
                 continue
             }
             apply(.notify(NotifyMessage.parse(datagram.text)), to: app)
         }
+    }
+
+    /// After a pending launch ended: the held datagrams go to their apps now; those of no app
+    /// stay held while other launches wait, else they are dropped and counted.
+    func replayHeldSharedNotify() {
+        let held = descriptors.heldSharedNotify
+        descriptors.heldSharedNotify = []
+        for (sender, text) in held {
+            if let app = sharedNotifySender(sender) {
+                apply(.notify(NotifyMessage.parse(text)), to: app)
+            } else if !pendingLaunches.isEmpty {
+                descriptors.heldSharedNotify.append((sender, text))
+            } else {
+                dropSharedNotify(from: sender)
+            }
+        }
+    }
+
+    private func dropSharedNotify(from sender: pid_t) {
+        let now = Clock.monotonicNanos()
+        if descriptors.sharedNotifyDrops.drop(from: sender, now: now) { logSharedNotifyDrops(now: now) }
     }
 
     /// The app on the shared socket that `pid` belongs to, or nil.
