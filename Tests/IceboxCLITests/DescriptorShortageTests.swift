@@ -20,6 +20,16 @@ struct DescriptorShortageTests {
         return (fds.count, targets.filter { t in files.contains { t.hasSuffix("/" + $0) } })
     }
 
+    /// `icebox launch a0 -- sleep 1000` under a limit of 256 descriptors: the first command
+    /// starts the daemon, which inherits the limit (soft and hard: it cannot raise it).
+    static func launchShortOfDescriptors(_ box: Sandbox) throws -> Sandbox.Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        p.arguments = ["--nofile=256:256", Sandbox.binary, "launch", "--grace", "0", "a0", "--", "sleep", "1000"]
+        p.environment = box.environment
+        return try Sandbox.runToEnd(p, timeout: 30, what: "prlimit icebox launch")
+    }
+
     static func notifySocket(of pid: pid_t) -> String? {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
         for entry in data.split(separator: 0) {
@@ -35,13 +45,8 @@ struct DescriptorShortageTests {
     func pastTheBudget() throws {
         let box = Sandbox("fdshort")
         defer { box.close() }
-        // The first command starts the daemon, which inherits its limit (soft and hard: it
-        // cannot raise it). 8 kept per app + 64 + clients < 128: about seven apps keep theirs.
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-        p.arguments = ["--nofile=256:256", Sandbox.binary, "launch", "--grace", "0", "a0", "--", "sleep", "1000"]
-        p.environment = box.environment
-        let first = try Sandbox.runToEnd(p, timeout: 30, what: "prlimit icebox launch")
+        // 8 kept per app + 64 + clients < 128: about seven apps keep theirs.
+        let first = try Self.launchShortOfDescriptors(box)
         #expect(first.status == 0, "\(first.output)")
         let daemon = try #require(box.daemonPID)
         let limits = try String(contentsOfFile: "/proc/\(daemon)/limits", encoding: .utf8)
@@ -126,11 +131,7 @@ struct DescriptorShortageTests {
     func readyBeforeTheStandInAnswers() throws {
         let box = Sandbox("fdheld")
         defer { box.close() }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-        p.arguments = ["--nofile=256:256", Sandbox.binary, "launch", "--grace", "0", "a0", "--", "sleep", "1000"]
-        p.environment = box.environment
-        try #require(try Sandbox.runToEnd(p, timeout: 30, what: "prlimit icebox launch").status == 0)
+        try #require(try Self.launchShortOfDescriptors(box).status == 0)
         for i in 1..<12 { try #require(try box.icebox(["launch", "--grace", "0", "a\(i)", "--", "sleep", "1000"]).status == 0) }
         try #require(box.events().contains { $0.detail.contains("share the notify socket") })
         // The next launch goes through a parked stand-in: stopped, it does not answer.
