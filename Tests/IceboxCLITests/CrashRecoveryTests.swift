@@ -25,12 +25,23 @@ struct CrashRecoveryTests {
         defer { box.close() }
         let cgroup = try #require(box.cgroupRoot) + "/web"
         try FileIO.makeDirectories(cgroup)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", #"echo $$ > "$0/cgroup.procs" && exec "$1" daemon"#, cgroup, Sandbox.binary]
-        p.environment = box.environment.merging(["ICEBOX_APP_NAME": "web", "NOTIFY_SOCKET": box.runtimeDir + "/notify.sock"]) { $1 }
-        let started = try Sandbox.runToEnd(p, timeout: 30, what: "icebox daemon from inside \(cgroup)")
-        #expect(started.status == 0, "\(started.output)")
+        // A daemon with no app and no client leaves after a second: a connection held open
+        // keeps it, so that an end below could only be its own doing. Started again if it left
+        // (idle) before the connection was made.
+        var hold: Int32 = -1
+        for _ in 0..<3 where hold < 0 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", #"echo $$ > "$0/cgroup.procs" && exec "$1" daemon"#, cgroup, Sandbox.binary]
+            p.environment = box.environment.merging(["ICEBOX_APP_NAME": "web", "NOTIFY_SOCKET": box.runtimeDir + "/notify.sock"]) {
+                $1
+            }
+            let started = try Sandbox.runToEnd(p, timeout: 30, what: "icebox daemon from inside \(cgroup)")
+            #expect(started.status == 0, "\(started.output)")
+            hold = (try? UnixSocket.connect(path: box.runtimeDir + "/icebox.sock")) ?? -1
+        }
+        try #require(hold >= 0, "the daemon left three times before a connection could hold it")
+        defer { if hold >= 0 { close(hold) } }
         let daemon = try daemonPID(box)
         #expect(Sandbox.pids(in: cgroup).contains(daemon), "the daemon is not in \(cgroup)")
         // doctor finds the daemon by its lock file (which it holds open) and reads its capabilities.
@@ -43,6 +54,9 @@ struct CrashRecoveryTests {
             #expect(suspend.status == 1 && suspend.stderr.contains("no app named 'web'"), "\(suspend.output)")
         }
         #expect(Kernel.alive(daemon) && Kernel.processState(daemon) != "T")
+        // A daemon waits for its clients before it exits: the held connection goes first.
+        close(hold)
+        hold = -1
         #expect(try box.icebox(["daemon", "--stop"]).status == 0)
     }
 
