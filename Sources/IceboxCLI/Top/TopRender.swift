@@ -144,8 +144,14 @@ enum TopRender {
         var out = ""
         var left = width
         for span in spans where left > 0 {
-            let text = cut(span.text, to: left)
-            left -= columns(text)
+            // Counted once for a span that fits (every span, most frames); again only when cut.
+            var text = span.text
+            var count = columns(text)
+            if count > left {
+                text = cut(text, to: left)
+                count = columns(text)
+            }
+            left -= count
             out += paint(text, span.style, lineStyle, color)
         }
         out += paint(String(repeating: " ", count: left), nil, lineStyle, color)
