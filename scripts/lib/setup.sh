@@ -48,18 +48,24 @@ icebox_has() {
     esac
 }
 
-# icebox_help_if_asked "$@": a script's header comment (its usage) and exit 0 when it is asked
-# for -h or --help, before it installs, builds or measures anything.
-icebox_help_if_asked() {
+# icebox_wants_help "$@": whether -h or --help is among a script's arguments.
+icebox_wants_help() {
     local arg
     for arg in "$@"; do
-        case $arg in
-        -h | --help)
-            awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
-            exit 0
-            ;;
-        esac
+        case $arg in -h | --help) return 0 ;; esac
     done
+    return 1
+}
+
+# icebox_usage: the calling script's header comment (the lines after #!), its usage.
+icebox_usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+
+# icebox_help_if_asked "$@": the usage, and exit 0, when the script is asked for -h or --help,
+# before it installs, builds or measures anything.
+icebox_help_if_asked() {
+    icebox_wants_help "$@" || return 0
+    icebox_usage
+    exit 0
 }
 
 # icebox_install_dependencies [--tests]: installs the packages icebox needs that are missing
